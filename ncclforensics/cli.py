@@ -1,0 +1,113 @@
+"""The command line: options -> one api call -> one report call -> exit code. The only place that exits.
+
+Exit codes follow diff(1): 0 consistent, 1 divergence found, 2 trouble (bad input wins the exit code, but the
+results for the good inputs are still printed).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.console import Console
+
+from . import __version__, api
+from .errors import ForensicsError
+from .model import Severity
+from .report import console as console_report
+from .report import data
+
+EXIT_CONSISTENT, EXIT_DIVERGED, EXIT_TROUBLE = 0, 1, 2
+
+
+class ForensicsGroup(click.Group):
+    """Turns ForensicsError into one line on stderr and exit code 2 (tracebacks only with --debug)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except ForensicsError as e:
+            if ctx.params.get("debug"):
+                raise
+            click.echo(f"error: {e}", err=True)
+            ctx.exit(EXIT_TROUBLE)
+
+
+def _stderr() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def _progress(enabled: bool):
+    """A rich progress bar on stderr over the input files, when stderr is a terminal."""
+    from rich.progress import Progress
+
+    if not enabled or not sys.stderr.isatty():
+        return None, None
+    bar = Progress(console=_stderr(), transient=True)
+    task = bar.add_task("reading evidence", total=None)
+
+    def hook(name: str, done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total, description=f"reading {name}"[:60])
+
+    return bar, hook
+
+
+def _parse(paths: tuple[str, ...], quiet: bool = False) -> api.ParsedInputs:
+    bar, hook = _progress(not quiet)
+    if bar:
+        with bar:
+            return api.parse_paths(list(paths), hook)
+    return api.parse_paths(list(paths), hook)
+
+
+def _report_problems(parsed: api.ParsedInputs) -> bool:
+    """Print every problem on stderr; True when one of them is an error (exit 2)."""
+    problems = parsed.all_problems
+    console_report.render_problems(_stderr(), problems)
+    return any(p.severity is Severity.ERROR for p in problems)
+
+
+@click.group(cls=ForensicsGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ncclforensics")
+@click.option("--debug", is_flag=True, hidden=True, help="Show tracebacks.")
+def cli(debug: bool) -> None:
+    """Forensics for NCCL hangs and silent corruption: which rank diverged, where, and what it cost.
+
+    \b
+    Example:
+        ncclforensics parse incident/
+        ncclforensics diff rank*.log fr_rank* ras_status_*.txt
+        ncclforensics postmortem incident/ --out report/
+    """
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array, one object per file.")
+def parse(paths: tuple[str, ...], as_json: bool) -> None:
+    """Show what each evidence file holds: format, records, ranks, communicators, problems.
+
+    PATHS are files or folders (walked recursively). Formats are detected from content.
+
+    \b
+    Example:
+        ncclforensics parse examples/extra-op-4rank
+        ncclforensics parse --json nccl.host.1234.log fr_rank0
+    """
+    parsed = _parse(paths, quiet=as_json)
+    if as_json:
+        click.echo(json.dumps([data.parse_dict(e) for e in parsed.evidence], indent=2))
+    else:
+        console_report.render_parse_table(Console(), parsed.evidence)
+    trouble = _report_problems(parsed)
+    sys.exit(EXIT_TROUBLE if trouble else EXIT_CONSISTENT)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""Error types. Every error raised on purpose by ncclforensics derives from ForensicsError."""
+
+from __future__ import annotations
+
+
+class ForensicsError(Exception):
+    """Base of every error ncclforensics raises on purpose; the CLI turns it into one line and exit code 2."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return f"{text} (hint: {self.hint})" if self.hint else text
+
+
+class SourceError(ForensicsError):
+    """An input file could not be read or used at all."""
+
+
+class ParseError(SourceError):
+    """An input is unusable at a known place: `str(e)` is `path:line: message`."""
+
+    def __init__(self, location: object, message: str, hint: str | None = None) -> None:
+        super().__init__(f"{location}: {message}", hint)
+        self.location = location
+
+
+class HostileInputError(SourceError):
+    """An input tried to do more than carry data (a pickle that imports, a decompression bomb)."""
+
+
+class AlignError(ForensicsError):
+    """The evidence cannot be aligned (for example no collectives at all)."""
+
+
+class OutputError(ForensicsError):
+    """An output location is not acceptable (inside an input folder, say)."""
+
+
+class LiveError(ForensicsError):
+    """The live mode could not do its job: a peer missing past its timeout, the store gone, a RAS server gone."""
+
+
+def require(module: str, extra: str):
+    """Import an optional dependency, or raise a ForensicsError naming the extra that provides it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise ForensicsError(f"{module} is needed for this", hint=f"pip install 'ncclforensics[{extra}]'") from e

@@ -1,0 +1,81 @@
+"""What one parsed input file holds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from .event import (
+    CommInfo,
+    Diagnostic,
+    FingerprintRow,
+    GateDecision,
+    ProcessIdentity,
+    ProgressReport,
+    RasSnapshot,
+    SpecDecodeMetrics,
+    WatchdogEvent,
+)
+from .frame import empty_collectives
+from .kinds import Severity, SourceFormat
+
+
+@dataclass
+class Evidence:
+    """Everything one input file says, in the one event model. Built by exactly one parser."""
+
+    path: str
+    format: SourceFormat | None  # None: no parser recognised the file
+    collectives: pl.DataFrame = field(default_factory=empty_collectives)
+    identities: list[ProcessIdentity] = field(default_factory=list)
+    comm_infos: list[CommInfo] = field(default_factory=list)
+    progress: list[ProgressReport] = field(default_factory=list)
+    ras: list[RasSnapshot] = field(default_factory=list)
+    gates: list[GateDecision] = field(default_factory=list)
+    fingerprints: list[FingerprintRow] = field(default_factory=list)
+    watchdog: list[WatchdogEvent] = field(default_factory=list)
+    metrics: list[SpecDecodeMetrics] = field(default_factory=list)
+    problems: list[Diagnostic] = field(default_factory=list)
+    version: str | None = None  # producer version (NCCL, Flight Recorder schema), where stated
+
+    @property
+    def record_count(self) -> int:
+        """COLL lines / dump entries / decisions / fingerprint rows / events, by format."""
+        return (
+            self.collectives.height
+            + len(self.ras)
+            + len(self.gates)
+            + len(self.fingerprints)
+            + len(self.watchdog)
+            + len(self.metrics)
+        )
+
+    @property
+    def ranks(self) -> list[int]:
+        """Global ranks this file speaks for (not ranks it merely mentions)."""
+        found: set[int] = set()
+        found.update(r for r in self.collectives.get_column("rank").drop_nulls().unique().to_list())
+        found.update(i.rank for i in self.identities if i.rank is not None)
+        found.update(g.rank for g in self.gates)
+        found.update(f.rank for f in self.fingerprints)
+        found.update(w.rank for w in self.watchdog if w.rank is not None)
+        found.update(p.rank for p in self.progress if p.rank is not None)
+        return sorted(found)
+
+    @property
+    def comms(self) -> list[str]:
+        """The `0x...` communicator hashes this file names."""
+        found: set[str] = set()
+        found.update(self.collectives.get_column("comm").drop_nulls().unique().to_list())
+        found.update(i.comm for i in self.identities if i.comm)
+        for snapshot in self.ras:
+            found.update(c.comm for c in snapshot.comms)
+            found.update(i.comm for i in snapshot.issues if i.comm)
+        found.update(w.comm for w in self.watchdog if w.comm)
+        return sorted(c for c in found if c.startswith("0x"))
+
+    @property
+    def has_errors(self) -> bool:
+        """True when a problem of error severity was found (exit code 2)."""
+        return any(p.severity is Severity.ERROR for p in self.problems)

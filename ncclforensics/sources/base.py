@@ -1,0 +1,149 @@
+"""What every source (input format) shares: the Source interface and safe reading of input files."""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import io
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Protocol
+
+from ..errors import HostileInputError, SourceError
+from ..model import Diagnostic, Evidence, Location, Severity, SourceFormat
+
+HEAD_BYTES = 64 * 1024
+# A .gz that expands past this is treated as a decompression bomb; big real logs stay well under it.
+DEFAULT_MAX_DECOMPRESSED = 8 * 1024**3
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass
+class InputFile:
+    """One input file: how it is named in findings, and safe access to its (decompressed) content."""
+
+    path: Path
+    name: str  # as shown in locations: the path the user gave, or relative to the directory they gave
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+    _head: bytes | None = field(default=None, repr=False)
+
+    @property
+    def compressed(self) -> bool:
+        """True for a gzip file (told by its magic bytes, not its name)."""
+        with open(self.path, "rb") as f:
+            return f.read(2) == GZIP_MAGIC
+
+    def head(self) -> bytes:
+        """The first 64 KiB of the content (decompressed), for format detection."""
+        if self._head is None:
+            if self.compressed:
+                self._head = _gunzip(self.path, HEAD_BYTES, truncate=True)[0]
+            else:
+                with open(self.path, "rb") as f:
+                    self._head = f.read(HEAD_BYTES)
+        return self._head
+
+    def read_bytes(self) -> tuple[bytes, list[Diagnostic]]:
+        """The whole content, decompressed with a size limit; a gzip that stops early yields what it had."""
+        if self.compressed:
+            data, problem = _gunzip(self.path, self.max_decompressed, truncate=False)
+            return data, ([Diagnostic(Location(self.name), problem)] if problem else [])
+        return self.path.read_bytes(), []
+
+    def read_text(self) -> tuple[str, list[Diagnostic]]:
+        """The content as text: UTF-8, or UTF-16 with a BOM; undecodable bytes are replaced and reported."""
+        data, problems = self.read_bytes()
+        text, problem = decode(data, self.name)
+        if problem:
+            problems.append(problem)
+        return text, problems
+
+    def lines(self) -> tuple[list[str], list[Diagnostic]]:
+        """The content split into lines (CR, LF or CRLF), line i+1 at index i."""
+        text, problems = self.read_text()
+        return text.splitlines(), problems
+
+
+def _gunzip(path: Path, limit: int, truncate: bool) -> tuple[bytes, str | None]:
+    """Decompress at most `limit` bytes; over the limit is hostile unless `truncate` (reading a head)."""
+    out = io.BytesIO()
+    decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                break
+            room = limit - out.tell()
+            piece = decomp.decompress(chunk, room + 1)
+            out.write(piece[:room] if truncate else piece)
+            if out.tell() >= limit or decomp.unconsumed_tail:
+                if truncate:
+                    return out.getvalue()[:limit], None
+                raise HostileInputError(f"{path}: gzip expands past {limit} bytes; refusing it as a decompression bomb")
+            if decomp.eof:
+                # Concatenated gzip members are legal; keep going with the rest.
+                rest = decomp.unused_data
+                decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                if rest:
+                    out.write(decomp.decompress(rest))
+    if not decomp.eof and out.tell() and not truncate:
+        return out.getvalue(), "gzip stream ends early (truncated file); read what it had"
+    return out.getvalue(), None
+
+
+def decode(data: bytes, name: str) -> tuple[str, Diagnostic | None]:
+    """Decode bytes as UTF-8 (UTF-16 when a BOM says so); replace bad bytes and say where the first was."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return data.decode("utf-16"), None
+        except UnicodeDecodeError as e:
+            return data.decode("utf-16", errors="replace"), Diagnostic(Location(name), f"bad UTF-16: {e.reason}")
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[3:]
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        problem = Diagnostic(Location(name, line), "not valid UTF-8; undecodable bytes replaced", Severity.WARNING)
+        return data.decode("utf-8", errors="replace"), problem
+
+
+def head_text(head: bytes) -> str:
+    """Decode a head for sniffing; never fails."""
+    return decode(head, "")[0]
+
+
+def looks_binary(head: bytes) -> bool:
+    """NUL bytes in text that is not UTF-16 mark a binary file."""
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return False
+    return b"\x00" in head[:8192]
+
+
+def numbered(lines: list[str]) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text) pairs."""
+    return enumerate(lines, start=1)
+
+
+class Source(Protocol):
+    """One input format: `sniff` scores how much a file's head looks like it, `parse` reads the whole file."""
+
+    format: SourceFormat
+
+    def sniff(self, head: bytes, text: str) -> float:
+        """A score > 0 when the head (raw and decoded) looks like this format; the highest score wins."""
+        ...
+
+    def parse(self, file: InputFile) -> Evidence:
+        """Read the file into Evidence; problems become Diagnostics, never exceptions (except SourceError)."""
+        ...
+
+
+def unreadable(file: InputFile, fmt: SourceFormat, error: Exception) -> Evidence:
+    """Evidence for a file that could not be read at all, with the reason as an error diagnostic."""
+    if isinstance(error, SourceError):
+        message = str(error).removeprefix(f"{file.path}: ")
+    else:
+        message = f"cannot read: {error}"
+    return Evidence(path=file.name, format=fmt, problems=[Diagnostic(Location(file.name), message)])

@@ -1,0 +1,64 @@
+"""Find input files under the paths a user gives, safely (symlink loops, unreadable entries)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..model import Diagnostic, Location, Severity
+from .base import InputFile
+
+# Files a postmortem folder commonly holds beside evidence; skipped silently when walking a folder.
+NOT_EVIDENCE_SUFFIXES = {".png", ".jpg", ".jpeg", ".svg", ".html", ".md", ".pdf", ".py", ".sh", ".pyc", ".ipynb"}
+
+
+def discover(paths: list[str]) -> tuple[list[InputFile], list[Diagnostic]]:
+    """Expand files and folders (recursively) into input files, each named as the user would recognise it."""
+    files: list[InputFile] = []
+    problems: list[Diagnostic] = []
+    seen_files: set[Path] = set()
+    for given in paths:
+        root = Path(given)
+        if not root.exists() and not root.is_symlink():
+            problems.append(Diagnostic(Location(given), "no such file or directory"))
+        elif root.is_dir():
+            _walk(root, files, problems, seen_files)
+        elif not root.exists():
+            problems.append(Diagnostic(Location(given), "broken symbolic link"))
+        else:
+            _add(root, given, files, problems, seen_files)
+    return files, problems
+
+
+def _walk(root: Path, files: list[InputFile], problems: list[Diagnostic], seen_files: set[Path]) -> None:
+    seen_dirs: set[Path] = set()
+    for current, dirnames, filenames in os.walk(root, followlinks=True, onerror=lambda e: problems.append(
+            Diagnostic(Location(str(e.filename)), f"cannot list: {e.strerror}"))):
+        real = Path(current).resolve()
+        if real in seen_dirs:
+            # A symlink loop (or a folder reached twice): walk it once.
+            problems.append(Diagnostic(Location(current), "folder reached twice (symlink loop?); skipped",
+                                       Severity.WARNING))
+            dirnames[:] = []
+            continue
+        seen_dirs.add(real)
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(current) / name
+            if name.startswith(".") or path.suffix.lower() in NOT_EVIDENCE_SUFFIXES:
+                continue
+            if not path.exists():
+                problems.append(Diagnostic(Location(str(path)), "broken symbolic link", Severity.WARNING))
+                continue
+            _add(path, str(path), files, problems, seen_files)
+
+
+def _add(path: Path, name: str, files: list[InputFile], problems: list[Diagnostic], seen: set[Path]) -> None:
+    real = path.resolve()
+    if real in seen:
+        return  # the same file given twice (or through a link): read it once
+    seen.add(real)
+    if not path.is_file():
+        problems.append(Diagnostic(Location(name), "not a regular file"))
+        return
+    files.append(InputFile(path=path, name=name))

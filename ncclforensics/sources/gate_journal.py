@@ -1,0 +1,16 @@
+"""Placeholder until the gate_journal parser lands."""
+
+from __future__ import annotations
+
+from ..model import Evidence, SourceFormat
+from .base import InputFile
+
+
+class GateJournalSource:
+    format = SourceFormat.GATE_JOURNAL
+
+    def sniff(self, head: bytes, text: str) -> float:
+        return 0.0
+
+    def parse(self, file: InputFile) -> Evidence:
+        raise NotImplementedError
