@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .align.diagnosis import Diagnosis, diagnose
 from .model import Diagnostic, Evidence
 from .sources import discover, parse_file
 
@@ -35,3 +36,10 @@ def parse_paths(paths: list[str], progress: ProgressHook | None = None) -> Parse
     if progress:
         progress("", len(files), len(files))
     return parsed
+
+
+def diff_paths(paths: list[str], progress: ProgressHook | None = None) -> tuple[ParsedInputs, Diagnosis]:
+    """Parse the evidence under `paths` and diagnose it (what `ncclforensics diff` does)."""
+    parsed = parse_paths(paths, progress)
+    diagnosis = diagnose(parsed.evidence)
+    return parsed, diagnosis

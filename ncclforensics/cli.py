@@ -14,7 +14,7 @@ from rich.console import Console
 
 from . import __version__, api
 from .errors import ForensicsError
-from .model import Severity
+from .model import Severity, Verdict
 from .report import console as console_report
 from .report import data
 
@@ -61,9 +61,9 @@ def _parse(paths: tuple[str, ...], quiet: bool = False) -> api.ParsedInputs:
     return api.parse_paths(list(paths), hook)
 
 
-def _report_problems(parsed: api.ParsedInputs) -> bool:
+def _report_problems(parsed: api.ParsedInputs, more: list | None = None) -> bool:
     """Print every problem on stderr; True when one of them is an error (exit 2)."""
-    problems = parsed.all_problems
+    problems = parsed.all_problems + list(more or [])
     console_report.render_problems(_stderr(), problems)
     return any(p.severity is Severity.ERROR for p in problems)
 
@@ -102,6 +102,47 @@ def parse(paths: tuple[str, ...], as_json: bool) -> None:
         console_report.render_parse_table(Console(), parsed.evidence)
     trouble = _report_problems(parsed)
     sys.exit(EXIT_TROUBLE if trouble else EXIT_CONSISTENT)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (the result for the good files).")
+def diff(paths: tuple[str, ...], as_json: bool) -> None:
+    """Find the first divergent collective, the corrupt-and-continue window and the wedge.
+
+    PATHS are evidence files from the ranks of one job, or folders (walked recursively): NCCL debug logs,
+    Flight Recorder dumps, PyTorch logs, RAS replies, gate journals, fingerprint traces, in any mix.
+    Exit code: 0 consistent (or transient skew), 1 divergence found, 2 trouble (bad input; the result for the
+    good files is still printed).
+
+    \b
+    Example:
+        ncclforensics diff rank*.log
+        ncclforensics diff --json incident/ > finding.json
+    """
+    parsed, diagnosis = _diff(paths, quiet=as_json)
+    if as_json:
+        result = data.diff_dict(diagnosis)
+        result["problems"] = [data.problem_dict(p) for p in parsed.all_problems + diagnosis.problems]
+        click.echo(json.dumps(result, indent=2))
+    else:
+        console_report.render_diagnosis(Console(), diagnosis)
+    trouble = _report_problems(parsed, diagnosis.problems)
+    sys.exit(_exit_code(diagnosis, trouble))
+
+
+def _diff(paths: tuple[str, ...], quiet: bool):
+    bar, hook = _progress(not quiet)
+    if bar:
+        with bar:
+            return api.diff_paths(list(paths), hook)
+    return api.diff_paths(list(paths), hook)
+
+
+def _exit_code(diagnosis, trouble: bool) -> int:
+    if trouble:
+        return EXIT_TROUBLE
+    return EXIT_DIVERGED if diagnosis.verdict is Verdict.DIVERGED else EXIT_CONSISTENT
 
 
 def main() -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ..model import Diagnostic, Evidence
+from ..align.diagnosis import Diagnosis
+from ..align.divergence import OpAt
+from ..align.gates import GateDisagreement, decision_tuple
+from ..model import Diagnostic, Evidence, Location
 
 
 def problem_dict(problem: Diagnostic) -> dict:
@@ -27,4 +30,110 @@ def parse_dict(evidence: Evidence) -> dict:
         "errors": [
             {"line": p.loc.line, "message": p.message, "severity": p.severity.value} for p in evidence.problems
         ],
+    }
+
+
+def location_dict(loc: Location) -> dict:
+    """`{"file", "line", "record", "at"}`: `at` is the printable `file:line` or `file#entries[i]`."""
+    return {"file": loc.path, "line": loc.line, "record": loc.record, "at": str(loc)}
+
+
+def op_dict(op: OpAt) -> dict:
+    """One rank's collective at one seq."""
+    return {
+        "seq": op.seq, "op": op.op, "count": op.count, "dtype": op.dtype, "redop": op.redop, "root": op.root,
+        "state": op.state, "callsite": op.callsite, "step": op.step, "evidence": str(op.loc),
+        **({"flight_recorder": str(op.fr_loc)} if op.fr_loc else {}),
+    }
+
+
+def _ranks(mapping: dict) -> dict:
+    return {str(k): v for k, v in sorted(mapping.items())}
+
+
+def gate_dict(gate: GateDisagreement) -> dict:
+    """The first disagreeing gate step with each rank's decision tuple."""
+    return {
+        "step": gate.step,
+        "passed": gate.passed,
+        "skipped": gate.skipped,
+        "outlier_ranks": gate.outlier_ranks,
+        "decisions": {str(r): {**decision_tuple(d), "evidence": str(d.loc)} for r, d in gate.decisions.items()},
+        "pass_totals": _ranks(gate.pass_totals),
+        "proposed_pass_totals": _ranks(gate.proposed_totals),
+        "ceiling_start": gate.ceiling_start,
+        "in_ceiling_window": gate.in_ceiling_window,
+        "missing_ranks": gate.missing_ranks,
+    }
+
+
+def diff_dict(d: Diagnosis) -> dict:
+    """What `diff --json` prints: the verdict, root, first visible mismatch, window, wedge and receipts."""
+    root = None
+    if d.root is not None:
+        r = d.root
+        root = {
+            "comm": r.comm, "seq": r.seq, "seq_range": list(r.seq_range), "outlier_ranks": r.outlier_ranks,
+            "reference_ranks": r.reference_ranks, "step": d.root_step, "kind": r.kind, "size": r.size,
+            "pinned_by": r.pinned_by, "ambiguity": r.ambiguity, "majority": r.majority,
+            "ops": {str(rank): op_dict(op) for rank, op in sorted(r.ops.items())},
+            "cause": d.cause,
+        }
+    visible = None
+    if d.first_visible is not None:
+        comm, seq = d.first_visible
+        visible = {"comm": comm, "seq": seq,
+                   "ops": {str(k): op_dict(v) for k, v in sorted(d.comms[comm].first_visible_ops.items())}}
+    window = None
+    if d.window is not None:
+        w = d.window
+        window = {
+            "comm": w.comm, "collectives": w.collectives, "collectives_min": w.collectives_min,
+            "first_seq": w.first_seq, "last_seq": w.last_seq, "completion_known": w.completion_known,
+            "pairings": [{"first_seq": p.first_seq, "last_seq": p.last_seq, "kind": p.kind.value,
+                          "collectives": p.collectives} for p in w.pairings],
+        }
+    wedge = None
+    if d.wedge is not None:
+        w = d.wedge
+        wedge = {
+            "comm": w.comm, "seq": w.seq, "kind": w.kind.value, "launched": _ranks(w.launched),
+            "completed": _ranks(w.completed), "waiting_ranks": w.waiting_ranks, "absent_ranks": w.absent_ranks,
+            "ops": {str(k): op_dict(v) for k, v in sorted(w.ops.items())},
+            "cycle": [{"rank": r, "comm": c, "seq": s} for r, c, s in w.cycle],
+            "confirmed_by": w.confirmed_by,
+        }
+    return {
+        "verdict": d.verdict.value,
+        "summary": d.summary,
+        "ranks": d.ranks,
+        "root": root,
+        "first_visible_mismatch": visible,
+        "window": window,
+        "wedge": wedge,
+        "gate": gate_dict(d.gate) if d.gate else None,
+        "comms": [
+            {"comm": c, "ranks": a.ranks, "launched": _ranks(a.launched), "completed": _ranks(a.completed),
+             "first_visible_mismatch": a.first_visible,
+             "root_seq_range": list(a.root.seq_range) if a.root else None}
+            for c, a in sorted(d.comms.items())
+        ],
+        "ras": [
+            {"comm": c, "replies": len(h.states), "disagree": h.disagree, "moving": h.moving, "stuck": h.stuck,
+             "missing_ranks": h.missing_ranks, "dead_ranks": h.dead_ranks,
+             "evidence": [str(loc) for loc in h.locations]}
+            for c, h in sorted(d.ras.items())
+        ],
+        "contradictions": [
+            {"comm": c.comm, "rank": c.rank, "values": {k: {"count": v, "evidence": str(loc)}
+                                                         for k, (v, loc) in c.values.items()}, "note": c.note}
+            for c in d.reconciliation.contradictions
+        ],
+        "corrupted_fingerprints": [
+            {"rank": f.rank, "step": f.step, "op": f.op, "tag": f.tag, "sum": f.sum, "expected_sum": f.expected_sum,
+             "evidence": str(f.loc)} for f in d.corrupted_fingerprints
+        ],
+        "caveats": d.caveats,
+        "evidence": [{**location_dict(f.loc), "says": f.says} for f in d.evidence],
+        "problems": [problem_dict(p) for p in d.problems],
     }

@@ -1,0 +1,426 @@
+"""`diagnose`: everything `ncclforensics diff` concludes from a set of evidence files, as values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from ..model import (
+    Diagnostic,
+    Evidence,
+    FingerprintRow,
+    Location,
+    RasSnapshot,
+    Severity,
+    SourceFormat,
+    Verdict,
+    WatchdogEvent,
+    WedgeKind,
+)
+from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, Root, analyze_comm
+from .fingerprints import attach_fingerprints, corrupted, diverging_steps
+from .gates import GateDisagreement, decision_tuple, first_gate_disagreement
+from .ras import RasHistory, ras_histories
+from .reconcile import CUDA_GRAPH_NOTE, Reconciliation, reconcile
+from .streams import Streams, build_streams
+from .wedge import Wedge, Window, find_wedge, misaligned_window
+
+STOP_EVENTS = {"timeout", "blocking_wait_timeout", "async_error", "abort", "desync_report"}
+DEATH_WORDS = ("remote process exited", "remote process error", "connection closed by remote peer",
+               "process exited", "remoteerror")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One receipt: where a piece of evidence is, and what it says."""
+
+    loc: Location
+    says: str
+
+
+@dataclass
+class Diagnosis:
+    """The answer of `diff`, as values for the renderers."""
+
+    verdict: Verdict
+    ranks: list[int]
+    comms: dict[str, CommAnalysis]
+    root: Root | None = None
+    root_step: int | None = None
+    cause: str | None = None
+    gate: GateDisagreement | None = None
+    first_visible: tuple[str, int] | None = None
+    window: Window | None = None
+    wedge: Wedge | None = None
+    ras: dict[str, RasHistory] = field(default_factory=dict)
+    reconciliation: Reconciliation = field(default_factory=Reconciliation)
+    corrupted_fingerprints: list[FingerprintRow] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+    evidence: list[Finding] = field(default_factory=list)
+    problems: list[Diagnostic] = field(default_factory=list)
+    summary: str = ""
+
+
+def diagnose(evidence: list[Evidence]) -> Diagnosis:
+    """Align the ranks' streams and say whether, where and why they diverged, and what it cost."""
+    evidence = [e for e in evidence if e.format is not None]
+    streams = build_streams(evidence)
+    problems = list(streams.problems)
+    gates = [g for e in evidence for g in e.gates]
+    fingerprints = [f for e in evidence for f in e.fingerprints]
+    watchdog = [w for e in evidence for w in e.watchdog]
+    progress = [p for e in evidence for p in e.progress]
+    snapshots = [(e.format.value, s) for e in evidence for s in e.ras]
+    streams = attach_fingerprints(streams, fingerprints)
+
+    gate = first_gate_disagreement(gates)
+    ras = ras_histories(snapshots)
+    rank_map = _ras_rank_map(streams, evidence, ras)
+    dead = _dead_ranks(ras, rank_map, watchdog)
+
+    analyses: dict[str, CommAnalysis] = {}
+    for comm in sorted(streams.members):
+        spans = _step_spans(streams, comm, gate.step) if gate else None
+        analyses[comm] = analyze_comm(streams, comm, spans)
+
+    diagnosis = Diagnosis(verdict=Verdict.CONSISTENT, ranks=_all_ranks(evidence, streams), comms=analyses,
+                          gate=gate, ras=ras, problems=problems)
+    diagnosis.corrupted_fingerprints = corrupted(fingerprints)
+    root = _pick_root(analyses, gate)
+    stops = _stop_evidence(streams, analyses, ras, watchdog, dead)
+    if root is None:
+        root = _ras_only_root(ras, rank_map, streams, stops)
+    if root is not None:
+        root = _resolve_tie(root, gate)
+    diagnosis.root = root
+    if root is not None and root.comm in analyses and analyses[root.comm].first_visible is not None:
+        diagnosis.first_visible = (root.comm, analyses[root.comm].first_visible)
+    else:
+        visible = [(a.first_visible, c) for c, a in analyses.items() if a.first_visible is not None]
+        if visible:
+            seq, comm = min(visible)
+            diagnosis.first_visible = (comm, seq)
+    if root is not None and root.kind in (EXTRA, MISSING, DIFFERENT_OPS) and root.comm in analyses:
+        diagnosis.window = misaligned_window(streams, analyses[root.comm], root)
+    diagnosis.wedge = find_wedge(streams, analyses, dead, stops)
+    if diagnosis.wedge is None:
+        diagnosis.wedge = _ras_only_wedge(ras, rank_map, stops, dead)
+    diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
+    diagnosis.root_step, diagnosis.cause = _cause(root, gate, streams)
+    diagnosis.verdict = _verdict(diagnosis, ras)
+    diagnosis.caveats = _caveats(diagnosis, evidence)
+    diagnosis.evidence = _receipts(diagnosis, watchdog)
+    diagnosis.summary = _summary(diagnosis)
+    return diagnosis
+
+
+def _all_ranks(evidence: list[Evidence], streams: Streams) -> list[int]:
+    ranks: set[int] = set()
+    for item in evidence:
+        ranks.update(item.ranks)
+    for members in streams.members.values():
+        ranks.update(members)
+    return sorted(ranks)
+
+
+def _ras_rank_map(streams: Streams, evidence: list[Evidence], ras: dict[str, RasHistory]) -> dict[tuple[str, int], int]:
+    """(comm hash, comm rank) -> global rank, from the streams' comm_rank column and process identities."""
+    mapping: dict[tuple[str, int], int] = {}
+    known = streams.frame.filter(pl.col("comm_rank").is_not_null()).select("comm", "comm_rank", "rank").unique()
+    for comm, comm_rank, rank in known.iter_rows():
+        mapping[(comm, comm_rank)] = rank
+    pid_rank: dict[int, int] = {}
+    for item in evidence:
+        for identity in item.identities:
+            if identity.pid is not None and identity.rank is not None:
+                pid_rank[identity.pid] = identity.rank
+    for comm, history in ras.items():
+        for _, block in history.states:
+            for r in block.ranks:
+                if (comm, r.rank) not in mapping and r.pid in pid_rank:
+                    mapping[(comm, r.rank)] = pid_rank[r.pid]
+    # A communicator spanning the whole job (the world) has comm ranks equal to global ranks.
+    world = max((len(m) for m in streams.members.values()), default=0)
+    for comm, history in ras.items():
+        size = history.states[-1][1].size
+        if size and size >= world:
+            for rank in range(size):
+                mapping.setdefault((comm, rank), rank)
+    return mapping
+
+
+def _dead_ranks(ras: dict[str, RasHistory], rank_map: dict, watchdog: list[WatchdogEvent]) -> set[int]:
+    dead: set[int] = set()
+    for comm, history in ras.items():
+        for r in history.missing_ranks + history.dead_ranks:
+            dead.add(rank_map.get((comm, r), r))
+    return dead
+
+
+def _step_spans(streams: Streams, comm: str, step: int) -> dict[int, tuple[int, int]]:
+    rows = streams.frame.filter((pl.col("comm") == comm) & (pl.col("step") == step))
+    if rows.height == 0:
+        return {}
+    spans = rows.group_by("rank").agg(pl.col("seq").min().alias("lo"), pl.col("seq").max().alias("hi"))
+    return {r: (lo, hi) for r, lo, hi in spans.iter_rows()}
+
+
+def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None) -> Root | None:
+    """Among communicators with a root, the cause rather than its consequences: collectives gained or changed
+    beat collectives missing or stopped (a rank stuck elsewhere stops launching in its other comms)."""
+    roots = [a.root for a in analyses.values() if a.root is not None]
+    if not roots:
+        return None
+    deviants = set(gate.passed if gate and len(gate.passed) <= len(gate.skipped) else
+                   (gate.skipped if gate else []))
+    order = {EXTRA: 0, DIFFERENT_OPS: 1, MISSING: 2, STOPPED: 3}
+    return min(roots, key=lambda r: (not (set(r.outlier_ranks) & deviants), order[r.kind],
+                                     r.seq_range[1] - r.seq_range[0], r.seq, r.comm))
+
+
+def _resolve_tie(root: Root, gate: GateDisagreement | None) -> Root:
+    """With no majority (a two-rank comm), the gate journal can say which side deviated: the side whose extra
+    collectives match a `pass` while the other side skipped. Otherwise both sides stay named."""
+    if root.majority or gate is None or root.kind != EXTRA:
+        return root
+    extra_side = set(root.outlier_ranks) - set(root.reference_ranks)
+    passed = set(gate.passed) & set(root.outlier_ranks)
+    skipped = set(gate.skipped) & set(root.outlier_ranks)
+    if passed == extra_side and skipped == set(root.reference_ranks):
+        return Root(**{**root.__dict__, "outlier_ranks": sorted(passed)})
+    return root
+
+
+def _stop_evidence(streams: Streams, analyses: dict[str, CommAnalysis], ras: dict[str, RasHistory],
+                   watchdog: list[WatchdogEvent], dead: set[int]) -> dict[str, list[str]]:
+    """comm -> what shows that it stopped rather than merely lagging."""
+    stops: dict[str, list[str]] = {}
+    for event in watchdog:
+        if event.kind in STOP_EVENTS:
+            comm = streams.aliases.get(event.comm, event.comm) if event.comm else None
+            targets = [comm] if comm in analyses else [c for c, a in analyses.items() if event.rank in a.ranks]
+            for c in targets:
+                label = f"watchdog {event.kind.replace('_', ' ')} ({event.loc})"
+                if label not in stops.setdefault(c, []):
+                    stops[c].append(label)
+    for comm, analysis in analyses.items():
+        if analysis.has_states and any(c is not None and c < analysis.launched[r]
+                                       for r, c in analysis.completed.items()):
+            stops.setdefault(comm, []).append("Flight Recorder entries launched but never completed")
+        if dead & set(analysis.ranks):
+            stops.setdefault(comm, []).append(f"rank(s) {sorted(dead & set(analysis.ranks))} dead or missing in RAS")
+    for comm, history in ras.items():
+        if history.stuck:
+            stops.setdefault(comm, []).append(
+                f"RAS counts unchanged over {len(history.states)} replies while ranks disagree")
+    return stops
+
+
+def _ras_only_root(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
+                   stops: dict[str, list[str]]) -> Root | None:
+    """Without streams, RAS counts still show which ranks launched more or fewer, but not where."""
+    for comm, history in sorted(ras.items()):
+        if comm in streams.members or not history.disagree or not (history.stuck or stops.get(comm)):
+            continue
+        counts = history.launched()
+        block = history.states[-1][1]
+        groups = block.count_groups
+        if groups:
+            sizes = sorted(groups, key=lambda g: g.nranks)
+            minority, majority = sizes[0], sizes[-1]
+            if not minority.ranks or minority.count is None or majority.count is None:
+                continue
+            outliers = [rank_map.get((comm, r), r) for r in minority.ranks]
+            low_count, high_count = minority.count, majority.count
+        elif counts:
+            values = sorted(set(counts.values()))
+            by_value = {v: [r for r, c in counts.items() if c == v] for v in values}
+            minority_value = min(by_value, key=lambda v: len(by_value[v]))
+            outliers = [rank_map.get((comm, r), r) for r in by_value[minority_value]]
+            low_count = minority_value
+            high_count = max((v for v in values if v != minority_value), default=minority_value)
+        else:
+            continue
+        ahead = low_count > high_count
+        last = max(low_count, high_count) if ahead else low_count + 1
+        kind = EXTRA if ahead else MISSING
+        return Root(
+            comm=comm, seq=1, seq_range=(1, last), outlier_ranks=sorted(outliers), reference_ranks=[],
+            kind=kind, size=abs(low_count - high_count), pinned_by="RAS counts",
+            ambiguity="RAS gives only how many collectives each rank launched, not which; any seq up to "
+                      f"{last} fits", ops={},
+        )
+    return None
+
+
+def _ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str, list[str]],
+                    dead: set[int]) -> Wedge | None:
+    for comm, history in sorted(ras.items()):
+        counts = history.launched()
+        if not counts or not (history.stuck or stops.get(comm)):
+            continue
+        global_counts = {rank_map.get((comm, r), r): c for r, c in counts.items()}
+        missing = [rank_map.get((comm, r), r) for r in history.missing_ranks + history.dead_ranks]
+        if not history.disagree and not missing:
+            continue
+        lowest = min(global_counts.values())
+        seq = lowest + 1
+        inside = sorted(r for r, c in global_counts.items() if c >= seq)
+        absent = sorted(r for r, c in global_counts.items() if c < seq) + sorted(missing)
+        kind = WedgeKind.DEAD_RANK if (set(missing) | (dead & set(absent))) else WedgeKind.NO_PARTNER
+        return Wedge(comm=comm, seq=seq, kind=kind, launched=global_counts, completed={},
+                     waiting_ranks=inside, absent_ranks=absent, confirmed_by=list(stops.get(comm, [])),
+                     evidence=history.locations)
+    return None
+
+
+def _cause(root: Root | None, gate: GateDisagreement | None, streams: Streams) -> tuple[int | None, str | None]:
+    """Tie the gate disagreement (if journaled) to the root collective, in words."""
+    if root is None:
+        return None, None
+    what = _root_words(root)
+    if gate is None:
+        return None, what + " No gate journal was given, so why the ranks disagreed is not known from this evidence."
+    passed = ", ".join(map(str, gate.passed)) or "none"
+    skipped = ", ".join(map(str, gate.skipped)) or "none"
+    tuples = "; ".join(
+        f"rank {r}: {', '.join(f'{k}={v}' for k, v in decision_tuple(d).items() if v is not None)} ({d.loc})"
+        for r, d in gate.decisions.items()
+    )
+    window = ""
+    if gate.ceiling_start is not None:
+        window = (f" The step was {'inside' if gate.in_ceiling_window else 'outside'} the ceiling window "
+                  f"(seq >= max_model_len - spec_tokens + 1 = {gate.ceiling_start}).")
+    ties = set(gate.passed if root.kind == EXTRA else gate.skipped) & set(root.outlier_ranks)
+    link = (f" Rank(s) {sorted(ties)} ran the drafter's collectives the others skipped: that is the "
+            f"{'extra' if root.kind == EXTRA else 'missing'} collective at the root."
+            if ties else " The journal's disagreement does not name the root's outlier ranks; treat the tie as "
+                         "unproven.")
+    text = (f"{what} At step {gate.step} the drafter gates disagreed: passed: {passed}; skipped: {skipped}. "
+            f"Decisions: {tuples}.{window}{link}")
+    return (gate.step if ties else None), text
+
+
+def _root_words(root: Root) -> str:
+    ranks = ", ".join(map(str, root.outlier_ranks))
+    where = f"seq {root.seq}" if root.seq_range[0] == root.seq_range[1] else \
+        f"somewhere in seq {root.seq_range[0]}..{root.seq_range[1]}"
+    n = f"{root.size} collective{'s' if root.size != 1 else ''}"
+    return {
+        EXTRA: f"Rank(s) {ranks} launched {n} in comm {root.comm} that the others did not, at {where}.",
+        MISSING: f"Rank(s) {ranks} did not launch {n} in comm {root.comm} that the others did, at {where}.",
+        DIFFERENT_OPS: f"Rank(s) {ranks} launched a different collective in comm {root.comm} at {where}.",
+        STOPPED: f"Rank(s) {ranks} stopped launching in comm {root.comm} after seq {root.seq - 1}.",
+    }[root.kind]
+
+
+def _verdict(diagnosis: Diagnosis, ras: dict[str, RasHistory]) -> Verdict:
+    root, wedge = diagnosis.root, diagnosis.wedge
+    if root is not None:
+        if root.kind in (EXTRA, MISSING, DIFFERENT_OPS) and (diagnosis.first_visible or (wedge and wedge.confirmed_by)):
+            return Verdict.DIVERGED
+        if wedge is not None and wedge.confirmed_by:
+            return Verdict.DIVERGED
+        if diagnosis.first_visible is not None:
+            return Verdict.DIVERGED
+        if any(h.moving for h in ras.values()):
+            return Verdict.TRANSIENT
+        return Verdict.INCONCLUSIVE
+    if wedge is not None and wedge.confirmed_by:
+        return Verdict.DIVERGED
+    if any(h.moving and any(_disagreed(c) for _, c in h.states) for h in ras.values()):
+        return Verdict.TRANSIENT
+    if any(h.disagree and h.moving is None for h in ras.values()):
+        return Verdict.INCONCLUSIVE
+    if not diagnosis.comms and not ras:
+        return Verdict.INCONCLUSIVE
+    return Verdict.CONSISTENT
+
+
+def _disagreed(comm) -> bool:
+    return len({g.count for g in comm.count_groups}) > 1 or "MISMATCH" in comm.errors
+
+
+def _caveats(diagnosis: Diagnosis, evidence: list[Evidence]) -> list[str]:
+    caveats = []
+    root = diagnosis.root
+    if root is not None and root.ambiguity:
+        caveats.append(f"Root not pinned: {root.ambiguity}.")
+    if root is not None and not root.majority and len(root.outlier_ranks) > 1:
+        caveats.append("No majority among the ranks of the root's comm; both sides are named, since nothing "
+                       "in the evidence says which one deviated.")
+    if diagnosis.window is not None and not diagnosis.window.completion_known:
+        caveats.append("No source records completion for every rank (NCCL logs and RAS count launches only), so "
+                       "the window counts collectives every rank launched.")
+    if any(c.note == CUDA_GRAPH_NOTE for c in diagnosis.reconciliation.contradictions) or diagnosis.ras:
+        caveats.append(CUDA_GRAPH_NOTE + ".")
+    text_ras = [e for e in evidence if e.format is SourceFormat.RAS_TEXT and e.ras]
+    if len(text_ras) > 1:
+        caveats.append("Text RAS replies carry no timestamp; they were ordered by file name.")
+    ras_only_ok = [h for h in diagnosis.ras.values() if len(h.states) == 1 and not h.disagree]
+    if ras_only_ok and diagnosis.verdict is Verdict.CONSISTENT:
+        caveats.append("A single RAS reply saying OK does not prove progress (it counts launches, not completions).")
+    wedge = diagnosis.wedge
+    if wedge is not None and not wedge.confirmed_by:
+        caveats.append("Nothing in the evidence (watchdog timeout, repeated RAS replies, Flight Recorder states) "
+                       "confirms that the job stopped; the wedge is where it would stop.")
+    return caveats
+
+
+def _receipts(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Finding]:
+    found: list[Finding] = []
+    root = diagnosis.root
+    if root is not None:
+        for rank, op in sorted(root.ops.items()):
+            role = "outlier" if rank in root.outlier_ranks else "rank"
+            found.append(Finding(op.loc, f"{role} {rank} seq {op.seq}: {op.describe()}"))
+            if op.fr_loc and op.fr_loc != op.loc:
+                found.append(Finding(op.fr_loc, f"rank {rank} seq {op.seq} in the Flight Recorder: "
+                                                f"{op.state or 'state unknown'}"))
+    if diagnosis.gate is not None:
+        for rank, d in diagnosis.gate.decisions.items():
+            found.append(Finding(d.loc, f"rank {rank} gate at step {d.step}: {d.decision}"))
+    if diagnosis.first_visible is not None:
+        comm, seq = diagnosis.first_visible
+        for rank, op in sorted(diagnosis.comms[comm].first_visible_ops.items()):
+            found.append(Finding(op.loc, f"first visible mismatch, rank {rank} seq {seq}: {op.describe()}"))
+    if diagnosis.wedge is not None:
+        for rank, op in sorted(diagnosis.wedge.ops.items()):
+            found.append(Finding(op.loc, f"wedge: rank {rank} launched seq {op.seq}: {op.describe()}"))
+        for loc in diagnosis.wedge.evidence:
+            if loc not in {f.loc for f in found}:
+                found.append(Finding(loc, f"wedge in comm {diagnosis.wedge.comm}"))
+    for event in watchdog:
+        if event.kind in STOP_EVENTS:
+            what = f"{event.kind.replace('_', ' ')}"
+            if event.seq is not None:
+                what += f" at seq {event.seq}"
+            if event.op:
+                what += f" ({event.op})"
+            found.append(Finding(event.loc, f"rank {event.rank}: {what}"))
+    for row in diagnosis.corrupted_fingerprints[:5]:
+        found.append(Finding(row.loc, f"rank {row.rank} step {row.step}: checksum {row.sum} != expected "
+                                      f"{row.expected_sum}"))
+    for comm, history in diagnosis.ras.items():
+        for _, block in history.states[:4]:
+            state = ",".join(block.errors) or block.status or "OK"
+            found.append(Finding(block.loc, f"RAS comm {comm}: {state}"))
+    return found
+
+
+def _summary(diagnosis: Diagnosis) -> str:
+    root, wedge = diagnosis.root, diagnosis.wedge
+    if diagnosis.verdict is Verdict.CONSISTENT:
+        return "The ranks' collective streams agree."
+    if diagnosis.verdict is Verdict.TRANSIENT:
+        return "Ranks were skewed in one RAS reply but counts moved on: skew, not a wedge."
+    parts = []
+    if root is not None:
+        parts.append(_root_words(root))
+    if diagnosis.window is not None:
+        w = diagnosis.window
+        parts.append(f"The group then ran {w.collectives} collectives misaligned (seq {w.first_seq}..{w.last_seq}).")
+    if wedge is not None:
+        parts.append(f"It wedged at seq {wedge.seq} in comm {wedge.comm} ({wedge.kind.value}).")
+    return " ".join(parts)

@@ -1,0 +1,244 @@
+"""Per communicator: the first visible mismatch and the root, the first divergent collective.
+
+The first visible mismatch is the first seq whose signatures (op, count, dtype, reduction, root) differ
+across ranks; that is what PyTorch's analyzer reports. The root is where the ranks' streams stop being the same
+sequence of operations, found by alignment (see alignment.py). Call sites (Flight Recorder frames) and tags
+(fingerprint traces) tell apart collectives whose signatures are equal and can pin the root; without them the
+answer is a range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from ..model import Location
+from .alignment import DELETION, DIFFERENT, INSERTION, SUBSTITUTION, Edit, explain
+from .streams import SIGNATURE, Streams
+
+EXTRA, MISSING, DIFFERENT_OPS, STOPPED = "extra", "missing", "different", "stopped"
+_KIND = {INSERTION: EXTRA, DELETION: MISSING, SUBSTITUTION: DIFFERENT_OPS, DIFFERENT: DIFFERENT_OPS}
+
+
+@dataclass(frozen=True)
+class OpAt:
+    """One rank's collective at one seq, with where it was read."""
+
+    rank: int
+    seq: int
+    op: str | None
+    count: int | None
+    dtype: str | None
+    redop: str | None
+    root: int | None
+    state: str | None
+    callsite: str | None
+    step: int | None
+    loc: Location
+    fr_loc: Location | None = None
+
+    def signature(self) -> tuple:
+        """What NCCL compares when it pairs collectives (and what must be equal for them to pair cleanly)."""
+        return (self.op, self.count, self.dtype, self.redop, self.root)
+
+    def describe(self) -> str:
+        """`AllReduce 4096 x float32` style text."""
+        parts = [self.op or "?"]
+        if self.count is not None:
+            parts.append(f"{self.count} x {self.dtype or '?'}")
+        if self.callsite:
+            parts.append(f"from {self.callsite}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Root:
+    """The first divergent collective of one communicator."""
+
+    comm: str
+    seq: int  # earliest seq it can be
+    seq_range: tuple[int, int]
+    outlier_ranks: list[int]
+    reference_ranks: list[int]  # the ranks the outliers departed from (the majority, or the other side)
+    kind: str  # extra | missing | different | stopped
+    size: int  # collectives gained or lost
+    pinned_by: str  # what placed it: "call sites", "tags", "steps", "signatures"
+    ambiguity: str | None  # why it is a range, when it is
+    ops: dict[int, OpAt] = field(default_factory=dict)
+    majority: bool = True  # False when no rank group is a strict majority
+
+
+@dataclass
+class CommAnalysis:
+    """What the streams of one communicator say."""
+
+    comm: str
+    ranks: list[int]
+    launched: dict[int, int]  # last seq launched, per rank
+    completed: dict[int, int | None]  # last seq completed per rank; None where no source records completion
+    first_seq: dict[int, int]
+    first_visible: int | None = None
+    first_visible_ops: dict[int, OpAt] = field(default_factory=dict)
+    root: Root | None = None
+    has_states: bool = False
+
+
+def op_at(row: dict) -> OpAt:
+    """An OpAt from one merged row (a dict from iter_rows(named=True))."""
+    fr = Location(row["fr_file"], None, row["fr_record"]) if row.get("fr_file") else None
+    return OpAt(
+        rank=row["rank"], seq=row["seq"], op=row["op"], count=row["count"], dtype=row["dtype"],
+        redop=row["redop"], root=row["root"], state=row["state"], callsite=row["callsite"], step=row["step"],
+        loc=Location(row["file"], row["line"], row["record"]), fr_loc=fr,
+    )
+
+
+def ops_at(frame: pl.DataFrame, seq: int) -> dict[int, OpAt]:
+    """Each rank's collective at `seq` (ranks that never launched it are absent)."""
+    return {row["rank"]: op_at(row) for row in frame.filter(pl.col("seq") == seq).iter_rows(named=True)}
+
+
+def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, int]] | None = None,
+                 ) -> CommAnalysis:
+    """Launched and completed marks, the first visible mismatch and the root of one communicator.
+
+    `step_spans` maps rank -> (first seq, last seq) of the step at which the gates disagreed, on that rank,
+    where known; it narrows a root range to that step (see diagnosis.py).
+    """
+    frame = streams.frame.filter(pl.col("comm") == comm)
+    frame = frame.with_columns(pl.struct(SIGNATURE).hash().alias("_sig"))
+    marks = frame.group_by("rank").agg(
+        pl.col("seq").min().alias("first"), pl.col("seq").max().alias("last"),
+        pl.col("seq").filter(pl.col("state") == "completed").max().alias("completed"),
+        # Only a source that tracks completion (the Flight Recorder) says anything about what finished.
+        pl.col("state").is_in(["started", "completed"]).any().alias("has_state"),
+    ).sort("rank")
+    ranks = marks.get_column("rank").to_list()
+    analysis = CommAnalysis(
+        comm=comm, ranks=ranks,
+        launched=dict(zip(ranks, marks.get_column("last").to_list())),
+        completed={r: (c if c is not None else (0 if h else None))
+                   for r, c, h in marks.select("rank", "completed", "has_state").iter_rows()},
+        first_seq=dict(zip(ranks, marks.get_column("first").to_list())),
+        has_states=bool(marks.get_column("has_state").any()),
+    )
+    if len(ranks) < 2:
+        return analysis
+    start = max(analysis.first_seq.values())
+    frame = frame.filter(pl.col("seq") >= start)
+
+    per_seq = frame.group_by("seq").agg(pl.col("_sig").n_unique().alias("n"), pl.len().alias("ranks"))
+    visible = per_seq.filter((pl.col("n") > 1) & (pl.col("ranks") > 1)).get_column("seq").min()
+    if visible is not None:
+        analysis.first_visible = int(visible)
+        analysis.first_visible_ops = ops_at(frame, int(visible))
+
+    tokens = {r: _tokens(frame, r, "_sig") for r in ranks}
+    root = _root(comm, frame, ranks, tokens, start, "signatures")
+    if root is None:
+        return analysis
+    for column, label in (("callsite", "call sites"), ("tag", "tags")):
+        if root.seq_range[0] == root.seq_range[1]:
+            break
+        if frame.get_column(column).null_count() == 0:
+            rich = frame.with_columns(pl.struct(SIGNATURE + [column]).hash().alias("_rich"))
+            rich_root = _root(comm, rich, ranks, {r: _tokens(rich, r, "_rich") for r in ranks}, start, label)
+            if rich_root and _refines(rich_root, root):
+                root = rich_root
+    if step_spans and root.seq_range[0] != root.seq_range[1]:
+        root = _narrow_by_steps(root, step_spans, frame)
+    analysis.root = root
+    return analysis
+
+
+def _tokens(frame: pl.DataFrame, rank: int, column: str) -> np.ndarray:
+    return frame.filter(pl.col("rank") == rank).sort("seq").get_column(column).to_numpy()
+
+
+def _refines(rich: Root, plain: Root) -> bool:
+    """A richer token may only sharpen the answer found from signatures, never move it elsewhere."""
+    return (
+        rich.kind == plain.kind and rich.size == plain.size and set(rich.outlier_ranks) == set(plain.outlier_ranks)
+        and plain.seq_range[0] <= rich.seq_range[0] <= rich.seq_range[1] <= plain.seq_range[1]
+    )
+
+
+def _root(comm: str, frame: pl.DataFrame, ranks: list[int], tokens: dict[int, np.ndarray], start: int,
+          pinned_by: str) -> Root | None:
+    """Group the ranks at their first disagreement; align each minority rank against the majority stream."""
+    longest = max(len(t) for t in tokens.values())
+    at = None
+    for index in range(0, longest, 4096):
+        window = {r: t[index:index + 4096] for r, t in tokens.items()}
+        if len({(len(w), w.tobytes()) for w in window.values()}) > 1:
+            at = index + _first_split(window)
+            break
+    if at is None:
+        return None
+    groups: dict[object, list[int]] = {}
+    for rank in ranks:
+        key = int(tokens[rank][at]) if at < len(tokens[rank]) else "ended"
+        groups.setdefault(key, []).append(rank)
+    ordered = sorted(groups.values(), key=len, reverse=True)
+    majority = len(ordered[0]) * 2 > len(ranks)
+    if majority:
+        reference_ranks = ordered[0]
+        outliers = sorted(r for g in ordered[1:] for r in g)
+    else:
+        # No majority (two ranks, or an even split): explain the side with more collectives against the other,
+        # and name both sides as candidates.
+        by_length = sorted(ordered, key=lambda g: -max(len(tokens[r]) for r in g))
+        reference_ranks, outliers = sorted(by_length[1]), sorted(r for g in by_length[:1] for r in g)
+    reference = max(reference_ranks, key=lambda r: len(tokens[r]))
+    edits: dict[int, Edit] = {}
+    for rank in outliers:
+        edit = explain(tokens[rank], tokens[reference])
+        if edit is not None:
+            edits[rank] = edit
+    if not edits:
+        return None
+    first = min(edits, key=lambda r: (edits[r].at, edits[r].earliest))
+    edit = edits[first]
+    kind = STOPPED if (edit.kind == DELETION and edit.at == len(tokens[first])) else _KIND[edit.kind]
+    low, high = start + edit.earliest, start + edit.at
+    for other in edits.values():
+        low = min(low, start + other.earliest)
+    ambiguity = None
+    if low != high:
+        ambiguity = (
+            f"the {'extra' if kind == EXTRA else 'missing'} collective looks like its neighbours "
+            f"(same {pinned_by if pinned_by != 'signatures' else 'op, count and dtype'}), so any seq in "
+            f"{low}..{high} explains the streams equally well; gate journals with steps, fingerprint tags or "
+            f"Flight Recorder call sites would pin it"
+        )
+    return Root(
+        comm=comm, seq=low, seq_range=(low, high), outlier_ranks=sorted(edits) if majority else sorted(ranks),
+        reference_ranks=sorted(reference_ranks), kind=kind, size=edit.size, pinned_by=pinned_by,
+        ambiguity=ambiguity, ops=ops_at(frame, low), majority=majority,
+    )
+
+
+def _first_split(window: dict[int, np.ndarray]) -> int:
+    """First index at which the windows disagree (a window ending counts as disagreeing)."""
+    arrays = list(window.values())
+    shortest = min(len(a) for a in arrays)
+    stacked = np.stack([a[:shortest] for a in arrays])
+    differs = np.flatnonzero((stacked != stacked[0]).any(axis=0))
+    return int(differs[0]) if differs.size else shortest
+
+
+def _narrow_by_steps(root: Root, step_spans: dict[int, tuple[int, int]], frame: pl.DataFrame) -> Root:
+    """Intersect the root range with the seqs of the disagreeing step on the outlier ranks."""
+    low, high = root.seq_range
+    for rank in root.outlier_ranks:
+        if rank in step_spans:
+            first, last = step_spans[rank]
+            if first <= high and last >= low:
+                low, high = max(low, first), min(high, last)
+    if (low, high) == root.seq_range:
+        return root
+    ambiguity = root.ambiguity if low != high else None
+    return Root(**{**root.__dict__, "seq": low, "seq_range": (low, high), "pinned_by": "steps",
+                   "ambiguity": ambiguity, "ops": ops_at(frame, low)})

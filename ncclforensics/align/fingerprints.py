@@ -1,0 +1,63 @@
+"""Per-collective fingerprint traces give each collective its step and tag, once tied to a stream."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ..model import FingerprintRow
+from ..model.kinds import normalize_op
+from .streams import Streams
+
+
+def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) -> Streams:
+    """Fill `step` and `tag` of the rows a rank's per-collective fingerprints describe.
+
+    Fingerprints name no communicator, so a rank's trace (ordered by step, then op) is tied to the one comm
+    whose stream launches the same ops with the same counts in the same order; if none or several do, the
+    trace is left unattached (it still serves as corruption evidence).
+    """
+    per_collective = [f for f in fingerprints if f.op is not None]
+    if not per_collective or streams.frame.height == 0:
+        return streams
+    rows = []
+    for rank in sorted({f.rank for f in per_collective}):
+        trace = sorted((f for f in per_collective if f.rank == rank), key=lambda f: (f.step, f.op))
+        kinds = [(normalize_op(f.kind) if f.kind else None, f.numel) for f in trace]
+        matches = []
+        for comm in streams.members:
+            stream = streams.stream(comm, rank)
+            if stream.height < len(trace):
+                continue
+            head = stream.head(len(trace))
+            ops = list(zip(head.get_column("op").to_list(), head.get_column("count").to_list()))
+            if all((k is None or k == o) and (n is None or n == c) for (k, n), (o, c) in zip(kinds, ops)):
+                matches.append((comm, head.get_column("seq").to_list()))
+        if len(matches) == 1:
+            comm, seqs = matches[0]
+            rows.extend((comm, rank, seq, f.step, f.tag) for seq, f in zip(seqs, trace))
+    if not rows:
+        return streams
+    known = pl.DataFrame(rows, schema={"comm": pl.String, "rank": pl.Int64, "seq": pl.Int64,
+                                       "_step": pl.Int64, "_tag": pl.String}, orient="row")
+    frame = streams.frame.join(known, on=["comm", "rank", "seq"], how="left").with_columns(
+        pl.coalesce("step", "_step").alias("step"), pl.coalesce("tag", "_tag").alias("tag"),
+    ).drop("_step", "_tag")
+    streams.frame = frame
+    return streams
+
+
+def corrupted(fingerprints: list[FingerprintRow]) -> list[FingerprintRow]:
+    """Rows whose checksum differs from the value a consistent world gives (where the trace records it)."""
+    return [f for f in fingerprints
+            if f.sum is not None and f.expected_sum is not None and abs(f.sum - f.expected_sum) > 1e-6 * max(
+                1.0, abs(f.expected_sum))]
+
+
+def diverging_steps(fingerprints: list[FingerprintRow]) -> dict[int, dict[int, FingerprintRow]]:
+    """Steps where per-step checksums differ across ranks (a symptom of mixed data), step -> rank -> row."""
+    table: dict[int, dict[int, FingerprintRow]] = {}
+    for f in fingerprints:
+        if f.op is None and (f.sum is not None or f.digest is not None):
+            table.setdefault(f.step, {})[f.rank] = f
+    return {step: rows for step, rows in sorted(table.items())
+            if len(rows) > 1 and len({(r.sum, r.digest) for r in rows.values()}) > 1}

@@ -1,0 +1,115 @@
+"""RAS snapshots over time: stuck communicators, transient skew, missing and dead ranks.
+
+RAS counts are launched operations, not completed ones, so a single `OK` reply proves nothing about
+progress; only counts compared across two or more replies tell a wedge (unchanged while ranks disagree) from
+skew (moving).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..model import Location, RasComm, RasSnapshot
+
+
+@dataclass
+class RasHistory:
+    """One communicator across the RAS replies that mention it, oldest first."""
+
+    comm: str
+    states: list[tuple[RasSnapshot, RasComm]] = field(default_factory=list)
+    families: dict[str, list[RasComm]] = field(default_factory=dict)  # reply format -> comm blocks, in order
+
+    @property
+    def locations(self) -> list[Location]:
+        """Where each reply's block for this comm was read."""
+        return [c.loc for _, c in self.states]
+
+    @staticmethod
+    def counts(comm: RasComm) -> tuple:
+        """What can be compared between replies of one format: per-rank counts and the MISMATCH groups."""
+        ranks = tuple(sorted((r.rank, tuple(sorted(r.counts.items()))) for r in comm.ranks if r.counts))
+        groups = tuple(sorted((g.op or "", g.count if g.count is not None else -1, g.nranks, g.ranks)
+                              for g in comm.count_groups))
+        return ranks, groups, comm.status, comm.errors
+
+    @property
+    def disagree(self) -> bool:
+        """The latest reply shows ranks at different counts."""
+        comm = self.states[-1][1]
+        if len({g.count for g in comm.count_groups}) > 1:
+            return True
+        per_rank = [tuple(sorted(r.counts.items())) for r in comm.ranks if r.counts and not r.missing]
+        return len(set(per_rank)) > 1
+
+    @property
+    def moving(self) -> bool | None:
+        """Counts changed between replies (None with a single reply)."""
+        compared = [blocks for blocks in self.families.values() if len(blocks) >= 2]
+        if not compared:
+            return None
+        # Text and JSON replies of one moment read differently, so only replies of one format are compared.
+        return any(len({self.counts(c) for c in blocks}) > 1 for blocks in compared)
+
+    @property
+    def stuck(self) -> bool:
+        """Two or more replies with unchanged counts while the ranks disagree."""
+        return self.moving is False and self.disagree
+
+    @property
+    def missing_ranks(self) -> list[int]:
+        """Ranks any reply lists as missing (no data from their process)."""
+        found = set()
+        for _, comm in self.states:
+            found.update(comm.missing_ranks)
+            found.update(r.rank for r in comm.ranks if r.missing)
+        return sorted(found)
+
+    @property
+    def dead_ranks(self) -> list[int]:
+        """Ranks any reply lists as dead or unresponsive."""
+        found = set()
+        for _, comm in self.states:
+            found.update(comm.dead_ranks)
+            found.update(r.rank for r in comm.ranks if r.dead or r.unresponsive)
+        return sorted(found)
+
+    @property
+    def error_ranks(self) -> dict[int, str]:
+        """Ranks with an asynchronous error, and the error."""
+        found = {}
+        for _, comm in self.states:
+            for r in comm.ranks:
+                if r.async_error:
+                    found[r.rank] = r.async_error
+        return found
+
+    def launched(self) -> dict[int, int]:
+        """Latest total launched count per comm rank, where the reply gives it per rank."""
+        comm = self.states[-1][1]
+        totals = {r.rank: sum(r.counts.values()) for r in comm.ranks if r.counts}
+        for group in comm.count_groups:
+            for rank in group.ranks:
+                if group.count is not None and rank not in totals:
+                    totals[rank] = group.count
+        return totals
+
+
+def _order_key(snapshot: RasSnapshot) -> tuple:
+    # Replies that carry a timestamp sort by it; text replies carry none, so they keep their input order
+    # (file names like ras_status_q0, q1 sort naturally). Said so in the report's caveats.
+    return (snapshot.time or "", snapshot.loc.path, snapshot.loc.line or 0)
+
+
+def ras_histories(snapshots: list[tuple[str, RasSnapshot]]) -> dict[str, RasHistory]:
+    """Group every STATUS reply's communicators by hash, each history oldest first.
+
+    `snapshots` pairs each reply with its family (the input format, plus `verbose` for VERBOSE STATUS text).
+    """
+    histories: dict[str, RasHistory] = {}
+    for family, snapshot in sorted((p for p in snapshots if p[1].event is None), key=lambda p: _order_key(p[1])):
+        for comm in snapshot.comms:
+            history = histories.setdefault(comm.comm, RasHistory(comm.comm))
+            history.states.append((snapshot, comm))
+            history.families.setdefault(family, []).append(comm)
+    return histories

@@ -1,0 +1,73 @@
+"""Cross-check what different sources say about how far each rank got; report where they contradict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..model import Location, ProgressReport, WatchdogEvent
+from .ras import RasHistory
+from .streams import Streams
+
+CUDA_GRAPH_NOTE = (
+    "RAS counts exclude collectives captured in CUDA graphs (NCCL >= 2.26.2), so a deployment replaying graphs "
+    "shows smaller RAS counts than its logs"
+)
+
+
+@dataclass
+class Contradiction:
+    """Sources that disagree about one rank's launched count in one comm."""
+
+    comm: str
+    rank: int
+    values: dict[str, tuple[int, Location]]  # source -> (launched count, where)
+    note: str = ""
+
+
+@dataclass
+class Reconciliation:
+    """Launched counts per (comm, rank) by source, and the contradictions among them."""
+
+    contradictions: list[Contradiction] = field(default_factory=list)
+    checked: int = 0
+
+
+def reconcile(streams: Streams, progress: list[ProgressReport], watchdog: list[WatchdogEvent],
+              ras: dict[str, RasHistory], ras_rank_map: dict[tuple[str, int], int]) -> Reconciliation:
+    """Compare COLL line counts, Flight Recorder seqs and pg_status, watchdog marks and RAS counts."""
+    values: dict[tuple[str, int], dict[str, tuple[int, Location]]] = {}
+    for (comm, rank, source), (last, file) in streams.launched_by_source.items():
+        label = "COLL lines" if source == "nccl-log" else "Flight Recorder entries"
+        values.setdefault((comm, rank), {})[label] = (last, Location(file))
+    for report in progress:
+        if report.rank is None or report.last_enqueued is None:
+            continue
+        comm = streams.aliases.get(report.comm, report.comm)
+        label = "Flight Recorder pg_status" if "#" in str(report.loc) or report.loc.line is None else "watchdog"
+        values.setdefault((comm, report.rank), {})[f"{label} last enqueued"] = (report.last_enqueued, report.loc)
+    for event in watchdog:
+        if event.rank is None or event.last_enqueued is None or event.comm is None:
+            continue
+        comm = streams.aliases.get(event.comm, event.comm)
+        values.setdefault((comm, event.rank), {})["watchdog last enqueued"] = (event.last_enqueued, event.loc)
+    for comm, history in ras.items():
+        for comm_rank, total in history.launched().items():
+            rank = ras_rank_map.get((comm, comm_rank))
+            if rank is not None:
+                values.setdefault((comm, rank), {})["RAS count"] = (total, history.states[-1][1].loc)
+    result = Reconciliation()
+    for (comm, rank), by_source in sorted(values.items()):
+        if len(by_source) < 2:
+            continue
+        result.checked += 1
+        counts = {v for v, _ in by_source.values()}
+        if len(counts) < 2:
+            continue
+        note = ""
+        ras_value = by_source.get("RAS count")
+        if ras_value and ras_value[0] < max(counts):
+            note = CUDA_GRAPH_NOTE
+        # A Flight Recorder ring buffer and a dump taken later than the log legitimately differ by the
+        # collectives issued in between; the report shows each value with its source so a reader can judge.
+        result.contradictions.append(Contradiction(comm, rank, dict(sorted(by_source.items())), note))
+    return result

@@ -1,0 +1,217 @@
+"""The corrupt-and-continue window and the wedge: how long the group ran misaligned, and where it stopped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from ..model import Location, PairingKind, WedgeKind
+from .divergence import CommAnalysis, OpAt, Root, ops_at
+from .streams import Streams
+
+
+@dataclass(frozen=True)
+class PairingRun:
+    """Consecutive misaligned seqs that NCCL paired the same way."""
+
+    first_seq: int
+    last_seq: int
+    kind: PairingKind
+
+    @property
+    def collectives(self) -> int:
+        """How many seqs the run spans."""
+        return self.last_seq - self.first_seq + 1
+
+
+@dataclass
+class Window:
+    """Collectives that completed while the streams were misaligned."""
+
+    comm: str
+    first_seq: int
+    last_seq: int
+    collectives: int  # counted from the root's earliest possible seq
+    collectives_min: int  # counted from its latest possible seq (equal when the root is pinned)
+    completion_known: bool  # False: completion inferred from launches (logs or RAS without states)
+    pairings: list[PairingRun] = field(default_factory=list)
+
+
+@dataclass
+class Wedge:
+    """Where progress stopped."""
+
+    comm: str
+    seq: int
+    kind: WedgeKind
+    launched: dict[int, int]
+    completed: dict[int, int | None]
+    waiting_ranks: list[int]  # ranks inside the stuck collective
+    absent_ranks: list[int]  # ranks that never launched it
+    ops: dict[int, OpAt] = field(default_factory=dict)
+    cycle: list[tuple[int, str, int]] = field(default_factory=list)  # (rank, comm, seq) around a deadlock
+    confirmed_by: list[str] = field(default_factory=list)  # what shows that it stopped (not merely lags)
+    evidence: list[Location] = field(default_factory=list)
+
+
+def classify_pairings(frame: pl.DataFrame, first: int, last: int) -> list[PairingRun]:
+    """Per seq in [first, last], what pairing the ranks' collectives made, as runs of equal kind."""
+    window = frame.filter(pl.col("seq").is_between(first, last))
+    per_seq = window.group_by("seq").agg(
+        pl.struct("op", "dtype", "redop", "root").n_unique().alias("types"),
+        pl.col("count").n_unique().alias("counts"),
+    ).sort("seq")
+    runs: list[PairingRun] = []
+    for seq, types, counts in per_seq.iter_rows():
+        kind = (PairingKind.TYPE_MISMATCH if types > 1 else
+                PairingKind.COUNT_MISMATCH if counts > 1 else PairingKind.SHAPE_EQUAL)
+        if runs and runs[-1].kind is kind and runs[-1].last_seq == seq - 1:
+            runs[-1] = PairingRun(runs[-1].first_seq, seq, kind)
+        else:
+            runs.append(PairingRun(seq, seq, kind))
+    return runs
+
+
+def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root) -> Window | None:
+    """From the root to the last collective every rank completed (or, lacking states, launched)."""
+    frame = streams.frame.filter(pl.col("comm") == analysis.comm)
+    completed = [c for c in analysis.completed.values()]
+    completion_known = all(c is not None for c in completed)
+    end = min(completed) if completion_known else min(analysis.launched.values())
+    low, high = root.seq_range
+    if end < low:
+        return None
+    return Window(
+        comm=analysis.comm, first_seq=low, last_seq=end, collectives=end - low + 1,
+        collectives_min=max(end - high + 1, 0), completion_known=completion_known,
+        pairings=classify_pairings(frame, low, end),
+    )
+
+
+def find_wedge(streams: Streams, analyses: dict[str, CommAnalysis], dead_ranks: set[int],
+               confirmed_by: dict[str, list[str]]) -> Wedge | None:
+    """Where progress stopped, across communicators, or None when nothing shows a stop.
+
+    `confirmed_by` maps comm -> what shows that it stopped (watchdog timeout, RAS counts unchanged, Flight
+    Recorder entries never completed); without it, unequal launches may be a job caught mid-flight.
+    """
+    blocked = _blocked_ops(streams, analyses)
+    candidates: list[Wedge] = []
+    for comm, analysis in analyses.items():
+        if len(analysis.ranks) < 2:
+            continue
+        wedge = _comm_wedge(streams, analysis, dead_ranks, blocked)
+        if wedge is None:
+            continue
+        wedge.confirmed_by = list(confirmed_by.get(comm, []))
+        candidates.append(wedge)
+    if not candidates:
+        return None
+    # A confirmed stop beats an inferred one; then the kind that explains most (a cycle, a death).
+    rank = {WedgeKind.CROSS_COMM_DEADLOCK: 0, WedgeKind.DEAD_RANK: 1}
+    return min(candidates, key=lambda w: (not w.confirmed_by, rank.get(w.kind, 2), w.seq))
+
+
+def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
+                blocked: dict[int, tuple[str, int]]) -> Wedge | None:
+    frame = streams.frame.filter(pl.col("comm") == analysis.comm)
+    launched, completed = analysis.launched, analysis.completed
+    lowest, highest = min(launched.values()), max(launched.values())
+    if lowest < highest:
+        seq = lowest + 1
+    elif analysis.has_states and any(c is not None and c < highest for c in completed.values()):
+        seq = min(c for c in completed.values() if c is not None) + 1
+    else:
+        return None
+    inside = sorted(r for r, last in launched.items() if last >= seq)
+    absent = sorted(r for r, last in launched.items() if last < seq)
+    ops = ops_at(frame, seq)
+    dead = sorted(set(absent) & dead_ranks) or sorted(set(analysis.ranks) & dead_ranks)
+    cycle = _cycle(blocked, streams, analysis.comm)
+    if cycle:
+        kind = WedgeKind.CROSS_COMM_DEADLOCK
+    elif dead:
+        kind = WedgeKind.DEAD_RANK
+    elif absent:
+        kind = WedgeKind.NO_PARTNER
+    else:
+        signatures = {(o.op, o.dtype, o.redop, o.root) for o in ops.values()}
+        counts = {o.count for o in ops.values()}
+        kind = (WedgeKind.TYPE_MISMATCH if len(signatures) > 1 else
+                WedgeKind.COUNT_MISMATCH if len(counts) > 1 else WedgeKind.UNKNOWN)
+    return Wedge(
+        comm=analysis.comm, seq=seq, kind=kind, launched=dict(launched), completed=dict(completed),
+        waiting_ranks=inside, absent_ranks=absent, ops=ops, cycle=cycle,
+        evidence=[o.loc for o in ops.values()],
+    )
+
+
+def _blocked_ops(streams: Streams, analyses: dict[str, CommAnalysis]) -> dict[int, tuple[str, int]]:
+    """Per rank, the earliest collective (in that rank's own issue order) that it launched but that did not
+    finish: where its stream is stuck. Needs an order across comms: one file per rank (line numbers or dump
+    records) or times."""
+    pending_rows = []
+    for comm, analysis in analyses.items():
+        everyone = min(analysis.launched.values())
+        for rank in analysis.ranks:
+            done = analysis.completed.get(rank)
+            floor = done if done is not None else everyone
+            if analysis.launched[rank] > floor:
+                pending_rows.append((rank, comm, floor + 1))
+    if not pending_rows:
+        return {}
+    pending = pl.DataFrame(pending_rows, schema={"rank": pl.Int64, "comm": pl.String, "seq": pl.Int64},
+                           orient="row")
+    rows = pending.join(streams.frame, on=["rank", "comm", "seq"], how="left")
+    blocked: dict[int, tuple[str, int]] = {}
+    for rank, group in rows.group_by("rank"):
+        rank = rank[0]
+        for order in ("fr_record", "line", "time"):
+            if group.get_column(order).null_count() == 0 and (
+                    order != "line" or group.get_column("file").n_unique() == 1):
+                first = group.sort(order).row(0, named=True)
+                blocked[rank] = (first["comm"], first["seq"])
+                break
+        else:
+            if group.height == 1:
+                blocked[rank] = (group.row(0, named=True)["comm"], group.row(0, named=True)["seq"])
+    return blocked
+
+
+def _cycle(blocked: dict[int, tuple[str, int]], streams: Streams, comm: str) -> list[tuple[int, str, int]]:
+    """A wait-for cycle through `comm` spanning more than one communicator, if there is one.
+
+    Rank A blocked at (X, s) waits for every member of X that is not itself blocked at or past (X, s).
+    """
+    def waits_for(rank: int) -> list[int]:
+        where = blocked.get(rank)
+        if where is None:
+            return []
+        x, s = where
+        out = []
+        for member in streams.members.get(x, []):
+            if member == rank:
+                continue
+            other = blocked.get(member)
+            if other is None:
+                continue  # not blocked anywhere we can see: no cycle through it
+            if other[0] != x or other[1] < s:
+                out.append(member)
+        return out
+
+    for start in sorted(blocked):
+        path, seen = [start], {start}
+        while True:
+            nxt = waits_for(path[-1])
+            nxt = [n for n in nxt if n == start or n not in seen]
+            if not nxt:
+                break
+            if start in nxt:
+                cycle = [(r, *blocked[r]) for r in path]
+                if len({c for _, c, _ in cycle}) > 1 and any(c == comm for _, c, _ in cycle):
+                    return cycle
+                break
+            path.append(nxt[0])
+            seen.add(nxt[0])
+    return []
