@@ -67,16 +67,19 @@ def _smallest_edit(a: np.ndarray, b: np.ndarray, at: int) -> tuple[str, int] | N
     order = {INSERTION: 0, DELETION: 1, SUBSTITUTION: 2}
     for size in range(1, MAX_EDIT + 1):
         tries = (
-            (INSERTION, 2, a[at + size:], b[at:]),
-            (DELETION, 2, a[at:], b[at + size:]),
-            (SUBSTITUTION, 3, a[at + size:], b[at + size:]),
+            (INSERTION, a[at + size:], b[at:]),
+            (DELETION, a[at:], b[at + size:]),
+            (SUBSTITUTION, a[at + size:], b[at + size:]),
         )
-        for kind, cost, left, right in tries:
+        for kind, left, right in tries:
             if len(left) == 0 or len(right) == 0:
                 continue
             confirmed = _matches(left, right)
             if confirmed:
-                candidates.append((confirmed - cost * size, -order[kind], kind, size))
+                # Tails left unexplained count against an edit: when both streams end at the wedge, a swapped
+                # collective leaves none, an insertion would leave one on the other side.
+                leftover = abs(len(left) - len(right))
+                candidates.append((confirmed - 2 * size - leftover, -order[kind], kind, size))
         if candidates and size >= 4:
             break  # a longer edit would only score lower than what is already found
     if not candidates:

@@ -41,3 +41,11 @@ def test_equal_streams_and_trailing_extra():
     assert first_difference(arr(1, 2), arr(1, 2)) is None
     edit = explain(arr(1, 1, 1, 1), arr(1, 1, 1))
     assert edit.kind == INSERTION and edit.at == 3 and edit.earliest == 0
+
+
+def test_swapped_collective_with_equal_lengths_is_a_substitution():
+    # type-mismatch capture: rank 1 issued an AllGather where the others issued an AllReduce, same lengths
+    others = [1] * 16 + [1, 1]
+    swapped = [1] * 16 + [7, 1]
+    edit = explain(arr(*swapped), arr(*others))
+    assert (edit.kind, edit.at, edit.size) == (SUBSTITUTION, 16, 1)
