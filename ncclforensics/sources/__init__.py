@@ -47,6 +47,9 @@ def parse_file(file: InputFile, fmt: SourceFormat | None = None) -> Evidence:
     try:
         head = file.head()
         if not head:
+            if file.compressed:
+                problems = file.read_bytes()[1]
+                return _unrecognised(file, problems[0].message if problems else "empty after decompression")
             return _unrecognised(file, "empty file")
         source = _BY_FORMAT[fmt] if fmt else detect(file)
         if source is None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import codecs
-import gzip
 import io
 import zlib
 from dataclasses import dataclass, field
@@ -62,11 +61,19 @@ class InputFile:
     def lines(self) -> tuple[list[str], list[Diagnostic]]:
         """The content split into lines (CR, LF or CRLF), line i+1 at index i."""
         text, problems = self.read_text()
-        return text.splitlines(), problems
+        return split_lines(text), problems
 
 
 def _gunzip(path: Path, limit: int, truncate: bool) -> tuple[bytes, str | None]:
     """Decompress at most `limit` bytes; over the limit is hostile unless `truncate` (reading a head)."""
+    try:
+        return _gunzip_stream(path, limit, truncate)
+    except zlib.error as e:
+        # Corrupt data is a problem with this file, not a reason to stop: report it, read nothing from it.
+        return b"", f"corrupt gzip data ({e})"
+
+
+def _gunzip_stream(path: Path, limit: int, truncate: bool) -> tuple[bytes, str | None]:
     out = io.BytesIO()
     decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
     with open(path, "rb") as f:
@@ -87,9 +94,21 @@ def _gunzip(path: Path, limit: int, truncate: bool) -> tuple[bytes, str | None]:
                 decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
                 if rest:
                     out.write(decomp.decompress(rest))
-    if not decomp.eof and out.tell() and not truncate:
+    if not decomp.eof and not truncate:
+        if not out.tell():
+            return b"", "gzip stream ends before any content"
         return out.getvalue(), "gzip stream ends early (truncated file); read what it had"
     return out.getvalue(), None
+
+
+def split_lines(text: str) -> list[str]:
+    """Split on LF, CRLF or CR only (not on form feeds or Unicode separators), so numbers match `grep -n`."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def decode(data: bytes, name: str) -> tuple[str, Diagnostic | None]:

@@ -1,0 +1,268 @@
+"""What the line-record sources share: `key=value` tokens in log lines, JSON-lines records, and field values.
+
+A gate journal or a fingerprint trace is one record per line, written either as a JSON object
+(`{"step": 5, "rank": 0, "decision": "pass"}`) or as `key=value` tokens anywhere in a log line
+(`[rank0] 12:00:01 gate: step=5 rank=0 decision=pass`). `read_records` turns both into `LineRecord`s;
+each source then says which records are its own (`wanted`) and converts the values with the `*_field` readers,
+which raise `FieldError` with a message naming the field and the bad value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Iterator, Mapping, Sequence
+
+from ..errors import SourceError
+from ..model import Diagnostic, Evidence, Location, SourceFormat
+from .base import HEAD_BYTES, InputFile, looks_binary, unreadable
+
+# `key=value` with the key not glued to a word, dot or dash before it (so `nranks=4` is `nranks`, never `rank`,
+# and `--step=3` is not a token). A value runs to a blank, `,` `;` or a closing bracket, so `[rank=0]:` gives
+# `0`; a double-quoted value may hold anything but a newline.
+_KEY_VALUE = re.compile(r'(?<![\w.\-])([A-Za-z_][\w.\-]*)=("(?:[^"\\\n]|\\.)*"|[^\s,;)\]}]*)')
+_INTEGER = re.compile(r"[+-]?\d{1,30}")
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+_SHOWN_CHARS = 40  # a bad value longer than this is cut in messages
+_INT64_MAX = 2**63 - 1  # what a polars Int64 column (and any sane step, rank or count) holds
+
+
+def key_values(line: str) -> dict[str, str]:
+    """The `key=value` tokens of one log line; the first occurrence of a key wins.
+
+    >>> key_values('I0527 gate.py:12] step=5 rank=0 fits=1 decision=pass mode="observe only"')
+    {'step': '5', 'rank': '0', 'fits': '1', 'decision': 'pass', 'mode': 'observe only'}
+    """
+    found: dict[str, str] = {}
+    for match in _KEY_VALUE.finditer(line):
+        key, value = match.group(1), match.group(2)
+        if key in found:
+            continue
+        if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
+            value = value[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+        found[key] = value
+    return found
+
+
+def read_lines(file: InputFile, fmt: SourceFormat) -> tuple[list[str], Evidence]:
+    """The file's lines and the Evidence to fill, holding any reading problems; a corrupt gzip gives no lines."""
+    try:
+        lines, problems = file.lines()
+    except (SourceError, zlib.error, EOFError) as e:  # gzip magic, then bytes that do not inflate
+        return [], unreadable(file, fmt, e)
+    return lines, Evidence(path=file.name, format=fmt, problems=problems)
+
+
+def json_object(text: str) -> tuple[dict | None, str | None]:
+    """Parse one JSON line: (the object, None), or (None, what is wrong with it)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        return None, f"invalid JSON: {e.msg} (column {e.colno})"
+    except (ValueError, RecursionError) as e:  # e.g. an integer of more than 4300 digits, or nesting too deep
+        return None, f"invalid JSON: {e}"
+    if not isinstance(value, dict):
+        return None, f"JSON line is {type(value).__name__}, not an object"
+    return value, None
+
+
+def jsonl_mode(lines: Sequence[str]) -> bool:
+    """True when at least half of the non-blank lines start with `{`: a JSON-lines file, where every line counts.
+
+    `#` comment lines count as blank.
+    """
+    blank = json_lines = 0
+    for line in lines:
+        stripped = line.lstrip()
+        if not stripped or stripped[0] == "#":
+            blank += 1
+        elif stripped[0] == "{":
+            json_lines += 1
+    nonblank = len(lines) - blank
+    return nonblank > 0 and 2 * json_lines >= nonblank
+
+
+@dataclass(frozen=True, slots=True)
+class LineRecord:
+    """The fields of one record: JSON values, or strings for `key=value` tokens."""
+
+    line: int  # 1-based
+    fields: Mapping[str, object]
+    from_json: bool
+
+
+def read_records(
+    lines: Sequence[str],
+    name: str,
+    needles: tuple[str, ...],
+    json_keys: tuple[str, ...],
+    wanted: Callable[[Mapping[str, object], bool], bool],
+) -> Iterator[LineRecord | Diagnostic]:
+    """The records of one source in `lines`, and a Diagnostic for each line that is a broken record.
+
+    `needles`: substrings a `key=value` record line must contain one of (the cheap test before tokenising).
+    `json_keys`: quoted keys (`'"decision"'`) that make a non-JSON line starting with `{` a broken record even in a
+    file that is not JSON lines. `wanted(fields, from_json)`: whether a parsed line is a record of this source.
+    Blank lines and `#` comments are skipped.
+    In a JSON-lines file (see `jsonl_mode`) every other line must be a JSON object or a wanted `key=value` record;
+    JSON objects that are not wanted (metadata lines, other record kinds) are skipped silently.
+    """
+    strict = jsonl_mode(lines)
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped or stripped[0] == "#":
+            continue  # blank, or a comment (as the live journal tail also skips)
+        problem = None
+        start = 0 if stripped[0] == "{" else stripped.find('{"')
+        if start >= 0:
+            obj, problem = json_object(stripped[start:])
+            if obj is not None and wanted(obj, True):
+                yield LineRecord(number, obj, True)
+                continue
+            if obj is not None and start == 0:
+                continue  # a JSON line of another kind (a header, another record type)
+            if problem and not (any(key in stripped for key in json_keys) or (strict and start == 0)):
+                problem = None  # a log line that merely holds a `{`: try it as `key=value` below
+        if "=" in stripped and any(needle in stripped for needle in needles):
+            fields = key_values(stripped)
+            if wanted(fields, False):
+                yield LineRecord(number, fields, False)
+                continue
+        if problem is None and strict:
+            problem = "neither a JSON object nor a key=value record in a JSON-lines file"
+        if problem is not None:
+            yield Diagnostic(Location(name, number), problem)
+
+
+def head_lines(head: bytes, text: str) -> list[str]:
+    """The complete lines of a sniffed head: none for binary content, the last one dropped when the head was cut."""
+    if looks_binary(head):
+        return []
+    lines = text.splitlines()
+    if len(head) >= HEAD_BYTES and lines:
+        lines.pop()
+    return lines
+
+
+def record_share(lines: Sequence[str], needles: tuple[str, ...],
+                 wanted: Callable[[Mapping[str, object], bool], bool]) -> float:
+    """Sniff score: the share of non-blank lines that are records of one source (0 when none is)."""
+    nonblank = sum(1 for line in lines if line.strip())
+    if not nonblank:
+        return 0.0
+    hits = sum(1 for item in read_records(lines, "", needles, (), wanted) if isinstance(item, LineRecord))
+    return hits / nonblank
+
+
+class FieldError(ValueError):
+    """A field whose value cannot be used; the message names the field and the value."""
+
+
+def shown(value: object) -> str:
+    """A value as a message quotes it, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+
+
+_ABSENT = {"", "None", "null"}  # `key=`, and what Python's and JSON's "no value" look like in a log line
+
+
+def present(fields: Mapping[str, object], key: str) -> bool:
+    """True when the field is there and not JSON null (nor an empty `key=`, `key=None` or `key=null`)."""
+    value = fields.get(key)
+    return value is not None and not (isinstance(value, str) and value.strip() in _ABSENT)
+
+
+def int_field(fields: Mapping[str, object], key: str, minimum: int | None = 0) -> int | None:
+    """An integer field (JSON int, integral float, or digits); None when absent."""
+    if not present(fields, key):
+        return None
+    value = fields[key]
+    number: int | None = None
+    if isinstance(value, bool):
+        number = None
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+        number = int(value)
+    if number is None:
+        raise FieldError(f"{key} {shown(value)} is not an integer")
+    if minimum is not None and number < minimum:
+        raise FieldError(f"{key} {number} is below {minimum}")
+    if abs(number) > _INT64_MAX:
+        raise FieldError(f"{key} {shown(value)} is too large")
+    return number
+
+
+def float_field(fields: Mapping[str, object], key: str, finite: bool = False) -> float | None:
+    """A number field (JSON number or numeric text; nan and inf allowed unless `finite`); None when absent."""
+    if not present(fields, key):
+        return None
+    value = fields[key]
+    number: float | None = None
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = float(value)
+        elif isinstance(value, str) and len(value) <= 1000:
+            number = float(value)
+    except (ValueError, OverflowError):  # not numeric text; an integer too large for a float
+        number = None
+    if number is None:
+        raise FieldError(f"{key} {shown(value)} is not a number")
+    if finite and not math.isfinite(number):
+        raise FieldError(f"{key} {shown(value)} is not a finite number")
+    return number
+
+
+def bool_field(fields: Mapping[str, object], key: str) -> bool | None:
+    """A flag field: JSON bool, 0/1, or true/false/yes/no text; None when absent."""
+    if not present(fields, key):
+        return None
+    value = fields[key]
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+    raise FieldError(f"{key} {shown(value)} is not a flag (true/false or 1/0)")
+
+
+def str_field(fields: Mapping[str, object], key: str) -> str | None:
+    """A text field (numbers are taken as their text); None when absent."""
+    if not present(fields, key):
+        return None
+    value = fields[key]
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise FieldError(f"{key} {shown(value)} is not text")
+
+
+def optional(read: Callable[..., object], fields: Mapping[str, object], key: str, errors: list[str],
+             **options: object):
+    """`read(fields, key)`, or None with the reason added to `errors` when the value is bad."""
+    try:
+        return read(fields, key, **options)
+    except FieldError as e:
+        errors.append(str(e))
+        return None
+
+
+def required(read: Callable[..., object], fields: Mapping[str, object], key: str, errors: list[str]):
+    """Like `optional`, and a missing field is an error too."""
+    if not present(fields, key):
+        errors.append(f"no {key}")
+        return None
+    return optional(read, fields, key, errors)
