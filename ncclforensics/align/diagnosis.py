@@ -84,6 +84,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         spans = _step_spans(streams, comm, gate.step) if gate else None
         analyses[comm] = analyze_comm(streams, comm, spans)
 
+    _apply_progress(analyses, streams, progress, watchdog)
     diagnosis = Diagnosis(verdict=Verdict.CONSISTENT, ranks=_all_ranks(evidence, streams), comms=analyses,
                           gate=gate, ras=ras, problems=problems)
     diagnosis.corrupted_fingerprints = corrupted(fingerprints)
@@ -105,7 +106,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         diagnosis.window = misaligned_window(streams, analyses[root.comm], root)
     diagnosis.wedge = find_wedge(streams, analyses, dead, stops)
     if diagnosis.wedge is None:
-        diagnosis.wedge = _ras_only_wedge(ras, rank_map, stops, dead)
+        diagnosis.wedge = _ras_only_wedge(ras, rank_map, stops, dead, streams)
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
     diagnosis.root_step, diagnosis.cause = _cause(root, gate, streams)
     diagnosis.verdict = _verdict(diagnosis, ras)
@@ -113,6 +114,29 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.evidence = _receipts(diagnosis, watchdog)
     diagnosis.summary = _summary(diagnosis)
     return diagnosis
+
+
+def _apply_progress(analyses: dict[str, CommAnalysis], streams: Streams, progress: list,
+                    watchdog: list[WatchdogEvent]) -> None:
+    """Where no dump records states, PyTorch's own marks say what completed: `last completed work` in
+    pg_status and watchdog lines, and a timed-out SeqNum (which did not complete)."""
+    marks: dict[tuple[str, int], int] = {}
+    for report in progress:
+        if report.rank is not None and report.last_completed is not None:
+            comm = streams.aliases.get(report.comm, report.comm)
+            marks[(comm, report.rank)] = report.last_completed
+    for event in watchdog:
+        if event.rank is None or event.comm is None:
+            continue
+        comm = streams.aliases.get(event.comm, event.comm)
+        if event.last_completed is not None:
+            marks.setdefault((comm, event.rank), event.last_completed)
+        elif event.kind in ("timeout", "blocking_wait_timeout") and event.seq is not None:
+            marks.setdefault((comm, event.rank), event.seq - 1)
+    for (comm, rank), done in marks.items():
+        analysis = analyses.get(comm)
+        if analysis is not None and rank in analysis.completed and analysis.completed[rank] is None:
+            analysis.completed[rank] = min(done, analysis.launched[rank])
 
 
 def _all_ranks(evidence: list[Evidence], streams: Streams) -> list[int]:
@@ -255,10 +279,11 @@ def _ras_only_root(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
 
 
 def _ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str, list[str]],
-                    dead: set[int]) -> Wedge | None:
+                    dead: set[int], streams: Streams) -> Wedge | None:
+    """Without streams for a comm, RAS counts still show who waits on whom."""
     for comm, history in sorted(ras.items()):
         counts = history.launched()
-        if not counts or not (history.stuck or stops.get(comm)):
+        if comm in streams.members or not counts or not (history.stuck or stops.get(comm)):
             continue
         global_counts = {rank_map.get((comm, r), r): c for r, c in counts.items()}
         missing = [rank_map.get((comm, r), r) for r in history.missing_ranks + history.dead_ranks]

@@ -142,11 +142,19 @@ def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, i
     for column, label in (("callsite", "call sites"), ("tag", "tags")):
         if root.seq_range[0] == root.seq_range[1]:
             break
-        if frame.get_column(column).null_count() == 0:
-            rich = frame.with_columns(pl.struct(SIGNATURE + [column]).hash().alias("_rich"))
-            rich_root = _root(comm, rich, ranks, {r: _tokens(rich, r, "_rich") for r in ranks}, start, label)
-            if rich_root and _refines(rich_root, root):
-                root = rich_root
+        if frame.get_column(column).is_null().all():
+            continue
+        rich = frame.with_columns(pl.struct(SIGNATURE + [column]).hash().alias("_rich"))
+        # A trace that stops early (a rank died before reading back its last step) is compared as far as it goes.
+        covered = rich.filter(pl.col(column).is_not_null().cum_min().over("rank", order_by="seq"))
+        rich_root = _root(comm, covered, ranks, {r: _tokens(covered, r, "_rich") for r in ranks}, start, label)
+        # Usable only where every rank's rows carry the column up to the place it points at (traces often
+        # stop short of the wedge: a rank that died never read back its last step).
+        if rich_root is None or frame.filter(pl.col("seq") <= rich_root.seq_range[1] + 1).get_column(
+                column).null_count():
+            continue
+        if _refines(rich_root, root):
+            root = rich_root
     if step_spans and root.seq_range[0] != root.seq_range[1]:
         root = _narrow_by_steps(root, step_spans, frame)
     analysis.root = root
@@ -203,8 +211,11 @@ def _root(comm: str, frame: pl.DataFrame, ranks: list[int], tokens: dict[int, np
     edit = edits[first]
     kind = STOPPED if (edit.kind == DELETION and edit.at == len(tokens[first])) else _KIND[edit.kind]
     low, high = start + edit.earliest, start + edit.at
-    for other in edits.values():
-        low = min(low, start + other.earliest)
+    if kind == STOPPED:
+        low = high  # the stream simply ends: nothing to place
+    for rank, other in edits.items():
+        if rank != first:
+            low = min(low, start + other.earliest)
     ambiguity = None
     if low != high:
         ambiguity = (

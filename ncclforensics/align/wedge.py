@@ -120,7 +120,7 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
     lowest, highest = min(launched.values()), max(launched.values())
     if lowest < highest:
         seq = lowest + 1
-    elif analysis.has_states and any(c is not None and c < highest for c in completed.values()):
+    elif any(c is not None and c < highest for c in completed.values()):
         seq = min(c for c in completed.values() if c is not None) + 1
     else:
         return None

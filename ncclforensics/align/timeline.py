@@ -1,0 +1,177 @@
+"""What a postmortem shows over time: per-rank lanes of each communicator that matters, and the ordered story.
+
+Pure values for report/plots.py and report/postmortem.py. A lane is one rank's launched collectives in one
+communicator as runs of equal signature (`AllReduce 4096 x float32` for seq 1..24), so that millions of
+collectives draw as a handful of segments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from ..model import Location, WatchdogEvent
+from .diagnosis import STOP_EVENTS, Diagnosis
+from .divergence import EXTRA, MISSING
+
+MAX_TIME_POINTS = 2000  # per rank, for the seq-against-time panel
+
+
+@dataclass(frozen=True)
+class LaneRun:
+    """Consecutive seqs of one rank with one signature."""
+
+    first_seq: int
+    last_seq: int
+    label: str  # `AllReduce 4096 x float32`
+
+
+@dataclass
+class CommLanes:
+    """One communicator's streams, per rank, ready to draw."""
+
+    comm: str
+    ranks: list[int]
+    runs: dict[int, list[LaneRun]]
+    launched: dict[int, int]
+    completed: dict[int, int | None]
+    times: dict[int, tuple[list[float], list[int]]] = field(default_factory=dict)  # rank -> (times, seqs)
+
+    @property
+    def labels(self) -> list[str]:
+        """Signatures by how many seqs they cover, most first."""
+        cover: dict[str, int] = {}
+        for runs in self.runs.values():
+            for run in runs:
+                cover[run.label] = cover.get(run.label, 0) + run.last_seq - run.first_seq + 1
+        return sorted(cover, key=lambda k: (-cover[k], k))
+
+
+def comms_that_matter(diagnosis: Diagnosis, limit: int = 6) -> list[str]:
+    """The root's, the first visible mismatch's and the wedge's communicators (and those of a deadlock cycle);
+    when nothing diverged, the communicators with more than one rank, most collectives first."""
+    chosen: list[str] = []
+
+    def add(comm: str | None) -> None:
+        if comm and comm in diagnosis.comms and comm not in chosen:
+            chosen.append(comm)
+
+    if diagnosis.root is not None:
+        add(diagnosis.root.comm)
+    if diagnosis.first_visible is not None:
+        add(diagnosis.first_visible[0])
+    if diagnosis.wedge is not None:
+        add(diagnosis.wedge.comm)
+        for _, comm, _ in diagnosis.wedge.cycle:
+            add(comm)
+    if not chosen:
+        multi = [c for c, a in diagnosis.comms.items() if len(a.ranks) > 1] or list(diagnosis.comms)
+        multi.sort(key=lambda c: (-max(diagnosis.comms[c].launched.values(), default=0), c))
+        chosen = multi
+    return chosen[:limit]
+
+
+def comm_lanes(frame: pl.DataFrame, diagnosis: Diagnosis, comm: str) -> CommLanes:
+    """Lanes of `comm` from the merged streams frame (`Streams.frame`)."""
+    rows = frame.filter(pl.col("comm") == comm).sort(["rank", "seq"])
+    label = pl.concat_str([
+        pl.col("op").fill_null("?"), pl.lit(" "), pl.col("count").cast(pl.String).fill_null("?"), pl.lit(" x "),
+        pl.col("dtype").fill_null("?")], ignore_nulls=False).alias("label")
+    rows = rows.with_columns(label)
+    runs: dict[int, list[LaneRun]] = {}
+    grouped = rows.with_columns(
+        ((pl.col("label") != pl.col("label").shift(1)) | (pl.col("rank") != pl.col("rank").shift(1))
+         | (pl.col("seq") != pl.col("seq").shift(1) + 1)).fill_null(True).cum_sum().alias("_run")
+    ).group_by("_run", maintain_order=True).agg(
+        pl.col("rank").first(), pl.col("seq").min().alias("lo"), pl.col("seq").max().alias("hi"),
+        pl.col("label").first(),
+    )
+    for rank, lo, hi, text in grouped.select("rank", "lo", "hi", "label").iter_rows():
+        runs.setdefault(rank, []).append(LaneRun(lo, hi, text))
+    analysis = diagnosis.comms.get(comm)
+    lanes = CommLanes(
+        comm=comm, ranks=sorted(runs), runs=runs,
+        launched=dict(analysis.launched) if analysis else {},
+        completed=dict(analysis.completed) if analysis else {},
+    )
+    if rows.height and rows.get_column("time").null_count() == 0:
+        for (rank,), part in rows.group_by("rank", maintain_order=True):
+            step = max(1, part.height // MAX_TIME_POINTS)
+            sample = part.gather_every(step)
+            if sample.get_column("seq")[-1] != part.get_column("seq")[-1]:
+                sample = pl.concat([sample, part.tail(1)])
+            lanes.times[rank] = (sample.get_column("time").to_list(), sample.get_column("seq").to_list())
+    return lanes
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One moment of the story, in causal order."""
+
+    when: str  # `step 5`, `seq 25`, `seq 25..49`, `after the wedge`
+    what: str
+    where: tuple[Location, ...] = ()
+
+
+def timeline(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[TimelineEntry]:
+    """Gate disagreement -> root -> first visible mismatch -> window runs -> corrupted checksums -> wedge ->
+    what noticed the stop (watchdog, RAS)."""
+    out: list[TimelineEntry] = []
+    gate = diagnosis.gate
+    if gate is not None:
+        window = ""
+        if gate.in_ceiling_window is not None:
+            window = f" ({'inside' if gate.in_ceiling_window else 'outside'} the ceiling window)"
+        out.append(TimelineEntry(
+            f"step {gate.step}", f"drafter gates disagree: pass on rank(s) {_ranks(gate.passed)}, skip on rank(s) "
+                                 f"{_ranks(gate.skipped)}{window}", tuple(gate.locations)))
+    root = diagnosis.root
+    if root is not None:
+        where = f"seq {root.seq}" if root.seq_range[0] == root.seq_range[1] else \
+            f"seq {root.seq_range[0]}..{root.seq_range[1]}"
+        what = {EXTRA: "launch a collective the others do not", MISSING: "skip a collective the others launch"}
+        verb = what.get(root.kind, f"diverge ({root.kind})")
+        step = f" (step {diagnosis.root_step})" if diagnosis.root_step is not None else ""
+        out.append(TimelineEntry(f"{where}{step}",
+                                 f"root: rank(s) {_ranks(root.outlier_ranks)} {verb} in comm {root.comm}",
+                                 tuple(op.loc for _, op in sorted(root.ops.items()))))
+    if diagnosis.first_visible is not None and (root is None or diagnosis.first_visible != (root.comm, root.seq)):
+        comm, seq = diagnosis.first_visible
+        ops = diagnosis.comms[comm].first_visible_ops
+        out.append(TimelineEntry(f"seq {seq}", f"first visible mismatch of signatures in comm {comm} (what a "
+                                               f"position-by-position check reports)",
+                                 tuple(op.loc for _, op in sorted(ops.items()))))
+    if diagnosis.window is not None:
+        for run in diagnosis.window.pairings:
+            kind = {"shape_equal": "shape-equal pairing: completes with mixed data (silent corruption)",
+                    "count_mismatch": "count mismatch pairing",
+                    "type_mismatch": "type mismatch pairing"}[run.kind.value]
+            out.append(TimelineEntry(f"seq {run.first_seq}..{run.last_seq}",
+                                     f"{run.collectives} collective(s) in comm {diagnosis.window.comm}: {kind}"))
+    if diagnosis.corrupted_fingerprints:
+        first = min(diagnosis.corrupted_fingerprints, key=lambda f: (f.step, f.op or 0, f.rank))
+        out.append(TimelineEntry(f"step {first.step}",
+                                 f"first checksum that differs from the expected value: rank {first.rank} "
+                                 f"({len(diagnosis.corrupted_fingerprints)} in all)", (first.loc,)))
+    wedge = diagnosis.wedge
+    if wedge is not None:
+        waiting = f"rank(s) {_ranks(wedge.waiting_ranks)} inside it" if wedge.waiting_ranks else "no rank inside it"
+        absent = f", rank(s) {_ranks(wedge.absent_ranks)} never launched it" if wedge.absent_ranks else ""
+        out.append(TimelineEntry(f"seq {wedge.seq}", f"wedge in comm {wedge.comm} ({wedge.kind.value}): "
+                                                     f"{waiting}{absent}", tuple(wedge.evidence[:4])))
+    stops = [w for w in watchdog if w.kind in STOP_EVENTS]
+    for event in stops[:8]:
+        seq = f" at seq {event.seq}" if event.seq is not None else ""
+        out.append(TimelineEntry("after the wedge" if wedge else "at the stop",
+                                 f"rank {event.rank}: {event.kind.replace('_', ' ')}{seq}", (event.loc,)))
+    for comm, history in sorted(diagnosis.ras.items()):
+        if history.stuck or history.moving:
+            state = "counts unchanged while ranks disagree (stuck)" if history.stuck else "counts moving"
+            out.append(TimelineEntry("RAS replies", f"comm {comm}: {len(history.states)} replies, {state}",
+                                     tuple(history.locations[:2])))
+    return out
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks)) or "none"

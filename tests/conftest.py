@@ -1,0 +1,40 @@
+"""Shared test helpers: fixture paths and a CLI runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ncclforensics.cli import cli
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REAL = FIXTURES / "real" / "nccl-2.28.9"
+
+
+def real(scenario: str) -> Path:
+    """Path of a real capture folder (asserts it exists)."""
+    path = REAL / scenario
+    assert path.is_dir(), path
+    return path
+
+
+def run_cli(*args: str):
+    """Invoke the CLI in-process; returns (exit code, stdout, stderr)."""
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def diff_json(*paths) -> tuple[int, dict]:
+    """`diff --json` on paths: (exit code, parsed JSON)."""
+    code, out, _ = run_cli("diff", "--json", *paths)
+    return code, json.loads(out)
+
+
+@pytest.fixture
+def real_dir():
+    return real

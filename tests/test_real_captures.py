@@ -1,0 +1,142 @@
+"""`diff` on every real capture (tests/fixtures/real/README.md gives what really happened), and on subsets."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import diff_json, real
+
+EXTRA = "0x1715b7bd1b8fda9e"
+
+
+def files(scenario: str, *prefixes: str) -> list[str]:
+    folder = real(scenario)
+    return sorted(str(p) for p in folder.iterdir() if p.name.startswith(prefixes))
+
+
+def test_extra_op_full_evidence_names_the_root_window_and_wedge():
+    code, d = diff_json(real("extra-op-4rank"))
+    assert code == 1 and d["verdict"] == "diverged"
+    root = d["root"]
+    assert (root["comm"], root["seq"], root["seq_range"], root["outlier_ranks"], root["step"]) == (
+        EXTRA, 25, [25, 25], [0], 5)
+    assert root["kind"] == "extra"
+    assert d["first_visible_mismatch"]["seq"] == 41  # what a position-by-position check reports
+    window = d["window"]
+    assert (window["collectives"], window["first_seq"], window["last_seq"]) == (25, 25, 49)
+    kinds = {(p["first_seq"], p["last_seq"]): p["kind"] for p in window["pairings"]}
+    assert kinds[(41, 42)] == "count_mismatch"  # 4096 paired with 8192, completed anyway
+    assert kinds[(25, 40)] == "shape_equal"
+    wedge = d["wedge"]
+    assert (wedge["comm"], wedge["seq"], wedge["kind"]) == (EXTRA, 50, "no_partner")
+    assert wedge["launched"] == {"0": 50, "1": 49, "2": 49, "3": 49}
+    assert wedge["completed"] == {"0": 49, "1": 49, "2": 49, "3": 49}
+    assert wedge["confirmed_by"]
+    assert d["gate"]["step"] == 5 and d["gate"]["passed"] == [0]
+    # receipts cite file:line and dump records
+    ats = [e["at"] for e in d["evidence"]]
+    assert any(a.endswith("fr_rank0#entries[24]") for a in ats)
+    assert any("gate_journal_rank0.log:6" in a for a in ats)
+
+
+def test_extra_op_logs_only_gives_an_honest_range():
+    code, d = diff_json(*files("extra-op-4rank", "nccl."))
+    assert code == 1 and d["verdict"] == "diverged"
+    root = d["root"]
+    assert root["outlier_ranks"] == [0]
+    lo, hi = root["seq_range"]
+    assert lo <= 25 <= hi and hi == 41 and lo < hi and root["ambiguity"]
+    assert d["first_visible_mismatch"]["seq"] == 41
+    assert d["wedge"]["seq"] == 50 and d["wedge"]["kind"] == "no_partner"
+
+
+def test_extra_op_logs_and_journals_take_the_step_from_the_journal():
+    code, d = diff_json(*files("extra-op-4rank", "nccl.", "gate_journal"))
+    assert code == 1
+    assert d["root"]["step"] == 5 and d["root"]["outlier_ranks"] == [0]
+    assert d["root"]["seq_range"][0] <= 25 <= d["root"]["seq_range"][1]
+
+
+def test_extra_op_flight_recorder_only_pins_by_call_site():
+    code, d = diff_json(*files("extra-op-4rank", "fr_rank"))
+    assert code == 1
+    root = d["root"]
+    assert root["seq"] == 25 and root["seq_range"] == [25, 25] and root["outlier_ranks"] == [0]
+    assert root["pinned_by"] == "call sites"
+    assert d["window"]["collectives"] == 25 and d["window"]["completion_known"]
+    assert d["wedge"]["seq"] == 50 and d["wedge"]["kind"] == "no_partner"
+
+
+def test_extra_op_ras_only_says_who_and_that_it_is_stuck_but_not_where():
+    code, d = diff_json(*files("extra-op-4rank", "ras_"))
+    assert code == 1 and d["verdict"] == "diverged"
+    root = d["root"]
+    assert root["comm"] == EXTRA and root["outlier_ranks"] == [0]
+    assert root["seq_range"][0] <= 25 <= root["seq_range"][1] and root["ambiguity"]
+    assert d["wedge"]["seq"] == 50 and d["wedge"]["kind"] == "no_partner"
+    assert d["ras"][0]["stuck"] is True
+
+
+def test_killed_rank_is_a_dead_rank_after_124_collectives():
+    code, d = diff_json(real("killed-rank"))
+    assert code == 1
+    wedge = d["wedge"]
+    assert wedge["comm"] == "0xd5dc471d2873616f" and wedge["kind"] == "dead_rank"
+    assert wedge["launched"]["1"] == 124 and 1 in wedge["absent_ranks"]
+    assert d["root"]["outlier_ranks"] == [1] and d["root"]["kind"] == "stopped" and d["root"]["seq"] == 125
+
+
+def test_transient_skew_is_not_a_wedge():
+    code, d = diff_json(real("transient-skew"))
+    assert code == 0 and d["verdict"] in ("transient", "consistent")
+    assert d["wedge"] is None and d["root"] is None
+    assert {c["comm"]: c["launched"] for c in d["comms"]}["0x5eab805e14595f52"] == {str(r): 1600 for r in range(4)}
+
+
+def test_transient_skew_ras_only_is_transient():
+    code, d = diff_json(*files("transient-skew", "ras_"))
+    assert code == 0 and d["verdict"] == "transient" and d["wedge"] is None
+
+
+def test_healthy_single_rank_is_consistent():
+    code, d = diff_json(real("healthy-1rank"))
+    assert code == 0 and d["verdict"] == "consistent" and d["root"] is None and d["wedge"] is None
+
+
+def test_long_window_runs_83_misaligned_collectives():
+    code, d = diff_json(real("long-window"))
+    assert code == 1
+    root = d["root"]
+    assert (root["comm"], root["seq"], root["seq_range"], root["outlier_ranks"], root["step"]) == (
+        "0xea56324e5821c702", 8, [8, 8], [1], 2)
+    assert (d["window"]["collectives"], d["window"]["first_seq"], d["window"]["last_seq"]) == (83, 8, 90)
+    assert (d["wedge"]["seq"], d["wedge"]["kind"]) == (91, "no_partner")
+    assert len(d["corrupted_fingerprints"]) > 80
+
+
+def test_subcomm_divergence_roots_in_the_tp_comm_and_deadlocks_across_comms():
+    code, d = diff_json(real("subcomm-divergence"))
+    assert code == 1
+    root = d["root"]
+    assert (root["comm"], root["seq"], root["outlier_ranks"], root["step"]) == ("0xe23e5d9f32e900a3", 10, [3], 4)
+    assert d["window"]["collectives"] == 1
+    assert d["wedge"]["kind"] == "cross_comm_deadlock"
+
+
+def test_type_mismatch_wedges_on_the_swapped_collective():
+    code, d = diff_json(real("type-mismatch"))
+    assert code == 1
+    root = d["root"]
+    assert (root["comm"], root["seq"], root["outlier_ranks"], root["kind"]) == (
+        "0x585b471078c86eca", 17, [1], "different")
+    assert (d["wedge"]["seq"], d["wedge"]["kind"]) == (17, "type_mismatch")
+    assert d["window"] is None or d["window"]["collectives"] == 0
+
+
+@pytest.mark.parametrize("scenario", ["extra-op-4rank", "killed-rank", "long-window", "subcomm-divergence",
+                                      "type-mismatch"])
+def test_every_finding_cites_evidence(scenario):
+    _, d = diff_json(real(scenario))
+    assert d["evidence"]
+    for item in d["evidence"]:
+        assert item["file"] and (item["line"] is not None or item["record"] is not None or "ras" in item["file"])
