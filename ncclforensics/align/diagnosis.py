@@ -204,15 +204,17 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None)
 
 
 def _resolve_tie(root: Root, gate: GateDisagreement | None) -> Root:
-    """With no majority (a two-rank comm), the gate journal can say which side deviated: the side whose extra
-    collectives match a `pass` while the other side skipped. Otherwise both sides stay named."""
-    if root.majority or gate is None or root.kind != EXTRA:
+    """With no majority (a two-rank comm), the gate journal can say which side deviated: the minority of all
+    journaled ranks, or, when the journal has no majority either, the side whose gate passed (it ran the
+    drafter's collectives the other side skipped). Otherwise both sides stay named."""
+    if root.majority or gate is None:
         return root
-    extra_side = set(root.outlier_ranks) - set(root.reference_ranks)
-    passed = set(gate.passed) & set(root.outlier_ranks)
-    skipped = set(gate.skipped) & set(root.outlier_ranks)
-    if passed == extra_side and skipped == set(root.reference_ranks):
-        return Root(**{**root.__dict__, "outlier_ranks": sorted(passed)})
+    in_comm = set(root.outlier_ranks)
+    deviants = set(gate.outlier_ranks) & in_comm
+    if not deviants and set(gate.skipped) & in_comm:
+        deviants = set(gate.passed) & in_comm
+    if deviants and deviants != in_comm:
+        return Root(**{**root.__dict__, "outlier_ranks": sorted(deviants)})
     return root
 
 

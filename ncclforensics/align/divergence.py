@@ -157,6 +157,8 @@ def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, i
             root = rich_root
     if step_spans and root.seq_range[0] != root.seq_range[1]:
         root = _narrow_by_steps(root, step_spans, frame)
+    if "checked" in frame.columns and root.seq_range[0] != root.seq_range[1]:
+        root = _narrow_by_checksums(root, frame)
     analysis.root = root
     return analysis
 
@@ -195,10 +197,12 @@ def _root(comm: str, frame: pl.DataFrame, ranks: list[int], tokens: dict[int, np
         reference_ranks = ordered[0]
         outliers = sorted(r for g in ordered[1:] for r in g)
     else:
-        # No majority (two ranks, or an even split): explain the side with more collectives against the other,
-        # and name both sides as candidates.
-        by_length = sorted(ordered, key=lambda g: -max(len(tokens[r]) for r in g))
-        reference_ranks, outliers = sorted(by_length[1]), sorted(r for g in by_length[:1] for r in g)
+        # No majority (two ranks, or an even split): both sides are candidates. Explain each against the other
+        # and keep the direction in which one side gained collectives (an insertion), if either is one.
+        side_a, side_b = sorted(ordered[0]), sorted(ordered[1])
+        a_vs_b = explain(tokens[side_a[0]], tokens[max(side_b, key=lambda r: len(tokens[r]))])
+        outliers, reference_ranks = (side_a, side_b) if a_vs_b is None or a_vs_b.kind != DELETION else (
+            side_b, side_a)
     reference = max(reference_ranks, key=lambda r: len(tokens[r]))
     edits: dict[int, Edit] = {}
     for rank in outliers:
@@ -238,6 +242,24 @@ def _first_split(window: dict[int, np.ndarray]) -> int:
     stacked = np.stack([a[:shortest] for a in arrays])
     differs = np.flatnonzero((stacked != stacked[0]).any(axis=0))
     return int(differs[0]) if differs.size else shortest
+
+
+def _narrow_by_checksums(root: Root, frame: pl.DataFrame) -> Root:
+    """Fingerprints with expected values bound the root: a seq whose results were right on every rank that
+    checked it was still aligned, and the first seq with a wrong result was already misaligned."""
+    low, high = root.seq_range
+    checks = frame.filter(pl.col("checked").is_not_null() & pl.col("seq").is_between(low - 1, high)).group_by(
+        "seq").agg(pl.col("checked").all().alias("right"), (~pl.col("checked")).any().alias("wrong"))
+    right = checks.filter(pl.col("right")).get_column("seq").max()
+    if right is not None and right + 1 <= high:
+        low = max(low, right + 1)
+    wrong = checks.filter(pl.col("wrong") & (pl.col("seq") >= low)).get_column("seq").min()
+    if wrong is not None:
+        high = min(high, wrong)
+    if (low, high) == root.seq_range or low > high:
+        return root
+    return Root(**{**root.__dict__, "seq": low, "seq_range": (low, high), "pinned_by": "fingerprints",
+                   "ambiguity": root.ambiguity if low != high else None, "ops": ops_at(frame, low)})
 
 
 def _narrow_by_steps(root: Root, step_spans: dict[int, tuple[int, int]], frame: pl.DataFrame) -> Root:

@@ -23,27 +23,56 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
     for rank in sorted({f.rank for f in per_collective}):
         trace = sorted((f for f in per_collective if f.rank == rank), key=lambda f: (f.step, f.op))
         kinds = [(normalize_op(f.kind) if f.kind else None, f.numel) for f in trace]
+        # Candidates: each comm's stream alone, and all of the rank's comms in its own issue order (a trace of
+        # a rank that uses several comms, e.g. world and tensor-parallel).
+        candidates = [streams.stream(comm, rank) for comm in streams.members]
+        issued = issue_ordered(streams.frame.filter(pl.col("rank") == rank))
+        if issued is not None and issued.get_column("comm").n_unique() > 1:
+            candidates.append(issued)
         matches = []
-        for comm in streams.members:
-            stream = streams.stream(comm, rank)
+        for stream in candidates:
             if stream.height < len(trace):
                 continue
             head = stream.head(len(trace))
             ops = list(zip(head.get_column("op").to_list(), head.get_column("count").to_list()))
             if all((k is None or k == o) and (n is None or n == c) for (k, n), (o, c) in zip(kinds, ops)):
-                matches.append((comm, head.get_column("seq").to_list()))
+                matches.append(head)
         if len(matches) == 1:
-            comm, seqs = matches[0]
-            rows.extend((comm, rank, seq, f.step, f.tag) for seq, f in zip(seqs, trace))
+            head = matches[0]
+            rows.extend((comm, rank, seq, f.step, f.tag, _checked(f)) for comm, seq, f in zip(
+                head.get_column("comm").to_list(), head.get_column("seq").to_list(), trace))
     if not rows:
         return streams
     known = pl.DataFrame(rows, schema={"comm": pl.String, "rank": pl.Int64, "seq": pl.Int64,
-                                       "_step": pl.Int64, "_tag": pl.String}, orient="row")
-    frame = streams.frame.join(known, on=["comm", "rank", "seq"], how="left").with_columns(
+                                       "_step": pl.Int64, "_tag": pl.String, "_checked": pl.Boolean}, orient="row")
+    frame = streams.frame.drop("checked", strict=False).join(known, on=["comm", "rank", "seq"], how="left")
+    frame = frame.with_columns(
         pl.coalesce("step", "_step").alias("step"), pl.coalesce("tag", "_tag").alias("tag"),
-    ).drop("_step", "_tag")
+        pl.col("_checked").alias("checked"),
+    ).drop("_step", "_tag", "_checked")
     streams.frame = frame
     return streams
+
+
+def _checked(row: FingerprintRow) -> bool | None:
+    """True when the collective's result equals what a consistent world gives, False when not, None unknown."""
+    if row.sum is None or row.expected_sum is None:
+        return None
+    return abs(row.sum - row.expected_sum) <= 1e-6 * max(1.0, abs(row.expected_sum))
+
+
+def issue_ordered(rows: pl.DataFrame) -> pl.DataFrame | None:
+    """One rank's rows across comms in the order it issued them, where a source gives that order: dump
+    records (per process, across process groups), line numbers of one log, or times; else None."""
+    if rows.height == 0:
+        return None
+    if rows.get_column("fr_record").null_count() == 0 and rows.get_column("fr_file").n_unique() == 1:
+        return rows.sort("fr_record")
+    if rows.get_column("line").null_count() == 0 and rows.get_column("file").n_unique() == 1:
+        return rows.sort("line")
+    if rows.get_column("time").null_count() == 0:
+        return rows.sort("time")
+    return None
 
 
 def corrupted(fingerprints: list[FingerprintRow]) -> list[FingerprintRow]:

@@ -17,6 +17,7 @@ from ..model import CommInfo, Diagnostic, Evidence, Location, Severity, SourceFo
 # what was launched; the Flight Recorder knows completion state, call sites and times.
 _PRIORITY = {SourceFormat.NCCL_LOG.value: 0, SourceFormat.FLIGHT_RECORDER.value: 1}
 SIGNATURE = ["op", "count", "dtype", "redop", "root"]
+_RECORDER_FIELDS = ["state", "callsite", "time"]  # the Flight Recorder's word wins for these
 MERGED_FIELDS = ["op", "count", "dtype", "redop", "root", "state", "step", "tag", "callsite", "time", "host",
                  "pid", "comm_rank", "comm_size"]
 
@@ -163,7 +164,9 @@ def _merge_rows(raw: pl.DataFrame) -> tuple[pl.DataFrame, list[Diagnostic]]:
     keys = ["comm", "rank", "seq"]
     fr = pl.col("source") == SourceFormat.FLIGHT_RECORDER.value
     merged = ordered.group_by(keys, maintain_order=True).agg(
-        [pl.col(c).drop_nulls().first().alias(c) for c in MERGED_FIELDS]
+        [pl.col(c).drop_nulls().first().alias(c) for c in MERGED_FIELDS if c not in _RECORDER_FIELDS]
+        + [pl.coalesce(pl.col(c).filter(fr).drop_nulls().first(), pl.col(c).drop_nulls().first()).alias(c)
+           for c in _RECORDER_FIELDS]
         + [
             pl.col("file").filter(pl.col("line").is_not_null() | ~fr).first().alias("file"),
             pl.col("line").drop_nulls().first().alias("line"),

@@ -88,12 +88,11 @@ def _gunzip_stream(path: Path, limit: int, truncate: bool) -> tuple[bytes, str |
                 if truncate:
                     return out.getvalue()[:limit], None
                 raise HostileInputError(f"{path}: gzip expands past {limit} bytes; refusing it as a decompression bomb")
-            if decomp.eof:
+            while decomp.eof and decomp.unused_data:
                 # Concatenated gzip members are legal; keep going with the rest.
                 rest = decomp.unused_data
                 decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                if rest:
-                    out.write(decomp.decompress(rest))
+                out.write(decomp.decompress(rest))
     if not decomp.eof and not truncate:
         if not out.tell():
             return b"", "gzip stream ends before any content"
