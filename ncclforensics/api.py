@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
+from .align.acceptance import AcceptanceOptions, AcceptanceReport, acceptance
+from .align.coverage import GateCoverage, gate_coverage
 from .align.diagnosis import Diagnosis, diagnose
-from .model import Diagnostic, Evidence
+from .align.inventory import inventory
+from .align.streams import build_streams
+from .align.timeline import comm_lanes, comms_that_matter, timeline
+from .errors import OutputError, SourceError
+from .model import Diagnostic, Evidence, Location, Severity
+from .report.postmortem import PostmortemData
 from .sources import discover, parse_file
 
 ProgressHook = Callable[[str, int, int], None]  # (file name, files done, files total)
@@ -43,3 +53,77 @@ def diff_paths(paths: list[str], progress: ProgressHook | None = None) -> tuple[
     parsed = parse_paths(paths, progress)
     diagnosis = diagnose(parsed.evidence)
     return parsed, diagnosis
+
+
+# --- postmortem, gate coverage, acceptance -------------------------------------------------------------------
+
+
+def check_output_folder(out: str, paths: list[str]) -> Path:
+    """The resolved output folder, or OutputError when it is (or resolves, through `..` or links, into) an input
+    folder: a folder given as input or the folder of a file given as input. Reports written there would be
+    read back as evidence by the next run, and input folders are never written to."""
+    target = Path(out).resolve()
+    for given in paths:
+        path = Path(given).resolve()
+        folder = path if path.is_dir() else path.parent
+        if target == folder or folder in target.parents:
+            raise OutputError(f"--out {out} is inside input folder {given if path.is_dir() else folder}; "
+                              f"write the report outside the evidence")
+        if target == path:
+            raise OutputError(f"--out {out} is an input file")
+    return target
+
+
+def postmortem_paths(paths: list[str], out: str, progress: ProgressHook | None = None
+                     ) -> tuple[ParsedInputs, PostmortemData]:
+    """Check `out`, parse and diagnose the evidence under `paths`, and gather what the postmortem shows."""
+    check_output_folder(out, paths)
+    parsed, diagnosis = diff_paths(paths, progress)
+    usable = [e for e in parsed.evidence if e.format is not None]
+    frame = build_streams(usable).frame
+    data = PostmortemData(
+        diagnosis=diagnosis, out=Path(out),
+        command=shlex.join(["ncclforensics", "postmortem", *paths, "--out", out]),
+        diff_command=shlex.join(["ncclforensics", "diff", "--json", *paths]),
+        workdir=os.getcwd(),
+        lanes=[comm_lanes(frame, diagnosis, comm) for comm in comms_that_matter(diagnosis)],
+        gates=[g for e in usable for g in e.gates],
+        inventory=inventory(parsed.evidence, diagnosis, parsed.problems),
+        timeline=timeline(diagnosis, [w for e in usable for w in e.watchdog]),
+    )
+    return parsed, data
+
+
+def gate_coverage_paths(paths: list[str], progress: ProgressHook | None = None
+                        ) -> tuple[ParsedInputs, GateCoverage]:
+    """Parse the gate journals under `paths` (other formats are ignored) and measure gate coverage per session."""
+    parsed = parse_paths(paths, progress)
+    decisions = [g for e in parsed.evidence for g in e.gates]
+    coverage = gate_coverage(decisions)
+    if not decisions:
+        parsed.problems.append(Diagnostic(Location(", ".join(paths)), "no gate journal record in the inputs"))
+    return parsed, coverage
+
+
+def acceptance_paths(paths: list[str], baseline: str | None = None, options: AcceptanceOptions = AcceptanceOptions(),
+                     progress: ProgressHook | None = None) -> tuple[ParsedInputs, AcceptanceReport]:
+    """Parse the vLLM logs under `paths` (one run per file) and judge each run's acceptance, optionally against
+    the runs under `baseline` taken together."""
+    parsed = parse_paths(paths, progress)
+    runs = [(e.path, e.metrics) for e in parsed.evidence if e.metrics]
+    for item in parsed.evidence:
+        if item.format is not None and not item.metrics:
+            parsed.problems.append(Diagnostic(Location(item.path), f"no SpecDecoding metrics line (read as "
+                                                                   f"{item.format.value}); not a run",
+                                              Severity.WARNING))
+    base = None
+    if baseline is not None:
+        base_parsed = parse_paths([baseline])
+        parsed.problems.extend(base_parsed.all_problems)
+        lines = [m for e in base_parsed.evidence for m in e.metrics]
+        if not lines:
+            raise SourceError(f"{baseline}: no SpecDecoding metrics line to use as the baseline")
+        base = (baseline, lines)
+    if not runs:
+        parsed.problems.append(Diagnostic(Location(", ".join(paths)), "no SpecDecoding metrics line in the inputs"))
+    return parsed, acceptance(runs, options, base)

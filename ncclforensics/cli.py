@@ -16,7 +16,8 @@ from . import __version__, api
 from .errors import ForensicsError
 from .model import Severity, Verdict
 from .report import console as console_report
-from .report import data
+from .report import data, plots
+from .report import postmortem as postmortem_report
 
 EXIT_CONSISTENT, EXIT_DIVERGED, EXIT_TROUBLE = 0, 1, 2
 
@@ -143,6 +144,109 @@ def _exit_code(diagnosis, trouble: bool) -> int:
     if trouble:
         return EXIT_TROUBLE
     return EXIT_DIVERGED if diagnosis.verdict is Verdict.DIVERGED else EXIT_CONSISTENT
+
+
+# --- postmortem, gates, acceptance ---------------------------------------------------------------------------
+
+
+def _with_progress(quiet: bool, call):
+    """Run `call(hook)` under the stderr progress bar (when stderr is a terminal)."""
+    bar, hook = _progress(not quiet)
+    if bar:
+        with bar:
+            return call(hook)
+    return call(hook)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False),
+              help="Folder for report.md, report.html and the PNGs (created; refused inside an input folder).")
+def postmortem(paths: tuple[str, ...], out: str) -> None:
+    """Write a postmortem: report.md, a self-contained report.html (plots embedded) and the PNGs.
+
+    Sections: verdict, timeline, root cause, window, wedge, evidence index with file:line receipts, caveats and
+    the command that reproduces it. Plots: per-rank collectives per communicator (root, wedge and window
+    marked), gate decisions near the ceiling, RAS counts across replies. OUT must not be (or resolve into) an
+    input folder. Exit code as diff: 0 consistent or transient, 1 diverged, 2 trouble (the report is still
+    written for the good files, except when OUT is refused).
+
+    \b
+    Example:
+        ncclforensics postmortem incident/ --out postmortem-incident/
+        ncclforensics postmortem rank*.log fr_rank* ras_status_*.txt --out /tmp/pm
+    """
+    parsed, data = _with_progress(False, lambda hook: api.postmortem_paths(list(paths), out, hook))
+    written = postmortem_report.write_postmortem(data)
+    _stderr().print(f"wrote {written[0]}, {written[1]} and {len(written) - 2} plot(s)", markup=False)
+    trouble = _report_problems(parsed, data.diagnosis.problems)
+    sys.exit(_exit_code(data.diagnosis, trouble))
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write a PNG of exercised steps per session.")
+def gates(paths: tuple[str, ...], as_json: bool, plot: str | None) -> None:
+    """Gate coverage over soak runs: was the drafter gate's ceiling window ever reached, and did ranks agree?
+
+    PATHS are gate journals or folders of them (other formats are ignored). A session is one folder's set of
+    per-rank journals; a journal whose step counter goes back down starts a new session in that folder. Per
+    session: steps, steps in the ceiling window (sequence length >= max_model_len - spec_tokens + 1), pass and
+    skip counts per rank, lockstep, the first disagreement. Verdict: EXERCISED, NOT EXERCISED, or WINDOW UNKNOWN
+    when the journals lack max_model_len/spec_tokens. Exit code: 0 no disagreement, 1 the gates disagreed in a
+    session, 2 trouble.
+
+    \b
+    Example:
+        ncclforensics gates soak/ --plot coverage.png
+        ncclforensics gates --json soak/session-*/ > coverage.json
+    """
+    parsed, coverage = _with_progress(as_json, lambda hook: api.gate_coverage_paths(list(paths), hook))
+    if as_json:
+        click.echo(json.dumps(data.coverage_dict(coverage), indent=2))
+    else:
+        console_report.render_coverage(Console(), coverage)
+    if plot:
+        plots.write_png(plots.plot_coverage(coverage), plot)
+    trouble = _report_problems(parsed)
+    sys.exit(EXIT_TROUBLE if trouble else EXIT_DIVERGED if coverage.disagreeing_sessions else EXIT_CONSISTENT)
+
+
+@cli.command()
+@click.argument("logs", nargs=-1, required=True, type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help='Print {"runs": [...]} as JSON.')
+@click.option("--baseline", type=click.Path(), help="A healthy run's log to compare against.")
+@click.option("--collapse-threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="Collapsed when a later position's conditional acceptance is below this.")
+@click.option("--baseline-margin", type=click.FloatRange(0, 1), default=0.10, show_default=True,
+              help="With --baseline: collapsed when a later position's conditional acceptance is more than this "
+                   "below the baseline's (absolute).")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write a PNG of the per-position curves.")
+def acceptance(logs: tuple[str, ...], as_json: bool, baseline: str | None, collapse_threshold: float,
+               baseline_margin: float, plot: str | None) -> None:
+    """Spec-decode acceptance per run (file) from vLLM SpecDecoding metrics lines; flags acceptance collapse.
+
+    Per run: per-position acceptance rates (weighted by drafted tokens), mean acceptance length, conditional
+    acceptance (rate k / rate k-1), and `collapsed` when a later position's conditional acceptance is below
+    --collapse-threshold, or more than --baseline-margin below the --baseline run's, or nothing was accepted at
+    all. Exit code: 0 no run collapsed, 1 a run collapsed, 2 trouble.
+
+    \b
+    Example:
+        ncclforensics acceptance server.log
+        ncclforensics acceptance --baseline before-fix.log --plot acceptance.png after-fix.log
+    """
+    options = api.AcceptanceOptions(threshold=collapse_threshold, baseline_margin=baseline_margin)
+    parsed, report = _with_progress(as_json, lambda hook: api.acceptance_paths(list(logs), baseline, options, hook))
+    if as_json:
+        click.echo(json.dumps(data.acceptance_dict(report), indent=2))
+    else:
+        console_report.render_acceptance(Console(), report)
+    if plot:
+        plots.write_png(plots.plot_acceptance(report), plot)
+    trouble = _report_problems(parsed)
+    sys.exit(EXIT_TROUBLE if trouble else EXIT_DIVERGED if report.collapsed else EXIT_CONSISTENT)
 
 
 def main() -> None:

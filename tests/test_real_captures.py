@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import diff_json, real
+from cli_helpers import diff_json, real
 
 EXTRA = "0x1715b7bd1b8fda9e"
 

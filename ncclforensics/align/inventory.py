@@ -71,7 +71,8 @@ def _contributed(item: Evidence) -> list[str]:
         for comm, part in sorted(frame.group_by("comm"), key=lambda p: str(p[0][0])):
             ranks = sorted(r for r in part.get_column("rank").drop_nulls().unique().to_list())
             seqs = part.get_column("seq")
-            out.append(f"{part.height} collectives of rank(s) {_span(ranks)} in comm {comm[0]} "
+            name = f"comm {comm[0]}" if str(comm[0]).startswith("0x") else f"process group {comm[0]}"
+            out.append(f"{part.height} collectives of rank(s) {_span(ranks)} in {name} "
                        f"(seq {seqs.min()}..{seqs.max()})")
     if item.identities:
         who = sorted({(i.rank, i.host, i.pid) for i in item.identities if i.rank is not None},
@@ -80,7 +81,8 @@ def _contributed(item: Evidence) -> list[str]:
             out.append("identity: " + "; ".join(f"rank {r} = {h or '?'} pid {p or '?'}" for r, h, p in who[:4]))
     if item.progress:
         for p in item.progress[:4]:
-            out.append(f"progress of rank {p.rank} in {p.comm}: last enqueued {p.last_enqueued}, "
+            name = f"comm {p.comm}" if p.comm.startswith("0x") else f"process group {p.comm}"
+            out.append(f"progress of rank {p.rank} in {name}: last enqueued {p.last_enqueued}, "
                        f"last completed {p.last_completed}")
     for snapshot in item.ras:
         comms = ", ".join(f"{c.comm} {','.join(c.errors) or c.status or 'OK'}" for c in snapshot.comms[:4])

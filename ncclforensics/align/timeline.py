@@ -160,11 +160,17 @@ def timeline(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Timeli
         absent = f", rank(s) {_ranks(wedge.absent_ranks)} never launched it" if wedge.absent_ranks else ""
         out.append(TimelineEntry(f"seq {wedge.seq}", f"wedge in comm {wedge.comm} ({wedge.kind.value}): "
                                                      f"{waiting}{absent}", tuple(wedge.evidence[:4])))
-    stops = [w for w in watchdog if w.kind in STOP_EVENTS]
-    for event in stops[:8]:
-        seq = f" at seq {event.seq}" if event.seq is not None else ""
+    # What noticed the stop, one entry per (kind, seq): `timeout at seq 17 on rank(s) 0, 1, 2, 3`.
+    noticed: dict[tuple[str, int | None], list[WatchdogEvent]] = {}
+    for event in watchdog:
+        if event.kind in STOP_EVENTS:
+            noticed.setdefault((event.kind, event.seq), []).append(event)
+    for (kind, seq), events in list(noticed.items())[:8]:
+        at = f" at seq {seq}" if seq is not None else ""
+        ranks = sorted({e.rank for e in events if e.rank is not None})
         out.append(TimelineEntry("after the wedge" if wedge else "at the stop",
-                                 f"rank {event.rank}: {event.kind.replace('_', ' ')}{seq}", (event.loc,)))
+                                 f"{kind.replace('_', ' ')}{at} on rank(s) {_ranks(ranks)}",
+                                 tuple(e.loc for e in events[:4])))
     for comm, history in sorted(diagnosis.ras.items()):
         if history.stuck or history.moving:
             state = "counts unchanged while ranks disagree (stuck)" if history.stuck else "counts moving"

@@ -41,15 +41,19 @@ class Evidence:
 
     @property
     def record_count(self) -> int:
-        """COLL lines / dump entries / decisions / fingerprint rows / events, by format."""
-        return (
-            self.collectives.height
-            + len(self.ras)
-            + len(self.gates)
-            + len(self.fingerprints)
-            + len(self.watchdog)
-            + len(self.metrics)
-        )
+        """The format's own records: COLL lines / dump entries / replies / decisions / fingerprint rows / events."""
+        by_format = {
+            SourceFormat.NCCL_LOG: self.collectives.height,
+            SourceFormat.FLIGHT_RECORDER: self.collectives.height,
+            SourceFormat.RAS_TEXT: len(self.ras),
+            SourceFormat.RAS_JSON: len(self.ras),
+            SourceFormat.RAS_MONITOR: len(self.ras),
+            SourceFormat.TORCH_LOG: len(self.watchdog),
+            SourceFormat.GATE_JOURNAL: len(self.gates),
+            SourceFormat.FINGERPRINT: len(self.fingerprints),
+            SourceFormat.VLLM_METRICS: len(self.metrics),
+        }
+        return by_format.get(self.format, 0)
 
     @property
     def ranks(self) -> list[int]:

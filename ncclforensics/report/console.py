@@ -7,6 +7,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ..align.acceptance import AcceptanceReport
+from ..align.coverage import GateCoverage, Jurisdiction
 from ..align.diagnosis import Diagnosis
 from ..model import Diagnostic, Evidence, Severity, Verdict
 
@@ -66,7 +68,8 @@ def render_diagnosis(console: Console, d: Diagnosis) -> None:
             table.add_column(column, overflow="fold")
         for rank, op in sorted(r.ops.items()):
             role = "[bold red]outlier[/]" if rank in r.outlier_ranks else "reference"
-            table.add_row(str(rank), role, str(op.seq), op.describe(), op.state or "-", str(op.loc))
+            where = str(op.loc) + (f"\n{op.fr_loc}" if op.fr_loc and op.fr_loc != op.loc else "")
+            table.add_row(str(rank), role, str(op.seq), op.describe(), op.state or "-", where)
         console.print(table)
         console.print(f"  kind: {r.kind} ({r.size}); placed by {r.pinned_by}; outlier rank(s): "
                       f"{', '.join(map(str, r.outlier_ranks))}", highlight=False)
@@ -139,3 +142,76 @@ def _per_rank(values: dict) -> str:
         value = next(iter(distinct))
         return f"all {'?' if value is None else value}"
     return ", ".join(f"{r}:{'?' if v is None else v}" for r, v in sorted(values.items()))
+
+
+_COVERAGE_STYLE = {
+    Jurisdiction.EXERCISED: "bold white on green",
+    Jurisdiction.NOT_EXERCISED: "bold white on red",
+    Jurisdiction.WINDOW_UNKNOWN: "bold black on yellow",
+    Jurisdiction.NO_JOURNALS: "bold black on yellow",
+}
+
+
+def render_coverage(console: Console, c: GateCoverage, max_sessions: int = 25) -> None:
+    """Gate coverage: the verdict, per-rank totals, then the sessions (those that disagreed or reached the
+    window first, at most `max_sessions`)."""
+    console.print(Panel(Text(c.summary), title=Text(f" {c.verdict.label} ", style=_COVERAGE_STYLE[c.verdict]),
+                        title_align="left"))
+    if not c.sessions:
+        return
+    console.print(f"{len(c.sessions)} session(s), {c.steps} step(s), {c.steps_in_window} in the ceiling window; "
+                  f"{len(c.lockstep_sessions)} session(s) in lockstep", highlight=False)
+    table = Table(title="Per rank, all sessions", title_justify="left", show_edge=False)
+    for column in ("rank", "steps", "pass", "skip", "would pass", "proposed pass total", "in window"):
+        table.add_column(column, justify="right")
+    for rank, t in sorted(c.totals.items()):
+        table.add_row(str(rank), str(t.steps), str(t.passes), str(t.skips), str(t.would_pass),
+                      "-" if t.proposed_pass_total is None else str(t.proposed_pass_total), str(t.in_window))
+    console.print(table)
+    ranked = sorted(c.sessions, key=lambda s: (s.disagreement is None, not s.exercised, c.sessions.index(s)))
+    table = Table(title=f"Sessions ({min(max_sessions, len(ranked))} of {len(ranked)}: disagreements and "
+                        f"exercised first)", title_justify="left", show_edge=False)
+    for column in ("session", "ranks", "steps", "ceiling", "max seq", "in window", "pass/skip per rank",
+                   "lockstep", "first disagreement"):
+        table.add_column(column, overflow="fold")
+    for s in ranked[:max_sessions]:
+        counts = " ".join(f"{r}:{t.passes}/{t.skips}" for r, t in sorted(s.tallies.items()))
+        first = "-"
+        if s.disagreement is not None:
+            g = s.disagreement
+            first = (f"[red]step {g.step}[/]: pass {','.join(map(str, g.passed)) or '-'}, skip "
+                     f"{','.join(map(str, g.skipped)) or '-'} ({g.locations[0]})")
+        table.add_row(s.name, _span(s.ranks), str(s.steps), "?" if s.ceiling_start is None else str(s.ceiling_start),
+                      "?" if s.max_seq is None else str(s.max_seq),
+                      "unknown" if s.steps_in_window is None else str(s.steps_in_window), counts,
+                      "yes" if s.lockstep else "[yellow]no[/]", first)
+    console.print(table)
+
+
+def render_acceptance(console: Console, report: AcceptanceReport) -> None:
+    """One table row per run: per-position rates, mean acceptance length, conditional acceptance, verdict."""
+    table = Table(title=f"Spec-decode acceptance (collapse: conditional < {report.options.threshold:g}"
+                        + (f", or more than {report.options.baseline_margin:g} below the baseline" if report.baseline
+                           else "") + ")", title_justify="left", show_edge=False)
+    for column in ("run", "lines", "per position", "mean length", "conditional", "verdict"):
+        table.add_column(column, overflow="fold")
+    runs = ([report.baseline] if report.baseline else []) + list(report.runs)
+    for run in runs:
+        label = ("baseline " if run is report.baseline else "") + run.file
+        verdict = "[bold red]COLLAPSED[/]" if run.collapsed else "ok"
+        if run is report.baseline:
+            verdict = "baseline" + (" [red](collapsed itself)[/]" if run.collapsed else "")
+        table.add_row(label, str(run.lines), _rates(run.per_position),
+                      "-" if run.mean_acceptance_length is None else f"{run.mean_acceptance_length:.2f}",
+                      _rates(run.conditional), verdict)
+    console.print(table)
+    for run in report.runs:
+        for reason in run.reasons:
+            console.print(f"  {run.file}: {reason}", highlight=False, soft_wrap=True)
+        if run.collapsed_lines:
+            console.print(f"  {run.file}: {len(run.collapsed_lines)} of {run.lines} line(s) collapse on their own, "
+                          f"first at {run.collapsed_lines[0]}", highlight=False, soft_wrap=True)
+
+
+def _rates(values: list[float | None]) -> str:
+    return "/".join("?" if v is None else f"{v:.2f}" for v in values) or "-"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..align.acceptance import AcceptanceReport, RunAcceptance
+from ..align.coverage import GateCoverage, RankTally
 from ..align.diagnosis import Diagnosis
 from ..align.divergence import OpAt
 from ..align.gates import GateDisagreement, decision_tuple
@@ -136,4 +138,78 @@ def diff_dict(d: Diagnosis) -> dict:
         "caveats": d.caveats,
         "evidence": [{**location_dict(f.loc), "says": f.says} for f in d.evidence],
         "problems": [problem_dict(p) for p in d.problems],
+    }
+
+
+def _tally_dict(t: RankTally) -> dict:
+    return {"steps": t.steps, "passes": t.passes, "skips": t.skips, "would_pass": t.would_pass,
+            "proposed_pass_total": t.proposed_pass_total, "steps_in_window": t.in_window}
+
+
+def _lockstep_counts(tallies: dict[int, RankTally]) -> bool:
+    return len({(t.passes, t.skips) for t in tallies.values()}) <= 1
+
+
+def coverage_dict(c: GateCoverage) -> dict:
+    """What `gates --json` prints: the verdict, totals, per-rank tallies and one object per session."""
+    return {
+        "verdict": c.verdict.value,
+        "verdict_label": c.verdict.label,
+        "summary": c.summary,
+        "totals": {
+            "sessions": len(c.sessions), "steps": c.steps, "steps_in_window": c.steps_in_window,
+            "sessions_exercised": len(c.exercised_sessions), "sessions_window_unknown": len(c.unknown_sessions),
+            "sessions_with_disagreement": len(c.disagreeing_sessions),
+            "sessions_lockstep": len(c.lockstep_sessions),
+        },
+        "ranks": c.ranks,
+        "per_rank": {str(r): _tally_dict(t) for r, t in sorted(c.totals.items())},
+        "counts_lockstep": _lockstep_counts(c.totals),
+        "sessions": [
+            {
+                "session": s.name, "folder": s.folder, "index": s.index, "ranks": s.ranks, "steps": s.steps,
+                "first_step": s.first_step, "last_step": s.last_step, "ceiling_start": s.ceiling_start,
+                "max_seq": s.max_seq, "headroom": s.headroom, "steps_in_window": s.steps_in_window,
+                "first_step_in_window": s.first_step_in_window, "exercised": s.exercised,
+                "lockstep": s.lockstep, "counts_lockstep": _lockstep_counts(s.tallies),
+                "disagreeing_steps": s.disagreeing_steps, "missing_steps": _ranks(s.missing_steps),
+                "per_rank": {str(r): _tally_dict(t) for r, t in sorted(s.tallies.items())},
+                "first_disagreement": None if s.disagreement is None else {
+                    "step": s.disagreement.step, "passed": s.disagreement.passed,
+                    "skipped": s.disagreement.skipped, "outlier_ranks": s.disagreement.outlier_ranks,
+                    "in_ceiling_window": s.disagreement.in_ceiling_window,
+                    "evidence": [str(loc) for loc in s.disagreement.locations],
+                },
+                "evidence": str(s.first_location) if s.first_location else None,
+            }
+            for s in c.sessions
+        ],
+    }
+
+
+def _rounded(values: list[float | None]) -> list[float | None]:
+    return [None if v is None else round(v, 4) for v in values]
+
+
+def run_dict(run: RunAcceptance) -> dict:
+    """One run of `acceptance --json`."""
+    return {
+        "file": run.file, "lines": run.lines, "processes": run.processes,
+        "per_position": _rounded(run.per_position),
+        "mean_acceptance_length": None if run.mean_acceptance_length is None else round(run.mean_acceptance_length, 4),
+        "conditional": _rounded(run.conditional),
+        "collapsed": run.collapsed, "reasons": run.reasons,
+        "acceptance_rate": None if run.acceptance_rate is None else round(run.acceptance_rate, 4),
+        "accepted": run.accepted, "drafted": run.drafted, "weighted_by_drafted": run.weighted,
+        "collapsed_lines": [str(loc) for loc in run.collapsed_lines],
+    }
+
+
+def acceptance_dict(report: AcceptanceReport) -> dict:
+    """What `acceptance --json` prints: `{"runs": [...]}` plus the baseline and the options used."""
+    return {
+        "runs": [run_dict(r) for r in report.runs],
+        "baseline": run_dict(report.baseline) if report.baseline else None,
+        "threshold": report.options.threshold,
+        "baseline_margin": report.options.baseline_margin,
     }

@@ -1,16 +1,752 @@
-"""Placeholder until the flight_recorder parser lands."""
+"""PyTorch Flight Recorder dumps: the pickle ProcessGroupNCCL writes on a timeout, and `_dump_nccl_trace_json`.
+
+One dump is one process's ring buffer. Each entry of `entries` becomes one row of the collectives frame:
+
+    {"process_group": ("0", "default_pg"), "collective_seq_id": 50, "profiling_name": "nccl:all_reduce",
+     "input_sizes": [[4096]], "input_dtypes": ["Float"], "state": "started", "frames": [..., worker@probe.py:85]}
+    -> comm "0", seq 50, op AllReduce, count 4096, dtype float32, state started, callsite "capture/probe.py:85"
+
+P2P entries (`is_p2p`) have their own counter (`p2p_seq_id`) and go to comm "<pg>:p2p". `pg_config` becomes
+CommInfo (global ranks per process group) and `pg_status` ProgressReport (last enqueued/started/completed seq).
+
+Pickles are untrusted input (a dump folder on shared storage is writable by many). They are never given to an
+unpickler that can import: every opcode is checked first (a run of plain-data opcodes is skipped by one regex, so
+the check costs a fraction of the load), and the load itself uses an Unpickler whose `find_class` refuses
+everything. A dump that asks for an import is reported as hostile and never executed.
+"""
 
 from __future__ import annotations
 
-from ..model import Evidence, SourceFormat
-from .base import InputFile
+import _compat_pickle
+import gc
+import io
+import json
+import pickle
+import pickletools
+import re
+import reprlib
+import struct
+from contextlib import contextmanager
+from pathlib import PurePath
+
+import polars as pl
+
+from ..errors import SourceError
+from ..model import (
+    COLLECTIVE_SCHEMA,
+    CommInfo,
+    Diagnostic,
+    Evidence,
+    Location,
+    ProcessIdentity,
+    ProgressReport,
+    Severity,
+    SourceFormat,
+    conform,
+)
+from ..model.kinds import EventState, normalize_dtype, normalize_op
+from .base import InputFile, unreadable
+
+TOP_KEYS = frozenset({"version", "entries", "pg_config", "pg_status", "comm_lib_version", "nccl_version",
+                      "xccl_version", "nccl_comm_state"})
+STATES = {"scheduled": EventState.LAUNCHED.value, "started": EventState.STARTED.value,
+          "completed": EventState.COMPLETED.value}
+# Frames inside PyTorch itself; the call site is the innermost frame outside them (the user's code path).
+_TORCH_FRAME = re.compile(r"(?:site|dist)-packages/torch/|(?:^|/)torch/(?:distributed|csrc|lib|_C)(?:/|\b)")
+# FR profiling names whose op is not NCCL's name once the backend prefix is gone (section 1.8 of the FR notes).
+_FR_OPS = {
+    "all_reduce_barrier": "AllReduce",  # barrier() is an AllReduce of one element as NCCL sees it
+    "reduce_scatter_coalesced": "ReduceScatter",  # nccl:REDUCE_SCATTER_coalesced terminator
+    "_broadcast_oop": "Broadcast",  # pieces of an uneven all_gather
+    "_reduce_oop": "Reduce",  # pieces of an uneven reduce_scatter
+    "all_to_all_single": "AllToAll",
+}
+_P2P_NAME = re.compile(r"^(send|recv)\s+(\d+)\s*(?:->|<-)\s*(\d+|\?)\s*$", re.I)
+_MAX_WARNINGS = 20  # per kind of problem; the rest are counted in one summary line
+_INT64 = 2**63
+
+# ---------------------------------------------------------------------------------------------------------------
+# Safe pickle loading
+
+
+class _Refused(Exception):
+    """The pickle asked for more than plain data (an import, a persistent object)."""
+
+
+class _DataOnlyUnpickler(pickle.Unpickler):
+    """Loads dicts, lists, strings and numbers; refuses every import and persistent id."""
+
+    def find_class(self, module: str, name: str):  # noqa: D102 - pickle API
+        raise _Refused(f"refused: pickle tries to import {_import_name(module, name)}; never executed")
+
+    def persistent_load(self, pid):  # noqa: D102 - pickle API
+        raise _Refused("refused: pickle asks for a persistent object; never executed")
+
+
+class _SalvagingUnpickler(pickle._Unpickler):  # the pure-Python unpickler: its stacks stay readable after an error
+    """Reads a truncated pickle as far as it goes; refuses imports like _DataOnlyUnpickler."""
+
+    find_class = _DataOnlyUnpickler.find_class
+    persistent_load = _DataOnlyUnpickler.persistent_load
+
+
+def _import_name(module: str, name: str) -> str:
+    """`module.name` as Python 3 would import it (protocol 2 pickles say `__builtin__` for `builtins`)."""
+    module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
+    module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+    return f"{_clip(module)}.{_clip(name)}"
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlist, _REPR.maxdict = 3, 40, 40, 4, 4
+
+
+def _show(value: object) -> str:
+    """A value as Python would write it, short and printable however big or deep: 'exploded', [[8]], 7."""
+    return _clip(_REPR.repr(value), 80)
+
+
+def _clip(value: object, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    text = text.encode("ascii", "backslashreplace").decode("ascii")
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+# Plain-data opcodes with a fixed-size argument, matched in runs by one regex (each alternative starts with its
+# own opcode byte). Memo indices stay below 2**22: the C unpickler allocates its memo up to the largest index it
+# is given, so a 9-byte pickle saying LONG_BINPUT 0xffffffff would cost 64 GiB; larger indices are checked one by
+# one against the file size below.
+_PLAIN_RUN = re.compile(
+    rb"(?:[\x28\x29\x30-\x32\x4e\x5d\x61\x65\x73-\x75\x7d\x85-\x89\x8f-\x91\x94]"  # no argument
+    rb"|[\x4b\x68\x71\x80].|\x4d..|[\x4a\x6a]....|\x72..[\x00-\x3f]\x00|[\x47\x95].{8}"
+    + b"".join(rb"|\x8a\x%02x.{%d}" % (k, k) for k in range(9))  # LONG1 of up to 8 bytes
+    + rb")*+",
+    re.S,
+)
+# Length-prefixed plain data: opcode -> (size of the length field, struct format).
+_COUNTED = {0x58: (4, "<I"), 0x8c: (1, "<B"), 0x8d: (8, "<Q"), 0x8a: (1, "<B"), 0x8b: (4, "<I"),
+            0x43: (1, "<B"), 0x42: (4, "<I"), 0x8e: (8, "<Q"), 0x96: (8, "<Q")}
+# Opcodes that import, call or construct objects: never run, reported as hostile.
+_HOSTILE = {0x63: "GLOBAL", 0x93: "STACK_GLOBAL", 0x69: "INST", 0x6f: "OBJ", 0x81: "NEWOBJ", 0x92: "NEWOBJ_EX",
+            0x52: "REDUCE", 0x62: "BUILD", 0x82: "EXT1", 0x83: "EXT2", 0x84: "EXT4", 0x50: "PERSID",
+            0x51: "BINPERSID", 0x97: "NEXT_BUFFER", 0x98: "READONLY_BUFFER"}
+_STOP = 0x2e
+_LONG_BINPUT = 0x72
+
+
+def _scan(data: bytes) -> tuple[str, int]:
+    """Check every opcode up to STOP without building anything.
+
+    Returns (verdict, byte offset): "ok" at STOP, "truncated" at the end of the data, "hostile" at an opcode that
+    imports or builds objects, "memo" at an out-of-range memo index, "foreign" at an opcode plain FR pickles never
+    use (protocol 0/1 text opcodes, or a byte that is no opcode).
+    """
+    end = len(data)
+    pos = 0
+    run = _PLAIN_RUN.match
+    while True:
+        pos = run(data, pos).end()
+        if pos >= end:
+            return "truncated", pos
+        op = data[pos]
+        if op == _STOP:
+            return "ok", pos
+        if op == _LONG_BINPUT:
+            if pos + 5 > end:
+                return "truncated", pos
+            if struct.unpack_from("<I", data, pos + 1)[0] > end:
+                return "memo", pos
+            pos += 5
+        elif op in _COUNTED:
+            width, fmt = _COUNTED[op]
+            if pos + 1 + width > end:
+                return "truncated", pos
+            size = struct.unpack_from(fmt, data, pos + 1)[0]
+            if pos + 1 + width + size > end:
+                return "truncated", pos
+            pos += 1 + width + size
+        elif op in _HOSTILE:
+            return "hostile", pos
+        else:
+            return "foreign", pos
+
+
+def _reader(data: bytes) -> io.BufferedReader:
+    """A file over `data` with peek(): the C unpickler then reads ahead in blocks (3x faster than BytesIO)."""
+    return io.BufferedReader(io.BytesIO(data))
+
+
+@contextmanager
+def _no_gc():
+    """Loading builds millions of containers; the cyclic GC would rescan them all for nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def load_pickle(data: bytes, name: str) -> tuple[object | None, list[Diagnostic]]:
+    """Load a pickle that may only hold plain data; anything else is a Diagnostic, never an exception."""
+    where = Location(name)
+    verdict, pos = _scan(data)
+    if verdict == "hostile":
+        return None, [Diagnostic(where, _refusal(data, pos))]
+    if verdict == "memo":
+        index = struct.unpack_from("<I", data, pos + 1)[0]
+        return None, [Diagnostic(where, f"refused: pickle memo index {index} at byte {pos} is beyond the file "
+                                        f"({len(data)} bytes), a memory bomb or corruption; never loaded")]
+    if verdict == "foreign":
+        return None, [Diagnostic(where, f"not a Flight Recorder dump: byte {pos} is {_opcode_name(data[pos])}, "
+                                        f"which plain-data pickles of protocol 2+ do not use")]
+    if verdict == "truncated":
+        return _salvage(data, name)
+    problems = []
+    try:
+        with _no_gc():
+            value = _DataOnlyUnpickler(_reader(data)).load()
+    except _Refused as e:  # unreachable after the scan; kept as a second lock
+        return None, [Diagnostic(where, str(e))]
+    except Exception as e:  # noqa: BLE001 - any failure of a checked pickle is bad input, reported
+        return None, [Diagnostic(where, f"not a readable pickle: {type(e).__name__}: {_clip(str(e), 200)}")]
+    if pos + 1 < len(data):
+        problems.append(Diagnostic(where, f"{len(data) - pos - 1} bytes after the end of the pickle ignored",
+                                   Severity.WARNING))
+    return value, problems
+
+
+def _refusal(data: bytes, pos: int) -> str:
+    """The hostile-pickle message, naming the import where the pickle names one."""
+    try:
+        _DataOnlyUnpickler(_reader(data)).load()
+    except _Refused as e:
+        return str(e)
+    except Exception:  # noqa: BLE001 - it failed before reaching an import; name the opcode instead
+        pass
+    return f"refused: pickle uses opcode {_opcode_name(data[pos])} at byte {pos} to build objects; never executed"
+
+
+def _opcode_name(byte: int) -> str:
+    op = pickletools.code2op.get(chr(byte))
+    return op.name if op else f"byte 0x{byte:02x} (no pickle opcode)"
+
+
+def _salvage(data: bytes, name: str) -> tuple[object | None, list[Diagnostic]]:
+    """Read what a truncated dump holds: the complete top-level keys and the complete entries before the cut."""
+    unpickler = _SalvagingUnpickler(io.BytesIO(data))
+    try:
+        with _no_gc():
+            unpickler.load()
+    except Exception:  # noqa: BLE001 - it stops at the cut, that is the point
+        pass
+    stacks = list(getattr(unpickler, "metastack", [])) + [getattr(unpickler, "stack", [])]
+    top = stacks[0][0] if stacks and stacks[0] and isinstance(stacks[0][0], dict) else None
+    message = f"truncated pickle: the data ends at byte {len(data)} before the end of the dump"
+    if top is None:
+        return None, [Diagnostic(Location(name), message + "; nothing could be read")]
+    if len(stacks) > 1:
+        pending = stacks[1]
+        pairs = list(zip(pending[0::2], pending[1::2]))
+        if len(stacks) > 2 and pairs and pairs[-1][0] != "entries":
+            pairs.pop()  # its value was still being read
+        try:
+            top.update(pairs)
+        except TypeError:  # an unhashable key: not a dump
+            return None, [Diagnostic(Location(name), message + "; nothing could be read")]
+    if not top:
+        return None, [Diagnostic(Location(name), message + "; nothing could be read")]
+    entries = top.get("entries")
+    if isinstance(entries, list):
+        for level in range(2, len(stacks)):
+            if stacks[level - 1] and stacks[level - 1][-1] is entries:
+                done = stacks[level]
+                open_last = level + 1 < len(stacks) or (done and done[-1] == {})
+                entries.extend(done[:-1] if open_last and done else done)
+                break
+        message += f"; read the {len(entries)} complete entries before it"
+    return top, [Diagnostic(Location(name), message)]
+
+
+def load_json(data: bytes, name: str) -> tuple[object | None, list[Diagnostic]]:
+    """Load a `_dump_nccl_trace_json` dump; malformed JSON is a Diagnostic at its line."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        return None, [Diagnostic(Location(name, line), "not a Flight Recorder dump: JSON that is not UTF-8")]
+    try:
+        with _no_gc():
+            return json.loads(text), []
+    except json.JSONDecodeError as e:
+        return None, [Diagnostic(Location(name, e.lineno), f"not valid JSON: {e.msg} (column {e.colno})")]
+    except (RecursionError, ValueError, MemoryError) as e:
+        return None, [Diagnostic(Location(name), f"not a readable JSON dump: {type(e).__name__}")]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Detection
+
+
+def _sniff_pickle(head: bytes) -> float:
+    """0.95 for a pickled dict whose first keys are FR keys, 0.3 for any other pickle (so hostile ones are seen)."""
+    if head[:1] != b"\x80" or len(head) < 3 or not 2 <= head[1] <= 5:
+        if re.match(rb"c[A-Za-z_][\w.]*\n[A-Za-z_][\w.]*\n[\x28\x29\x4eSVIpqt\x80]", head):
+            return 0.3  # protocol 0 pickle that starts by importing something
+        return 0.0
+    names: list[str] = []
+    try:
+        for index, (op, arg, _) in enumerate(pickletools.genops(head)):
+            names.append(op.name)
+            if isinstance(arg, str) and arg in TOP_KEYS and "EMPTY_DICT" in names[:3]:
+                return 0.95
+            if index > 64:
+                break
+    except Exception:  # noqa: BLE001 - the head ends mid-opcode, or is no pickle after all
+        pass
+    return 0.3 if len(names) > 1 else 0.0
+
+
+def _sniff_json(text: str) -> float:
+    if not text.lstrip().startswith("{"):
+        return 0.0
+    if '"pg_config"' in text or '"profiling_name"' in text or '"collective_seq_id"' in text:
+        return 0.9
+    if '"entries"' in text and '"version"' in text:
+        return 0.5
+    return 0.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Interpretation
+
+
+class _Bad(Exception):
+    """One entry (or field) does not have the documented shape."""
+
+
+def _kind(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _clean(text: str) -> str:
+    """A string polars and terminals accept: lone surrogates from a broken pickle become '?'."""
+    return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _int(value: object, what: str) -> int:
+    """An int64, also from the decimal strings the JSON dump uses for pg_status."""
+    if type(value) is str and value.lstrip("-").isdigit() and len(value) < 20:
+        value = int(value)
+    if type(value) is not int or not -_INT64 <= value < _INT64:
+        raise _Bad(f"{what} is {_show(value)}, not an integer")
+    return value
+
+
+def parse_ranks(value: object) -> tuple[int, ...]:
+    """`"[0, 1, 2, 3]"` (2.x), `"[0,1]"` (ports) or `[0, 1]` (1.x) -> (0, 1, ...); never evaluates the text."""
+    if isinstance(value, str):
+        body = value.strip()
+        if not (body.startswith("[") and body.endswith("]")):
+            raise _Bad(f"ranks {_show(value)} is not a list like [0, 1]")
+        body = body[1:-1].strip()
+        if not body:
+            return ()
+        parts = body.split(",")
+        if not all(p.strip().isdigit() and len(p.strip()) < 12 for p in parts):
+            raise _Bad(f"ranks {_show(value)} is not a list of integers")
+        return tuple(int(p) for p in parts)
+    if isinstance(value, (list, tuple)):
+        return tuple(_int(r, "a rank") for r in value)
+    raise _Bad(f"ranks is {_kind(value)}, not a list")
+
+
+def rank_from_name(name: str) -> int | None:
+    """The global rank PyTorch appends to TORCH_FR_DUMP_TEMP_FILE: `fr_rank3`, `comm_lib_trace_rank_3.json` -> 3."""
+    stem = PurePath(name).name
+    while True:
+        cut = re.sub(r"\.[A-Za-z][A-Za-z0-9]*$", "", stem)
+        if cut == stem or not cut:
+            break
+        stem = cut
+    found = re.search(r"(?<!\d)(\d{1,7})$", stem)
+    return int(found.group(1)) if found else None
+
+
+def _op_of(profiling_name: str) -> tuple[str, int | None]:
+    """`nccl:all_reduce` -> (AllReduce, None); `nccl:send 0->1` -> (Send, 1): the peer is a comm rank."""
+    if type(profiling_name) is not str:
+        raise _Bad(f"profiling_name is {_kind(profiling_name)}, not a string")
+    raw = profiling_name.split(":", 1)[1] if ":" in profiling_name else profiling_name
+    raw = raw.strip()
+    if not raw:
+        raise _Bad(f"profiling_name {profiling_name!r} names no op")
+    p2p = _P2P_NAME.match(raw)
+    if p2p:
+        peer = p2p.group(3)
+        if len(peer) > 18:
+            raise _Bad(f"the peer in {_show(profiling_name)} is out of range")
+        return normalize_op(p2p.group(1)), (int(peer) if peer.isdigit() else None)
+    key = raw.lower()
+    if key in _FR_OPS:
+        return _FR_OPS[key], None
+    return _clean(normalize_op(raw)), None
+
+
+class _Groups:
+    """pg_config read once: global ranks per process group, and this rank's place in each."""
+
+    def __init__(self, rank: int | None) -> None:
+        self.rank = rank
+        self.ranks: dict[str, tuple[int, ...]] = {}
+        self.places: dict[str, tuple[int | None, int | None]] = {}
+        self.unknown: list[str] = []
+        self.outside: list[str] = []
+
+    def place(self, pg: str) -> tuple[int | None, int | None]:
+        """(comm_rank, comm_size) of this dump's rank in process group `pg`."""
+        found = self.places.get(pg)
+        if found is None:
+            ranks = self.ranks.get(pg)
+            if ranks is None:
+                self.unknown.append(pg)
+                found = (None, None)
+            elif self.rank is not None and self.rank in ranks:
+                found = (ranks.index(self.rank), len(ranks))
+            else:
+                if self.rank is not None:
+                    self.outside.append(pg)
+                found = (None, len(ranks) or None)
+            self.places[pg] = found
+        return found
+
+
+class _Problems:
+    """Warnings about entries: the first few one by one, the rest in one summary line."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.items: list[Diagnostic] = []
+        self.skipped = 0
+
+    def entry(self, index: int, message: str) -> None:
+        self.skipped += 1
+        if self.skipped <= _MAX_WARNINGS:
+            self.items.append(Diagnostic(Location(self.name, record=index), f"{message}; entry skipped",
+                                         Severity.WARNING))
+
+    def close(self) -> list[Diagnostic]:
+        if self.skipped > _MAX_WARNINGS:
+            self.items.append(Diagnostic(Location(self.name), f"{self.skipped - _MAX_WARNINGS} more malformed "
+                                         f"entries skipped ({self.skipped} in all)", Severity.WARNING))
+        return self.items
+
+
+def _numel(sizes: object) -> int | None:
+    """Elements of the first tensor of a size list: [[4, 1024], [8]] -> 4096; [] -> None."""
+    if type(sizes) is not list and type(sizes) is not tuple:
+        raise _Bad(f"a size list is {_kind(sizes)}, not a list")
+    if not sizes:
+        return None
+    shape = sizes[0]
+    if type(shape) is not list and type(shape) is not tuple:
+        raise _Bad(f"a tensor shape is {_kind(shape)}, not a list")
+    count = 1
+    for dim in shape:
+        if type(dim) is not int or dim < 0:
+            raise _Bad(f"a tensor dimension is {_show(dim)}")
+        count *= dim
+    if count >= _INT64:
+        raise _Bad("a tensor has more than 2**63 elements")
+    return count
+
+
+_COLUMNS = ("record", "comm", "comm_rank", "comm_size", "seq", "op", "root", "count", "dtype", "state", "callsite",
+            "time")
+
+
+def entries_frame(entries: list, name: str, groups: _Groups, problems: _Problems) -> pl.DataFrame:
+    """The collectives frame of a dump's entries: one pass, one tuple per entry, no per-entry objects.
+
+    Everything that repeats (process groups, profiling names, dtypes, frame file names) is looked up once.
+    """
+    rows = []
+    add = rows.append
+    ops: dict[object, tuple[str, int | None]] = {}
+    dtypes: dict[object, str] = {}
+    inside_torch: dict[object, bool] = {}
+    places: dict[object, tuple] = {}
+    for index, entry in enumerate(entries):
+        try:
+            pg = entry.get("process_group")
+            if pg is None:
+                key = entry["pg_id"]  # 1.x dumps name the group by pg_id only
+            elif type(pg) is tuple or type(pg) is list:
+                key = pg[0]
+            else:
+                raise _Bad(f"process_group is {_show(pg)}, not (name, desc)")
+            place = places.get(key)
+            if place is None:
+                place = places[key] = _place(key, pg, groups)
+            if entry.get("is_p2p"):
+                seq = entry["p2p_seq_id"]
+                comm = place[1]
+            else:
+                seq = entry["collective_seq_id"] if "collective_seq_id" in entry else entry["seq_id"]
+                comm = place[0]
+            if type(seq) is not int or not 0 <= seq < _INT64:
+                raise _Bad(f"its sequence number is {_show(seq)}")
+            profiling_name = entry["profiling_name"]
+            op = ops.get(profiling_name)
+            if op is None:
+                op = ops[profiling_name] = _op_of(profiling_name)
+            sizes = entry.get("output_sizes" if op[0] == "ReduceScatter" else "input_sizes")
+            if sizes:
+                shape = sizes[0]
+                count = shape[0] if len(shape) == 1 and type(shape[0]) is int and 0 <= shape[0] < _INT64 \
+                    else _numel(sizes)
+            else:
+                count = None if sizes is None else _numel(sizes)
+            types = entry.get("input_dtypes")
+            dtype = None
+            if types:
+                dtype = dtypes.get(types[0])
+                if dtype is None:
+                    dtype = dtypes[types[0]] = _dtype_of(types[0])
+            state = entry.get("state")
+            if state is not None:
+                state = STATES.get(state) or _bad_state(state)
+            created = entry.get("time_created_ns")
+            if created is not None:
+                if type(created) is not int or not 0 <= created < _INT64:
+                    raise _Bad(f"time_created_ns is {_show(created)}, not a time in ns")
+                created /= 1e9
+            site = None
+            frames = entry.get("frames")
+            if frames:
+                for frame in frames:
+                    filename = frame["filename"]
+                    inside = inside_torch.get(filename)
+                    if inside is None:
+                        inside = inside_torch[filename] = _inside_torch(filename)
+                    if not inside:
+                        line = frame["line"]
+                        if type(line) is not int:
+                            raise _Bad(f"a frame's line is {_kind(line)}, not an integer")
+                        site = f"{_clean(filename)}:{line}"
+                        break
+        except KeyError as e:
+            problems.entry(index, f"malformed entry: no field {_show(e.args[0] if e.args else '?')}")
+            continue
+        except _Bad as e:
+            problems.entry(index, f"malformed entry: {e}")
+            continue
+        except (TypeError, AttributeError, IndexError, ValueError, OverflowError) as e:
+            problems.entry(index, f"malformed entry: {type(e).__name__} ({_clip(str(e), 80)})")
+            continue
+        add((index, comm, place[2], place[3], seq, op[0], op[1], count, dtype, state, site, created))
+    columns = list(zip(*rows)) if rows else [()] * len(_COLUMNS)
+    frame = pl.DataFrame({c: list(v) for c, v in zip(_COLUMNS, columns)},
+                         schema={c: COLLECTIVE_SCHEMA[c] for c in _COLUMNS})
+    return conform(frame.with_columns(pl.lit(_clean(name), pl.String).alias("file"),
+                                      pl.lit(groups.rank, pl.Int64).alias("rank")))
+
+
+def _place(key: object, pg: object, groups: _Groups) -> tuple[str, str, int | None, int | None]:
+    """(comm, p2p comm, comm_rank, comm_size) for a process group named `key` (2.x name or 1.x pg_id)."""
+    if pg is not None and type(key) is not str:
+        raise _Bad(f"process_group is {_show(pg)}, not (name, desc)")
+    name = _clean(key) if type(key) is str else str(_int(key, "pg_id"))
+    return (name, name + ":p2p") + groups.place(name)
+
+
+def _dtype_of(value: object) -> str:
+    if type(value) is not str:
+        raise _Bad(f"input_dtypes[0] is {_kind(value)}, not a string")
+    return _clean(normalize_dtype(value))
+
+
+def _bad_state(value: object) -> str:
+    raise _Bad(f"state {_show(value)} is none of scheduled, started, completed")
+
+
+def _inside_torch(filename: object) -> bool:
+    if type(filename) is not str:
+        raise _Bad(f"a frame's filename is {_kind(filename)}, not a string")
+    return not filename or bool(_TORCH_FRAME.search(filename))
+
+
+def _read_groups(dump: dict, name: str, evidence: Evidence) -> dict[str, tuple[int, ...]]:
+    """pg_config -> CommInfo records, and global ranks per process-group name."""
+    config = dump.get("pg_config")
+    ranks_of: dict[str, tuple[int, ...]] = {}
+    if config is None:
+        return ranks_of
+    if not isinstance(config, dict):
+        evidence.problems.append(Diagnostic(Location(name), f"pg_config is {_kind(config)}, not a dict; ignored",
+                                            Severity.WARNING))
+        return ranks_of
+    for key, value in config.items():
+        loc = Location(name, record=key if type(key) is int else None, field="pg_config")
+        try:
+            if isinstance(value, dict):  # 2.x: {name: {"name", "desc", "ranks": "[0, 1]"}}
+                pg = _clean(str(value.get("name", key)))
+                desc = value.get("desc")
+                ranks = parse_ranks(value.get("ranks", "[]"))
+            else:  # 1.x: {pg_id: [0, 1, 2, 3]}
+                pg, desc, ranks = _clean(str(_int(key, "pg_config key"))), None, parse_ranks(value)
+        except _Bad as e:
+            evidence.problems.append(Diagnostic(loc, f"process group {_show(key)}: {e}; ignored",
+                                                Severity.WARNING))
+            continue
+        ranks_of[pg] = ranks
+        evidence.comm_infos.append(CommInfo(loc=loc, comm=pg, name=pg,
+                                            desc=_clean(desc) if isinstance(desc, str) else None,
+                                            ranks=ranks, size=len(ranks)))
+    return ranks_of
+
+
+def _global_rank(dump: dict, ranks_of: dict[str, tuple[int, ...]], name: str,
+                 evidence: Evidence) -> int | None:
+    """The rank that wrote the dump: stated in the content, implied by pg_config, or at the end of the file name.
+
+    pg_config lists only the groups this process is a member of, so the ranks common to all of them include it;
+    when exactly one rank is common (a one-rank group, or `sub_pg` [1] beside the world group) that is the rank.
+    """
+    stated = dump.get("rank")
+    content = stated if type(stated) is int and 0 <= stated < _INT64 else None
+    if content is None:
+        common = None
+        for ranks in ranks_of.values():
+            if ranks:
+                common = set(ranks) if common is None else common & set(ranks)
+        if common is not None and len(common) == 1:
+            content = common.pop()
+    from_name = rank_from_name(name)
+    if content is not None:
+        if from_name is not None and from_name != content:
+            evidence.problems.append(Diagnostic(Location(name), (
+                f"the file name says rank {from_name} but the dump's process groups say rank {content}; "
+                f"using rank {content}"), Severity.WARNING))
+        return content
+    if from_name is None:
+        evidence.problems.append(Diagnostic(Location(name), (
+            "cannot tell which global rank wrote this dump (its content does not say and its file name does not "
+            "end in the rank, as `<TORCH_FR_DUMP_TEMP_FILE><rank>` does); its collectives have no rank"),
+            Severity.WARNING))
+    return from_name
+
+
+def _progress(dump: dict, entries: list, rank: int | None, name: str, evidence: Evidence) -> None:
+    """pg_status -> ProgressReport; -1 means "none yet" and becomes null. Keys are pg_id, not the pg name."""
+    status = dump.get("pg_status")
+    if status is None:
+        return
+    if not isinstance(status, dict):
+        evidence.problems.append(Diagnostic(Location(name), f"pg_status is {_kind(status)}, not a dict; ignored",
+                                            Severity.WARNING))
+        return
+    names: dict[str, str] = {}
+    for entry in entries:  # pg_id -> pg name, from the entries that carry both
+        if isinstance(entry, dict):
+            pg, pg_id = entry.get("process_group"), entry.get("pg_id")
+            if isinstance(pg, (list, tuple)) and pg and isinstance(pg[0], str) and type(pg_id) is int:
+                names.setdefault(str(pg_id), _clean(pg[0]))
+                if len(names) == len(status):
+                    break
+    config = [c.comm for c in evidence.comm_infos]
+    for key, value in status.items():
+        loc = Location(name, record=int(key) if isinstance(key, str) and key.isdigit() and len(key) < 12 else None,
+                       field="pg_status")
+        try:
+            if not isinstance(value, dict):
+                raise _Bad(f"is {_kind(value)}, not a dict")
+            seqs = [value.get(f"last_{what}_collective") for what in ("enqueued", "started", "completed")]
+            enqueued, started, completed = (None if v is None else _int(v, "a last_*_collective value")
+                                            for v in seqs)
+        except _Bad as e:
+            evidence.problems.append(Diagnostic(loc, f"pg_status {_show(key)} {e}; ignored", Severity.WARNING))
+            continue
+        key = _clean(str(key))
+        comm = names.get(key) or (config[0] if len(config) == 1 and len(status) == 1 else key)
+        evidence.progress.append(ProgressReport(
+            loc=loc, comm=comm, rank=rank,
+            last_enqueued=None if enqueued is None or enqueued < 0 else enqueued,
+            last_started=None if started is None or started < 0 else started,
+            last_completed=None if completed is None or completed < 0 else completed,
+        ))
+
+
+def read_dump(dump: object, name: str, evidence: Evidence) -> None:
+    """Fill `evidence` from a loaded dump (a dict from pickle or JSON)."""
+    if not isinstance(dump, dict):
+        evidence.problems.append(Diagnostic(Location(name), (
+            f"not a Flight Recorder dump: the top level is {_kind(dump)}, not a dict with `entries` and `version`")))
+        return
+    if not TOP_KEYS.intersection(k for k in dump if isinstance(k, str)):
+        evidence.problems.append(Diagnostic(Location(name), (
+            "not a Flight Recorder dump: a dict without `version`, `entries`, `pg_config` or `pg_status`")))
+        return
+    version = dump.get("version")
+    if isinstance(version, str):
+        evidence.version = _clean(version)
+        if not re.fullmatch(r"[12]\.\d+", version):
+            evidence.problems.append(Diagnostic(Location(name), (
+                f"schema version {_clip(version, 20)} is not one this parser knows (1.x, 2.2-2.10); reading it as "
+                f"2.x"), Severity.WARNING))
+    else:
+        evidence.problems.append(Diagnostic(Location(name), "the dump states no schema version", Severity.WARNING))
+    entries = dump.get("entries", [])
+    if not isinstance(entries, list):
+        evidence.problems.append(Diagnostic(Location(name), f"`entries` is {_kind(entries)}, not a list"))
+        entries = []
+    ranks_of = _read_groups(dump, name, evidence)
+    rank = _global_rank(dump, ranks_of, name, evidence)
+    groups = _Groups(rank)
+    groups.ranks = ranks_of
+    for info in evidence.comm_infos:
+        if rank is not None and rank in info.ranks:
+            evidence.identities.append(ProcessIdentity(loc=info.loc, rank=rank, comm=info.comm,
+                                                       comm_rank=info.ranks.index(rank), comm_size=len(info.ranks)))
+    problems = _Problems(name)
+    evidence.collectives = entries_frame(entries, name, groups, problems)
+    evidence.problems.extend(problems.close())
+    for pg in groups.unknown:
+        evidence.problems.append(Diagnostic(Location(name), (
+            f"entries name process group {pg!r}, which pg_config does not list: no comm rank or size for them"),
+            Severity.WARNING))
+    for pg in groups.outside:
+        evidence.problems.append(Diagnostic(Location(name), (
+            f"rank {rank} is not among process group {pg!r}'s ranks {list(ranks_of[pg])}: is the rank right?"),
+            Severity.WARNING))
+    _progress(dump, entries, rank, name, evidence)
 
 
 class FlightRecorderSource:
+    """PyTorch Flight Recorder dumps, pickle (files ProcessGroupNCCL writes) or JSON (`_dump_nccl_trace_json`)."""
+
     format = SourceFormat.FLIGHT_RECORDER
 
     def sniff(self, head: bytes, text: str) -> float:
-        return 0.0
+        """0.95 for a pickled FR dict, 0.9 for FR JSON, 0.3 for any other pickle (to report it), else 0."""
+        return max(_sniff_pickle(head), _sniff_json(text) if head[:1] != b"\x80" else 0.0)
 
     def parse(self, file: InputFile) -> Evidence:
-        raise NotImplementedError
+        """Load the dump safely and turn it into collectives, process groups and progress reports."""
+        evidence = Evidence(path=file.name, format=self.format)
+        try:
+            data, problems = file.read_bytes()
+        except (SourceError, OSError) as e:  # a decompression bomb, a vanished file
+            return unreadable(file, self.format, e)
+        evidence.problems.extend(problems)
+        with _no_gc():
+            if data.lstrip()[:1] in (b"{", b"\xef"):
+                dump, problems = load_json(data, file.name)
+            else:
+                dump, problems = load_pickle(data, file.name)
+            evidence.problems.extend(problems)
+            if dump is not None:
+                read_dump(dump, file.name, evidence)
+            del dump  # freed here, by reference counting, while the collector is still off
+        return evidence

@@ -1,11 +1,10 @@
-"""Shared test helpers: fixture paths and a CLI runner."""
+"""Shared test helpers: fixture paths and a CLI runner (imported by test modules)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from ncclforensics.cli import cli
@@ -23,7 +22,7 @@ def real(scenario: str) -> Path:
 
 def run_cli(*args: str):
     """Invoke the CLI in-process; returns (exit code, stdout, stderr)."""
-    result = CliRunner().invoke(cli, [str(a) for a in args])
+    result = CliRunner().invoke(cli, [str(a) for a in args], env={"COLUMNS": "240"})
     if result.exception and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stdout, result.stderr
@@ -33,8 +32,3 @@ def diff_json(*paths) -> tuple[int, dict]:
     """`diff --json` on paths: (exit code, parsed JSON)."""
     code, out, _ = run_cli("diff", "--json", *paths)
     return code, json.loads(out)
-
-
-@pytest.fixture
-def real_dir():
-    return real

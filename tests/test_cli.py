@@ -1,0 +1,95 @@
+"""The command line: one test per exit code, `parse --json` on every real capture, bad input handling."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from cli_helpers import REAL, diff_json, real, run_cli
+
+FORMAT_BY_PREFIX = {
+    "nccl.": "nccl-log", "torch_rank": "torch-log", "fr_json_rank": "flight-recorder", "fr_rank": "flight-recorder",
+    "ras_status": "ras-text", "ras_verbose": "ras-text", "ras_json": "ras-json", "gate_journal": "gate-journal",
+    "fingerprint": "fingerprint",
+}
+
+
+def expected_format(name: str) -> str:
+    return next(fmt for prefix, fmt in FORMAT_BY_PREFIX.items() if name.startswith(prefix))
+
+
+@pytest.mark.parametrize("scenario", sorted(p.name for p in REAL.iterdir()))
+def test_parse_json_detects_every_real_file(scenario):
+    code, out, err = run_cli("parse", "--json", real(scenario))
+    assert code == 0, err
+    rows = json.loads(out)
+    assert rows and all(e["severity"] == "warning" for r in rows for e in r["errors"])
+    for row in rows:
+        name = row["file"].rsplit("/", 1)[-1]
+        assert row["format"] == expected_format(name), name
+        assert row["records"] > 0 or row["format"] == "torch-log", name
+
+
+def test_parse_json_counts_on_extra_op():
+    _, out, _ = run_cli("parse", "--json", real("extra-op-4rank"))
+    by_name = {r["file"].rsplit("/", 1)[-1]: r for r in json.loads(out)}
+    assert by_name["nccl.vm.442.log"]["records"] == 50 and by_name["nccl.vm.442.log"]["ranks"] == [0]
+    assert by_name["nccl.vm.443.log"]["records"] == 49
+    assert by_name["nccl.vm.442.log"]["comms"] == ["0x1715b7bd1b8fda9e"]
+    assert by_name["fr_rank0"]["records"] == 50 and by_name["fr_rank0"]["ranks"] == [0]
+    assert by_name["fr_rank3"]["records"] == 49 and by_name["fr_rank3"]["ranks"] == [3]
+    assert by_name["gate_journal_rank2.log"]["records"] == 12 and by_name["gate_journal_rank2.log"]["ranks"] == [2]
+    assert by_name["fingerprint_rank0.log"]["records"] == 11 and by_name["fingerprint_rank1.log"]["records"] == 12
+    assert by_name["ras_json_q0.txt"]["comms"] == ["0x1715b7bd1b8fda9e"]
+    assert by_name["torch_rank0.log"]["ranks"] == [0]
+
+
+def test_exit_0_on_a_consistent_job():
+    code, out, _ = run_cli("diff", real("healthy-1rank"))
+    assert code == 0 and "CONSISTENT" in out
+
+
+def test_exit_1_on_a_divergence_and_the_report_reads_like_a_postmortem():
+    code, out, _ = run_cli("diff", real("extra-op-4rank"))
+    assert code == 1
+    for text in ("DIVERGED", "0x1715b7bd1b8fda9e", "seq 25", "Cause", "step 5", "Wedge", "no_partner",
+                 "fr_rank0#entries[24]"):
+        assert text in out, text
+
+
+def test_exit_2_on_bad_input_but_the_good_files_are_still_analysed(tmp_path):
+    bad = tmp_path / "garbage.bin"
+    bad.write_bytes(b"\x00\x01\x02" * 100)
+    broken = tmp_path / "journal.log"
+    broken.write_text("step=1 rank=0 decision=maybe\n")
+    code, d = diff_json(real("extra-op-4rank"), bad, broken)
+    assert code == 2
+    assert d["verdict"] == "diverged" and d["root"]["seq"] == 25
+    messages = {(p["file"], p["line"]) for p in d["problems"] if p["severity"] == "error"}
+    assert (str(bad), None) in messages and (str(broken), 1) in messages
+    code, out, err = run_cli("diff", real("extra-op-4rank"), bad)
+    assert code == 2 and "Traceback" not in err
+    assert f"error: {bad}: " in err and len([l for l in err.splitlines() if str(bad) in l]) == 1
+
+
+def test_exit_2_on_missing_path_and_empty_file(tmp_path):
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    code, out, err = run_cli("parse", "--json", tmp_path / "nope", empty)
+    assert code == 2
+    assert f"{tmp_path / 'nope'}: no such file or directory" in err and f"{empty}: empty file" in err
+
+
+def test_gzip_inputs_are_read_transparently(tmp_path):
+    for source in real("extra-op-4rank").iterdir():
+        (tmp_path / (source.name + ".gz")).write_bytes(gzip.compress(source.read_bytes()))
+    code, d = diff_json(tmp_path)
+    assert code == 1 and d["root"]["seq"] == 25 and d["window"]["collectives"] == 25
+
+
+def test_help_has_examples():
+    for command in ("parse", "diff"):
+        code, out, _ = run_cli(command, "--help")
+        assert code == 0 and "Example:" in out
