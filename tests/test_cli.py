@@ -93,3 +93,11 @@ def test_help_has_examples():
     for command in ("parse", "diff"):
         code, out, _ = run_cli(command, "--help")
         assert code == 0 and "Example:" in out
+
+
+def test_files_from_another_job_are_reported_not_merged():
+    other = real("transient-skew") / "nccl.vm.592.log"
+    code, d = diff_json(real("extra-op-4rank"), other)
+    assert code == 2
+    assert any(p["file"] == str(other) and "different job" in p["message"] for p in d["problems"])
+    assert d["root"]["seq"] == 25 and all(c["comm"] != "0x5eab805e14595f52" for c in d["comms"])

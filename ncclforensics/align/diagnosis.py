@@ -65,8 +65,9 @@ class Diagnosis:
 def diagnose(evidence: list[Evidence]) -> Diagnosis:
     """Align the ranks' streams and say whether, where and why they diverged, and what it cost."""
     evidence = [e for e in evidence if e.format is not None]
+    evidence, foreign = split_jobs(evidence)
     streams = build_streams(evidence)
-    problems = list(streams.problems)
+    problems = foreign + list(streams.problems)
     gates = [g for e in evidence for g in e.gates]
     fingerprints = [f for e in evidence for f in e.fingerprints]
     watchdog = [w for e in evidence for w in e.watchdog]
@@ -114,6 +115,50 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.evidence = _receipts(diagnosis, watchdog)
     diagnosis.summary = _summary(diagnosis)
     return diagnosis
+
+
+def split_jobs(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnostic]]:
+    """Keep the files of one job: those linked by shared communicator hashes. Files whose communicators
+    share nothing with the largest such group come from another job; they are reported and left out.
+    Files that name no hash (journals, fingerprints, dumps keyed by process-group name) stay."""
+    named = [(i, set(e.comms)) for i, e in enumerate(evidence) if e.comms]
+    if len(named) < 2:
+        return evidence, []
+    parent = list(range(len(named)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    owner: dict[str, int] = {}
+    for index, (_, comms) in enumerate(named):
+        for comm in comms:
+            if comm in owner:
+                parent[find(index)] = find(owner[comm])
+            else:
+                owner[comm] = index
+    groups: dict[int, list[int]] = {}
+    for index in range(len(named)):
+        groups.setdefault(find(index), []).append(index)
+    if len(groups) < 2:
+        return evidence, []
+    main = max(groups.values(), key=len)
+    main_comms = sorted(set().union(*(named[i][1] for i in main)))
+    dropped, problems = set(), []
+    for members in groups.values():
+        if members is main:
+            continue
+        for index in members:
+            position, comms = named[index]
+            dropped.add(position)
+            problems.append(Diagnostic(
+                Location(evidence[position].path),
+                f"from a different job: its communicators ({', '.join(sorted(comms))}) share none with the "
+                f"other files' ({', '.join(main_comms[:4])}{', ...' if len(main_comms) > 4 else ''}); left out",
+            ))
+    return [e for i, e in enumerate(evidence) if i not in dropped], problems
 
 
 def _apply_progress(analyses: dict[str, CommAnalysis], streams: Streams, progress: list,
