@@ -135,7 +135,8 @@ def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, i
         analysis.first_visible = int(visible)
         analysis.first_visible_ops = ops_at(frame, int(visible))
 
-    tokens = {r: _tokens(frame, r, "_sig") for r in ranks}
+    frame = frame.sort(["rank", "seq"])
+    tokens = _tokens(frame, "_sig")
     root = _root(comm, frame, ranks, tokens, start, "signatures")
     if root is None:
         return analysis
@@ -147,7 +148,7 @@ def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, i
         rich = frame.with_columns(pl.struct(SIGNATURE + [column]).hash().alias("_rich"))
         # A trace that stops early (a rank died before reading back its last step) is compared as far as it goes.
         covered = rich.filter(pl.col(column).is_not_null().cum_min().over("rank", order_by="seq"))
-        rich_root = _root(comm, covered, ranks, {r: _tokens(covered, r, "_rich") for r in ranks}, start, label)
+        rich_root = _root(comm, covered, ranks, _tokens(covered, "_rich"), start, label)
         # Usable only where every rank's rows carry the column up to the place it points at (traces often
         # stop short of the wedge: a rank that died never read back its last step).
         if rich_root is None or frame.filter(pl.col("seq") <= rich_root.seq_range[1] + 1).get_column(
@@ -163,8 +164,15 @@ def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, i
     return analysis
 
 
-def _tokens(frame: pl.DataFrame, rank: int, column: str) -> np.ndarray:
-    return frame.filter(pl.col("rank") == rank).sort("seq").get_column(column).to_numpy()
+def _tokens(frame: pl.DataFrame, column: str) -> dict[int, np.ndarray]:
+    """rank -> its tokens in seq order, from a frame sorted by (rank, seq): one pass, not one filter per rank."""
+    values = frame.get_column(column).to_numpy()
+    ranks = frame.get_column("rank").to_numpy()
+    if len(ranks) == 0:
+        return {}
+    starts = np.flatnonzero(np.r_[True, ranks[1:] != ranks[:-1]])
+    ends = np.r_[starts[1:], len(ranks)]
+    return {int(ranks[a]): values[a:b] for a, b in zip(starts, ends)}
 
 
 def _refines(rich: Root, plain: Root) -> bool:

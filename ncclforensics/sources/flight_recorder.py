@@ -49,6 +49,13 @@ from .base import InputFile, unreadable
 
 TOP_KEYS = frozenset({"version", "entries", "pg_config", "pg_status", "comm_lib_version", "nccl_version",
                       "xccl_version", "nccl_comm_state"})
+# Entry fields of schema 1.1-2.10 (section 1.6 and 1.9 of the FR notes); later fields are reported, not fatal.
+ENTRY_KEYS = frozenset({
+    "frames", "record_id", "pg_id", "process_group", "thread_name", "thread_id", "collective_seq_id", "p2p_seq_id",
+    "op_id", "profiling_name", "time_created_ns", "duration_ms", "input_sizes", "input_dtypes", "output_sizes",
+    "output_dtypes", "state", "time_discovered_started_ns", "time_discovered_completed_ns", "retired", "timeout_ms",
+    "is_p2p", "seq_id",
+})
 STATES = {"scheduled": EventState.LAUNCHED.value, "started": EventState.STARTED.value,
           "completed": EventState.COMPLETED.value}
 # Frames inside PyTorch itself; the call site is the innermost frame outside them (the user's code path).
@@ -62,6 +69,8 @@ _FR_OPS = {
     "all_to_all_single": "AllToAll",
 }
 _P2P_NAME = re.compile(r"^(send|recv)\s+(\d+)\s*(?:->|<-)\s*(\d+|\?)\s*$", re.I)
+_DECIMAL = re.compile(r"-?[0-9]{1,18}")  # the JSON dump's pg_status values: "41", "-1"
+_RANK = re.compile(r"\s*[0-9]{1,11}\s*")
 _MAX_WARNINGS = 20  # per kind of problem; the rest are counted in one summary line
 _INT64 = 2**63
 
@@ -337,7 +346,7 @@ def _clean(text: str) -> str:
 
 def _int(value: object, what: str) -> int:
     """An int64, also from the decimal strings the JSON dump uses for pg_status."""
-    if type(value) is str and value.lstrip("-").isdigit() and len(value) < 20:
+    if type(value) is str and _DECIMAL.fullmatch(value):
         value = int(value)
     if type(value) is not int or not -_INT64 <= value < _INT64:
         raise _Bad(f"{what} is {_show(value)}, not an integer")
@@ -354,7 +363,7 @@ def parse_ranks(value: object) -> tuple[int, ...]:
         if not body:
             return ()
         parts = body.split(",")
-        if not all(p.strip().isdigit() and len(p.strip()) < 12 for p in parts):
+        if not all(_RANK.fullmatch(p) for p in parts):
             raise _Bad(f"ranks {_show(value)} is not a list of integers")
         return tuple(int(p) for p in parts)
     if isinstance(value, (list, tuple)):
@@ -370,7 +379,7 @@ def rank_from_name(name: str) -> int | None:
         if cut == stem or not cut:
             break
         stem = cut
-    found = re.search(r"(?<!\d)(\d{1,7})$", stem)
+    found = re.search(r"(?<![0-9])([0-9]{1,7})$", stem)
     return int(found.group(1)) if found else None
 
 
@@ -381,7 +390,7 @@ def _op_of(profiling_name: str) -> tuple[str, int | None]:
     raw = profiling_name.split(":", 1)[1] if ":" in profiling_name else profiling_name
     raw = raw.strip()
     if not raw:
-        raise _Bad(f"profiling_name {profiling_name!r} names no op")
+        raise _Bad(f"profiling_name {_show(profiling_name)} names no op")
     p2p = _P2P_NAME.match(raw)
     if p2p:
         peer = p2p.group(3)
@@ -429,6 +438,7 @@ class _Problems:
         self.name = name
         self.items: list[Diagnostic] = []
         self.skipped = 0
+        self.unknown: set[str] = set()  # entry keys of no known schema version
 
     def entry(self, index: int, message: str) -> None:
         self.skipped += 1
@@ -437,6 +447,10 @@ class _Problems:
                                          Severity.WARNING))
 
     def close(self) -> list[Diagnostic]:
+        if self.unknown:
+            names = ", ".join(sorted(_clip(k, 40) for k in self.unknown)[:10])
+            self.items.insert(0, Diagnostic(Location(self.name), (
+                f"entries carry fields no known schema version has, ignored: {names}"), Severity.WARNING))
         if self.skipped > _MAX_WARNINGS:
             self.items.append(Diagnostic(Location(self.name), f"{self.skipped - _MAX_WARNINGS} more malformed "
                                          f"entries skipped ({self.skipped} in all)", Severity.WARNING))
@@ -457,8 +471,8 @@ def _numel(sizes: object) -> int | None:
         if type(dim) is not int or dim < 0:
             raise _Bad(f"a tensor dimension is {_show(dim)}")
         count *= dim
-    if count >= _INT64:
-        raise _Bad("a tensor has more than 2**63 elements")
+        if count >= _INT64:
+            raise _Bad("a tensor has more than 2**63 elements")
     return count
 
 
@@ -477,8 +491,12 @@ def entries_frame(entries: list, name: str, groups: _Groups, problems: _Problems
     dtypes: dict[object, str] = {}
     inside_torch: dict[object, bool] = {}
     places: dict[object, tuple] = {}
+    sizes_seen: set[int] = set()  # key counts of the entries whose keys were checked against ENTRY_KEYS
     for index, entry in enumerate(entries):
         try:
+            if len(entry) not in sizes_seen:
+                sizes_seen.add(len(entry))
+                problems.unknown.update(k for k in entry.keys() - ENTRY_KEYS if isinstance(k, str))
             pg = entry.get("process_group")
             if pg is None:
                 key = entry["pg_id"]  # 1.x dumps name the group by pg_id only
@@ -657,7 +675,7 @@ def _progress(dump: dict, entries: list, rank: int | None, name: str, evidence: 
                     break
     config = [c.comm for c in evidence.comm_infos]
     for key, value in status.items():
-        loc = Location(name, record=int(key) if isinstance(key, str) and key.isdigit() and len(key) < 12 else None,
+        loc = Location(name, record=int(key) if isinstance(key, str) and _RANK.fullmatch(key) else None,
                        field="pg_status")
         try:
             if not isinstance(value, dict):
@@ -714,11 +732,12 @@ def read_dump(dump: object, name: str, evidence: Evidence) -> None:
     evidence.problems.extend(problems.close())
     for pg in groups.unknown:
         evidence.problems.append(Diagnostic(Location(name), (
-            f"entries name process group {pg!r}, which pg_config does not list: no comm rank or size for them"),
+            f"entries name process group {_show(pg)}, which pg_config does not list: no comm rank or size for them"),
             Severity.WARNING))
     for pg in groups.outside:
         evidence.problems.append(Diagnostic(Location(name), (
-            f"rank {rank} is not among process group {pg!r}'s ranks {list(ranks_of[pg])}: is the rank right?"),
+            f"rank {rank} is not among the ranks of process group {_show(pg)}, {_show(list(ranks_of[pg]))}: is the "
+            f"rank right?"),
             Severity.WARNING))
     _progress(dump, entries, rank, name, evidence)
 

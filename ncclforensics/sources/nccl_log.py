@@ -62,32 +62,27 @@ from .base import InputFile, decode
 
 DIAGNOSTIC_LIMIT = 50  # per kind of problem; the rest are counted in one summary diagnostic
 MAX_LINE_BYTES = 1 << 20  # longer lines are no NCCL output: reported once and skipped
-_MAX_MISC_LINE = 8192  # longer INIT/WARN lines are ignored
 # Separator bytes for read_csv, which splits the lines; the first one absent from the content is used.
 _SEPARATORS = bytes([0x1F, 0x1E, 0x1D, 0x1C, *range(0x01, 0x09), *range(0x0E, 0x1C), 0x7F, 0x00])
 
 # --- COLL lines: polars (Rust regex; ASCII classes keep its DFA small) ---------------------------------------
 # A COLL line is cut down to its "shape" by one replace_all that swaps what changes from call to call (timestamp,
-# opCount, buffers, stream) for `|`: `vm:442:442 [0] NCCL INFO AllReduce|8192 datatype 7 op 0 root 0 comm
+# opCount, buffers, count, stream) for `|`: `vm:442:442 [0] NCCL INFO AllReduce|datatype 7 op 0 root 0 comm
 # 0x2571a990 [nranks=4]|`. A log has few distinct shapes; only those are parsed, field by field.
 _COLL_MARK = ": opCount "
 _STAMP = r"\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?)\] "
-_CUT = (
-    r"\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?\] "
-    r"|: opCount [0-9a-fA-F]+ sendbuff [^ \t]+ recvbuff [^ \t]+ count "
-    r"| stream(?: .*)?$"
-)
+_CUT = r": opCount [0-9a-fA-F]+ sendbuff [^ \t]+ recvbuff [^ \t]+ count [0-9]+ | stream(?: .*)?$"
 _OP = r"[A-Za-z0-9_]+"
+_COUNT = r" count ([0-9]+) (?:size [0-9]+ )?datatype "
 _SHAPE = (
-    _OP + r"\|[0-9]+ (?:size [0-9]+ )?datatype [0-9]+ op [0-9]+ (?:root -?[0-9]+ )?comm (?:0x[0-9a-fA-F]+|\(nil\))"
+    _OP + r"\|(?:size [0-9]+ )?datatype [0-9]+ op [0-9]+ (?:root -?[0-9]+ )?comm (?:0x[0-9a-fA-F]+|\(nil\))"
     r"(?: \[nranks=[0-9]+\])?\|$"
 )
-_BEFORE_BODY = r" \[-?[0-9]+\] NCCL INFO " + _OP + r"\|[0-9]+ "  # of two headers on a line, the last one wins
+_BEFORE_BODY = r" \[-?[0-9]+\] NCCL INFO " + _OP + r"\|(?:size [0-9]+ )?datatype "  # of two headers, the last wins
 _SHAPE_FIELDS = {
-    "op": "(" + _OP + r")\|[0-9]+ (?:size [0-9]+ )?datatype ",
-    "count": r"\|([0-9]+) (?:size [0-9]+ )?datatype ",
-    "dt": r" datatype ([0-9]+) op ",
-    "redop": r" datatype [0-9]+ op ([0-9]+) ",
+    "op": "(" + _OP + r")\|(?:size [0-9]+ )?datatype ",
+    "dt": r"datatype ([0-9]+) op ",
+    "redop": r"datatype [0-9]+ op ([0-9]+) ",
     "root": r" root (-?[0-9]+) comm ",
     "ptr": r" comm (0x[0-9a-fA-F]+|\(nil\))(?: \[nranks=[0-9]+\])?\|$",
     "nranks": r" \[nranks=([0-9]+)\]\|$",
@@ -103,17 +98,22 @@ _PTR = r"0x[0-9a-fA-F]+"
 _MISC = {  # checked in this order; the first that matches a line wins
     "warn": _TS + "(?:" + _WHO + r"(?:[^\s]+:[0-9]+ )?(?:\([^)]*\) )?)?NCCL WARN ?(?P<msg>.*)",
     "version": r"(?:NCCL|RCCL) version (?P<version>[0-9]+\.[0-9]+\.[0-9]+)",
-    "init": _INFO + r"(?:\[Rank [0-9]+\] )?(?:(?P<func>[A-Za-z0-9_]+) )?comm (?P<ptr>" + _PTR + r") rank (?P<rank>[0-9]+) "
-    r"nranks (?P<nranks>[0-9]+) cudaDev (?P<cuda_dev>-?[0-9]+) nvmlDev -?[0-9]+ busId (?P<bus>[0-9a-fA-F]+) "
-    r"(?:parent (?P<parent>" + _PTR + r"|\(nil\)) (?:(?P<ckind>splitCount|childCount) (?P<ccount>-?[0-9]+) )?"
-    r"color (?P<color>-?[0-9]+) key -?[0-9]+ ?)?(?:commId 0x(?P<hash>[0-9a-fA-F]+) ?)?- Init (?P<phase>START|COMPLETE)",
+    "init": _INFO + r"(?:\[Rank [0-9]+\] )?(?:(?P<func>[A-Za-z0-9_]+) )?comm (?P<ptr>" + _PTR + r") "
+    r"rank (?P<rank>[0-9]+) nranks (?P<nranks>[0-9]+) cudaDev (?P<cuda_dev>-?[0-9]+) nvmlDev -?[0-9]+ "
+    r"busId (?P<bus>[0-9a-fA-F]+) (?:parent (?P<parent>" + _PTR + r"|\(nil\)) "
+    r"(?:(?P<ckind>splitCount|childCount) (?P<ccount>-?[0-9]+) )?color (?P<color>-?[0-9]+) key -?[0-9]+ ?)?"
+    r"(?:commId 0x(?P<hash>[0-9a-fA-F]+) ?)?- Init (?P<phase>START|COMPLETE)",
     "nranks": _INFO + r"comm (?P<ptr>" + _PTR + r") rank (?P<rank>[0-9]+) nRanks (?P<nranks>[0-9]+) nNodes ",
     "teardown": _INFO + r"comm (?P<ptr>" + _PTR + r") rank (?P<rank>[0-9]+) n[Rr]anks (?P<nranks>[0-9]+) "
     r"cudaDev -?[0-9]+ busId [0-9a-fA-F]+ - (?P<what>Abort|Destroy|Revoke) (?P<phase>START|COMPLETE)",
     "async": _INFO + r"(?P<msg>ncclCommSetAsyncError: .*)",
 }
-_MISC_KEY = {"warn": "msg", "version": "version", "init": "phase", "nranks": "nranks", "teardown": "phase", "async": "msg"}
-_MISC_MARK = r"NCCL WARN|Init (?:START|COMPLETE)| nNodes |[NR]CCL version| - (?:Abort|Destroy|Revoke) |ncclCommSetAsyncError"
+_MISC_KEY = {  # a group every match of the pattern fills
+    "warn": "msg", "version": "version", "init": "phase", "nranks": "nranks", "teardown": "phase", "async": "msg",
+}
+_MISC_MARK = (
+    r"NCCL WARN|Init (?:START|COMPLETE)| nNodes |[NR]CCL version| - (?:Abort|Destroy|Revoke) |ncclCommSetAsyncError"
+)
 _MSG_COMM = re.compile(r"\b[Cc]omm (0x[0-9a-fA-F]{1,16})\b")
 # How a WARN message is classified (first match wins); nccl_formats.md §5.1.
 _KINDS = [
@@ -295,6 +295,8 @@ class _LogParser:
         self.dev_rank: dict[tuple, int] = {}
 
     def run(self, frame: pl.DataFrame, complete: bool) -> Evidence:
+        """Parse the lines of one file (`complete`: it ends with a line feed) into Evidence."""
+        cut_line = None if complete or frame.height == 0 else frame["line"][-1]
         frame = self._drop_long_lines(frame)
         text = pl.col("text")
         marked = frame.with_columns(
@@ -302,16 +304,15 @@ class _LogParser:
             text.str.contains(_MISC_MARK).fill_null(False).alias("misc"),
         )
         candidates = marked.filter(pl.col("coll")).select("line", "text")
-        misc = marked.filter(pl.col("misc") & (text.str.len_bytes() <= _MAX_MISC_LINE)).select(
+        misc = marked.filter(pl.col("misc")).select(
             "line", *[text.str.extract_groups(rx).alias(kind) for kind, rx in _MISC.items()]
         )
-        last_line = frame.height
         del frame, marked
         for row in misc.iter_rows(named=True):
             self._misc_line(row)
         self._finish_aborts()
         self._global_ranks()
-        collectives = self._collectives(candidates, last_line if not complete else None)
+        collectives = self._collectives(candidates, cut_line)
         evidence = Evidence(path=self.name, format=SourceFormat.NCCL_LOG, collectives=collectives)
         evidence.identities = [self._identity(c) for c in self.comms]
         evidence.watchdog = [self._event(line, fields) for line, fields in sorted(self.events, key=lambda e: e[0])]
@@ -432,7 +433,9 @@ class _LogParser:
 
     def _event_fields(self, line: int, g: dict, kind: str, message: str, where: tuple) -> dict:
         comm = self._comm_at(*where, line) if where[2] else None
-        return {"kind": kind, "message": message, "host": where[0], "pid": where[1], "dev": _int(g["dev"]), "comm": comm}
+        return {
+            "kind": kind, "message": message, "host": where[0], "pid": where[1], "dev": _int(g["dev"]), "comm": comm,
+        }
 
     def _comm_at(self, host: str | None, pid: int | None, ptr: str, line: int) -> _Comm | None:
         """The communicator `ptr` pointed to in process (host, pid) at `line`: its most recent INIT before."""
@@ -489,7 +492,8 @@ class _LogParser:
         stamped = candidates.select(text.str.contains(_STAMP).any()).item()
         rows = candidates.select(
             "line",
-            text.str.replace_all(_CUT, "|", literal=False).alias("shape"),
+            text.str.replace_all(_STAMP + "|" + _CUT if stamped else _CUT, "|", literal=False).alias("shape"),
+            text.str.extract(_COUNT, 1).cast(pl.Int64, strict=False).alias("count"),
             (text.str.extract(_STAMP, 1) if stamped else pl.lit(None, pl.String)).alias("ts"),
             (text.str.count_matches(_COLL_MARK, literal=True) > 1).alias("merged"),  # two COLL lines run together
         )
@@ -530,7 +534,6 @@ class _LogParser:
         redops = {str(k): v for k, v in NCCL_REDOPS.items()}
         shapes = shapes.with_columns(
             pl.col("op").replace_strict(ops, default=pl.col("op"), return_dtype=pl.String),
-            pl.col("count").cast(pl.Int64, strict=False),
             pl.col("dt").replace_strict(dtypes, default=pl.lit("nccl_dtype_") + pl.col("dt"), return_dtype=pl.String)
             .alias("dtype"),
             pl.col("redop").replace_strict(redops, default=pl.col("redop"), return_dtype=pl.String),
@@ -580,9 +583,13 @@ class _LogParser:
         self, rows: pl.DataFrame, shapes: pl.DataFrame, whos: pl.DataFrame, comms: pl.DataFrame
     ) -> pl.DataFrame:
         """Assemble COLLECTIVE_SCHEMA's columns: fields by shape (`sid`), communicator by INIT (`cid`), seq."""
-        by_cid = {name: pl.lit(comms[name]).gather(pl.col("cid")) for name in ("comm", "comm_rank", "comm_size", "rank")}
-        by_sid = {name: pl.lit(shapes[name]).gather(pl.col("sid")) for name in
-                  ("op", "count", "dtype", "redop", "root", "nranks", "host", "pid")}
+        by_cid = {
+            name: pl.lit(comms[name]).gather(pl.col("cid")) for name in ("comm", "comm_rank", "comm_size", "rank")
+        }
+        by_sid = {
+            name: pl.lit(shapes[name]).gather(pl.col("sid"))
+            for name in ("op", "dtype", "redop", "root", "nranks", "host", "pid")
+        }
         by_who = whos.join(
             pl.DataFrame([(h, p, r) for (h, p), r in self.proc_rank.items()],
                          schema={"host": pl.String, "pid": pl.Int64, "rank": pl.Int64}, orient="row"),
@@ -601,7 +608,9 @@ class _LogParser:
             by_cid["comm_rank"].alias("comm_rank"),
             pl.coalesce(by_sid["nranks"], by_cid["comm_size"]).alias("comm_size"),
             pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("who", "cid").alias("seq"),
-            *[by_sid[name].alias(name) for name in ("op", "count", "dtype", "redop", "root")],
+            by_sid["op"].alias("op"),
+            "count",
+            *[by_sid[name].alias(name) for name in ("dtype", "redop", "root")],
             pl.lit(EventState.LAUNCHED.value).alias("state"),
             (stamp.dt.epoch("us") / 1e6).alias("time"),
             by_sid["host"].alias("host"),

@@ -9,11 +9,14 @@ Every message that says something about a hang becomes a WatchdogEvent, e.g.
 
 Kinds: timeout, blocking_wait_timeout, async_error, watchdog_terminated, pg_status, desync_report,
 desync_report_unavailable, dump_signal, dump_signal_sent, dump, abort, ops_failed, process_down, heartbeat_timeout,
-watchdog_stuck, comm_error, nccl_error, stack_trace, stack_trace_unavailable, nccl_warn, nccl_abort.
+watchdog_stuck, comm_error, nccl_error, stack_trace, stack_trace_unavailable, nccl_warn (NCCL's own WARN lines).
+`abort` is PyTorch's "communicator was aborted on rank N" and NCCL's `Abort COMPLETE` line (as the NCCL-log source
+names it; no rank, since NCCL's rank there is the communicator's).
 
 The rank of a line is the global rank of its `[rankN]:` prefix, else the `[Rank N]` / `[PG ... Rank N]` tag, which
-is the rank inside that process group (so a `[PG ...]` tag of a group other than the default one gives no rank). Line numbers never matter for matching (they change with every release); lines may be
-indented or sit inside a traceback. The same message repeated (PyTorch echoes a timeout in the exception that
+is the rank inside that process group (so a `[PG ...]` tag of a group other than the default one gives no rank).
+Source line numbers never matter for matching (they change with every release); lines may be indented or sit
+inside a traceback. The same message repeated (PyTorch echoes a timeout in the exception that
 ends the watchdog, and again in `what():`) is one event, at its first line.
 """
 
@@ -27,7 +30,7 @@ from ..model import Evidence, Location, ProcessIdentity, ProgressReport, SourceF
 from ..model.kinds import normalize_op
 from .base import InputFile, looks_binary, unreadable
 
-N = r"\d{1,18}(?!\d)"  # numbers that fit in int64 (longer ones do not match at all)
+N = r"[0-9]{1,18}(?![0-9])"  # numbers that fit in int64 (longer ones do not match at all)
 # One cheap test decides whether a line can hold anything of interest.
 _TRIGGER = re.compile(
     r"WorkNCCL|[Ww]atchdog|DESYNC|Timeout at|[Ll]ast enqueued|dump|aborted|NCCL error|NCCL WARN|COMPLETE|"
@@ -68,8 +71,10 @@ _SIMPLE = [  # (kind, pattern): messages that carry no numbers beyond the line's
 ]
 _TERMINATED = re.compile(r"(?:Process group|NCCL) watchdog thread terminated with exception: (?P<what>.*)")
 _ABORTED = re.compile(r"NCCL communicator was aborted on rank (" + N + r")\.?(?P<rest>.*)")
-_NCCL_COMM = re.compile(r"(?:(?P<host>[^\s:\]]+):(?P<pid>\d{1,9}):\d+ \[\d+\] NCCL INFO )?.*?comm (?P<ptr>0x[0-9a-f]+) "
-                        r"rank (?P<rank>\d{1,9}) nranks (?P<size>\d{1,9}) cudaDev (?P<dev>\d{1,9}) (?:nvmlDev \d+ )?"
+_NCCL_PREFIX = re.compile(r"(?P<host>[^\s:\]\[]+):(?P<pid>[0-9]{1,9}):\d+ \[\d+\] NCCL INFO ")
+_NCCL_COMM = re.compile(r"comm (?P<ptr>0x[0-9a-f]+) "
+                        r"rank (?P<rank>[0-9]{1,9}) nranks (?P<size>[0-9]{1,9}) cudaDev (?P<dev>[0-9]{1,9}) "
+                        r"(?:nvmlDev \d+ )?"
                         r"busId (?P<bus>[0-9a-f]+)(?: commId (?P<hash>0x[0-9a-f]+))? - (?P<what>Init|Abort) COMPLETE")
 _STACK = re.compile(r"Stack trace of the failed collective:\s*$")
 _LAUNCHER = r"^(?:\[\w+\]:)?"  # torchrun --tee's `[default0]:` before continuation lines
@@ -97,7 +102,7 @@ _WORK_KINDS = {"timeout", "blocking_wait_timeout", "async_error"}
 
 def _ranks(text: str) -> tuple[int, ...]:
     """`"1, 2, 3"` -> (1, 2, 3)."""
-    return tuple(int(r) for r in re.findall(r"(?<!\d)\d{1,9}(?!\d)", text))
+    return tuple(int(r) for r in re.findall(r"(?<![0-9])[0-9]{1,9}(?![0-9])", text))
 
 
 def _work(text: str) -> dict:
@@ -223,9 +228,9 @@ class _Reader:
         failed = _DESYNC_FAILED.search(text)
         if failed:
             return self.desync_failed(index, failed.group(0), rank)
-        nccl = _NCCL_COMM.search(text)
+        nccl = _NCCL_COMM.search(text) if "COMPLETE" in text else None
         if nccl:
-            self.nccl_comm(number, nccl)
+            self.nccl_comm(number, nccl, _NCCL_PREFIX.search(text))
         if _STACK.search(text):
             return self.stack(index, rank, comm)
         return index + 1
@@ -311,16 +316,16 @@ class _Reader:
         self.event(index + 1, "stack_trace", rank, comm, message=" <- ".join(frames))
         return position
 
-    def nccl_comm(self, number: int, match: re.Match) -> None:
+    def nccl_comm(self, number: int, match: re.Match, prefix: re.Match | None) -> None:
         """NCCL's `comm 0x.. rank R nranks N cudaDev D busId B [commId 0x..] - Init|Abort COMPLETE` line."""
         self.evidence.identities.append(ProcessIdentity(
-            loc=Location(self.name, number), host=match.group("host"),
-            pid=int(match.group("pid")) if match.group("pid") else None, comm=match.group("hash"),
+            loc=Location(self.name, number), host=prefix.group("host") if prefix else None,
+            pid=int(prefix.group("pid")) if prefix else None, comm=match.group("hash"),
             comm_rank=int(match.group("rank")), comm_size=int(match.group("size")),
             cuda_dev=int(match.group("dev")), bus_id=match.group("bus"), comm_ptr=match.group("ptr"),
         ))
         if match.group("what") == "Abort":
-            self.event(number, "nccl_abort", None, match.group("hash"),
+            self.event(number, "abort", None, match.group("hash"),
                        message=f"comm {match.group('ptr')} rank {match.group('rank')} nranks {match.group('size')} "
                                f"- Abort COMPLETE")
 
@@ -362,5 +367,20 @@ class TorchLogSource:
         index = 0
         while index < len(lines):
             index = reader.line(index)
+        _name_groups(evidence)
         return evidence
+
+
+def _name_groups(evidence: Evidence) -> None:
+    """Give a timeout (or desync report) whose line names no process group the group of the `failure detected by
+    watchdog at work sequence id: N` line that the same rank wrote for the same seq, when only one group did."""
+    groups: dict[tuple, set[str]] = {}
+    for event in evidence.watchdog:
+        if event.kind == "pg_status" and event.comm is not None and event.seq is not None:
+            groups.setdefault((event.rank, event.seq), set()).add(event.comm)
+    for index, event in enumerate(evidence.watchdog):
+        if event.comm is None and event.kind in _WORK_KINDS | {"desync_report"}:
+            found = groups.get((event.rank, event.seq), set())
+            if len(found) == 1:
+                evidence.watchdog[index] = replace(event, comm=next(iter(found)))
 
