@@ -15,9 +15,9 @@ from .align.inventory import inventory
 from .align.streams import build_streams
 from .align.timeline import comm_lanes, comms_that_matter, timeline
 from .errors import OutputError, SourceError
-from .model import Diagnostic, Evidence, Location, Severity
+from .model import Diagnostic, Evidence, Location, Severity, SourceFormat
 from .report.postmortem import PostmortemData
-from .sources import discover, parse_file
+from .sources import InputFile, detect, discover, parse_file
 
 ProgressHook = Callable[[str, int, int], None]  # (file name, files done, files total)
 
@@ -94,10 +94,39 @@ def postmortem_paths(paths: list[str], out: str, progress: ProgressHook | None =
     return parsed, data
 
 
+def parse_formats(paths: list[str], formats: set[SourceFormat], progress: ProgressHook | None = None
+                  ) -> tuple[ParsedInputs, list[tuple[str, SourceFormat]]]:
+    """Like parse_paths, but only files detected as one of `formats` are parsed (a soak folder of big NCCL logs
+    is not read through to find its gate journals); the others are returned as (file, format) and skipped.
+    Files no parser recognises are still reported, as in parse_paths."""
+    files, problems = discover(paths)
+    parsed = ParsedInputs(problems=problems)
+    skipped: list[tuple[str, SourceFormat]] = []
+    for index, file in enumerate(files):
+        if progress:
+            progress(file.name, index, len(files))
+        source = _detect(file)
+        if source is not None and source.format not in formats:
+            skipped.append((file.name, source.format))
+            continue
+        parsed.evidence.append(parse_file(file, source.format if source else None))
+    if progress:
+        progress("", len(files), len(files))
+    return parsed, skipped
+
+
+def _detect(file: InputFile):
+    try:
+        return detect(file)
+    except (SourceError, OSError):
+        return None  # parse_file reports it
+
+
 def gate_coverage_paths(paths: list[str], progress: ProgressHook | None = None
                         ) -> tuple[ParsedInputs, GateCoverage]:
-    """Parse the gate journals under `paths` (other formats are ignored) and measure gate coverage per session."""
-    parsed = parse_paths(paths, progress)
+    """Parse the gate journals under `paths` (files of other formats are skipped unread) and measure gate
+    coverage per session (see align/coverage.py for what a session is)."""
+    parsed, _ = parse_formats(paths, {SourceFormat.GATE_JOURNAL}, progress)
     decisions = [g for e in parsed.evidence for g in e.gates]
     coverage = gate_coverage(decisions)
     if not decisions:
@@ -107,18 +136,16 @@ def gate_coverage_paths(paths: list[str], progress: ProgressHook | None = None
 
 def acceptance_paths(paths: list[str], baseline: str | None = None, options: AcceptanceOptions = AcceptanceOptions(),
                      progress: ProgressHook | None = None) -> tuple[ParsedInputs, AcceptanceReport]:
-    """Parse the vLLM logs under `paths` (one run per file) and judge each run's acceptance, optionally against
-    the runs under `baseline` taken together."""
-    parsed = parse_paths(paths, progress)
+    """Parse the vLLM logs under `paths` (one run per file; files of other formats are skipped with a warning)
+    and judge each run's acceptance, optionally against the lines under `baseline` taken together."""
+    parsed, skipped = parse_formats(paths, {SourceFormat.VLLM_METRICS}, progress)
+    for name, fmt in skipped:
+        parsed.problems.append(Diagnostic(Location(name), f"not a vLLM log (reads as {fmt.value}); skipped",
+                                          Severity.WARNING))
     runs = [(e.path, e.metrics) for e in parsed.evidence if e.metrics]
-    for item in parsed.evidence:
-        if item.format is not None and not item.metrics:
-            parsed.problems.append(Diagnostic(Location(item.path), f"no SpecDecoding metrics line (read as "
-                                                                   f"{item.format.value}); not a run",
-                                              Severity.WARNING))
     base = None
     if baseline is not None:
-        base_parsed = parse_paths([baseline])
+        base_parsed, _ = parse_formats([baseline], {SourceFormat.VLLM_METRICS})
         parsed.problems.extend(base_parsed.all_problems)
         lines = [m for e in base_parsed.evidence for m in e.metrics]
         if not lines:

@@ -30,6 +30,9 @@ from ..model import GateChoice, GateDecision, Location
 from .gates import GateDisagreement, by_step, ceiling_start, first_gate_disagreement
 
 
+_PASS = GateChoice.PASS.value
+
+
 class Jurisdiction(str, Enum):
     """Whether a soak run exercised the gate's jurisdiction (the ceiling window)."""
 
@@ -172,8 +175,12 @@ class GateCoverage:
 def session_streams(decisions: list[GateDecision]) -> dict[tuple[str, int], list[GateDecision]]:
     """(folder, session index) -> the session's decisions, split as the module docstring defines."""
     per_rank: dict[tuple[str, int], list[GateDecision]] = defaultdict(list)
+    folders: dict[str, str] = {}
     for d in sorted(decisions, key=lambda d: (d.loc.path, d.loc.line or 0, d.loc.record or 0)):
-        per_rank[(os.path.dirname(d.loc.path) or ".", d.rank)].append(d)
+        folder = folders.get(d.loc.path)
+        if folder is None:
+            folder = folders[d.loc.path] = os.path.dirname(d.loc.path) or "."
+        per_rank[(folder, d.rank)].append(d)
     sessions: dict[tuple[str, int], list[GateDecision]] = defaultdict(list)
     for (folder, _rank), stream in per_rank.items():
         index, previous = 0, None
@@ -206,7 +213,7 @@ def session_coverage(folder: str, index: int, decisions: list[GateDecision], nam
         for rank, d in row.items():
             tally = tallies[rank]
             tally.steps += 1
-            if d.decision == GateChoice.PASS.value:
+            if d.decision == _PASS:
                 tally.passes += 1
             else:
                 tally.skips += 1
@@ -226,7 +233,7 @@ def session_coverage(folder: str, index: int, decisions: list[GateDecision], nam
         steps_in_window=len(in_window_steps) if known else None,
         first_step_in_window=in_window_steps[0] if in_window_steps else None,
         tallies=tallies, disagreeing_steps=disagreeing, missing_steps=missing,
-        disagreement=first_gate_disagreement(decisions), first_location=first.loc,
+        disagreement=first_gate_disagreement(decisions) if disagreeing else None, first_location=first.loc,
     )
 
 

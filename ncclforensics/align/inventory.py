@@ -124,7 +124,8 @@ def missing_evidence(evidence: list[Evidence], diagnosis: Diagnosis) -> list[str
             continue
         absent = sorted(ranks - present)
         if absent:
-            out.append(f"no {label} for rank(s) {_span(absent)} (rank(s) {_span(sorted(present))} have one)")
+            out.append(f"no {label} with records of rank(s) {_span(absent)} (rank(s) {_span(sorted(present))} "
+                       f"have one)")
     for comm, history in sorted(diagnosis.ras.items()):
         if history.missing_ranks:
             out.append(f"RAS lists comm rank(s) {_span(history.missing_ranks)} of comm {comm} as missing "

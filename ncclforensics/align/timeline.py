@@ -13,9 +13,11 @@ import polars as pl
 
 from ..model import Location, WatchdogEvent
 from .diagnosis import STOP_EVENTS, Diagnosis
-from .divergence import EXTRA, MISSING
+from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED
 
 MAX_TIME_POINTS = 2000  # per rank, for the seq-against-time panel
+MAX_RUNS = 20_000  # over all ranks; past it, runs are kept only near the root/wedge (see CommLanes.detail)
+DETAIL_HALF_WIDTH = 200  # seqs either side of the focus kept in detail
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,10 @@ class CommLanes:
     launched: dict[int, int]
     completed: dict[int, int | None]
     times: dict[int, tuple[list[float], list[int]]] = field(default_factory=dict)  # rank -> (times, seqs)
+    extents: dict[int, tuple[int, int]] = field(default_factory=dict)  # rank -> (first seq, last seq) read
+    # None: `runs` cover every seq. Otherwise the seq range they cover: a stream whose signatures alternate
+    # (AllReduce, AllGather, AllReduce, ... per layer) has as many runs as collectives, far too many to draw.
+    detail: tuple[int, int] | None = None
 
     @property
     def labels(self) -> list[str]:
@@ -87,13 +93,21 @@ def comm_lanes(frame: pl.DataFrame, diagnosis: Diagnosis, comm: str) -> CommLane
         pl.col("rank").first(), pl.col("seq").min().alias("lo"), pl.col("seq").max().alias("hi"),
         pl.col("label").first(),
     )
+    detail = None
+    if grouped.height > MAX_RUNS:
+        focus = _focus(diagnosis, comm, int(rows.get_column("seq").max()))
+        detail = (focus - DETAIL_HALF_WIDTH, focus + DETAIL_HALF_WIDTH)
+        grouped = grouped.filter((pl.col("hi") >= detail[0]) & (pl.col("lo") <= detail[1]))
     for rank, lo, hi, text in grouped.select("rank", "lo", "hi", "label").iter_rows():
         runs.setdefault(rank, []).append(LaneRun(lo, hi, text))
+    extents = {rank: (lo, hi) for rank, lo, hi in rows.group_by("rank").agg(
+        pl.col("seq").min(), pl.col("seq").max().alias("hi")).iter_rows()}
     analysis = diagnosis.comms.get(comm)
     lanes = CommLanes(
-        comm=comm, ranks=sorted(runs), runs=runs,
+        comm=comm, ranks=sorted(extents), runs=runs,
         launched=dict(analysis.launched) if analysis else {},
         completed=dict(analysis.completed) if analysis else {},
+        extents=extents, detail=detail,
     )
     if rows.height and rows.get_column("time").null_count() == 0:
         for (rank,), part in rows.group_by("rank", maintain_order=True):
@@ -103,6 +117,15 @@ def comm_lanes(frame: pl.DataFrame, diagnosis: Diagnosis, comm: str) -> CommLane
                 sample = pl.concat([sample, part.tail(1)])
             lanes.times[rank] = (sample.get_column("time").to_list(), sample.get_column("seq").to_list())
     return lanes
+
+
+def _focus(diagnosis: Diagnosis, comm: str, last: int) -> int:
+    """The seq a reader looks at first in `comm`: the root's, else the wedge's, else the last one."""
+    if diagnosis.root is not None and diagnosis.root.comm == comm:
+        return diagnosis.root.seq
+    if diagnosis.wedge is not None and diagnosis.wedge.comm == comm:
+        return diagnosis.wedge.seq
+    return last
 
 
 @dataclass(frozen=True)
@@ -130,8 +153,9 @@ def timeline(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Timeli
     if root is not None:
         where = f"seq {root.seq}" if root.seq_range[0] == root.seq_range[1] else \
             f"seq {root.seq_range[0]}..{root.seq_range[1]}"
-        what = {EXTRA: "launch a collective the others do not", MISSING: "skip a collective the others launch"}
-        verb = what.get(root.kind, f"diverge ({root.kind})")
+        verb = {EXTRA: "launch a collective the others do not", MISSING: "skip a collective the others launch",
+                DIFFERENT_OPS: "launch a different collective than the others",
+                STOPPED: f"stop launching (nothing after seq {root.seq - 1})"}.get(root.kind, f"diverge ({root.kind})")
         step = f" (step {diagnosis.root_step})" if diagnosis.root_step is not None else ""
         out.append(TimelineEntry(f"{where}{step}",
                                  f"root: rank(s) {_ranks(root.outlier_ranks)} {verb} in comm {root.comm}",

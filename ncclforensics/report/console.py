@@ -171,21 +171,24 @@ def render_coverage(console: Console, c: GateCoverage, max_sessions: int = 25) -
     ranked = sorted(c.sessions, key=lambda s: (s.disagreement is None, not s.exercised, c.sessions.index(s)))
     table = Table(title=f"Sessions ({min(max_sessions, len(ranked))} of {len(ranked)}: disagreements and "
                         f"exercised first)", title_justify="left", show_edge=False)
-    for column in ("session", "ranks", "steps", "ceiling", "max seq", "in window", "pass/skip per rank",
-                   "lockstep", "first disagreement"):
+    for column in ("session", "steps", "max seq / ceiling", "in window", "pass/skip per rank", "lockstep",
+                   "first disagreement"):
         table.add_column(column, overflow="fold")
+    receipts = []
     for s in ranked[:max_sessions]:
         counts = " ".join(f"{r}:{t.passes}/{t.skips}" for r, t in sorted(s.tallies.items()))
         first = "-"
         if s.disagreement is not None:
             g = s.disagreement
-            first = (f"[red]step {g.step}[/]: pass {','.join(map(str, g.passed)) or '-'}, skip "
-                     f"{','.join(map(str, g.skipped)) or '-'} ({g.locations[0]})")
-        table.add_row(s.name, _span(s.ranks), str(s.steps), "?" if s.ceiling_start is None else str(s.ceiling_start),
-                      "?" if s.max_seq is None else str(s.max_seq),
+            first = f"[red]step {g.step}[/]: pass {','.join(map(str, g.passed)) or '-'}"
+            receipts.append(f"{s.name}: step {g.step}: " + ", ".join(str(loc) for loc in g.locations))
+        limit = "?" if s.ceiling_start is None else str(s.ceiling_start)
+        table.add_row(s.name, str(s.steps), f"{'?' if s.max_seq is None else s.max_seq} / {limit}",
                       "unknown" if s.steps_in_window is None else str(s.steps_in_window), counts,
                       "yes" if s.lockstep else "[yellow]no[/]", first)
     console.print(table)
+    for line in receipts:
+        console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
 
 
 def render_acceptance(console: Console, report: AcceptanceReport) -> None:

@@ -1,0 +1,437 @@
+"""Plots. Each `plot_*` takes analysis values and returns a matplotlib Figure; the caller saves it.
+
+matplotlib is imported lazily (commands without plots never load it) and figures are built on the Agg canvas
+directly, without pyplot, so no global backend or figure registry is touched. Marks a reader (or a test) looks
+for carry a `gid`: `window`, `root`, `root-range`, `wedge`, `ceiling`, `disagreement`, `threshold`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import TYPE_CHECKING
+
+from ..align.acceptance import AcceptanceReport
+from ..align.coverage import GateCoverage, steps_near_ceiling
+from ..align.divergence import Root
+from ..align.gates import GateDisagreement, ceiling_start
+from ..align.ras import RasHistory
+from ..align.timeline import CommLanes
+from ..align.wedge import Wedge, Window
+from ..errors import ForensicsError
+from ..model import GateChoice, GateDecision
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+ZOOM_ABOVE = 400  # lanes spanning more seqs than this get a second panel zoomed on the root (or the wedge)
+_PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD"]
+
+
+def _figure(width: float, height: float, rows: int = 1, height_ratios: list[float] | None = None, cols: int = 1):
+    """A Figure on an Agg canvas and its axes (a flat list, row by row)."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as e:  # matplotlib is a dependency; a broken install still gets a clear message
+        raise ForensicsError("matplotlib is needed for plots", hint="pip install matplotlib") from e
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, cols, squeeze=False, height_ratios=height_ratios)
+    return fig, list(axes.flat)
+
+
+def png_bytes(fig: "Figure", dpi: int = 110) -> bytes:
+    """The figure as PNG bytes (what the postmortem writes and embeds)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+# --- communicator timelines -------------------------------------------------------------------------------
+
+
+def plot_comm_timeline(lanes: CommLanes, root: Root | None = None, window: Window | None = None,
+                       wedge: Wedge | None = None, first_visible: int | None = None) -> "Figure":
+    """Per-rank launched collectives of one communicator against seq (one lane per rank, coloured by
+    signature), the root collective (red star), the wedge (black X) and the corrupt-and-continue window (shaded);
+    below, when the sources give times, each rank's launched seq against time with the same marks."""
+    root = root if root is not None and root.comm == lanes.comm else None
+    window = window if window is not None and window.comm == lanes.comm else None
+    wedge = wedge if wedge is not None and wedge.comm == lanes.comm else None
+    first = min((lo for lo, _ in lanes.extents.values()), default=1)
+    last = max((hi for _, hi in lanes.extents.values()), default=1)
+    focus = root.seq if root else (wedge.seq if wedge else None)
+    if focus is None and lanes.detail is not None:
+        focus = (lanes.detail[0] + lanes.detail[1]) // 2
+    zoom = focus is not None and last - first > ZOOM_ABOVE
+    rows = 1 + int(zoom) + int(bool(lanes.times))
+    lane_height = 0.45 * max(len(lanes.ranks), 2) + 1.2
+    heights = [lane_height] * (1 + int(zoom)) + ([2.6] if lanes.times else [])
+    fig, axes = _figure(11, sum(heights) + 0.8, rows, heights)
+    colors = {label: _PALETTE[i] if i < len(_PALETTE) else "#BBBBBB" for i, label in enumerate(lanes.labels)}
+    fig.suptitle(f"comm {lanes.comm}: collectives launched per rank", fontsize=12)
+    _draw_lanes(axes[0], lanes, colors, root, window, wedge, first_visible, (first - 1, last + 2))
+    axes[0].set_title("whole stream" if zoom else "", fontsize=9, loc="left")
+    if zoom:
+        low = max(first - 1, focus - 40)
+        _draw_lanes(axes[1], lanes, colors, root, window, wedge, first_visible, (low, min(last + 2, focus + 40)))
+        axes[1].set_title(f"zoom on seq {focus}", fontsize=9, loc="left")
+    from matplotlib.lines import Line2D
+
+    handles = [_patch(colors[label], label) for label in lanes.labels[:len(_PALETTE)]]
+    if root:
+        handles.append(Line2D([], [], label=_mark_label("root", root, wedge), marker="*", color="red",
+                              markersize=12, linestyle="none"))
+    if first_visible is not None and (root is None or first_visible != root.seq):
+        handles.append(Line2D([], [], color="purple", linestyle=":", label=f"first visible mismatch, seq {first_visible}"))
+    if wedge:
+        handles.append(Line2D([], [], label=_mark_label("wedge", root, wedge), marker="X", color="black",
+                              markersize=9, linestyle="none"))
+        if wedge.absent_ranks:
+            handles.append(Line2D([], [], label=f"never launched seq {wedge.seq}", marker="o", markerfacecolor="white",
+                                  markeredgecolor="black", linestyle="none"))
+    if window:
+        handles.append(_patch("orange", f"corrupt-and-continue window, seq {window.first_seq}..{window.last_seq}",
+                              alpha=0.25))
+    axes[0].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    if lanes.times:
+        _draw_times(axes[-1], lanes, root, window, wedge)
+    return fig
+
+
+def _mark_label(mark: str, root: Root | None, wedge: Wedge | None) -> str:
+    if mark == "root" and root:
+        where = f"seq {root.seq}" if root.seq_range[0] == root.seq_range[1] else \
+            f"seq {root.seq_range[0]}..{root.seq_range[1]}"
+        return f"root ({root.kind}), {where}, rank(s) {', '.join(map(str, root.outlier_ranks))}"
+    return f"wedge ({wedge.kind.value}), seq {wedge.seq}" if wedge else ""
+
+
+def _patch(color: str, label: str, alpha: float = 1.0):
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor=color, alpha=alpha, label=label)
+
+
+def _draw_lanes(ax: "Axes", lanes: CommLanes, colors: dict[str, str], root: Root | None, window: Window | None,
+                wedge: Wedge | None, first_visible: int | None, xlim: tuple[int, int]) -> None:
+    y = {rank: i for i, rank in enumerate(lanes.ranks)}
+    for rank, (lo, hi) in lanes.extents.items():  # what was read, under the runs (all of it, or a gap)
+        ax.hlines(y[rank], lo - 0.45, hi + 0.45, colors="#BBBBBB", linewidth=3, gid="extent")
+    if lanes.detail is not None and (xlim[0] < lanes.detail[0] or xlim[1] > lanes.detail[1]):
+        ax.text(0.01, 0.02, f"signatures drawn for seq {lanes.detail[0]}..{lanes.detail[1]} only (too many runs)",
+                transform=ax.transAxes, fontsize=7, color="dimgray")
+    segments: dict[str, tuple[list, list, list]] = {}  # one hlines call per signature, not per run
+    for rank, runs in lanes.runs.items():
+        for run in runs:
+            if run.last_seq < xlim[0] or run.first_seq > xlim[1]:
+                continue
+            ys, starts, ends = segments.setdefault(run.label, ([], [], []))
+            ys.append(y[rank])
+            starts.append(run.first_seq - 0.45)
+            ends.append(run.last_seq + 0.45)
+    for label, (ys, starts, ends) in segments.items():
+        ax.hlines(ys, starts, ends, colors=colors[label], linewidth=9, gid=f"lane:{label}")
+    if window:
+        ax.axvspan(window.first_seq - 0.5, window.last_seq + 0.5, color="orange", alpha=0.22, gid="window",
+                   zorder=0)
+    if root:
+        if root.seq_range[0] != root.seq_range[1]:
+            ax.axvspan(root.seq_range[0] - 0.5, root.seq_range[1] + 0.5, facecolor="none", edgecolor="red",
+                       hatch="//", alpha=0.6, gid="root-range", zorder=0)
+        outliers = [r for r in root.outlier_ranks if r in y] or list(y)
+        ax.axvline(root.seq, color="red", linestyle="--", linewidth=1, gid="root-line")
+        ax.plot([root.seq] * len(outliers), [y[r] for r in outliers], marker="*", color="red", markersize=16,
+                markeredgecolor="darkred", linestyle="none", gid="root", zorder=5)
+    if first_visible is not None and (root is None or first_visible != root.seq):
+        ax.axvline(first_visible, color="purple", linestyle=":", linewidth=1.2, gid="first-visible")
+    if wedge:
+        inside = [r for r in wedge.waiting_ranks if r in y] or list(y)
+        ax.axvline(wedge.seq, color="black", linestyle="--", linewidth=1, gid="wedge-line")
+        ax.plot([wedge.seq] * len(inside), [y[r] for r in inside], marker="X", color="black", markersize=11,
+                linestyle="none", gid="wedge", zorder=5)
+        for rank in wedge.absent_ranks:
+            if rank in y:
+                ax.plot([wedge.seq], [y[rank]], marker="o", markerfacecolor="white", markeredgecolor="black",
+                        markersize=9, linestyle="none", gid="wedge-absent", zorder=5)
+    ax.set_yticks(range(len(lanes.ranks)), [f"rank {r}" for r in lanes.ranks])
+    if root:
+        for label in ax.get_yticklabels():
+            if label.get_text() in {f"rank {r}" for r in root.outlier_ranks}:
+                label.set_color("red")
+    ax.set_ylim(len(lanes.ranks) - 0.4, -0.6)
+    ax.set_xlim(*xlim)
+    ax.ticklabel_format(axis="x", useOffset=False, style="plain")
+    ax.set_xlabel("seq (1-based launch order in the communicator)")
+    ax.grid(axis="x", alpha=0.3)
+
+
+def _draw_times(ax: "Axes", lanes: CommLanes, root: Root | None, window: Window | None, wedge: Wedge | None) -> None:
+    start = min(t[0] for t, _ in lanes.times.values() if t)
+    for i, rank in enumerate(sorted(lanes.times)):
+        times, seqs = lanes.times[rank]
+        ax.step([t - start for t in times], seqs, where="post", label=f"rank {rank}",
+                color=_PALETTE[i % len(_PALETTE)], linewidth=1.4)
+    if window:
+        ax.axhspan(window.first_seq - 0.5, window.last_seq + 0.5, color="orange", alpha=0.22, gid="window-time")
+    if root:
+        ax.axhline(root.seq, color="red", linestyle="--", linewidth=1, gid="root-time")
+    if wedge:
+        ax.axhline(wedge.seq, color="black", linestyle="--", linewidth=1, gid="wedge-time")
+    ax.set_xlabel("seconds since the first collective (Flight Recorder times)")
+    ax.set_ylabel("seq launched")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.grid(alpha=0.3)
+
+
+# --- gate decisions ----------------------------------------------------------------------------------------
+
+
+def plot_gates(decisions: list[GateDecision], disagreement: GateDisagreement | None = None) -> "Figure":
+    """Per-rank gate decisions per step near the ceiling: the sequence length each rank saw against step with
+    `max_model_len - spec_tokens + 1` drawn when journaled, and the decision grid; the disagreeing step is
+    highlighted in both."""
+    shown = steps_near_ceiling(decisions, disagreement.step if disagreement else None)
+    ceiling = ceiling_start(decisions)
+    ranks = sorted({d.rank for d in shown})
+    has_seq = any(d.seq is not None for d in shown)
+    rows = 2 if has_seq else 1
+    fig, axes = _figure(11, 2.8 * rows + 0.45 * len(ranks), rows,
+                        [3.0, 0.9 + 0.35 * len(ranks)] if has_seq else None)
+    title = "drafter gate decisions per step"
+    if disagreement:
+        title += f": ranks disagree at step {disagreement.step}"
+    fig.suptitle(title, fontsize=12)
+    if has_seq:
+        ax = axes[0]
+        for i, rank in enumerate(ranks):
+            mine = sorted((d for d in shown if d.rank == rank and d.seq is not None), key=lambda d: d.step)
+            color = _PALETTE[i % len(_PALETTE)]
+            ax.plot([d.step for d in mine], [d.seq for d in mine], color=color, linewidth=1, label=f"rank {rank}")
+            passed = [d for d in mine if d.decision == GateChoice.PASS.value]
+            skipped = [d for d in mine if d.decision != GateChoice.PASS.value]
+            ax.plot([d.step for d in passed], [d.seq for d in passed], "o", color=color, markersize=5)
+            ax.plot([d.step for d in skipped], [d.seq for d in skipped], "x", color=color, markersize=6)
+        if ceiling is not None:
+            ax.axhline(ceiling, color="red", linewidth=1.5, gid="ceiling",
+                       label=f"max_model_len - spec_tokens + 1 = {ceiling}")
+        else:
+            ax.text(0.01, 0.95, "ceiling window unknown: the journal lacks max_model_len/spec_tokens",
+                    transform=ax.transAxes, fontsize=9, va="top", color="dimgray", gid="ceiling-unknown")
+        ax.set_ylabel("sequence length seen")
+        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False,
+                  title="o pass, x skip", title_fontsize=8)
+        ax.grid(alpha=0.3)
+    grid = axes[-1]
+    y = {rank: i for i, rank in enumerate(ranks)}
+    passed = [d for d in shown if d.decision == GateChoice.PASS.value]
+    skipped = [d for d in shown if d.decision != GateChoice.PASS.value]
+    grid.plot([d.step for d in passed], [y[d.rank] for d in passed], "s", color="#2E8B57", markersize=8,
+              linestyle="none", label="pass", gid="pass")
+    grid.plot([d.step for d in skipped], [y[d.rank] for d in skipped], "s", markerfacecolor="white",
+              markeredgecolor="gray", markersize=8, linestyle="none", label="skip", gid="skip")
+    if disagreement:
+        for ax in axes:
+            ax.axvspan(disagreement.step - 0.5, disagreement.step + 0.5, color="red", alpha=0.18,
+                       gid="disagreement")
+        outliers = [r for r in disagreement.outlier_ranks if r in y]
+        grid.plot([disagreement.step] * len(outliers), [y[r] for r in outliers], "o", markerfacecolor="none",
+                  markeredgecolor="red", markersize=15, markeredgewidth=2, linestyle="none", gid="outliers")
+    grid.set_yticks(range(len(ranks)), [f"rank {r}" for r in ranks])
+    grid.set_ylim(len(ranks) - 0.5, -0.5)
+    grid.set_xlabel("decode step")
+    grid.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    grid.grid(axis="x", alpha=0.3)
+    if has_seq:
+        grid.sharex(axes[0])
+    return fig
+
+
+# --- RAS -----------------------------------------------------------------------------------------------------
+
+
+def plot_ras(histories: dict[str, RasHistory], comms: list[str] | None = None, max_panels: int = 6) -> "Figure":
+    """RAS launched counts per collective type and rank across the replies (oldest first): one panel per
+    (communicator, collective type) with its own scale, titled stuck (unchanged while ranks disagree) or moving.
+    Ranks at one count draw on top of each other, so each group is named at the last reply."""
+    panels: list[tuple[str, str, dict[int, list[float]]]] = []
+    with_counts = [c for c, h in histories.items() if any(_ras_counts(block) for _, block in h.states)]
+    order = list(dict.fromkeys([c for c in (comms or []) if c in with_counts] + sorted(with_counts)))
+    for comm in order:
+        history = histories[comm]
+        series: dict[str, dict[int, list[float]]] = {}
+        for index, (_, block) in enumerate(history.states):
+            for (op, rank), n in _ras_counts(block).items():
+                per_rank = series.setdefault(op, {})
+                per_rank.setdefault(rank, [float("nan")] * len(history.states))[index] = n
+        for op, per_rank in sorted(series.items()):
+            if any(v for values in per_rank.values() for v in values if v == v):
+                panels.append((comm, op, per_rank))
+    panels = panels[:max_panels]
+    if not panels:
+        fig, axes = _figure(11, 2.0, 1)
+        fig.suptitle("RAS launched-collective counts per type and rank across replies", fontsize=12)
+        axes[0].text(0.5, 0.5, "no RAS reply gives per-rank counts", ha="center", va="center",
+                     transform=axes[0].transAxes)
+        axes[0].set_axis_off()
+        return fig
+    fig, axes = _figure(13, 2.4 * len(panels) + 0.7, len(panels), cols=2)
+    fig.suptitle("RAS launched-collective counts per type and rank across replies (left), and how far each rank "
+                 "is behind the leading rank (right)", fontsize=11)
+    from matplotlib.ticker import MaxNLocator
+
+    markers = "osD^v<>ph"
+    for index, (comm, op, per_rank) in enumerate(panels):
+        ax, lag_ax = axes[2 * index], axes[2 * index + 1]
+        history = histories[comm]
+        n = len(history.states)
+        for j, (rank, values) in enumerate(sorted(per_rank.items())):
+            ax.plot(range(n), values, marker=markers[j % len(markers)], color=_PALETTE[j % len(_PALETTE)],
+                    linewidth=1.2, markersize=5, label=f"comm rank {rank}", gid=f"ras:{comm}:{op}:{rank}")
+        last: dict[float, list[int]] = {}
+        for rank, values in sorted(per_rank.items()):
+            if values[-1] == values[-1]:
+                last.setdefault(values[-1], []).append(rank)
+        for count, group in sorted(last.items()):
+            ax.annotate(f"{count:g}: comm rank(s) {', '.join(map(str, group))}", (n - 1, count), xytext=(-4, 5),
+                        textcoords="offset points", fontsize=8, color="dimgray", ha="right")
+        values = [v for vs in per_rank.values() for v in vs if v == v]
+        pad = 0.6 + 0.2 * (max(values) - min(values))
+        ax.set_ylim(min(values) - pad, max(values) + pad)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlim(-0.3, n - 0.7)
+        state = ("stuck: counts unchanged while ranks disagree" if history.stuck else
+                 "moving: counts changed between replies" if history.moving else
+                 "one reply per format: progress unknown" if history.moving is None else "unchanged, ranks agree")
+        ax.set_title(f"comm {comm}, {op}: {state}", fontsize=10, loc="left")
+        ax.set_xticks(range(n), [_reply_label(s) for s, _ in history.states], rotation=15, fontsize=7, ha="right")
+        ax.set_ylabel(f"{op} launched", fontsize=8)
+        ax.grid(alpha=0.3)
+        leaders = [max((v[i] for v in per_rank.values() if v[i] == v[i]), default=float("nan")) for i in range(n)]
+        for j, (rank, values) in enumerate(sorted(per_rank.items())):
+            behind = [v - lead for v, lead in zip(values, leaders)]
+            lag_ax.plot(range(n), behind, marker=markers[j % len(markers)], color=_PALETTE[j % len(_PALETTE)],
+                        linewidth=1.2, markersize=5, label=f"comm rank {rank}", gid=f"ras-lag:{comm}:{op}:{rank}")
+        lags = [v - lead for vs in per_rank.values() for v, lead in zip(vs, leaders) if v == v]
+        lag_ax.set_ylim(min(lags + [0]) - 0.6, 0.6)
+        lag_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        lag_ax.set_xlim(-0.3, n - 0.7)
+        lag_ax.set_xticks(range(n), [_reply_label(s) for s, _ in history.states], rotation=15, fontsize=7,
+                          ha="right")
+        lag_ax.set_ylabel("minus the leader", fontsize=8)
+        lag_ax.grid(alpha=0.3)
+        lag_ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    return fig
+
+
+def _ras_counts(block) -> dict[tuple[str, int], int]:
+    """(collective type, comm rank) -> launched count in one reply's block (per-rank counts, else the ranks
+    listed in its MISMATCH groups)."""
+    counts = {(op, r.rank): n for r in block.ranks for op, n in r.counts.items()}
+    for group in block.count_groups:
+        for rank in group.ranks:
+            counts.setdefault((group.op or "ops", rank), group.count or 0)
+    return counts
+
+
+def _reply_label(snapshot) -> str:
+    name = os.path.basename(snapshot.loc.path)
+    return f"{name} {snapshot.time}" if snapshot.time else name
+
+
+# --- soak coverage and acceptance --------------------------------------------------------------------------
+
+
+def plot_coverage(coverage: GateCoverage) -> "Figure":
+    """Steps inside the ceiling window per session (bars; disagreeing sessions marked red), and each session's
+    largest sequence length against its ceiling."""
+    sessions = coverage.sessions
+    fig, axes = _figure(11, 6, 2, [1.0, 1.0])
+    fig.suptitle(f"gate coverage over {len(sessions)} session(s): {coverage.verdict.label}", fontsize=12)
+    x = list(range(len(sessions)))
+    top, bottom = axes
+    top.bar(x, [s.steps for s in sessions], color="#DDDDDD", width=0.9, label="steps journaled")
+    top.bar(x, [s.steps_in_window or 0 for s in sessions], color="#4C72B0", width=0.9,
+            label="steps in the ceiling window", gid="exercised")
+    unknown = [i for i, s in enumerate(sessions) if s.exercised is None]
+    if unknown:
+        top.bar(unknown, [sessions[i].steps for i in unknown], color="none", edgecolor="gray", hatch="..",
+                width=0.9, label="window unknown", gid="unknown")
+    bad = [i for i, s in enumerate(sessions) if s.disagreement is not None]
+    if bad:
+        top.plot(bad, [sessions[i].steps for i in bad], "v", color="red", markersize=7, linestyle="none",
+                 label="gates disagreed", gid="disagreements")
+    top.set_ylabel("steps")
+    top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    top.grid(axis="y", alpha=0.3)
+    known = [i for i, s in enumerate(sessions) if s.max_seq is not None]
+    bottom.plot(known, [sessions[i].max_seq for i in known], "o", markersize=3, color="#4C72B0",
+                label="largest sequence length seen")
+    limits = [i for i, s in enumerate(sessions) if s.ceiling_start is not None]
+    if limits:
+        bottom.plot(limits, [sessions[i].ceiling_start for i in limits], "_", color="red", markersize=9,
+                    markeredgewidth=2, linestyle="none", label="max_model_len - spec_tokens + 1", gid="ceiling")
+    bottom.set_ylabel("sequence length")
+    bottom.set_xlabel("session (in input order)")
+    bottom.ticklabel_format(axis="y", useOffset=False, style="plain")
+    bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    bottom.grid(alpha=0.3)
+    bottom.sharex(top)
+    return fig
+
+
+def plot_acceptance(report: AcceptanceReport) -> "Figure":
+    """Per-position acceptance rate of every run side by side (left) and conditional acceptance with the
+    collapse threshold (right); the baseline dashed black, collapsed runs drawn thick with red markers."""
+    fig, (left, right) = _figure(12, 5.2 + 0.25 * ((len(report.runs) + 3) // 3), 1, cols=2)
+    fig.suptitle("speculative decoding: acceptance per draft position", fontsize=12)
+    runs = list(report.runs) + ([report.baseline] if report.baseline else [])
+    names = [os.path.basename(r.file) for r in runs]
+    names = [n if names.count(n) == 1 else r.file for n, r in zip(names, runs)]
+    without = []
+    styles = ["-", "--", "-.", ":"]
+    for i, (run, name) in enumerate(zip(runs, names)):
+        positions = [k for k, v in enumerate(run.per_position) if v is not None]
+        if not positions:
+            without.append(name)
+            continue
+        is_base = run is report.baseline
+        label = f"baseline: {name}" if is_base else name + (" (collapsed)" if run.collapsed else "")
+        if is_base:
+            style = dict(color="black", linestyle="--", linewidth=1.5)
+        else:
+            style = dict(color=_PALETTE[i % len(_PALETTE)], linestyle=styles[(i // len(_PALETTE)) % 4],
+                         linewidth=2.6 if run.collapsed else 1.4)
+            if run.collapsed:
+                style.update(markeredgecolor="red", markeredgewidth=1.5)
+        left.plot(positions, [run.per_position[k] for k in positions], marker="o", label=label,
+                  gid=f"run:{run.file}", **style)
+        later = [k for k, v in enumerate(run.conditional) if v is not None]
+        right.plot(later, [run.conditional[k] for k in later], marker="o", label=label,
+                   gid=f"conditional:{run.file}", **style)
+    right.axhline(report.options.threshold, color="red", linewidth=1.2, gid="threshold",
+                  label=f"collapse threshold {report.options.threshold:g}")
+    for ax, what in ((left, "acceptance rate (accepted / drafts)"),
+                     (right, "conditional acceptance (rate k / rate k-1)")):
+        ax.set_xlabel("draft position")
+        ax.set_ylabel(what)
+        ax.set_ylim(-0.02, 1.05)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.grid(alpha=0.3)
+    title = None
+    if without:
+        title = "no per-position rates (not drawn): " + ", ".join(without[:6]) + (" ..." if len(without) > 6 else "")
+    handles, labels = right.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(3, len(labels)), fontsize=8, frameon=False,
+               title=title, title_fontsize=8)
+    return fig
+
+
+def write_png(fig: "Figure", path: str, dpi: int = 110) -> str:
+    """Save a figure as PNG at `path` (the CLI's --plot); returns the path."""
+    with open(path, "wb") as f:
+        f.write(png_bytes(fig, dpi))
+    return path

@@ -1,0 +1,259 @@
+"""The postmortem: report.md, a self-contained report.html and the PNGs, from one analysis.
+
+Sections: verdict, timeline, root cause, window, wedge, evidence index, caveats, how to reproduce. Renders only;
+every fact comes from the Diagnosis and the values api.postmortem_paths computed beside it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import __version__
+from ..align.diagnosis import Diagnosis
+from ..align.gates import decision_tuple
+from ..align.inventory import Inventory
+from ..align.reconcile import CUDA_GRAPH_NOTE
+from ..align.timeline import CommLanes, TimelineEntry
+from ..model import GateDecision, Verdict
+from . import plots
+from .document import Block, Bullets, Code, Heading, Image, Mono, Para, Table, render_html, render_markdown
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+REPORT_MD, REPORT_HTML = "report.md", "report.html"
+
+
+@dataclass
+class PostmortemData:
+    """Everything a postmortem shows (built by api.postmortem_paths)."""
+
+    diagnosis: Diagnosis
+    out: Path
+    command: str  # the exact command that reproduces this report
+    diff_command: str
+    workdir: str
+    lanes: list[CommLanes] = field(default_factory=list)
+    gates: list[GateDecision] = field(default_factory=list)
+    inventory: Inventory | None = None
+    timeline: list[TimelineEntry] = field(default_factory=list)
+
+
+def _png_name(prefix: str, comm: str) -> str:
+    return f"{prefix}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', comm)[:80]}.png"
+
+
+def build_figures(data: PostmortemData) -> dict[str, tuple["Figure", str]]:
+    """The plots, by PNG file name, with their captions: one timeline per communicator that matters, the gate
+    decisions, the RAS counts."""
+    d = data.diagnosis
+    figures: dict[str, tuple[Figure, str]] = {}
+    for lanes in data.lanes:
+        visible = d.first_visible[1] if d.first_visible and d.first_visible[0] == lanes.comm else None
+        fig = plots.plot_comm_timeline(lanes, d.root, d.window, d.wedge, visible)
+        figures[_png_name("timeline", lanes.comm)] = (
+            fig, f"Collectives launched per rank in comm {lanes.comm}: root (red star), wedge (black X), "
+                 f"corrupt-and-continue window (shaded)")
+    if data.gates:
+        figures["gates.png"] = (plots.plot_gates(data.gates, d.gate),
+                                "Drafter gate decisions per step near the ceiling (disagreeing step highlighted)")
+    if d.ras:
+        order = list(dict.fromkeys(c for c in ([d.root.comm] if d.root else []) + ([d.wedge.comm] if d.wedge else [])
+                                   if c in d.ras))
+        order += [c for c, h in sorted(d.ras.items()) if h.disagree and c not in order]
+        order += [c for c in sorted(d.ras) if c not in order]
+        figures["ras.png"] = (plots.plot_ras(d.ras, order),
+                              "RAS launched counts per collective type and rank across replies")
+    return figures
+
+
+def build_images(figures: dict[str, tuple["Figure", str]]) -> dict[str, Image]:
+    """The figures rendered as PNG images."""
+    return {name: Image(name, caption, plots.png_bytes(fig)) for name, (fig, caption) in figures.items()}
+
+
+def build_document(data: PostmortemData, images: dict[str, Image]) -> list[Block]:
+    """The report as blocks (see document.py)."""
+    d = data.diagnosis
+    blocks: list[Block] = [Heading("ncclforensics postmortem", 1)]
+    blocks += _verdict(d)
+    blocks.append(Heading("Timeline"))
+    if data.timeline:
+        blocks.append(Table(("when", "what", "evidence"), tuple(
+            (e.when, e.what, Mono(", ".join(str(loc) for loc in e.where)) if e.where else "-")
+            for e in data.timeline)))
+    else:
+        blocks.append(Para("Nothing happened that needs a timeline: the streams agree."))
+    blocks += [img for name, img in images.items() if name.startswith("timeline-")]
+    blocks += _root_cause(d, images)
+    blocks += _window(d)
+    blocks += _wedge(d, images)
+    blocks += _evidence_index(data)
+    blocks += _caveats(data)
+    blocks += [
+        Heading("How to reproduce"),
+        Para(f"Run from {data.workdir} with ncclforensics {__version__}; the first command rewrites this report, "
+             f"the second prints the same analysis as JSON."),
+        Code(f"{data.command}\n{data.diff_command}"),
+    ]
+    return blocks
+
+
+def _verdict(d: Diagnosis) -> list[Block]:
+    out: list[Block] = [Heading("Verdict"),
+                        Para(d.summary or d.verdict.value, strong=d.verdict.value.upper(), tone=d.verdict.value)]
+    facts: list[str] = []
+    if d.root is not None:
+        r = d.root
+        facts.append(f"Root communicator: {r.comm}")
+        if r.seq_range[0] == r.seq_range[1]:
+            facts.append(f"Root seq: {r.seq}")
+        else:
+            facts.append(f"Root seq: {r.seq} (earliest; anywhere in {r.seq_range[0]}..{r.seq_range[1]})")
+        facts.append(f"Outlier rank(s): {', '.join(map(str, r.outlier_ranks))} ({r.kind}, {r.size} collective(s); "
+                     f"placed by {r.pinned_by})")
+        if d.root_step is not None:
+            facts.append(f"Root step: {d.root_step}")
+    if d.window is not None:
+        w = d.window
+        count = str(w.collectives) if w.collectives == w.collectives_min else f"{w.collectives_min}..{w.collectives}"
+        facts.append(f"Corrupt-and-continue window: {count} collectives, seq {w.first_seq}..{w.last_seq}")
+    if d.wedge is not None:
+        facts.append(f"Wedge: comm {d.wedge.comm} seq {d.wedge.seq} ({d.wedge.kind.value})")
+    facts.append(f"Ranks with evidence: {', '.join(map(str, d.ranks)) or 'none'}")
+    out.append(Bullets(tuple(facts)))
+    return out
+
+
+def _root_cause(d: Diagnosis, images: dict[str, Image]) -> list[Block]:
+    out: list[Block] = [Heading("Root cause")]
+    if d.root is None:
+        out.append(Para("No root collective: no rank launched a collective the others did not."
+                        if d.verdict in (Verdict.CONSISTENT, Verdict.TRANSIENT) else
+                        "No root collective could be placed from this evidence."))
+    else:
+        r = d.root
+        out.append(Para(d.cause or d.summary))
+        out.append(Table(("rank", "role", "seq", "collective", "state", "evidence"), tuple(
+            (str(rank), "outlier" if rank in r.outlier_ranks else "reference", str(op.seq), op.describe(),
+             op.state or "-", Mono(str(op.loc)))
+            for rank, op in sorted(r.ops.items()))))
+        if d.first_visible is not None and d.first_visible != (r.comm, r.seq):
+            out.append(Para(f"A position-by-position check (what PyTorch's analyzer reports) would first see a "
+                            f"mismatch at comm {d.first_visible[0]} seq {d.first_visible[1]}, not at the root."))
+    if d.gate is not None:
+        g = d.gate
+        window = ""
+        if g.ceiling_start is not None:
+            window = (f" The step was {'inside' if g.in_ceiling_window else 'outside'} the ceiling window "
+                      f"(sequence length >= {g.ceiling_start}).")
+        else:
+            window = " The journal gives no max_model_len/spec_tokens, so the ceiling window is unknown."
+        out.append(Para(f"Gate decisions at step {g.step}, the first step at which the ranks disagreed.{window}"))
+        out.append(Table(("rank", "decision", "seq seen", "proposed pass count", "sched count", "fits", "md_none",
+                          "evidence"), tuple(
+            (str(rank), t["decision"], _v(t["seq"]), _v(t["proposed_pass_count"]), _v(t["sched_count"]),
+             _v(t["fits"]), _v(t["md_none"]), Mono(str(dec.loc)))
+            for rank, dec in g.decisions.items() for t in [decision_tuple(dec)])))
+    if "gates.png" in images:
+        out.append(images["gates.png"])
+    return out
+
+
+def _v(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def _window(d: Diagnosis) -> list[Block]:
+    out: list[Block] = [Heading("Window")]
+    w = d.window
+    if w is None:
+        out.append(Para("No corrupt-and-continue window: nothing completed while the streams were misaligned "
+                        "(or nothing diverged)."))
+        return out
+    count = str(w.collectives) if w.collectives == w.collectives_min else f"{w.collectives_min}..{w.collectives}"
+    basis = "every rank completed" if w.completion_known else "every rank launched (completion not recorded)"
+    out.append(Para(f"From the root to the last collective {basis}, comm {w.comm} ran {count} collectives "
+                    f"misaligned: seq {w.first_seq}..{w.last_seq}. Shape-equal pairings complete with mixed data "
+                    f"(silent corruption); mismatched pairings may complete wrongly or hang."))
+    out.append(Table(("seqs", "pairing", "collectives"), tuple(
+        (f"{p.first_seq}..{p.last_seq}",
+         "silent corruption (shape-equal)" if p.kind.value == "shape_equal" else p.kind.value.replace("_", " "),
+         str(p.collectives)) for p in w.pairings)))
+    return out
+
+
+def _wedge(d: Diagnosis, images: dict[str, Image]) -> list[Block]:
+    out: list[Block] = [Heading("Wedge")]
+    w = d.wedge
+    if w is None:
+        out.append(Para("No wedge: nothing in the evidence shows progress stopping."))
+    else:
+        out.append(Para(f"Comm {w.comm} stopped at seq {w.seq}: {w.kind.value.replace('_', ' ')}."))
+        out.append(Table(("rank", "last launched", "last completed", "at the wedge"), tuple(
+            (str(rank), str(w.launched[rank]), _v(w.completed.get(rank)),
+             w.ops[rank].describe() if rank in w.ops else "never launched")
+            for rank in sorted(w.launched))))
+        if w.cycle:
+            out.append(Para("Wait-for cycle: " + " -> ".join(f"rank {r} in {c} seq {s}" for r, c, s in w.cycle)))
+        if w.confirmed_by:
+            out.append(Bullets(tuple(f"stopped: {reason}" for reason in w.confirmed_by)))
+    if "ras.png" in images:
+        out.append(images["ras.png"])
+    return out
+
+
+def _evidence_index(data: PostmortemData) -> list[Block]:
+    out: list[Block] = [Heading("Evidence index")]
+    inv = data.inventory
+    if inv is None or not inv.files:
+        out.append(Para("No input files."))
+        return out
+    out.append(Table(("file", "format", "records", "ranks", "contributed"), tuple(
+        (Mono(f.path), f.format or "unrecognised", str(f.records), ", ".join(map(str, f.ranks)) or "-",
+         "; ".join(f.contributed)) for f in inv.files)))
+    receipts = [f for f in inv.files if f.receipts or f.problems]
+    if receipts:
+        out.append(Heading("Receipts (file:line)", 3))
+        items: list[str] = []
+        for f in receipts:
+            items += [Mono(f"{r.loc}: {r.says}") for r in f.receipts]
+            items += [Mono(f"{p.loc}: {p.severity.value}: {p.message}") for p in f.problems]
+        out.append(Bullets(tuple(items)))
+    return out
+
+
+def _caveats(data: PostmortemData) -> list[Block]:
+    d = data.diagnosis
+    items = list(d.caveats)
+    if d.root is not None and d.root.seq_range[0] != d.root.seq_range[1] and not any("not pinned" in c for c in items):
+        items.append(f"Root not pinned: anywhere in seq {d.root.seq_range[0]}..{d.root.seq_range[1]}.")
+    if not any(CUDA_GRAPH_NOTE in c for c in items):
+        items.append(CUDA_GRAPH_NOTE + "; NCCL debug logs show them only at capture, so replays are invisible to "
+                                       "launch counts as well.")
+    inv = data.inventory
+    if inv is not None:
+        items += [f"Missing evidence: {gap}." for gap in inv.missing]
+    return [Heading("Caveats"), Bullets(tuple(items)) if items else Para("None.")]
+
+
+def write_postmortem(data: PostmortemData, figures: dict[str, tuple["Figure", str]] | None = None) -> list[Path]:
+    """Write report.md, report.html and the PNGs into `data.out` (created if needed); return the paths, the
+    two reports first. `figures` (from build_figures) may be passed in to keep hold of them."""
+    images = build_images(build_figures(data) if figures is None else figures)
+    blocks = build_document(data, images)
+    data.out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, image in images.items():
+        path = data.out / name
+        path.write_bytes(image.png)
+        written.append(path)
+    md = data.out / REPORT_MD
+    md.write_text(render_markdown(blocks), encoding="utf-8")
+    page = data.out / REPORT_HTML
+    page.write_text(render_html(blocks, f"ncclforensics postmortem: {data.diagnosis.verdict.value}"),
+                    encoding="utf-8")
+    return [md, page] + written
