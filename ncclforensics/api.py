@@ -12,7 +12,6 @@ from .align.acceptance import AcceptanceOptions, AcceptanceReport, acceptance
 from .align.coverage import GateCoverage, gate_coverage
 from .align.diagnosis import Diagnosis, diagnose
 from .align.inventory import inventory
-from .align.streams import build_streams
 from .align.timeline import comm_lanes, comms_that_matter, timeline
 from .errors import OutputError, SourceError
 from .model import Diagnostic, Evidence, Location, Severity, SourceFormat
@@ -80,7 +79,7 @@ def postmortem_paths(paths: list[str], out: str, progress: ProgressHook | None =
     check_output_folder(out, paths)
     parsed, diagnosis = diff_paths(paths, progress)
     usable = [e for e in parsed.evidence if e.format is not None]
-    frame = build_streams(usable).frame
+    frame = diagnosis.streams.frame
     data = PostmortemData(
         diagnosis=diagnosis, out=Path(out),
         command=shlex.join(["ncclforensics", "postmortem", *paths, "--out", out]),

@@ -60,6 +60,7 @@ class Diagnosis:
     evidence: list[Finding] = field(default_factory=list)
     problems: list[Diagnostic] = field(default_factory=list)
     summary: str = ""
+    streams: Streams | None = None  # the merged per-(comm, rank) streams, for plots and reports
 
 
 def diagnose(evidence: list[Evidence]) -> Diagnosis:
@@ -114,6 +115,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.caveats = _caveats(diagnosis, evidence)
     diagnosis.evidence = _receipts(diagnosis, watchdog)
     diagnosis.summary = _summary(diagnosis)
+    diagnosis.streams = streams
     return diagnosis
 
 
@@ -364,9 +366,11 @@ def _cause(root: Root | None, gate: GateDisagreement | None, streams: Streams) -
     if gate.ceiling_start is not None:
         window = (f" The step was {'inside' if gate.in_ceiling_window else 'outside'} the ceiling window "
                   f"(seq >= max_model_len - spec_tokens + 1 = {gate.ceiling_start}).")
-    ties = set(gate.passed if root.kind == EXTRA else gate.skipped) & set(root.outlier_ranks)
-    link = (f" Rank(s) {sorted(ties)} ran the drafter's collectives the others skipped: that is the "
-            f"{'extra' if root.kind == EXTRA else 'missing'} collective at the root."
+    ties = set(gate.skipped if root.kind == MISSING else gate.passed) & set(root.outlier_ranks)
+    what_at_root = {EXTRA: "extra collective", MISSING: "missing collective"}.get(root.kind, "different collective")
+    link = (f" Rank(s) {sorted(ties)} {'skipped' if root.kind == MISSING else 'ran'} the drafter's collectives "
+            f"{'the others ran' if root.kind == MISSING else 'the others skipped'}: that is the {what_at_root} "
+            f"at the root."
             if ties else " The journal's disagreement does not name the root's outlier ranks; treat the tie as "
                          "unproven.")
     text = (f"{what} At step {gate.step} the drafter gates disagreed: passed: {passed}; skipped: {skipped}. "

@@ -115,6 +115,9 @@ class _Walker:
             except RecursionError:
                 self.problem(start, "JSON nested too deeply; skipped", Severity.ERROR)
                 return self.skip_json(start, count)
+            except ValueError as e:  # not a JSONDecodeError: an integer of more than 4300 digits
+                self.problem(start, f"invalid JSON: {e}", Severity.ERROR)
+                return self.skip_json(start, count)
             self.value(value, start, pos, end)
             rest = _SPACE.match(self.text, end).end()
             if rest < len(self.text) and self.text[rest] == "{":
