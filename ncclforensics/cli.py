@@ -249,6 +249,12 @@ def acceptance(logs: tuple[str, ...], as_json: bool, baseline: str | None, colla
     sys.exit(EXIT_TROUBLE if trouble else EXIT_DIVERGED if report.collapsed else EXIT_CONSISTENT)
 
 
+# The live mode imports torch only inside its commands, so registering it costs offline commands nothing.
+from .live.cli import live  # noqa: E402
+
+cli.add_command(live)
+
+
 def main() -> None:
     """Console-script entry point."""
     cli()

@@ -1,0 +1,76 @@
+"""Helpers shared by the live tests (imported as a plain module: the tests tree has no packages)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "nccl-2.28.9"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (bind to 0, read it, release it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_cli_child(args: list[str], out_path: str) -> None:
+    """Child body: `ncclforensics live ARGS` with stdout+stderr into a file; the exit code is the process's."""
+    fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    # pytest replaced sys.stdout/sys.stderr in the parent; the child writes to the file itself.
+    sys.stdout = sys.stderr = open(fd, "w", buffering=1, closefd=False)
+    code = 3
+    try:
+        from ncclforensics.live.cli import live
+
+        live.main(args=args, prog_name="ncclforensics live", standalone_mode=True)
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    except BaseException as e:  # noqa: BLE001
+        print(f"child crashed: {e!r}", flush=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+@dataclass
+class CliProcess:
+    """A forked `ncclforensics live ...` run."""
+
+    process: mp.process.BaseProcess
+    output: Path
+    started: float
+
+    def wait(self, timeout: float) -> int:
+        self.process.join(timeout)
+        if self.process.exitcode is None:
+            self.process.kill()
+            self.process.join(5)
+            raise AssertionError(f"still running after {timeout}s:\n{self.text}")
+        return self.process.exitcode
+
+    @property
+    def text(self) -> str:
+        return self.output.read_text(errors="replace") if self.output.exists() else ""
+
+    def stop(self) -> None:
+        os.kill(self.process.pid, signal.SIGTERM)
+
+    def kill(self) -> None:
+        os.kill(self.process.pid, signal.SIGKILL)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
