@@ -54,12 +54,13 @@ def _progress(enabled: bool):
     return bar, hook
 
 
-def _parse(paths: tuple[str, ...], quiet: bool = False) -> api.ParsedInputs:
+def _with_progress(quiet: bool, call):
+    """Run `call(hook)` under the stderr progress bar (when stderr is a terminal)."""
     bar, hook = _progress(not quiet)
     if bar:
         with bar:
-            return api.parse_paths(list(paths), hook)
-    return api.parse_paths(list(paths), hook)
+            return call(hook)
+    return call(hook)
 
 
 def _report_problems(parsed: api.ParsedInputs, more: list | None = None) -> bool:
@@ -96,7 +97,7 @@ def parse(paths: tuple[str, ...], as_json: bool) -> None:
         ncclforensics parse examples/extra-op-4rank
         ncclforensics parse --json nccl.host.1234.log fr_rank0
     """
-    parsed = _parse(paths, quiet=as_json)
+    parsed = _with_progress(as_json, lambda hook: api.parse_paths(list(paths), hook))
     if as_json:
         click.echo(json.dumps([data.parse_dict(e) for e in parsed.evidence], indent=2))
     else:
@@ -121,7 +122,7 @@ def diff(paths: tuple[str, ...], as_json: bool) -> None:
         ncclforensics diff rank*.log
         ncclforensics diff --json incident/ > finding.json
     """
-    parsed, diagnosis = _diff(paths, quiet=as_json)
+    parsed, diagnosis = _with_progress(as_json, lambda hook: api.diff_paths(list(paths), hook))
     if as_json:
         result = data.diff_dict(diagnosis)
         result["problems"] = [data.problem_dict(p) for p in parsed.all_problems + diagnosis.problems]
@@ -132,14 +133,6 @@ def diff(paths: tuple[str, ...], as_json: bool) -> None:
     sys.exit(_exit_code(diagnosis, trouble))
 
 
-def _diff(paths: tuple[str, ...], quiet: bool):
-    bar, hook = _progress(not quiet)
-    if bar:
-        with bar:
-            return api.diff_paths(list(paths), hook)
-    return api.diff_paths(list(paths), hook)
-
-
 def _exit_code(diagnosis, trouble: bool) -> int:
     if trouble:
         return EXIT_TROUBLE
@@ -147,15 +140,6 @@ def _exit_code(diagnosis, trouble: bool) -> int:
 
 
 # --- postmortem, gates, acceptance ---------------------------------------------------------------------------
-
-
-def _with_progress(quiet: bool, call):
-    """Run `call(hook)` under the stderr progress bar (when stderr is a terminal)."""
-    bar, hook = _progress(not quiet)
-    if bar:
-        with bar:
-            return call(hook)
-    return call(hook)
 
 
 @cli.command()
