@@ -110,7 +110,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     if diagnosis.wedge is None:
         diagnosis.wedge = _ras_only_wedge(ras, rank_map, stops, dead, streams)
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
-    diagnosis.root_step, diagnosis.cause = _cause(root, gate, streams)
+    diagnosis.root_step, diagnosis.cause = _cause(root, gate, streams, _death_evidence(ras, rank_map, watchdog))
     diagnosis.verdict = _verdict(diagnosis, ras)
     diagnosis.caveats = _caveats(diagnosis, evidence)
     diagnosis.evidence = _receipts(diagnosis, watchdog)
@@ -219,6 +219,20 @@ def _ras_rank_map(streams: Streams, evidence: list[Evidence], ras: dict[str, Ras
             for rank in range(size):
                 mapping.setdefault((comm, rank), rank)
     return mapping
+
+
+def _death_evidence(ras: dict[str, RasHistory], rank_map: dict, watchdog: list[WatchdogEvent]) -> list[Finding]:
+    """Receipts that a process died: RAS missing or dead ranks, peers' remote-process errors."""
+    found: list[Finding] = []
+    for comm, history in sorted(ras.items()):
+        for label, ranks in (("missing from", history.missing_ranks), ("dead in", history.dead_ranks)):
+            if ranks:
+                shown = ", ".join(str(rank_map.get((comm, r), r)) for r in ranks)
+                found.append(Finding(history.states[-1][1].loc, f"rank(s) {shown} {label} RAS for comm {comm}"))
+    for event in watchdog:
+        if event.kind == "async_error" and any(w in event.message.lower() for w in DEATH_WORDS):
+            found.append(Finding(event.loc, f"rank {event.rank}: {event.message.strip()[:90]}"))
+    return found
 
 
 def _dead_ranks(ras: dict[str, RasHistory], rank_map: dict, watchdog: list[WatchdogEvent]) -> set[int]:
@@ -349,11 +363,23 @@ def _ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str,
     return None
 
 
-def _cause(root: Root | None, gate: GateDisagreement | None, streams: Streams) -> tuple[int | None, str | None]:
+def _death_words(root: Root, streams: Streams, death: list[Finding]) -> str:
+    """What shows that the stopped ranks died (RAS, peers' errors), with receipts."""
+    if not death:
+        return (" Nothing in the evidence says it died; it may be blocked elsewhere (in another communicator or "
+                "on the host).")
+    shown = "; ".join(f"{f.says} ({f.loc})" for f in death[:4])
+    return f" Evidence that it died: {shown}."
+
+
+def _cause(root: Root | None, gate: GateDisagreement | None, streams: Streams,
+           death: list[Finding] | None = None) -> tuple[int | None, str | None]:
     """Tie the gate disagreement (if journaled) to the root collective, in words."""
     if root is None:
         return None, None
     what = _root_words(root)
+    if root.kind == STOPPED:
+        return None, what + _death_words(root, streams, death)
     if gate is None:
         return None, what + " No gate journal was given, so why the ranks disagreed is not known from this evidence."
     passed = ", ".join(map(str, gate.passed)) or "none"
@@ -496,7 +522,9 @@ def _summary(diagnosis: Diagnosis) -> str:
         parts.append(_root_words(root))
     if diagnosis.window is not None:
         w = diagnosis.window
-        parts.append(f"The group then ran {w.collectives} collectives misaligned (seq {w.first_seq}..{w.last_seq}).")
+        plural = "" if w.collectives == 1 else "s"
+        parts.append(f"The group then ran {w.collectives} collective{plural} misaligned "
+                     f"(seq {w.first_seq}..{w.last_seq}).")
     if wedge is not None:
         parts.append(f"It wedged at seq {wedge.seq} in comm {wedge.comm} ({wedge.kind.value}).")
     return " ".join(parts)

@@ -51,6 +51,10 @@ def reconcile(streams: Streams, progress: list[ProgressReport], watchdog: list[W
         comm = streams.aliases.get(event.comm, event.comm)
         values.setdefault((comm, event.rank), {})["watchdog last enqueued"] = (event.last_enqueued, event.loc)
     for comm, history in ras.items():
+        if not history.stuck or (history.states[-1][1].size or 0) < 2:
+            # A reply from a running job is only a lower bound on what the logs later show, and NCCL
+            # short-circuits single-rank communicators (their counts stay 0): neither can contradict a log.
+            continue
         for comm_rank, total in history.launched().items():
             rank = ras_rank_map.get((comm, comm_rank))
             if rank is not None:
