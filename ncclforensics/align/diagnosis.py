@@ -123,7 +123,7 @@ def split_jobs(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnosti
     """Keep the files of one job: those linked by shared communicator hashes. Files whose communicators
     share nothing with the largest such group come from another job; they are reported and left out.
     Files that name no hash (journals, fingerprints, dumps keyed by process-group name) stay."""
-    named = [(i, set(e.comms)) for i, e in enumerate(evidence) if e.comms]
+    named = [(i, set(e.comms)) for i, e in enumerate(evidence) if e.comms and _hash_is_comm_id(e)]
     if len(named) < 2:
         return evidence, []
     parent = list(range(len(named)))
@@ -161,6 +161,18 @@ def split_jobs(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnosti
                 f"other files' ({', '.join(main_comms[:4])}{', ...' if len(main_comms) > 4 else ''}); left out",
             ))
     return [e for i, e in enumerate(evidence) if i not in dropped], problems
+
+
+def _hash_is_comm_id(item: Evidence) -> bool:
+    """RAS names a communicator by its commId hash only from NCCL 2.26 on; before, RAS hashes and the logs'
+    commIds differ, so an older (or unversioned) RAS reply cannot be told to belong to another job."""
+    if item.format not in (SourceFormat.RAS_TEXT, SourceFormat.RAS_JSON, SourceFormat.RAS_MONITOR):
+        return True
+    try:
+        major, minor = (int(x) for x in (item.version or "").split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (2, 26)
 
 
 def _apply_progress(analyses: dict[str, CommAnalysis], streams: Streams, progress: list,
