@@ -140,3 +140,31 @@ def test_every_finding_cites_evidence(scenario):
     assert d["evidence"]
     for item in d["evidence"]:
         assert item["file"] and (item["line"] is not None or item["record"] is not None or "ras" in item["file"])
+
+
+def test_killed_rank_subsets():
+    code, d = diff_json(*files("killed-rank", "nccl."))
+    assert code == 1 and d["root"]["outlier_ranks"] == [1] and d["root"]["seq"] == 125
+    assert d["wedge"]["kind"] == "dead_rank"  # peers' "remote peer closed" lines say the stopped rank is gone
+    code, d = diff_json(*files("killed-rank", "ras_"))
+    assert code == 1 and d["root"]["outlier_ranks"] == [1] and d["root"]["kind"] == "stopped"
+    assert d["root"]["seq_range"][0] <= 125 <= d["root"]["seq_range"][1] and d["root"]["ambiguity"]
+    assert d["wedge"]["kind"] == "dead_rank" and d["wedge"]["absent_ranks"] == [1]
+    code, d = diff_json(*files("killed-rank", "fr_"))
+    assert code == 1 and d["wedge"]["absent_ranks"] == [1] and d["wedge"]["kind"] == "unknown"
+    assert any("rank(s) [1]" in c for c in d["caveats"])
+
+
+def test_type_mismatch_subsets():
+    code, d = diff_json(*files("type-mismatch", "fr_"))
+    assert code == 1 and (d["wedge"]["seq"], d["wedge"]["kind"]) == (17, "type_mismatch")
+    code, d = diff_json(*files("type-mismatch", "nccl."))
+    assert code == 1 and d["root"]["seq"] == 17 and d["root"]["outlier_ranks"] == [1]
+    assert d["window"]["completion_known"] is False  # logs cannot say whether seq 17 completed
+
+
+def test_long_window_logs_only_is_an_honest_range():
+    code, d = diff_json(*files("long-window", "nccl."))
+    assert code == 1 and d["root"]["outlier_ranks"] == [1]
+    lo, hi = d["root"]["seq_range"]
+    assert lo <= 8 <= hi and lo < hi and d["root"]["pinned_by"] == "signatures"

@@ -96,6 +96,9 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         root = _ras_only_root(ras, rank_map, streams, stops)
     if root is not None:
         root = _resolve_tie(root, gate)
+        if root.kind == STOPPED and _death_evidence(ras, rank_map, watchdog):
+            # A rank that stopped launching while its peers report a remote process gone is the dead one.
+            dead |= set(root.outlier_ranks)
     diagnosis.root = root
     if root is not None and root.comm in analyses and analyses[root.comm].first_visible is not None:
         diagnosis.first_visible = (root.comm, analyses[root.comm].first_visible)
@@ -112,6 +115,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
     diagnosis.root_step, diagnosis.cause = _cause(root, gate, streams, _death_evidence(ras, rank_map, watchdog))
     diagnosis.verdict = _verdict(diagnosis, ras)
+    diagnosis.streams = streams
     diagnosis.caveats = _caveats(diagnosis, evidence)
     diagnosis.evidence = _receipts(diagnosis, watchdog)
     diagnosis.summary = _summary(diagnosis)
@@ -313,6 +317,9 @@ def _stop_evidence(streams: Streams, analyses: dict[str, CommAnalysis], ras: dic
         if history.stuck:
             stops.setdefault(comm, []).append(
                 f"RAS counts unchanged over {len(history.states)} replies while ranks disagree")
+        lost = sorted(set(history.missing_ranks) | set(history.dead_ranks))
+        if lost and comm not in analyses:
+            stops.setdefault(comm, []).append(f"RAS lists comm rank(s) {lost} missing or dead")
     return stops
 
 
@@ -320,9 +327,21 @@ def _ras_only_root(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
                    stops: dict[str, list[str]]) -> Root | None:
     """Without streams, RAS counts still show which ranks launched more or fewer, but not where."""
     for comm, history in sorted(ras.items()):
-        if comm in streams.members or not history.disagree or not (history.stuck or stops.get(comm)):
+        if comm in streams.members:
             continue
+        lost = sorted(set(history.missing_ranks) | set(history.dead_ranks))
         counts = history.launched()
+        if lost and counts:
+            last = max(counts.values())
+            return Root(
+                comm=comm, seq=1, seq_range=(1, last), outlier_ranks=sorted(rank_map.get((comm, r), r) for r in lost),
+                reference_ranks=sorted(rank_map.get((comm, r), r) for r in counts), kind=STOPPED, size=0,
+                pinned_by="RAS counts",
+                ambiguity=f"RAS has no data from the missing rank(s), so where they stopped is unknown: at or "
+                          f"before seq {last}, the most any other rank launched", ops={},
+            )
+        if not history.disagree or not (history.stuck or stops.get(comm)):
+            continue
         block = history.states[-1][1]
         groups = block.count_groups
         if groups:
@@ -364,10 +383,16 @@ def _ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str,
         missing = [rank_map.get((comm, r), r) for r in history.missing_ranks + history.dead_ranks]
         if not history.disagree and not missing:
             continue
-        lowest = min(global_counts.values())
-        seq = lowest + 1
-        inside = sorted(r for r, c in global_counts.items() if c >= seq)
-        absent = sorted(r for r, c in global_counts.items() if c < seq) + sorted(missing)
+        missing = sorted(set(missing))
+        present = {r: c for r, c in global_counts.items() if r not in missing}
+        if missing and present:
+            # The present ranks wait, at the latest, in the last collective all of them launched.
+            seq = min(present.values())
+            inside, absent = sorted(present), missing
+        else:
+            seq = min(global_counts.values()) + 1
+            inside = sorted(r for r, c in global_counts.items() if c >= seq)
+            absent = sorted(r for r, c in global_counts.items() if c < seq)
         kind = WedgeKind.DEAD_RANK if (set(missing) | (dead & set(absent))) else WedgeKind.NO_PARTNER
         return Wedge(comm=comm, seq=seq, kind=kind, launched=global_counts, completed={},
                      waiting_ranks=inside, absent_ranks=absent, confirmed_by=list(stops.get(comm, [])),
@@ -475,6 +500,12 @@ def _caveats(diagnosis: Diagnosis, evidence: list[Evidence]) -> list[str]:
     ras_only_ok = [h for h in diagnosis.ras.values() if len(h.states) == 1 and not h.disagree]
     if ras_only_ok and diagnosis.verdict is Verdict.CONSISTENT:
         caveats.append("A single RAS reply saying OK does not prove progress (it counts launches, not completions).")
+    for comm, expected in sorted((diagnosis.streams.expected_members if diagnosis.streams else {}).items()):
+        analysis = diagnosis.comms.get(comm)
+        silent = sorted(set(expected) - set(analysis.ranks)) if analysis else []
+        if silent:
+            caveats.append(f"No file gives the collectives of rank(s) {silent} in comm {comm}, which its "
+                           f"configuration names (a rank that died writes no Flight Recorder dump).")
     wedge = diagnosis.wedge
     if wedge is not None and not wedge.confirmed_by:
         caveats.append("Nothing in the evidence (watchdog timeout, repeated RAS replies, Flight Recorder states) "

@@ -154,7 +154,7 @@ def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, i
         if rich_root is None or frame.filter(pl.col("seq") <= rich_root.seq_range[1] + 1).get_column(
                 column).null_count():
             continue
-        if _refines(rich_root, root):
+        if _refines(rich_root, root) and rich_root.seq_range != root.seq_range:
             root = rich_root
     if step_spans and root.seq_range[0] != root.seq_range[1]:
         root = _narrow_by_steps(root, step_spans, frame)

@@ -33,6 +33,7 @@ class Streams:
     excluded_files: list[str] = field(default_factory=list)
     # (comm, rank, source format) -> (last seq, first file) as each source alone saw it, for reconciling
     launched_by_source: dict[tuple[str, int, str], tuple[int, str]] = field(default_factory=dict)
+    expected_members: dict[str, list[int]] = field(default_factory=dict)  # comm -> ranks its config names
 
     def stream(self, comm: str, rank: int) -> pl.DataFrame:
         """One rank's rows in one comm, in seq order."""
@@ -75,8 +76,13 @@ def build_streams(evidence: list[Evidence]) -> Streams:
         comm: sorted(ranks)
         for comm, ranks in merged.group_by("comm").agg(pl.col("rank").unique()).iter_rows()
     }
+    expected: dict[str, set[int]] = {}
+    for info in comm_infos:
+        if info.ranks:
+            expected.setdefault(aliases.get(info.comm, info.comm), set()).update(info.ranks)
     return Streams(frame=merged, members=members, aliases=aliases, problems=problems,
-                   launched_by_source=launched_by_source)
+                   launched_by_source=launched_by_source,
+                   expected_members={c: sorted(r) for c, r in expected.items()})
 
 
 def _empty_merged() -> pl.DataFrame:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..model import Location, PairingKind, WedgeKind
-from .divergence import CommAnalysis, OpAt, Root, ops_at
+from .divergence import DIFFERENT_OPS, CommAnalysis, OpAt, Root, ops_at
 from .streams import Streams
 
 
@@ -80,6 +80,9 @@ def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root) -> W
     completion_known = all(c is not None for c in completed)
     end = min(completed) if completion_known else min(analysis.launched.values())
     low, high = root.seq_range
+    if root.kind == DIFFERENT_OPS and root.size:
+        # A swapped collective misaligns only its own seqs; the streams pair normally after it.
+        end = min(end, high + root.size - 1)
     if end < low:
         return None
     return Window(
@@ -125,7 +128,9 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
     else:
         return None
     inside = sorted(r for r, last in launched.items() if last >= seq)
-    absent = sorted(r for r, last in launched.items() if last < seq)
+    # Ranks the comm's configuration names but no file speaks for (a rank that died writes no dump).
+    silent = sorted(set(streams.expected_members.get(analysis.comm, [])) - set(analysis.ranks))
+    absent = sorted(r for r, last in launched.items() if last < seq) + silent
     ops = ops_at(frame, seq)
     dead = sorted(set(absent) & dead_ranks) or sorted(set(analysis.ranks) & dead_ranks)
     cycle = _cycle(blocked, streams, analysis.comm)
@@ -133,8 +138,10 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
         kind = WedgeKind.CROSS_COMM_DEADLOCK
     elif dead:
         kind = WedgeKind.DEAD_RANK
-    elif absent:
+    elif set(absent) - set(silent):
         kind = WedgeKind.NO_PARTNER
+    elif silent:
+        kind = WedgeKind.UNKNOWN  # the silent ranks may be dead or elsewhere: nothing says which
     else:
         signatures = {(o.op, o.dtype, o.redop, o.root) for o in ops.values()}
         counts = {o.count for o in ops.values()}
