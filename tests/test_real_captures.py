@@ -33,6 +33,7 @@ def test_extra_op_full_evidence_names_the_root_window_and_wedge():
     assert wedge["completed"] == {"0": 49, "1": 49, "2": 49, "3": 49}
     assert wedge["confirmed_by"]
     assert d["gate"]["step"] == 5 and d["gate"]["passed"] == [0]
+    assert d["checksum_splits"][0]["step"] == 9  # the silent corruption shows in the step-9 checksums
     # receipts cite file:line and dump records
     ats = [e["at"] for e in d["evidence"]]
     assert any(a.endswith("fr_rank0#entries[24]") for a in ats)

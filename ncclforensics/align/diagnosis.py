@@ -11,13 +11,12 @@ from ..model import (
     Evidence,
     FingerprintRow,
     Location,
-    RasSnapshot,
-    Severity,
     SourceFormat,
     Verdict,
     WatchdogEvent,
     WedgeKind,
 )
+from .clocks import clock_disagreements
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, Root, analyze_comm
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, decision_tuple, first_gate_disagreement
@@ -56,6 +55,7 @@ class Diagnosis:
     ras: dict[str, RasHistory] = field(default_factory=dict)
     reconciliation: Reconciliation = field(default_factory=Reconciliation)
     corrupted_fingerprints: list[FingerprintRow] = field(default_factory=list)
+    checksum_splits: dict[int, dict[int, FingerprintRow]] = field(default_factory=dict)  # step -> rank -> row
     caveats: list[str] = field(default_factory=list)
     evidence: list[Finding] = field(default_factory=list)
     problems: list[Diagnostic] = field(default_factory=list)
@@ -75,6 +75,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     progress = [p for e in evidence for p in e.progress]
     snapshots = [(e.format.value, s) for e in evidence for s in e.ras]
     streams = attach_fingerprints(streams, fingerprints)
+    problems += clock_disagreements(evidence, streams)
 
     gate = first_gate_disagreement(gates)
     ras = ras_histories(snapshots)
@@ -90,6 +91,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis = Diagnosis(verdict=Verdict.CONSISTENT, ranks=_all_ranks(evidence, streams), comms=analyses,
                           gate=gate, ras=ras, problems=problems)
     diagnosis.corrupted_fingerprints = corrupted(fingerprints)
+    diagnosis.checksum_splits = diverging_steps(fingerprints)
     root = _pick_root(analyses, gate)
     stops = _stop_evidence(streams, analyses, ras, watchdog, dead)
     if root is None:
@@ -544,6 +546,11 @@ def _receipts(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Findi
             if event.op:
                 what += f" ({event.op})"
             found.append(Finding(event.loc, f"rank {event.rank}: {what}"))
+    for step, rows in list(diagnosis.checksum_splits.items())[:3]:
+        values = ", ".join(f"rank {r}: {row.sum if row.sum is not None else row.digest}" for r, row in rows.items())
+        for row in rows.values():
+            found.append(Finding(row.loc, f"step {step} checksums differ across ranks (mixed data): {values}"))
+            break
     for row in diagnosis.corrupted_fingerprints[:5]:
         found.append(Finding(row.loc, f"rank {row.rank} step {row.step}: checksum {row.sum} != expected "
                                       f"{row.expected_sum}"))

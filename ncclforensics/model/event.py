@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .kinds import Severity, SourceFormat
+from .kinds import Severity
 from .location import Location
 
 

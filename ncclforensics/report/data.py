@@ -135,6 +135,12 @@ def diff_dict(d: Diagnosis) -> dict:
             {"rank": f.rank, "step": f.step, "op": f.op, "tag": f.tag, "sum": f.sum, "expected_sum": f.expected_sum,
              "evidence": str(f.loc)} for f in d.corrupted_fingerprints
         ],
+        "checksum_splits": [
+            {"step": step, "values": {str(r): (row.sum if row.sum is not None else row.digest)
+                                      for r, row in rows.items()},
+             "evidence": [str(row.loc) for row in rows.values()]}
+            for step, rows in d.checksum_splits.items()
+        ],
         "caveats": d.caveats,
         "evidence": [{**location_dict(f.loc), "says": f.says} for f in d.evidence],
         "problems": [problem_dict(p) for p in d.problems],
