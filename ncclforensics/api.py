@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
+import re
 import shlex
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+import polars as pl
 
 from .align.acceptance import AcceptanceOptions, AcceptanceReport, acceptance
 from .align.coverage import GateCoverage, gate_coverage
 from .align.diagnosis import Diagnosis, diagnose
-from .align.inventory import inventory
-from .align.timeline import comm_lanes, comms_that_matter, timeline
 from .errors import OutputError, SourceError
 from .model import Diagnostic, Evidence, Location, Severity, SourceFormat
-from .report.postmortem import PostmortemData
 from .sources import InputFile, detect, discover, parse_file
+
+if TYPE_CHECKING:
+    from .report.postmortem import PostmortemData
 
 ProgressHook = Callable[[str, int, int], None]  # (file name, files done, files total)
 
@@ -35,16 +42,132 @@ class ParsedInputs:
 
 
 def parse_paths(paths: list[str], progress: ProgressHook | None = None) -> ParsedInputs:
-    """Discover the files under `paths` and parse each with the format its content shows."""
+    """Discover the files under `paths` and parse each with the format its content shows.
+
+    Files are parsed in parallel, with at most as many at a time as there are CPUs: pickles (Flight Recorder dumps,
+    whose parsing is Python) in forked worker processes, the rest in threads (their parsers spend their time in
+    polars, which releases the GIL). The result is the same as parsing them one by one, in input order.
+    """
     files, problems = discover(paths)
     parsed = ParsedInputs(problems=problems)
+    parsed.evidence = parse_files(files, progress)
+    return parsed
+
+
+def parse_files(files: list[InputFile], progress: ProgressHook | None = None) -> list[Evidence]:
+    """parse_file over `files`, in parallel where it pays; the evidence in the order of `files`."""
+    total = len(files)
+    workers = min(total, os.cpu_count() or 1, MAX_WORKERS)
+    if workers < 2:
+        return _parse_in_turn(files, progress)
+    done = 0
+    results: dict[int, Evidence] = {}
+
+    def finished(index: int, evidence: Evidence) -> None:
+        nonlocal done
+        results[index] = evidence
+        done += 1
+        if progress:
+            progress(files[index].name, done, total)
+
+    if progress:
+        progress(files[0].name, 0, total)
+    pickles = [i for i, f in enumerate(files) if _looks_pickled(f)] if len(files) > 1 else []
+    pool = _process_pool(min(workers, len(pickles))) if len(pickles) > 1 else None
+    in_processes = pickles if pool is not None else []
+    with ExitStack() as stack:
+        futures = {}
+        if pool is not None:
+            stack.enter_context(pool)
+            futures = {pool.submit(_parse_packed, files[i]): i for i in in_processes}
+        threads = stack.enter_context(ThreadPoolExecutor(workers))
+        taken = set(in_processes)
+        futures.update({threads.submit(parse_file, f): i for i, f in enumerate(files) if i not in taken})
+        for future in as_completed(futures):
+            index = futures[future]
+            try:
+                evidence = future.result()
+            except BrokenProcessPool:  # a worker died (killed, out of memory): parse that file here
+                evidence = parse_file(files[index])
+            if isinstance(evidence, tuple):
+                evidence = _unpacked(*evidence)
+            finished(index, evidence)
+    if progress:
+        progress("", total, total)
+    return [results[i] for i in range(total)]
+
+
+MAX_WORKERS = 8  # files parsed at a time, at most (and never more than the CPUs)
+
+
+def _parse_in_turn(files: list[InputFile], progress: ProgressHook | None) -> list[Evidence]:
+    evidence = []
     for index, file in enumerate(files):
         if progress:
             progress(file.name, index, len(files))
-        parsed.evidence.append(parse_file(file))
+        evidence.append(parse_file(file))
     if progress:
         progress("", len(files), len(files))
-    return parsed
+    return evidence
+
+
+def _parse_packed(file: InputFile) -> Evidence | tuple[Evidence, int, list[tuple]]:
+    """parse_file in a worker process, its collectives frame packed for the way back: a column that holds one
+    value throughout travels as that value (pickling a frame spells out every row of every column)."""
+    evidence = parse_file(file)
+    frame = evidence.collectives
+    if frame.height == 0:
+        return evidence
+    evidence.collectives = frame.clear()
+    single = frame.select(pl.all().n_unique() == 1).row(0)
+    packed = []
+    for name, one in zip(frame.columns, single):
+        column = frame.get_column(name)
+        if one:
+            packed.append((name, column.dtype, column[0], True))
+        elif column.dtype == pl.String:  # its distinct values once, and an index per row
+            values = column.drop_nulls().unique(maintain_order=True)
+            index = column.replace_strict(values, pl.int_range(len(values), eager=True), return_dtype=pl.UInt32)
+            packed.append((name, column.dtype, (values, index), False))
+        else:
+            packed.append((name, column.dtype, column, False))
+    return evidence, frame.height, packed
+
+
+def _unpacked(evidence: Evidence, height: int, packed: list[tuple]) -> Evidence:
+    """The Evidence _parse_packed packed, its frame as it was (columns, order, types and values)."""
+    varying = {name: column if isinstance(column, pl.Series) else column[0].gather(column[1]).alias(name)
+               for name, _, column, one in packed if not one}
+    frame = pl.DataFrame(varying) if varying else pl.DataFrame({"_": pl.zeros(height, eager=True)})
+    frame = frame.with_columns(pl.lit(value, dtype).alias(name) for name, dtype, value, one in packed if one)
+    evidence.collectives = frame.select(name for name, *_ in packed)
+    return evidence
+
+
+def _looks_pickled(file: InputFile) -> bool:
+    """A pickle of protocol 2 or later (how Flight Recorder dumps start); only routes the file, never decides it."""
+    try:
+        with open(file.path, "rb") as f:
+            head = f.read(2)
+    except OSError:
+        return False
+    return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
+
+
+def _process_pool(workers: int) -> ProcessPoolExecutor | None:
+    """Forked workers, or None where forking is unsafe: polars' thread pool does not survive a fork, so once it has
+    started (any earlier polars work in this process) a forked child would wait on it forever."""
+    if workers < 2 or "fork" not in mp.get_all_start_methods() or not _fork_safe():
+        return None
+    return ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"))
+
+
+def _fork_safe() -> bool:
+    try:
+        names = [Path(f"/proc/self/task/{t}/comm").read_text() for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return False
+    return not any(re.match(r"polars-\d|tokio|rayon", name) for name in names)
 
 
 def diff_paths(paths: list[str], progress: ProgressHook | None = None) -> tuple[ParsedInputs, Diagnosis]:
@@ -76,6 +199,10 @@ def check_output_folder(out: str, paths: list[str]) -> Path:
 def postmortem_paths(paths: list[str], out: str, progress: ProgressHook | None = None
                      ) -> tuple[ParsedInputs, PostmortemData]:
     """Check `out`, parse and diagnose the evidence under `paths`, and gather what the postmortem shows."""
+    from .align.inventory import inventory  # the report's modules are loaded when a report is made, not by `diff`
+    from .align.timeline import comm_lanes, comms_that_matter, timeline
+    from .report.postmortem import PostmortemData
+
     check_output_folder(out, paths)
     parsed, diagnosis = diff_paths(paths, progress)
     usable = [e for e in parsed.evidence if e.format is not None]

@@ -27,8 +27,16 @@ SAME_PROCESS_S = 60.0  # one process's sources share its clock; buffering delays
 ACROSS_RANKS_S = 300.0  # ranks meet at every collective; a straggler's lag shows at one seq, not in the median
 _TIME_ZONE_STEP_S = 900.0  # time zones are whole quarter hours from UTC
 
-_STAMP = {"rank": pl.Int64, "key": pl.String, "time": pl.Float64, "file": pl.String, "line": pl.Int64,
-          "record": pl.Int64, "step": pl.Int64}
+# A stamp's `key` names what it stamps, in two columns (no text per row: a big job has millions of stamps): a
+# collective is (comm, seq), a gate decision (null, step). _key_text spells it for the messages.
+_STAMP = {"rank": pl.Int64, "key_comm": pl.String, "key_num": pl.Int64, "time": pl.Float64, "file": pl.String,
+          "line": pl.Int64, "record": pl.Int64, "step": pl.Int64}
+KEY = ["key_comm", "key_num"]
+
+
+def _key_text(row: dict, suffix: str = "") -> str:
+    comm, num = row["key_comm" + suffix], row["key_num" + suffix]
+    return f"gate decision (step {num})" if comm is None else f"collective (comm {comm}, seq {num})"
 
 
 def clock_disagreements(evidence: list[Evidence], streams: Streams) -> list[Diagnostic]:
@@ -54,15 +62,20 @@ def _collective_stamps(evidence: list[Evidence], streams: Streams) -> pl.DataFra
     stamps = pl.concat(frames)
     if streams.aliases:
         stamps = stamps.with_columns(pl.col("comm").replace(streams.aliases))
-    steps = streams.frame.filter(pl.col("step").is_not_null()).select("comm", "rank", "seq", "step").unique(
-        ["comm", "rank", "seq"])
-    stamps = stamps.join(steps, on=["comm", "rank", "seq"], how="left")
-    key = pl.format("collective (comm {}, seq {})", "comm", "seq")
-    return stamps.select(pl.col("rank"), key.alias("key"), "time", "file", "line", "record", "step").cast(_STAMP)
+    stepped = [part.filter(pl.col("step").is_not_null()).select("comm", "rank", "seq", "step")
+               for part in streams.parts.values() if part.get_column("step").null_count() < part.height]
+    steps = (pl.concat(stepped) if stepped else pl.DataFrame(
+        schema={"comm": pl.String, "rank": pl.Int64, "seq": pl.Int64, "step": pl.Int64})).unique(["comm", "rank", "seq"])
+    if steps.height:
+        stamps = stamps.join(steps, on=["comm", "rank", "seq"], how="left")
+    else:  # what the join gives when no collective has a step
+        stamps = stamps.with_columns(pl.lit(None, pl.Int64).alias("step"))
+    return stamps.select(pl.col("rank"), pl.col("comm").alias("key_comm"), pl.col("seq").alias("key_num"), "time",
+                         "file", "line", "record", "step").cast(_STAMP)
 
 
 def _gate_stamps(evidence: list[Evidence]) -> pl.DataFrame:
-    rows = [(g.rank, f"gate decision (step {g.step})", g.time, g.loc.path, g.loc.line, g.loc.record, g.step)
+    rows = [(g.rank, None, g.step, g.time, g.loc.path, g.loc.line, g.loc.record, g.step)
             for item in evidence for g in item.gates if g.time is not None]
     return pl.DataFrame(rows, schema=_STAMP, orient="row")
 
@@ -70,12 +83,16 @@ def _gate_stamps(evidence: list[Evidence]) -> pl.DataFrame:
 def _pairs(collectives: pl.DataFrame, gates: pl.DataFrame) -> pl.DataFrame:
     """Pairs of stamps of one rank from two files that should be close: the same collective in both, or a gate
     decision and the earliest collective of its step."""
-    same = collectives.join(collectives, on=["rank", "key"], suffix="_b").filter(pl.col("file") < pl.col("file_b"))
-    same = same.with_columns(pl.col("key").alias("key_b"))
+    # Only a rank stamped by two files or more can pair two files' stamps.
+    several = collectives.group_by("rank").agg(pl.col("file").n_unique().alias("files")).filter(pl.col("files") > 1)
+    mine = collectives.filter(pl.col("rank").is_in(several.get_column("rank").implode()))
+    same = mine.join(mine, on=["rank", *KEY], suffix="_b").filter(pl.col("file") < pl.col("file_b"))
+    same = same.with_columns(pl.col("key_comm").alias("key_comm_b"), pl.col("key_num").alias("key_num_b"))
     step_start = (collectives.filter(pl.col("step").is_not_null()).sort("time")
                   .group_by("file", "rank", "step", maintain_order=True).first())
     gate_vs_step = gates.join(step_start, on=["rank", "step"], suffix="_b")
-    columns = ["rank", "key", "file", "line", "record", "time", "key_b", "file_b", "line_b", "record_b", "time_b"]
+    columns = ["rank", *KEY, "file", "line", "record", "time", "key_comm_b", "key_num_b", "file_b", "line_b",
+               "record_b", "time_b"]
     return pl.concat([same.select(columns), gate_vs_step.select(columns)])
 
 
@@ -91,7 +108,8 @@ def _same_rank(pairs: pl.DataFrame) -> list[Diagnostic]:
         hint = ""
         if _whole_time_zones(row["median"]):
             hint = " A whole number of time-zone steps: NCCL prints local time, which is read here as UTC."
-        what = row["key"] if row["key"] == row["key_b"] else f"{row['key']} and its step's {row['key_b']}"
+        key, key_b = _key_text(row), _key_text(row, "_b")
+        what = key if key == key_b else f"{key} and its step's {key_b}"
         problems.append(Diagnostic(a, (
             f"clocks disagree: rank {row['rank']}'s {what} is stamped {_seconds(row['median'])} later at {b} than "
             f"here (median over {row['n']}); one rank's sources should agree within {SAME_PROCESS_S:.0f} s, so "
@@ -101,11 +119,15 @@ def _same_rank(pairs: pl.DataFrame) -> list[Diagnostic]:
 
 def _across_ranks(stamps: pl.DataFrame) -> list[Diagnostic]:
     """Ranks whose times sit far off the median of all ranks, for the collectives and steps they share."""
-    earliest = stamps.sort("time").group_by("rank", "key", maintain_order=True).first()
-    shared = earliest.filter(pl.len().over("key") >= 2)
+    if _nobody_off(stamps):
+        return []
+    earliest = stamps.sort("time")
+    if not earliest.select(pl.struct("rank", *KEY).is_unique().all()).item():  # else each is its own earliest
+        earliest = earliest.group_by("rank", *KEY, maintain_order=True).first()
+    shared = earliest.filter(pl.len().over(KEY) >= 2)
     if shared.height == 0:
         return []
-    offsets = shared.with_columns((pl.col("time") - pl.col("time").median().over("key")).alias("offset"))
+    offsets = shared.with_columns((pl.col("time") - pl.col("time").median().over(KEY)).alias("offset"))
     typical = _typical(offsets, ["rank"])
     off = typical.filter(pl.col("median").abs() > ACROSS_RANKS_S).sort("rank")
     if off.height == 0:
@@ -114,7 +136,8 @@ def _across_ranks(stamps: pl.DataFrame) -> list[Diagnostic]:
     problems = []
     for row in off.iter_rows(named=True):
         here = _loc(row, "")
-        other = (offsets.filter((pl.col("key") == row["key"]) & (pl.col("rank") != row["rank"]))
+        other = (offsets.filter(pl.col("key_comm").eq_missing(row["key_comm"]) & (pl.col("key_num") == row["key_num"])
+                                & (pl.col("rank") != row["rank"]))
                  .sort(pl.col("offset").abs()).row(0, named=True))
         if 2 * off.height >= ranks:  # as many clocks off as on: the median itself is no reference
             verdict = (f"rank {row['rank']}'s clock is {_seconds(row['median'])} off the median of the ranks and "
@@ -123,11 +146,38 @@ def _across_ranks(stamps: pl.DataFrame) -> list[Diagnostic]:
             verdict = f"rank {row['rank']}'s clock is {_seconds(row['median'])} off the other ranks'"
         problems.append(Diagnostic(here, (
             f"clocks disagree: {verdict} (median over {row['n']} collectives or steps they share; e.g. its "
-            f"{row['key']} here against rank {other['rank']} at {_loc(other, '')}); its times cannot be compared "
+            f"{_key_text(row)} here against rank {other['rank']} at {_loc(other, '')}); its times cannot be compared "
             f"with theirs."), Severity.WARNING))
         if 2 * off.height >= ranks:
             break  # one warning says it: there is no rank to single out
     return problems
+
+
+def _nobody_off(stamps: pl.DataFrame) -> bool:
+    """True when _across_ranks has nothing to say: every rank's median offset is within ACROSS_RANKS_S. Worked out
+    the same way (the same medians of the same stamps) on one integer per key, without the sorts that only pick
+    which stamps a warning cites; where a rank has two stamps for one key, or keys do not fit an integer, False."""
+    if stamps.height == 0:
+        return True
+    comms = stamps.select(pl.col("key_comm").drop_nulls().unique()).to_series().to_list()
+    low_rank, high_rank, low_num, high_num = stamps.select(
+        pl.col("rank").min().alias("a"), pl.col("rank").max().alias("b"), pl.col("key_num").min().alias("c"),
+        pl.col("key_num").max().alias("d")).row(0)
+    if None in (low_rank, low_num) or low_rank < 0 or low_num < 0 or \
+            (len(comms) + 1) * (high_num + 1) * (high_rank + 1) >= 1 << 62:
+        return False
+    comm = pl.col("key_comm").replace_strict(comms, list(range(1, len(comms) + 1)), default=0,
+                                             return_dtype=pl.Int64)
+    key = (comm * (high_num + 1) + pl.col("key_num")).alias("key")
+    keyed = stamps.select("rank", key, "time")
+    if not keyed.select((pl.col("key") * (high_rank + 1) + pl.col("rank")).is_unique().all()).item():
+        return False
+    shared = keyed.filter(pl.len().over("key") >= 2)
+    if shared.height == 0:
+        return True
+    offsets = shared.select("rank", (pl.col("time") - pl.col("time").median().over("key")).alias("offset"))
+    medians = offsets.group_by("rank").agg(pl.col("offset").median())
+    return not medians.select((pl.col("offset").abs() > ACROSS_RANKS_S).any()).item()
 
 
 def _typical(offsets: pl.DataFrame, by: list[str]) -> pl.DataFrame:

@@ -129,7 +129,7 @@ def split_jobs(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnosti
     """Keep the files of one job: those linked by shared communicator hashes. Files whose communicators
     share nothing with the largest such group come from another job; they are reported and left out.
     Files that name no hash (journals, fingerprints, dumps keyed by process-group name) stay."""
-    named = [(i, set(e.comms)) for i, e in enumerate(evidence) if e.comms and _hash_is_comm_id(e)]
+    named = [(i, set(comms)) for i, e in enumerate(evidence) if (comms := _comms_of(e)) and _hash_is_comm_id(e)]
     if len(named) < 2:
         return evidence, []
     parent = list(range(len(named)))
@@ -181,6 +181,18 @@ def _hash_is_comm_id(item: Evidence) -> bool:
     return (major, minor) >= (2, 26)
 
 
+def _comms_of(item: Evidence) -> list[str]:
+    """Evidence.comms, with the collectives' comm column read by one expression: a big log's frame holds its comm
+    as one value, which reading the column would first spell out once per row."""
+    found: set[str] = set(item.collectives.select(pl.col("comm").drop_nulls().unique()).to_series().to_list())
+    found.update(i.comm for i in item.identities if i.comm)
+    for snapshot in item.ras:
+        found.update(c.comm for c in snapshot.comms)
+        found.update(i.comm for i in snapshot.issues if i.comm)
+    found.update(w.comm for w in item.watchdog if w.comm)
+    return sorted(c for c in found if c.startswith("0x"))
+
+
 def _apply_progress(analyses: dict[str, CommAnalysis], streams: Streams, progress: list,
                     watchdog: list[WatchdogEvent]) -> None:
     """Where no dump records states, PyTorch's own marks say what completed: `last completed work` in
@@ -216,9 +228,9 @@ def _all_ranks(evidence: list[Evidence], streams: Streams) -> list[int]:
 def _ras_rank_map(streams: Streams, evidence: list[Evidence], ras: dict[str, RasHistory]) -> dict[tuple[str, int], int]:
     """(comm hash, comm rank) -> global rank, from the streams' comm_rank column and process identities."""
     mapping: dict[tuple[str, int], int] = {}
-    known = streams.frame.filter(pl.col("comm_rank").is_not_null()).select("comm", "comm_rank", "rank").unique()
-    for comm, comm_rank, rank in known.iter_rows():
-        mapping[(comm, comm_rank)] = rank
+    for (comm, rank), part in streams.parts.items():
+        for comm_rank in part.select(pl.col("comm_rank").drop_nulls().unique(maintain_order=True)).to_series():
+            mapping[(comm, comm_rank)] = rank
     pid_rank: dict[int, int] = {}
     for item in evidence:
         for identity in item.identities:
@@ -262,11 +274,12 @@ def _dead_ranks(ras: dict[str, RasHistory], rank_map: dict, watchdog: list[Watch
 
 
 def _step_spans(streams: Streams, comm: str, step: int) -> dict[int, tuple[int, int]]:
-    rows = streams.frame.filter((pl.col("comm") == comm) & (pl.col("step") == step))
-    if rows.height == 0:
-        return {}
-    spans = rows.group_by("rank").agg(pl.col("seq").min().alias("lo"), pl.col("seq").max().alias("hi"))
-    return {r: (lo, hi) for r, lo, hi in spans.iter_rows()}
+    spans = {}
+    for rank, part in streams.comm_parts(comm).items():
+        seqs = part.filter(pl.col("step") == step).get_column("seq")
+        if len(seqs):
+            spans[rank] = (seqs.min(), seqs.max())
+    return spans
 
 
 def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None) -> Root | None:

@@ -9,6 +9,7 @@ answer is a range.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -95,9 +96,123 @@ def op_at(row: dict) -> OpAt:
     )
 
 
-def ops_at(frame: pl.DataFrame, seq: int) -> dict[int, OpAt]:
+def ops_at(frame: pl.DataFrame | CommRows, seq: int) -> dict[int, OpAt]:
     """Each rank's collective at `seq` (ranks that never launched it are absent)."""
+    if isinstance(frame, CommRows):
+        return {row["rank"]: op_at(row) for row in frame.rows_at(seq)}
     return {row["rank"]: op_at(row) for row in frame.filter(pl.col("seq") == seq).iter_rows(named=True)}
+
+
+class CommRows:
+    """One communicator's rows, per rank (Streams.comm_parts: each rank's rows in seq order, one row per seq).
+
+    Where every rank's seqs run without a gap (`contiguous`), a seq is a position in each rank's rows, and the
+    per-seq questions of the analysis become array comparisons, rank against rank, with no frame of all ranks.
+    `start`: rows below it are left out of `frame`, as the analysis leaves out seqs not every rank has.
+    """
+
+    def __init__(self, parts: dict[int, pl.DataFrame]) -> None:
+        self.parts = parts
+        self.start: int | None = None
+        self._seqs = {rank: part.get_column("seq") for rank, part in parts.items()}
+        self.contiguous = all(
+            seq.null_count() == 0 and len(seq) and seq[-1] - seq[0] + 1 == len(seq) for seq in self._seqs.values())
+
+    def first(self, rank: int) -> int:
+        return self._seqs[rank][0]
+
+    def last(self, rank: int) -> int:
+        return self._seqs[rank][-1]
+
+    def _index(self, rank: int, seq: int) -> int | None:
+        """Where `seq` is in `rank`'s rows (None: not there, or below start)."""
+        if self.start is not None and seq < self.start:
+            return None
+        seqs = self._seqs[rank]
+        if self.contiguous:
+            at = seq - seqs[0]
+            return at if 0 <= at < len(seqs) else None
+        at = int(seqs.search_sorted(seq))
+        return at if at < len(seqs) and seqs[at] == seq else None
+
+    def rows_at(self, seq: int) -> list[dict]:
+        """Each rank's row at `seq`, in rank order."""
+        found = []
+        for rank, part in self.parts.items():
+            at = self._index(rank, seq)
+            if at is not None:
+                found.append(part.row(at, named=True))
+        return found
+
+    def frame(self, low: int | None = None, high: int | None = None) -> pl.DataFrame:
+        """The rows (from `start`, and within [low, high] where given), rank by rank: what filtering the streams
+        frame by comm and seq gives."""
+        bounds = [x for x in (low, self.start) if x is not None]
+        low = max(bounds) if bounds else None
+        pieces = []
+        for rank, part in self.parts.items():
+            if low is None and high is None:
+                pieces.append(part)
+            elif self.contiguous:
+                first = self.first(rank)
+                begin = 0 if low is None else max(0, low - first)
+                stop = len(part) if high is None else max(begin, min(len(part), high - first + 1))
+                pieces.append(part.slice(begin, stop - begin))
+            else:
+                keep = pl.lit(True)
+                if low is not None:
+                    keep = keep & (pl.col("seq") >= low)
+                if high is not None:
+                    keep = keep & (pl.col("seq") <= high)
+                pieces.append(part.filter(keep))
+        return pl.concat(pieces) if pieces else pl.DataFrame()
+
+    def constants(self, columns: list[str]) -> dict[int, tuple] | None:
+        """rank -> the values `columns` hold in every one of its rows, where every rank's rows hold one value in each
+        (a log of one process and one shape); else None."""
+        found = {}
+        for rank, part in self.parts.items():
+            if part.height == 0 or not all(part.select(pl.col(c).n_unique() == 1 for c in columns).row(0)):
+                return None
+            found[rank] = part.select(pl.col(c).first() for c in columns).row(0)
+        return found
+
+    def tokens(self, columns: list[str], until_null: str | None = None) -> dict[int, np.ndarray]:
+        """rank -> a 64-bit hash of `columns` per row from `start` (contiguous rows only); with `until_null`, only
+        the rows before the first one where that column is null (ranks with none are left out). Equal rows, equal
+        tokens: the hash of the row, or, where all but `count` are constant in every rank, the hash of the count
+        mixed with a hash of those constants."""
+        fixed = self.constants([c for c in columns if c != "count"]) if "count" in columns else None
+        out = {}
+        for rank, part in self.parts.items():
+            rows = part.slice(self.start - self.first(rank))
+            if until_null is not None:
+                nulls = rows.get_column(until_null).is_null()
+                if nulls.any():
+                    rows = rows.head(int(nulls.arg_max()))
+                if rows.height == 0:
+                    continue
+            if fixed is None:
+                out[rank] = rows.select(pl.struct(columns).hash()).to_series().to_numpy()
+            else:
+                out[rank] = rows.select(pl.col("count").hash()).to_series().to_numpy() ^ stable_hash(fixed[rank])
+        return out
+
+    def null_count(self, column: str, high: int | None = None) -> tuple[int, int]:
+        """(nulls, rows) of `column` among the rows from `start` (up to `high`), summed over the ranks."""
+        nulls = rows = 0
+        for rank, part in self.parts.items():
+            begin = max(0, self.start - self.first(rank)) if self.start is not None else 0
+            stop = len(part) if high is None else max(begin, min(len(part), high - self.first(rank) + 1))
+            column_rows = part.get_column(column).slice(begin, stop - begin)
+            nulls += column_rows.null_count()
+            rows += len(column_rows)
+        return nulls, rows
+
+
+def stable_hash(values: tuple) -> np.uint64:
+    """A 64-bit hash of plain values (str, int, None), the same in every process."""
+    return np.uint64(int.from_bytes(hashlib.blake2b(repr(values).encode(), digest_size=8).digest(), "little"))
 
 
 def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, int]] | None = None,
@@ -107,7 +222,64 @@ def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, i
     `step_spans` maps rank -> (first seq, last seq) of the step at which the gates disagreed, on that rank,
     where known; it narrows a root range to that step (see diagnosis.py).
     """
-    frame = streams.frame.filter(pl.col("comm") == comm)
+    rows = CommRows(streams.comm_parts(comm))
+    if not rows.contiguous:
+        return _analyze_frame(comm, rows.frame(), step_spans)
+    marks = pl.concat([part.select(
+        pl.lit(rank, pl.Int64).alias("rank"), pl.col("seq").min().alias("first"), pl.col("seq").max().alias("last"),
+        pl.col("seq").filter(pl.col("state") == "completed").max().alias("completed"),
+        pl.col("state").is_in(["started", "completed"]).any().alias("has_state"),
+    ) for rank, part in rows.parts.items()])
+    ranks = marks.get_column("rank").to_list()
+    analysis = CommAnalysis(
+        comm=comm, ranks=ranks,
+        launched=dict(zip(ranks, marks.get_column("last").to_list())),
+        completed={r: (c if c is not None else (0 if h else None))
+                   for r, c, h in marks.select("rank", "completed", "has_state").iter_rows()},
+        first_seq=dict(zip(ranks, marks.get_column("first").to_list())),
+        has_states=bool(marks.get_column("has_state").any()),
+    )
+    if len(ranks) < 2:
+        return analysis
+    start = max(analysis.first_seq.values())
+    rows.start = start
+    tokens = rows.tokens(SIGNATURE)
+    # Every rank has every seq from `start` to its last: the longest rank has them all, and a seq shows a
+    # mismatch exactly where another rank's token differs from the longest's.
+    reference = max(ranks, key=lambda r: len(tokens[r]))
+    differs = [np.flatnonzero(tokens[r] != tokens[reference][:len(tokens[r])]) for r in ranks if r != reference]
+    firsts = [int(d[0]) for d in differs if d.size]
+    if firsts:
+        analysis.first_visible = start + min(firsts)
+        analysis.first_visible_ops = ops_at(rows, analysis.first_visible)
+
+    root = _root(comm, rows, ranks, tokens, start, "signatures")
+    if root is None:
+        return analysis
+    for column, label in (("callsite", "call sites"), ("tag", "tags")):
+        if root.seq_range[0] == root.seq_range[1]:
+            break
+        nulls, count = rows.null_count(column)
+        if nulls == count:
+            continue
+        # A trace that stops early (a rank died before reading back its last step) is compared as far as it goes.
+        rich_root = _root(comm, rows, ranks, rows.tokens(SIGNATURE + [column], until_null=column), start, label)
+        # Usable only where every rank's rows carry the column up to the place it points at (traces often
+        # stop short of the wedge: a rank that died never read back its last step).
+        if rich_root is None or rows.null_count(column, rich_root.seq_range[1] + 1)[0]:
+            continue
+        if _refines(rich_root, root) and rich_root.seq_range != root.seq_range:
+            root = rich_root
+    if step_spans and root.seq_range[0] != root.seq_range[1]:
+        root = _narrow_by_steps(root, step_spans, rows)
+    if "checked" in next(iter(rows.parts.values())).columns and root.seq_range[0] != root.seq_range[1]:
+        root = _narrow_by_checksums(root, rows)
+    analysis.root = root
+    return analysis
+
+
+def _analyze_frame(comm: str, frame: pl.DataFrame, step_spans: dict[int, tuple[int, int]] | None) -> CommAnalysis:
+    """analyze_comm on one frame of the comm's rows (sorted by rank, seq), for streams with gaps in their seqs."""
     frame = frame.with_columns(pl.struct(SIGNATURE).hash().alias("_sig"))
     marks = frame.group_by("rank").agg(
         pl.col("seq").min().alias("first"), pl.col("seq").max().alias("last"),
@@ -183,7 +355,7 @@ def _refines(rich: Root, plain: Root) -> bool:
     )
 
 
-def _root(comm: str, frame: pl.DataFrame, ranks: list[int], tokens: dict[int, np.ndarray], start: int,
+def _root(comm: str, frame: pl.DataFrame | CommRows, ranks: list[int], tokens: dict[int, np.ndarray], start: int,
           pinned_by: str) -> Root | None:
     """Group the ranks at their first disagreement; align each minority rank against the majority stream."""
     longest = max(len(t) for t in tokens.values())
@@ -252,11 +424,12 @@ def _first_split(window: dict[int, np.ndarray]) -> int:
     return int(differs[0]) if differs.size else shortest
 
 
-def _narrow_by_checksums(root: Root, frame: pl.DataFrame) -> Root:
+def _narrow_by_checksums(root: Root, frame: pl.DataFrame | CommRows) -> Root:
     """Fingerprints with expected values bound the root: a seq whose results were right on every rank that
     checked it was still aligned, and the first seq with a wrong result was already misaligned."""
     low, high = root.seq_range
-    checks = frame.filter(pl.col("checked").is_not_null() & pl.col("seq").is_between(low - 1, high)).group_by(
+    rows = frame.frame(low - 1, high) if isinstance(frame, CommRows) else frame
+    checks = rows.filter(pl.col("checked").is_not_null() & pl.col("seq").is_between(low - 1, high)).group_by(
         "seq").agg(pl.col("checked").all().alias("right"), (~pl.col("checked")).any().alias("wrong"))
     right = checks.filter(pl.col("right")).get_column("seq").max()
     if right is not None and right + 1 <= high:
@@ -270,7 +443,7 @@ def _narrow_by_checksums(root: Root, frame: pl.DataFrame) -> Root:
                    "ambiguity": root.ambiguity if low != high else None, "ops": ops_at(frame, low)})
 
 
-def _narrow_by_steps(root: Root, step_spans: dict[int, tuple[int, int]], frame: pl.DataFrame) -> Root:
+def _narrow_by_steps(root: Root, step_spans: dict[int, tuple[int, int]], frame: pl.DataFrame | CommRows) -> Root:
     """Intersect the root range with the seqs of the disagreeing step on the outlier ranks."""
     low, high = root.seq_range
     for rank in root.outlier_ranks:

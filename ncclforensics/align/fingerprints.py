@@ -17,7 +17,7 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
     trace is left unattached (it still serves as corruption evidence).
     """
     per_collective = [f for f in fingerprints if f.op is not None]
-    if not per_collective or streams.frame.height == 0:
+    if not per_collective or not streams.parts:
         return streams
     rows = []
     for rank in sorted({f.rank for f in per_collective}):
@@ -26,7 +26,8 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
         # Candidates: each comm's stream alone, and all of the rank's comms in its own issue order (a trace of
         # a rank that uses several comms, e.g. world and tensor-parallel).
         candidates = [streams.stream(comm, rank) for comm in streams.members]
-        issued = issue_ordered(streams.frame.filter(pl.col("rank") == rank))
+        mine = [streams.parts[key] for key in sorted(streams.parts) if key[1] == rank]
+        issued = issue_ordered(pl.concat(mine) if mine else streams.stream("", rank))
         if issued is not None and issued.get_column("comm").n_unique() > 1:
             candidates.append(issued)
         matches = []
@@ -45,12 +46,19 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
         return streams
     known = pl.DataFrame(rows, schema={"comm": pl.String, "rank": pl.Int64, "seq": pl.Int64,
                                        "_step": pl.Int64, "_tag": pl.String, "_checked": pl.Boolean}, orient="row")
-    frame = streams.frame.drop("checked", strict=False).join(known, on=["comm", "rank", "seq"], how="left")
-    frame = frame.with_columns(
-        pl.coalesce("step", "_step").alias("step"), pl.coalesce("tag", "_tag").alias("tag"),
-        pl.col("_checked").alias("checked"),
-    ).drop("_step", "_tag", "_checked")
-    streams.frame = frame
+    by_key = known.partition_by(["comm", "rank"], as_dict=True)
+    empty = known.clear()
+
+    def attach(part: pl.DataFrame) -> pl.DataFrame:
+        key = (part.get_column("comm")[0], part.get_column("rank")[0]) if part.height else None
+        joined = part.drop("checked", strict=False).join(
+            by_key.get(key, empty), on=["comm", "rank", "seq"], how="left", maintain_order="left")
+        return joined.with_columns(
+            pl.coalesce("step", "_step").alias("step"), pl.coalesce("tag", "_tag").alias("tag"),
+            pl.col("_checked").alias("checked"),
+        ).drop("_step", "_tag", "_checked")
+
+    streams.map_parts(attach)
     return streams
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from ..model import CommInfo, Diagnostic, Evidence, Location, Severity, SourceFormat, conform
+from ..model import COLLECTIVE_SCHEMA, CommInfo, Diagnostic, Evidence, Location, Severity, SourceFormat, conform
 
 # Which source wins a field when two describe the same (comm, rank, seq): NCCL's own line is exact about
 # what was launched; the Flight Recorder knows completion state, call sites and times.
@@ -24,9 +24,14 @@ MERGED_FIELDS = ["op", "count", "dtype", "redop", "root", "state", "step", "tag"
 
 @dataclass
 class Streams:
-    """Every collective of the job, one row per (comm, rank, seq), plus how comms and ranks were resolved."""
+    """Every collective of the job, one row per (comm, rank, seq), plus how comms and ranks were resolved.
 
-    frame: pl.DataFrame  # sorted by comm, rank, seq; COLLECTIVE_SCHEMA columns + fr_file, fr_record, sources
+    The rows are kept per (comm, rank) in `parts`, each in seq order: the analysis reads one communicator's ranks
+    at a time, so no frame of every row of the job is ever built for it (that would cost more memory than the
+    parsed files). `frame` is all of them in one frame, sorted by comm, rank, seq, built when first asked for.
+    """
+
+    parts: dict[tuple[str, int], pl.DataFrame] = field(default_factory=dict)  # (comm, rank) -> rows, seq order
     members: dict[str, list[int]] = field(default_factory=dict)  # comm -> global ranks seen in it
     aliases: dict[str, str] = field(default_factory=dict)  # process-group name -> NCCL comm hash
     problems: list[Diagnostic] = field(default_factory=list)
@@ -34,55 +39,137 @@ class Streams:
     # (comm, rank, source format) -> (last seq, first file) as each source alone saw it, for reconciling
     launched_by_source: dict[tuple[str, int, str], tuple[int, str]] = field(default_factory=dict)
     expected_members: dict[str, list[int]] = field(default_factory=dict)  # comm -> ranks its config names
+    _frame: pl.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def frame(self) -> pl.DataFrame:
+        """Every row: COLLECTIVE_SCHEMA columns + fr_file, fr_record, sources; sorted by comm, rank, seq."""
+        if self._frame is None:
+            self._frame = pl.concat([self.parts[k] for k in sorted(self.parts)]) if self.parts else _empty_merged()
+        return self._frame
+
+    @frame.setter
+    def frame(self, value: pl.DataFrame) -> None:
+        self.parts = {(c, r): part for (c, r), part in value.partition_by(
+            ["comm", "rank"], maintain_order=True, as_dict=True).items()}
+        self._frame = None
 
     def stream(self, comm: str, rank: int) -> pl.DataFrame:
         """One rank's rows in one comm, in seq order."""
-        return self.frame.filter((pl.col("comm") == comm) & (pl.col("rank") == rank))
+        part = self.parts.get((comm, rank))
+        if part is not None:
+            return part
+        return next(iter(self.parts.values())).clear() if self.parts else _empty_merged()
+
+    def comm_parts(self, comm: str) -> dict[int, pl.DataFrame]:
+        """rank -> its rows in `comm` (seq order), ranks in order."""
+        return {rank: self.parts[(comm, rank)] for rank in self.members.get(comm, [])}
+
+    def map_parts(self, change) -> None:
+        """Replace every part by change(part) (a new column, say), keeping the parts' order."""
+        self.parts = {key: change(part) for key, part in self.parts.items()}
+        self._frame = None
+
+
+@dataclass
+class _Piece:
+    """The rows of one file for one (comm, rank), in file order."""
+
+    order: tuple[int, int]  # (file's index among the inputs, group's index in the file): where it first appears
+    comm: str
+    rank: int
+    file: str
+    source: str
+    frame: pl.DataFrame
 
 
 def build_streams(evidence: list[Evidence]) -> Streams:
-    """Merge the collectives of every file into per-(comm, rank) streams, resolving process-group names."""
+    """Merge the collectives of every file into per-(comm, rank) streams, resolving process-group names.
+
+    Works piece by piece (one file's rows for one comm and rank): a rank described by one file alone needs no
+    merging, only the columns that say where its rows came from.
+    """
     problems: list[Diagnostic] = []
-    frames = []
-    for item in evidence:
+    pieces: list[_Piece] = []
+    described = False
+    for index, item in enumerate(evidence):
         if item.collectives.height == 0:
             continue
+        described = True
         frame = item.collectives.with_columns(pl.col("file").fill_null(item.path))
-        unranked = frame.filter(pl.col("rank").is_null())
-        if unranked.height:
+        unranked = frame.get_column("rank").null_count()
+        if unranked:
             problems.append(Diagnostic(
                 Location(item.path),
-                f"{unranked.height} collectives name no rank (no INIT line or rank in the file); left out",
+                f"{unranked} collectives name no rank (no INIT line or rank in the file); left out",
                 Severity.WARNING,
             ))
             frame = frame.filter(pl.col("rank").is_not_null())
-        frames.append(frame.with_columns(pl.lit(item.format.value).alias("source")))
-    if not frames:
-        return Streams(frame=_empty_merged(), problems=problems)
-    raw = pl.concat([conform(f.drop("source")).with_columns(f.get_column("source")) for f in frames])
+        pieces.extend(_pieces(conform(frame), index, item.format.value))
+    if not described:
+        return Streams(problems=problems)
 
     comm_infos = [c for item in evidence for c in item.comm_infos]
-    aliases = resolve_aliases(raw, comm_infos)
-    if aliases:
-        raw = raw.with_columns(pl.col("comm").replace(aliases))
+    aliases = resolve_pieces(pieces, comm_infos)
+    for piece in pieces:
+        if piece.comm in aliases:
+            piece.comm = aliases[piece.comm]
+            piece.frame = piece.frame.with_columns(pl.lit(piece.comm, pl.String).alias("comm"))
 
-    raw, conflicts = _drop_conflicting_files(raw)
+    pieces, conflicts = _drop_conflicting_pieces(pieces)
     problems.extend(conflicts)
-    by_source = raw.group_by(["comm", "rank", "source"]).agg(pl.col("seq").max(), pl.col("file").first())
-    launched_by_source = {(c, r, s): (q, f) for c, r, s, q, f in by_source.iter_rows()}
-    merged, contradictions = _merge_rows(raw)
-    problems.extend(contradictions)
-    members = {
-        comm: sorted(ranks)
-        for comm, ranks in merged.group_by("comm").agg(pl.col("rank").unique()).iter_rows()
-    }
+    launched_by_source: dict[tuple[str, int, str], tuple[int, str]] = {}
+    for piece in pieces:
+        key = (piece.comm, piece.rank, piece.source)
+        last = piece.frame.select(pl.col("seq").max()).item()
+        if key in launched_by_source:  # the first file, the largest seq
+            seen, first_file = launched_by_source[key]
+            known = [v for v in (seen, last) if v is not None]
+            launched_by_source[key] = (max(known) if known else None, first_file)
+        else:
+            launched_by_source[key] = (last, piece.file)
+    by_key: dict[tuple[str, int], list[_Piece]] = {}
+    for piece in pieces:
+        by_key.setdefault((piece.comm, piece.rank), []).append(piece)
+    parts: dict[tuple[str, int], pl.DataFrame] = {}
+    disagreeing, first_bad = 0, None
+    for key in sorted(by_key):
+        part, bad = _merge_pieces(by_key[key])
+        parts[key] = part
+        if bad is not None and bad.height:
+            disagreeing += bad.height
+            first_bad = first_bad or bad.row(0, named=True)
+    if first_bad is not None:
+        problems.append(Diagnostic(
+            Location(first_bad["file"], first_bad["line"]),
+            f"sources disagree about {disagreeing} collectives (first: rank {first_bad['rank']} comm "
+            f"{first_bad['comm']} seq {first_bad['seq']}: {first_bad['fr_file']}#entries[{first_bad['fr_record']}] "
+            f"says otherwise)",
+            Severity.WARNING,
+        ))
+    members: dict[str, list[int]] = {}
+    for comm, rank in parts:
+        members.setdefault(comm, []).append(rank)
     expected: dict[str, set[int]] = {}
     for info in comm_infos:
         if info.ranks:
             expected.setdefault(aliases.get(info.comm, info.comm), set()).update(info.ranks)
-    return Streams(frame=merged, members=members, aliases=aliases, problems=problems,
+    return Streams(parts=parts, members=members, aliases=aliases, problems=problems,
                    launched_by_source=launched_by_source,
                    expected_members={c: sorted(r) for c, r in expected.items()})
+
+
+def _pieces(frame: pl.DataFrame, index: int, source: str) -> list[_Piece]:
+    """A file's rows split by (comm, rank, file), in order of first appearance."""
+    if frame.height == 0:
+        return []
+    keys = ["comm", "rank", "file"]
+    if frame.select(pl.col(k).n_unique() == 1 for k in keys).row(0) == (True, True, True):
+        groups = [frame]
+    else:
+        groups = frame.partition_by(keys, maintain_order=True)
+    return [_Piece((index, i), *g.select(pl.col(k).first() for k in keys).row(0), source, g)
+            for i, g in enumerate(groups)]
 
 
 def _empty_merged() -> pl.DataFrame:
@@ -93,20 +180,25 @@ def _empty_merged() -> pl.DataFrame:
     )
 
 
-def resolve_aliases(raw: pl.DataFrame, comm_infos: list[CommInfo]) -> dict[str, str]:
+def resolve_pieces(pieces: list[_Piece], comm_infos: list[CommInfo]) -> dict[str, str]:
     """Map Flight Recorder process-group names to the NCCL comm hash that carried them.
 
     A process group and a communicator are the same when they have the same global ranks and the same
     launch-ordered ops. Worked example: FR pg "0" on ranks {0,1,2,3} whose first ops are AllReduce x4096 matches
     NCCL comm 0x1715b7bd1b8fda9e seen in the INIT lines of the same four processes with the same ops.
     """
-    hashed = raw.filter(pl.col("comm").str.starts_with("0x"))
-    named = raw.filter(~pl.col("comm").str.starts_with("0x"))
-    if hashed.height == 0 or named.height == 0:
+    hashed = [p for p in pieces if p.comm.startswith("0x") and p.frame.height]
+    named = [p for p in pieces if not p.comm.startswith("0x") and p.frame.height]
+    if not hashed or not named:
         return {}
-    hash_members = {c: frozenset(r) for c, r in hashed.group_by("comm").agg(pl.col("rank").unique()).iter_rows()}
+    hash_members: dict[str, set[int]] = {}
+    for piece in hashed:
+        hash_members.setdefault(piece.comm, set()).add(piece.rank)
+    named_members: dict[str, set[int]] = {}
+    for piece in named:
+        named_members.setdefault(piece.comm, set()).add(piece.rank)
     aliases: dict[str, str] = {}
-    for name, ranks in named.group_by("comm").agg(pl.col("rank").unique()).iter_rows():
+    for name, ranks in named_members.items():
         pg_ranks = frozenset(ranks)
         for info in comm_infos:
             if info.comm == name and info.ranks:
@@ -120,10 +212,11 @@ def resolve_aliases(raw: pl.DataFrame, comm_infos: list[CommInfo]) -> dict[str, 
     return aliases
 
 
-def _agreement(named: pl.DataFrame, name: str, hashed: pl.DataFrame, comm: str) -> float:
+def _agreement(named: list[_Piece], name: str, hashed: list[_Piece], comm: str) -> float:
     """Share of (rank, seq) rows where the named stream and the hashed stream launch the same op and count."""
-    left = named.filter(pl.col("comm") == name).select("rank", "seq", "op", "count")
-    right = hashed.filter(pl.col("comm") == comm).select("rank", "seq", "op", "count")
+    columns = ["rank", "seq", "op", "count"]
+    left = pl.concat([p.frame.select(columns) for p in named if p.comm == name])
+    right = pl.concat([p.frame.select(columns) for p in hashed if p.comm == comm])
     joined = left.join(right, on=["rank", "seq"], how="inner", suffix="_r")
     if joined.height == 0:
         return 0.0
@@ -131,22 +224,25 @@ def _agreement(named: pl.DataFrame, name: str, hashed: pl.DataFrame, comm: str) 
     return same / joined.height
 
 
-def _drop_conflicting_files(raw: pl.DataFrame) -> tuple[pl.DataFrame, list[Diagnostic]]:
+def _drop_conflicting_pieces(pieces: list[_Piece]) -> tuple[list[_Piece], list[Diagnostic]]:
     """Two files of one format for the same (comm, rank) are a conflict: keep the first, report the other."""
-    per_file = (
-        raw.group_by(["comm", "rank", "source", "file"], maintain_order=True)
-        .agg(pl.len().alias("rows"), pl.col("line").min().alias("first_line"),
-             pl.col("op").hash().sum().alias("ops_hash"), pl.col("count").hash().sum().alias("count_hash"))
-    )
+    groups: dict[tuple[str, int, str], dict[str, list[_Piece]]] = {}
+    for piece in pieces:
+        groups.setdefault((piece.comm, piece.rank, piece.source), {}).setdefault(piece.file, []).append(piece)
     problems: list[Diagnostic] = []
-    dropped: list[tuple[str, int, str]] = []
-    for (comm, rank, _source), group in per_file.group_by(["comm", "rank", "source"], maintain_order=True):
-        if group.height < 2:
+    dropped: set[tuple[str, int, str]] = set()
+    for (comm, rank, _source), files in groups.items():
+        if len(files) < 2:
             continue
-        keep = group.row(0, named=True)
-        for other in group.iter_rows(named=True):
-            if other["file"] == keep["file"]:
-                continue
+        stats = []
+        for file, mine in files.items():
+            rows = pl.concat([p.frame for p in mine]) if len(mine) > 1 else mine[0].frame
+            stats.append(rows.select(
+                pl.lit(file).alias("file"), pl.len().alias("rows"), pl.col("line").min().alias("first_line"),
+                pl.col("op").hash().sum().alias("ops_hash"), pl.col("count").hash().sum().alias("count_hash"),
+            ).row(0, named=True))
+        keep = stats[0]
+        for other in stats[1:]:
             same = (other["rows"], other["ops_hash"], other["count_hash"]) == (
                 keep["rows"], keep["ops_hash"], keep["count_hash"])
             verb = "duplicates" if same else "conflicts with"
@@ -155,15 +251,46 @@ def _drop_conflicting_files(raw: pl.DataFrame) -> tuple[pl.DataFrame, list[Diagn
                 f"{verb} {keep['file']}: both describe rank {rank} in comm {comm}; using {keep['file']} only",
                 Severity.WARNING if same else Severity.ERROR,
             ))
-            dropped.append((comm, rank, other["file"]))
+            dropped.add((comm, rank, other["file"]))
     if not dropped:
-        return raw, problems
-    drop = pl.DataFrame(dropped, schema={"comm": pl.String, "rank": pl.Int64, "file": pl.String}, orient="row")
-    return raw.join(drop, on=["comm", "rank", "file"], how="anti"), problems
+        return pieces, problems
+    return [p for p in pieces if (p.comm, p.rank, p.file) not in dropped], problems
 
 
-def _merge_rows(raw: pl.DataFrame) -> tuple[pl.DataFrame, list[Diagnostic]]:
-    """One row per (comm, rank, seq): fields from the most exact source, contradictions reported."""
+MERGED_COLUMNS = [*COLLECTIVE_SCHEMA, "fr_file", "fr_record", "sources"]  # (no polars work at import: see api)
+
+
+def _merge_pieces(pieces: list[_Piece]) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """One (comm, rank)'s rows, one per seq, and the rows where its sources disagree (None: a single source)."""
+    if len(pieces) == 1 and _increasing(pieces[0].frame.get_column("seq")):
+        return _as_merged(pieces[0]), None
+    raw = pl.concat([p.frame.with_columns(pl.lit(p.source, pl.String).alias("source")) for p in pieces])
+    return _merge_rows(raw)
+
+
+def _increasing(seq: pl.Series) -> bool:
+    """Strictly increasing and without nulls: every row is its own (comm, rank, seq)."""
+    if seq.null_count():
+        return False
+    values = seq.to_numpy()
+    return bool((values[1:] > values[:-1]).all())
+
+
+def _as_merged(piece: _Piece) -> pl.DataFrame:
+    """A piece that alone describes its (comm, rank), as _merge_rows would give it: nothing to merge, only where
+    each row came from."""
+    fr = piece.source == SourceFormat.FLIGHT_RECORDER.value
+    record = pl.col("record") if fr else pl.lit(None, pl.Int64)
+    return piece.frame.with_columns(
+        pl.when(pl.col("line").is_null()).then(record).otherwise(None).cast(pl.Int64).alias("record"),
+        (pl.col("file") if fr else pl.lit(None, pl.String)).alias("fr_file"),
+        record.alias("fr_record"),
+        pl.lit(pl.Series("sources", [[piece.source]], dtype=pl.List(pl.String))).first().alias("sources"),
+    ).select(MERGED_COLUMNS)
+
+
+def _merge_rows(raw: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One row per (comm, rank, seq): fields from the most exact source; and the rows where they contradict."""
     ordered = raw.with_columns(
         pl.col("source").replace_strict(_PRIORITY, default=2, return_dtype=pl.Int64).alias("_prio")
     ).sort(["comm", "rank", "seq", "_prio"])
@@ -188,15 +315,5 @@ def _merge_rows(raw: pl.DataFrame) -> tuple[pl.DataFrame, list[Diagnostic]]:
         pl.when(pl.col("line").is_null()).then(pl.col("fr_record")).otherwise(None).alias("record"),
     )
     bad = merged.filter((pl.col("_ops") > 1) | (pl.col("_counts") > 1))
-    problems = []
-    if bad.height:
-        first = bad.row(0, named=True)
-        problems.append(Diagnostic(
-            Location(first["file"], first["line"]),
-            f"sources disagree about {bad.height} collectives (first: rank {first['rank']} comm {first['comm']} "
-            f"seq {first['seq']}: {first['fr_file']}#entries[{first['fr_record']}] says otherwise)",
-            Severity.WARNING,
-        ))
-    columns = list(conform(pl.DataFrame()).columns) + ["fr_file", "fr_record", "sources"]
-    return conform(merged).with_columns(merged.select("fr_file", "fr_record", "sources")).select(columns).sort(
-        ["comm", "rank", "seq"]), problems
+    out = conform(merged).with_columns(merged.select("fr_file", "fr_record", "sources")).select(MERGED_COLUMNS)
+    return out.sort(["comm", "rank", "seq"]), bad

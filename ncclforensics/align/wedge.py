@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 
 from ..model import Location, PairingKind, WedgeKind
-from .divergence import DIFFERENT_OPS, CommAnalysis, OpAt, Root, ops_at
+from .divergence import DIFFERENT_OPS, CommAnalysis, CommRows, OpAt, Root, ops_at, stable_hash
 from .streams import Streams
 
 
@@ -55,8 +56,13 @@ class Wedge:
     evidence: list[Location] = field(default_factory=list)
 
 
-def classify_pairings(frame: pl.DataFrame, first: int, last: int) -> list[PairingRun]:
+def classify_pairings(frame: pl.DataFrame | CommRows, first: int, last: int) -> list[PairingRun]:
     """Per seq in [first, last], what pairing the ranks' collectives made, as runs of equal kind."""
+    if isinstance(frame, CommRows):
+        runs = _pairings_by_rank(frame, first, last)
+        if runs is not None:
+            return runs
+        frame = frame.frame(first, last)
     window = frame.filter(pl.col("seq").is_between(first, last))
     per_seq = window.group_by("seq").agg(
         pl.struct("op", "dtype", "redop", "root").n_unique().alias("types"),
@@ -73,9 +79,40 @@ def classify_pairings(frame: pl.DataFrame, first: int, last: int) -> list[Pairin
     return runs
 
 
+_KINDS = (PairingKind.SHAPE_EQUAL, PairingKind.COUNT_MISMATCH, PairingKind.TYPE_MISMATCH)
+
+
+def _pairings_by_rank(rows: CommRows, first: int, last: int) -> list[PairingRun] | None:
+    """classify_pairings where every rank has every seq in [first, last] (None otherwise): each rank's types and
+    counts compared with the first rank's, seq by seq, as arrays (a type is the hash of its fields)."""
+    if not rows.contiguous or not rows.parts or last < first or any(
+            rows.first(r) > first or rows.last(r) < last for r in rows.parts):
+        return None
+    fields = ["op", "dtype", "redop", "root"]
+    fixed = rows.constants(fields)  # one type per rank: its hash, not one per row
+    types, counts, nulls = [], [], []
+    for rank, part in rows.parts.items():
+        window = part.slice(first - rows.first(rank), last - first + 1)
+        if fixed is None:
+            types.append(window.select(pl.struct(fields).hash()).to_series().to_numpy())
+        else:
+            types.append(np.full(window.height, stable_hash(fixed[rank]), dtype=np.uint64))
+        count = window.get_column("count")
+        nulls.append(count.is_null().to_numpy())
+        counts.append(count.fill_null(0).to_numpy())
+    types, counts, nulls = np.stack(types), np.stack(counts), np.stack(nulls)
+    type_differs = (types != types[0]).any(axis=0)
+    count_differs = ((nulls != nulls[0]) | (~nulls & (counts != counts[0]))).any(axis=0)
+    kinds = np.where(type_differs, 2, np.where(count_differs, 1, 0))
+    cuts = np.flatnonzero(np.diff(kinds)) + 1
+    starts = np.r_[0, cuts]
+    ends = np.r_[cuts, len(kinds)] - 1
+    return [PairingRun(first + int(a), first + int(b), _KINDS[int(kinds[a])]) for a, b in zip(starts, ends)]
+
+
 def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root) -> Window | None:
     """From the root to the last collective every rank completed (or, lacking states, launched)."""
-    frame = streams.frame.filter(pl.col("comm") == analysis.comm)
+    frame = CommRows(streams.comm_parts(analysis.comm))
     completed = [c for c in analysis.completed.values()]
     completion_known = all(c is not None for c in completed)
     end = min(completed) if completion_known else min(analysis.launched.values())
@@ -118,7 +155,7 @@ def find_wedge(streams: Streams, analyses: dict[str, CommAnalysis], dead_ranks: 
 
 def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
                 blocked: dict[int, tuple[str, int]]) -> Wedge | None:
-    frame = streams.frame.filter(pl.col("comm") == analysis.comm)
+    frame = CommRows(streams.comm_parts(analysis.comm))
     launched, completed = analysis.launched, analysis.completed
     lowest, highest = min(launched.values()), max(launched.values())
     if lowest < highest:
@@ -170,7 +207,11 @@ def _blocked_ops(streams: Streams, analyses: dict[str, CommAnalysis]) -> dict[in
         return {}
     pending = pl.DataFrame(pending_rows, schema={"rank": pl.Int64, "comm": pl.String, "seq": pl.Int64},
                            orient="row")
-    rows = pending.join(streams.frame, on=["rank", "comm", "seq"], how="left")
+    found = [part.filter(pl.col("seq") == seq) for rank, comm, seq in pending_rows
+             if (part := streams.parts.get((comm, rank))) is not None]
+    found = [hit for hit in found if hit.height]
+    rows = pending.join(pl.concat(found) if found else streams.stream("", -1), on=["rank", "comm", "seq"],
+                        how="left")
     blocked: dict[int, tuple[str, int]] = {}
     for rank, group in rows.group_by("rank"):
         rank = rank[0]

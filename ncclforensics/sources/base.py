@@ -24,7 +24,8 @@ class InputFile:
 
     path: Path
     name: str  # as shown in locations: the path the user gave, or relative to the directory they gave
-    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+    # Read when the InputFile is made (not when the class is), so that a caller or a test can lower the module's limit.
+    max_decompressed: int = field(default_factory=lambda: DEFAULT_MAX_DECOMPRESSED)
     _head: bytes | None = field(default=None, repr=False)
 
     @property
@@ -76,24 +77,29 @@ def _gunzip(path: Path, limit: int, truncate: bool) -> tuple[bytes, str | None]:
 def _gunzip_stream(path: Path, limit: int, truncate: bool) -> tuple[bytes, str | None]:
     out = io.BytesIO()
     decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    fed = False  # whether the current gzip member has been given any input
     with open(path, "rb") as f:
+        data = b""
         while True:
-            chunk = f.read(1 << 20)
-            if not chunk:
-                break
-            room = limit - out.tell()
-            piece = decomp.decompress(chunk, room + 1)
-            out.write(piece[:room] if truncate else piece)
-            if out.tell() >= limit or decomp.unconsumed_tail:
+            if not data:
+                data = f.read(1 << 20)
+                if not data:
+                    break
+            # Every step is capped at the room left (+1 to notice going past it): a bomb never expands in memory,
+            # whichever member of a multi-member file it hides in.
+            out.write(decomp.decompress(data, limit - out.tell() + 1))
+            fed = True
+            if out.tell() > limit:
                 if truncate:
                     return out.getvalue()[:limit], None
                 raise HostileInputError(f"{path}: gzip expands past {limit} bytes; refusing it as a decompression bomb")
-            while decomp.eof and decomp.unused_data:
+            if decomp.eof:
                 # Concatenated gzip members are legal; keep going with the rest.
-                rest = decomp.unused_data
-                decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                out.write(decomp.decompress(rest))
-    if not decomp.eof and not truncate:
+                data = decomp.unused_data
+                decomp, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+            else:
+                data = decomp.unconsumed_tail
+    if fed and not decomp.eof and not truncate:
         if not out.tell():
             return b"", "gzip stream ends before any content"
         return out.getvalue(), "gzip stream ends early (truncated file); read what it had"

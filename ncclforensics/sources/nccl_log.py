@@ -42,6 +42,7 @@ import bisect
 import codecs
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 import polars as pl
 
@@ -64,6 +65,9 @@ DIAGNOSTIC_LIMIT = 50  # per kind of problem; the rest are counted in one summar
 MAX_LINE_BYTES = 1 << 20  # longer lines are no NCCL output: reported once and skipped
 # Separator bytes for read_csv, which splits the lines; the first one absent from the content is used.
 _SEPARATORS = bytes([0x1F, 0x1E, 0x1D, 0x1C, *range(0x01, 0x09), *range(0x0E, 0x1C), 0x7F, 0x00])
+# read_csv decompresses content that starts with these (gzip, zlib, zstd) with no size limit: a small file, or a
+# .gz holding one, would expand past InputFile's decompression-bomb limit. Such content is split in Python.
+_COMPRESSED_MAGIC = (b"\x1f\x8b", b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda", b"\x28\xb5\x2f\xfd")
 
 # --- COLL lines: polars (Rust regex; ASCII classes keep its DFA small) ---------------------------------------
 # A COLL line is cut down to its "shape" by one replace_all that swaps what changes from call to call (timestamp,
@@ -184,6 +188,9 @@ class NcclLogSource:
 
     def parse(self, file: InputFile) -> Evidence:
         """Read the whole log: collectives column-wise, INIT/WARN lines one by one."""
+        evidence = _keyed_parse(file)
+        if evidence is not None:
+            return evidence
         data, problems = file.read_bytes()
         frame, complete = _line_frame(data, file.name, problems)
         del data
@@ -209,7 +216,8 @@ def _line_frame(data: bytes, name: str, problems: list[Diagnostic]) -> tuple[pl.
     if not data:
         return pl.DataFrame({"line": [], "text": []}, schema={"line": pl.Int64, "text": pl.String}), True
     frame = None
-    separator = next((chr(b) for b in _SEPARATORS if bytes([b]) not in data), None)
+    separator = None if data.startswith(_COMPRESSED_MAGIC) else next(
+        (chr(b) for b in _SEPARATORS if bytes([b]) not in data), None)
     if separator is not None:
         try:
             frame = _read_lines(data, separator)
@@ -308,12 +316,15 @@ class _LogParser:
             "line", *[text.str.extract_groups(rx).alias(kind) for kind, rx in _MISC.items()]
         )
         del frame, marked
+        return self.finish(misc, lambda: self._collectives(candidates, cut_line))
+
+    def finish(self, misc: pl.DataFrame, collectives: Callable[[], pl.DataFrame]) -> Evidence:
+        """Read the INIT, WARN and version lines (`misc`: their groups, in line order), then the COLL lines."""
         for row in misc.iter_rows(named=True):
             self._misc_line(row)
         self._finish_aborts()
         self._global_ranks()
-        collectives = self._collectives(candidates, cut_line)
-        evidence = Evidence(path=self.name, format=SourceFormat.NCCL_LOG, collectives=collectives)
+        evidence = Evidence(path=self.name, format=SourceFormat.NCCL_LOG, collectives=collectives())
         evidence.identities = [self._identity(c) for c in self.comms]
         evidence.watchdog = [self._event(line, fields) for line, fields in sorted(self.events, key=lambda e: e[0])]
         evidence.version = self.version
@@ -501,23 +512,32 @@ class _LogParser:
         rows = rows.with_columns(
             pl.col("shape").replace_strict(shapes["shape"], shapes["sid"], return_dtype=pl.UInt32).alias("sid")
         ).drop("shape")
+        return self.collectives_of(
+            rows, shapes, cut_line, lambda lines: candidates.filter(pl.col("line").is_in(lines.implode())))
+
+    def collectives_of(self, rows: pl.DataFrame, shapes: pl.DataFrame, cut_line: int | None,
+                       texts: Callable[[pl.Series], pl.DataFrame]) -> pl.DataFrame:
+        """The collectives frame from COLL `rows` (line, count, ts, merged, sid) and their distinct `shapes` (sid,
+        shape); `texts(lines)` gives the text of some lines (line, text), for quoting bad ones."""
         shapes = self._parse_shapes(shapes)
         bad = pl.col("sid").is_in(shapes.filter(~pl.col("valid"))["sid"].implode()) | pl.col("merged")
         bad_lines = rows.filter(bad)["line"]
         if len(bad_lines):
-            self._bad_lines(candidates.filter(pl.col("line").is_in(bad_lines.implode())), cut_line)
+            self._bad_lines(bad_lines, texts(bad_lines.head(DIAGNOSTIC_LIMIT + 1)).sort("line"), cut_line)
             rows = rows.filter(~bad)
         rows = rows.drop("merged")
-        del candidates
         whos = shapes.select("host", "pid", "ptr").unique().with_row_index("who")
         shapes = shapes.join(whos, on=["host", "pid", "ptr"], how="left", nulls_equal=True).sort("sid")
         rows = rows.with_columns(shapes["who"].gather(rows["sid"]).alias("who"))
         comms = self._comm_table()
         keyed = comms.join(whos, on=["host", "pid", "ptr"], how="inner").select("init_line", "who", "cid")
-        rows = rows.join_asof(
-            keyed.sort("init_line"), left_on="line", right_on="init_line", by="who", strategy="backward",
-            check_sortedness=False,
-        )
+        if keyed.height == 0 or keyed.get_column("who").is_unique().all():
+            rows = _one_init_each(rows, keyed, whos.height)
+        else:
+            rows = rows.join_asof(
+                keyed.sort("init_line"), left_on="line", right_on="init_line", by="who", strategy="backward",
+                check_sortedness=False,
+            )
         self._report_headerless(rows, shapes, whos)
         self._missing_inits(rows, comms, whos)
         return conform(self._columns(rows, shapes, whos, comms))
@@ -582,14 +602,14 @@ class _LogParser:
     def _columns(
         self, rows: pl.DataFrame, shapes: pl.DataFrame, whos: pl.DataFrame, comms: pl.DataFrame
     ) -> pl.DataFrame:
-        """Assemble COLLECTIVE_SCHEMA's columns: fields by shape (`sid`), communicator by INIT (`cid`), seq."""
-        by_cid = {
-            name: pl.lit(comms[name]).gather(pl.col("cid")) for name in ("comm", "comm_rank", "comm_size", "rank")
-        }
-        by_sid = {
-            name: pl.lit(shapes[name]).gather(pl.col("sid"))
-            for name in ("op", "dtype", "redop", "root", "nranks", "host", "pid")
-        }
+        """Assemble COLLECTIVE_SCHEMA's columns: fields by shape (`sid`), communicator by INIT (`cid`), seq.
+
+        Where every row has the same shape, process or communicator, the columns they give are one value, not one
+        per row (a log of one process and one communicator is a frame of a few varying columns)."""
+        same = {k: _single(rows.get_column(k)) for k in ("sid", "cid", "who")}
+        by_cid = {name: _pick(comms[name], "cid", same["cid"]) for name in ("comm", "comm_rank", "comm_size", "rank")}
+        by_sid = {name: _pick(shapes[name], "sid", same["sid"])
+                  for name in ("op", "dtype", "redop", "root", "nranks", "host", "pid")}
         by_who = whos.join(
             pl.DataFrame([(h, p, r) for (h, p), r in self.proc_rank.items()],
                          schema={"host": pl.String, "pid": pl.Int64, "rank": pl.Int64}, orient="row"),
@@ -600,14 +620,15 @@ class _LogParser:
             "rank",
         )
         stamp = pl.col("ts").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_zone="UTC", time_unit="us")
+        seq = pl.int_range(1, pl.len() + 1, dtype=pl.Int64)
         return rows.select(
             pl.lit(self.name, pl.String).alias("file"),
             "line",
-            pl.coalesce(by_cid["rank"], pl.lit(by_who["rank"]).gather(pl.col("who"))).alias("rank"),
-            pl.coalesce(by_cid["comm"], pl.lit(by_who["comm"]).gather(pl.col("who"))).alias("comm"),
+            pl.coalesce(by_cid["rank"], _pick(by_who["rank"], "who", same["who"])).alias("rank"),
+            pl.coalesce(by_cid["comm"], _pick(by_who["comm"], "who", same["who"])).alias("comm"),
             by_cid["comm_rank"].alias("comm_rank"),
             pl.coalesce(by_sid["nranks"], by_cid["comm_size"]).alias("comm_size"),
-            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("who", "cid").alias("seq"),
+            (seq if same["who"] is not None and same["cid"] is not None else seq.over("who", "cid")).alias("seq"),
             by_sid["op"].alias("op"),
             "count",
             *[by_sid[name].alias(name) for name in ("dtype", "redop", "root")],
@@ -617,7 +638,8 @@ class _LogParser:
             by_sid["pid"].alias("pid"),
         )
 
-    def _bad_lines(self, bad: pl.DataFrame, cut_line: int | None) -> None:
+    def _bad_lines(self, lines: pl.Series, bad: pl.DataFrame, cut_line: int | None) -> None:
+        """`lines`: every bad COLL line, in order; `bad`: the first of them (line, text)."""
         shown = 0
         for line, text in bad.head(DIAGNOSTIC_LIMIT + 1).iter_rows():
             quoted = text.strip()
@@ -629,7 +651,7 @@ class _LogParser:
                 what = "COLL lines run together" if text.count(_COLL_MARK) > 1 else "unrecognised COLL line"
                 self.problems.append(Diagnostic(Location(self.name, line), f"{what}: {quoted!r}"))
                 shown += 1
-        errors = bad.height - (1 if cut_line is not None and bad["line"][-1] == cut_line else 0)
+        errors = len(lines) - (1 if cut_line is not None and lines[-1] == cut_line else 0)
         if errors > shown:
             self.problems.append(
                 Diagnostic(Location(self.name), f"{errors - shown} more unrecognised COLL lines not listed")
@@ -685,8 +707,216 @@ class _LogParser:
             self._warn(None, f"{total - DIAGNOSTIC_LIMIT} {what} not listed")
 
 
+class _Same:
+    """The one value a column has in every row (possibly null)."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+def _single(column: pl.Series) -> _Same | None:
+    """_Same(value) when every row of `column` holds the same value (or null), else None."""
+    if len(column) == 0 or column.n_unique() != 1:
+        return None
+    return _Same(column[0])
+
+
+def _pick(table: pl.Series, index: str, same: _Same | None) -> pl.Expr:
+    """`table` gathered by the row column `index`: one value where every row has the same index."""
+    if same is None:
+        return pl.lit(table).gather(pl.col(index))
+    value = None if same.value is None else table[same.value]
+    return pl.lit(value, table.dtype)
+
+
+def _one_init_each(rows: pl.DataFrame, keyed: pl.DataFrame, whos: int) -> pl.DataFrame:
+    """The asof join of rows (by `who`, on `line`) with `keyed` (init_line, who, cid) where each who has at most one
+    INIT: a row belongs to its process's communicator from its INIT line on, before that to none."""
+    init = [None] * whos
+    cid = [None] * whos
+    for line, who, c in keyed.iter_rows():
+        init[who], cid[who] = line, c
+    init_s = pl.Series("init_line", init, dtype=pl.Int64)
+    cid_s = pl.Series("cid", cid, dtype=pl.UInt32)
+    who = _single(rows.get_column("who"))
+    started = pl.col("line") >= _pick(init_s, "who", who)
+    return rows.with_columns(
+        pl.when(started).then(_pick(init_s, "who", who)).otherwise(None).alias("init_line"),
+        pl.when(started).then(_pick(cid_s, "who", who)).otherwise(None).alias("cid"),
+    )
+
+
 def _at_least(version: str | None, wanted: tuple[int, ...]) -> bool:
     """True when `version` (`2.28.9`) is known and not older than `wanted`."""
     if not version:
         return False
     return tuple(int(p) for p in version.split(".")) >= wanted
+
+
+# --- big logs: COLL lines deduplicated before they are parsed ----------------------------------------------------
+# A COLL line differs from the one before it mostly in its opCount. Masking that (`: opCount 0 `) and, where COLL
+# lines carry one, the timestamp in front (kept per line), leaves few distinct lines (keys) in a log of millions;
+# every per-line regex of the reader above then runs once per key instead of once per line. The opCount is hex
+# between `: opCount ` and a space, so no other pattern here can see it: a line and its key give the same count,
+# stamp, run-together flag and kind of line; and the same shape, unless the opCount is left in it (a malformed
+# body), which the key tells by giving another shape with `: opCount 1 `. Lines of such keys, and COLL lines that
+# are also INIT/WARN lines (whose fields quote the line), are re-read and keyed by their own text; so are the bad
+# lines that are quoted. The result is the reader's exactly. Logs read this way: plain files (not gzip, no BOM,
+# LF line ends) of at least KEYED_MIN_BYTES; they are read by polars' streaming CSV reader, never whole in memory.
+KEYED_MIN_BYTES = 1 << 20
+_OPCOUNT = _COLL_MARK + "[0-9a-fA-F]+ "
+_LEAD_STAMP = "^" + _STAMP
+_STAND_IN = "[2000-01-01 00:00:00] "  # a stamp in place of another: the shape regex takes any stamp alike
+
+
+def _scan_lines(path) -> pl.LazyFrame:
+    """The lines of a file as (line, text), read like _read_lines reads bytes."""
+    return pl.scan_csv(
+        path, has_header=False, separator="\x1f", quote_char=None, new_columns=["text"], infer_schema=False,
+        encoding="utf8",
+    ).with_row_index("line", offset=1).with_columns(pl.col("line").cast(pl.Int64))
+
+
+def _keyed_parse(file: InputFile) -> Evidence | None:
+    """The Evidence of a big plain log read by keys, or None to read it line by line (same result)."""
+    try:
+        if file.path.stat().st_size < KEYED_MIN_BYTES or file.compressed:
+            return None
+        with open(file.path, "rb") as f:
+            head = f.read(1 << 16)
+            f.seek(-1, 2)
+            complete = f.read(1) == b"\n"
+    except OSError:
+        return None
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF8, *_COMPRESSED_MAGIC)):
+        return None
+    first = head.split(b"\n", 1)
+    if len(first) < 2 or b"\x1f" in first[0]:  # no LF early (or no LF at all), or the separator on line 1
+        return None
+    stamps = re.search(rb"(?m)^\[[0-9]{4}-[0-9]{2}-[0-9]{2} [^\n]*: opCount ", head) is not None
+    try:
+        return _KeyedReader(file, complete, stamps).run()
+    except pl.exceptions.PolarsError:  # the separator in the text, bad UTF-8, ...: the line reader says what
+        return None
+
+
+class _KeyedReader:
+    """One big log read as keys: see the comment above KEYED_MIN_BYTES."""
+
+    def __init__(self, file: InputFile, complete: bool, stamps: bool) -> None:
+        self.file = file
+        self.complete = complete
+        self.stamps = stamps  # mask leading timestamps of COLL lines too
+        self.parser = _LogParser(file.name, [])
+        self._texts: dict[int, str] = {}
+
+    def run(self) -> Evidence | None:
+        text = pl.col("text")
+        coll = text.str.contains(_COLL_MARK, literal=True)
+        key = text.str.replace("(?-u)" + _OPCOUNT, _COLL_MARK + "0 ")  # (?-u): the same on this pattern, faster
+        lead = pl.lit(None, pl.String)
+        if self.stamps:
+            key = pl.when(coll).then(key.str.replace(_LEAD_STAMP, _STAND_IN)).otherwise(key)
+            lead = pl.when(coll).then(text.str.extract(_LEAD_STAMP, 1))
+        lines = _scan_lines(self.file.path).select(
+            "line", key.cast(pl.Categorical(pl.Categories.random())).alias("key"),
+            (text.str.len_bytes() > MAX_LINE_BYTES).alias("long"), lead.alias("lead"),
+        ).collect(engine="streaming")
+        if lines.height == 0 or lines["long"].any():
+            return None  # over-long lines: the line reader reports them
+        cut_line = None if self.complete else lines.height
+        present = lines.select(pl.col("key").unique().drop_nulls())["key"]
+        keys = pl.DataFrame({"kid": present.to_physical(), "key": present.cast(pl.String)})
+        lines = lines.select("line", pl.col("key").to_physical().alias("kid"), "lead")
+        keys = self._classify(keys)
+        unsafe = keys.filter(pl.col("unsafe"))["kid"]
+        if len(unsafe):  # key these lines by their own text
+            redo = lines.filter(pl.col("kid").is_in(unsafe.implode()))["line"]
+            if len(redo) > max(10_000, lines.height // 100):
+                return None
+            own = self._originals(redo)
+            own = own.with_columns(pl.col("text").rank("dense").cast(pl.UInt32).alias("rank"))
+            base = int(keys["kid"].max()) + 1
+            own = own.with_columns((pl.col("rank") + base - 1).alias("kid"))
+            extra = own.select("kid", pl.col("text").alias("key")).unique("kid").with_columns(
+                pl.lit(True).alias("exact"))
+            keys = pl.concat([keys.filter(~pl.col("unsafe")).select("kid", "key", "exact"),
+                              extra], how="vertical_relaxed")
+            keys = self._classify(keys.select("kid", "key"), exact=keys["exact"])
+            lines = lines.join(own.select("line", pl.col("kid").alias("own")), on="line", how="left").select(
+                "line", pl.coalesce("own", "kid").alias("kid"), "lead")
+        by_kid = keys.sort("kid")
+        if by_kid["kid"].to_list() != list(range(by_kid.height)):
+            dense = by_kid.with_row_index("dense")
+            lines = lines.with_columns(
+                pl.col("kid").replace_strict(dense["kid"], dense["dense"], return_dtype=pl.UInt32))
+            by_kid = dense.drop("kid").rename({"dense": "kid"})
+        return self._evidence(lines, by_kid, cut_line)
+
+    def _classify(self, keys: pl.DataFrame, exact: pl.Series | None = None) -> pl.DataFrame:
+        """Per key: what kind of line it is, and whether its lines must be keyed by their own text (`unsafe`)."""
+        k = pl.col("key")
+        keys = keys.with_columns(
+            k.str.contains(_COLL_MARK, literal=True).alias("coll"),
+            k.str.contains(_MISC_MARK).alias("misc"),
+            k.str.contains(_OPCOUNT).alias("masked"),
+            (k.str.starts_with(_STAND_IN) if self.stamps else pl.lit(False)).alias("restamped"),
+        )
+        if exact is None:
+            exact = ~(keys["masked"] | keys["restamped"])
+        keys = keys.with_columns(exact.alias("exact"))
+        shape = _cut(k)
+        other = _cut(k.str.replace(_OPCOUNT, _COLL_MARK + "1 "))
+        return keys.with_columns(
+            (~pl.col("exact") & pl.col("coll") & (pl.col("misc") | (pl.col("masked") & (shape != other))))
+            .alias("unsafe"))
+
+    def _originals(self, lines: pl.Series) -> pl.DataFrame:
+        """(line, text) of `lines`, read again."""
+        wanted = [line for line in lines.to_list() if line not in self._texts]
+        if wanted:
+            found = _scan_lines(self.file.path).filter(pl.col("line").is_in(wanted)).collect(engine="streaming")
+            self._texts.update(zip(found["line"].to_list(), found["text"].to_list()))
+        return pl.DataFrame({"line": lines, "text": [self._texts.get(line) for line in lines.to_list()]},
+                            schema={"line": pl.Int64, "text": pl.String})
+
+    def _evidence(self, lines: pl.DataFrame, keys: pl.DataFrame, cut_line: int | None) -> Evidence:
+        """lines: (line, kid, lead); keys: one row per kid 0..n-1 (key, coll, misc, restamped, ...)."""
+        misc_kids = keys.filter("misc")["kid"]
+        misc = lines.filter(pl.col("kid").is_in(misc_kids.implode())).select(
+            "line", pl.lit(keys["key"]).gather(pl.col("kid")).alias("text"))
+        misc = misc.select("line", *[pl.col("text").str.extract_groups(rx).alias(kind) for kind, rx in _MISC.items()])
+        return self.parser.finish(misc, lambda: self._collectives(lines, keys, cut_line))
+
+    def _collectives(self, lines: pl.DataFrame, keys: pl.DataFrame, cut_line: int | None) -> pl.DataFrame:
+        coll = keys.filter("coll")
+        rows = lines.filter(pl.col("kid").is_in(coll["kid"].implode()))
+        if rows.height == 0:
+            return empty_collectives()
+        k = pl.col("key")
+        stamped = bool(coll.select(k.str.contains(_STAMP).any()).item())
+        keys = keys.with_columns(
+            _cut(k, stamped).alias("shape"),
+            k.str.extract(_COUNT, 1).cast(pl.Int64, strict=False).alias("count"),
+            (k.str.extract(_STAMP, 1) if stamped else pl.lit(None, pl.String)).alias("ts"),
+            (k.str.count_matches(_COLL_MARK, literal=True) > 1).alias("merged"),
+        )
+        shapes = keys.filter("coll").select(pl.col("shape").unique()).with_row_index("sid")
+        keys = keys.join(shapes, on="shape", how="left").sort("kid")
+        used = keys.filter("coll")
+
+        def per_key(name: str) -> pl.Expr:  # one value where every COLL key has the same
+            same = _single(used.get_column(name))
+            return (pl.lit(keys[name]).gather(pl.col("kid")) if same is None
+                    else pl.lit(same.value, keys[name].dtype)).alias(name)
+
+        ts = per_key("ts")
+        if used.get_column("restamped").any():
+            ts = pl.when(per_key("restamped")).then(pl.col("lead")).otherwise(ts).alias("ts")
+        rows = rows.select("line", per_key("count"), ts, per_key("merged"), per_key("sid"))
+        return self.parser.collectives_of(rows, shapes, cut_line, self._originals)
+
+
+def _cut(text: pl.Expr, stamped: bool = True) -> pl.Expr:
+    """A COLL line's shape, as _LogParser._collectives cuts it."""
+    return text.str.replace_all(_STAMP + "|" + _CUT if stamped else _CUT, "|", literal=False)

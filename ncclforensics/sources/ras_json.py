@@ -32,6 +32,11 @@ _PEER = re.compile(r"Process (?P<pid>\d+) on node (?P<host>\S+) managing GPUs? (
 _PEER_ADDR = re.compile(r"(?P<addr>\S+<\d+>)(?: (?P<details>.*))?")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _SPACE = re.compile(r"\s*")
+# RAS text lines are under 200 characters; a longer line is no part of a reply, and is not worth the regexes.
+_MAX_TEXT_LINE = 1 << 16
+# NCCL prints counts, ranks and pids as uint64 at most (20 digits); a longer run of digits is no NCCL output,
+# and past 4300 digits int() refuses it.
+_OVERLONG_NUMBER = re.compile(r"\d{21}")
 
 
 def read_ras(file: InputFile, fmt: SourceFormat) -> Evidence:
@@ -86,6 +91,10 @@ class _Walker:
             self.problem(self.stray[0], f"{len(self.stray)} line(s) that are no part of a RAS reply or event; skipped")
 
     def text_line(self, lineno: int, line: str) -> None:
+        if len(line) > _MAX_TEXT_LINE or _OVERLONG_NUMBER.search(line):
+            self.status.close()
+            self.stray.append(lineno)
+            return
         monitor = _MONITOR_LINE.fullmatch(line)
         if monitor:
             self.status.close()

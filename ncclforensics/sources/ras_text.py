@@ -63,6 +63,9 @@ _LINES = [  # (name, regex) of the other lines a block may hold
 ]
 _SUMMARY_LINE = re.compile(r"\s.*|\(total\).*|The outlier nodes?:.*|=+")
 _MAX_RANK = 1 << 24  # no real communicator has this many ranks; larger numbers are decoded garbage
+# Comms and ranks a reply implies without listing them (a table row's comm count, the members of an unlisted
+# majority group) are built one object each. One short line can claim millions, so a file gets at most this many.
+_MAX_IMPLIED = 1 << 16
 
 # Stages of a reply, in the order NCCL prints them; a heading of a stage already passed starts a new reply.
 HEADER, SUMMARY, COMMS, TABLE, ERRORS, WARNINGS = range(1, 7)
@@ -194,6 +197,7 @@ class StatusTextParser:
         self.evidence = evidence
         self.path = evidence.path
         self.reply: _Reply | None = None
+        self.implied_left = _MAX_IMPLIED  # budget for implied comms and ranks, shared by the file's replies
 
     def feed(self, lineno: int, line: str) -> bool:
         """Take one line; False when it is not part of a text reply (the caller decides what it is)."""
@@ -499,8 +503,16 @@ class StatusTextParser:
         if rc.has_comm_walk_bug(version) and reply.saw_missing and total > 1 and not reply.dropped:
             self._problem(reply.line, "NCCL 2.26.2-2.28.9 text replies may misreport the comms that follow a comm "
                           "with missing ranks (NVIDIA/nccl#1762); cross-check with a JSON reply")
-        keys = {(g, i) for g, row in reply.rows.items() for i in range(min(row.comms, 65536))}
-        keys |= {k for k, c in reply.comms.items() if not c.corrupt}
+        keys = {k for k, c in reply.comms.items() if not c.corrupt}
+        unlisted = 0
+        for group, row in reply.rows.items():  # healthy comms have no block: one placeholder each
+            listed = min(row.comms, self.implied_left)
+            keys.update((group, i) for i in range(listed))
+            self.implied_left -= listed
+            unlisted += row.comms - listed
+        if unlisted:
+            self._problem(reply.line, f"the communicators table claims {unlisted} more comms than this file may "
+                          f"imply ({_MAX_IMPLIED}); they are not listed")
         comms = []
         for group, index in sorted(keys):
             comm = reply.comms.get((group, index)) or _Comm(group, index, f"#{group}-{index}", 0)
@@ -527,8 +539,7 @@ class StatusTextParser:
                        count_groups=groups, missing_ranks=tuple(missing),
                        dead_ranks=tuple(r.rank for r in ranks if r.dead))
 
-    @staticmethod
-    def _infer_majority(comm: _Comm, size: int | None, missing: set[int]) -> None:
+    def _infer_majority(self, comm: _Comm, size: int | None, missing: set[int]) -> None:
         """Fill in the members of the one unlisted count group of a collective type, when only one fits.
 
         NCCL lists the members of a group only when it is an outlier (section 2.6), so the majority line reads
@@ -541,9 +552,12 @@ class StatusTextParser:
             unlisted = [g for g in groups if not g[3]]
             if len(unlisted) != 1:
                 continue
-            listed = {r for g in groups for r in g[3]}
-            candidates = sorted(set(range(size)) - listed - missing)
-            if len(candidates) == unlisted[0][2]:
+            known = {r for g in groups for r in g[3]} | missing
+            fits = size - sum(1 for r in known if 0 <= r < size)
+            # Counted before the ranks are built: `size` may be in the millions (see _MAX_IMPLIED).
+            if fits == unlisted[0][2] and fits <= self.implied_left:
+                self.implied_left -= fits
+                candidates = [r for r in range(size) if r not in known]
                 unlisted[0][3].extend(candidates)
                 for number in candidates:
                     comm.rank(number).counts.setdefault(op or rc.SINGLE_COUNTER, unlisted[0][1])

@@ -26,7 +26,9 @@ import re
 from dataclasses import replace
 
 from ..errors import SourceError
-from ..model import Evidence, Location, ProcessIdentity, ProgressReport, SourceFormat, WatchdogEvent
+from ..model import (
+    Diagnostic, Evidence, Location, ProcessIdentity, ProgressReport, Severity, SourceFormat, WatchdogEvent,
+)
 from ..model.kinds import normalize_op
 from .base import InputFile, looks_binary, unreadable
 
@@ -37,7 +39,9 @@ _TRIGGER = re.compile(
     r"Stack trace of the failed|Heartbeat|process down|Some NCCL operations|encountered error"
 )
 _GLOBAL_RANK = re.compile(r"\[rank(" + N + r")\]:")
-_PG = re.compile(r"\[PG (?:ID )?(" + N + r")(?: PG GUID ([^\s(\]]+))?\s*(?:\(([^)]*)\))? Rank (" + N + r")\]")
+# Bounded groups: an unbounded `[^)]*` scans to the end of the line from every `[PG `, quadratic on a hostile line.
+_PG = re.compile(r"\[PG (?:ID )?(" + N + r")(?: PG GUID ([^\s(\]]{1,200}))?\s*(?:\(([^)]{0,200})\))? Rank ("
+                 + N + r")\]")
 _RANK_TAG = re.compile(r"\[Rank (" + N + r")\]")
 _WORK = r"WorkNCCL\((?P<work>[^()]*(?:\([^()]*\)[^()]*)*)\)"
 _WORK_FIELDS = {name: re.compile(pattern) for name, pattern in {
@@ -71,7 +75,8 @@ _SIMPLE = [  # (kind, pattern): messages that carry no numbers beyond the line's
 ]
 _TERMINATED = re.compile(r"(?:Process group|NCCL) watchdog thread terminated with exception: (?P<what>.*)")
 _ABORTED = re.compile(r"NCCL communicator was aborted on rank (" + N + r")\.?(?P<rest>.*)")
-_NCCL_PREFIX = re.compile(r"(?P<host>[^\s:\]\[]+):(?P<pid>[0-9]{1,9}):\d+ \[\d+\] NCCL INFO ")
+# The host starts a word (the lookbehind): tried at every offset of a long word, the search would be quadratic.
+_NCCL_PREFIX = re.compile(r"(?<![^\s:\]\[])(?P<host>[^\s:\]\[]+):(?P<pid>[0-9]{1,9}):\d+ \[\d+\] NCCL INFO ")
 _NCCL_COMM = re.compile(r"comm (?P<ptr>0x[0-9a-f]+) "
                         r"rank (?P<rank>[0-9]{1,9}) nranks (?P<size>[0-9]{1,9}) cudaDev (?P<dev>[0-9]{1,9}) "
                         r"(?:nvmlDev \d+ )?"
@@ -97,6 +102,9 @@ _DESYNC_FAILED = re.compile(r"Failed to re?t?rieve \w*DESYNC_DEBUG report.*")
 _RECORD_START = re.compile(r"^\s*(?:\[\w+\]:)*\[[EWIF]\d*[ \]]|^\S+:\d+:\d+ \[\d+\] NCCL |^\s*\[rank\d+\]:")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 _MAX_CONTINUATION = 12
+# PyTorch's messages are a few KB at most; the dozen regexes over a line of megabytes take seconds (a 64 MiB line:
+# 11 s), so longer lines are skipped, as nccl_log does.
+_MAX_LINE = 1 << 20
 _WORK_KINDS = {"timeout", "blocking_wait_timeout", "async_error"}
 
 
@@ -365,8 +373,17 @@ class TorchLogSource:
         evidence.problems.extend(problems)
         reader = _Reader(file.name, lines, evidence)
         index = 0
+        long_lines = []
         while index < len(lines):
+            if len(lines[index]) > _MAX_LINE:
+                long_lines.append(index + 1)
+                index += 1
+                continue
             index = reader.line(index)
+        if long_lines:
+            evidence.problems.append(Diagnostic(Location(file.name, long_lines[0]), (
+                f"{len(long_lines)} line(s) over {_MAX_LINE} characters are no PyTorch message; skipped"),
+                Severity.WARNING))
         _name_groups(evidence)
         return evidence
 

@@ -57,6 +57,9 @@ _BENCH_NEEDLE = "Speculative Decoding"
 _BENCH_HEADING = re.compile(r"^\s*-{3,}\s*Speculative Decoding\s*-{3,}\s*$")
 _BENCH_LINE = re.compile(r"^\s*([A-Za-z][\w()%/-]*(?: [\w()%/-]+)*)\s*:(.*)$")
 _BENCH_POSITION = re.compile(r"position (\d{1,4})")
+# A metrics line is a few hundred characters (a JSON log record a few thousand); the regexes over a line of
+# megabytes take seconds, so longer lines are set aside.
+_MAX_LINE = 1 << 16
 
 # Field name (lower case) -> (SpecDecodeMetrics field, how to read the value).
 _FIELDS = {
@@ -111,6 +114,10 @@ class VllmMetricsSource:
                 _keep(evidence, loc, "vllm bench Speculative Decoding block", metrics, errors)
                 continue
             if not any(needle in raw for needle in _NEEDLES) and _STATS_NEEDLE not in raw:
+                continue
+            if len(raw) > _MAX_LINE:
+                evidence.problems.append(Diagnostic(Location(file.name, index + 1), f"line of {len(raw)} characters "
+                                                    "is too long to be a vLLM metrics line; skipped"))
                 continue
             line, process = _message(_ANSI.sub("", raw))
             marker = _MARKER.search(line)
