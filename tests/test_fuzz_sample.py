@@ -133,9 +133,6 @@ def test_diff_of_a_mutated_capture_prints_no_traceback(tmp_path, seed):
     assert all(line.startswith(("error: ", "warning: ")) for line in err.splitlines())
 
 
-@pytest.mark.xfail(reason="KeyError in align/divergence.py _root: a rank with collectives but no call sites (its "
-                          "Flight Recorder dump missing or refused) has no tokens in the call-site pass",
-                   raises=KeyError, strict=False)
 def test_diff_without_one_ranks_dump():
     files = [p for p in sorted(real("extra-op-4rank").iterdir()) if p.name != "fr_rank1"]
     code, out, err = run_cli("diff", *files)

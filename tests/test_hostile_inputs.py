@@ -390,8 +390,6 @@ def test_two_different_files_for_one_rank_are_a_conflict_not_merged(tmp_path):
         assert mine["wedge"][key] == theirs["wedge"][key], key
 
 
-@pytest.mark.xfail(reason="only a conflicting file's collectives are left out; its watchdog lines still confirm the "
-                          "wedge and appear among the receipts", strict=False)
 def test_a_conflicting_file_is_left_out_entirely(tmp_path):
     log, fr = conflicting_copies(tmp_path / "other")
     _, d = diff_json(EXTRA_OP, tmp_path / "other")

@@ -69,6 +69,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     evidence, foreign = split_jobs(evidence)
     streams = build_streams(evidence)
     problems = foreign + list(streams.problems)
+    # A file that conflicts with another for the same rank is left out entirely, not only its collectives.
+    evidence = [e for e in evidence if e.path not in set(streams.excluded_files)]
     gates = [g for e in evidence for g in e.gates]
     fingerprints = [f for e in evidence for f in e.fingerprints]
     watchdog = [w for e in evidence for w in e.watchdog]

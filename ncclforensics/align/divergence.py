@@ -358,7 +358,9 @@ def _refines(rich: Root, plain: Root) -> bool:
 def _root(comm: str, frame: pl.DataFrame | CommRows, ranks: list[int], tokens: dict[int, np.ndarray], start: int,
           pinned_by: str) -> Root | None:
     """Group the ranks at their first disagreement; align each minority rank against the majority stream."""
-    longest = max(len(t) for t in tokens.values())
+    # A rank whose rows carry no value of the compared column (its dump missing) has no tokens: an empty stream.
+    tokens = {r: tokens.get(r, np.empty(0, dtype=np.uint64)) for r in ranks}
+    longest = max((len(t) for t in tokens.values()), default=0)
     at = None
     for index in range(0, longest, 4096):
         window = {r: t[index:index + 4096] for r, t in tokens.items()}

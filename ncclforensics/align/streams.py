@@ -116,8 +116,10 @@ def build_streams(evidence: list[Evidence]) -> Streams:
             piece.comm = aliases[piece.comm]
             piece.frame = piece.frame.with_columns(pl.lit(piece.comm, pl.String).alias("comm"))
 
+    before = {piece.file for piece in pieces}
     pieces, conflicts = _drop_conflicting_pieces(pieces)
     problems.extend(conflicts)
+    excluded = sorted(before - {piece.file for piece in pieces})
     launched_by_source: dict[tuple[str, int, str], tuple[int, str]] = {}
     for piece in pieces:
         key = (piece.comm, piece.rank, piece.source)
@@ -155,7 +157,7 @@ def build_streams(evidence: list[Evidence]) -> Streams:
         if info.ranks:
             expected.setdefault(aliases.get(info.comm, info.comm), set()).update(info.ranks)
     return Streams(parts=parts, members=members, aliases=aliases, problems=problems,
-                   launched_by_source=launched_by_source,
+                   launched_by_source=launched_by_source, excluded_files=excluded,
                    expected_members={c: sorted(r) for c, r in expected.items()})
 
 
