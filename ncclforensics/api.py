@@ -45,8 +45,9 @@ def parse_paths(paths: list[str], progress: ProgressHook | None = None) -> Parse
     """Discover the files under `paths` and parse each with the format its content shows.
 
     Files are parsed in parallel, with at most as many at a time as there are CPUs: pickles (Flight Recorder dumps,
-    whose parsing is Python) in forked worker processes, the rest in threads (their parsers spend their time in
-    polars, which releases the GIL). The result is the same as parsing them one by one, in input order.
+    whose parsing is Python) and small files in forked worker processes, big text files in threads (their parsers
+    spend their time in polars, which releases the GIL and uses every core). The result is the same as parsing them
+    one by one, in input order.
     """
     files, problems = discover(paths)
     parsed = ParsedInputs(problems=problems)
@@ -72,9 +73,9 @@ def parse_files(files: list[InputFile], progress: ProgressHook | None = None) ->
 
     if progress:
         progress(files[0].name, 0, total)
-    pickles = [i for i, f in enumerate(files) if _looks_pickled(f)] if len(files) > 1 else []
-    pool = _process_pool(min(workers, len(pickles))) if len(pickles) > 1 else None
-    in_processes = pickles if pool is not None else []
+    routed = [i for i, f in enumerate(files) if _to_process(f)]
+    pool = _process_pool(min(workers, len(routed))) if len(routed) > 1 else None
+    in_processes = routed if pool is not None else []
     with ExitStack() as stack:
         futures = {}
         if pool is not None:
@@ -98,6 +99,7 @@ def parse_files(files: list[InputFile], progress: ProgressHook | None = None) ->
 
 
 MAX_WORKERS = 8  # files parsed at a time, at most (and never more than the CPUs)
+THREAD_MIN_BYTES = 16 << 20  # a text file this big is parsed in a thread: polars does its work, both cores busy
 
 
 def _parse_in_turn(files: list[InputFile], progress: ProgressHook | None) -> list[Evidence]:
@@ -142,6 +144,17 @@ def _unpacked(evidence: Evidence, height: int, packed: list[tuple]) -> Evidence:
     frame = frame.with_columns(pl.lit(value, dtype).alias(name) for name, dtype, value, one in packed if one)
     evidence.collectives = frame.select(name for name, *_ in packed)
     return evidence
+
+
+def _to_process(file: InputFile) -> bool:
+    """Whether `file` is parsed in a worker process rather than a thread: Flight Recorder dumps (their parsing is
+    Python, which threads would serialize) and small files (where Python's share of the work outweighs polars')."""
+    if _looks_pickled(file):
+        return True
+    try:
+        return file.path.stat().st_size < THREAD_MIN_BYTES
+    except OSError:
+        return False
 
 
 def _looks_pickled(file: InputFile) -> bool:
