@@ -14,7 +14,7 @@ from ..model import Diagnostic, Evidence, Location, Severity, SourceFormat
 
 HEAD_BYTES = 64 * 1024
 # A .gz that expands past this is treated as a decompression bomb; big real logs stay well under it.
-DEFAULT_MAX_DECOMPRESSED = 8 * 1024**3
+DEFAULT_MAX_DECOMPRESSED = 2 * 1024**3
 GZIP_MAGIC = b"\x1f\x8b"
 
 
