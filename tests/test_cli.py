@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import pty
+import subprocess
+import sys
 
 import pytest
 
@@ -57,6 +61,39 @@ def test_exit_1_on_a_divergence_and_the_report_reads_like_a_postmortem():
     for text in ("DIVERGED", "0x1715b7bd1b8fda9e", "seq 25", "Cause", "step 5", "Wedge", "no_partner",
                  "fr_rank0#entries[24]"):
         assert text in out, text
+
+
+def test_terminal_report_lists_the_first_window_runs_and_sums_up_the_rest(monkeypatch):
+    from ncclforensics.report import console
+
+    monkeypatch.setattr(console, "PAIRING_ROWS", 1)
+    _, out, _ = run_cli("diff", real("extra-op-4rank"))
+    assert "25..40" in out and "41..42" not in out  # the first run listed, the next two summed up
+    summary = next(line for line in out.splitlines() if "more runs" in line)
+    assert "41..49" in summary and "2 more runs" in summary
+    assert "count_mismatch 2" in summary and "(shape-equal) 7" in summary and summary.rstrip().endswith("9")
+
+
+def test_json_is_indented_at_a_terminal_and_compact_in_a_pipe():
+    _, out, _ = run_cli("diff", "--json", real("extra-op-4rank"))
+    assert out.count("\n") == 1 and json.loads(out)["verdict"] == "diverged"  # CliRunner's stdout is no terminal
+    primary, secondary = pty.openpty()
+    with os.fdopen(primary, "rb", buffering=0) as terminal:
+        proc = subprocess.Popen([sys.executable, "-m", "ncclforensics.cli", "diff", "--json", real("extra-op-4rank")],
+                                stdout=secondary, stderr=subprocess.DEVNULL)
+        os.close(secondary)
+        shown = b""
+        while True:
+            try:
+                chunk = terminal.read(1 << 16)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            shown += chunk
+        proc.wait(timeout=60)
+    text = shown.decode().replace("\r\n", "\n")
+    assert '\n  "verdict": "diverged"' in text and json.loads(text) == json.loads(out)
 
 
 def test_exit_2_on_bad_input_but_the_good_files_are_still_analysed(tmp_path):

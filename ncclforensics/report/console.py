@@ -90,10 +90,17 @@ def render_diagnosis(console: Console, d: Diagnosis) -> None:
         table.add_column("seqs")
         table.add_column("pairing")
         table.add_column("collectives")
-        for p in w.pairings:
-            style = "red" if p.kind.value != "shape_equal" else "yellow"
-            label = "silent corruption (shape-equal)" if p.kind.value == "shape_equal" else p.kind.value
-            table.add_row(f"{p.first_seq}..{p.last_seq}", f"[{style}]{label}[/]", str(p.collectives))
+        for p in w.pairings[:PAIRING_ROWS]:
+            table.add_row(f"{p.first_seq}..{p.last_seq}", _pairing_label(p.kind.value), str(p.collectives))
+        rest = w.pairings[PAIRING_ROWS:]
+        if rest:  # a long window alternates kinds thousands of times: sum the rest up by kind
+            totals: dict[str, int] = {}
+            for p in rest:
+                totals[p.kind.value] = totals.get(p.kind.value, 0) + p.collectives
+            table.add_row(f"{rest[0].first_seq}..{rest[-1].last_seq}",
+                          f"{len(rest)} more runs (all in --json): "
+                          + ", ".join(f"{_pairing_label(kind)} {n}" for kind, n in totals.items()),
+                          str(sum(totals.values())))
         console.print(table)
     if d.wedge is not None:
         w = d.wedge
@@ -134,6 +141,15 @@ def render_diagnosis(console: Console, d: Diagnosis) -> None:
         console.print(table)
     for caveat in d.caveats:
         console.print(f"[yellow]caveat:[/] {caveat}", highlight=False, soft_wrap=True)
+
+
+PAIRING_ROWS = 20  # window runs listed one by one in the terminal report
+
+
+def _pairing_label(kind: str) -> str:
+    if kind == "shape_equal":
+        return "[yellow]silent corruption (shape-equal)[/]"
+    return f"[red]{kind}[/]"
 
 
 def _per_rank(values: dict) -> str:

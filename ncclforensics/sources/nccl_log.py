@@ -770,11 +770,13 @@ _STAND_IN = "[2000-01-01 00:00:00] "  # a stamp in place of another: the shape r
 
 
 def _scan_lines(path) -> pl.LazyFrame:
-    """The lines of a file as (line, text), read like _read_lines reads bytes."""
-    return pl.scan_csv(
-        path, has_header=False, separator="\x1f", quote_char=None, new_columns=["text"], infer_schema=False,
-        encoding="utf8",
-    ).with_row_index("line", offset=1).with_columns(pl.col("line").cast(pl.Int64))
+    """The lines of a file as (line, text), split as _read_lines splits them (a blank line is "", not null)."""
+    if hasattr(pl, "scan_lines"):  # newer polars: a third less work than the CSV reader, and no separator byte
+        lines = pl.scan_lines(path, name="text")
+    else:
+        lines = pl.scan_csv(path, has_header=False, separator="\x1f", quote_char=None, new_columns=["text"],
+                            infer_schema=False, encoding="utf8")
+    return lines.with_row_index("line", offset=1).with_columns(pl.col("line").cast(pl.Int64))
 
 
 def _keyed_parse(file: InputFile) -> Evidence | None:
