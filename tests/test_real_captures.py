@@ -68,6 +68,24 @@ def test_extra_op_flight_recorder_only_pins_by_call_site():
     assert d["wedge"]["seq"] == 50 and d["wedge"]["kind"] == "no_partner"
 
 
+@pytest.mark.parametrize("missing", [1, 3])
+def test_extra_op_a_reference_rank_without_its_dump_still_pins_by_the_others_call_sites(missing):
+    others = [str(p) for p in real("extra-op-4rank").iterdir() if p.name != f"fr_rank{missing}"]
+    code, d = diff_json(*others)
+    assert code == 1
+    root = d["root"]
+    assert root["seq_range"] == [25, 25] and root["outlier_ranks"] == [0]
+    assert root["pinned_by"].startswith("call sites of ranks ") and f"rank {missing} without" in root["pinned_by"]
+
+
+def test_extra_op_the_outliers_dump_missing_leaves_an_honest_range():
+    code, d = diff_json(*[str(p) for p in real("extra-op-4rank").iterdir() if p.name != "fr_rank0"])
+    assert code == 1
+    root = d["root"]
+    assert root["outlier_ranks"] == [0] and root["pinned_by"] == "signatures" and root["ambiguity"]
+    assert root["seq_range"][0] < 25 <= root["seq_range"][1]
+
+
 def test_extra_op_ras_only_says_who_and_that_it_is_stuck_but_not_where():
     code, d = diff_json(*files("extra-op-4rank", "ras_"))
     assert code == 1 and d["verdict"] == "diverged"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import polars as pl
@@ -198,16 +199,14 @@ class CommRows:
                 out[rank] = rows.select(pl.col("count").hash()).to_series().to_numpy() ^ stable_hash(fixed[rank])
         return out
 
-    def null_count(self, column: str, high: int | None = None) -> tuple[int, int]:
-        """(nulls, rows) of `column` among the rows from `start` (up to `high`), summed over the ranks."""
-        nulls = rows = 0
+    def nulls_by_rank(self, column: str, high: int) -> dict[int, int]:
+        """rank -> nulls of `column` among its rows from `start` up to `high`."""
+        nulls = {}
         for rank, part in self.parts.items():
             begin = max(0, self.start - self.first(rank)) if self.start is not None else 0
-            stop = len(part) if high is None else max(begin, min(len(part), high - self.first(rank) + 1))
-            column_rows = part.get_column(column).slice(begin, stop - begin)
-            nulls += column_rows.null_count()
-            rows += len(column_rows)
-        return nulls, rows
+            stop = max(begin, min(len(part), high - self.first(rank) + 1))
+            nulls[rank] = part.get_column(column).slice(begin, stop - begin).null_count()
+        return nulls
 
 
 def stable_hash(values: tuple) -> np.uint64:
@@ -256,20 +255,8 @@ def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, i
     root = _root(comm, rows, ranks, tokens, start, "signatures")
     if root is None:
         return analysis
-    for column, label in (("callsite", "call sites"), ("tag", "tags")):
-        if root.seq_range[0] == root.seq_range[1]:
-            break
-        nulls, count = rows.null_count(column)
-        if nulls == count:
-            continue
-        # A trace that stops early (a rank died before reading back its last step) is compared as far as it goes.
-        rich_root = _root(comm, rows, ranks, rows.tokens(SIGNATURE + [column], until_null=column), start, label)
-        # Usable only where every rank's rows carry the column up to the place it points at (traces often
-        # stop short of the wedge: a rank that died never read back its last step).
-        if rich_root is None or rows.null_count(column, rich_root.seq_range[1] + 1)[0]:
-            continue
-        if _refines(rich_root, root) and rich_root.seq_range != root.seq_range:
-            root = rich_root
+    root = _sharpen(root, rows, start, lambda column: rows.tokens(SIGNATURE + [column], until_null=column),
+                    lambda column, high: rows.nulls_by_rank(column, high))
     if step_spans and root.seq_range[0] != root.seq_range[1]:
         root = _narrow_by_steps(root, step_spans, rows)
     if "checked" in next(iter(rows.parts.values())).columns and root.seq_range[0] != root.seq_range[1]:
@@ -312,22 +299,16 @@ def _analyze_frame(comm: str, frame: pl.DataFrame, step_spans: dict[int, tuple[i
     root = _root(comm, frame, ranks, tokens, start, "signatures")
     if root is None:
         return analysis
-    for column, label in (("callsite", "call sites"), ("tag", "tags")):
-        if root.seq_range[0] == root.seq_range[1]:
-            break
-        if frame.get_column(column).is_null().all():
-            continue
+
+    def rich_tokens(column: str) -> dict[int, np.ndarray]:
         rich = frame.with_columns(pl.struct(SIGNATURE + [column]).hash().alias("_rich"))
-        # A trace that stops early (a rank died before reading back its last step) is compared as far as it goes.
-        covered = rich.filter(pl.col(column).is_not_null().cum_min().over("rank", order_by="seq"))
-        rich_root = _root(comm, covered, ranks, _tokens(covered, "_rich"), start, label)
-        # Usable only where every rank's rows carry the column up to the place it points at (traces often
-        # stop short of the wedge: a rank that died never read back its last step).
-        if rich_root is None or frame.filter(pl.col("seq") <= rich_root.seq_range[1] + 1).get_column(
-                column).null_count():
-            continue
-        if _refines(rich_root, root) and rich_root.seq_range != root.seq_range:
-            root = rich_root
+        return _tokens(rich.filter(pl.col(column).is_not_null().cum_min().over("rank", order_by="seq")), "_rich")
+
+    def nulls_by_rank(column: str, high: int) -> dict[int, int]:
+        counts = frame.filter(pl.col("seq") <= high).group_by("rank").agg(pl.col(column).null_count())
+        return dict(counts.iter_rows())
+
+    root = _sharpen(root, frame, start, rich_tokens, nulls_by_rank)
     if step_spans and root.seq_range[0] != root.seq_range[1]:
         root = _narrow_by_steps(root, step_spans, frame)
     if "checked" in frame.columns and root.seq_range[0] != root.seq_range[1]:
@@ -347,6 +328,50 @@ def _tokens(frame: pl.DataFrame, column: str) -> dict[int, np.ndarray]:
     return {int(ranks[a]): values[a:b] for a, b in zip(starts, ends)}
 
 
+RICH_COLUMNS = (("callsite", "call sites"), ("tag", "tags"))  # what tells equal signatures apart, best first
+
+
+def _sharpen(root: Root, frame: pl.DataFrame | CommRows, start: int,
+             rich_tokens: Callable[[str], dict[int, np.ndarray]],
+             nulls_by_rank: Callable[[str, int], dict[int, int]]) -> Root:
+    """Narrow a root range found from signatures with call sites, then tags.
+
+    `rich_tokens(column)`: rank -> tokens of the signature and `column` from `start` up to the rank's first null
+    there (a trace that stops early is compared as far as it goes; a rank without the column has none).
+    `nulls_by_rank(column, high)`: rank -> nulls of `column` in its rows from `start` up to `high`.
+    Ranks without the column at all (a rank's Flight Recorder dump is missing) are left out when they are
+    reference ranks: signatures already showed that their streams are the reference's, so the call sites of the
+    others place the outliers' collective as well. The answer says which ranks it rests on.
+    """
+    ranks = list(frame.parts) if isinstance(frame, CommRows) else sorted(frame.get_column("rank").unique())
+    for column, label in RICH_COLUMNS:
+        if root.seq_range[0] == root.seq_range[1]:
+            break
+        tokens = {r: t for r, t in rich_tokens(column).items() if len(t)}
+        carrying = [r for r in ranks if r in tokens]
+        left_out = sorted(set(ranks) - set(carrying))
+        if not carrying or (left_out and (not root.majority or set(left_out) & set(root.outlier_ranks)
+                                          or not set(carrying) - set(root.outlier_ranks))):
+            continue
+        outliers = root.outlier_ranks if left_out else None
+        rich = _root(root.comm, frame, carrying, tokens, start, label, outliers=outliers)
+        # Usable only where those ranks' rows carry the column up to the place it points at (traces often stop
+        # short of the wedge: a rank that died never read back its last step).
+        if rich is None or any(nulls_by_rank(column, rich.seq_range[1] + 1).get(r, 0) for r in carrying):
+            continue
+        if left_out:
+            rich = Root(**{**rich.__dict__, "reference_ranks": root.reference_ranks,
+                           "pinned_by": f"{label} of ranks {_ranks(carrying)} (rank{'s' if len(left_out) > 1 else ''} "
+                                        f"{_ranks(left_out)} without: same signatures as the reference)"})
+        if _refines(rich, root) and rich.seq_range != root.seq_range:
+            root = rich
+    return root
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks))
+
+
 def _refines(rich: Root, plain: Root) -> bool:
     """A richer token may only sharpen the answer found from signatures, never move it elsewhere."""
     return (
@@ -356,8 +381,9 @@ def _refines(rich: Root, plain: Root) -> bool:
 
 
 def _root(comm: str, frame: pl.DataFrame | CommRows, ranks: list[int], tokens: dict[int, np.ndarray], start: int,
-          pinned_by: str) -> Root | None:
-    """Group the ranks at their first disagreement; align each minority rank against the majority stream."""
+          pinned_by: str, outliers: list[int] | None = None) -> Root | None:
+    """Group the ranks at their first disagreement; align each minority rank against the majority stream.
+    With `outliers` given (found before, among more ranks), align those against the other ranks."""
     # A rank whose rows carry no value of the compared column (its dump missing) has no tokens: an empty stream.
     tokens = {r: tokens.get(r, np.empty(0, dtype=np.uint64)) for r in ranks}
     longest = max((len(t) for t in tokens.values()), default=0)
@@ -374,8 +400,10 @@ def _root(comm: str, frame: pl.DataFrame | CommRows, ranks: list[int], tokens: d
         key = int(tokens[rank][at]) if at < len(tokens[rank]) else "ended"
         groups.setdefault(key, []).append(rank)
     ordered = sorted(groups.values(), key=len, reverse=True)
-    majority = len(ordered[0]) * 2 > len(ranks)
-    if majority:
+    majority = len(ordered[0]) * 2 > len(ranks) or outliers is not None
+    if outliers is not None:
+        reference_ranks = [r for r in ranks if r not in outliers]
+    elif majority:
         reference_ranks = ordered[0]
         outliers = sorted(r for g in ordered[1:] for r in g)
     else:
