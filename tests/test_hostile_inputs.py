@@ -292,6 +292,21 @@ def test_lines_built_to_backtrack_take_linear_time(tmp_path, make):
     assert time.perf_counter() - began < 3 and evidence.format.value == "torch-log"
 
 
+def test_entries_sharing_one_memoised_frames_list_walk_it_once(monkeypatch):
+    """3000 entries that are one memoised dict whose 3000 frames are inside torch: walking each entry's frames
+    cost entries x frames (hours for a 1 MB file); each list is now walked once."""
+    from ncclforensics.sources import flight_recorder
+
+    walked = []
+    walk = flight_recorder._call_site
+    monkeypatch.setattr(flight_recorder, "_call_site", lambda frames, seen: walked.append(len(frames)) or walk(
+        frames, seen))
+    path = FUZZ / "fr_memo_quadratic_rank0"
+    evidence = parse_file(InputFile(path, path.name))
+    assert evidence.collectives.height == 3000 and evidence.collectives["callsite"].null_count() == 3000
+    assert walked == [3000]
+
+
 def test_an_nccl_log_whose_content_starts_like_gzip_is_read_not_sniffed_by_polars():
     path = FUZZ / "nccl_log_gzip_magic_inside.log.gz"
     evidence = next(s for s in SOURCES if s.format.value == "nccl-log").parse(InputFile(path, path.name))
@@ -347,8 +362,6 @@ def test_crlf_and_utf16_copies_give_the_same_analysis(tmp_path, scenario, how):
     assert [p for p in d1["problems"] if p["severity"] == "error"] == []
 
 
-@pytest.mark.xfail(reason="flight_recorder.py reads JSON dumps as UTF-8 only (tests/fixtures/constructed/fuzz/"
-                          "README.md, fr_json_utf16_rank0.json)", strict=False)
 def test_a_utf16_flight_recorder_json_dump_reads_like_the_original(tmp_path):
     copy = reencode(real("healthy-1rank"), tmp_path / "healthy", "utf-16")
     code, d = diff_json(copy)

@@ -14,13 +14,14 @@ from ..model import (
     SourceFormat,
     Verdict,
     WatchdogEvent,
-    WedgeKind,
 )
 from .clocks import clock_disagreements
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, Root, analyze_comm
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, decision_tuple, first_gate_disagreement
+from .jobs import split_jobs
 from .ras import RasHistory, ras_histories
+from .ras_only import ras_only_root, ras_only_wedge, ras_rank_map
 from .reconcile import CUDA_GRAPH_NOTE, Reconciliation, reconcile
 from .streams import Streams, build_streams
 from .wedge import Wedge, Window, find_wedge, misaligned_window
@@ -81,7 +82,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
 
     gate = first_gate_disagreement(gates)
     ras = ras_histories(snapshots)
-    rank_map = _ras_rank_map(streams, evidence, ras)
+    rank_map = ras_rank_map(streams, evidence, ras)
     dead = _dead_ranks(ras, rank_map, watchdog)
 
     analyses: dict[str, CommAnalysis] = {}
@@ -97,7 +98,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     root = _pick_root(analyses, gate)
     stops = _stop_evidence(streams, analyses, ras, watchdog, dead)
     if root is None:
-        root = _ras_only_root(ras, rank_map, streams, stops)
+        root = ras_only_root(ras, rank_map, streams, stops)
     if root is not None:
         root = _resolve_tie(root, gate)
         if root.kind == STOPPED and _death_evidence(ras, rank_map, watchdog):
@@ -115,7 +116,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         diagnosis.window = misaligned_window(streams, analyses[root.comm], root)
     diagnosis.wedge = find_wedge(streams, analyses, dead, stops)
     if diagnosis.wedge is None:
-        diagnosis.wedge = _ras_only_wedge(ras, rank_map, stops, dead, streams)
+        diagnosis.wedge = ras_only_wedge(ras, rank_map, stops, dead, streams)
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
     diagnosis.root_step, diagnosis.cause = _cause(root, gate, streams, _death_evidence(ras, rank_map, watchdog))
     diagnosis.verdict = _verdict(diagnosis, ras)
@@ -125,74 +126,6 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.summary = _summary(diagnosis)
     diagnosis.streams = streams
     return diagnosis
-
-
-def split_jobs(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnostic]]:
-    """Keep the files of one job: those linked by shared communicator hashes. Files whose communicators
-    share nothing with the largest such group come from another job; they are reported and left out.
-    Files that name no hash (journals, fingerprints, dumps keyed by process-group name) stay."""
-    named = [(i, set(comms)) for i, e in enumerate(evidence) if (comms := _comms_of(e)) and _hash_is_comm_id(e)]
-    if len(named) < 2:
-        return evidence, []
-    parent = list(range(len(named)))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    owner: dict[str, int] = {}
-    for index, (_, comms) in enumerate(named):
-        for comm in comms:
-            if comm in owner:
-                parent[find(index)] = find(owner[comm])
-            else:
-                owner[comm] = index
-    groups: dict[int, list[int]] = {}
-    for index in range(len(named)):
-        groups.setdefault(find(index), []).append(index)
-    if len(groups) < 2:
-        return evidence, []
-    main = max(groups.values(), key=len)
-    main_comms = sorted(set().union(*(named[i][1] for i in main)))
-    dropped, problems = set(), []
-    for members in groups.values():
-        if members is main:
-            continue
-        for index in members:
-            position, comms = named[index]
-            dropped.add(position)
-            problems.append(Diagnostic(
-                Location(evidence[position].path),
-                f"from a different job: its communicators ({', '.join(sorted(comms))}) share none with the "
-                f"other files' ({', '.join(main_comms[:4])}{', ...' if len(main_comms) > 4 else ''}); left out",
-            ))
-    return [e for i, e in enumerate(evidence) if i not in dropped], problems
-
-
-def _hash_is_comm_id(item: Evidence) -> bool:
-    """RAS names a communicator by its commId hash only from NCCL 2.26 on; before, RAS hashes and the logs'
-    commIds differ, so an older (or unversioned) RAS reply cannot be told to belong to another job."""
-    if item.format not in (SourceFormat.RAS_TEXT, SourceFormat.RAS_JSON, SourceFormat.RAS_MONITOR):
-        return True
-    try:
-        major, minor = (int(x) for x in (item.version or "").split(".")[:2])
-    except ValueError:
-        return False
-    return (major, minor) >= (2, 26)
-
-
-def _comms_of(item: Evidence) -> list[str]:
-    """Evidence.comms, with the collectives' comm column read by one expression: a big log's frame holds its comm
-    as one value, which reading the column would first spell out once per row."""
-    found: set[str] = set(item.collectives.select(pl.col("comm").drop_nulls().unique()).to_series().to_list())
-    found.update(i.comm for i in item.identities if i.comm)
-    for snapshot in item.ras:
-        found.update(c.comm for c in snapshot.comms)
-        found.update(i.comm for i in snapshot.issues if i.comm)
-    found.update(w.comm for w in item.watchdog if w.comm)
-    return sorted(c for c in found if c.startswith("0x"))
 
 
 def _apply_progress(analyses: dict[str, CommAnalysis], streams: Streams, progress: list,
@@ -225,32 +158,6 @@ def _all_ranks(evidence: list[Evidence], streams: Streams) -> list[int]:
     for members in streams.members.values():
         ranks.update(members)
     return sorted(ranks)
-
-
-def _ras_rank_map(streams: Streams, evidence: list[Evidence], ras: dict[str, RasHistory]) -> dict[tuple[str, int], int]:
-    """(comm hash, comm rank) -> global rank, from the streams' comm_rank column and process identities."""
-    mapping: dict[tuple[str, int], int] = {}
-    for (comm, rank), part in streams.parts.items():
-        for comm_rank in part.select(pl.col("comm_rank").drop_nulls().unique(maintain_order=True)).to_series():
-            mapping[(comm, comm_rank)] = rank
-    pid_rank: dict[int, int] = {}
-    for item in evidence:
-        for identity in item.identities:
-            if identity.pid is not None and identity.rank is not None:
-                pid_rank[identity.pid] = identity.rank
-    for comm, history in ras.items():
-        for _, block in history.states:
-            for r in block.ranks:
-                if (comm, r.rank) not in mapping and r.pid in pid_rank:
-                    mapping[(comm, r.rank)] = pid_rank[r.pid]
-    # A communicator spanning the whole job (the world) has comm ranks equal to global ranks.
-    world = max((len(m) for m in streams.members.values()), default=0)
-    for comm, history in ras.items():
-        size = history.states[-1][1].size
-        if size and size >= world:
-            for rank in range(size):
-                mapping.setdefault((comm, rank), rank)
-    return mapping
 
 
 def _death_evidence(ras: dict[str, RasHistory], rank_map: dict, watchdog: list[WatchdogEvent]) -> list[Finding]:
@@ -338,83 +245,6 @@ def _stop_evidence(streams: Streams, analyses: dict[str, CommAnalysis], ras: dic
         if lost and comm not in analyses:
             stops.setdefault(comm, []).append(f"RAS lists comm rank(s) {lost} missing or dead")
     return stops
-
-
-def _ras_only_root(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
-                   stops: dict[str, list[str]]) -> Root | None:
-    """Without streams, RAS counts still show which ranks launched more or fewer, but not where."""
-    for comm, history in sorted(ras.items()):
-        if comm in streams.members:
-            continue
-        lost = sorted(set(history.missing_ranks) | set(history.dead_ranks))
-        counts = history.launched()
-        if lost and counts:
-            last = max(counts.values())
-            return Root(
-                comm=comm, seq=1, seq_range=(1, last), outlier_ranks=sorted(rank_map.get((comm, r), r) for r in lost),
-                reference_ranks=sorted(rank_map.get((comm, r), r) for r in counts), kind=STOPPED, size=0,
-                pinned_by="RAS counts",
-                ambiguity=f"RAS has no data from the missing rank(s), so where they stopped is unknown: at or "
-                          f"before seq {last}, the most any other rank launched", ops={},
-            )
-        if not history.disagree or not (history.stuck or stops.get(comm)):
-            continue
-        block = history.states[-1][1]
-        groups = block.count_groups
-        if groups:
-            sizes = sorted(groups, key=lambda g: g.nranks)
-            minority, majority = sizes[0], sizes[-1]
-            if not minority.ranks or minority.count is None or majority.count is None:
-                continue
-            outliers = [rank_map.get((comm, r), r) for r in minority.ranks]
-            low_count, high_count = minority.count, majority.count
-        elif counts:
-            values = sorted(set(counts.values()))
-            by_value = {v: [r for r, c in counts.items() if c == v] for v in values}
-            minority_value = min(by_value, key=lambda v: len(by_value[v]))
-            outliers = [rank_map.get((comm, r), r) for r in by_value[minority_value]]
-            low_count = minority_value
-            high_count = max((v for v in values if v != minority_value), default=minority_value)
-        else:
-            continue
-        ahead = low_count > high_count
-        last = max(low_count, high_count) if ahead else low_count + 1
-        kind = EXTRA if ahead else MISSING
-        return Root(
-            comm=comm, seq=1, seq_range=(1, last), outlier_ranks=sorted(outliers), reference_ranks=[],
-            kind=kind, size=abs(low_count - high_count), pinned_by="RAS counts",
-            ambiguity="RAS gives only how many collectives each rank launched, not which; any seq up to "
-                      f"{last} fits", ops={},
-        )
-    return None
-
-
-def _ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str, list[str]],
-                    dead: set[int], streams: Streams) -> Wedge | None:
-    """Without streams for a comm, RAS counts still show who waits on whom."""
-    for comm, history in sorted(ras.items()):
-        counts = history.launched()
-        if comm in streams.members or not counts or not (history.stuck or stops.get(comm)):
-            continue
-        global_counts = {rank_map.get((comm, r), r): c for r, c in counts.items()}
-        missing = [rank_map.get((comm, r), r) for r in history.missing_ranks + history.dead_ranks]
-        if not history.disagree and not missing:
-            continue
-        missing = sorted(set(missing))
-        present = {r: c for r, c in global_counts.items() if r not in missing}
-        if missing and present:
-            # The present ranks wait, at the latest, in the last collective all of them launched.
-            seq = min(present.values())
-            inside, absent = sorted(present), missing
-        else:
-            seq = min(global_counts.values()) + 1
-            inside = sorted(r for r, c in global_counts.items() if c >= seq)
-            absent = sorted(r for r, c in global_counts.items() if c < seq)
-        kind = WedgeKind.DEAD_RANK if (set(missing) | (dead & set(absent))) else WedgeKind.NO_PARTNER
-        return Wedge(comm=comm, seq=seq, kind=kind, launched=global_counts, completed={},
-                     waiting_ranks=inside, absent_ranks=absent, confirmed_by=list(stops.get(comm, [])),
-                     evidence=history.locations)
-    return None
 
 
 def _death_words(root: Root, streams: Streams, death: list[Finding]) -> str:

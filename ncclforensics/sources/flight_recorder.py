@@ -18,6 +18,7 @@ everything. A dump that asks for an import is reported as hostile and never exec
 from __future__ import annotations
 
 import _compat_pickle
+import codecs
 import gc
 import io
 import json
@@ -326,13 +327,16 @@ def _salvage(data: bytes, name: str) -> tuple[object | None, list[Diagnostic]]:
     return top, [Diagnostic(Location(name), message)]
 
 
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)  # a JSON dump saved by a Windows tool
+
+
 def load_json(data: bytes, name: str) -> tuple[object | None, list[Diagnostic]]:
     """Load a `_dump_nccl_trace_json` dump; malformed JSON is a Diagnostic at its line."""
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode("utf-16" if data.startswith(_UTF16_BOMS) else "utf-8-sig")
     except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        return None, [Diagnostic(Location(name, line), "not a Flight Recorder dump: JSON that is not UTF-8")]
+        line = data.count(b"\n", 0, e.start) + 1 if not data.startswith(_UTF16_BOMS) else None
+        return None, [Diagnostic(Location(name, line), "not a Flight Recorder dump: JSON that is not UTF-8 or UTF-16")]
     try:
         with _no_gc():
             return json.loads(text), []
@@ -539,6 +543,7 @@ def entries_frame(entries: list, name: str, groups: _Groups, problems: _Problems
     inside_torch: dict[object, bool] = {}
     places: dict[object, tuple] = {}
     sizes_seen: set[int] = set()  # key counts of the entries whose keys were checked against ENTRY_KEYS
+    sites: dict[int, str | None] = {}  # id of a frames list (alive as long as `entries`) -> its call site
     for index, entry in enumerate(entries):
         try:
             if len(entry) not in sizes_seen:
@@ -590,17 +595,11 @@ def entries_frame(entries: list, name: str, groups: _Groups, problems: _Problems
             site = None
             frames = entry.get("frames")
             if frames:
-                for frame in frames:
-                    filename = frame["filename"]
-                    inside = inside_torch.get(filename)
-                    if inside is None:
-                        inside = inside_torch[filename] = _inside_torch(filename)
-                    if not inside:
-                        line = frame["line"]
-                        if type(line) is not int:
-                            raise _Bad(f"a frame's line is {_kind(line)}, not an integer")
-                        site = f"{_clean(filename)}:{line}"
-                        break
+                # A pickle may hand many entries one (memoised) list: walk each list once, or a small file of
+                # shared long lists costs entries x frames.
+                site = sites.get(id(frames), _UNSEEN)
+                if site is _UNSEEN:
+                    site = sites[id(frames)] = _call_site(frames, inside_torch)
         except KeyError as e:
             problems.entry(index, f"malformed entry: no field {_show(e.args[0] if e.args else '?')}")
             continue
@@ -616,6 +615,24 @@ def entries_frame(entries: list, name: str, groups: _Groups, problems: _Problems
                          schema={c: COLLECTIVE_SCHEMA[c] for c in _COLUMNS})
     return conform(frame.with_columns(pl.lit(_clean(name), pl.String).alias("file"),
                                       pl.lit(groups.rank, pl.Int64).alias("rank")))
+
+
+_UNSEEN = object()
+
+
+def _call_site(frames: object, inside_torch: dict[object, bool]) -> str | None:
+    """`file:line` of the first frame outside torch, or None."""
+    for frame in frames:
+        filename = frame["filename"]
+        inside = inside_torch.get(filename)
+        if inside is None:
+            inside = inside_torch[filename] = _inside_torch(filename)
+        if not inside:
+            line = frame["line"]
+            if type(line) is not int:
+                raise _Bad(f"a frame's line is {_kind(line)}, not an integer")
+            return f"{_clean(filename)}:{line}"
+    return None
 
 
 def _place(key: object, pg: object, groups: _Groups) -> tuple[str, str, int | None, int | None]:
@@ -807,7 +824,7 @@ class FlightRecorderSource:
             return unreadable(file, self.format, e)
         evidence.problems.extend(problems)
         with _no_gc():
-            if data.lstrip()[:1] in (b"{", b"\xef"):
+            if data.startswith(_UTF16_BOMS) or data.lstrip()[:1] in (b"{", b"\xef"):
                 dump, problems = load_json(data, file.name)
             else:
                 dump, problems = load_pickle(data, file.name)

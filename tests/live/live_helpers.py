@@ -8,7 +8,6 @@ import os
 import signal
 import socket
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
