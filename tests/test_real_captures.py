@@ -187,3 +187,24 @@ def test_long_window_logs_only_is_an_honest_range():
     assert code == 1 and d["root"]["outlier_ranks"] == [1]
     lo, hi = d["root"]["seq_range"]
     assert lo <= 8 <= hi and lo < hi and d["root"]["pinned_by"] == "signatures"
+
+
+@pytest.mark.parametrize("scenario, outlier, wedge_seq", [("extra-op-4rank", 0, 50), ("long-window", 1, 91)])
+def test_torch_logs_alone_say_who_launched_more_by_their_enqueued_counts(scenario, outlier, wedge_seq):
+    """Only the ranks' stderr: the timed-out rank enqueued one work more than the others (`last enqueued NCCL
+    work`). Which collective was extra they cannot say: a range up to the wedge, no false precision."""
+    code, d = diff_json(*files(scenario, "torch_rank"))
+    assert code == 1 and d["verdict"] == "diverged"
+    root = d["root"]
+    assert root["outlier_ranks"] == [outlier] and root["kind"] == "extra" and root["size"] == 1
+    assert root["seq_range"] == [1, wedge_seq] and root["pinned_by"] == "PyTorch's enqueued counts"
+    wedge = d["wedge"]
+    assert (wedge["seq"], wedge["kind"]) == (wedge_seq, "no_partner")
+    assert wedge["waiting_ranks"] == [outlier] and outlier not in wedge["absent_ranks"]
+    assert wedge["confirmed_by"] and wedge["ops"][str(outlier)]["op"] == "AllReduce"
+
+
+def test_torch_logs_alone_of_a_killed_rank_are_not_called_consistent():
+    code, d = diff_json(*files("killed-rank", "torch_rank"))
+    assert code == 0 and d["verdict"] == "inconclusive"
+    assert any("async error at seq 123" in e["says"] for e in d["evidence"])

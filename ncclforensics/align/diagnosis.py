@@ -14,6 +14,7 @@ from ..model import (
     SourceFormat,
     Verdict,
     WatchdogEvent,
+    WedgeKind,
 )
 from .clocks import clock_disagreements
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, Root, analyze_comm
@@ -24,9 +25,9 @@ from .ras import RasHistory, ras_histories
 from .ras_only import ras_only_root, ras_only_wedge, ras_rank_map
 from .reconcile import CUDA_GRAPH_NOTE, Reconciliation, reconcile
 from .streams import Streams, build_streams
+from .watchdog import STOP_EVENTS, enqueue_marks, marks_only_root, marks_only_wedge, with_watchdog_rows
 from .wedge import Wedge, Window, find_wedge, misaligned_window
 
-STOP_EVENTS = {"timeout", "blocking_wait_timeout", "async_error", "abort", "desync_report"}
 DEATH_WORDS = ("remote process exited", "remote process error", "connection closed by remote peer",
                "process exited", "remoteerror")
 
@@ -68,6 +69,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     """Align the ranks' streams and say whether, where and why they diverged, and what it cost."""
     evidence = [e for e in evidence if e.format is not None]
     evidence, foreign = split_jobs(evidence)
+    evidence = with_watchdog_rows(evidence)
     streams = build_streams(evidence)
     problems = foreign + list(streams.problems)
     # A file that conflicts with another for the same rank is left out entirely, not only its collectives.
@@ -97,8 +99,9 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.checksum_splits = diverging_steps(fingerprints)
     root = _pick_root(analyses, gate)
     stops = _stop_evidence(streams, analyses, ras, watchdog, dead)
+    marks = enqueue_marks(progress, watchdog)
     if root is None:
-        root = ras_only_root(ras, rank_map, streams, stops)
+        root = ras_only_root(ras, rank_map, streams, stops) or marks_only_root(marks, streams)
     if root is not None:
         root = _resolve_tie(root, gate)
         if root.kind == STOPPED and _death_evidence(ras, rank_map, watchdog):
@@ -116,7 +119,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         diagnosis.window = misaligned_window(streams, analyses[root.comm], root)
     diagnosis.wedge = find_wedge(streams, analyses, dead, stops)
     if diagnosis.wedge is None:
-        diagnosis.wedge = ras_only_wedge(ras, rank_map, stops, dead, streams)
+        diagnosis.wedge = ras_only_wedge(ras, rank_map, stops, dead, streams) or marks_only_wedge(marks, streams, dead)
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
     diagnosis.root_step, diagnosis.cause = _cause(root, gate, streams, _death_evidence(ras, rank_map, watchdog))
     diagnosis.verdict = _verdict(diagnosis, ras)
@@ -233,7 +236,7 @@ def _stop_evidence(streams: Streams, analyses: dict[str, CommAnalysis], ras: dic
                     stops[c].append(label)
     for comm, analysis in analyses.items():
         if analysis.has_states and any(c is not None and c < analysis.launched[r]
-                                       for r, c in analysis.completed.items()):
+                                       for r, c in analysis.completed.items()) and _dumped(streams, comm):
             stops.setdefault(comm, []).append("Flight Recorder entries launched but never completed")
         if dead & set(analysis.ranks):
             stops.setdefault(comm, []).append(f"rank(s) {sorted(dead & set(analysis.ranks))} dead or missing in RAS")
@@ -245,6 +248,11 @@ def _stop_evidence(streams: Streams, analyses: dict[str, CommAnalysis], ras: dic
         if lost and comm not in analyses:
             stops.setdefault(comm, []).append(f"RAS lists comm rank(s) {lost} missing or dead")
     return stops
+
+
+def _dumped(streams: Streams, comm: str) -> bool:
+    """Whether a Flight Recorder dump describes some rank of `comm` (rather than only watchdog lines)."""
+    return any(part.get_column("fr_file").null_count() < part.height for part in streams.comm_parts(comm).values())
 
 
 def _death_words(root: Root, streams: Streams, death: list[Finding]) -> str:
@@ -290,13 +298,13 @@ def _cause(root: Root | None, gate: GateDisagreement | None, streams: Streams,
 
 def _root_words(root: Root) -> str:
     ranks = ", ".join(map(str, root.outlier_ranks))
-    where = f"seq {root.seq}" if root.seq_range[0] == root.seq_range[1] else \
+    where = f"at seq {root.seq}" if root.seq_range[0] == root.seq_range[1] else \
         f"somewhere in seq {root.seq_range[0]}..{root.seq_range[1]}"
     n = f"{root.size} collective{'s' if root.size != 1 else ''}"
     return {
-        EXTRA: f"Rank(s) {ranks} launched {n} in comm {root.comm} that the others did not, at {where}.",
-        MISSING: f"Rank(s) {ranks} did not launch {n} in comm {root.comm} that the others did, at {where}.",
-        DIFFERENT_OPS: f"Rank(s) {ranks} launched a different collective in comm {root.comm} at {where}.",
+        EXTRA: f"Rank(s) {ranks} launched {n} in comm {root.comm} that the others did not, {where}.",
+        MISSING: f"Rank(s) {ranks} did not launch {n} in comm {root.comm} that the others did, {where}.",
+        DIFFERENT_OPS: f"Rank(s) {ranks} launched a different collective in comm {root.comm}, {where}.",
         STOPPED: f"Rank(s) {ranks} stopped launching in comm {root.comm} after seq {root.seq - 1}.",
     }[root.kind]
 
@@ -314,14 +322,22 @@ def _verdict(diagnosis: Diagnosis, ras: dict[str, RasHistory]) -> Verdict:
             return Verdict.TRANSIENT
         return Verdict.INCONCLUSIVE
     if wedge is not None and wedge.confirmed_by:
-        return Verdict.DIVERGED
+        return Verdict.INCONCLUSIVE if _agreeing_hang(wedge) else Verdict.DIVERGED
     if any(h.moving and any(_disagreed(c) for _, c in h.states) for h in ras.values()):
         return Verdict.TRANSIENT
     if any(h.disagree and h.moving is None for h in ras.values()):
         return Verdict.INCONCLUSIVE
-    if not diagnosis.comms and not ras:
-        return Verdict.INCONCLUSIVE
+    if not ras and not any(len(a.ranks) > 1 for a in diagnosis.comms.values()):
+        return Verdict.INCONCLUSIVE  # no two ranks' collectives were compared
     return Verdict.CONSISTENT
+
+
+def _agreeing_hang(wedge: Wedge) -> bool:
+    """Every rank on record waits in the same collective and none is known to be absent or dead: a hang, but
+    nothing in the evidence shows the ranks disagreeing or whom they wait for."""
+    signatures = {(o.op, o.count, o.dtype, o.redop, o.root) for o in wedge.ops.values()}
+    return (wedge.kind is WedgeKind.UNKNOWN and not wedge.absent_ranks and len(signatures) == 1
+            and set(wedge.ops) == set(wedge.waiting_ranks))
 
 
 def _disagreed(comm) -> bool:
@@ -384,13 +400,18 @@ def _receipts(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Findi
             if loc not in {f.loc for f in found}:
                 found.append(Finding(loc, f"wedge in comm {diagnosis.wedge.comm}"))
     for event in watchdog:
+        if event.kind == "desync_report_unavailable":
+            found.append(Finding(event.loc, f"rank {event.rank}: PyTorch could not build its desync report, so it "
+                                            f"names no culprit ({event.message.strip()[:60]}...)"))
         if event.kind in STOP_EVENTS:
             what = f"{event.kind.replace('_', ' ')}"
             if event.seq is not None:
                 what += f" at seq {event.seq}"
             if event.op:
                 what += f" ({event.op})"
-            found.append(Finding(event.loc, f"rank {event.rank}: {what}"))
+            who = f"rank {event.rank}" if event.rank is not None else "a process"
+            found.append(Finding(event.loc, f"{who}: {what}" + (f": {event.message.strip()[:80]}"
+                                                               if event.rank is None else "")))
     for step, rows in list(diagnosis.checksum_splits.items())[:3]:
         values = ", ".join(f"rank {r}: {row.sum if row.sum is not None else row.digest}" for r, row in rows.items())
         for row in rows.values():
@@ -418,8 +439,19 @@ def _summary(diagnosis: Diagnosis) -> str:
     if diagnosis.window is not None:
         w = diagnosis.window
         plural = "" if w.collectives == 1 else "s"
-        parts.append(f"The group then ran {w.collectives} collective{plural} misaligned "
-                     f"(seq {w.first_seq}..{w.last_seq}).")
-    if wedge is not None:
+        count = str(w.collectives) if w.collectives_min == w.collectives else \
+            f"{w.collectives_min} to {w.collectives}"
+        within = "seq" if w.collectives_min == w.collectives else "within seq"
+        parts.append(f"The group then ran {count} collective{plural} misaligned ({within} {w.first_seq}.."
+                     f"{w.last_seq}).")
+    if wedge is not None and root is None and _agreeing_hang(wedge):
+        op = next(iter(wedge.ops.values()))
+        parts.append(f"Rank(s) {', '.join(map(str, wedge.waiting_ranks))} all wait in the same collective, comm "
+                     f"{wedge.comm} seq {wedge.seq} ({op.describe()}): nothing here shows them disagreeing or whom "
+                     f"they wait for (a rank with no file here, the network?).")
+    elif wedge is not None:
         parts.append(f"It wedged at seq {wedge.seq} in comm {wedge.comm} ({wedge.kind.value}).")
+    if not parts:
+        parts.append("Nothing here gives the collectives of two or more ranks of one communicator to compare"
+                     + ("; the evidence table lists what the files do say." if diagnosis.evidence else "."))
     return " ".join(parts)

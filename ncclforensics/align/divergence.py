@@ -214,6 +214,40 @@ def stable_hash(values: tuple) -> np.uint64:
     return np.uint64(int.from_bytes(hashlib.blake2b(repr(values).encode(), digest_size=8).digest(), "little"))
 
 
+_MARKS = (
+    pl.col("seq").min().alias("first"), pl.col("seq").max().alias("last"),
+    pl.col("seq").filter(pl.col("state") == "completed").max().alias("completed"),
+    # Only a source that tracks completion (a dump, a watchdog timeout) says anything about what finished.
+    pl.col("state").is_in(["started", "completed"]).any().alias("has_state"),
+)
+
+
+def _marked(comm: str, marks: pl.DataFrame) -> CommAnalysis:
+    """The analysis of one comm from its ranks' marks (rank, first, last, completed, has_state), root not yet
+    found. A rank with states but nothing completed completed what came before its records: a dump keeps the
+    latest entries, and a timeout line names the oldest work that did not finish."""
+    ranks = marks.get_column("rank").to_list()
+    return CommAnalysis(
+        comm=comm, ranks=ranks,
+        launched=dict(zip(ranks, marks.get_column("last").to_list())),
+        completed={r: (c if c is not None else (first - 1 if h else None))
+                   for r, first, c, h in marks.select("rank", "first", "completed", "has_state").iter_rows()},
+        first_seq=dict(zip(ranks, marks.get_column("first").to_list())),
+        has_states=bool(marks.get_column("has_state").any()),
+    )
+
+
+def _before_the_records(root: Root, start: int) -> Root:
+    """A root at the first seq every rank has records for: nothing shows the streams agreeing before it (a dump
+    that kept only its latest entries, timeout lines alone), so the divergence may be anywhere up to there."""
+    if start <= 1 or root.seq_range[0] != start or root.kind == STOPPED:
+        return root
+    low, high = 1, root.seq_range[1]
+    return Root(**{**root.__dict__, "seq": low, "seq_range": (low, high), "ambiguity": (
+        f"the ranks' records only start at seq {start}, and they already disagree there: the first divergent "
+        f"collective is at or before seq {high}, where records from before it would tell")})
+
+
 def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, int]] | None = None,
                  ) -> CommAnalysis:
     """Launched and completed marks, the first visible mismatch and the root of one communicator.
@@ -224,20 +258,9 @@ def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, i
     rows = CommRows(streams.comm_parts(comm))
     if not rows.contiguous:
         return _analyze_frame(comm, rows.frame(), step_spans)
-    marks = pl.concat([part.select(
-        pl.lit(rank, pl.Int64).alias("rank"), pl.col("seq").min().alias("first"), pl.col("seq").max().alias("last"),
-        pl.col("seq").filter(pl.col("state") == "completed").max().alias("completed"),
-        pl.col("state").is_in(["started", "completed"]).any().alias("has_state"),
-    ) for rank, part in rows.parts.items()])
-    ranks = marks.get_column("rank").to_list()
-    analysis = CommAnalysis(
-        comm=comm, ranks=ranks,
-        launched=dict(zip(ranks, marks.get_column("last").to_list())),
-        completed={r: (c if c is not None else (0 if h else None))
-                   for r, c, h in marks.select("rank", "completed", "has_state").iter_rows()},
-        first_seq=dict(zip(ranks, marks.get_column("first").to_list())),
-        has_states=bool(marks.get_column("has_state").any()),
-    )
+    marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
+    analysis = _marked(comm, marks)
+    ranks = analysis.ranks
     if len(ranks) < 2:
         return analysis
     start = max(analysis.first_seq.values())
@@ -255,6 +278,7 @@ def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, i
     root = _root(comm, rows, ranks, tokens, start, "signatures")
     if root is None:
         return analysis
+    root = _before_the_records(root, start)
     root = _sharpen(root, rows, start, lambda column: rows.tokens(SIGNATURE + [column], until_null=column),
                     lambda column, high: rows.nulls_by_rank(column, high))
     if step_spans and root.seq_range[0] != root.seq_range[1]:
@@ -268,21 +292,9 @@ def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, i
 def _analyze_frame(comm: str, frame: pl.DataFrame, step_spans: dict[int, tuple[int, int]] | None) -> CommAnalysis:
     """analyze_comm on one frame of the comm's rows (sorted by rank, seq), for streams with gaps in their seqs."""
     frame = frame.with_columns(pl.struct(SIGNATURE).hash().alias("_sig"))
-    marks = frame.group_by("rank").agg(
-        pl.col("seq").min().alias("first"), pl.col("seq").max().alias("last"),
-        pl.col("seq").filter(pl.col("state") == "completed").max().alias("completed"),
-        # Only a source that tracks completion (the Flight Recorder) says anything about what finished.
-        pl.col("state").is_in(["started", "completed"]).any().alias("has_state"),
-    ).sort("rank")
-    ranks = marks.get_column("rank").to_list()
-    analysis = CommAnalysis(
-        comm=comm, ranks=ranks,
-        launched=dict(zip(ranks, marks.get_column("last").to_list())),
-        completed={r: (c if c is not None else (0 if h else None))
-                   for r, c, h in marks.select("rank", "completed", "has_state").iter_rows()},
-        first_seq=dict(zip(ranks, marks.get_column("first").to_list())),
-        has_states=bool(marks.get_column("has_state").any()),
-    )
+    marks = frame.group_by("rank").agg(*_MARKS).sort("rank")
+    analysis = _marked(comm, marks)
+    ranks = analysis.ranks
     if len(ranks) < 2:
         return analysis
     start = max(analysis.first_seq.values())
@@ -299,6 +311,7 @@ def _analyze_frame(comm: str, frame: pl.DataFrame, step_spans: dict[int, tuple[i
     root = _root(comm, frame, ranks, tokens, start, "signatures")
     if root is None:
         return analysis
+    root = _before_the_records(root, start)
 
     def rich_tokens(column: str) -> dict[int, np.ndarray]:
         rich = frame.with_columns(pl.struct(SIGNATURE + [column]).hash().alias("_rich"))
@@ -355,6 +368,8 @@ def _sharpen(root: Root, frame: pl.DataFrame | CommRows, start: int,
             continue
         outliers = root.outlier_ranks if left_out else None
         rich = _root(root.comm, frame, carrying, tokens, start, label, outliers=outliers)
+        if rich is not None:
+            rich = _before_the_records(rich, start)
         # Usable only where those ranks' rows carry the column up to the place it points at (traces often stop
         # short of the wedge: a rank that died never read back its last step).
         if rich is None or any(nulls_by_rank(column, rich.seq_range[1] + 1).get(r, 0) for r in carrying):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..model import Evidence, WedgeKind
+from ..model import Evidence, Location, WedgeKind
 from .divergence import EXTRA, MISSING, STOPPED, Root
 from .ras import RasHistory
 from .streams import Streams
@@ -68,20 +68,18 @@ def ras_only_root(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
             outliers = [rank_map.get((comm, r), r) for r in minority.ranks]
             low_count, high_count = minority.count, majority.count
         elif counts:
-            values = sorted(set(counts.values()))
-            by_value = {v: [r for r, c in counts.items() if c == v] for v in values}
-            minority_value = min(by_value, key=lambda v: len(by_value[v]))
-            outliers = [rank_map.get((comm, r), r) for r in by_value[minority_value]]
-            low_count = minority_value
-            high_count = max((v for v in values if v != minority_value), default=minority_value)
+            root = root_from_counts(comm, {rank_map.get((comm, r), r): c for r, c in counts.items()}, "RAS counts",
+                                    "RAS gives")
+            if root is not None:
+                return root
+            continue
         else:
             continue
         ahead = low_count > high_count
         last = max(low_count, high_count) if ahead else low_count + 1
-        kind = EXTRA if ahead else MISSING
         return Root(
             comm=comm, seq=1, seq_range=(1, last), outlier_ranks=sorted(outliers), reference_ranks=[],
-            kind=kind, size=abs(low_count - high_count), pinned_by="RAS counts",
+            kind=EXTRA if ahead else MISSING, size=abs(low_count - high_count), pinned_by="RAS counts",
             ambiguity="RAS gives only how many collectives each rank launched, not which; any seq up to "
                       f"{last} fits", ops={},
         )
@@ -106,11 +104,44 @@ def ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str, 
             seq = min(present.values())
             inside, absent = sorted(present), missing
         else:
-            seq = min(global_counts.values()) + 1
-            inside = sorted(r for r, c in global_counts.items() if c >= seq)
-            absent = sorted(r for r, c in global_counts.items() if c < seq)
+            return wedge_from_counts(comm, global_counts, {}, dead | set(missing), list(stops.get(comm, [])),
+                                     history.locations)
         kind = WedgeKind.DEAD_RANK if (set(missing) | (dead & set(absent))) else WedgeKind.NO_PARTNER
         return Wedge(comm=comm, seq=seq, kind=kind, launched=global_counts, completed={},
                      waiting_ranks=inside, absent_ranks=absent, confirmed_by=list(stops.get(comm, [])),
                      evidence=history.locations)
     return None
+
+
+def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str, source: str) -> Root | None:
+    """From how many collectives each rank launched (global rank -> count), the ranks that launched more or
+    fewer than the others: the smallest group of equal counts (of two equal groups, the one behind). Where the
+    odd collective is, counts cannot tell: the range is every seq up to the most the outliers launched."""
+    values = sorted(set(counts.values()))
+    if len(values) < 2:
+        return None
+    by_value = {v: [r for r, c in counts.items() if c == v] for v in values}
+    minority = min(by_value, key=lambda v: len(by_value[v]))
+    others = max(v for v in values if v != minority)
+    ahead = minority > others
+    last = minority if ahead else minority + 1
+    return Root(
+        comm=comm, seq=1, seq_range=(1, last), outlier_ranks=sorted(by_value[minority]),
+        reference_ranks=sorted(r for r in counts if counts[r] != minority), kind=EXTRA if ahead else MISSING,
+        size=abs(minority - others), pinned_by=pinned_by,
+        ambiguity=f"{source} only how many collectives each rank launched, not which; any seq up to {last} fits",
+        ops={},
+    )
+
+
+def wedge_from_counts(comm: str, counts: dict[int, int], completed: dict[int, int | None], dead: set[int],
+                      confirmed_by: list[str], evidence: list[Location], ops: dict | None = None) -> Wedge:
+    """The first collective not every rank launched (global rank -> launched count): who waits in it, who is
+    absent."""
+    seq = min(counts.values()) + 1
+    inside = sorted(r for r, c in counts.items() if c >= seq)
+    absent = sorted(r for r, c in counts.items() if c < seq)
+    kind = WedgeKind.DEAD_RANK if dead & set(absent) else WedgeKind.NO_PARTNER
+    return Wedge(comm=comm, seq=seq, kind=kind, launched=dict(counts), completed=dict(completed),
+                 waiting_ranks=inside, absent_ranks=absent, confirmed_by=confirmed_by, evidence=evidence,
+                 ops=dict(ops or {}))

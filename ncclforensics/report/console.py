@@ -101,7 +101,11 @@ def render_diagnosis(console: Console, d: Diagnosis) -> None:
                           f"{len(rest)} more runs (all in --json): "
                           + ", ".join(f"{_pairing_label(kind)} {n}" for kind, n in totals.items()),
                           str(sum(totals.values())))
-        console.print(table)
+        if w.pairings:
+            console.print(table)
+        else:
+            console.print(Text(table.title, style="italic"))
+            console.print("  no records inside the window say how the ranks' collectives paired", highlight=False)
     if d.wedge is not None:
         w = d.wedge
         table = Table(title=f"Wedge: comm {w.comm} seq {w.seq}: {w.kind.value}", title_justify="left",

@@ -1,0 +1,114 @@
+"""What PyTorch's watchdog lines say about collectives: timeouts as stream rows, and the enqueued counts.
+
+A rank that left no Flight Recorder dump and no NCCL log still says, in its timeout line, which collective it
+was waiting in: `WorkNCCL(SeqNum=4084, OpType=BROADCAST, NumelIn=56623104, ...)`. Lines pasted from several
+ranks are often all there is; ranks stuck at one SeqNum in different collectives are a desync, and ranks stuck
+at different SeqNums are waiting for each other. Where no rank's collectives are on record, the counts of
+work each rank enqueued (`last enqueued NCCL work: 50`) still say which ranks launched more or fewer, like RAS
+counts do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import polars as pl
+
+from ..model import EventState, Evidence, Location, ProgressReport, WatchdogEvent, conform
+from .divergence import CommRows, Root, ops_at
+from .ras_only import root_from_counts, wedge_from_counts
+from .streams import Streams
+from .wedge import Wedge
+
+TIMEOUT_KINDS = ("timeout", "blocking_wait_timeout")
+STOP_EVENTS = {"timeout", "blocking_wait_timeout", "async_error", "abort", "desync_report"}  # a group stopped
+UNNAMED_GROUP = "unnamed"  # the process group of timeout lines that name none, where no line names one either
+
+
+def with_watchdog_rows(evidence: list[Evidence]) -> list[Evidence]:
+    """`evidence`, with a collective row for each (rank, group, SeqNum) a timeout line names, where no file gives
+    any collectives. (Beside a dump or a log, one row at the SeqNum of a timeout would make a rank's records start
+    there and hide the others' earlier history from the comparison; the timeout still marks what completed.)
+    The rows go into a copy of the Evidence of the file that holds the line; the state is `started`: it ran,
+    and never finished."""
+    if any(item.collectives.height for item in evidence):
+        return evidence
+    timeouts = [(item.path, event) for item in evidence for event in item.watchdog
+                if event.kind in TIMEOUT_KINDS and event.seq is not None and event.rank is not None]
+    if not timeouts:
+        return evidence
+    # Older PyTorch prints no group on the timeout line; where the other lines name exactly one, it is that one.
+    named = {event.comm for _, event in timeouts if event.comm}
+    default = next(iter(named)) if len(named) == 1 else UNNAMED_GROUP
+    rows: dict[str, dict[tuple[int, str, int], WatchdogEvent]] = {}
+    for path, event in timeouts:
+        key = (event.rank, event.comm or default, event.seq)
+        if not any(key in by_file for by_file in rows.values()):  # the first line about a work wins
+            rows.setdefault(path, {})[key] = event
+    return [replace(item, collectives=_frame(rows[item.path])) if item.path in rows else item for item in evidence]
+
+
+def _frame(rows: dict[tuple[int, str, int], WatchdogEvent]) -> pl.DataFrame:
+    records = [
+        {"file": event.loc.path, "line": event.loc.line, "rank": rank, "comm": comm, "seq": seq, "op": event.op,
+         "count": event.numel_in, "state": EventState.STARTED.value}
+        for (rank, comm, seq), event in sorted(rows.items(), key=lambda item: item[0])
+    ]
+    return conform(pl.DataFrame(records, schema_overrides={"line": pl.Int64, "count": pl.Int64}))
+
+
+@dataclass
+class EnqueueMarks:
+    """One process group's ranks by PyTorch's own count of their work."""
+
+    launched: dict[int, int] = field(default_factory=dict)  # rank -> last work enqueued
+    completed: dict[int, int | None] = field(default_factory=dict)  # rank -> last work completed
+    evidence: list[Location] = field(default_factory=list)
+    stops: list[str] = field(default_factory=list)  # timeouts and errors in the group
+
+
+def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent]) -> dict[str, EnqueueMarks]:
+    """group -> its ranks' marks: `last enqueued NCCL work: 50, last completed NCCL work: 49` lines (the
+    highest of a rank's), and timeouts (a timeout at SeqNum N: N enqueued, N - 1 completed)."""
+    marks_of: list[tuple[str | None, int, int, int | None, Location]] = [
+        (p.comm, p.rank, p.last_enqueued, p.last_completed, p.loc) for p in progress
+        if p.rank is not None and p.last_enqueued is not None]
+    marks_of += [(w.comm, w.rank, w.seq, w.seq - 1, w.loc) for w in watchdog
+                 if w.kind in TIMEOUT_KINDS and w.rank is not None and w.seq is not None]
+    named = {comm for comm, *_ in marks_of if comm}
+    default = next(iter(named)) if len(named) == 1 else UNNAMED_GROUP
+    groups: dict[str, EnqueueMarks] = {}
+    for comm, rank, enqueued, completed, loc in marks_of:
+        marks = groups.setdefault(comm or default, EnqueueMarks())
+        if enqueued >= marks.launched.get(rank, -1):
+            marks.launched[rank] = enqueued
+            marks.evidence.append(loc)
+        if completed is not None and completed >= (marks.completed.get(rank) or -1):
+            marks.completed[rank] = completed
+    for event in watchdog:
+        group = groups.get(event.comm or default)
+        if group is not None and event.kind in STOP_EVENTS:
+            group.stops.append(f"watchdog {event.kind.replace('_', ' ')} ({event.loc})")
+    return groups
+
+
+def marks_only_root(groups: dict[str, EnqueueMarks], streams: Streams) -> Root | None:
+    """For a group the streams do not cover (fewer than two ranks on record) that stopped: the ranks that
+    enqueued more or fewer work than the others."""
+    for comm, marks in sorted(groups.items()):
+        if len(streams.members.get(comm, [])) < 2 and marks.stops:
+            root = root_from_counts(comm, marks.launched, "PyTorch's enqueued counts", "PyTorch's marks give")
+            if root is not None:
+                return root
+    return None
+
+
+def marks_only_wedge(groups: dict[str, EnqueueMarks], streams: Streams, dead: set[int]) -> Wedge | None:
+    """Who waits on whom in a group the streams do not cover, by the same counts, where it stopped."""
+    for comm, marks in sorted(groups.items()):
+        if len(streams.members.get(comm, [])) >= 2 or not marks.stops or len(set(marks.launched.values())) < 2:
+            continue
+        wedge = wedge_from_counts(comm, marks.launched, marks.completed, dead, list(marks.stops), marks.evidence)
+        wedge.ops = ops_at(CommRows(streams.comm_parts(comm)), wedge.seq)  # a timed-out rank's own line
+        return wedge
+    return None

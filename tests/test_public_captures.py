@@ -1,0 +1,39 @@
+"""`diff` on outputs pasted in public issues (tests/fixtures/public/INDEX.md says what each shows)."""
+
+from __future__ import annotations
+
+from cli_helpers import FIXTURES, diff_json, run_cli
+
+PUBLIC = FIXTURES / "public"
+
+
+def test_watchdog_lines_alone_show_a_desync_at_one_seqnum():
+    """pytorch#20630: ranks 1 and 2 time out in ALLREDUCE, rank 3 in BROADCAST, all at SeqNum 4084."""
+    code, d = diff_json(PUBLIC / "torch_watchdog" / "pytorch-20630-1.txt")
+    assert code == 1 and d["verdict"] == "diverged"
+    root = d["root"]
+    assert root["outlier_ranks"] == [3] and root["reference_ranks"] == [1, 2] and root["kind"] == "different"
+    # The lines say nothing of what came before SeqNum 4084: the root is not pinned there.
+    assert root["seq_range"] == [1, 4084] and "only start at seq 4084" in root["ambiguity"]
+    assert root["ops"]["3"]["op"] == "Broadcast" and root["ops"]["1"]["op"] == "AllReduce"
+    assert root["ops"]["3"]["evidence"].endswith("pytorch-20630-1.txt:3")
+    assert d["first_visible_mismatch"]["seq"] == 4084
+    wedge = d["wedge"]
+    assert (wedge["seq"], wedge["kind"]) == (4084, "type_mismatch") and len(wedge["confirmed_by"]) == 3
+    assert wedge["completed"] == {"1": 4083, "2": 4083, "3": 4083}  # the timed-out work is the oldest unfinished
+    assert d["window"]["collectives_min"] == 0 and d["window"]["collectives"] == 4083
+
+
+def test_ranks_timing_out_in_the_same_collective_are_a_hang_not_a_divergence():
+    """BasicSR#737: ranks 0, 1, 2 all time out in AllReduce SeqNum 808."""
+    code, d = diff_json(PUBLIC / "torch_watchdog" / "BasicSR-737-1.txt")
+    assert code == 0 and d["verdict"] == "inconclusive" and d["root"] is None
+    assert d["wedge"]["seq"] == 808 and d["wedge"]["waiting_ranks"] == [0, 1, 2]
+    assert "all wait in the same collective" in d["summary"] and "seq 808" in d["summary"]
+
+
+def test_a_failed_desync_report_names_no_culprit():
+    """pytorch#109611: `Failed to retrieve NCCL_DESYNC_DEBUG report`, an internal assert: nothing to blame."""
+    code, out, _ = run_cli("diff", PUBLIC / "desync_report" / "pytorch-109611-1.txt")
+    assert code == 0 and "INCONCLUSIVE" in out
+    assert "could not build its desync report" in out and "outlier" not in out
