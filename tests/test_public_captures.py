@@ -37,3 +37,19 @@ def test_a_failed_desync_report_names_no_culprit():
     code, out, _ = run_cli("diff", PUBLIC / "desync_report" / "pytorch-109611-1.txt")
     assert code == 0 and "INCONCLUSIVE" in out
     assert "could not build its desync report" in out and "outlier" not in out
+
+
+def test_one_ras_reply_with_a_straggler_says_what_it_shows_and_what_would_tell():
+    """NCCL's RAS docs: one reply, rank 7 at operation 60 while 7 ranks are at 64."""
+    code, d = diff_json(PUBLIC / "ras_text" / "nccl-docs08ras-4.txt")
+    assert code == 0 and d["verdict"] == "inconclusive"
+    assert "1 rank (7) at 60" in d["summary"] and "7 ranks (0, 1, 2, 3, 4, 5, 6) at 64" in d["summary"]
+    assert "query RAS again" in d["summary"]
+
+
+def test_a_dead_process_with_no_communicator_data_is_still_reported():
+    """NCCL's RAS docs: `No communicator data collected!`, then a DEAD process."""
+    code, d = diff_json(PUBLIC / "ras_text" / "nccl-docs08ras-3.txt")
+    assert code == 0 and d["verdict"] == "inconclusive"
+    (finding,) = [e for e in d["evidence"] if e["says"].startswith("RAS DEAD")]
+    assert "pid 3748990" in finding["says"] and finding["at"].endswith("nccl-docs08ras-3.txt:9")

@@ -125,7 +125,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.verdict = _verdict(diagnosis, ras)
     diagnosis.streams = streams
     diagnosis.caveats = _caveats(diagnosis, evidence)
-    diagnosis.evidence = _receipts(diagnosis, watchdog)
+    diagnosis.evidence = _receipts(diagnosis, watchdog) + _job_level_ras(evidence)
     diagnosis.summary = _summary(diagnosis)
     diagnosis.streams = streams
     return diagnosis
@@ -427,6 +427,42 @@ def _receipts(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Findi
     return found
 
 
+def _job_level_ras(evidence: list[Evidence]) -> list[Finding]:
+    """RAS errors about processes rather than communicators (`DEAD`: a process unreachable via RAS), which
+    remain when a torn-down job leaves no communicator data."""
+    first: dict[tuple, Location] = {}
+    repeats: dict[tuple, int] = {}
+    for item in evidence:
+        for snapshot in item.ras:
+            for issue in snapshot.issues:
+                if issue.comm is None and not issue.warning:
+                    key = (issue.kind, issue.message, issue.pids)
+                    first.setdefault(key, issue.loc)
+                    repeats[key] = repeats.get(key, -1) + 1
+    found = []
+    for (kind, message, pids), loc in first.items():
+        said = f"RAS {kind}: {message}" + (f" (pid {', '.join(map(str, pids))})" if pids else "")
+        more = repeats[(kind, message, pids)]
+        found.append(Finding(loc, said + (f"; the same in {more} more repl{'y' if more == 1 else 'ies'}" if more else "")))
+    return found
+
+
+def _one_reply_words(comm: str, history: RasHistory) -> str:
+    """A RAS reply whose ranks disagree, with no second reply to tell a straggler from a wedge."""
+    block = history.states[-1][1]
+    if block.count_groups:
+        groups = sorted(block.count_groups, key=lambda g: g.count if g.count is not None else -1)
+        said = [f"{g.nranks} rank{'s' if g.nranks != 1 else ''}"
+                + (f" ({', '.join(map(str, g.ranks))})" if g.ranks else "") + f" at {g.count}" for g in groups]
+    else:
+        launched = history.launched()
+        said = [f"rank(s) {', '.join(str(r) for r in sorted(launched) if launched[r] == n)} at {n}"
+                for n in sorted(set(launched.values()))]
+    return (f"RAS ({block.loc}) shows comm {comm} with its ranks' launched collectives apart: {'; '.join(said)}. "
+            f"One reply cannot tell a straggler from a wedge: query RAS again (counts that move are skew, counts "
+            f"that stay are a wedge).")
+
+
 def _summary(diagnosis: Diagnosis) -> str:
     root, wedge = diagnosis.root, diagnosis.wedge
     if diagnosis.verdict is Verdict.CONSISTENT:
@@ -451,6 +487,9 @@ def _summary(diagnosis: Diagnosis) -> str:
                      f"they wait for (a rank with no file here, the network?).")
     elif wedge is not None:
         parts.append(f"It wedged at seq {wedge.seq} in comm {wedge.comm} ({wedge.kind.value}).")
+    for comm, history in sorted(diagnosis.ras.items()):
+        if not parts and history.disagree and history.moving is None:
+            parts.append(_one_reply_words(comm, history))
     if not parts:
         parts.append("Nothing here gives the collectives of two or more ranks of one communicator to compare"
                      + ("; the evidence table lists what the files do say." if diagnosis.evidence else "."))
