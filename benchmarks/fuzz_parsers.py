@@ -296,7 +296,7 @@ def m_structured(rng, data, corpus):
 
 
 def _mutate_pickle(rng, data: bytes) -> bytes:
-    from ncclforensics.sources.flight_recorder import load_pickle  # never executes anything
+    from ncclforensics.sources.safe_pickle import load_pickle  # never executes anything
 
     value, _ = load_pickle(data, "seed")
     if value is None:

@@ -22,7 +22,7 @@ import pytest
 from cli_helpers import FIXTURES, diff_json, real, run_cli
 from ncclforensics.sources import InputFile, SOURCES, parse_file
 from ncclforensics.sources import base
-from ncclforensics.sources.flight_recorder import load_pickle
+from ncclforensics.sources.safe_pickle import load_pickle
 
 EXTRA_OP = real("extra-op-4rank")
 FUZZ = FIXTURES / "constructed" / "fuzz"
