@@ -53,3 +53,29 @@ def test_a_dead_process_with_no_communicator_data_is_still_reported():
     assert code == 0 and d["verdict"] == "inconclusive"
     (finding,) = [e for e in d["evidence"] if e["says"].startswith("RAS DEAD")]
     assert "pid 3748990" in finding["says"] and finding["at"].endswith("nccl-docs08ras-3.txt:9")
+
+
+def test_pasted_nccl_lines_without_init_lines_still_show_the_odd_rank():
+    """nccl#147, grep over per-rank logs: at opCount 0, rank 0 broadcasts 25503912 float16, ranks 1-4 53 int64."""
+    code, d = diff_json(PUBLIC / "nccl_log" / "nccl-147-2.txt")
+    assert code == 1 and d["verdict"] == "diverged"
+    root = d["root"]
+    assert root["comm"] == "[nranks=8]" and root["outlier_ranks"] == [0] and root["kind"] == "different"
+    assert root["seq_range"] == [1, 1]  # opCount 0: the communicator's first collective, nothing before it
+    assert (root["ops"]["0"]["count"], root["ops"]["0"]["dtype"]) == (25503912, "float16")
+    assert {(o["count"], o["dtype"]) for r, o in root["ops"].items() if r != "0"} == {(53, "int64")}
+    assert root["ops"]["0"]["evidence"].endswith("nccl-147-2.txt:1")
+    assert "stand-ins" in d["caveats"][0] and "rank 0 = learnfair062:32615" in d["caveats"][0]
+
+
+def test_pasted_lines_that_merely_stop_at_different_places_are_not_called_a_divergence():
+    """torchtitan#1369: two TP ranks interleaved; one's lines end two opCounts before the other's."""
+    code, d = diff_json(PUBLIC / "nccl_log" / "torchtitan-1369-1.txt")
+    assert code == 0 and d["verdict"] == "inconclusive"
+    assert "no majority says which side deviated" in d["summary"] and "nothing confirms a hang" in d["summary"]
+
+
+def test_a_one_rank_communicator_keeping_opcount_0_is_no_mismatch():
+    """nccl#1238: nccl-tests with nranks=1 log opCount 0 on every call."""
+    code, d = diff_json(PUBLIC / "nccl_log" / "nccl-1238-1.txt")
+    assert code == 0 and d["root"] is None and d["verdict"] == "inconclusive"

@@ -25,6 +25,7 @@ from .ras import RasHistory, ras_histories
 from .ras_only import ras_only_root, ras_only_wedge, ras_rank_map
 from .reconcile import CUDA_GRAPH_NOTE, Reconciliation, reconcile
 from .streams import Streams, build_streams
+from .unranked import unranked_streams
 from .watchdog import STOP_EVENTS, enqueue_marks, marks_only_root, marks_only_wedge, with_watchdog_rows
 from .wedge import Wedge, Window, find_wedge, misaligned_window
 
@@ -70,6 +71,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     evidence = [e for e in evidence if e.format is not None]
     evidence, foreign = split_jobs(evidence)
     evidence = with_watchdog_rows(evidence)
+    evidence, unranked_caveats = unranked_streams(evidence)
     streams = build_streams(evidence)
     problems = foreign + list(streams.problems)
     # A file that conflicts with another for the same rank is left out entirely, not only its collectives.
@@ -124,7 +126,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.root_step, diagnosis.cause = _cause(root, gate, streams, _death_evidence(ras, rank_map, watchdog))
     diagnosis.verdict = _verdict(diagnosis, ras)
     diagnosis.streams = streams
-    diagnosis.caveats = _caveats(diagnosis, evidence)
+    diagnosis.caveats = unranked_caveats + _caveats(diagnosis, evidence)
     diagnosis.evidence = _receipts(diagnosis, watchdog) + _job_level_ras(evidence)
     diagnosis.summary = _summary(diagnosis)
     diagnosis.streams = streams
@@ -301,6 +303,11 @@ def _root_words(root: Root) -> str:
     where = f"at seq {root.seq}" if root.seq_range[0] == root.seq_range[1] else \
         f"somewhere in seq {root.seq_range[0]}..{root.seq_range[1]}"
     n = f"{root.size} collective{'s' if root.size != 1 else ''}"
+    if not root.majority and len(root.outlier_ranks) > 1 and root.kind != STOPPED:
+        what = "launched different collectives" if root.kind == DIFFERENT_OPS else \
+            f"differ by {n} one side launched and the other did not"
+        return (f"Ranks {ranks} part ways in comm {root.comm}, {where}: they {what}, and no majority says which "
+                f"side deviated.")
     return {
         EXTRA: f"Rank(s) {ranks} launched {n} in comm {root.comm} that the others did not, {where}.",
         MISSING: f"Rank(s) {ranks} did not launch {n} in comm {root.comm} that the others did, {where}.",
@@ -485,8 +492,11 @@ def _summary(diagnosis: Diagnosis) -> str:
         parts.append(f"Rank(s) {', '.join(map(str, wedge.waiting_ranks))} all wait in the same collective, comm "
                      f"{wedge.comm} seq {wedge.seq} ({op.describe()}): nothing here shows them disagreeing or whom "
                      f"they wait for (a rank with no file here, the network?).")
-    elif wedge is not None:
+    elif wedge is not None and wedge.confirmed_by:
         parts.append(f"It wedged at seq {wedge.seq} in comm {wedge.comm} ({wedge.kind.value}).")
+    elif wedge is not None:
+        parts.append(f"The records stop at seq {wedge.seq} in comm {wedge.comm} ({wedge.kind.value}); nothing "
+                     f"confirms a hang there (no timeout, no RAS counts that stay).")
     for comm, history in sorted(diagnosis.ras.items()):
         if not parts and history.disagree and history.moving is None:
             parts.append(_one_reply_words(comm, history))

@@ -20,6 +20,7 @@ COLLECTIVE_SCHEMA: dict[str, pl.DataType] = {
     "comm_rank": pl.Int64,
     "comm_size": pl.Int64,
     "seq": pl.Int64,
+    "opcount": pl.Int64,
     "op": pl.String,
     "count": pl.Int64,
     "dtype": pl.String,

@@ -9,7 +9,9 @@ What each kind of line becomes:
 - A COLL line (`AllReduce: opCount 1d sendbuff .. count 8192 datatype 7 op 0 root 0 comm 0x2571a990 [nranks=4]
   stream (nil)`) is one row of the collectives frame, state `launched`:
   - `seq` is the 1-based ordinal of the line among the COLL lines of the same communicator in the same process
-    (host, pid, comm pointer, INIT). opCount is ignored: grouped ops share it and 1-rank comms keep it at 0.
+    (host, pid, comm pointer, INIT), not the opCount: grouped ops share one and 1-rank comms keep it at 0. The
+    opCount is kept in `opcount` by the line reader (logs under 1 MiB: pasted fragments, where the ordinal means
+    nothing); the keyed reader of big logs masks it and leaves `opcount` null.
   - `comm` is the commId hash (`0x%016x`) of the most recent INIT line for that pointer in that process before
     the COLL line (NCCL reuses pointers after a destroy). With no such INIT line `comm` is `host:pid:pointer`
     (`?` for an unknown host or pid) and `comm_rank` is null, and a warning says so once per communicator.
@@ -78,6 +80,7 @@ _STAMP = r"\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?
 _CUT = r": opCount [0-9a-fA-F]+ sendbuff [^ \t]+ recvbuff [^ \t]+ count [0-9]+ | stream(?: .*)?$"
 _OP = r"[A-Za-z0-9_]+"
 _COUNT = r" count ([0-9]+) (?:size [0-9]+ )?datatype "
+_OPCOUNT_VALUE = r": opCount ([0-9a-fA-F]{1,15}) "  # (at most 15 hex digits: an Int64)
 _SHAPE = (
     _OP + r"\|(?:size [0-9]+ )?datatype [0-9]+ op [0-9]+ (?:root -?[0-9]+ )?comm (?:0x[0-9a-fA-F]+|\(nil\))"
     r"(?: \[nranks=[0-9]+\])?\|$"
@@ -507,6 +510,7 @@ class _LogParser:
             text.str.extract(_COUNT, 1).cast(pl.Int64, strict=False).alias("count"),
             (text.str.extract(_STAMP, 1) if stamped else pl.lit(None, pl.String)).alias("ts"),
             (text.str.count_matches(_COLL_MARK, literal=True) > 1).alias("merged"),  # two COLL lines run together
+            text.str.extract(_OPCOUNT_VALUE, 1).str.to_integer(base=16, strict=False).alias("opcount"),
         )
         shapes = rows.select(pl.col("shape").unique()).with_row_index("sid")
         rows = rows.with_columns(
@@ -629,6 +633,7 @@ class _LogParser:
             by_cid["comm_rank"].alias("comm_rank"),
             pl.coalesce(by_sid["nranks"], by_cid["comm_size"]).alias("comm_size"),
             (seq if same["who"] is not None and same["cid"] is not None else seq.over("who", "cid")).alias("seq"),
+            (pl.col("opcount") if "opcount" in rows.columns else pl.lit(None, pl.Int64)).alias("opcount"),
             by_sid["op"].alias("op"),
             "count",
             *[by_sid[name].alias(name) for name in ("dtype", "redop", "root")],

@@ -26,7 +26,11 @@ def _both(path: Path, monkeypatch) -> tuple:
 
 def _same(path: Path, monkeypatch) -> None:
     lines, keyed = _both(path, monkeypatch)
-    assert_frame_equal(lines.collectives, keyed.collectives)
+    # The keyed reader masks the opCount (that is what makes its keys few; a file it hands back to the line reader
+    # keeps it); the rest is the line reader's exactly.
+    opcount = keyed.collectives["opcount"]
+    assert opcount.null_count() == len(opcount) or opcount.equals(lines.collectives["opcount"])
+    assert_frame_equal(lines.collectives.drop("opcount"), keyed.collectives.drop("opcount"))
     for name in ("identities", "watchdog", "problems", "version"):
         assert repr(getattr(lines, name)) == repr(getattr(keyed, name)), name
 
