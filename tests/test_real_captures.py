@@ -208,3 +208,21 @@ def test_torch_logs_alone_of_a_killed_rank_are_not_called_consistent():
     code, d = diff_json(*files("killed-rank", "torch_rank"))
     assert code == 0 and d["verdict"] == "inconclusive"
     assert any("async error at seq 123" in e["says"] for e in d["evidence"])
+
+
+def test_wrapped_ring_dumps_alone_do_not_pin_the_root_where_their_records_begin():
+    """The Flight Recorder kept only the last 30 entries (seq 62..91 on rank 1, 61..90 on the others); the
+    extra collective was seq 8. The dumps alone must give a range that holds it, not one that starts at 62."""
+    code, d = diff_json(*files("wrapped-ring", "fr_rank"))
+    assert code == 1 and d["verdict"] == "diverged"
+    root = d["root"]
+    assert root["outlier_ranks"] == [1] and root["kind"] == "extra"
+    assert root["seq_range"][0] <= 8 <= root["seq_range"][1] and "only start at seq 62" in root["ambiguity"]
+    assert (d["wedge"]["seq"], d["wedge"]["kind"]) == (91, "no_partner")
+
+
+def test_wrapped_ring_with_all_evidence_pins_seq_8():
+    code, d = diff_json(real("wrapped-ring"))
+    assert code == 1
+    assert d["root"]["seq_range"] == [8, 8] and d["root"]["outlier_ranks"] == [1] and d["root"]["step"] == 2
+    assert d["window"]["collectives"] == 83 and (d["wedge"]["seq"], d["wedge"]["kind"]) == (91, "no_partner")
