@@ -103,8 +103,11 @@ def comm_lanes(frame: pl.DataFrame, diagnosis: Diagnosis, comm: str) -> CommLane
     extents = {rank: (lo, hi) for rank, lo, hi in rows.group_by("rank").agg(
         pl.col("seq").min(), pl.col("seq").max().alias("hi")).iter_rows()}
     analysis = diagnosis.comms.get(comm)
+    wedge = diagnosis.wedge if diagnosis.wedge is not None and diagnosis.wedge.comm == comm else None
+    # Ranks the wedge names but no row describes (known from counts only) still get a lane, empty.
+    named = set(wedge.waiting_ranks) | set(wedge.absent_ranks) if wedge else set()
     lanes = CommLanes(
-        comm=comm, ranks=sorted(extents), runs=runs,
+        comm=comm, ranks=sorted(set(extents) | named), runs=runs,
         launched=dict(analysis.launched) if analysis else {},
         completed=dict(analysis.completed) if analysis else {},
         extents=extents, detail=detail,

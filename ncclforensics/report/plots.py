@@ -62,6 +62,8 @@ def plot_comm_timeline(lanes: CommLanes, root: Root | None = None, window: Windo
     wedge = wedge if wedge is not None and wedge.comm == lanes.comm else None
     first = min((lo for lo, _ in lanes.extents.values()), default=1)
     last = max((hi for _, hi in lanes.extents.values()), default=1)
+    if root is not None:  # a range reaching back before the records (timeout lines, a wrapped ring) is drawn whole
+        first = min(first, root.seq_range[0])
     focus = root.seq if root else (wedge.seq if wedge else None)
     if focus is None and lanes.detail is not None:
         focus = (lanes.detail[0] + lanes.detail[1]) // 2

@@ -318,3 +318,17 @@ def test_alternating_signatures_are_drawn_near_the_focus_only():
     fig = plots.plot_comm_timeline(lanes)
     assert len(fig.axes) == 2  # the whole stream and a zoom on its end
     assert any("too many runs" in t.get_text() for t in fig.axes[0].texts)
+
+
+def test_a_timeline_from_timeout_lines_alone_draws_the_ranks_known_from_counts(tmp_path):
+    """extra-op's stderr only: rank 0's timeout line is the one collective on record; ranks 1-3 are known from
+    their enqueued counts. Their lanes are there, empty, with the never-launched marks at the wedge, and the root
+    is drawn as the whole range the counts allow."""
+    logs = sorted(str(p) for p in (REAL / "nccl-2.28.9" / "extra-op-4rank").glob("torch_rank*"))
+    _, data = api.postmortem_paths(logs, str(tmp_path / "out"))
+    (fig, _), = [f for name, f in build_figures(data).items() if name.startswith("timeline")]
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["rank 0", "rank 1", "rank 2", "rank 3"]
+    absent = [a for a in ax.lines if a.get_gid() == "wedge-absent"]
+    assert sorted(int(a.get_ydata()[0]) for a in absent) == [1, 2, 3] and all(a.get_xdata()[0] == 50 for a in absent)
+    assert ax.get_xlim()[0] <= 1 and [a for a in ax.patches if a.get_gid() == "root-range"]
