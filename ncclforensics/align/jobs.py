@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import polars as pl
-
 from ..model import Diagnostic, Evidence, Location, SourceFormat
 
 
@@ -11,7 +9,7 @@ def split_jobs(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnosti
     """Keep the files of one job: those linked by shared communicator hashes. Files whose communicators
     share nothing with the largest such group come from another job; they are reported and left out.
     Files that name no hash (journals, fingerprints, dumps keyed by process-group name) stay."""
-    named = [(i, set(comms)) for i, e in enumerate(evidence) if (comms := _comms_of(e)) and _hash_is_comm_id(e)]
+    named = [(i, set(comms)) for i, e in enumerate(evidence) if (comms := e.comms) and _hash_is_comm_id(e)]
     if len(named) < 2:
         return evidence, []
     parent = list(range(len(named)))
@@ -61,15 +59,3 @@ def _hash_is_comm_id(item: Evidence) -> bool:
     except ValueError:
         return False
     return (major, minor) >= (2, 26)
-
-
-def _comms_of(item: Evidence) -> list[str]:
-    """Evidence.comms, with the collectives' comm column read by one expression: a big log's frame holds its comm
-    as one value, which reading the column would first spell out once per row."""
-    found: set[str] = set(item.collectives.select(pl.col("comm").drop_nulls().unique()).to_series().to_list())
-    found.update(i.comm for i in item.identities if i.comm)
-    for snapshot in item.ras:
-        found.update(c.comm for c in snapshot.comms)
-        found.update(i.comm for i in snapshot.issues if i.comm)
-    found.update(w.comm for w in item.watchdog if w.comm)
-    return sorted(c for c in found if c.startswith("0x"))

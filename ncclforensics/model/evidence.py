@@ -59,7 +59,7 @@ class Evidence:
     def ranks(self) -> list[int]:
         """Global ranks this file speaks for (not ranks it merely mentions)."""
         found: set[int] = set()
-        found.update(r for r in self.collectives.get_column("rank").drop_nulls().unique().to_list())
+        found.update(self._distinct("rank"))
         found.update(i.rank for i in self.identities if i.rank is not None)
         found.update(g.rank for g in self.gates)
         found.update(f.rank for f in self.fingerprints)
@@ -67,11 +67,16 @@ class Evidence:
         found.update(p.rank for p in self.progress if p.rank is not None)
         return sorted(found)
 
+    def _distinct(self, column: str) -> list:
+        """The distinct non-null values of a collectives column, read by one expression: a big log's frame holds
+        a constant column as one value, which reading the column would first spell out once per row."""
+        return self.collectives.select(pl.col(column).drop_nulls().unique()).to_series().to_list()
+
     @property
     def comms(self) -> list[str]:
         """The `0x...` communicator hashes this file names."""
         found: set[str] = set()
-        found.update(self.collectives.get_column("comm").drop_nulls().unique().to_list())
+        found.update(self._distinct("comm"))
         found.update(i.comm for i in self.identities if i.comm)
         for snapshot in self.ras:
             found.update(c.comm for c in snapshot.comms)
