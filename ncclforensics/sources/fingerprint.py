@@ -29,8 +29,7 @@ from .keyvalue import (
     int_field,
     optional,
     present,
-    read_lines,
-    read_records,
+    parse_records,
     record_share,
     required,
     str_field,
@@ -58,16 +57,8 @@ class FingerprintSource:
 
     def parse(self, file: InputFile) -> Evidence:
         """Every fingerprint record of the file; broken records become error diagnostics."""
-        lines, evidence = read_lines(file, self.format)
-        for item in read_records(lines, file.name, _NEEDLES, _JSON_KEYS, _is_fingerprint):
-            if isinstance(item, Diagnostic):
-                evidence.problems.append(item)
-                continue
-            row, problem = _row(item, file.name)
-            if row is not None:
-                evidence.fingerprints.append(row)
-            if problem is not None:
-                evidence.problems.append(problem)
+        evidence, records = parse_records(file, self.format, _NEEDLES, _JSON_KEYS, _is_fingerprint, _row)
+        evidence.fingerprints = records
         return evidence
 
 

@@ -28,8 +28,7 @@ from .keyvalue import (
     int_field,
     optional,
     present,
-    read_lines,
-    read_records,
+    parse_records,
     record_share,
     required,
     shown,
@@ -59,16 +58,8 @@ class GateJournalSource:
 
     def parse(self, file: InputFile) -> Evidence:
         """Every gate record of the file; broken records become error diagnostics."""
-        lines, evidence = read_lines(file, self.format)
-        for item in read_records(lines, file.name, _NEEDLES, _JSON_KEYS, _is_gate):
-            if isinstance(item, Diagnostic):
-                evidence.problems.append(item)
-                continue
-            decision, problem = _decision(item, file.name)
-            if decision is not None:
-                evidence.gates.append(decision)
-            if problem is not None:
-                evidence.problems.append(problem)
+        evidence, records = parse_records(file, self.format, _NEEDLES, _JSON_KEYS, _is_gate, _decision)
+        evidence.gates = records
         return evidence
 
 

@@ -95,6 +95,30 @@ class LineRecord:
     from_json: bool
 
 
+def parse_records(
+    file: InputFile,
+    fmt: SourceFormat,
+    needles: tuple[str, ...],
+    json_keys: tuple[str, ...],
+    wanted: Callable[[Mapping[str, object], bool], bool],
+    convert: Callable[[LineRecord, str], tuple[object | None, Diagnostic | None]],
+) -> tuple[Evidence, list]:
+    """A record parser's whole job: the file's records (read_records), each made a value by `convert(record,
+    name)`, which also names its bad fields. Returns the Evidence (with every problem) and the values."""
+    lines, evidence = read_lines(file, fmt)
+    values = []
+    for item in read_records(lines, file.name, needles, json_keys, wanted):
+        if isinstance(item, Diagnostic):
+            evidence.problems.append(item)
+            continue
+        value, problem = convert(item, file.name)
+        if value is not None:
+            values.append(value)
+        if problem is not None:
+            evidence.problems.append(problem)
+    return evidence, values
+
+
 def read_records(
     lines: Sequence[str],
     name: str,
