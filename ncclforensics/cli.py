@@ -120,8 +120,8 @@ def diff(paths: tuple[str, ...], as_json: bool) -> None:
 
     PATHS are evidence files from the ranks of one job, or folders (walked recursively): NCCL debug logs,
     Flight Recorder dumps, PyTorch logs, RAS replies, gate journals, fingerprint traces, in any mix.
-    Exit code: 0 consistent (or transient skew), 1 divergence found, 2 trouble (bad input; the result for the
-    good files is still printed).
+    Exit code: 0 consistent (or transient skew, or inconclusive), 1 divergence found, 2 trouble (bad input; the
+    result for the good files is still printed).
 
     \b
     Example:
