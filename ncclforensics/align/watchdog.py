@@ -92,11 +92,20 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
     return groups
 
 
+def _compared(streams: Streams) -> bool:
+    """Whether the streams let two ranks of some communicator be compared. Then they speak, not the counts: a
+    group's PyTorch name and the communicator's hash cannot be told to be one, and the counts would only echo
+    (or, where PyTorch counts work NCCL's lines do not, muddle) what the streams say."""
+    return any(len(members) > 1 for members in streams.members.values())
+
+
 def marks_only_root(groups: dict[str, EnqueueMarks], streams: Streams) -> Root | None:
-    """For a group the streams do not cover (fewer than two ranks on record) that stopped: the ranks that
-    enqueued more or fewer work than the others."""
+    """Where no streams compare ranks, for a group that stopped: the ranks that enqueued more or fewer work than
+    the others."""
+    if _compared(streams):
+        return None
     for comm, marks in sorted(groups.items()):
-        if len(streams.members.get(comm, [])) < 2 and marks.stops:
+        if marks.stops:
             root = root_from_counts(comm, marks.launched, "PyTorch's enqueued counts", "PyTorch's marks give")
             if root is not None:
                 return root
@@ -104,9 +113,11 @@ def marks_only_root(groups: dict[str, EnqueueMarks], streams: Streams) -> Root |
 
 
 def marks_only_wedge(groups: dict[str, EnqueueMarks], streams: Streams, dead: set[int]) -> Wedge | None:
-    """Who waits on whom in a group the streams do not cover, by the same counts, where it stopped."""
+    """Who waits on whom, by the same counts, where no streams compare ranks and a group stopped."""
+    if _compared(streams):
+        return None
     for comm, marks in sorted(groups.items()):
-        if len(streams.members.get(comm, [])) >= 2 or not marks.stops or len(set(marks.launched.values())) < 2:
+        if not marks.stops or len(set(marks.launched.values())) < 2:
             continue
         wedge = wedge_from_counts(comm, marks.launched, marks.completed, dead, list(marks.stops), marks.evidence)
         wedge.ops = ops_at(CommRows(streams.comm_parts(comm)), wedge.seq)  # a timed-out rank's own line
