@@ -20,7 +20,7 @@ from .align.coverage import GateCoverage, gate_coverage
 from .align.diagnosis import Diagnosis, diagnose
 from .errors import OutputError, SourceError
 from .model import Diagnostic, Evidence, Location, Severity, SourceFormat
-from .sources import InputFile, detect, discover, parse_file
+from .sources import InputFile, companions, detect, discover, parse_file
 
 if TYPE_CHECKING:
     from .report.postmortem import PostmortemData
@@ -245,7 +245,8 @@ def parse_formats(paths: list[str], formats: set[SourceFormat], progress: Progre
         if progress:
             progress(file.name, index, len(files))
         source = _detect(file)
-        if source is not None and source.format not in formats:
+        if source is not None and source.format not in formats and not formats.intersection(
+                companions(file, source.format)):
             skipped.append((file.name, source.format))
             continue
         parsed.evidence.append(parse_file(file, source.format if source else None))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from cli_helpers import FIXTURES, diff_json, run_cli
 
 PUBLIC = FIXTURES / "public"
@@ -79,3 +81,20 @@ def test_a_one_rank_communicator_keeping_opcount_0_is_no_mismatch():
     """nccl#1238: nccl-tests with nranks=1 log opCount 0 on every call."""
     code, d = diff_json(PUBLIC / "nccl_log" / "nccl-1238-1.txt")
     assert code == 0 and d["root"] is None and d["verdict"] == "inconclusive"
+
+
+def test_a_server_log_holding_several_formats_is_read_by_each_parser(tmp_path):
+    """A server's log interleaves NCCL debug lines, watchdog messages and spec-decode metrics: the file is detected
+    as one format and read by the others' parsers too, so `diff` and `acceptance` both find what they need."""
+    parts = [PUBLIC / "vllm_specdecode" / "vllm-7301-1.txt", PUBLIC / "nccl_log" / "nccl-147-2.txt",
+             PUBLIC / "torch_watchdog" / "BasicSR-737-1.txt"]
+    server = tmp_path / "server.log"
+    server.write_text("".join(p.read_text() for p in parts))
+    code, out, _ = run_cli("parse", "--json", server)
+    (row,) = json.loads(out)
+    assert code == 0 and {row["format"], *row["also"]} == {"vllm-metrics", "nccl-log", "torch-log"}
+    code, d = diff_json(server)
+    assert code == 1 and d["root"]["comm"] == "[nranks=8]" and d["root"]["outlier_ranks"] == [0]
+    assert any("timeout at seq 808" in e["says"] for e in d["evidence"])  # the watchdog lines were read too
+    code, out, _ = run_cli("acceptance", "--json", server)
+    assert code == 0 and json.loads(out)["runs"][0]["lines"] == 2

@@ -68,14 +68,13 @@ class EnqueueMarks:
 
 
 def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent]) -> dict[str, EnqueueMarks]:
-    """group -> its ranks' marks: `last enqueued NCCL work: 50, last completed NCCL work: 49` lines (the
-    highest of a rank's), and timeouts (a timeout at SeqNum N: N enqueued, N - 1 completed)."""
+    """group -> its ranks' marks from `last enqueued NCCL work: 50, last completed NCCL work: 49` lines (the
+    highest of a rank's). A timeout at SeqNum N is no count (more work may be enqueued behind it); it marks the
+    group as stopped."""
     marks_of: list[tuple[str | None, int, int, int | None, Location]] = [
         (p.comm, p.rank, p.last_enqueued, p.last_completed, p.loc) for p in progress
         if p.rank is not None and p.last_enqueued is not None]
-    marks_of += [(w.comm, w.rank, w.seq, w.seq - 1, w.loc) for w in watchdog
-                 if w.kind in TIMEOUT_KINDS and w.rank is not None and w.seq is not None]
-    named = {comm for comm, *_ in marks_of if comm}
+    named = {comm for comm, *_ in marks_of if comm} | {w.comm for w in watchdog if w.comm and w.kind in STOP_EVENTS}
     default = next(iter(named)) if len(named) == 1 else UNNAMED_GROUP
     groups: dict[str, EnqueueMarks] = {}
     for comm, rank, enqueued, completed, loc in marks_of:

@@ -38,6 +38,7 @@ class Evidence:
     metrics: list[SpecDecodeMetrics] = field(default_factory=list)
     problems: list[Diagnostic] = field(default_factory=list)
     version: str | None = None  # producer version (NCCL, Flight Recorder schema), where stated
+    also: list[SourceFormat] = field(default_factory=list)  # other formats whose lines the file holds, also read
 
     @property
     def record_count(self) -> int:

@@ -29,7 +29,8 @@ def render_parse_table(console: Console, evidence: list[Evidence]) -> None:
         ranks = item.ranks
         table.add_row(
             item.path,
-            item.format.value if item.format else "[red]unrecognised[/red]",
+            (item.format.value + "".join(f" + {fmt.value}" for fmt in item.also)) if item.format
+            else "[red]unrecognised[/red]",
             str(item.record_count),
             _span(ranks),
             "\n".join(item.comms) or "-",

@@ -25,6 +25,7 @@ def parse_dict(evidence: Evidence) -> dict:
     return {
         "file": evidence.path,
         "format": evidence.format.value if evidence.format else None,
+        "also": [fmt.value for fmt in evidence.also],
         "version": evidence.version,
         "records": evidence.record_count,
         "ranks": evidence.ranks,

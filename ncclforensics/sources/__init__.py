@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import SourceError
-from ..model import Diagnostic, Evidence, Location, SourceFormat
+from ..model import Diagnostic, Evidence, Location, Severity, SourceFormat
 from .base import InputFile, Source, head_text, looks_binary, unreadable
 from .discover import discover
 from .fingerprint import FingerprintSource
@@ -28,6 +28,21 @@ SOURCES: tuple[Source, ...] = (
 )
 
 _BY_FORMAT = {source.format: source for source in SOURCES}
+
+# Line formats that share files: a server's log holds NCCL debug lines, watchdog messages, gate lines and
+# spec-decode metrics side by side. Detection picks one; the others whose markers the file holds (every record
+# line of a format holds one of its markers) are read too, by their own parsers, into the same Evidence.
+LINE_MARKERS: dict[SourceFormat, tuple[bytes, ...]] = {
+    SourceFormat.NCCL_LOG: (b": opCount ", b"Init COMPLETE", b"NCCL WARN"),
+    SourceFormat.TORCH_LOG: (b"ProcessGroupNCCL", b"WorkNCCL(", b"Watchdog caught"),
+    SourceFormat.GATE_JOURNAL: (b"decision",),
+    SourceFormat.FINGERPRINT: (b"checksum", b"digest", b'"sum"', b" sum="),
+    SourceFormat.VLLM_METRICS: (b"SpecDecoding metrics", b"Speculative metrics"),
+}
+COMPANION_MAX_BYTES = 64 << 20  # bigger files are searched for no other format
+# An NCCL debug log is searched only up to this size: a bigger one is NCCL_DEBUG_FILE's own output (searching
+# every big log for other formats' markers would cost a tenth of reading it).
+NCCL_COMPANION_MAX_BYTES = 1 << 20
 
 
 def detect(file: InputFile) -> Source | None:
@@ -56,11 +71,51 @@ def parse_file(file: InputFile, fmt: SourceFormat | None = None) -> Evidence:
             reason = "binary content of no known format" if looks_binary(head) else "unrecognised format"
             return _unrecognised(file, reason)
         try:
-            return source.parse(file)
+            evidence = source.parse(file)
         except (SourceError, OSError, MemoryError, RecursionError) as e:
             return unreadable(file, source.format, e)
+        for other in companions(file, source.format):
+            try:
+                _merge(evidence, _BY_FORMAT[other].parse(file))
+            except (SourceError, OSError, MemoryError, RecursionError):
+                continue  # the file's own format was read; a companion that fails adds nothing
+        return evidence
     except (SourceError, OSError) as e:
         return _unrecognised(file, str(e).removeprefix(f"{file.path}: "))
+
+
+def companions(file: InputFile, primary: SourceFormat | None) -> list[SourceFormat]:
+    """The line formats other than `primary` whose markers a text file of `primary`'s kind holds."""
+    if primary not in LINE_MARKERS:
+        return []
+    try:
+        limit = NCCL_COMPANION_MAX_BYTES if primary is SourceFormat.NCCL_LOG else COMPANION_MAX_BYTES
+        if file.path.stat().st_size > limit:
+            return []
+        data = file.read_bytes()[0]
+    except (SourceError, OSError):
+        return []
+    return [fmt for fmt, markers in LINE_MARKERS.items()
+            if fmt is not primary and any(marker in data for marker in markers)]
+
+
+def _merge(evidence: Evidence, other: Evidence) -> None:
+    """Add what a companion parser read to the file's Evidence. Lines both parsers know (an NCCL abort line in a
+    watchdog log) are kept once; the companion's errors are warnings (the file is not of its format)."""
+    if other.record_count == 0:
+        return
+    evidence.also.append(other.format)
+    if evidence.collectives.height == 0:
+        evidence.collectives = other.collectives
+    for name in ("identities", "watchdog", "progress", "comm_infos", "gates", "fingerprints", "metrics", "ras"):
+        mine, theirs = getattr(evidence, name), getattr(other, name)
+        lines = {(item.loc.line, type(item)) for item in mine}
+        mine.extend(item for item in theirs if (item.loc.line, type(item)) not in lines)
+    evidence.problems.extend(
+        p if p.severity is Severity.WARNING else Diagnostic(p.loc, f"as {other.format.value}: {p.message}",
+                                                            Severity.WARNING)
+        for p in other.problems)
+    evidence.version = evidence.version or other.version
 
 
 def _unrecognised(file: InputFile, reason: str) -> Evidence:
@@ -69,4 +124,4 @@ def _unrecognised(file: InputFile, reason: str) -> Evidence:
     return evidence
 
 
-__all__ = ["SOURCES", "InputFile", "Source", "detect", "discover", "parse_file"]
+__all__ = ["SOURCES", "InputFile", "Source", "companions", "detect", "discover", "parse_file"]
