@@ -98,3 +98,10 @@ def test_a_server_log_holding_several_formats_is_read_by_each_parser(tmp_path):
     assert any("timeout at seq 808" in e["says"] for e in d["evidence"])  # the watchdog lines were read too
     code, out, _ = run_cli("acceptance", "--json", server)
     assert code == 0 and json.loads(out)["runs"][0]["lines"] == 2
+
+
+def test_a_paste_of_a_few_ranks_says_the_others_have_no_lines():
+    """nccl#531: 7 local ranks of a 16-rank communicator, all at AllGather opCount f7."""
+    code, d = diff_json(PUBLIC / "nccl_log" / "nccl-531-1.txt")
+    assert code == 0 and d["verdict"] == "consistent" and "(7 ranks) agree" in d["summary"]
+    assert "[nranks=16]: 7 on record" in d["caveats"][0]

@@ -473,7 +473,8 @@ def _one_reply_words(comm: str, history: RasHistory) -> str:
 def _summary(diagnosis: Diagnosis) -> str:
     root, wedge = diagnosis.root, diagnosis.wedge
     if diagnosis.verdict is Verdict.CONSISTENT:
-        return "The ranks' collective streams agree."
+        ranks = len(diagnosis.ranks)
+        return f"The collective streams on record ({ranks} rank{'s' if ranks != 1 else ''}) agree."
     if diagnosis.verdict is Verdict.TRANSIENT:
         return "Ranks were skewed in one RAS reply but counts moved on: skew, not a wedge."
     parts = []

@@ -55,4 +55,9 @@ def unranked_streams(evidence: list[Evidence]) -> tuple[list[Evidence], list[str
     caveat = (f"No INIT lines: the ranks and communicator hashes are unknown. COLL lines were grouped into one "
               f"communicator per size ([nranks=N]) and placed by their opCount, and the processes were numbered by "
               f"host, then pid ({named}{more}): stand-ins, not necessarily the job's ranks.")
+    counts = rows.group_by("comm_size").agg(pl.struct("host", "pid").n_unique().alias("seen")).sort("comm_size")
+    partial = [f"[nranks={size}]: {seen} on record" for size, seen in counts.iter_rows() if seen < size]
+    if partial:  # a paste of a few ranks' lines: the others may be anywhere
+        caveat += (f" Not every rank has lines here ({'; '.join(partial)}): the ranks without any may be where "
+                   f"the others wait.")
     return [replaced.get(id(item), item) for item in evidence], [caveat]
