@@ -226,3 +226,14 @@ def test_wrapped_ring_with_all_evidence_pins_seq_8():
     assert code == 1
     assert d["root"]["seq_range"] == [8, 8] and d["root"]["outlier_ranks"] == [1] and d["root"]["step"] == 2
     assert d["window"]["collectives"] == 83 and (d["wedge"]["seq"], d["wedge"]["kind"]) == (91, "no_partner")
+
+
+@pytest.mark.parametrize("prefixes", [("nccl.",), ("fr_rank",), ("nccl.", "fr_rank")])
+def test_a_healthy_pipeline_is_not_called_diverged_for_its_send_and_recv(prefixes):
+    """Rank 0 only sends, rank 2 only receives, rank 1 does both: the p2p ops pair with their peers, not by
+    position, and are kept apart from the collectives, which agree."""
+    code, d = diff_json(*files("pipeline-healthy", *prefixes))
+    assert code == 0 and d["verdict"] == "consistent" and d["root"] is None
+    p2p = [c for c in d["comms"] if c["comm"].endswith(":p2p")]
+    assert len(p2p) == 1 and p2p[0]["launched"] == {"0": 6, "1": 12, "2": 6}
+    assert any("Send/Recv are kept apart" in c for c in d["caveats"])

@@ -16,6 +16,7 @@ from ..model import (
     WatchdogEvent,
     WedgeKind,
 )
+from ..model.kinds import is_p2p_comm
 from .clocks import clock_disagreements
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, Root, analyze_comm
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
@@ -237,8 +238,7 @@ def _stop_evidence(streams: Streams, analyses: dict[str, CommAnalysis], ras: dic
                 if label not in stops.setdefault(c, []):
                     stops[c].append(label)
     for comm, analysis in analyses.items():
-        if analysis.has_states and any(c is not None and c < analysis.launched[r]
-                                       for r, c in analysis.completed.items()) and _dumped(streams, comm):
+        if analysis.has_states and _unfinished_entries(streams, comm):
             stops.setdefault(comm, []).append("Flight Recorder entries launched but never completed")
         if dead & set(analysis.ranks):
             stops.setdefault(comm, []).append(f"rank(s) {sorted(dead & set(analysis.ranks))} dead or missing in RAS")
@@ -252,9 +252,11 @@ def _stop_evidence(streams: Streams, analyses: dict[str, CommAnalysis], ras: dic
     return stops
 
 
-def _dumped(streams: Streams, comm: str) -> bool:
-    """Whether a Flight Recorder dump describes some rank of `comm` (rather than only watchdog lines)."""
-    return any(part.get_column("fr_file").null_count() < part.height for part in streams.comm_parts(comm).values())
+def _unfinished_entries(streams: Streams, comm: str) -> bool:
+    """Whether a Flight Recorder dump holds an entry of `comm` it never saw complete. (Not a row some other source
+    adds after the dump was taken: a log goes on where a dump taken by hand stopped.)"""
+    unfinished = pl.col("fr_file").is_not_null() & (pl.col("state") != "completed")
+    return any(part.select(unfinished.any()).item() for part in streams.comm_parts(comm).values())
 
 
 def _death_words(root: Root, streams: Streams, death: list[Finding]) -> str:
@@ -380,6 +382,11 @@ def _caveats(diagnosis: Diagnosis, evidence: list[Evidence]) -> list[str]:
     if wedge is not None and not wedge.confirmed_by:
         caveats.append("Nothing in the evidence (watchdog timeout, repeated RAS replies, Flight Recorder states) "
                        "confirms that the job stopped; the wedge is where it would stop.")
+    p2p = sorted(comm for comm in diagnosis.comms if is_p2p_comm(comm))
+    if p2p:
+        caveats.append(f"Send/Recv are kept apart from the collectives ({', '.join(p2p[:4])}"
+                       f"{', ...' if len(p2p) > 4 else ''}) and not compared rank against rank: a send pairs with its "
+                       f"peer's receive, not with the same position on every rank.")
     return caveats
 
 

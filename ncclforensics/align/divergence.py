@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from ..model import Location
+from ..model.kinds import is_p2p_comm
 from .alignment import DELETION, DIFFERENT, INSERTION, SUBSTITUTION, Edit, explain
 from .streams import SIGNATURE, Streams
 
@@ -261,7 +262,7 @@ def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, i
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
     analysis = _marked(comm, marks)
     ranks = analysis.ranks
-    if len(ranks) < 2:
+    if len(ranks) < 2 or is_p2p_comm(comm):  # (p2p streams differ by design: see model/kinds.py)
         return analysis
     start = max(analysis.first_seq.values())
     rows.start = start
@@ -295,7 +296,7 @@ def _analyze_frame(comm: str, frame: pl.DataFrame, step_spans: dict[int, tuple[i
     marks = frame.group_by("rank").agg(*_MARKS).sort("rank")
     analysis = _marked(comm, marks)
     ranks = analysis.ranks
-    if len(ranks) < 2:
+    if len(ranks) < 2 or is_p2p_comm(comm):  # (p2p streams differ by design: see model/kinds.py)
         return analysis
     start = max(analysis.first_seq.values())
     frame = frame.filter(pl.col("seq") >= start)

@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 
 from ..model import Location, PairingKind, WedgeKind
+from ..model.kinds import is_p2p_comm
 from .divergence import DIFFERENT_OPS, CommAnalysis, CommRows, OpAt, Root, ops_at, stable_hash
 from .streams import Streams
 
@@ -139,7 +140,7 @@ def find_wedge(streams: Streams, analyses: dict[str, CommAnalysis], dead_ranks: 
     blocked = _blocked_ops(streams, analyses)
     candidates: list[Wedge] = []
     for comm, analysis in analyses.items():
-        if len(analysis.ranks) < 2:
+        if len(analysis.ranks) < 2 or is_p2p_comm(comm):  # a p2p stream's counts differ by design
             continue
         wedge = _comm_wedge(streams, analysis, dead_ranks, blocked)
         if wedge is None:

@@ -69,6 +69,17 @@ class GateChoice(str, Enum):
     SKIP = "skip"
 
 
+# Point-to-point ops pair with their peer's opposite op, not with the same position on every rank: each source
+# keeps them in a stream of their own per communicator, named `<comm>:p2p`, and the ranks' p2p streams are not
+# compared position by position.
+P2P_OPS = frozenset({"Send", "Recv"})
+P2P_SUFFIX = ":p2p"
+
+
+def is_p2p_comm(comm: str) -> bool:
+    return comm.endswith(P2P_SUFFIX)
+
+
 # NCCL's names are the canonical op names; every other spelling maps onto them.
 _OP_ALIASES = {
     "allreduce": "AllReduce",

@@ -36,7 +36,7 @@ from ..model import (
     SourceFormat,
     conform,
 )
-from ..model.kinds import EventState, normalize_dtype, normalize_op
+from ..model.kinds import P2P_SUFFIX, EventState, normalize_dtype, normalize_op
 from .base import InputFile, unreadable
 from .safe_pickle import clip, load_pickle, no_gc, show
 
@@ -380,7 +380,7 @@ def _place(key: object, pg: object, groups: _Groups) -> tuple[str, str, int | No
     if pg is not None and type(key) is not str:
         raise _Bad(f"process_group is {show(pg)}, not (name, desc)")
     name = _clean(key) if type(key) is str else str(_int(key, "pg_id"))
-    return (name, name + ":p2p") + groups.place(name)
+    return (name, name + P2P_SUFFIX) + groups.place(name)
 
 
 def _dtype_of(value: object) -> str:

@@ -11,7 +11,8 @@ What each kind of line becomes:
   - `seq` is the 1-based ordinal of the line among the COLL lines of the same communicator in the same process
     (host, pid, comm pointer, INIT), not the opCount: grouped ops share one and 1-rank comms keep it at 0. The
     opCount is kept in `opcount` by the line reader (logs under 1 MiB: pasted fragments, where the ordinal means
-    nothing); the keyed reader of big logs masks it and leaves `opcount` null.
+    nothing); the keyed reader of big logs masks it and leaves `opcount` null. Send/Recv lines go to comm
+    `<comm>:p2p` with their own seq (model/kinds.py, P2P_SUFFIX), as the Flight Recorder keeps `p2p_seq_id`.
   - `comm` is the commId hash (`0x%016x`) of the most recent INIT line for that pointer in that process before
     the COLL line (NCCL reuses pointers after a destroy). With no such INIT line `comm` is `host:pid:pointer`
     (`?` for an unknown host or pid) and `comm_rank` is null, and a warning says so once per communicator.
@@ -60,7 +61,7 @@ from ..model import (
     conform,
     empty_collectives,
 )
-from ..model.kinds import NCCL_DTYPES, NCCL_REDOPS, normalize_op
+from ..model.kinds import NCCL_DTYPES, NCCL_REDOPS, P2P_OPS, P2P_SUFFIX, normalize_op
 from .base import InputFile, decode
 
 DIAGNOSTIC_LIMIT = 50  # per kind of problem; the rest are counted in one summary diagnostic
@@ -625,14 +626,21 @@ class _LogParser:
         )
         stamp = pl.col("ts").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_zone="UTC", time_unit="us")
         seq = pl.int_range(1, pl.len() + 1, dtype=pl.Int64)
+        seq = seq if same["who"] is not None and same["cid"] is not None else seq.over("who", "cid")
+        comm = pl.coalesce(by_cid["comm"], _pick(by_who["comm"], "who", same["who"]))
+        if shapes.get_column("op").is_in(list(P2P_OPS)).any():  # Send/Recv lines: a stream of their own
+            p2p = by_sid["op"].is_in(list(P2P_OPS))
+            rows = rows.with_columns(p2p.alias("_p2p"))
+            comm = pl.when(p2p).then(comm + P2P_SUFFIX).otherwise(comm)
+            seq = pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("who", "cid", "_p2p")
         return rows.select(
             pl.lit(self.name, pl.String).alias("file"),
             "line",
             pl.coalesce(by_cid["rank"], _pick(by_who["rank"], "who", same["who"])).alias("rank"),
-            pl.coalesce(by_cid["comm"], _pick(by_who["comm"], "who", same["who"])).alias("comm"),
+            comm.alias("comm"),
             by_cid["comm_rank"].alias("comm_rank"),
             pl.coalesce(by_sid["nranks"], by_cid["comm_size"]).alias("comm_size"),
-            (seq if same["who"] is not None and same["cid"] is not None else seq.over("who", "cid")).alias("seq"),
+            seq.alias("seq"),
             (pl.col("opcount") if "opcount" in rows.columns else pl.lit(None, pl.Int64)).alias("opcount"),
             by_sid["op"].alias("op"),
             "count",

@@ -356,7 +356,7 @@ def test_reused_pointer_warn_kinds_and_hung_abort():
     assert rows(evidence, "line", "comm", "comm_rank", "seq", "op", "dtype", "redop", "root") == [
         (3, "0x0000000000001111", 1, 1, "AllReduce", "int32", "max", 0),
         (4, "0x0000000000001111", 1, 2, "Reduce", "float8_e5m2", "7", 1),
-        (7, "0x0000000000002222", 0, 1, "Send", "float32", "sum", 1),
+        (7, "0x0000000000002222:p2p", 0, 1, "Send", "float32", "sum", 1),  # Send/Recv: a stream of their own
     ]
     assert [(i.comm, i.comm_rank, i.loc.line) for i in evidence.identities] == [
         ("0x0000000000001111", 1, 2), ("0x0000000000002222", 0, 6),
@@ -371,6 +371,23 @@ def test_reused_pointer_warn_kinds_and_hung_abort():
     ]
     assert evidence.watchdog[0].message.startswith("NET/IB: Got completion from peer 10.0.0.2<34567>")
     assert "may have hung" in evidence.watchdog[-1].message
+
+
+def test_send_and_recv_lines_get_a_stream_of_their_own(tmp_path):
+    """A pipeline stage's Send/Recv sit between its collectives; counted with them, they would shift every later
+    collective's seq on the ranks that do p2p against those that do not."""
+    lines = ["h:1:1 [0] NCCL INFO ncclCommInitRankConfig comm 0x10 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 "
+             "commId 0xabcdef0123456789 - Init COMPLETE"]
+    for count, op in ((1, "AllReduce"), (2, "Send"), (3, "AllReduce"), (4, "Recv"), (5, "Send"), (6, "AllReduce")):
+        lines.append(f"h:1:1 [0] NCCL INFO {op}: opCount {count} sendbuff 0x1 recvbuff 0x1 count {count} datatype 7 "
+                     f"op 0 root 1 comm 0x10 [nranks=2] stream (nil)")
+    path = tmp_path / "nccl.log"
+    path.write_text("\n".join(lines) + "\n")
+    assert rows(parse(path), "comm", "seq", "op", "count") == [
+        ("0xabcdef0123456789", 1, "AllReduce", 1), ("0xabcdef0123456789:p2p", 1, "Send", 2),
+        ("0xabcdef0123456789", 2, "AllReduce", 3), ("0xabcdef0123456789:p2p", 2, "Recv", 4),
+        ("0xabcdef0123456789:p2p", 3, "Send", 5), ("0xabcdef0123456789", 3, "AllReduce", 6),
+    ]
 
 
 def test_one_process_driving_two_gpus():
