@@ -245,18 +245,16 @@ def plot(series: dict, path: Path) -> None:
             ax.annotate(f"{p['ranks']}", (x, y), textcoords="offset points", xytext=(4, -10), fontsize=7)
         mem.plot(xs, [p["tree_peak_mib"] / 1024 for p in data["points"]], "o-", color=line.get_color(),
                  label=names[fmt])
-    ax.set_xlabel("collectives in the incident (millions; labels: ranks)")
-    ax.set_ylabel("ncclforensics diff wall time (s)")
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=7)
-    ax.set_title("time vs collectives", fontsize=10)
-    mem.set_xlabel("collectives in the incident (millions)")
-    mem.set_ylabel("peak RSS, process tree (GiB)")
-    mem.set_xlim(left=0)
-    mem.set_ylim(bottom=0)
-    mem.legend(fontsize=7)
-    mem.set_title("memory vs collectives", fontsize=10)
+    for axis, xlabel, ylabel, title in (
+            (ax, "collectives in the incident (millions; labels: ranks)", "ncclforensics diff wall time (s)",
+             "time vs collectives"),
+            (mem, "collectives in the incident (millions)", "peak RSS, process tree (GiB)", "memory vs collectives")):
+        axis.set_xlabel(xlabel)
+        axis.set_ylabel(ylabel)
+        axis.set_xlim(left=0)
+        axis.set_ylim(bottom=0)
+        axis.legend(fontsize=7)
+        axis.set_title(title, fontsize=10)
     fig.suptitle(f"ncclforensics diff scaling ({os.cpu_count()} CPUs; this run only)", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

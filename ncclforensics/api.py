@@ -245,11 +245,11 @@ def parse_formats(paths: list[str], formats: set[SourceFormat], progress: Progre
         if progress:
             progress(file.name, index, len(files))
         source = _detect(file)
-        if source is not None and source.format not in formats and not formats.intersection(
-                companions(file, source.format)):
+        also = companions(file, source.format) if source is not None else []
+        if source is not None and source.format not in formats and not formats.intersection(also):
             skipped.append((file.name, source.format))
             continue
-        parsed.evidence.append(parse_file(file, source.format if source else None))
+        parsed.evidence.append(parse_file(file, source.format if source else None, also))
     if progress:
         progress("", len(files), len(files))
     return parsed, skipped

@@ -13,26 +13,13 @@ import click
 from rich.console import Console
 
 from . import __version__, api
-from .errors import ForensicsError
+from .errors import EXIT_TROUBLE, OneLineErrors
 from .model import Severity, Verdict
 from .report import console as console_report
 from .report import data, plots
 from .report import postmortem as postmortem_report
 
-EXIT_CONSISTENT, EXIT_DIVERGED, EXIT_TROUBLE = 0, 1, 2
-
-
-class ForensicsGroup(click.Group):
-    """Turns ForensicsError into one line on stderr and exit code 2 (tracebacks only with --debug)."""
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except ForensicsError as e:
-            if ctx.params.get("debug"):
-                raise
-            click.echo(f"error: {e}", err=True)
-            ctx.exit(EXIT_TROUBLE)
+EXIT_CONSISTENT, EXIT_DIVERGED = 0, 1
 
 
 def _stderr() -> Console:
@@ -76,7 +63,7 @@ def _report_problems(parsed: api.ParsedInputs, more: list | None = None) -> bool
     return any(p.severity is Severity.ERROR for p in problems)
 
 
-@click.group(cls=ForensicsGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ncclforensics")
 @click.option("--debug", is_flag=True, hidden=True, help="Show tracebacks.")
 def cli(debug: bool) -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import click
+
+EXIT_TROUBLE = 2  # the exit code of every command for input or output it cannot use
+
 
 class ForensicsError(Exception):
     """Base of every error ncclforensics raises on purpose; the CLI turns it into one line and exit code 2."""
@@ -51,3 +55,17 @@ def require(module: str, extra: str):
         return importlib.import_module(module)
     except ImportError as e:
         raise ForensicsError(f"{module} is needed for this", hint=f"pip install 'ncclforensics[{extra}]'") from e
+
+
+class OneLineErrors(click.Group):
+    """A command group that turns ForensicsError into one line on stderr and exit code 2; the traceback only with
+    the root command's --debug. Used by `ncclforensics` and by its `live` group (which also runs on its own)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except ForensicsError as e:
+            if ctx.find_root().params.get("debug"):
+                raise
+            click.echo(f"error: {e}", err=True)
+            ctx.exit(EXIT_TROUBLE)

@@ -17,22 +17,9 @@ from typing import Iterator
 
 import click
 
-from ..errors import ForensicsError
+from ..errors import EXIT_TROUBLE, OneLineErrors
 
-EXIT_CLEAN, EXIT_FOUND, EXIT_TROUBLE = 0, 1, 2
-
-
-class LiveGroup(click.Group):
-    """Turns ForensicsError into one line on stderr and exit code 2, also when run on its own."""
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except ForensicsError as e:
-            if ctx.find_root().params.get("debug"):  # `ncclforensics --debug live ...`: the traceback
-                raise
-            click.echo(f"error: {e}", err=True)
-            ctx.exit(EXIT_TROUBLE)
+EXIT_CLEAN, EXIT_FOUND = 0, 1
 
 
 def _quiet_torch() -> None:
@@ -62,7 +49,7 @@ def _stop_on_signals() -> Iterator[threading.Event]:
             signal.signal(sig, old)
 
 
-@click.group(cls=LiveGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 def live() -> None:
     """Watch a running job: gate sidecars per rank, and a NCCL RAS watcher.
 

@@ -57,8 +57,10 @@ def detect(file: InputFile) -> Source | None:
     return best
 
 
-def parse_file(file: InputFile, fmt: SourceFormat | None = None) -> Evidence:
-    """Detect the format (unless given) and parse; never raises for bad content, returns diagnostics instead."""
+def parse_file(file: InputFile, fmt: SourceFormat | None = None,
+               also: list[SourceFormat] | None = None) -> Evidence:
+    """Detect the format (unless given) and parse, with the companion line formats the file holds (`also`, where
+    the caller already looked them up); never raises for bad content, returns diagnostics instead."""
     try:
         head = file.head()
         if not head:
@@ -74,7 +76,7 @@ def parse_file(file: InputFile, fmt: SourceFormat | None = None) -> Evidence:
             evidence = source.parse(file)
         except (SourceError, OSError, MemoryError, RecursionError) as e:
             return unreadable(file, source.format, e)
-        for other in companions(file, source.format):
+        for other in companions(file, source.format) if also is None else also:
             try:
                 _merge(evidence, _BY_FORMAT[other].parse(file))
             except (SourceError, OSError, MemoryError, RecursionError):
