@@ -92,8 +92,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
 
     analyses: dict[str, CommAnalysis] = {}
     for comm in sorted(streams.members):
-        spans = _step_spans(streams, comm, gate.step) if gate else None
-        analyses[comm] = analyze_comm(streams, comm, spans)
+        analyses[comm] = analyze_comm(streams, comm, gate)
 
     _apply_progress(analyses, streams, progress, watchdog)
     diagnosis = Diagnosis(verdict=Verdict.CONSISTENT, ranks=_all_ranks(evidence, streams), comms=analyses,
@@ -186,15 +185,6 @@ def _dead_ranks(ras: dict[str, RasHistory], rank_map: dict, watchdog: list[Watch
         for r in history.missing_ranks + history.dead_ranks:
             dead.add(rank_map.get((comm, r), r))
     return dead
-
-
-def _step_spans(streams: Streams, comm: str, step: int) -> dict[int, tuple[int, int]]:
-    spans = {}
-    for rank, part in streams.comm_parts(comm).items():
-        seqs = part.filter(pl.col("step") == step).get_column("seq")
-        if len(seqs):
-            spans[rank] = (seqs.min(), seqs.max())
-    return spans
 
 
 def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None) -> Root | None:

@@ -1,28 +1,28 @@
 """Per communicator: the first visible mismatch and the root, the first divergent collective.
 
-The first visible mismatch is the first seq whose signatures (op, count, dtype, reduction, root) differ
-across ranks; that is what PyTorch's analyzer reports. The root is where the ranks' streams stop being the same
-sequence of operations, found by alignment (see alignment.py). Call sites (Flight Recorder frames) and tags
-(fingerprint traces) tell apart collectives whose signatures are equal and can pin the root; without them the
-answer is a range.
+The first visible mismatch is the first seq whose recorded signatures (op, count, dtype, reduction, root) differ
+across ranks; that is what PyTorch's analyzer reports. The root is where the ranks' streams stop being one
+program: root.py places every edit the records allow, then narrows by call stacks, tags, steps, checked results
+and the gate journal. This module turns a communicator's rows into what root.py compares, and its answer into a
+`Root`.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import polars as pl
 
 from ..model import Location
 from ..model.kinds import is_p2p_comm
-from .alignment import DELETION, DIFFERENT, INSERTION, SUBSTITUTION, Edit, explain
+from .gates import GateDisagreement
+from .root import Codes, Contradiction, EditKind, GateStep, ResultChecks, Solution, solve
 from .streams import SIGNATURE, Streams
 
-EXTRA, MISSING, DIFFERENT_OPS, STOPPED = "extra", "missing", "different", "stopped"
-_KIND = {INSERTION: EXTRA, DELETION: MISSING, SUBSTITUTION: DIFFERENT_OPS, DIFFERENT: DIFFERENT_OPS}
+EXTRA, MISSING, DIFFERENT_OPS, STOPPED = (EditKind.EXTRA.value, EditKind.MISSING.value, EditKind.DIFFERENT.value,
+                                          EditKind.STOPPED.value)
 
 
 @dataclass(frozen=True)
@@ -67,10 +67,15 @@ class Root:
     reference_ranks: list[int]  # the ranks the outliers departed from (the majority, or the other side)
     kind: str  # extra | missing | different | stopped
     size: int  # collectives gained or lost
-    pinned_by: str  # what placed it: "call sites", "tags", "steps", "signatures"
+    pinned_by: str  # the last evidence that narrowed it: "signatures", "call sites", "tags", "steps", ...
     ambiguity: str | None  # why it is a range, when it is
     ops: dict[int, OpAt] = field(default_factory=dict)
     majority: bool = True  # False when no rank group is a strict majority
+    kinds: tuple[str, ...] = ()  # every edit kind the evidence leaves, likeliest first (`kind` is the first)
+    narrowed_by: tuple[str, ...] = ()  # each evidence that narrowed the records' range, in order
+    contradictions: tuple[Contradiction, ...] = ()
+    departs_again: bool = False  # the outlier's stream departs again after the root (no single edit explains it)
+    before_records: bool = False  # the range reaches back past the first seq every rank has records for
 
 
 @dataclass
@@ -86,6 +91,7 @@ class CommAnalysis:
     first_visible_ops: dict[int, OpAt] = field(default_factory=dict)
     root: Root | None = None
     has_states: bool = False
+    start: int = 1  # the first seq every rank has records for
 
 
 def op_at(row: dict) -> OpAt:
@@ -238,267 +244,225 @@ def _marked(comm: str, marks: pl.DataFrame) -> CommAnalysis:
     )
 
 
-def _before_the_records(root: Root, start: int) -> Root:
-    """A root at the first seq every rank has records for: nothing shows the streams agreeing before it (a dump
-    that kept only its latest entries, timeout lines alone), so the divergence may be anywhere up to there."""
-    if start <= 1 or root.seq_range[0] != start or root.kind == STOPPED:
-        return root
-    low, high = 1, root.seq_range[1]
-    return Root(**{**root.__dict__, "seq": low, "seq_range": (low, high), "ambiguity": (
-        f"the ranks' records only start at seq {start}, and they already disagree there: the first divergent "
-        f"collective is at or before seq {high}, where records from before it would tell")})
+
+# Fields compared between two ranks' collectives at a pairing, in stages: each stage adds evidence that tells
+# collectives of equal signature apart. `stack` is the whole call stack outside torch (`callsite` where a source
+# gives only one frame).
+STAGES = (("signatures", tuple(SIGNATURE)), ("call sites", ("stack",)), ("tags", ("tag",)), ("steps", ("step",)))
 
 
-def analyze_comm(streams: Streams, comm: str, step_spans: dict[int, tuple[int, int]] | None = None,
-                 ) -> CommAnalysis:
+def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = None) -> CommAnalysis:
     """Launched and completed marks, the first visible mismatch and the root of one communicator.
 
-    `step_spans` maps rank -> (first seq, last seq) of the step at which the gates disagreed, on that rank,
-    where known; it narrows a root range to that step (see diagnosis.py).
+    `gate`, the first step at which the drafter gates disagreed (if journaled), narrows the root to the
+    deviating ranks' records of that step, and says which side of a tie deviated.
     """
     rows = CommRows(streams.comm_parts(comm))
-    if not rows.contiguous:
-        return _analyze_frame(comm, rows.frame(), step_spans)
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
     analysis = _marked(comm, marks)
     ranks = analysis.ranks
     if len(ranks) < 2 or is_p2p_comm(comm):  # (p2p streams differ by design: see model/kinds.py)
         return analysis
     start = max(analysis.first_seq.values())
-    rows.start = start
-    tokens = rows.tokens(SIGNATURE)
-    # Every rank has every seq from `start` to its last: the longest rank has them all, and a seq shows a
-    # mismatch exactly where another rank's token differs from the longest's.
-    reference = max(ranks, key=lambda r: len(tokens[r]))
-    differs = [np.flatnonzero(tokens[r] != tokens[reference][:len(tokens[r])]) for r in ranks if r != reference]
-    firsts = [int(d[0]) for d in differs if d.size]
-    if firsts:
-        analysis.first_visible = start + min(firsts)
+    rows.start = analysis.start = start
+    columns, without = _informative_columns(rows)
+    signature = [c for c in SIGNATURE if c in columns]
+    visible = _first_visible(_codes(rows, start, signature)) if signature else None
+    if visible is not None:
+        analysis.first_visible = start + visible
         analysis.first_visible_ops = ops_at(rows, analysis.first_visible)
 
-    root = _root(comm, rows, ranks, tokens, start, "signatures")
-    if root is None:
-        return analysis
-    root = _before_the_records(root, start)
-    root = _sharpen(root, rows, start, lambda column: rows.tokens(SIGNATURE + [column], until_null=column),
-                    lambda column, high: rows.nulls_by_rank(column, high))
-    if step_spans and root.seq_range[0] != root.seq_range[1]:
-        root = _narrow_by_steps(root, step_spans, rows)
-    if "checked" in next(iter(rows.parts.values())).columns and root.seq_range[0] != root.seq_range[1]:
-        root = _narrow_by_checksums(root, rows)
-    analysis.root = root
+    stages, used = [], []
+    for label, fields in STAGES:
+        added = [c for c in fields if c in columns]
+        if not added and used:
+            continue
+        used = used + added
+        stages.append((_stage_label(label, added, without, ranks),
+                       lambda fields=tuple(used): _codes(rows, start, list(fields))))
+    deviants = _deviants(gate, ranks)
+    prefer = None
+    if deviants:
+        prefer = EditKind.EXTRA if deviants <= set(gate.passed) else EditKind.MISSING
+    solution = solve(stages, start, _constraints(rows, start, gate, deviants),
+                     lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer)
+    if solution is not None:
+        analysis.root = _as_root(comm, solution, rows, start)
     return analysis
 
 
-def _analyze_frame(comm: str, frame: pl.DataFrame, step_spans: dict[int, tuple[int, int]] | None) -> CommAnalysis:
-    """analyze_comm on one frame of the comm's rows (sorted by rank, seq), for streams with gaps in their seqs."""
-    frame = frame.with_columns(pl.struct(SIGNATURE).hash().alias("_sig"))
-    marks = frame.group_by("rank").agg(*_MARKS).sort("rank")
-    analysis = _marked(comm, marks)
-    ranks = analysis.ranks
-    if len(ranks) < 2 or is_p2p_comm(comm):  # (p2p streams differ by design: see model/kinds.py)
-        return analysis
-    start = max(analysis.first_seq.values())
-    frame = frame.filter(pl.col("seq") >= start)
-
-    per_seq = frame.group_by("seq").agg(pl.col("_sig").n_unique().alias("n"), pl.len().alias("ranks"))
-    visible = per_seq.filter((pl.col("n") > 1) & (pl.col("ranks") > 1)).get_column("seq").min()
-    if visible is not None:
-        analysis.first_visible = int(visible)
-        analysis.first_visible_ops = ops_at(frame, int(visible))
-
-    frame = frame.sort(["rank", "seq"])
-    tokens = _tokens(frame, "_sig")
-    root = _root(comm, frame, ranks, tokens, start, "signatures")
-    if root is None:
-        return analysis
-    root = _before_the_records(root, start)
-
-    def rich_tokens(column: str) -> dict[int, np.ndarray]:
-        rich = frame.with_columns(pl.struct(SIGNATURE + [column]).hash().alias("_rich"))
-        return _tokens(rich.filter(pl.col(column).is_not_null().cum_min().over("rank", order_by="seq")), "_rich")
-
-    def nulls_by_rank(column: str, high: int) -> dict[int, int]:
-        counts = frame.filter(pl.col("seq") <= high).group_by("rank").agg(pl.col(column).null_count())
-        return dict(counts.iter_rows())
-
-    root = _sharpen(root, frame, start, rich_tokens, nulls_by_rank)
-    if step_spans and root.seq_range[0] != root.seq_range[1]:
-        root = _narrow_by_steps(root, step_spans, frame)
-    if "checked" in frame.columns and root.seq_range[0] != root.seq_range[1]:
-        root = _narrow_by_checksums(root, frame)
-    analysis.root = root
-    return analysis
+def _informative_columns(rows: CommRows) -> tuple[set[str], dict[str, list[int]]]:
+    """Columns that can tell two collectives apart (recorded somewhere, and not one value everywhere), and for
+    each the ranks that recorded none of it (a rank whose Flight Recorder dump is missing has no call sites)."""
+    wanted = [*SIGNATURE, "stack", "callsite", "tag", "step"]
+    present = [c for c in wanted if all(c in part.columns for part in rows.parts.values())]
+    stats = pl.concat([part.select([pl.col(c).drop_nulls().unique().implode().alias(c) for c in present])
+                       for part in rows.parts.values()])
+    found, without = set(), {}
+    ranks = list(rows.parts)
+    for c in present:
+        values = stats.get_column(c).explode().drop_nulls()
+        if values.n_unique() > 1:  # one value, even with gaps, tells nothing apart
+            found.add(c)
+            lengths = stats.get_column(c).list.drop_nulls().list.len().to_list()
+            without[c] = [r for r, n in zip(ranks, lengths) if not n]
+    if "stack" not in found and "callsite" in found:
+        found.add("stack")  # a source with one frame only: that frame is the stack it knows
+    if "stack" in found:
+        without["stack"] = sorted(set(without.get("stack", ranks)) & set(without.get("callsite", ranks)))
+    return found, without
 
 
-def _tokens(frame: pl.DataFrame, column: str) -> dict[int, np.ndarray]:
-    """rank -> its tokens in seq order, from a frame sorted by (rank, seq): one pass, not one filter per rank."""
-    values = frame.get_column(column).to_numpy()
-    ranks = frame.get_column("rank").to_numpy()
-    if len(ranks) == 0:
-        return {}
-    starts = np.flatnonzero(np.r_[True, ranks[1:] != ranks[:-1]])
-    ends = np.r_[starts[1:], len(ranks)]
-    return {int(ranks[a]): values[a:b] for a, b in zip(starts, ends)}
+def _stage_label(label: str, added: list[str], without: dict[str, list[int]], ranks: list[int]) -> str:
+    """`call sites`, or `call sites of ranks 0, 2, 3 (rank 1 without: ...)` where some ranks recorded none: the
+    answer rests on the ranks that did (the others constrain nothing there)."""
+    lacking = sorted({r for c in added for r in without.get(c, [])})
+    if not lacking or not added:
+        return label
+    carrying = [r for r in ranks if r not in lacking]
+    plural = "s" if len(lacking) > 1 else ""
+    return (f"{label} of ranks {', '.join(map(str, carrying))} (rank{plural} {', '.join(map(str, lacking))} "
+            f"without: compared as far as the others allow)")
 
 
-RICH_COLUMNS = (("callsite", "call sites"), ("tag", "tags"))  # what tells equal signatures apart, best first
+def _codes(rows: CommRows, start: int, fields: list[str]) -> dict[int, Codes]:
+    """rank -> its records from `start` as one code per field and position (0: not recorded there, a gap in the
+    seqs included). Equal values, equal codes."""
+    out = {}
+    for rank, part in rows.parts.items():
+        part = part.filter(pl.col("seq") >= start) if rows.first(rank) < start or not rows.contiguous else part
+        part = _before_wide_gap(part)
+        length = int(part.get_column("seq").max() - start + 1) if part.height else 0
+        exprs = []
+        for name in fields:
+            column = pl.col(name)
+            if name == "stack":
+                column = pl.coalesce(pl.col("stack"), pl.col("callsite")) if "stack" in part.columns else pl.col(
+                    "callsite")
+            exprs.append(pl.when(column.is_null()).then(pl.lit(0, pl.UInt64)).otherwise(column.hash() | 1).alias(name))
+        hashed = part.select(exprs)
+        codes = {}
+        dense = rows.contiguous and part.height == length
+        where = None if dense else (part.get_column("seq") - start).to_numpy()
+        for name in fields:
+            values = hashed.get_column(name).to_numpy()
+            if dense:
+                codes[name] = values
+            else:
+                filled = np.zeros(length, dtype=np.uint64)
+                filled[where] = values
+                codes[name] = filled
+        out[rank] = Codes(codes, length)
+    return out
 
 
-def _sharpen(root: Root, frame: pl.DataFrame | CommRows, start: int,
-             rich_tokens: Callable[[str], dict[int, np.ndarray]],
-             nulls_by_rank: Callable[[str, int], dict[int, int]]) -> Root:
-    """Narrow a root range found from signatures with call sites, then tags.
-
-    `rich_tokens(column)`: rank -> tokens of the signature and `column` from `start` up to the rank's first null
-    there (a trace that stops early is compared as far as it goes; a rank without the column has none).
-    `nulls_by_rank(column, high)`: rank -> nulls of `column` in its rows from `start` up to `high`.
-    Ranks without the column at all (a rank's Flight Recorder dump is missing) are left out when they are
-    reference ranks: signatures already showed that their streams are the reference's, so the call sites of the
-    others place the outliers' collective as well. The answer says which ranks it rests on.
-    """
-    ranks = list(frame.parts) if isinstance(frame, CommRows) else sorted(frame.get_column("rank").unique())
-    for column, label in RICH_COLUMNS:
-        if root.seq_range[0] == root.seq_range[1]:
-            break
-        tokens = {r: t for r, t in rich_tokens(column).items() if len(t)}
-        carrying = [r for r in ranks if r in tokens]
-        left_out = sorted(set(ranks) - set(carrying))
-        if not carrying or (left_out and (not root.majority or set(left_out) & set(root.outlier_ranks)
-                                          or not set(carrying) - set(root.outlier_ranks))):
-            continue
-        outliers = root.outlier_ranks if left_out else None
-        rich = _root(root.comm, frame, carrying, tokens, start, label, outliers=outliers)
-        if rich is not None:
-            rich = _before_the_records(rich, start)
-        # Usable only where those ranks' rows carry the column up to the place it points at (traces often stop
-        # short of the wedge: a rank that died never read back its last step).
-        if rich is None or any(nulls_by_rank(column, rich.seq_range[1] + 1).get(r, 0) for r in carrying):
-            continue
-        if left_out:
-            rich = Root(**{**rich.__dict__, "reference_ranks": root.reference_ranks,
-                           "pinned_by": f"{label} of ranks {_ranks(carrying)} (rank{'s' if len(left_out) > 1 else ''} "
-                                        f"{_ranks(left_out)} without: same signatures as the reference)"})
-        if _refines(rich, root) and rich.seq_range != root.seq_range:
-            root = rich
-    return root
+MAX_GAP = 65536  # seqs missing in a row past which a stream's later records are not compared (memory stays bounded)
 
 
-def _ranks(ranks: list[int]) -> str:
-    return ", ".join(map(str, ranks))
+def _before_wide_gap(part: pl.DataFrame) -> pl.DataFrame:
+    """The rows before the first gap of more than MAX_GAP seqs: positions are seqs, and a seq far past the others
+    (a damaged record) must not cost memory in proportion to it."""
+    seqs = part.get_column("seq").to_numpy()
+    wide = np.flatnonzero(np.diff(seqs) > MAX_GAP)
+    return part.head(int(wide[0]) + 1) if wide.size else part
 
 
-def _refines(rich: Root, plain: Root) -> bool:
-    """A richer token may only sharpen the answer found from signatures, never move it elsewhere."""
-    return (
-        rich.kind == plain.kind and rich.size == plain.size and set(rich.outlier_ranks) == set(plain.outlier_ranks)
-        and plain.seq_range[0] <= rich.seq_range[0] <= rich.seq_range[1] <= plain.seq_range[1]
-    )
+def _first_visible(codes: dict[int, Codes], chunk: int = 65536) -> int | None:
+    """The first position where two ranks recorded different values of a field (what a position-by-position
+    comparison reports first)."""
+    longest = max(c.length for c in codes.values())
+    for begin in range(0, longest, chunk):
+        end = min(longest, begin + chunk)
+        differs = np.zeros(end - begin, dtype=bool)
+        for name in next(iter(codes.values())).fields:
+            stacked = np.zeros((len(codes), end - begin), dtype=np.uint64)
+            for i, c in enumerate(codes.values()):
+                part = c.fields[name][begin:end]
+                stacked[i, :len(part)] = part
+            top = stacked.max(axis=0)
+            low = np.where(stacked == 0, np.uint64(np.iinfo(np.uint64).max), stacked).min(axis=0)
+            differs |= (top != 0) & (low != top)
+        hit = np.flatnonzero(differs)
+        if hit.size:
+            return begin + int(hit[0])
+    return None
 
 
-def _root(comm: str, frame: pl.DataFrame | CommRows, ranks: list[int], tokens: dict[int, np.ndarray], start: int,
-          pinned_by: str, outliers: list[int] | None = None) -> Root | None:
-    """Group the ranks at their first disagreement; align each minority rank against the majority stream.
-    With `outliers` given (found before, among more ranks), align those against the other ranks."""
-    # A rank whose rows carry no value of the compared column (its dump missing) has no tokens: an empty stream.
-    tokens = {r: tokens.get(r, np.empty(0, dtype=np.uint64)) for r in ranks}
-    longest = max((len(t) for t in tokens.values()), default=0)
-    at = None
-    for index in range(0, longest, 4096):
-        window = {r: t[index:index + 4096] for r, t in tokens.items()}
-        if len({(len(w), w.tobytes()) for w in window.values()}) > 1:
-            at = index + _first_split(window)
-            break
-    if at is None:
+def _deviants(gate: GateDisagreement | None, ranks: list[int]) -> set[int] | None:
+    """The ranks the gate journal says ran what the others did not: the minority side of the disagreement, or,
+    with no minority, the side that passed."""
+    if gate is None:
         return None
-    groups: dict[object, list[int]] = {}
-    for rank in ranks:
-        key = int(tokens[rank][at]) if at < len(tokens[rank]) else "ended"
-        groups.setdefault(key, []).append(rank)
-    ordered = sorted(groups.values(), key=len, reverse=True)
-    majority = len(ordered[0]) * 2 > len(ranks) or outliers is not None
-    if outliers is not None:
-        reference_ranks = [r for r in ranks if r not in outliers]
-    elif majority:
-        reference_ranks = ordered[0]
-        outliers = sorted(r for g in ordered[1:] for r in g)
-    else:
-        # No majority (two ranks, or an even split): both sides are candidates. Explain each against the other
-        # and keep the direction in which one side gained collectives (an insertion), if either is one.
-        side_a, side_b = sorted(ordered[0]), sorted(ordered[1])
-        a_vs_b = explain(tokens[side_a[0]], tokens[max(side_b, key=lambda r: len(tokens[r]))])
-        outliers, reference_ranks = (side_a, side_b) if a_vs_b is None or a_vs_b.kind != DELETION else (
-            side_b, side_a)
-    reference = max(reference_ranks, key=lambda r: len(tokens[r]))
-    edits: dict[int, Edit] = {}
-    for rank in outliers:
-        edit = explain(tokens[rank], tokens[reference])
-        if edit is not None:
-            edits[rank] = edit
-    if not edits:
-        return None
-    first = min(edits, key=lambda r: (edits[r].at, edits[r].earliest))
-    edit = edits[first]
-    kind = STOPPED if (edit.kind == DELETION and edit.at == len(tokens[first])) else _KIND[edit.kind]
-    low, high = start + edit.earliest, start + edit.at
-    if kind == STOPPED:
-        low = high  # the stream simply ends: nothing to place
-    for rank, other in edits.items():
-        if rank != first:
-            low = min(low, start + other.earliest)
+    mine = set(ranks)
+    deviants = set(gate.outlier_ranks) & mine
+    if not deviants and set(gate.skipped) & mine:
+        deviants = set(gate.passed) & mine
+    return deviants if deviants and deviants != mine else None
+
+
+def _constraints(rows: CommRows, start: int, gate: GateDisagreement | None, deviants: set[int] | None) -> list:
+    """The evidence beside the records that narrows where the root is: checked results, then the gate's step."""
+    constraints = []
+    frame = rows.frame(start)
+    if "checked" in frame.columns:
+        checks = frame.filter(pl.col("checked").is_not_null()).group_by("seq").agg(
+            pl.col("checked").all().alias("right"), pl.col("checked_at").filter(~pl.col("checked")).first(),
+            pl.col("checked_at").last().alias("any_at"))
+        right = checks.filter(pl.col("right"))
+        wrong = checks.filter(~pl.col("right")).sort("seq")
+        if checks.height:
+            locs = []
+            if wrong.height:
+                locs.append(_parse_loc(wrong.get_column("checked_at")[0]))
+            if right.height:
+                locs.append(_parse_loc(right.sort("seq").get_column("any_at")[-1]))
+            constraints.append(ResultChecks(frozenset(right.get_column("seq").to_list()),
+                                            frozenset(wrong.get_column("seq").to_list()), tuple(locs)))
+    if gate is not None and deviants and "step" in frame.columns:
+        spans = {}
+        for rank in deviants:
+            seqs = rows.parts[rank].filter(pl.col("step") == gate.step).get_column("seq") if rank in rows.parts else []
+            if len(seqs):
+                spans[rank] = (int(seqs.min()), int(seqs.max()))
+        others = frame.filter(~pl.col("rank").is_in(list(deviants)) & (pl.col("step") == gate.step)).get_column("seq")
+        reference = (int(others.min()), int(others.max())) if len(others) else None
+        if spans or reference:
+            constraints.append(GateStep(spans, reference, tuple(gate.locations)))
+    return constraints
+
+
+def _parse_loc(text: str | None) -> Location:
+    path, _, line = (text or "").rpartition(":")
+    return Location(path, int(line)) if line.isdigit() else Location(text or "")
+
+
+def _as_root(comm: str, solution: Solution, rows: CommRows, start: int) -> Root:
+    """The solution as a Root: its range, the likeliest kind and size, and why it is a range."""
+    low, high = solution.seq_range
+    best = solution.best
     ambiguity = None
     if low != high:
-        ambiguity = (
-            f"the {'extra' if kind == EXTRA else 'missing'} collective looks like its neighbours "
-            f"(same {pinned_by if pinned_by != 'signatures' else 'op, count and dtype'}), so any seq in "
-            f"{low}..{high} explains the streams equally well; gate journals with steps, fingerprint tags or "
-            f"Flight Recorder call sites would pin it"
-        )
+        ambiguity = _range_words(solution, low, high, start)
     return Root(
-        comm=comm, seq=low, seq_range=(low, high), outlier_ranks=sorted(edits) if majority else sorted(ranks),
-        reference_ranks=sorted(reference_ranks), kind=kind, size=edit.size, pinned_by=pinned_by,
-        ambiguity=ambiguity, ops=ops_at(frame, low), majority=majority,
+        comm=comm, seq=low, seq_range=(low, high), outlier_ranks=solution.outliers,
+        reference_ranks=solution.reference, kind=best.kind.value, size=best.size, pinned_by=solution.pinned_by,
+        ambiguity=ambiguity, ops=ops_at(rows, max(low, start)), majority=solution.majority,
+        kinds=tuple(k.value for k in solution.kinds), narrowed_by=tuple(solution.narrowed_by),
+        contradictions=tuple(solution.contradictions), departs_again=solution.departs_again,
+        before_records=low < start,
     )
 
 
-def _first_split(window: dict[int, np.ndarray]) -> int:
-    """First index at which the windows disagree (a window ending counts as disagreeing)."""
-    arrays = list(window.values())
-    shortest = min(len(a) for a in arrays)
-    stacked = np.stack([a[:shortest] for a in arrays])
-    differs = np.flatnonzero((stacked != stacked[0]).any(axis=0))
-    return int(differs[0]) if differs.size else shortest
-
-
-def _narrow_by_checksums(root: Root, frame: pl.DataFrame | CommRows) -> Root:
-    """Fingerprints with expected values bound the root: a seq whose results were right on every rank that
-    checked it was still aligned, and the first seq with a wrong result was already misaligned."""
-    low, high = root.seq_range
-    rows = frame.frame(low - 1, high) if isinstance(frame, CommRows) else frame
-    checks = rows.filter(pl.col("checked").is_not_null() & pl.col("seq").is_between(low - 1, high)).group_by(
-        "seq").agg(pl.col("checked").all().alias("right"), (~pl.col("checked")).any().alias("wrong"))
-    right = checks.filter(pl.col("right")).get_column("seq").max()
-    if right is not None and right + 1 <= high:
-        low = max(low, right + 1)
-    wrong = checks.filter(pl.col("wrong") & (pl.col("seq") >= low)).get_column("seq").min()
-    if wrong is not None:
-        high = min(high, wrong)
-    if (low, high) == root.seq_range or low > high:
-        return root
-    return Root(**{**root.__dict__, "seq": low, "seq_range": (low, high), "pinned_by": "fingerprints",
-                   "ambiguity": root.ambiguity if low != high else None, "ops": ops_at(frame, low)})
-
-
-def _narrow_by_steps(root: Root, step_spans: dict[int, tuple[int, int]], frame: pl.DataFrame | CommRows) -> Root:
-    """Intersect the root range with the seqs of the disagreeing step on the outlier ranks."""
-    low, high = root.seq_range
-    for rank in root.outlier_ranks:
-        if rank in step_spans:
-            first, last = step_spans[rank]
-            if first <= high and last >= low:
-                low, high = max(low, first), min(high, last)
-    if (low, high) == root.seq_range:
-        return root
-    ambiguity = root.ambiguity if low != high else None
-    return Root(**{**root.__dict__, "seq": low, "seq_range": (low, high), "pinned_by": "steps",
-                   "ambiguity": ambiguity, "ops": ops_at(frame, low)})
+def _range_words(solution: Solution, low: int, high: int, start: int) -> str:
+    kinds = " or ".join(k.value for k in solution.kinds)
+    used = ", ".join(dict.fromkeys(["signatures", *solution.narrowed_by]))
+    if low < start:
+        reason = (f"the ranks' records only start at seq {start}, and they already disagree there or look alike back "
+                  f"to it: the first divergent collective is at or before seq {high}, where records from before it "
+                  f"would tell")
+    else:
+        reason = (f"collectives {kinds} anywhere in seq {low}..{high} explain every record ({used}) equally well: "
+                  f"the collectives there look alike in everything recorded")
+    if solution.either_side:
+        reason += "; no majority says which side deviated"
+    return reason

@@ -40,23 +40,24 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
                 matches.append(head)
         if len(matches) == 1:
             head = matches[0]
-            rows.extend((comm, rank, seq, f.step, f.tag, _checked(f)) for comm, seq, f in zip(
+            rows.extend((comm, rank, seq, f.step, f.tag, _checked(f), str(f.loc)) for comm, seq, f in zip(
                 head.get_column("comm").to_list(), head.get_column("seq").to_list(), trace))
     if not rows:
         return streams
     known = pl.DataFrame(rows, schema={"comm": pl.String, "rank": pl.Int64, "seq": pl.Int64,
-                                       "_step": pl.Int64, "_tag": pl.String, "_checked": pl.Boolean}, orient="row")
+                                       "_step": pl.Int64, "_tag": pl.String, "_checked": pl.Boolean,
+                                       "_checked_at": pl.String}, orient="row")
     by_key = known.partition_by(["comm", "rank"], as_dict=True)
     empty = known.clear()
 
     def attach(part: pl.DataFrame) -> pl.DataFrame:
         key = (part.get_column("comm")[0], part.get_column("rank")[0]) if part.height else None
-        joined = part.drop("checked", strict=False).join(
+        joined = part.drop("checked", "checked_at", strict=False).join(
             by_key.get(key, empty), on=["comm", "rank", "seq"], how="left", maintain_order="left")
         return joined.with_columns(
             pl.coalesce("step", "_step").alias("step"), pl.coalesce("tag", "_tag").alias("tag"),
-            pl.col("_checked").alias("checked"),
-        ).drop("_step", "_tag", "_checked")
+            pl.col("_checked").alias("checked"), pl.col("_checked_at").alias("checked_at"),
+        ).drop("_step", "_tag", "_checked", "_checked_at")
 
     streams.map_parts(attach)
     return streams

@@ -17,8 +17,8 @@ from ..model import COLLECTIVE_SCHEMA, CommInfo, Diagnostic, Evidence, Location,
 # what was launched; the Flight Recorder knows completion state, call sites and times.
 _PRIORITY = {SourceFormat.NCCL_LOG.value: 0, SourceFormat.FLIGHT_RECORDER.value: 1}
 SIGNATURE = ["op", "count", "dtype", "redop", "root"]
-_RECORDER_FIELDS = ["state", "callsite", "time"]  # the Flight Recorder's word wins for these
-MERGED_FIELDS = ["op", "count", "dtype", "redop", "root", "state", "step", "tag", "callsite", "time", "host",
+_RECORDER_FIELDS = ["state", "callsite", "stack", "time"]  # the Flight Recorder's word wins for these
+MERGED_FIELDS = ["op", "count", "dtype", "redop", "root", "state", "step", "tag", "callsite", "stack", "time", "host",
                  "pid", "comm_rank", "comm_size"]
 
 

@@ -33,6 +33,9 @@ class CollectiveEvent:
     step: int | None = None
     tag: str | None = None
     callsite: str | None = None  # innermost user frame `file:line` that issued it (Flight Recorder)
+    # every frame outside torch, innermost first, `file:line` joined by " < ": wrappers and loops make the
+    # innermost frame the same for many collectives, the whole stack less often
+    stack: str | None = None
     time: float | None = None  # seconds since the epoch
     host: str | None = None
     pid: int | None = None

@@ -30,6 +30,7 @@ COLLECTIVE_SCHEMA: dict[str, pl.DataType] = {
     "step": pl.Int64,
     "tag": pl.String,
     "callsite": pl.String,
+    "stack": pl.String,
     "time": pl.Float64,
     "host": pl.String,
     "pid": pl.Int64,

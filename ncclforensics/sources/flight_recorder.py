@@ -269,7 +269,7 @@ def _numel(sizes: object) -> int | None:
 
 
 _COLUMNS = ("record", "comm", "comm_rank", "comm_size", "seq", "op", "root", "count", "dtype", "state", "callsite",
-            "time")
+            "stack", "time")
 
 def entries_frame(entries: list, name: str, groups: _Groups, problems: _Problems) -> pl.DataFrame:
     """The collectives frame of a dump's entries: one pass, one tuple per entry, no per-entry objects.
@@ -283,7 +283,7 @@ def entries_frame(entries: list, name: str, groups: _Groups, problems: _Problems
     inside_torch: dict[object, bool] = {}
     places: dict[object, tuple] = {}
     sizes_seen: set[int] = set()  # key counts of the entries whose keys were checked against ENTRY_KEYS
-    sites: dict[int, str | None] = {}  # id of a frames list (alive as long as `entries`) -> its call site
+    sites: dict[int, tuple] = {}  # id of a frames list (alive as long as `entries`) -> (call site, stack)
     for index, entry in enumerate(entries):
         try:
             if len(entry) not in sizes_seen:
@@ -332,7 +332,7 @@ def entries_frame(entries: list, name: str, groups: _Groups, problems: _Problems
                 if type(created) is not int or not 0 <= created < _INT64:
                     raise _Bad(f"time_created_ns is {show(created)}, not a time in ns")
                 created /= 1e9
-            site = None
+            site = _NO_SITE
             frames = entry.get("frames")
             if frames:
                 # A pickle may hand many entries one (memoised) list: walk each list once, or a small file of
@@ -349,7 +349,7 @@ def entries_frame(entries: list, name: str, groups: _Groups, problems: _Problems
         except (TypeError, AttributeError, IndexError, ValueError, OverflowError) as e:
             problems.entry(index, f"malformed entry: {type(e).__name__} ({clip(str(e), 80)})")
             continue
-        add((index, comm, place[2], place[3], seq, op[0], op[1], count, dtype, state, site, created))
+        add((index, comm, place[2], place[3], seq, op[0], op[1], count, dtype, state, site[0], site[1], created))
     columns = list(zip(*rows)) if rows else [()] * len(_COLUMNS)
     frame = pl.DataFrame({c: list(v) for c, v in zip(_COLUMNS, columns)},
                          schema={c: COLLECTIVE_SCHEMA[c] for c in _COLUMNS})
@@ -358,10 +358,13 @@ def entries_frame(entries: list, name: str, groups: _Groups, problems: _Problems
 
 
 _UNSEEN = object()
+_NO_SITE = (None, None)
 
 
-def _call_site(frames: object, inside_torch: dict[object, bool]) -> str | None:
-    """`file:line` of the first frame outside torch, or None."""
+def _call_site(frames: object, inside_torch: dict[object, bool]) -> tuple[str | None, str | None]:
+    """(`file:line` of the first frame outside torch, every frame outside torch innermost first joined by
+    " < "), or (None, None). The stack tells apart collectives that one wrapper function issues for many layers."""
+    outside = []
     for frame in frames:
         filename = frame["filename"]
         inside = inside_torch.get(filename)
@@ -371,8 +374,8 @@ def _call_site(frames: object, inside_torch: dict[object, bool]) -> str | None:
             line = frame["line"]
             if type(line) is not int:
                 raise _Bad(f"a frame's line is {_kind(line)}, not an integer")
-            return f"{_clean(filename)}:{line}"
-    return None
+            outside.append(f"{_clean(filename)}:{line}")
+    return (outside[0], " < ".join(outside)) if outside else _NO_SITE
 
 
 def _place(key: object, pg: object, groups: _Groups) -> tuple[str, str, int | None, int | None]:

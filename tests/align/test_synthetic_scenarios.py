@@ -64,7 +64,8 @@ def test_two_rank_comm_names_both_without_journal_and_the_passer_with_one():
     ev = [rank_log(0, {"0xt": drafted}), rank_log(1, {"0xt": skipped})]
     d = diagnose(ev)
     assert d.root.outlier_ranks == [0, 1] and not d.root.majority
-    assert d.root.seq_range == (5, 5)
+    # Rank 0's odd AllReduce may end a longer drafter pass whose first collectives look like the layers' ones.
+    assert d.root.seq_range == (1, 5)
     assert any("No majority" in c for c in d.caveats)
     d = diagnose(ev + [gates(0, ["skip", "pass", "skip"]), gates(1, ["skip", "skip", "skip"])])
     assert d.root.outlier_ranks == [0]
@@ -90,8 +91,10 @@ def test_sixty_four_ranks_one_extra_op():
     extra = [AR] * 12 + [("AllReduce", 2)] + [AR] * 18
     ev = [rank_log(r, {"0xw": base}) for r in range(64) if r != 17] + [rank_log(17, {"0xw": extra})]
     d = diagnose(ev)
-    assert d.root.outlier_ranks == [17] and d.root.seq_range == (13, 13) and d.root.kind == "extra"
-    assert d.window.first_seq == 13 and d.window.last_seq == 30 and d.window.collectives == 18
+    # The odd AllReduce may be the last of up to 13 extra collectives, the others looking like the layers' ones:
+    # signatures alone give the range, and the likeliest kind.
+    assert d.root.outlier_ranks == [17] and d.root.seq_range == (1, 13) and d.root.kind == "extra"
+    assert d.window.first_seq == 1 and d.window.last_seq == 30 and d.window.collectives_min == 18
     assert d.wedge.seq == 31 and d.wedge.kind is WedgeKind.NO_PARTNER and d.wedge.waiting_ranks == [17]
     assert d.ranks == list(range(64))
 

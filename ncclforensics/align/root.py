@@ -1,0 +1,471 @@
+"""The root of one communicator: every explanation the records allow, narrowed by every piece of evidence.
+
+The model. The ranks of a communicator run one program. An outlier rank's stream is that program with an edit
+in it: collectives of its own inserted (`extra`), program collectives left out (`missing`), or a block of
+different ones in their place (`different`). Every rank's records stop somewhere (a wedge, a kill, a dump taken
+while it ran), and a Flight Recorder ring may have lost their beginning: both ends of a stream are cuts, never
+evidence that nothing came before or after.
+
+A `Placement` is a set of explanations: one edit kind and size on one outlier, starting anywhere in a range of
+seqs. The records propose placements: an edit is possible where the outlier's stream, shifted by the edit,
+pairs with the reference stream position by position over everything both have on record. Two positions may
+pair when every field both sides recorded is equal (op, count, dtype, reduction, root, call stack, tag, step);
+a field one side did not record constrains nothing. Other evidence then narrows the placements as
+`Constraint`s: results checked against their expected value (a wrong one is misaligned, a right one aligned),
+and the step at which the drafter gates disagreed. A constraint that would leave nothing is a contradiction:
+it is reported with both sides' evidence and the answer keeps what the records alone allow.
+
+Worked example (long-window, signatures alone): rank 1 has 91 AllReduces of 1024 floats, ranks 0, 2, 3 have 90
+of the same. An insertion of one collective anywhere in seq 1..91 explains that, so the answer is 1..91. The
+fingerprint tags say rank 1's seq 8 is `draft` where the others' is `layer1`, and rank 1's seq 9..91 pair with
+the others' 8..90 tag for tag: only an insertion at seq 8 survives, and the root is pinned there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Callable, Iterable, Protocol
+
+import numpy as np
+
+from ..model import Location
+
+MAX_EDIT = 16  # the longest block of extra, missing or different collectives one edit may hold (an assumption: a drafter
+# pass issues a handful; a longer block with only a few records after it would explain almost any stream)
+
+
+class EditKind(str, Enum):
+    """How an outlier's stream departs from the program."""
+
+    EXTRA = "extra"
+    MISSING = "missing"
+    DIFFERENT = "different"
+    STOPPED = "stopped"  # not an edit: the stream ends where the others go on
+
+
+@dataclass(frozen=True)
+class Codes:
+    """One stream's records from the communicator's common first seq, as one integer code per field and position;
+    0 means the field was not recorded there (a gap in the seqs, a source without that field)."""
+
+    fields: dict[str, np.ndarray]
+    length: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    """An edit of `kind` and `size` on `rank` whose first collective is at some seq in [low, high].
+
+    `low` is 1 where the records cannot bound it from below (the explanation holds from their first seq).
+    `score` ranks explanations for naming the likeliest kind: collectives confirmed after the edit, less its size
+    and the records it leaves unexplained.
+    """
+
+    rank: int
+    kind: EditKind
+    size: int
+    low: int
+    high: int
+    score: int = 0
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    """Two pieces of evidence that allow nothing in common."""
+
+    what: str
+    locs: tuple[Location, ...]
+
+
+@dataclass
+class Solution:
+    """What the evidence allows about one communicator's root."""
+
+    placements: list[Placement]
+    outliers: list[int]
+    reference: list[int]
+    majority: bool
+    pinned_by: str
+    narrowed_by: list[str] = field(default_factory=list)
+    contradictions: list[Contradiction] = field(default_factory=list)
+    departs_again: bool = False  # no single edit explains the whole stream: the outlier departs more than once
+    prefer: EditKind | None = None  # the kind the gate journal implies (a rank that passed ran extra collectives)
+    either_side: bool = False  # a two-way split placed both ways: one side's edits or the other's
+
+    @property
+    def seq_range(self) -> tuple[int, int]:
+        """Where the first divergent collective can be: the earliest edit over all outliers (over either side of
+        a split that nothing orients)."""
+        by_rank: dict[int, tuple[int, int]] = {}
+        for p in self.placements:
+            low, high = by_rank.get(p.rank, (p.low, p.high))
+            by_rank[p.rank] = (min(low, p.low), max(high, p.high))
+        lows = [low for low, _ in by_rank.values()]
+        highs = [high for _, high in by_rank.values()]
+        return min(lows), (max(highs) if self.either_side else min(highs))
+
+    @property
+    def kinds(self) -> list[EditKind]:
+        """The edit kinds left, likeliest first."""
+        ordered = sorted(self.placements, key=lambda p: (-p.score, p.size))
+        return list(dict.fromkeys(p.kind for p in ordered))
+
+    @property
+    def best(self) -> Placement:
+        """The likeliest explanation of the first edit, for naming its kind and size."""
+        low, high = self.seq_range
+        inside = [p for p in self.placements if p.low <= high and p.high >= low] or self.placements
+        best = max(inside, key=lambda p: (p.score, -p.size, p.kind is EditKind.EXTRA))
+        shifts = (EditKind.EXTRA, EditKind.MISSING)
+        if best.kind in shifts and self.prefer in shifts and best.kind is not self.prefer:
+            # The gate journal tells a gained collective from a lost one where the records score both.
+            preferred = [p for p in inside if p.kind is self.prefer]
+            if preferred:
+                best = max(preferred, key=lambda p: (p.score, -p.size))
+        return best
+
+
+class Constraint(Protocol):
+    """A piece of evidence that narrows placements."""
+
+    label: str  # what it is, for `pinned_by` ("fingerprints", "steps")
+    locs: tuple[Location, ...]  # where it is
+
+    def narrow(self, placement: Placement) -> Placement | None:
+        """The part of `placement` this evidence allows, or None."""
+
+
+# -- the records propose ---------------------------------------------------------------------------------------
+
+
+def compatible(a: Codes, a_from: int, b: Codes, b_from: int, length: int) -> np.ndarray:
+    """Per position i < length: may a's record at a_from+i pair with b's at b_from+i (no field both recorded
+    differs)?"""
+    ok = np.ones(max(length, 0), dtype=bool)
+    if length <= 0:
+        return ok
+    for name, left in a.fields.items():
+        right = b.fields.get(name)
+        if right is None:
+            continue
+        x, y = left[a_from:a_from + length], right[b_from:b_from + length]
+        ok &= (x == y) | (x == 0) | (y == 0)
+    return ok
+
+
+def _first_false(ok: np.ndarray) -> int | None:
+    bad = np.flatnonzero(~ok)
+    return int(bad[0]) if bad.size else None
+
+
+def _last_false(a: Codes, a_from: int, b: Codes, b_from: int, length: int) -> int | None:
+    """The last position where the two may not pair, scanning back from the end in growing chunks: a wrong shift
+    of a periodic stream fails within its last period, the right one is read once."""
+    end, chunk = length, 4096
+    while end > 0:
+        begin = max(0, end - chunk)
+        ok = compatible(a, a_from + begin, b, b_from + begin, end - begin)
+        bad = np.flatnonzero(~ok)
+        if bad.size:
+            return begin + int(bad[-1])
+        end, chunk = begin, chunk * 2
+    return None
+
+
+def agree(a: Codes, b: Codes) -> bool:
+    """The two streams may be one program, each cut where it ends."""
+    n = min(a.length, b.length)
+    return _last_false(a, 0, b, 0, n) is None
+
+
+def merged(streams: Iterable[Codes]) -> Codes:
+    """One stream from several that agree: every field as far as any of them recorded it."""
+    streams = list(streams)
+    length = max(s.length for s in streams)
+    fields: dict[str, np.ndarray] = {}
+    for stream in streams:
+        for name, values in stream.fields.items():
+            into = fields.setdefault(name, np.zeros(length, dtype=values.dtype))
+            head = into[:stream.length]
+            np.copyto(head, values, where=head == 0)
+    return Codes(fields, length)
+
+
+def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: bool = False,
+                ) -> tuple[list[Placement], bool]:
+    """Every edit of `outlier` against `reference` that the records allow, in seqs (the streams begin at `start`).
+
+    `known`: other evidence (the gate journal) says this rank deviated, so a stream that merely agrees with the
+    reference and ends sooner still holds an edit, anywhere up to its last record.
+    Returns the placements and whether the records did hold one edit: when no edit explains the whole stream (the
+    outlier departs again later), the edits that explain it furthest are returned instead.
+    """
+    n_out, n_ref = outlier.length, reference.length
+    overlap = min(n_out, n_ref)
+    at = _first_false(compatible(outlier, 0, reference, 0, overlap))
+    if at is None:
+        if n_out <= n_ref and not known:
+            return [], True  # the same program, cut sooner
+        at = min(n_out, n_ref) if n_out > n_ref else max(n_out - 1, 0)  # ahead of the reference, or told so
+    confirmed: list[Placement] = []  # edits that records after them pair with
+    off_end: list[Placement] = []  # edits whose block runs to the end of the records: nothing after them to check
+    failing: list[tuple[Placement, int]] = []  # (edit, where it fails again), for streams no single edit explains
+    for size in range(1, MAX_EDIT + 1):
+        for kind, shift_out, shift_ref in ((EditKind.EXTRA, size, 0), (EditKind.MISSING, 0, size)):
+            length = min(n_out - shift_out, n_ref - shift_ref)
+            last_bad = _last_false(outlier, shift_out, reference, shift_ref, length) if length > 0 else None
+            earliest = 0 if last_bad is None else last_bad + 1
+            # The first departure must be explained: inside the extra block, or paired again with a reference record
+            # after the gap (a gap that pushes it past the reference's last record explains nothing).
+            if kind is EditKind.MISSING and at + size >= n_ref and not known:
+                continue
+            if earliest <= at:
+                unexplained = abs((n_out - n_ref) - (size if kind is EditKind.EXTRA else -size))
+                score = max(length - at, 0) - 2 * size - unexplained
+                low, high = earliest, min(at, length - size)  # at least `size` records after the block pair
+                if low <= high:
+                    confirmed.append(_placement(rank, kind, size, low, high, start, score))
+                low = max(earliest, n_out - size)
+                if kind is EditKind.EXTRA and low <= at:
+                    off_end.append(_placement(rank, kind, size, low, at, start, score - size))
+            elif length > 0:
+                ok = compatible(outlier, shift_out + at, reference, shift_ref + at, length - at)
+                stop = _first_false(ok)
+                reach = at + (stop if stop is not None else length - at)
+                failing.append((_placement(rank, kind, size, at, at, start, reach - at - 2 * size), reach))
+    if at < overlap:
+        # A block of different collectives at `at` itself (a swap, a collective of another type): the streams pair
+        # again after it. A lookalike block before `at` would show nowhere, so blocks start where they show.
+        for size in range(1, MAX_EDIT + 1):
+            length = overlap - at - size
+            score = max(length, 0) - 2 * size - abs(n_out - n_ref)
+            if length <= 0:
+                off_end.append(_placement(rank, EditKind.DIFFERENT, size, at, at, start, score))
+                break
+            if length >= size and _last_false(outlier, at + size, reference, at + size, length) is None:
+                confirmed.append(_placement(rank, EditKind.DIFFERENT, size, at, at, start, score))
+                break
+    if confirmed:
+        # Edits that run off the records count only at the first visible departure itself: where records after
+        # it confirm an edit, a long block that swallows them is not taken (see MAX_EDIT).
+        top = max(p.high for p in confirmed)
+        return confirmed + [replace(p, low=p.high) for p in off_end if p.high > top], True
+    if off_end:
+        return off_end, True
+    furthest = max(reach for _, reach in failing)
+    return [p for p, reach in failing if reach == furthest], False
+
+
+def _placement(rank: int, kind: EditKind, size: int, earliest: int, at: int, start: int, score: int) -> Placement:
+    # An explanation that holds from the first record may have begun before the records (a wrapped ring).
+    low = 1 if earliest == 0 and start > 1 else start + earliest
+    return Placement(rank, kind, size, low, start + at, score)
+
+
+@dataclass
+class Proposal:
+    """The ranks grouped by their streams, and the placements the records allow."""
+
+    placements: list[Placement]
+    outliers: list[int]
+    reference: list[int]
+    majority: bool
+    whole: bool
+    stopped: list[int] = field(default_factory=list)  # ranks that agree but end where the majority goes on
+    either_side: bool = False
+
+
+def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None) -> Proposal | None:
+    """Group the ranks into streams that agree; the largest group is the reference, and every other group's
+    edits are placed against it. With no strict majority, both sides of a two-way split are placed against each
+    other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one."""
+    groups: list[tuple[list[int], Codes]] = []
+    for rank in sorted(codes, key=lambda r: (-codes[r].length, r)):
+        for members, stream in groups:
+            if agree(codes[rank], stream):
+                members.append(rank)
+                break
+        else:
+            groups.append(([rank], codes[rank]))
+    groups = [(sorted(m), merged(codes[r] for r in m)) for m, _ in groups]
+    total = len(codes)
+    if len(groups) == 1:
+        return _lengths_only(codes, start, deviants)
+    groups.sort(key=lambda g: (-len(g[0]), -g[1].length, g[0]))
+    majority = len(groups[0][0]) * 2 > total
+    sides = [groups[0]]
+    if not majority and len(groups) == 2:
+        chosen = [g for g in groups if deviants and set(g[0]) <= deviants]
+        if len(chosen) == 1:  # the journal says which side deviated
+            sides = [groups[1] if chosen[0] is groups[0] else groups[0]]
+            majority = True
+        else:
+            sides = [groups[0], groups[1]]
+    placements: list[Placement] = []
+    whole = True
+    outliers: set[int] = set()
+    for reference_ranks, reference in sides:
+        for members, stream in groups:
+            if members is reference_ranks:
+                continue
+            found, held = place_edits(members[0], stream, reference, start, bool(deviants and set(members) & deviants))
+            whole &= held
+            outliers.update(members)
+            placements.extend(replace(p, rank=members[0]) for p in found)
+    reference_ranks = sorted(set(codes) - outliers) if len(sides) == 1 else sorted(codes)
+    named = sorted(outliers) if majority else sorted(codes)
+    return Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1)
+
+
+def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None) -> Proposal | None:
+    """Streams that agree wherever they overlap and differ only in length: the side that goes on past the others
+    (the minority) launched collectives the others did not; the side that stops short (the minority) stopped.
+    Where the gate journal names the deviating ranks, their edit lies somewhere in their records."""
+    if deviants and set(codes) - deviants:
+        told = sorted(deviants & set(codes))
+        reference = merged(codes[r] for r in codes if r not in deviants)
+        found = [p for rank in told for p in place_edits(rank, codes[rank], reference, start, known=True)[0]]
+        if found:
+            return Proposal(found, told, sorted(set(codes) - deviants), True, True)
+    lengths = {r: c.length for r, c in codes.items()}
+    if len(set(lengths.values())) < 2:
+        return None
+    longest = max(lengths.values())
+    ahead = sorted(r for r, n in lengths.items() if n == longest)
+    behind = sorted(set(codes) - set(ahead))
+    tie = len(ahead) * 2 == len(codes) and len(codes) == 2
+    if len(ahead) * 2 < len(codes) or tie:
+        reference = merged(codes[r] for r in behind)
+        placements: list[Placement] = []
+        for rank in ahead:
+            found, _ = place_edits(rank, codes[rank], reference, start)
+            placements.extend(found)
+        # Two ranks, one ahead: it launched more, or the other stopped short; nothing says which.
+        return Proposal(placements, sorted(codes) if tie else ahead, behind, not tie, True)
+    shortest = min(lengths[r] for r in behind)
+    stopped = sorted(r for r in behind if lengths[r] == shortest)
+    at = start + shortest
+    return Proposal([Placement(r, EditKind.STOPPED, longest - shortest, at, at) for r in stopped], stopped,
+                    sorted(set(codes) - set(stopped)), len(stopped) * 2 < len(codes), True, stopped)
+
+
+# -- other evidence narrows --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResultChecks:
+    """Collectives whose results were checked against the value a consistent world gives: a wrong result was
+    misaligned at its seq, a right one aligned (every rank's pairing at a seq is the same physical collective)."""
+
+    right: frozenset[int]
+    wrong: frozenset[int]
+    locs: tuple[Location, ...]
+    label: str = "fingerprints"
+
+    def narrow(self, placement: Placement) -> Placement | None:
+        low, high = placement.low, placement.high
+        if placement.kind in (EditKind.EXTRA, EditKind.MISSING):
+            # Everything from the edit on pairs shifted: right results lie before it, wrong ones at or after it.
+            if self.right:
+                low = max(low, max(self.right) + 1)
+            if self.wrong:
+                high = min(high, min(self.wrong))
+        elif placement.kind is EditKind.DIFFERENT:
+            # A block of `size` different collectives misaligns only itself.
+            block = range(placement.low, placement.low + placement.size)
+            later_wrong = [s for s in self.wrong if s >= placement.low + placement.size]
+            if any(s in self.right for s in block) or any(s < placement.low for s in self.wrong) or later_wrong:
+                return None
+        return replace(placement, low=low, high=high) if low <= high else None
+
+
+@dataclass(frozen=True)
+class GateStep:
+    """The drafter gates disagreed first at `step`: the outliers' first edit lies in their records of that step."""
+
+    spans: dict[int, tuple[int, int]]  # rank -> (first seq, last seq) of its records of that step
+    reference_span: tuple[int, int] | None
+    locs: tuple[Location, ...]
+    label: str = "steps"
+
+    def narrow(self, placement: Placement) -> Placement | None:
+        span = self.reference_span if placement.kind is EditKind.MISSING else self.spans.get(placement.rank)
+        if span is None:
+            return placement
+        low, high = max(placement.low, span[0]), min(placement.high, span[1])
+        return replace(placement, low=low, high=high) if low <= high else None
+
+
+def apply(placements: list[Placement], constraint: Constraint) -> list[Placement] | None:
+    """The placements `constraint` allows, or None where it rules out every edit of some outlier (whose stream
+    still departs somewhere: that is a contradiction, not a narrowing)."""
+    kept: list[Placement] = []
+    for rank in dict.fromkeys(p.rank for p in placements):
+        mine = [n for p in placements if p.rank == rank and (n := constraint.narrow(p)) is not None]
+        if not mine:
+            return None
+        kept.extend(mine)
+    return kept
+
+
+# -- one answer ---------------------------------------------------------------------------------------------------
+
+
+def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], start: int,
+          constraints: list[Constraint], basis: Callable[[int], tuple[Location, ...]],
+          deviants: set[int] | None = None, prefer: EditKind | None = None) -> Solution | None:
+    """Propose from the records field set by field set (signatures first, then each richer field), keep each
+    stage that narrows without changing who the outliers are, then narrow by every constraint.
+
+    `code_stages`: (label, codes) where each stage adds fields to the last; `basis(seq)` gives the records'
+    locations at a seq, for contradictions.
+    """
+    proposal: Proposal | None = None
+    pinned_by = ""
+    narrowed: list[str] = []
+    for label, make in code_stages:
+        codes = make()
+        if codes is None:
+            continue
+        found = propose(codes, start, deviants)
+        if found is None or not found.placements:
+            continue
+        if proposal is None or (proposal.stopped and not found.stopped):
+            proposal, pinned_by = found, label
+            continue
+        if set(found.outliers) != set(proposal.outliers) or not _within(found, proposal):
+            continue  # a field that moves the answer rather than narrowing it is not trusted
+        if _span(found.placements) != _span(proposal.placements):
+            narrowed.append(label)
+            pinned_by = label
+        proposal = found
+    if proposal is None:
+        return None
+    solution = Solution(proposal.placements, proposal.outliers, proposal.reference, proposal.majority,
+                        pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
+                        either_side=proposal.either_side)
+    if proposal.stopped:
+        return solution
+    for constraint in constraints:
+        kept = apply(solution.placements, constraint)
+        if kept is None:
+            low, high = solution.seq_range
+            solution.contradictions.append(Contradiction(
+                f"{constraint.label} allow no root the records allow (seq {low}..{high})",
+                tuple(constraint.locs) + basis(low)))
+            continue
+        if _span(kept) != _span(solution.placements):
+            solution.narrowed_by.append(constraint.label)
+            solution.pinned_by = constraint.label
+        solution.placements = kept
+    return solution
+
+
+def _span(placements: list[Placement]) -> tuple[int, int]:
+    return min(p.low for p in placements), max(p.high for p in placements)
+
+
+def _within(inner: Proposal, outer: Proposal) -> bool:
+    (a, b), (c, d) = _span(inner.placements), _span(outer.placements)
+    return c <= a and b <= d

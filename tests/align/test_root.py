@@ -1,0 +1,162 @@
+"""The root solver on its own: placements the records allow, and how other evidence narrows them."""
+
+import numpy as np
+import pytest
+
+from ncclforensics.align.root import (
+    MAX_EDIT,
+    Codes,
+    EditKind,
+    GateStep,
+    ResultChecks,
+    place_edits,
+    propose,
+    solve,
+)
+from ncclforensics.model import Location
+
+
+def stream(*fields: list[int]) -> Codes:
+    """Codes of one stream: each argument a field's values per position (0: not recorded)."""
+    names = ["op", "tag", "step"][:len(fields)]
+    return Codes({n: np.array(v, dtype=np.uint64) for n, v in zip(names, fields)}, len(fields[0]))
+
+
+def span(placements) -> tuple[int, int]:
+    return min(p.low for p in placements), max(p.high for p in placements)
+
+
+def test_one_lookalike_extra_is_a_range_over_its_lookalike_neighbours():
+    reference = stream([1] * 10 + [2] * 5)
+    outlier = stream([1] * 11 + [2] * 5)  # an extra 1 somewhere among the first ten
+    found, whole = place_edits(3, outlier, reference, start=1)
+    assert whole and span(found) == (1, 11)
+    assert {p.kind for p in found} >= {EditKind.EXTRA}
+
+
+def test_tags_narrow_and_steps_pin_what_signatures_leave_as_a_range():
+    ops_ref, ops_out = [1] * 12, [1] * 13
+    tags_ref = [10, 11, 12] * 4
+    tags_out = [10, 11, 12, 10, 99, 11, 12] + [10, 11, 12] * 2
+    steps_ref = [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4]
+    steps_out = [1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 4, 4, 4]
+    assert span(place_edits(1, stream(ops_out), stream(ops_ref), start=1)[0]) == (1, 13)
+    # Layers in a loop repeat their tags every step: a block of one whole step plus the odd one still fits.
+    assert span(place_edits(1, stream(ops_out, tags_out), stream(ops_ref, tags_ref), start=1)[0]) == (2, 5)
+    found, _ = place_edits(1, stream(ops_out, tags_out, steps_out), stream(ops_ref, tags_ref, steps_ref), start=1)
+    assert span(found) == (5, 5) and {p.kind for p in found} == {EditKind.EXTRA}
+
+
+def test_extras_just_before_the_end_of_the_records_are_not_pinned_on_the_last_one():
+    # The issue's trap: k extra collectives right before the wedge, the last of another type; both ranks have the
+    # same number of records. By signatures alone the odd collective may end a block of lookalikes.
+    reference = stream([1] * 20)
+    outlier = stream([1] * 19 + [7])
+    found, _ = place_edits(1, outlier, reference, start=1)
+    low, high = span(found)
+    assert high == 20 and low == 20 - MAX_EDIT + 1
+    assert EditKind.DIFFERENT in {p.kind for p in found}
+
+
+def test_a_record_after_the_odd_collective_confirms_the_short_explanations_only():
+    reference = stream([1] * 10 + [2] + [1] * 3)
+    outlier = stream([1] * 10 + [3] + [1] * 3)
+    found, _ = place_edits(1, outlier, reference, start=1)
+    # The reference's odd collective must pair with one of the outlier's: only a swap of that one fits.
+    assert span(found) == (11, 11) and {p.kind for p in found} == {EditKind.DIFFERENT}
+
+
+def test_unrecorded_fields_constrain_nothing():
+    reference = stream([1, 1, 1, 1], [5, 6, 7, 8])
+    outlier = stream([1, 1, 1, 1], [0, 0, 0, 0])  # its trace is missing: agrees with anything
+    assert place_edits(1, outlier, reference, start=1) == ([], True)
+
+
+def test_a_gap_pushed_past_the_other_side_explains_nothing():
+    reference = stream([1] * 18)
+    outlier = stream([1] * 16 + [2, 1])
+    found, _ = place_edits(1, outlier, reference, start=1)
+    assert EditKind.MISSING not in {p.kind for p in found} and span(found) == (17, 17)
+
+
+def test_records_that_begin_late_reach_back_to_seq_1():
+    reference = stream([1] * 30)
+    outlier = stream([1] * 31)
+    found, _ = place_edits(1, outlier, reference, start=62)
+    assert span(found) == (1, 92)
+
+
+def test_majority_names_the_outlier_and_two_ranks_name_both():
+    codes = {r: stream([1] * 8) for r in (0, 1, 2)}
+    codes[3] = stream([1] * 4 + [2] + [1] * 4)
+    proposal = propose(codes, 1)
+    assert proposal.outliers == [3] and proposal.majority
+    pair = {0: stream([1] * 4 + [2] + [1] * 4), 1: stream([1] * 8)}
+    tie = propose(pair, 1)
+    assert tie.outliers == [0, 1] and not tie.majority
+    told = propose(pair, 1, deviants={0})
+    assert told.outliers == [0] and told.majority
+
+
+def test_stopped_rank_is_not_an_edit():
+    codes = {r: stream([1] * 10) for r in (0, 2, 3)}
+    codes[1] = stream([1] * 9)
+    proposal = propose(codes, 1)
+    assert proposal.stopped == [1] and proposal.placements[0].kind is EditKind.STOPPED
+
+
+def _solve(codes, constraints=()):
+    return solve([("signatures", lambda: codes)], 1, list(constraints), lambda seq: (Location("log", seq),))
+
+
+def test_right_and_wrong_results_narrow_a_shift():
+    codes = {r: stream([1] * 20) for r in (0, 1, 2)}
+    codes[3] = stream([1] * 21)
+    assert _solve(codes).seq_range == (1, 21)
+    checks = ResultChecks(frozenset(range(1, 8)), frozenset({9, 10}), (Location("fp", 1),))
+    solution = _solve(codes, [checks])
+    assert solution.seq_range == (8, 9) and solution.pinned_by == "fingerprints"
+
+
+def test_gate_step_narrows_to_the_deviant_records_of_that_step():
+    codes = {r: stream([1] * 20) for r in (0, 1, 2)}
+    codes[3] = stream([1] * 21)
+    gate = GateStep({3: (9, 12)}, (9, 11), (Location("gate", 4),))
+    assert _solve(codes, [gate]).seq_range == (9, 12)
+
+
+def test_constraints_that_allow_nothing_are_a_contradiction_not_a_choice():
+    codes = {r: stream([1] * 10 + [2] * 10) for r in (0, 1, 2)}
+    codes[3] = stream([1] * 10 + [3] + [2] * 10)  # plainly an extra at seq 11
+    wrong_early = ResultChecks(frozenset(), frozenset({4}), (Location("fp_rank3.jsonl", 7),))
+    solution = _solve(codes, [wrong_early])
+    assert solution.seq_range[1] == 11 and solution.seq_range[0] <= 11
+    assert len(solution.contradictions) == 1
+    locs = [str(loc) for loc in solution.contradictions[0].locs]
+    assert "fp_rank3.jsonl:7" in locs and any(loc.startswith("log:") for loc in locs)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_single_edits_are_always_inside_the_range(seed):
+    rng = np.random.default_rng(seed)
+    program = rng.integers(1, 4, size=60).tolist()
+    where = int(rng.integers(0, 50))
+    size = int(rng.integers(1, 4))
+    kind = rng.choice(["extra", "missing", "swap"])
+    if kind == "extra":
+        edited = program[:where] + rng.integers(1, 4, size=size).tolist() + program[where:]
+    elif kind == "missing":
+        edited = program[:where] + program[where + size:]
+    else:
+        edited = program[:where] + [program[where + 1], program[where]] + program[where + 2:]
+    cut_ref, cut_out = int(rng.integers(where + 1, 61)), int(rng.integers(where + 1, len(edited) + 1))
+    codes = {r: stream(program[:cut_ref]) for r in (0, 1, 2)}
+    codes[3] = stream(edited[:cut_out])
+    solution = _solve(codes)
+    if solution is None or not solution.placements or solution.placements[0].kind is EditKind.STOPPED:
+        # Nothing visible: the edit left the records looking like one program, cut at different places.
+        assert all(edited[i] == program[i] for i in range(min(cut_out, cut_ref)))
+        return
+    low, high = solution.seq_range
+    assert solution.outliers == [3]
+    assert low <= where + 1 <= high, (kind, where, size, solution.placements)
