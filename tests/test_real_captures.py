@@ -90,8 +90,10 @@ def test_extra_op_ras_only_says_who_and_that_it_is_stuck_but_not_where():
     code, d = diff_json(*files("extra-op-4rank", "ras_"))
     assert code == 1 and d["verdict"] == "diverged"
     root = d["root"]
-    assert root["comm"] == EXTRA and root["outlier_ranks"] == [0]
-    assert root["seq_range"][0] <= 25 <= root["seq_range"][1] and root["ambiguity"]
+    assert root["comm"] == EXTRA and root["outlier_ranks"] == [0] and root["kind"] == "extra"
+    # NCCL 2.28 counts each collective type apart: the counts say who launched one more AllReduce, not where.
+    assert root["seq_range"] is None and root["counts_by_type"] == {"AllReduce": {"0": 50, "1": 49, "2": 49, "3": 49}}
+    assert "each collective type apart" in root["ambiguity"]
     assert d["wedge"]["seq"] == 50 and d["wedge"]["kind"] == "no_partner"
     assert d["ras"][0]["stuck"] is True
 
@@ -167,7 +169,7 @@ def test_killed_rank_subsets():
     assert d["wedge"]["kind"] == "dead_rank"  # peers' "remote peer closed" lines say the stopped rank is gone
     code, d = diff_json(*files("killed-rank", "ras_"))
     assert code == 1 and d["root"]["outlier_ranks"] == [1] and d["root"]["kind"] == "stopped"
-    assert d["root"]["seq_range"][0] <= 125 <= d["root"]["seq_range"][1] and d["root"]["ambiguity"]
+    assert d["root"]["seq_range"] is None and "no data from the missing rank" in d["root"]["ambiguity"]
     assert d["wedge"]["kind"] == "dead_rank" and d["wedge"]["absent_ranks"] == [1]
     code, d = diff_json(*files("killed-rank", "fr_"))
     assert code == 1 and d["wedge"]["absent_ranks"] == [1] and d["wedge"]["kind"] == "unknown"

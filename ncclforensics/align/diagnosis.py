@@ -16,19 +16,32 @@ from ..model import (
     WatchdogEvent,
     WedgeKind,
 )
-from ..model.kinds import is_p2p_comm
 from .clocks import clock_disagreements
-from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, Root, analyze_comm
+from .divergence import (
+    DIFFERENT_OPS,
+    EXTRA,
+    MISSING,
+    STOPPED,
+    CommAnalysis,
+    Root,
+    analyze_comm,
+)
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
-from .gates import GateDisagreement, decision_tuple, first_gate_disagreement
+from .gates import GateDisagreement, first_gate_disagreement
 from .jobs import split_jobs
 from .ras import RasHistory, ras_histories
 from .ras_only import ras_only_root, ras_only_wedge, ras_rank_map
-from .reconcile import CUDA_GRAPH_NOTE, Reconciliation, reconcile
+from .reconcile import Reconciliation, reconcile
 from .streams import Streams, build_streams
 from .unranked import unranked_streams
-from .watchdog import STOP_EVENTS, enqueue_marks, marks_only_root, marks_only_wedge, with_watchdog_rows
-from .wedge import Wedge, Window, find_wedge, misaligned_window
+from .watchdog import (
+    STOP_EVENTS,
+    enqueue_marks,
+    marks_only_root,
+    marks_only_wedge,
+    with_watchdog_rows,
+)
+from .wedge import Wedge, Window, count_only_window, find_wedge, misaligned_window
 
 DEATH_WORDS = ("remote process exited", "remote process error", "connection closed by remote peer",
                "process exited", "remoteerror")
@@ -51,7 +64,6 @@ class Diagnosis:
     comms: dict[str, CommAnalysis]
     root: Root | None = None
     root_step: int | None = None
-    cause: str | None = None
     gate: GateDisagreement | None = None
     first_visible: tuple[str, int] | None = None
     window: Window | None = None
@@ -60,10 +72,12 @@ class Diagnosis:
     reconciliation: Reconciliation = field(default_factory=Reconciliation)
     corrupted_fingerprints: list[FingerprintRow] = field(default_factory=list)
     checksum_splits: dict[int, dict[int, FingerprintRow]] = field(default_factory=dict)  # step -> rank -> row
-    caveats: list[str] = field(default_factory=list)
     evidence: list[Finding] = field(default_factory=list)
     problems: list[Diagnostic] = field(default_factory=list)
-    summary: str = ""
+    death: list[Finding] = field(default_factory=list)  # receipts that a process died
+    gate_ties: list[int] = field(default_factory=list)  # outliers whose gate decision explains the root
+    notes: list[str] = field(default_factory=list)  # caveats of the evidence's own (stand-in ranks, ...)
+    text_ras_replies: int = 0
     streams: Streams | None = None  # the merged per-(comm, rank) streams, for plots and reports
 
 
@@ -117,19 +131,23 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         if visible:
             seq, comm = min(visible)
             diagnosis.first_visible = (comm, seq)
-    if root is not None and root.kind in (EXTRA, MISSING, DIFFERENT_OPS) and root.comm in analyses:
-        diagnosis.window = misaligned_window(streams, analyses[root.comm], root)
+    if root is not None:
+        diagnosis.window = (misaligned_window(streams, analyses[root.comm], root) if root.comm in analyses
+                            and analyses[root.comm].root is not None else count_only_window(root))
     diagnosis.wedge = find_wedge(streams, analyses, dead, stops)
     if diagnosis.wedge is None:
         diagnosis.wedge = ras_only_wedge(ras, rank_map, stops, dead, streams) or marks_only_wedge(marks, streams, dead)
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
-    diagnosis.root_step, diagnosis.cause = _cause(root, gate, streams, _death_evidence(ras, rank_map, watchdog))
+    diagnosis.death = _death_evidence(ras, rank_map, watchdog)
+    diagnosis.gate_ties = _gate_ties(root, gate)
+    diagnosis.root_step = gate.step if diagnosis.gate_ties else None
+    if diagnosis.root_step is None and root is not None and root.seq_range is not None:
+        diagnosis.root_step = _recorded_step(root, streams)
     diagnosis.verdict = _verdict(diagnosis, ras)
     diagnosis.streams = streams
-    diagnosis.caveats = unranked_caveats + _caveats(diagnosis, evidence)
+    diagnosis.notes = unranked_caveats
+    diagnosis.text_ras_replies = sum(1 for e in evidence if e.format is SourceFormat.RAS_TEXT and e.ras)
     diagnosis.evidence = _receipts(diagnosis, watchdog) + _job_level_ras(evidence)
-    diagnosis.summary = _summary(diagnosis)
-    diagnosis.streams = streams
     return diagnosis
 
 
@@ -185,6 +203,26 @@ def _dead_ranks(ras: dict[str, RasHistory], rank_map: dict, watchdog: list[Watch
         for r in history.missing_ranks + history.dead_ranks:
             dead.add(rank_map.get((comm, r), r))
     return dead
+
+
+def _gate_ties(root: Root | None, gate: GateDisagreement | None) -> list[int]:
+    """The root's outlier ranks whose gate decision at the disagreeing step explains the root: they passed and
+    ran the drafter's collectives (or skipped them, for a missing collective)."""
+    if root is None or gate is None or root.kind == STOPPED:
+        return []
+    return sorted(set(gate.skipped if root.kind == MISSING else gate.passed) & set(root.outlier_ranks))
+
+
+def _recorded_step(root: Root, streams: Streams) -> int | None:
+    """The step the outliers' records give the root (fingerprint traces tie collectives to steps), where every
+    seq of its range lies in one step."""
+    steps: set[int] = set()
+    low, high = root.seq_range
+    for rank in root.outlier_ranks:
+        part = streams.parts.get((root.comm, rank))
+        if part is not None and "step" in part.columns:
+            steps.update(part.filter(pl.col("seq").is_between(low, high)).get_column("step").drop_nulls().to_list())
+    return steps.pop() if len(steps) == 1 else None
 
 
 def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None) -> Root | None:
@@ -249,69 +287,11 @@ def _unfinished_entries(streams: Streams, comm: str) -> bool:
     return any(part.select(unfinished.any()).item() for part in streams.comm_parts(comm).values())
 
 
-def _death_words(root: Root, streams: Streams, death: list[Finding]) -> str:
-    """What shows that the stopped ranks died (RAS, peers' errors), with receipts."""
-    if not death:
-        return (" Nothing in the evidence says it died; it may be blocked elsewhere (in another communicator or "
-                "on the host).")
-    shown = "; ".join(f"{f.says} ({f.loc})" for f in death[:4])
-    return f" Evidence that it died: {shown}."
-
-
-def _cause(root: Root | None, gate: GateDisagreement | None, streams: Streams,
-           death: list[Finding] | None = None) -> tuple[int | None, str | None]:
-    """Tie the gate disagreement (if journaled) to the root collective, in words."""
-    if root is None:
-        return None, None
-    what = _root_words(root)
-    if root.kind == STOPPED:
-        return None, what + _death_words(root, streams, death)
-    if gate is None:
-        return None, what + " No gate journal was given, so why the ranks disagreed is not known from this evidence."
-    passed = ", ".join(map(str, gate.passed)) or "none"
-    skipped = ", ".join(map(str, gate.skipped)) or "none"
-    tuples = "; ".join(
-        f"rank {r}: {', '.join(f'{k}={v}' for k, v in decision_tuple(d).items() if v is not None)} ({d.loc})"
-        for r, d in gate.decisions.items()
-    )
-    window = ""
-    if gate.ceiling_start is not None:
-        window = (f" The step was {'inside' if gate.in_ceiling_window else 'outside'} the ceiling window "
-                  f"(seq >= max_model_len - spec_tokens + 1 = {gate.ceiling_start}).")
-    ties = set(gate.skipped if root.kind == MISSING else gate.passed) & set(root.outlier_ranks)
-    what_at_root = {EXTRA: "extra collective", MISSING: "missing collective"}.get(root.kind, "different collective")
-    link = (f" Rank(s) {sorted(ties)} {'skipped' if root.kind == MISSING else 'ran'} the drafter's collectives "
-            f"{'the others ran' if root.kind == MISSING else 'the others skipped'}: that is the {what_at_root} "
-            f"at the root."
-            if ties else " The journal's disagreement does not name the root's outlier ranks; treat the tie as "
-                         "unproven.")
-    text = (f"{what} At step {gate.step} the drafter gates disagreed: passed: {passed}; skipped: {skipped}. "
-            f"Decisions: {tuples}.{window}{link}")
-    return (gate.step if ties else None), text
-
-
-def _root_words(root: Root) -> str:
-    ranks = ", ".join(map(str, root.outlier_ranks))
-    where = f"at seq {root.seq}" if root.seq_range[0] == root.seq_range[1] else \
-        f"somewhere in seq {root.seq_range[0]}..{root.seq_range[1]}"
-    n = f"{root.size} collective{'s' if root.size != 1 else ''}"
-    if not root.majority and len(root.outlier_ranks) > 1 and root.kind != STOPPED:
-        what = "launched different collectives" if root.kind == DIFFERENT_OPS else \
-            f"differ by {n} one side launched and the other did not"
-        return (f"Ranks {ranks} part ways in comm {root.comm}, {where}: they {what}, and no majority says which "
-                f"side deviated.")
-    return {
-        EXTRA: f"Rank(s) {ranks} launched {n} in comm {root.comm} that the others did not, {where}.",
-        MISSING: f"Rank(s) {ranks} did not launch {n} in comm {root.comm} that the others did, {where}.",
-        DIFFERENT_OPS: f"Rank(s) {ranks} launched a different collective in comm {root.comm}, {where}.",
-        STOPPED: f"Rank(s) {ranks} stopped launching in comm {root.comm} after seq {root.seq - 1}.",
-    }[root.kind]
-
-
 def _verdict(diagnosis: Diagnosis, ras: dict[str, RasHistory]) -> Verdict:
     root, wedge = diagnosis.root, diagnosis.wedge
     if root is not None:
-        if root.kind in (EXTRA, MISSING, DIFFERENT_OPS) and (diagnosis.first_visible or (wedge and wedge.confirmed_by)):
+        if root.kind in (EXTRA, MISSING, DIFFERENT_OPS) and (root.shown or diagnosis.first_visible or (
+                wedge and wedge.confirmed_by)):
             return Verdict.DIVERGED
         if wedge is not None and wedge.confirmed_by:
             return Verdict.DIVERGED
@@ -321,7 +301,7 @@ def _verdict(diagnosis: Diagnosis, ras: dict[str, RasHistory]) -> Verdict:
             return Verdict.TRANSIENT
         return Verdict.INCONCLUSIVE
     if wedge is not None and wedge.confirmed_by:
-        return Verdict.INCONCLUSIVE if _agreeing_hang(wedge) else Verdict.DIVERGED
+        return Verdict.INCONCLUSIVE if agreeing_hang(wedge) else Verdict.DIVERGED
     if any(h.moving and any(_disagreed(c) for _, c in h.states) for h in ras.values()):
         return Verdict.TRANSIENT
     if any(h.disagree and h.moving is None for h in ras.values()):
@@ -331,7 +311,7 @@ def _verdict(diagnosis: Diagnosis, ras: dict[str, RasHistory]) -> Verdict:
     return Verdict.CONSISTENT
 
 
-def _agreeing_hang(wedge: Wedge) -> bool:
+def agreeing_hang(wedge: Wedge) -> bool:
     """Every rank on record waits in the same collective and none is known to be absent or dead: a hang, but
     nothing in the evidence shows the ranks disagreeing or whom they wait for."""
     signatures = {(o.op, o.count, o.dtype, o.redop, o.root) for o in wedge.ops.values()}
@@ -341,43 +321,6 @@ def _agreeing_hang(wedge: Wedge) -> bool:
 
 def _disagreed(comm) -> bool:
     return len({g.count for g in comm.count_groups}) > 1 or "MISMATCH" in comm.errors
-
-
-def _caveats(diagnosis: Diagnosis, evidence: list[Evidence]) -> list[str]:
-    caveats = []
-    root = diagnosis.root
-    if root is not None and root.ambiguity:
-        caveats.append(f"Root not pinned: {root.ambiguity}.")
-    if root is not None and not root.majority and len(root.outlier_ranks) > 1:
-        caveats.append("No majority among the ranks of the root's comm; both sides are named, since nothing "
-                       "in the evidence says which one deviated.")
-    if diagnosis.window is not None and not diagnosis.window.completion_known:
-        caveats.append("No source records completion for every rank (NCCL logs and RAS count launches only), so "
-                       "the window counts collectives every rank launched.")
-    if any(c.note == CUDA_GRAPH_NOTE for c in diagnosis.reconciliation.contradictions) or diagnosis.ras:
-        caveats.append(CUDA_GRAPH_NOTE + ".")
-    text_ras = [e for e in evidence if e.format is SourceFormat.RAS_TEXT and e.ras]
-    if len(text_ras) > 1:
-        caveats.append("Text RAS replies carry no timestamp; they were ordered by file name.")
-    ras_only_ok = [h for h in diagnosis.ras.values() if len(h.states) == 1 and not h.disagree]
-    if ras_only_ok and diagnosis.verdict is Verdict.CONSISTENT:
-        caveats.append("A single RAS reply saying OK does not prove progress (it counts launches, not completions).")
-    for comm, expected in sorted((diagnosis.streams.expected_members if diagnosis.streams else {}).items()):
-        analysis = diagnosis.comms.get(comm)
-        silent = sorted(set(expected) - set(analysis.ranks)) if analysis else []
-        if silent:
-            caveats.append(f"No file gives the collectives of rank(s) {silent} in comm {comm}, which its "
-                           f"configuration names (a rank that died writes no Flight Recorder dump).")
-    wedge = diagnosis.wedge
-    if wedge is not None and not wedge.confirmed_by:
-        caveats.append("Nothing in the evidence (watchdog timeout, repeated RAS replies, Flight Recorder states) "
-                       "confirms that the job stopped; the wedge is where it would stop.")
-    p2p = sorted(comm for comm in diagnosis.comms if is_p2p_comm(comm))
-    if p2p:
-        caveats.append(f"Send/Recv are kept apart from the collectives ({', '.join(p2p[:4])}"
-                       f"{', ...' if len(p2p) > 4 else ''}) and not compared rank against rank: a send pairs with its "
-                       f"peer's receive, not with the same position on every rank.")
-    return caveats
 
 
 def _receipts(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Finding]:
@@ -451,54 +394,4 @@ def _job_level_ras(evidence: list[Evidence]) -> list[Finding]:
     return found
 
 
-def _one_reply_words(comm: str, history: RasHistory) -> str:
-    """A RAS reply whose ranks disagree, with no second reply to tell a straggler from a wedge."""
-    block = history.states[-1][1]
-    if block.count_groups:
-        groups = sorted(block.count_groups, key=lambda g: g.count if g.count is not None else -1)
-        said = [f"{g.nranks} rank{'s' if g.nranks != 1 else ''}"
-                + (f" ({', '.join(map(str, g.ranks))})" if g.ranks else "") + f" at {g.count}" for g in groups]
-    else:
-        launched = history.launched()
-        said = [f"rank(s) {', '.join(str(r) for r in sorted(launched) if launched[r] == n)} at {n}"
-                for n in sorted(set(launched.values()))]
-    return (f"RAS ({block.loc}) shows comm {comm} with its ranks' launched collectives apart: {'; '.join(said)}. "
-            f"One reply cannot tell a straggler from a wedge: query RAS again (counts that move are skew, counts "
-            f"that stay are a wedge).")
 
-
-def _summary(diagnosis: Diagnosis) -> str:
-    root, wedge = diagnosis.root, diagnosis.wedge
-    if diagnosis.verdict is Verdict.CONSISTENT:
-        ranks = len(diagnosis.ranks)
-        return f"The collective streams on record ({ranks} rank{'s' if ranks != 1 else ''}) agree."
-    if diagnosis.verdict is Verdict.TRANSIENT:
-        return "Ranks were skewed in one RAS reply but counts moved on: skew, not a wedge."
-    parts = []
-    if root is not None:
-        parts.append(_root_words(root))
-    if diagnosis.window is not None:
-        w = diagnosis.window
-        plural = "" if w.collectives == 1 else "s"
-        count = str(w.collectives) if w.collectives_min == w.collectives else \
-            f"{w.collectives_min} to {w.collectives}"
-        within = "seq" if w.collectives_min == w.collectives else "within seq"
-        parts.append(f"The group then ran {count} collective{plural} misaligned ({within} {w.first_seq}.."
-                     f"{w.last_seq}).")
-    if wedge is not None and root is None and _agreeing_hang(wedge):
-        op = next(iter(wedge.ops.values()))
-        parts.append(f"Rank(s) {', '.join(map(str, wedge.waiting_ranks))} all wait in the same collective, comm "
-                     f"{wedge.comm} seq {wedge.seq} ({op.describe()}): nothing here shows them disagreeing or whom "
-                     f"they wait for (a rank with no file here, the network?).")
-    elif wedge is not None and wedge.confirmed_by:
-        parts.append(f"It wedged at seq {wedge.seq} in comm {wedge.comm} ({wedge.kind.value}).")
-    elif wedge is not None:
-        parts.append(f"The records stop at seq {wedge.seq} in comm {wedge.comm} ({wedge.kind.value}); nothing "
-                     f"confirms a hang there (no timeout, no RAS counts that stay).")
-    for comm, history in sorted(diagnosis.ras.items()):
-        if not parts and history.disagree and history.moving is None:
-            parts.append(_one_reply_words(comm, history))
-    if not parts:
-        parts.append("Nothing here gives the collectives of two or more ranks of one communicator to compare"
-                     + ("; the evidence table lists what the files do say." if diagnosis.evidence else "."))
-    return " ".join(parts)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 import polars as pl
@@ -23,6 +24,16 @@ from .streams import SIGNATURE, Streams
 
 EXTRA, MISSING, DIFFERENT_OPS, STOPPED = (EditKind.EXTRA.value, EditKind.MISSING.value, EditKind.DIFFERENT.value,
                                           EditKind.STOPPED.value)
+
+
+class RangeReason(str, Enum):
+    """Why a root is a range rather than one seq (report/words.py says it in words)."""
+
+    LOOKALIKE = "lookalike"  # collectives in the range look alike in everything recorded
+    BEFORE_RECORDS = "before_records"  # the records begin after the streams already disagree
+    COUNTS = "counts"  # only launch counts are known (which ranks launched more or fewer, not which collectives)
+    TYPE_COUNTS = "type_counts"  # RAS counts per collective type: nothing places the root in launch order
+    NO_DATA = "no_data"  # the outliers left no data at all (missing from RAS)
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,7 @@ class OpAt:
     step: int | None
     loc: Location
     fr_loc: Location | None = None
+    stack: str | None = None  # every frame outside torch, innermost first, " < " between them
 
     def signature(self) -> tuple:
         """What NCCL compares when it pairs collectives (and what must be equal for them to pair cleanly)."""
@@ -61,21 +73,23 @@ class Root:
     """The first divergent collective of one communicator."""
 
     comm: str
-    seq: int  # earliest seq it can be
-    seq_range: tuple[int, int]
+    seq: int | None  # earliest seq it can be; None where the evidence places it nowhere (RAS type counts)
+    seq_range: tuple[int, int] | None
     outlier_ranks: list[int]
     reference_ranks: list[int]  # the ranks the outliers departed from (the majority, or the other side)
     kind: str  # extra | missing | different | stopped
     size: int  # collectives gained or lost
     pinned_by: str  # the last evidence that narrowed it: "signatures", "call sites", "tags", "steps", ...
-    ambiguity: str | None  # why it is a range, when it is
+    reason: RangeReason | None  # why it is a range, when it is
     ops: dict[int, OpAt] = field(default_factory=dict)
     majority: bool = True  # False when no rank group is a strict majority
     kinds: tuple[str, ...] = ()  # every edit kind the evidence leaves, likeliest first (`kind` is the first)
     narrowed_by: tuple[str, ...] = ()  # each evidence that narrowed the records' range, in order
     contradictions: tuple[Contradiction, ...] = ()
     departs_again: bool = False  # the outlier's stream departs again after the root (no single edit explains it)
-    before_records: bool = False  # the range reaches back past the first seq every rank has records for
+    records_start: int = 1  # the first seq every rank of the comm has records for
+    shown: bool = False  # a record differs (in any field) between outliers and reference, not only their lengths
+    counts_by_type: dict[str, dict[int, int]] = field(default_factory=dict)  # type -> rank -> launched (RAS)
 
 
 @dataclass
@@ -100,7 +114,7 @@ def op_at(row: dict) -> OpAt:
     return OpAt(
         rank=row["rank"], seq=row["seq"], op=row["op"], count=row["count"], dtype=row["dtype"],
         redop=row["redop"], root=row["root"], state=row["state"], callsite=row["callsite"], step=row["step"],
-        loc=Location(row["file"], row["line"], row["record"]), fr_loc=fr,
+        loc=Location(row["file"], row["line"], row["record"]), fr_loc=fr, stack=row.get("stack"),
     )
 
 
@@ -419,16 +433,27 @@ def _constraints(rows: CommRows, start: int, gate: GateDisagreement | None, devi
             constraints.append(ResultChecks(frozenset(right.get_column("seq").to_list()),
                                             frozenset(wrong.get_column("seq").to_list()), tuple(locs)))
     if gate is not None and deviants and "step" in frame.columns:
-        spans = {}
-        for rank in deviants:
-            seqs = rows.parts[rank].filter(pl.col("step") == gate.step).get_column("seq") if rank in rows.parts else []
-            if len(seqs):
-                spans[rank] = (int(seqs.min()), int(seqs.max()))
-        others = frame.filter(~pl.col("rank").is_in(list(deviants)) & (pl.col("step") == gate.step)).get_column("seq")
-        reference = (int(others.min()), int(others.max())) if len(others) else None
-        if spans or reference:
-            constraints.append(GateStep(spans, reference, tuple(gate.locations)))
+        spans = {rank: span for rank in deviants if rank in rows.parts
+                 and (span := _step_span(rows.parts[rank], gate.step)) is not None}
+        others = [r for r in rows.parts if r not in deviants]
+        reference = _step_span(rows.parts[others[0]], gate.step) if others else None
+        if spans:
+            constraints.append(GateStep(spans, reference, deviants <= set(gate.passed), tuple(gate.locations)))
     return constraints
+
+
+def _step_span(part: pl.DataFrame, step: int) -> tuple[int, int] | None:
+    """The seqs a rank's collectives of `step` may cover: after its last record of an earlier step, before its
+    first of a later one (a step whose results were never read back has no step on its last records). None where
+    no record of the rank is tied to a step."""
+    steps = part.select("seq", "step").drop_nulls()
+    if steps.height == 0:
+        return None
+    before = steps.filter(pl.col("step") < step).get_column("seq").max()
+    after = steps.filter(pl.col("step") > step).get_column("seq").min()
+    low = (before + 1) if before is not None else int(part.get_column("seq").min())
+    high = (after - 1) if after is not None else int(part.get_column("seq").max()) + 1
+    return (low, high) if low <= high else None
 
 
 def _parse_loc(text: str | None) -> Location:
@@ -440,29 +465,14 @@ def _as_root(comm: str, solution: Solution, rows: CommRows, start: int) -> Root:
     """The solution as a Root: its range, the likeliest kind and size, and why it is a range."""
     low, high = solution.seq_range
     best = solution.best
-    ambiguity = None
+    reason = None
     if low != high:
-        ambiguity = _range_words(solution, low, high, start)
+        reason = RangeReason.BEFORE_RECORDS if low < start else RangeReason.LOOKALIKE
     return Root(
         comm=comm, seq=low, seq_range=(low, high), outlier_ranks=solution.outliers,
         reference_ranks=solution.reference, kind=best.kind.value, size=best.size, pinned_by=solution.pinned_by,
-        ambiguity=ambiguity, ops=ops_at(rows, max(low, start)), majority=solution.majority,
+        reason=reason, ops=ops_at(rows, max(low, start)), majority=solution.majority,
         kinds=tuple(k.value for k in solution.kinds), narrowed_by=tuple(solution.narrowed_by),
-        contradictions=tuple(solution.contradictions), departs_again=solution.departs_again,
-        before_records=low < start,
+        contradictions=tuple(solution.contradictions), departs_again=solution.departs_again, records_start=start,
+        shown=solution.shown,
     )
-
-
-def _range_words(solution: Solution, low: int, high: int, start: int) -> str:
-    kinds = " or ".join(k.value for k in solution.kinds)
-    used = ", ".join(dict.fromkeys(["signatures", *solution.narrowed_by]))
-    if low < start:
-        reason = (f"the ranks' records only start at seq {start}, and they already disagree there or look alike back "
-                  f"to it: the first divergent collective is at or before seq {high}, where records from before it "
-                  f"would tell")
-    else:
-        reason = (f"collectives {kinds} anywhere in seq {low}..{high} explain every record ({used}) equally well: "
-                  f"the collectives there look alike in everything recorded")
-    if solution.either_side:
-        reason += "; no majority says which side deviated"
-    return reason

@@ -84,6 +84,24 @@ class RasHistory:
                     found[r.rank] = r.async_error
         return found
 
+    def by_type(self) -> dict[int, dict[str, int]]:
+        """Latest launched counts per comm rank and collective type (NCCL 2.26+ counts each type apart; 2.24 and
+        2.25 keep one counter, `ops`). From the per-rank table, else from the MISMATCH lines that list ranks; the
+        ranks such a line does not list (`3 ranks have launched up to operation 49`) are the comm's others."""
+        comm = self.states[-1][1]
+        found = {r.rank: dict(r.counts) for r in comm.ranks if r.counts and not r.missing}
+        if found:
+            return found
+        size = comm.size or 0
+        for group in comm.count_groups:
+            listed = set(group.ranks)
+            others = [g for g in comm.count_groups if g.op == group.op and g is not group]
+            if not listed and size and all(g.ranks for g in others):
+                listed = set(range(size)) - {r for g in others for r in g.ranks}
+            for rank in listed:
+                found.setdefault(rank, {})[group.op or "ops"] = group.count or 0
+        return found
+
     def launched(self) -> dict[int, int]:
         """Latest total launched count per comm rank, where the reply gives it per rank."""
         comm = self.states[-1][1]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..model import Evidence, Location, WedgeKind
-from .divergence import EXTRA, MISSING, STOPPED, Root
+from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from .ras import RasHistory
 from .streams import Streams
 from .wedge import Wedge
@@ -41,49 +41,67 @@ def ras_rank_map(streams: Streams, evidence: list[Evidence], ras: dict[str, RasH
 
 def ras_only_root(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
                    stops: dict[str, list[str]]) -> Root | None:
-    """Without streams, RAS counts still show which ranks launched more or fewer, but not where."""
+    """Without streams, RAS counts still show which ranks launched more or fewer, but not where. NCCL 2.26+ counts
+    each collective type apart, so its counts place nothing in the communicator's launch order: the root names
+    the ranks and the types, with no seq. A single counter (2.24, 2.25) counts every collective: a range of seqs."""
     for comm, history in sorted(ras.items()):
         if comm in streams.members:
             continue
         lost = sorted(set(history.missing_ranks) | set(history.dead_ranks))
         counts = history.launched()
+        typed = history.by_type()
         if lost and counts:
             last = max(counts.values())
+            single = all(set(c) <= {"ops"} for c in typed.values())
             return Root(
-                comm=comm, seq=1, seq_range=(1, last), outlier_ranks=sorted(rank_map.get((comm, r), r) for r in lost),
+                comm=comm, seq=1 if single else None, seq_range=(1, last) if single else None,
+                outlier_ranks=sorted(rank_map.get((comm, r), r) for r in lost),
                 reference_ranks=sorted(rank_map.get((comm, r), r) for r in counts), kind=STOPPED, size=0,
-                pinned_by="RAS counts",
-                ambiguity=f"RAS has no data from the missing rank(s), so where they stopped is unknown: at or "
-                          f"before seq {last}, the most any other rank launched", ops={},
+                pinned_by="RAS counts", reason=RangeReason.NO_DATA, ops={},
+                counts_by_type=_global(typed, comm, rank_map),
             )
-        if not history.disagree or not (history.stuck or stops.get(comm)):
+        if not history.disagree or not (history.stuck or stops.get(comm)) or len(typed) < 2:
             continue
-        block = history.states[-1][1]
-        groups = block.count_groups
-        if groups:
-            sizes = sorted(groups, key=lambda g: g.nranks)
-            minority, majority = sizes[0], sizes[-1]
-            if not minority.ranks or minority.count is None or majority.count is None:
-                continue
-            outliers = [rank_map.get((comm, r), r) for r in minority.ranks]
-            low_count, high_count = minority.count, majority.count
-        elif counts:
-            root = root_from_counts(comm, {rank_map.get((comm, r), r): c for r, c in counts.items()}, "RAS counts",
-                                    "RAS gives")
+        if all(set(c) <= {"ops"} for c in typed.values()):
+            root = root_from_counts(comm, {rank_map.get((comm, r), r): c.get("ops", 0) for r, c in typed.items()},
+                                    "RAS counts")
             if root is not None:
                 return root
             continue
-        else:
-            continue
-        ahead = low_count > high_count
-        last = max(low_count, high_count) if ahead else low_count + 1
-        return Root(
-            comm=comm, seq=1, seq_range=(1, last), outlier_ranks=sorted(outliers), reference_ranks=[],
-            kind=EXTRA if ahead else MISSING, size=abs(low_count - high_count), pinned_by="RAS counts",
-            ambiguity="RAS gives only how many collectives each rank launched, not which; any seq up to "
-                      f"{last} fits", ops={},
-        )
+        root = _root_from_type_counts(comm, _global(typed, comm, rank_map))
+        if root is not None:
+            return root
     return None
+
+
+def _global(typed: dict[int, dict[str, int]], comm: str, rank_map: dict) -> dict[str, dict[int, int]]:
+    """comm rank -> type -> count, as type -> global rank -> count (every type any rank launched)."""
+    types = sorted({t for c in typed.values() for t in c})
+    return {t: {rank_map.get((comm, r), r): typed[r].get(t, 0) for r in sorted(typed)} for t in types}
+
+
+def _root_from_type_counts(comm: str, by_type: dict[str, dict[int, int]]) -> Root | None:
+    """The ranks whose counts per collective type differ from the most common ones (of two equal groups, both):
+    they launched more, fewer or other collectives, somewhere. No seq: type counts do not say where."""
+    ranks = sorted({r for counts in by_type.values() for r in counts})
+    vector = {r: tuple(by_type[t].get(r, 0) for t in sorted(by_type)) for r in ranks}
+    groups: dict[tuple, list[int]] = {}
+    for r in ranks:
+        groups.setdefault(vector[r], []).append(r)
+    if len(groups) < 2:
+        return None
+    ordered = sorted(groups.items(), key=lambda g: (-len(g[1]), g[1]))
+    majority = len(ordered[0][1]) * 2 > len(ranks)
+    reference = ordered[0][1] if majority else []
+    outliers = sorted(r for v, members in ordered[1:] for r in members) if majority else ranks
+    mine, theirs = sum(vector[outliers[0]]), sum(ordered[0][0])
+    kind = EXTRA if mine > theirs else MISSING if mine < theirs else DIFFERENT_OPS
+    differing = {t: counts for t, counts in by_type.items() if len(set(counts.values())) > 1}
+    return Root(
+        comm=comm, seq=None, seq_range=None, outlier_ranks=outliers, reference_ranks=reference, kind=kind,
+        size=abs(mine - theirs), pinned_by="RAS counts", majority=majority, counts_by_type=differing,
+        reason=RangeReason.TYPE_COUNTS, ops={},
+    )
 
 
 def ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str, list[str]],
@@ -113,7 +131,7 @@ def ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str, 
     return None
 
 
-def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str, source: str) -> Root | None:
+def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str) -> Root | None:
     """From how many collectives each rank launched (global rank -> count), the ranks that launched more or
     fewer than the others: the smallest group of equal counts (of two equal groups, the one behind). Where the
     odd collective is, counts cannot tell: the range is every seq up to the most the outliers launched."""
@@ -128,9 +146,7 @@ def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str, source: 
     return Root(
         comm=comm, seq=1, seq_range=(1, last), outlier_ranks=sorted(by_value[minority]),
         reference_ranks=sorted(r for r in counts if counts[r] != minority), kind=EXTRA if ahead else MISSING,
-        size=abs(minority - others), pinned_by=pinned_by,
-        ambiguity=f"{source} only how many collectives each rank launched, not which; any seq up to {last} fits",
-        ops={},
+        size=abs(minority - others), pinned_by=pinned_by, reason=RangeReason.COUNTS, ops={},
     )
 
 

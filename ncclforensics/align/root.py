@@ -92,6 +92,7 @@ class Solution:
     departs_again: bool = False  # no single edit explains the whole stream: the outlier departs more than once
     prefer: EditKind | None = None  # the kind the gate journal implies (a rank that passed ran extra collectives)
     either_side: bool = False  # a two-way split placed both ways: one side's edits or the other's
+    shown: bool = True  # some record differs between the outliers and the reference (not lengths alone)
 
     @property
     def seq_range(self) -> tuple[int, int]:
@@ -208,6 +209,7 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
         if n_out <= n_ref and not known:
             return [], True  # the same program, cut sooner
         at = min(n_out, n_ref) if n_out > n_ref else max(n_out - 1, 0)  # ahead of the reference, or told so
+    floor = _identified_floor(outlier, reference, at)
     confirmed: list[Placement] = []  # edits that records after them pair with
     off_end: list[Placement] = []  # edits whose block runs to the end of the records: nothing after them to check
     failing: list[tuple[Placement, int]] = []  # (edit, where it fails again), for streams no single edit explains
@@ -246,6 +248,11 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
             if length >= size and _last_false(outlier, at + size, reference, at + size, length) is None:
                 confirmed.append(_placement(rank, EditKind.DIFFERENT, size, at, at, start, score))
                 break
+    # No edit starts at or before a record that is the reference's own collective at the same seq: equal in every
+    # field, with a value (call stack, tag and step, say) that no other record of either stream has.
+    if floor:
+        confirmed = [replace(p, low=max(p.low, start + floor)) for p in confirmed if p.high >= start + floor]
+        off_end = [replace(p, low=max(p.low, start + floor)) for p in off_end if p.high >= start + floor]
     if confirmed:
         # Edits that run off the records count only at the first visible departure itself: where records after
         # it confirm an edit, a long block that swallows them is not taken (see MAX_EDIT).
@@ -255,6 +262,32 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
         return off_end, True
     furthest = max(reach for _, reach in failing)
     return [p for p, reach in failing if reach == furthest], False
+
+
+def _identified_floor(outlier: Codes, reference: Codes, at: int) -> int:
+    """1 + the last position before `at` whose record is provably the reference's own collective there (0 if
+    none): both streams recorded every field, the values are equal, and the value occurs once in each stream.
+    Lookalike signatures identify nothing; a call stack with a tag and a step usually does."""
+    if at <= 0 or not outlier.fields:
+        return 0
+    n = min(at, outlier.length, reference.length)
+    known = np.ones(n, dtype=bool)
+    mine = np.zeros(outlier.length, dtype=np.uint64)
+    theirs = np.zeros(reference.length, dtype=np.uint64)
+    for name, values in outlier.fields.items():
+        other = reference.fields.get(name)
+        if other is None:
+            return 0
+        known &= (values[:n] != 0) & (other[:n] != 0)
+        mine = mine * np.uint64(1000003) ^ values  # a combined value per record; overflow wraps, which is fine
+        theirs = theirs * np.uint64(1000003) ^ other
+    candidates = np.flatnonzero(known & (mine[:n] == theirs[:n]))
+    if not candidates.size:
+        return 0
+    values, counts = np.unique(np.concatenate([mine, theirs]), return_counts=True)
+    twice = values[counts == 2]  # once in each stream
+    identified = candidates[np.isin(mine[candidates], twice)]
+    return int(identified[-1]) + 1 if identified.size else 0
 
 
 def _placement(rank: int, kind: EditKind, size: int, earliest: int, at: int, start: int, score: int) -> Placement:
@@ -274,6 +307,7 @@ class Proposal:
     whole: bool
     stopped: list[int] = field(default_factory=list)  # ranks that agree but end where the majority goes on
     either_side: bool = False
+    shown: bool = True  # some record differs; False where the streams differ in length only
 
 
 def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None) -> Proposal | None:
@@ -327,7 +361,7 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
         reference = merged(codes[r] for r in codes if r not in deviants)
         found = [p for rank in told for p in place_edits(rank, codes[rank], reference, start, known=True)[0]]
         if found:
-            return Proposal(found, told, sorted(set(codes) - deviants), True, True)
+            return Proposal(found, told, sorted(set(codes) - deviants), True, True, shown=False)
     lengths = {r: c.length for r, c in codes.items()}
     if len(set(lengths.values())) < 2:
         return None
@@ -342,12 +376,12 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
             found, _ = place_edits(rank, codes[rank], reference, start)
             placements.extend(found)
         # Two ranks, one ahead: it launched more, or the other stopped short; nothing says which.
-        return Proposal(placements, sorted(codes) if tie else ahead, behind, not tie, True)
+        return Proposal(placements, sorted(codes) if tie else ahead, behind, not tie, True, shown=False)
     shortest = min(lengths[r] for r in behind)
     stopped = sorted(r for r in behind if lengths[r] == shortest)
     at = start + shortest
     return Proposal([Placement(r, EditKind.STOPPED, longest - shortest, at, at) for r in stopped], stopped,
-                    sorted(set(codes) - set(stopped)), len(stopped) * 2 < len(codes), True, stopped)
+                    sorted(set(codes) - set(stopped)), len(stopped) * 2 < len(codes), True, stopped, shown=False)
 
 
 # -- other evidence narrows --------------------------------------------------------------------------------------
@@ -382,17 +416,24 @@ class ResultChecks:
 
 @dataclass(frozen=True)
 class GateStep:
-    """The drafter gates disagreed first at `step`: the outliers' first edit lies in their records of that step."""
+    """The drafter gates disagreed first at `step`: the deviating ranks' first edit lies in their records of that
+    step, and is of a kind their decision allows (a rank whose gate passed ran collectives the others did not:
+    extra or different ones, never missing ones; a rank that skipped, missing or different ones)."""
 
-    spans: dict[int, tuple[int, int]]  # rank -> (first seq, last seq) of its records of that step
+    spans: dict[int, tuple[int, int]]  # deviant rank -> the seqs its records of that step may cover
     reference_span: tuple[int, int] | None
+    passed: bool  # the deviants' gates passed
     locs: tuple[Location, ...]
     label: str = "steps"
 
     def narrow(self, placement: Placement) -> Placement | None:
-        span = self.reference_span if placement.kind is EditKind.MISSING else self.spans.get(placement.rank)
-        if span is None:
+        if placement.rank not in self.spans:
             return placement
+        ruled_out = EditKind.MISSING if self.passed else EditKind.EXTRA
+        if placement.kind is ruled_out:
+            return None
+        span = self.reference_span if placement.kind is EditKind.MISSING and self.reference_span else \
+            self.spans[placement.rank]
         low, high = max(placement.low, span[0]), min(placement.high, span[1])
         return replace(placement, low=low, high=high) if low <= high else None
 
@@ -444,7 +485,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         return None
     solution = Solution(proposal.placements, proposal.outliers, proposal.reference, proposal.majority,
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
-                        either_side=proposal.either_side)
+                        either_side=proposal.either_side, shown=proposal.shown)
     if proposal.stopped:
         return solution
     for constraint in constraints:

@@ -124,7 +124,7 @@ def comm_lanes(frame: pl.DataFrame, diagnosis: Diagnosis, comm: str) -> CommLane
 
 def _focus(diagnosis: Diagnosis, comm: str, last: int) -> int:
     """The seq a reader looks at first in `comm`: the root's, else the wedge's, else the last one."""
-    if diagnosis.root is not None and diagnosis.root.comm == comm:
+    if diagnosis.root is not None and diagnosis.root.comm == comm and diagnosis.root.seq is not None:
         return diagnosis.root.seq
     if diagnosis.wedge is not None and diagnosis.wedge.comm == comm:
         return diagnosis.wedge.seq
@@ -154,11 +154,11 @@ def timeline(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Timeli
                                  f"{_ranks(gate.skipped)}{window}", tuple(gate.locations)))
     root = diagnosis.root
     if root is not None:
-        where = f"seq {root.seq}" if root.seq_range[0] == root.seq_range[1] else \
-            f"seq {root.seq_range[0]}..{root.seq_range[1]}"
+        where = "seq unknown" if root.seq_range is None else f"seq {root.seq}" if root.seq_range[0] == root.seq_range[
+            1] else f"seq {root.seq_range[0]}..{root.seq_range[1]}"
         verb = {EXTRA: "launch a collective the others do not", MISSING: "skip a collective the others launch",
                 DIFFERENT_OPS: "launch a different collective than the others",
-                STOPPED: f"stop launching (nothing after seq {root.seq - 1})"}.get(root.kind, f"diverge ({root.kind})")
+                STOPPED: "stop launching" + (f" (nothing after seq {root.seq - 1})" if root.seq else "")}.get(root.kind, f"diverge ({root.kind})")
         step = f" (step {diagnosis.root_step})" if diagnosis.root_step is not None else ""
         out.append(TimelineEntry(f"{where}{step}",
                                  f"root: rank(s) {_ranks(root.outlier_ranks)} {verb} in comm {root.comm}",

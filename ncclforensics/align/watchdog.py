@@ -105,7 +105,7 @@ def marks_only_root(groups: dict[str, EnqueueMarks], streams: Streams) -> Root |
         return None
     for comm, marks in sorted(groups.items()):
         if marks.stops:
-            root = root_from_counts(comm, marks.launched, "PyTorch's enqueued counts", "PyTorch's marks give")
+            root = root_from_counts(comm, marks.launched, "PyTorch's enqueued counts")
             if root is not None:
                 return root
     return None

@@ -9,7 +9,7 @@ import polars as pl
 
 from ..model import Location, PairingKind, WedgeKind
 from ..model.kinds import is_p2p_comm
-from .divergence import DIFFERENT_OPS, CommAnalysis, CommRows, OpAt, Root, ops_at, stable_hash
+from .divergence import DIFFERENT_OPS, STOPPED, CommAnalysis, CommRows, OpAt, Root, ops_at, stable_hash
 from .streams import Streams
 
 
@@ -32,9 +32,9 @@ class Window:
     """Collectives that completed while the streams were misaligned."""
 
     comm: str
-    first_seq: int
-    last_seq: int
-    collectives: int  # counted from the root's earliest possible seq
+    first_seq: int | None  # None: a root known from counts alone
+    last_seq: int | None
+    collectives: int | None  # counted from the root's earliest possible seq; None: unknown (counts alone)
     collectives_min: int  # counted from its latest possible seq (equal when the root is pinned)
     completion_known: bool  # False: completion inferred from launches (logs or RAS without states)
     pairings: list[PairingRun] = field(default_factory=list)
@@ -111,23 +111,48 @@ def _pairings_by_rank(rows: CommRows, first: int, last: int) -> list[PairingRun]
     return [PairingRun(first + int(a), first + int(b), _KINDS[int(kinds[a])]) for a, b in zip(starts, ends)]
 
 
-def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root) -> Window | None:
-    """From the root to the last collective every rank completed (or, lacking states, launched)."""
+def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root) -> Window:
+    """From the root to the last collective every rank completed (or, lacking states, launched), and at least to
+    the last one whose result read back wrong (it completed misaligned). Empty (0 collectives) when the group
+    wedged at the root itself."""
     frame = CommRows(streams.comm_parts(analysis.comm))
     completed = [c for c in analysis.completed.values()]
     completion_known = all(c is not None for c in completed)
     end = min(completed) if completion_known else min(analysis.launched.values())
     low, high = root.seq_range
+    wrong = _wrong_results(frame, low)
+    if wrong is not None:
+        end = max(end, wrong)
     if root.kind == DIFFERENT_OPS and root.size:
         # A swapped collective misaligns only its own seqs; the streams pair normally after it.
         end = min(end, high + root.size - 1)
-    if end < low:
-        return None
+    if root.kind == STOPPED or end < low:
+        return Window(comm=analysis.comm, first_seq=low, last_seq=low - 1, collectives=0, collectives_min=0,
+                      completion_known=completion_known)
     return Window(
         comm=analysis.comm, first_seq=low, last_seq=end, collectives=end - low + 1,
         collectives_min=max(end - high + 1, 0), completion_known=completion_known,
         pairings=classify_pairings(frame, low, end),
     )
+
+
+def count_only_window(root: Root) -> Window:
+    """A root known from launch counts alone: no record says which collectives paired, so nothing about the
+    window is known but that it may be empty."""
+    return Window(comm=root.comm, first_seq=None, last_seq=None, collectives=None, collectives_min=0,
+                  completion_known=False)
+
+
+def _wrong_results(rows: CommRows, low: int) -> int | None:
+    """The last seq from `low` whose checked result was wrong on some rank (fingerprints with expected values)."""
+    last = None
+    for part in rows.parts.values():
+        if "checked" not in part.columns:
+            return None
+        seqs = part.filter((pl.col("checked") == False) & (pl.col("seq") >= low)).get_column("seq")  # noqa: E712
+        if len(seqs):
+            last = max(last or 0, int(seqs.max()))
+    return last
 
 
 def find_wedge(streams: Streams, analyses: dict[str, CommAnalysis], dead_ranks: set[int],
@@ -159,12 +184,18 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
     frame = CommRows(streams.comm_parts(analysis.comm))
     launched, completed = analysis.launched, analysis.completed
     lowest, highest = min(launched.values()), max(launched.values())
-    if lowest < highest:
+    known = [c for c in completed.values() if c is not None]
+    if len(known) == len(completed) and min(known) < highest:
+        seq = min(known) + 1  # the first collective not every rank completed
+    elif lowest < highest:
         seq = lowest + 1
-    elif any(c is not None and c < highest for c in completed.values()):
-        seq = min(c for c in completed.values() if c is not None) + 1
+    elif any(c < highest for c in known):
+        seq = min(known) + 1
     else:
         return None
+    hang = _first_hanging_pairing(frame, max(analysis.first_seq.values()), min(seq, lowest))
+    if hang is not None and hang < seq:
+        seq = hang  # a pairing NCCL does not complete stops the group there, whatever was launched after it
     inside = sorted(r for r, last in launched.items() if last >= seq)
     # Ranks the comm's configuration names but no file speaks for (a rank that died writes no dump).
     silent = sorted(set(streams.expected_members.get(analysis.comm, [])) - set(analysis.ranks))
@@ -190,6 +221,47 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
         waiting_ranks=inside, absent_ranks=absent, ops=ops, cycle=cycle,
         evidence=[o.loc for o in ops.values()],
     )
+
+
+# NCCL 2.28.9 on an H200, as measured: collectives of one type pair and complete whatever their counts; an
+# AllGather pairs with an AllReduce and completes where the gathered count equals the reduced one; any other
+# mix of types hangs, every side `started`.
+def pairing_hangs(ops: list[OpAt], comm_size: int | None) -> bool:
+    """Whether NCCL leaves this pairing of collectives (one per rank, at one seq) hanging."""
+    types = {op.op for op in ops}
+    if len(types) < 2 or None in types:
+        return False
+    if types == {"AllGather", "AllReduce"} and comm_size:
+        gathered = {op.count * comm_size for op in ops if op.op == "AllGather" and op.count is not None}
+        reduced = {op.count for op in ops if op.op == "AllReduce" and op.count is not None}
+        return not (len(gathered) == 1 and gathered == reduced)
+    return True
+
+
+def _first_hanging_pairing(rows: CommRows, low: int, high: int) -> int | None:
+    """The first seq in [low, high] whose collectives, launched by every rank, pair in a way NCCL never
+    completes (where no rank records completing it)."""
+    if high < low or not rows.parts:
+        return None
+    types = {rank: part.filter(pl.col("seq").is_between(low, high)).select("seq", "op") for rank, part in
+             rows.parts.items()}
+    joined = pl.concat([t.with_columns(pl.lit(r).alias("rank")) for r, t in types.items()])
+    mixed = joined.group_by("seq").agg(pl.col("op").n_unique().alias("n"), pl.len().alias("ranks")).filter(
+        (pl.col("n") > 1) & (pl.col("ranks") == len(rows.parts))).sort("seq")
+    size = len(rows.parts)
+    for seq in mixed.get_column("seq").to_list()[:64]:
+        ops = list(ops_at(rows, seq).values())
+        if any(op.state == "completed" for op in ops):
+            continue
+        sizes = {op_size for op in ops if (op_size := _comm_size(rows, op.rank)) is not None}
+        if pairing_hangs(ops, sizes.pop() if len(sizes) == 1 else size):
+            return seq
+    return None
+
+
+def _comm_size(rows: CommRows, rank: int) -> int | None:
+    sizes = rows.parts[rank].get_column("comm_size").drop_nulls()
+    return int(sizes[0]) if len(sizes) else None
 
 
 def _blocked_ops(streams: Streams, analyses: dict[str, CommAnalysis]) -> dict[int, tuple[str, int]]:

@@ -11,6 +11,8 @@ from ..align.acceptance import AcceptanceReport
 from ..align.coverage import GateCoverage, Jurisdiction
 from ..align.diagnosis import Diagnosis
 from ..model import Diagnostic, Evidence, Severity, Verdict
+from . import words
+from .words import window_words
 
 
 def render_problems(console: Console, problems: list[Diagnostic]) -> None:
@@ -57,13 +59,12 @@ _VERDICT_STYLE = {
 
 def render_diagnosis(console: Console, d: Diagnosis) -> None:
     """The diff report: verdict first, then root, cause, window, wedge, communicators, evidence, caveats."""
-    console.print(Panel(Text(d.summary or d.verdict.value), title=Text(f" {d.verdict.value.upper()} ",
+    console.print(Panel(Text(words.summary(d) or d.verdict.value), title=Text(f" {d.verdict.value.upper()} ",
                                                                         style=_VERDICT_STYLE[d.verdict]),
                         title_align="left"))
     if d.root is not None:
         r = d.root
-        where = f"seq {r.seq}" if r.seq_range[0] == r.seq_range[1] else f"seq {r.seq_range[0]}..{r.seq_range[1]}"
-        table = Table(title=f"Root: first divergent collective, comm {r.comm}, {where}", title_justify="left",
+        table = Table(title=f"Root: first divergent collective, comm {r.comm}, {words.where(r)}", title_justify="left",
                       show_edge=False)
         for column in ("rank", "role", "seq", "collective", "state", "evidence"):
             table.add_column(column, overflow="fold")
@@ -72,16 +73,20 @@ def render_diagnosis(console: Console, d: Diagnosis) -> None:
             where = str(op.loc) + (f"\n{op.fr_loc}" if op.fr_loc and op.fr_loc != op.loc else "")
             table.add_row(str(rank), role, str(op.seq), op.describe(), op.state or "-", where)
         console.print(table)
-        console.print(f"  kind: {r.kind} ({r.size}); placed by {r.pinned_by}; outlier rank(s): "
+        kinds = r.kind if len(r.kinds) < 2 else " or ".join(r.kinds)
+        console.print(f"  kind: {kinds} ({r.size}); placed by {r.pinned_by}; outlier rank(s): "
                       f"{', '.join(map(str, r.outlier_ranks))}", highlight=False)
         if d.root_step is not None:
             console.print(f"  step: {d.root_step}", highlight=False)
         if d.first_visible is not None and d.first_visible[1] != r.seq:
             console.print(f"  first visible mismatch (what a position-by-position check reports): comm "
                           f"{d.first_visible[0]} seq {d.first_visible[1]}", highlight=False)
-    if d.cause:
-        console.print(Panel(Text(d.cause), title="Cause", title_align="left"))
-    if d.window is not None:
+    cause = words.cause(d)
+    if cause:
+        console.print(Panel(Text(cause), title="Cause", title_align="left"))
+    if d.window is not None and not d.window.collectives:
+        console.print(Text(window_words(d.window), style="italic"))
+    elif d.window is not None:
         w = d.window
         count = str(w.collectives) if w.collectives == w.collectives_min else \
             f"{w.collectives_min}..{w.collectives}"
@@ -144,7 +149,7 @@ def render_diagnosis(console: Console, d: Diagnosis) -> None:
         for finding in d.evidence[:40]:
             table.add_row(str(finding.loc), finding.says)
         console.print(table)
-    for caveat in d.caveats:
+    for caveat in words.caveats(d):
         console.print(f"[yellow]caveat:[/] {caveat}", highlight=False, soft_wrap=True)
 
 

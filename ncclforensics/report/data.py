@@ -8,6 +8,7 @@ from ..align.diagnosis import Diagnosis
 from ..align.divergence import OpAt
 from ..align.gates import GateDisagreement, decision_tuple
 from ..model import Diagnostic, Evidence, Location
+from . import words
 
 
 def problem_dict(problem: Diagnostic) -> dict:
@@ -70,17 +71,25 @@ def gate_dict(gate: GateDisagreement) -> dict:
     }
 
 
+SCHEMA_VERSION = 2  # of `diff --json`; raised when a key changes meaning or goes away (README, JSON output)
+
+
 def diff_dict(d: Diagnosis) -> dict:
     """What `diff --json` prints: the verdict, root, first visible mismatch, window, wedge and receipts."""
     root = None
     if d.root is not None:
         r = d.root
         root = {
-            "comm": r.comm, "seq": r.seq, "seq_range": list(r.seq_range), "outlier_ranks": r.outlier_ranks,
+            "comm": r.comm, "seq": r.seq, "seq_range": list(r.seq_range) if r.seq_range else None,
+            "outlier_ranks": r.outlier_ranks,
             "reference_ranks": r.reference_ranks, "step": d.root_step, "kind": r.kind, "size": r.size,
-            "pinned_by": r.pinned_by, "ambiguity": r.ambiguity, "majority": r.majority,
+            "pinned_by": r.pinned_by, "ambiguity": words.ambiguity(r), "majority": r.majority,
+            "kinds": list(r.kinds), "narrowed_by": list(r.narrowed_by), "departs_again": r.departs_again,
+            "where_stacks_part": words.where_stacks_part(r),
+            "counts_by_type": {t: _ranks(c) for t, c in r.counts_by_type.items()},
+            "contradictions": [{"what": c.what, "evidence": [str(loc) for loc in c.locs]} for c in r.contradictions],
             "ops": {str(rank): op_dict(op) for rank, op in sorted(r.ops.items())},
-            "cause": d.cause,
+            "cause": words.cause(d),
         }
     visible = None
     if d.first_visible is not None:
@@ -107,8 +116,9 @@ def diff_dict(d: Diagnosis) -> dict:
             "confirmed_by": w.confirmed_by,
         }
     return {
+        "schema_version": SCHEMA_VERSION,
         "verdict": d.verdict.value,
-        "summary": d.summary,
+        "summary": words.summary(d),
         "ranks": d.ranks,
         "root": root,
         "first_visible_mismatch": visible,
@@ -118,7 +128,7 @@ def diff_dict(d: Diagnosis) -> dict:
         "comms": [
             {"comm": c, "ranks": a.ranks, "launched": _ranks(a.launched), "completed": _ranks(a.completed),
              "first_visible_mismatch": a.first_visible,
-             "root_seq_range": list(a.root.seq_range) if a.root else None}
+             "root_seq_range": list(a.root.seq_range) if a.root and a.root.seq_range else None}
             for c, a in sorted(d.comms.items())
         ],
         "ras": [
@@ -142,7 +152,7 @@ def diff_dict(d: Diagnosis) -> dict:
              "evidence": [str(row.loc) for row in rows.values()]}
             for step, rows in d.checksum_splits.items()
         ],
-        "caveats": d.caveats,
+        "caveats": words.caveats(d),
         "evidence": [{**location_dict(f.loc), "says": f.says} for f in d.evidence],
         "problems": [problem_dict(p) for p in d.problems],
     }

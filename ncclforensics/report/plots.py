@@ -57,8 +57,9 @@ def plot_comm_timeline(lanes: CommLanes, root: Root | None = None, window: Windo
     """Per-rank launched collectives of one communicator against seq (one lane per rank, coloured by
     signature), the root collective (red star), the wedge (black X) and the corrupt-and-continue window (shaded);
     below, when the sources give times, each rank's launched seq against time with the same marks."""
-    root = root if root is not None and root.comm == lanes.comm else None
-    window = window if window is not None and window.comm == lanes.comm else None
+    root = root if root is not None and root.comm == lanes.comm and root.seq_range is not None else None
+    # An empty window (the group wedged at the root) or one known from counts alone has nothing to shade.
+    window = window if window is not None and window.comm == lanes.comm and window.collectives else None
     wedge = wedge if wedge is not None and wedge.comm == lanes.comm else None
     first = min((lo for lo, _ in lanes.extents.values()), default=1)
     last = max((hi for _, hi in lanes.extents.values()), default=1)

@@ -18,7 +18,8 @@ from ..align.inventory import Inventory
 from ..align.reconcile import CUDA_GRAPH_NOTE
 from ..align.timeline import CommLanes, TimelineEntry
 from ..model import GateDecision, Verdict
-from . import plots
+from . import plots, words
+from .words import window_words
 from .document import Block, Bullets, Code, Heading, Image, Mono, Para, Table, render_html, render_markdown
 
 if TYPE_CHECKING:
@@ -104,12 +105,15 @@ def build_document(data: PostmortemData, images: dict[str, Image]) -> list[Block
 
 def _verdict(d: Diagnosis) -> list[Block]:
     out: list[Block] = [Heading("Verdict"),
-                        Para(d.summary or d.verdict.value, strong=d.verdict.value.upper(), tone=d.verdict.value)]
+                        Para(words.summary(d) or d.verdict.value, strong=d.verdict.value.upper(),
+                             tone=d.verdict.value)]
     facts: list[str] = []
     if d.root is not None:
         r = d.root
         facts.append(f"Root communicator: {r.comm}")
-        if r.seq_range[0] == r.seq_range[1]:
+        if r.seq_range is None:
+            facts.append("Root seq: unknown (counts alone)")
+        elif r.seq_range[0] == r.seq_range[1]:
             facts.append(f"Root seq: {r.seq}")
         else:
             facts.append(f"Root seq: {r.seq} (earliest; anywhere in {r.seq_range[0]}..{r.seq_range[1]})")
@@ -117,7 +121,9 @@ def _verdict(d: Diagnosis) -> list[Block]:
                      f"placed by {r.pinned_by})")
         if d.root_step is not None:
             facts.append(f"Root step: {d.root_step}")
-    if d.window is not None:
+    if d.window is not None and not d.window.collectives:
+        facts.append(window_words(d.window))
+    elif d.window is not None:
         w = d.window
         count = str(w.collectives) if w.collectives == w.collectives_min else f"{w.collectives_min}..{w.collectives}"
         facts.append(f"Corrupt-and-continue window: {count} collectives, seq {w.first_seq}..{w.last_seq}")
@@ -136,7 +142,7 @@ def _root_cause(d: Diagnosis, images: dict[str, Image]) -> list[Block]:
                         "No root collective could be placed from this evidence."))
     else:
         r = d.root
-        out.append(Para(d.cause or d.summary))
+        out.append(Para(words.cause(d) or words.summary(d)))
         out.append(Table(("rank", "role", "seq", "collective", "state", "evidence"), tuple(
             (str(rank), "outlier" if rank in r.outlier_ranks else "reference", str(op.seq), op.describe(),
              op.state or "-", Mono(str(op.loc)))
@@ -171,8 +177,10 @@ def _window(d: Diagnosis) -> list[Block]:
     out: list[Block] = [Heading("Window")]
     w = d.window
     if w is None:
-        out.append(Para("No corrupt-and-continue window: nothing completed while the streams were misaligned "
-                        "(or nothing diverged)."))
+        out.append(Para("No corrupt-and-continue window: nothing diverged."))
+        return out
+    if not w.collectives:
+        out.append(Para(window_words(w)))
         return out
     count = str(w.collectives) if w.collectives == w.collectives_min else f"{w.collectives_min}..{w.collectives}"
     basis = "every rank completed" if w.completion_known else "every rank launched (completion not recorded)"
@@ -228,8 +236,9 @@ def _evidence_index(data: PostmortemData) -> list[Block]:
 
 def _caveats(data: PostmortemData) -> list[Block]:
     d = data.diagnosis
-    items = list(d.caveats)
-    if d.root is not None and d.root.seq_range[0] != d.root.seq_range[1] and not any("not pinned" in c for c in items):
+    items = words.caveats(d)
+    if d.root is not None and d.root.seq_range is not None and d.root.seq_range[0] != d.root.seq_range[1] and not any(
+            "not pinned" in c for c in items):
         items.append(f"Root not pinned: anywhere in seq {d.root.seq_range[0]}..{d.root.seq_range[1]}.")
     if not any(CUDA_GRAPH_NOTE in c for c in items):
         items.append(CUDA_GRAPH_NOTE + "; NCCL debug logs show them only at capture, so replays are invisible to "

@@ -121,8 +121,11 @@ def test_right_and_wrong_results_narrow_a_shift():
 def test_gate_step_narrows_to_the_deviant_records_of_that_step():
     codes = {r: stream([1] * 20) for r in (0, 1, 2)}
     codes[3] = stream([1] * 21)
-    gate = GateStep({3: (9, 12)}, (9, 11), (Location("gate", 4),))
-    assert _solve(codes, [gate]).seq_range == (9, 12)
+    gate = GateStep({3: (9, 12)}, (9, 11), True, (Location("gate", 4),))
+    solution = _solve(codes, [gate])
+    assert solution.seq_range == (9, 12)
+    # Its gate passed: it ran collectives the others did not, so no placement has it missing some.
+    assert EditKind.MISSING not in solution.kinds
 
 
 def test_constraints_that_allow_nothing_are_a_contradiction_not_a_choice():

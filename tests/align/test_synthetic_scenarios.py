@@ -1,6 +1,7 @@
 """Scenarios built in the tests from event records: cases the real captures do not cover."""
 
 from ncclforensics.align.diagnosis import diagnose
+from ncclforensics.report import words
 from ncclforensics.model import (
     CollectiveEvent,
     Evidence,
@@ -66,7 +67,7 @@ def test_two_rank_comm_names_both_without_journal_and_the_passer_with_one():
     assert d.root.outlier_ranks == [0, 1] and not d.root.majority
     # Rank 0's odd AllReduce may end a longer drafter pass whose first collectives look like the layers' ones.
     assert d.root.seq_range == (1, 5)
-    assert any("No majority" in c for c in d.caveats)
+    assert any("No majority" in c for c in words.caveats(d))
     d = diagnose(ev + [gates(0, ["skip", "pass", "skip"]), gates(1, ["skip", "skip", "skip"])])
     assert d.root.outlier_ranks == [0]
     assert d.gate.step == 1 and d.gate.passed == [0]

@@ -1,0 +1,266 @@
+"""The answer of `diff` in sentences: summary, cause, why a root is a range, caveats. Every renderer (terminal,
+JSON, report) takes its words from here; align/ returns values only."""
+
+from __future__ import annotations
+
+from ..align.diagnosis import Diagnosis, agreeing_hang
+from ..align.divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
+from ..align.gates import decision_tuple
+from ..align.ras import RasHistory
+from ..align.reconcile import CUDA_GRAPH_NOTE
+from ..align.wedge import Window
+from ..model import Verdict
+from ..model.kinds import is_p2p_comm
+
+# What to turn on so that the next incident pins its root (named in every range answer).
+SETTINGS = ("Flight Recorder dumps with call stacks (TORCH_NCCL_TRACE_BUFFER_SIZE=20000 TORCH_NCCL_DUMP_ON_TIMEOUT=1), "
+            "per-collective fingerprint traces with tags, steps and expected sums, or a gate journal with steps")
+LOG_SETTINGS = "NCCL debug logs (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL)"
+
+
+def plural(n: int, word: str) -> str:
+    """`1 collective`, `2 collectives`."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def ranks_words(ranks: list[int]) -> str:
+    """`rank 1`, `ranks 0, 2 and 3`."""
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    return "ranks " + ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
+
+
+def where(root: Root) -> str:
+    """`at seq 25`, `somewhere in seq 1..91`, or where no count places it."""
+    if root.seq_range is None:
+        return "at a seq nothing here places"
+    low, high = root.seq_range
+    return f"at seq {low}" if low == high else f"somewhere in seq {low}..{high}"
+
+
+def root_sentence(root: Root) -> str:
+    """What the root is, in one sentence."""
+    who = ranks_words(root.outlier_ranks)
+    n = plural(root.size, "collective")
+    at = where(root)
+    if not root.majority and len(root.outlier_ranks) > 1 and root.kind != STOPPED:
+        what = "launched different collectives" if root.kind == DIFFERENT_OPS else \
+            f"differ by {n} one side launched and the other did not"
+        return f"{who.capitalize()} part ways in comm {root.comm}, {at}: they {what}, and no majority says which " \
+               f"side deviated."
+    if root.kind == STOPPED:
+        after = f" after seq {root.seq - 1}" if root.seq_range is not None and root.seq_range[0] == root.seq_range[1] \
+            else ""
+        return f"{who.capitalize()} stopped launching in comm {root.comm}{after}."
+    also = ""
+    others = [k for k in root.kinds if k != root.kind]
+    if others:
+        also = f" (or {' or '.join(_kind_noun(k) for k in others)}: the records fit both)"
+    return {
+        EXTRA: f"{who.capitalize()} launched {n} in comm {root.comm} that the others did not, {at}{also}.",
+        MISSING: f"{who.capitalize()} did not launch {n} in comm {root.comm} that the others did, {at}{also}.",
+        DIFFERENT_OPS: f"{who.capitalize()} launched a different collective in comm {root.comm}, {at}{also}.",
+    }[root.kind]
+
+
+def _kind_noun(kind: str) -> str:
+    return {EXTRA: "extra collectives", MISSING: "missing collectives", DIFFERENT_OPS: "a different collective"}.get(
+        kind, kind)
+
+
+def ambiguity(root: Root) -> str | None:
+    """Why the root is a range (None when it is pinned), and what would pin it."""
+    if root.reason is None:
+        return None
+    high = root.seq_range[1] if root.seq_range else None
+    if root.reason is RangeReason.BEFORE_RECORDS:
+        text = (f"the ranks' records only start at seq {root.records_start}, and they already disagree there or look "
+                f"alike back to it: the first divergent collective is at or before seq {high}; records from before "
+                f"seq {root.records_start} (a larger TORCH_NCCL_TRACE_BUFFER_SIZE, or {LOG_SETTINGS}) would tell")
+    elif root.reason is RangeReason.LOOKALIKE:
+        basis = ", ".join(dict.fromkeys(["signatures", *root.narrowed_by]))
+        kinds = " or ".join(_kind_noun(k) for k in (root.kinds or (root.kind,)))
+        text = (f"{kinds} anywhere in seq {root.seq_range[0]}..{high} explain every record ({basis}) equally well, "
+                f"since the collectives there look alike in everything recorded; {SETTINGS} would pin it")
+    elif root.reason is RangeReason.COUNTS:
+        source = "RAS gives" if root.pinned_by == "RAS counts" else "PyTorch's marks give"
+        text = (f"{source} only how many collectives each rank launched, not which; any seq up to {high} fits; "
+                f"{LOG_SETTINGS} or Flight Recorder dumps would say which")
+    elif root.reason is RangeReason.TYPE_COUNTS:
+        said = "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(counts.items()))
+                         for t, counts in root.counts_by_type.items())
+        text = (f"RAS counts each collective type apart ({said}), which places nothing in the communicator's launch "
+                f"order; Flight Recorder dumps or {LOG_SETTINGS} would say where")
+    else:
+        text = "RAS has no data from the missing rank(s), so where they stopped is unknown"
+        if high is not None:
+            text += f": at or before seq {high}, the most any other rank launched"
+    if not root.majority and len(root.outlier_ranks) > 1:
+        text += "; no majority says which side deviated"
+    return text
+
+
+def where_stacks_part(root: Root) -> dict[str, str] | None:
+    """Per rank at the root, the frame where its call stack parts from the reference ranks' (walking in from the
+    outermost frame): the call site that tells the outlier's collective from the others'. None where the stacks
+    are equal or unknown."""
+    stacks = {rank: op.stack.split(" < ") for rank, op in root.ops.items() if op.stack}
+    reference = [stacks[r] for r in root.reference_ranks if r in stacks]
+    if not reference:
+        return None
+    theirs = list(reversed(reference[0]))
+    parted = {}
+    for rank in root.outlier_ranks:
+        if rank not in stacks:
+            continue
+        mine = list(reversed(stacks[rank]))
+        depth = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
+        if depth < len(mine) or depth < len(theirs):
+            parted[str(rank)] = mine[depth] if depth < len(mine) else mine[-1]
+            parted.setdefault(str(root.reference_ranks[0]), theirs[depth] if depth < len(theirs) else theirs[-1])
+    return parted or None
+
+
+def window_words(window: Window) -> str:
+    """A window with nothing in it, or one known from counts alone."""
+    if window.collectives is None:
+        return (f"Corrupt-and-continue window in comm {window.comm}: unknown (launch counts alone say nothing of "
+                f"what paired with what).")
+    return (f"Corrupt-and-continue window in comm {window.comm}: 0 collectives (the group wedged at the root, "
+            f"nothing completed misaligned).")
+
+
+def death_words(d: Diagnosis) -> str:
+    """What shows that the stopped ranks died (RAS, peers' errors), with receipts."""
+    if not d.death:
+        return (" Nothing in the evidence says it died; it may be blocked elsewhere (in another communicator or "
+                "on the host).")
+    shown = "; ".join(f"{f.says} ({f.loc})" for f in d.death[:4])
+    return f" Evidence that it died: {shown}."
+
+
+def cause(d: Diagnosis) -> str | None:
+    """The root, tied to the gate disagreement where one was journaled."""
+    root, gate = d.root, d.gate
+    if root is None:
+        return None
+    what = root_sentence(root)
+    if root.contradictions:
+        what += " " + " ".join(f"Contradiction: {c.what} ({', '.join(map(str, c.locs[:4]))})."
+                               for c in root.contradictions)
+    if root.kind == STOPPED:
+        return what + death_words(d)
+    if gate is None:
+        return what + " No gate journal was given, so why the ranks disagreed is not known from this evidence."
+    passed = ", ".join(map(str, gate.passed)) or "none"
+    skipped = ", ".join(map(str, gate.skipped)) or "none"
+    tuples = "; ".join(
+        f"rank {r}: {', '.join(f'{k}={v}' for k, v in decision_tuple(dec).items() if v is not None)} ({dec.loc})"
+        for r, dec in gate.decisions.items())
+    window = ""
+    if gate.ceiling_start is not None:
+        window = (f" The step was {'inside' if gate.in_ceiling_window else 'outside'} the ceiling window "
+                  f"(seq >= max_model_len - spec_tokens + 1 = {gate.ceiling_start}).")
+    what_at_root = {EXTRA: "extra collective", MISSING: "missing collective"}.get(root.kind, "different collective")
+    if d.gate_ties:
+        verb, others = ("skipped", "the others ran") if root.kind == MISSING else ("ran", "the others skipped")
+        link = f" {ranks_words(d.gate_ties).capitalize()} {verb} the drafter's collectives {others}: that is the " \
+               f"{what_at_root} at the root."
+    else:
+        link = " The journal's disagreement does not name the root's outlier ranks; treat the tie as unproven."
+    return (f"{what} At step {gate.step} the drafter gates disagreed: passed: {passed}; skipped: {skipped}. "
+            f"Decisions: {tuples}.{window}{link}")
+
+
+def one_reply_words(comm: str, history: RasHistory) -> str:
+    """A RAS reply whose ranks disagree, with no second reply to tell a straggler from a wedge."""
+    block = history.states[-1][1]
+    if block.count_groups:
+        groups = sorted(block.count_groups, key=lambda g: g.count if g.count is not None else -1)
+        said = [plural(g.nranks, "rank") + (f" ({', '.join(map(str, g.ranks))})" if g.ranks else "")
+                + f" at {g.count}" for g in groups]
+    else:
+        launched = history.launched()
+        said = [f"{ranks_words(sorted(r for r in launched if launched[r] == n))} at {n}"
+                for n in sorted(set(launched.values()))]
+    return (f"RAS ({block.loc}) shows comm {comm} with its ranks' launched collectives apart: {'; '.join(said)}. "
+            f"One reply cannot tell a straggler from a wedge: query RAS again (counts that move are skew, counts "
+            f"that stay are a wedge).")
+
+
+def summary(d: Diagnosis) -> str:
+    """The answer in a few sentences: what diverged, what ran misaligned, where it stopped."""
+    root, wedge = d.root, d.wedge
+    compared = [a for a in d.comms.values() if len(a.ranks) > 1]
+    if d.verdict is Verdict.CONSISTENT:
+        if not compared:
+            return ("No two ranks of one communicator have collectives on record, so nothing was compared; "
+                    f"{LOG_SETTINGS} or Flight Recorder dumps from two or more ranks would tell.")
+        ranks = len({r for a in compared for r in a.ranks})
+        return f"The collective streams of {plural(ranks, 'rank')} agree wherever their records overlap."
+    if d.verdict is Verdict.TRANSIENT:
+        return "Ranks were skewed in one RAS reply but counts moved on: skew, not a wedge."
+    parts = []
+    if root is not None:
+        parts.append(root_sentence(root))
+    w = d.window
+    if w is not None and w.collectives:
+        count = str(w.collectives) if w.collectives_min == w.collectives else f"{w.collectives_min} to {w.collectives}"
+        within = "seq" if w.collectives_min == w.collectives else "within seq"
+        parts.append(f"The group then ran {count} collective{'' if w.collectives == 1 else 's'} misaligned "
+                     f"({within} {w.first_seq}..{w.last_seq}).")
+    if wedge is not None and root is None and agreeing_hang(wedge):
+        op = next(iter(wedge.ops.values()))
+        parts.append(f"{ranks_words(wedge.waiting_ranks).capitalize()} all wait in the same collective, comm "
+                     f"{wedge.comm} seq {wedge.seq} ({op.describe()}): nothing here shows them disagreeing or whom "
+                     f"they wait for (a rank with no file here, the network?).")
+    elif wedge is not None and wedge.confirmed_by:
+        parts.append(f"It wedged at seq {wedge.seq} in comm {wedge.comm} ({wedge.kind.value}).")
+    elif wedge is not None:
+        parts.append(f"The records stop at seq {wedge.seq} in comm {wedge.comm} ({wedge.kind.value}); nothing "
+                     f"confirms a hang there (no timeout, no RAS counts that stay).")
+    for comm, history in sorted(d.ras.items()):
+        if not parts and history.disagree and history.moving is None:
+            parts.append(one_reply_words(comm, history))
+    if not parts:
+        parts.append("Nothing here gives the collectives of two or more ranks of one communicator to compare"
+                     + ("; the evidence table lists what the files do say." if d.evidence else "."))
+    return " ".join(parts)
+
+
+def caveats(d: Diagnosis) -> list[str]:
+    """What the answer rests on and what it cannot see."""
+    found = list(d.notes)
+    root = d.root
+    if root is not None and (text := ambiguity(root)):
+        found.append(f"Root not pinned: {text}.")
+    if root is not None and root.departs_again:
+        found.append("No single edit explains the outlier's whole stream (it departs again later); the root is "
+                     "placed by the edit that explains it furthest.")
+    if root is not None and not root.majority and len(root.outlier_ranks) > 1:
+        found.append("No majority among the ranks of the root's comm; both sides are named, since nothing "
+                     "in the evidence says which one deviated.")
+    if d.window is not None and d.window.collectives and not d.window.completion_known:
+        found.append("No source records completion for every rank (NCCL logs and RAS count launches only), so "
+                     "the window counts collectives every rank launched.")
+    if any(c.note == CUDA_GRAPH_NOTE for c in d.reconciliation.contradictions) or d.ras:
+        found.append(CUDA_GRAPH_NOTE + ".")
+    if d.text_ras_replies > 1:
+        found.append("Text RAS replies carry no timestamp; they were ordered by file name.")
+    if any(len(h.states) == 1 and not h.disagree for h in d.ras.values()) and d.verdict is Verdict.CONSISTENT:
+        found.append("A single RAS reply saying OK does not prove progress (it counts launches, not completions).")
+    for comm, expected in sorted((d.streams.expected_members if d.streams else {}).items()):
+        analysis = d.comms.get(comm)
+        silent = sorted(set(expected) - set(analysis.ranks)) if analysis else []
+        if silent:
+            found.append(f"No file gives the collectives of rank(s) {silent} in comm {comm}, which its "
+                         f"configuration names (a rank that died writes no Flight Recorder dump).")
+    if d.wedge is not None and not d.wedge.confirmed_by:
+        found.append("Nothing in the evidence (watchdog timeout, repeated RAS replies, Flight Recorder states) "
+                     "confirms that the job stopped; the wedge is where it would stop.")
+    p2p = sorted(comm for comm in d.comms if is_p2p_comm(comm))
+    if p2p:
+        found.append(f"Send/Recv are kept apart from the collectives ({', '.join(p2p[:4])}"
+                     f"{', ...' if len(p2p) > 4 else ''}) and not compared rank against rank: a send pairs with its "
+                     f"peer's receive, not with the same position on every rank.")
+    return found
