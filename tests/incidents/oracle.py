@@ -1,0 +1,197 @@
+"""The property every answer of `diff` must have, checked against an incident's truth.
+
+For an incident and the evidence written for it, the answer (`diff --json`'s dict) is checked thus:
+
+- `false_divergence`: no rank diverged, yet the verdict is `diverged`;
+- `missed`: a comm's ranks diverged and the evidence shows it (visibility.py), yet the answer has no root;
+- `root_outside_range`: the root is on a comm that diverged, and the true root seq is not in `root.seq_range`
+  (nor the first seq where an outlier that the evidence shows diverged);
+- `root_without_range`: the same, with no `seq_range` at all (null: the answer does not place it);
+- `wrong_outliers`: `root.outlier_ranks` is not the true outliers (those whose divergence starts at the root, or
+  every rank that diverged on that comm; or the same among the outliers the evidence shows, visibility.py); where the outliers are no strict minority of the ranks on record (two
+  ranks, or an even split), naming the other side or both sides is right too (`Root.majority` is then false);
+  where nothing in the evidence names global ranks (NCCL logs and RAS of a job without a comm over every rank),
+  comm ranks are right too;
+- `root_on_unfaulted_comm`: the root is on a comm whose ranks all ran the same program (a consequence of a hang
+  elsewhere) while a comm that diverged shows it;
+- `unknown_comm`: the root's comm is none of the incident's (by NCCL commId or process-group name);
+- `parse_error`: a file that was written whole has an error-severity problem (a writer or parser bug);
+- `crash`: `diff` raised (or the answer could not be read: a changed JSON contract).
+
+An answer whose root only says that ranks whose evidence was cut short stop there is not held against it: a file
+cut mid-line looks like a rank that died. Comm ids: the commId hash `0x...` where NCCL logs give it, else the
+process-group name; with one comm in the job any name is that comm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .evidence import Written
+from .incident import Incident
+from .visibility import shown_outliers, visible_comms
+
+VIOLATIONS = ("false_divergence", "missed", "root_outside_range", "root_without_range", "wrong_outliers",
+              "root_on_unfaulted_comm", "unknown_comm", "parse_error", "crash")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One way an answer broke the property."""
+
+    kind: str
+    detail: str
+
+
+@dataclass
+class Outcome:
+    """One incident, its evidence, the answer and the verdict of the property."""
+
+    seed: int
+    fault: str
+    subset: str
+    label: str
+    violations: list[Violation] = field(default_factory=list)
+    visible: dict[str, list[str]] = field(default_factory=dict)  # comm -> evidence kinds that show it
+    expected_root: bool = False  # a comm that diverged shows it in the evidence
+    pinned: bool = False  # the answer's seq_range is the one true seq, on the right comm
+    cut_explained: bool = False
+    verdict: str | None = None
+    root: dict | None = None
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the answer has the property."""
+        return not self.violations
+
+
+def resolve_comm(incident: Incident, name: str) -> str | None:
+    """The incident comm an answer's comm id names (None when none)."""
+    comms = incident.program.comms
+    for c, comm in comms.items():
+        if name.lower() in (comm.comm_id, comm.name):
+            return c
+    return next(iter(comms)) if len(comms) == 1 else None
+
+
+def _cut_ranks(written: Written) -> set[int]:
+    return {rank for _, rank in written.cut}
+
+
+def _explained_by_cut(root: dict, written: Written) -> bool:
+    """Whether the answer names a rank whose records were cut short: a log that ends mid-line looks like a rank
+    that stopped, which can hide the divergence or make one appear."""
+    return bool(_cut_ranks(written) & set(root.get("outlier_ranks") or []))
+
+
+def check(incident: Incident, written: Written, answer: dict, problems: list[dict]) -> Outcome:
+    """The property for one answer (`problems`: `parse --json`-style error dicts of the parse)."""
+    truth = incident.truth
+    outcome = Outcome(incident.seed, incident.fault.name, written.subset, written.label,
+                      verdict=answer.get("verdict"), root=answer.get("root"))
+    add = outcome.violations.append
+    cut_files = {f for f in written.files if _is_cut(f, written, incident)}
+    for p in problems:
+        if p["severity"] == "error" and p["file"] not in cut_files:
+            add(Violation("parse_error", f"{p['file']}:{p['line']}: {p['message']}"))
+    outcome.visible = visible_comms(incident, written)
+    shown = shown_outliers(incident, written)
+    faulted_visible = [c for c in truth.roots if shown[c]]
+    outcome.expected_root = bool(faulted_visible)
+    root = answer.get("root")
+    if not truth.roots:
+        if answer.get("verdict") == "diverged":
+            if root is not None and _explained_by_cut(root, written):
+                outcome.cut_explained = True
+            else:
+                add(Violation("false_divergence", f"no rank diverged; answer: {_root_text(root)}"))
+        return outcome
+    if root is None:
+        if faulted_visible:
+            add(Violation("missed", f"comm(s) {faulted_visible} diverged visibly ({outcome.visible}); "
+                                    f"verdict {answer.get('verdict')}, no root"))
+        return outcome
+    comm = resolve_comm(incident, str(root.get("comm")))
+    if comm is None:
+        add(Violation("unknown_comm", f"root comm {root['comm']!r} is none of the incident's"))
+        return outcome
+    if comm not in truth.roots:
+        if _explained_by_cut(root, written):
+            outcome.cut_explained = True
+        elif faulted_visible:
+            add(Violation("root_on_unfaulted_comm", f"root on comm {comm} (nothing diverged there); the divergence "
+                                                    f"is on {list(truth.roots)}: {_root_text(root)}"))
+        return outcome
+    true = truth.roots[comm]
+    seen = shown[comm]
+    if not seen:
+        # the evidence holds nothing of the outliers' side of it: what the answer says is a consequence
+        return outcome
+    # where some outliers do not show (a shape-equal reorder in NCCL logs), the root is the first one that does
+    seen_seq = min(true.first[r] for r in seen)
+    seen_outliers = {r for r in seen if true.first[r] == seen_seq}
+    seqs = sorted({true.seq, seen_seq})
+    if not isinstance(root.get("seq_range"), list) or len(root["seq_range"]) != 2:
+        add(Violation("root_without_range", f"true root seq {true.seq} on comm {comm}; the answer's seq_range is "
+                                            f"{root.get('seq_range')!r}"))
+        low = high = None
+    else:
+        low, high = root["seq_range"]
+    if low is not None and not any(low <= seq <= high for seq in seqs):
+        if _explained_by_cut(root, written):
+            outcome.cut_explained = True
+            return outcome
+        add(Violation("root_outside_range", f"true root seq {_or(seqs)} on comm {comm} outside "
+                                            f"seq_range {root['seq_range']}"))
+    members = set(incident.program.comms[comm].ranks)
+    evident = {r for r in members if any(written.has(k, r) for k in ("nccl", "fr", "torch", "fp", "ras"))}
+    sides = [set(true.outliers), set(true.faulted), seen_outliers, set(seen)]
+    accepted = sides + [side & evident for side in sides]
+    for side in [side & evident for side in sides]:
+        if len(side) * 2 >= len(evident):  # no strict majority among the ranks on record: either side, or both
+            accepted += [evident - side, evident, members - side, members]
+    if not _names_global_ranks(incident, written):
+        # NCCL logs and RAS replies of a job with no communicator over every rank give comm ranks only
+        order = incident.program.comms[comm].ranks
+        accepted += [{order.index(r) for r in side} for side in accepted]
+    got = set(root.get("outlier_ranks") or [])
+    if got not in accepted and not _explained_by_cut(root, written):
+        add(Violation("wrong_outliers", f"outlier_ranks {sorted(got)}; true outliers {list(true.outliers)} "
+                                        f"(diverged on the comm: {list(true.faulted)}, of which the evidence shows "
+                                        f"{sorted(seen)}; majority: {root.get('majority')})"))
+    outcome.pinned = low is not None and low == high and low in seqs and not outcome.violations
+    return outcome
+
+
+def _or(seqs: list[int]) -> str:
+    return " or ".join(map(str, seqs))
+
+
+def _names_global_ranks(incident: Incident, written: Written) -> bool:
+    """Whether the evidence says which global rank a collective stream is: Flight Recorder dumps and watchdog logs
+    (`[rankR]:`) do; NCCL logs and RAS replies only through a comm over every rank (gate journals and fingerprint
+    traces name global ranks, but nothing ties them to a log's comm ranks)."""
+    if any(written.ranks.get(kind) for kind in ("fr", "torch")):
+        return True
+    world = tuple(incident.program.ranks)
+    return any(comm.ranks == world for comm in incident.program.comms.values())
+
+
+def _is_cut(name: str, written: Written, incident: Incident) -> bool:
+    """Whether the file `name` was cut short."""
+    from . import nccl_log
+
+    for kind, rank in written.cut:
+        if kind == "nccl" and name == nccl_log.file_name(incident, rank):
+            return True
+        if kind == "fp" and name.startswith(f"fingerprint_rank{rank}."):
+            return True
+    return False
+
+
+def _root_text(root: dict | None) -> str:
+    if root is None:
+        return "no root"
+    return (f"root comm {root.get('comm')} seq_range {root.get('seq_range')} outliers {root.get('outlier_ranks')} "
+            f"kind {root.get('kind')} pinned_by {root.get('pinned_by')!r}")

@@ -1,0 +1,195 @@
+"""What the written evidence shows: which comms' ranks visibly disagree, and which outliers show as such.
+
+Each kind of evidence gives every rank a *view* of a comm; two views differ when
+
+- NCCL logs: the COLL lines differ in op, count or dtype at one seq, or a log that is whole has fewer collectives
+  in the comm than the other;
+- Flight Recorder: the entries of one seq differ in profiling name, sizes, dtypes or frames (within what the rings
+  kept), or `pg_status` says the two enqueued different numbers of collectives;
+- watchdog logs: they time out at one seq in different collectives, or the enqueued counts they give differ;
+- RAS replies: the two launched different numbers of some collective type;
+- fingerprints: the records at one (step, op) differ in tag, digest or sum; or per step, two sums that a correct
+  run makes equal differ. A rank that reads back a wrong sum (where the trace has the expected one) shows too.
+
+A comm where nothing diverged is visible when some two views differ (a consequence of a hang elsewhere). On a
+comm that diverged, an outlier *shows* when its view differs from a reference rank's (a rank that did not
+diverge; the other outliers if every rank on record did), or when it read back a wrong sum. Gate journals alone
+show a disagreement of decisions, not of collectives, so they make nothing visible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .evidence import Written
+from .incident import Incident
+from .ras import type_counts
+from .torch_log import timed_out
+from .traces import PER_COLLECTIVE, read_back, steps_read_back, sums
+
+View = tuple  # (comparable data, whether the rank read back a wrong sum)
+
+
+def visible_comms(incident: Incident, written: Written) -> dict[str, list[str]]:
+    """comm -> the kinds of evidence that show it (a comm that diverged: only where an outlier shows)."""
+    out: dict[str, list[str]] = {}
+    for kind, shown in _by_kind(incident, written).items():
+        for comm, ranks in shown.items():
+            if ranks:
+                out.setdefault(comm, []).append(kind)
+    return out
+
+
+def shown_outliers(incident: Incident, written: Written) -> dict[str, set[int]]:
+    """Per comm that diverged, the outliers whose divergence some evidence shows."""
+    out: dict[str, set[int]] = {c: set() for c in incident.truth.roots}
+    for shown in _by_kind(incident, written).values():
+        for comm, ranks in shown.items():
+            if comm in out:
+                out[comm] |= ranks
+    return out
+
+
+def _by_kind(incident: Incident, written: Written) -> dict[str, dict[str, set[int]]]:
+    """kind -> comm -> the ranks it shows (outliers on a comm that diverged; any rank whose view differs else)."""
+    kinds: dict[str, tuple[Callable, Callable]] = {
+        "nccl": (_nccl_views, _nccl_differ), "fr": (_fr_views, _plain_differ), "torch": (_torch_views, _torch_differ),
+        "ras": (_ras_views, _plain_differ), "fp": (_fp_views, _fp_differ),
+    }
+    out: dict[str, dict[str, set[int]]] = {}
+    for kind, (views_of, differ) in kinds.items():
+        for comm in incident.program.comms:
+            views = views_of(incident, written, comm)
+            shown = _shown(incident, comm, views, differ)
+            if shown:
+                out.setdefault(kind, {})[comm] = shown
+    return out
+
+
+def _shown(incident: Incident, comm: str, views: dict[int, View], differ: Callable) -> set[int]:
+    root = incident.truth.roots.get(comm)
+    if root is None:
+        ranks = list(views)
+        return {r for r in ranks if views[r][1] or any(differ(views[r], views[o]) for o in ranks if o != r)}
+    faulted = [r for r in root.faulted if r in views]
+    references = [r for r in views if r not in root.faulted] or faulted
+    return {r for r in faulted if views[r][1] or any(differ(views[r], views[o]) for o in references if o != r)}
+
+
+# --- views per kind ---------------------------------------------------------------------------------------------
+
+
+def _ranks(incident: Incident, written: Written, kind: str, comm: str) -> list[int]:
+    return [r for r in incident.program.comms[comm].ranks if written.has(kind, r)]
+
+
+def _nccl_views(incident: Incident, written: Written, comm: str) -> dict[int, View]:
+    views = {}
+    for r in _ranks(incident, written, "nccl", comm):
+        launches = incident.run.comm_launches(r, comm)
+        kept = written.nccl_kept.get(r, {}).get(comm, len(launches))
+        tokens = tuple((x.op.kind, x.op.count, x.op.dtype) for x in launches[:kept])
+        views[r] = ((tokens, ("nccl", r) not in written.cut), False)
+    return views
+
+
+def _nccl_differ(a: View, b: View) -> bool:
+    (ta, whole_a), (tb, whole_b) = a[0], b[0]
+    n = min(len(ta), len(tb))
+    if ta[:n] != tb[:n]:
+        return True
+    return (whole_a and len(ta) < len(tb)) or (whole_b and len(tb) < len(ta))
+
+
+def _fr_views(incident: Incident, written: Written, comm: str) -> dict[int, View]:
+    size = incident.program.size(comm)
+    views = {}
+    for r in _ranks(incident, written, "fr", comm):
+        launches = incident.run.launches[r]
+        kept = launches[-written.ring[r]:] if r in written.ring else launches
+        entries = {x.seq: (x.op.kind, x.op.count, x.op.out_count(size), x.op.dtype, x.op.frames)
+                   for x in kept if x.op.comm == comm}
+        views[r] = (({"enqueued": incident.truth.launched[comm][r]}, entries), False)
+    return views
+
+
+def _plain_differ(a: View, b: View) -> bool:
+    """Views of (scalars that must agree, {key: value} that must agree where both have the key)."""
+    (scalars_a, keyed_a), (scalars_b, keyed_b) = a[0], b[0]
+    if any(k in scalars_b and scalars_a[k] != scalars_b[k] for k in scalars_a):
+        return True
+    return any(k in keyed_b and keyed_a[k] != keyed_b[k] for k in keyed_a)
+
+
+def _torch_views(incident: Incident, written: Written, comm: str) -> dict[int, View]:
+    stuck = timed_out(incident)
+    if not stuck:
+        return {}  # no hang, no watchdog lines
+    size = incident.program.size(comm)
+    views = {}
+    for r in _ranks(incident, written, "torch", comm):
+        launch = stuck.get(r, {}).get(comm)
+        timeout = (launch.seq, launch.op.kind, launch.op.count, launch.op.out_count(size)) if launch else None
+        count = incident.truth.launched[comm][r] if launch or comm == incident.program.default_comm else None
+        views[r] = ((timeout, count), False)
+    return views
+
+
+def _torch_differ(a: View, b: View) -> bool:
+    (timeout_a, count_a), (timeout_b, count_b) = a[0], b[0]
+    if timeout_a and timeout_b and timeout_a[0] == timeout_b[0] and timeout_a != timeout_b:
+        return True
+    return count_a is not None and count_b is not None and count_a != count_b
+
+
+def _ras_views(incident: Incident, written: Written, comm: str) -> dict[int, View]:
+    if not written.ranks.get("ras"):
+        return {}
+    counts = type_counts(incident, comm)
+    ranks = incident.program.comms[comm].ranks
+    return {r: (({kind: per[i] for kind, per in counts.items()}, {}), False) for i, r in enumerate(ranks)}
+
+
+def _kept(written: Written, rank: int, records: list) -> list:
+    return records[:written.cut[("fp", rank)]] if ("fp", rank) in written.cut else records
+
+
+def _fp_views(incident: Incident, written: Written, comm: str) -> dict[int, View]:
+    scheme = written.fp_scheme
+    if scheme is None:
+        return {}
+    views = {}
+    for r in _ranks(incident, written, "fp", comm):
+        wrong = False
+        keyed: dict = {}
+        if scheme in PER_COLLECTIVE:
+            in_step: dict[int, int] = {}
+            for running, launch in enumerate(_kept(written, r, read_back(incident, r))):
+                step = launch.op.step
+                index = in_step.get(step, 0) if written.fp_op == "step" else running
+                in_step[step] = in_step.get(step, 0) + 1
+                if launch.op.comm != comm:
+                    continue
+                got, expected = sums(incident, launch)
+                wrong |= "expected" in scheme and got != expected
+                fields = (launch.op.tag, launch.seq if "digest" in scheme else None, None if scheme == "digest" else got)
+                keyed[(step, index)] = fields
+        else:
+            for step in _kept(written, r, steps_read_back(incident, r)):
+                launches = [x for x in read_back(incident, r) if x.op.step == step]
+                got = sum(sums(incident, x)[0] for x in launches)
+                expected = sum(sums(incident, x)[1] for x in launches)
+                mine = any(x.op.comm == comm and not x.aligned for x in launches)
+                wrong |= mine and scheme == "step_sum_expected" and got != expected
+                keyed[step] = (got, expected, mine)
+        views[r] = ((scheme, keyed), wrong)
+    return views
+
+
+def _fp_differ(a: View, b: View) -> bool:
+    (scheme, keyed_a), (_, keyed_b) = a[0], b[0]
+    if scheme in PER_COLLECTIVE:
+        return any(k in keyed_b and keyed_a[k] != keyed_b[k] for k in keyed_a)
+    # per step: sums that a correct run makes equal, differing, on a step where one of the two was misaligned here
+    return any(k in keyed_b and keyed_a[k][1] == keyed_b[k][1] and keyed_a[k][0] != keyed_b[k][0]
+               and (keyed_a[k][2] or keyed_b[k][2]) for k in keyed_a)

@@ -1,0 +1,209 @@
+"""Simulated incidents (tests/incidents): `diff` against the truth of random, seeded incidents.
+
+Each seed draws a tensor-parallel decode program, a fault (or none) and what NCCL 2.28.9 makes of it, writes a
+random subset of the evidence in the real formats and checks the answer of `diff` against the truth (the property
+is in incidents/oracle.py). One test per seed; the incidents of the selected seeds are run up front, on two
+processes. A failure prints the seed, the evidence, the truth and the answer; rerun one with
+`pytest tests/test_simulated_incidents.py -k "seed-123"` or `python benchmarks/bench_simulated.py --replay 123
+--out DIR` (which keeps its folder). The same property over 10,000 seeds: benchmarks/bench_simulated.py.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from cli_helpers import run_cli
+from incidents import KINDS, draw, replicas, run_seeds
+from incidents.evidence import Written
+from incidents.nccl_log import file_name
+from incidents.traces import SCHEMES, fingerprint_lines, read_back, sums
+
+SAMPLE = 500
+WORKERS = 2
+
+
+@pytest.fixture(scope="module")
+def outcomes(request, tmp_path_factory):
+    """The outcome of every seed selected in this session (all SAMPLE of them unless -k narrows it)."""
+    seeds = sorted({item.callspec.params["seed"] for item in request.session.items
+                    if item.originalname == "test_simulated_incident_has_the_property"})
+    work = tmp_path_factory.mktemp("incidents")
+    found = run_seeds(seeds, work, workers=WORKERS if len(seeds) >= 50 else 1)
+    return {o.seed: o for o in found}
+
+
+@pytest.mark.parametrize("seed", range(SAMPLE), ids=lambda s: f"seed-{s}")
+def test_simulated_incident_has_the_property(outcomes, seed):
+    outcome = outcomes[seed]
+    assert outcome.ok, outcome.message
+
+
+# --- the simulator against the real captures --------------------------------------------------------------------
+
+
+def test_long_window_replica_gives_what_really_happened():
+    truth = replicas.long_window().truth
+    root = truth.roots["0"]
+    assert (root.seq, root.outliers, root.kind, root.step) == (8, (1,), "extra", 2)
+    assert (truth.window["0"][0], truth.window["0"][-1], len(truth.window["0"])) == (8, 90, 83)
+    assert truth.stalls == {"0": (91, "no_partner")}
+    assert truth.launched["0"] == {0: 90, 1: 91, 2: 90, 3: 90}
+    assert truth.completed["0"] == {0: 90, 1: 90, 2: 90, 3: 90}
+
+
+def test_long_window_replica_reads_back_the_wrong_sums_the_capture_did():
+    incident = replicas.long_window()
+    wrong = {r: sum(1 for x in read_back(incident, r) if sums(incident, x)[0] != sums(incident, x)[1])
+             for r in incident.program.ranks}
+    assert wrong == {0: 83, 1: 81, 2: 83, 3: 83}  # rank 1 never read back its step 29
+
+
+def test_type_mismatch_replica_hangs_at_the_all_gather_with_the_next_one_scheduled():
+    incident = replicas.type_mismatch()
+    truth = incident.truth
+    assert truth.roots["0"].seq == 17 and truth.roots["0"].outliers == (1,)
+    assert truth.stalls == {"0": (17, "type_mismatch")} and not truth.window["0"]
+    for rank in incident.program.ranks:
+        states = [x.state for x in incident.run.launches[rank]]
+        assert (len(states), states[-2:], truth.completed["0"][rank]) == (18, ["started", "scheduled"], 16)
+
+
+def test_subcomm_divergence_replica_deadlocks_across_communicators():
+    incident = replicas.subcomm_divergence()
+    truth = incident.truth
+    root = truth.roots["2"]
+    assert (root.seq, root.outliers, list(truth.roots)) == (10, (3,), ["2"])
+    assert truth.window["2"] == [10]
+    assert truth.launched == {"0": {0: 6, 1: 6, 2: 6, 3: 5}, "1": {0: 12, 1: 12}, "2": {2: 12, 3: 11}}
+    assert truth.completed == {"0": {0: 5, 1: 5, 2: 5, 3: 5}, "1": {0: 10, 1: 10}, "2": {2: 10, 3: 10}}
+    last = {r: [(x.op.comm, x.seq, x.state) for x in incident.run.launches[r][-3:]] for r in (2, 3)}
+    assert last[2] == [("0", 6, "started"), ("2", 11, "scheduled"), ("2", 12, "scheduled")]
+    assert last[3][-1] == ("2", 11, "started")
+
+
+def test_extra_op_replica_pairs_counts_that_differ_and_completes_them():
+    incident = replicas.extra_op_4rank()
+    truth = incident.truth
+    assert truth.roots["0"].seq == 25 and truth.stalls == {"0": (50, "no_partner")}
+    assert (truth.window["0"][0], truth.window["0"][-1], len(truth.window["0"])) == (25, 49, 25)
+    outcome = {p.seq: p.outcome for p in incident.run.pairings["0"]}
+    assert (outcome[41], outcome[42], outcome[40]) == ("count_mismatch", "count_mismatch", "shape_equal")
+
+
+# serving.py's captures: (replica, root comm, seq, outliers, misaligned seqs, stalls, FR enqueued/started/completed)
+SERVING = [
+    (replicas.serving_drafter_typeboundary, "1", 30, (1,), [30, 31], {"1": (32, "type_mismatch")},
+     {("1", 0): (34, 32, 31), ("1", 1): (32, 32, 31)}),
+    (replicas.serving_skipped_allreduce, "1", 17, (0,), [17, 18, 19], {"1": (20, "type_mismatch")},
+     {("1", 0): (20, 20, 19), ("1", 1): (21, 20, 19)}),
+    (replicas.serving_reorder_heals, "1", 17, (1, 3), [17, 18], {}, {("1", 0): (42, 42, 42)}),
+    (replicas.serving_two_drafters_8rank, "1", 27, (2, 5), [27], {"1": (28, "type_mismatch")},
+     {("1", 0): (31, 28, 27), ("1", 2): (28, 28, 27)}),
+    (replicas.serving_tp_in_dp_8rank, "2", 30, (6,), [30, 31],
+     {"1": (30, "cross_comm_deadlock"), "2": (32, "type_mismatch"), "5": (5, "no_partner")},
+     {("1", 0): (34, 30, 29), ("1", 2): (34, 29, 29), ("2", 4): (34, 32, 31), ("2", 6): (32, 32, 31),
+      ("5", 2): (5, 5, 4), ("5", 6): (4, 4, 4)}),
+]
+
+
+@pytest.mark.parametrize(("build", "comm", "seq", "outliers", "window", "stalls", "recorder"), SERVING,
+                         ids=lambda v: v.__name__ if callable(v) else None)
+def test_serving_replicas_give_what_really_happened(build, comm, seq, outliers, window, stalls, recorder):
+    incident = build()
+    truth = incident.truth
+    assert list(truth.roots) == [comm] and (truth.roots[comm].seq, truth.roots[comm].outliers) == (seq, outliers)
+    assert {c: s for c, s in truth.window.items() if s} == {comm: window}
+    assert truth.stalls == stalls
+    for (c, rank), expected in recorder.items():
+        launches = incident.run.comm_launches(rank, c)
+        started = max((x.seq for x in launches if x.state != "scheduled"), default=0)
+        assert (len(launches), started, truth.completed[c][rank]) == expected, (c, rank)
+
+
+# --- the writers produce what the parsers read ------------------------------------------------------------------
+
+
+def _seed(predicate) -> int:
+    return next(seed for seed in range(5000) if predicate(draw(seed)))
+
+
+def _parse(folder) -> dict[str, dict]:
+    code, out, _ = run_cli("parse", "--json", folder)
+    assert code == 0, out
+    return {entry["file"].rsplit("/", 1)[-1]: entry for entry in json.loads(out)}
+
+
+def _write(incident, folder, kinds, seed: int = 0) -> Written:
+    return incident.write(folder, {k: incident.program.ranks for k in kinds}, random.Random(seed))
+
+
+def test_nccl_logs_of_two_communicators_parse_with_ranks_and_comm_hashes(tmp_path):
+    incident = draw(_seed(lambda i: len(i.program.comms) > 1 and i.run.hung))
+    written = _write(incident, tmp_path, ["nccl"])
+    assert not written.cut or written.cut.keys() <= {("nccl", r) for r in incident.program.ranks}
+    parsed = _parse(tmp_path)
+    for rank in incident.program.ranks:
+        if ("nccl", rank) in written.cut:
+            continue
+        name = [f for f in parsed if f.startswith("nccl.") and parsed[f]["ranks"] == [rank]]
+        assert len(name) == 1, parsed
+        entry = parsed[name[0]]
+        used = {x.op.comm for x in incident.run.launches[rank]} | (
+            {incident.program.default_comm} if incident.program.default_comm else set())
+        comms = sorted(incident.program.comms[c].comm_id for c in used)
+        assert (entry["format"], entry["version"], entry["errors"]) == ("nccl-log", "2.28.9", [])
+        assert sorted(entry["comms"]) == comms
+        assert entry["records"] == len(incident.run.launches[rank])
+
+
+def test_flight_recorder_dumps_parse_as_schema_2_10_with_every_entry(tmp_path):
+    incident = draw(_seed(lambda i: len(i.program.comms) > 1 and i.run.hung))
+    _write(incident, tmp_path, ["fr"], seed=1)
+    parsed = _parse(tmp_path)
+    for rank in incident.program.ranks:
+        entry = parsed[f"fr_rank{rank}"]
+        assert (entry["format"], entry["version"], entry["ranks"], entry["errors"]) == (
+            "flight-recorder", "2.10", [rank], [])
+        assert entry["records"] <= len(incident.run.launches[rank])
+
+
+def test_torch_logs_gate_journals_and_ras_replies_parse_without_problems(tmp_path):
+    incident = draw(_seed(lambda i: i.run.hung and i.fault.name == "drafter_extra"))
+    _write(incident, tmp_path, ["torch", "gate", "ras"])
+    parsed = _parse(tmp_path)
+    formats = {name: entry["format"] for name, entry in parsed.items()}
+    assert {f for n, f in formats.items() if n.startswith("torch_rank")} == {"torch-log"}
+    assert {f for n, f in formats.items() if n.startswith("gate_journal")} == {"gate-journal"}
+    assert {f for n, f in formats.items() if n.startswith("ras_status")} == {"ras-text"}
+    assert all(entry["errors"] == [] for entry in parsed.values())
+    stuck = {f"0x{c.hash:016x}" for name, c in incident.program.comms.items()
+             if len(set(incident.truth.launched[name].values())) > 1}
+    assert set(parsed["ras_status_q0.txt"]["comms"]) == stuck
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_every_fingerprint_scheme_parses_as_fingerprints(tmp_path, scheme):
+    incident = draw(_seed(lambda i: i.fault.name == "skip" and i.program.world == 4))
+    for rank in incident.program.ranks:
+        lines = fingerprint_lines(incident, rank, scheme, "step")
+        if lines:
+            (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(line + "\n" for line in lines))
+    parsed = _parse(tmp_path)
+    assert parsed and all((e["format"], e["errors"]) == ("fingerprint", []) for e in parsed.values()), parsed
+
+
+def test_a_log_cut_short_ends_mid_line_and_is_recorded(tmp_path):
+    for seed in range(200):
+        incident = draw(seed)
+        folder = tmp_path / str(seed)
+        written = _write(incident, folder, KINDS, seed)
+        cut = [r for kind, r in written.cut if kind == "nccl"]
+        if cut:
+            rank = cut[0]
+            text = (folder / file_name(incident, rank)).read_text()
+            assert not text.endswith("\n")
+            assert sum(written.nccl_kept[rank].values()) <= len(incident.run.launches[rank])
+            return
+    pytest.fail("no seed of 200 cut an NCCL log")
