@@ -37,6 +37,13 @@ def _rate(hits: int, total: int) -> str:
     return f"{hits}/{total} ({100 * hits / total:.0f}%)" if total else "-"
 
 
+def _compact(o: Outcome) -> dict:
+    """One violating incident in a line: enough to group them and to pick seeds to replay."""
+    root = {k: (o.root or {}).get(k) for k in ("comm", "seq_range", "outlier_ranks", "kind", "pinned_by")}
+    return {"seed": o.seed, "fault": o.fault, "subset": o.label, "kinds": sorted({v.kind for v in o.violations}),
+            "verdict": o.verdict, "root": root if o.root else None}
+
+
 def summarize(outcomes: list[Outcome]) -> dict:
     """Counts, violations with example seeds, pin rates per subset and per fault kind."""
     by_kind: dict[str, list[int]] = defaultdict(list)
@@ -58,8 +65,16 @@ def summarize(outcomes: list[Outcome]) -> dict:
             row["cut_explained"] += o.cut_explained
         return dict(sorted(rows.items()))
 
+    patterns: dict[tuple, list[int]] = defaultdict(list)
+    for o in outcomes:
+        for kind in sorted({v.kind for v in o.violations}):
+            answer = (o.root or {}).get("kind") or f"no root ({o.verdict})"
+            patterns[(kind, o.fault, str(answer))].append(o.seed)
     return {
         "incidents": len(outcomes),
+        "patterns": [{"violation": k, "fault": f, "answer": a, "incidents": len(s), "seeds": s[:EXAMPLES * 2]}
+                     for (k, f, a), s in sorted(patterns.items(), key=lambda x: -len(x[1]))],
+        "violating": [_compact(o) for o in outcomes if not o.ok],
         "with_violations": sum(not o.ok for o in outcomes),
         "faults": dict(sorted(Counter(o.fault for o in outcomes).items())),
         "violations": {k: {"incidents": len(by_kind[k]), "seeds": by_kind[k][:EXAMPLES * 4],
@@ -111,7 +126,13 @@ def render(summary: dict, args: argparse.Namespace, seconds: float) -> str:
         lines.append(f"| `{kind}` | {v['incidents']} | {faults} | {', '.join(map(str, v['seeds'][:EXAMPLES]))} |")
     if not summary["violations"]:
         lines.append("| (none) | 0 | | |")
-    lines += ["", "Replay one: `python benchmarks/bench_simulated.py --replay SEED --out DIR`.", ""]
+    lines += ["", "Replay one: `python benchmarks/bench_simulated.py --replay SEED --out DIR`.", "",
+              "## Patterns (violation, fault, the answer's root kind)", "",
+              "| violation | fault | answer | incidents | example seeds |", "|---|---|---|---:|---|"]
+    for p in summary["patterns"][:40]:
+        lines.append(f"| `{p['violation']}` | {p['fault']} | {p['answer']} | {p['incidents']} | "
+                     f"{', '.join(map(str, p['seeds'][:EXAMPLES]))} |")
+    lines.append("")
     for title, key in (("Per evidence subset", "per_subset"), ("Per fault kind", "per_fault"),
                        ("Per evidence subset and fingerprint scheme", "per_label")):
         lines += [f"## {title}", "",
@@ -134,7 +155,8 @@ def replay(seed: int, out: Path) -> int:
     print(f"evidence in {folder}")
     print(draw(seed).describe())
     print(f"subset: {outcome.label}; visible: {outcome.visible}")
-    print(f"answer: verdict {outcome.verdict}, root {json.dumps({k: v for k, v in (outcome.root or {}).items() if k != 'ops'})}")
+    root = {k: v for k, v in (outcome.root or {}).items() if k != "ops"}
+    print(f"answer: verdict {outcome.verdict}, root {json.dumps(root)}")
     print(outcome.message if outcome.message else "the answer has the property")
     return 0 if outcome.ok else 1
 
@@ -147,6 +169,8 @@ def main() -> int:
     parser.add_argument("--replay", type=int, default=None, metavar="SEED")
     parser.add_argument("--out", type=Path, default=None, help="with --replay: the folder to write to")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where simulated.md/.json go")
+    parser.add_argument("--solver-label", default=None,
+                        help="how the report names the solver (default: its folder and git commit)")
     args = parser.parse_args()
     if args.replay is not None:
         return replay(args.replay, args.out or Path(tempfile.mkdtemp(prefix="incident-")))
@@ -155,7 +179,7 @@ def main() -> int:
         outcomes = run_seeds(range(args.start, args.start + args.incidents), Path(work), workers=args.workers)
     seconds = time.perf_counter() - started
     summary = summarize(outcomes)
-    summary["solver"] = solver_version()
+    summary["solver"] = args.solver_label or solver_version()
     examples = {seed for v in summary["violations"].values() for seed in v["seeds"]}
     summary["messages"] = {str(o.seed): o.message for o in outcomes if o.seed in examples}
     args.results.mkdir(parents=True, exist_ok=True)

@@ -14,10 +14,12 @@ import json
 import random
 
 import pytest
+
 from cli_helpers import run_cli
 from incidents import KINDS, draw, replicas, run_seeds
-from incidents.evidence import Written
+from incidents.evidence import Written, draw_subset
 from incidents.nccl_log import file_name
+from incidents.runner import evidence_rng
 from incidents.traces import SCHEMES, fingerprint_lines, read_back, sums
 
 SAMPLE = 500
@@ -192,6 +194,17 @@ def test_every_fingerprint_scheme_parses_as_fingerprints(tmp_path, scheme):
             (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(line + "\n" for line in lines))
     parsed = _parse(tmp_path)
     assert parsed and all((e["format"], e["errors"]) == ("fingerprint", []) for e in parsed.values()), parsed
+
+
+def test_a_seed_gives_the_same_evidence_every_time(tmp_path):
+    contents = []
+    for attempt in ("a", "b"):
+        incident = draw(7)
+        rng = evidence_rng(7)
+        _, kinds = draw_subset(rng, incident.program.world)
+        incident.write(tmp_path / attempt, kinds, rng)
+        contents.append({p.name: p.read_bytes() for p in sorted((tmp_path / attempt).iterdir())})
+    assert contents[0] == contents[1] and contents[0]
 
 
 def test_a_log_cut_short_ends_mid_line_and_is_recorded(tmp_path):

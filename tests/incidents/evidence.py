@@ -1,7 +1,8 @@
 """Which evidence an incident leaves, and writing it into a folder.
 
 Kinds: `nccl` (NCCL debug logs), `fr` (Flight Recorder dumps), `torch` (watchdog logs), `gate` (gate journals),
-`fp` (fingerprint traces), `ras` (two NCCL RAS STATUS replies, taken while the job is stuck; one for all ranks). A subset names the kinds and the ranks each is written for; `write_evidence` also
+`fp` (fingerprint traces), `ras` (two NCCL RAS STATUS replies, taken while the job is stuck; one for all ranks).
+A subset names the kinds and the ranks each is written for; `write_evidence` also
 draws how: the fingerprint scheme and op numbering, the gate journal's spelling, whether the desync report is on,
 Flight Recorder rings that wrap, and logs or traces cut short mid-line (a process killed while writing).
 """

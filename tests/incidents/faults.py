@@ -152,7 +152,8 @@ def _plan_fault(rng: random.Random, program: Program, name: str, rank: int) -> R
             new = replace(op, kind="all_reduce", count=op.count * size if rng.random() < 0.5 else op.count)
         new = mark_extra(new)
         segment[segment.index(op)] = new
-        return RankFault(rank, "different", op.comm, step, f"issued {new.kind} x{new.count} for {op.tag} at step {step}")
+        what = f"issued {new.kind} x{new.count} for {op.tag} at step {step}"
+        return RankFault(rank, "different", op.comm, step, what)
     if name == "world_extra":
         world_ops = [op for op in segment if op.comm == program.outer_of[rank] != program.tp_of[rank]]
         if not world_ops:

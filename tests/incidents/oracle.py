@@ -8,8 +8,9 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   (nor the first seq where an outlier that the evidence shows diverged);
 - `root_without_range`: the same, with no `seq_range` at all (null: the answer does not place it);
 - `wrong_outliers`: `root.outlier_ranks` is not the true outliers (those whose divergence starts at the root, or
-  every rank that diverged on that comm; or the same among the outliers the evidence shows, visibility.py); where the outliers are no strict minority of the ranks on record (two
-  ranks, or an even split), naming the other side or both sides is right too (`Root.majority` is then false);
+  every rank that diverged on that comm; or the same among the outliers the evidence shows, visibility.py);
+  where the outliers are no strict minority of the ranks on record (two ranks, or an even split), naming the
+  other side or both sides is right too (`Root.majority` is then false);
   where nothing in the evidence names global ranks (NCCL logs and RAS of a job without a comm over every rank),
   comm ranks are right too;
 - `root_on_unfaulted_comm`: the root is on a comm whose ranks all ran the same program (a consequence of a hang
@@ -18,9 +19,10 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
 - `parse_error`: a file that was written whole has an error-severity problem (a writer or parser bug);
 - `crash`: `diff` raised (or the answer could not be read: a changed JSON contract).
 
-An answer whose root only says that ranks whose evidence was cut short stop there is not held against it: a file
-cut mid-line looks like a rank that died. Comm ids: the commId hash `0x...` where NCCL logs give it, else the
-process-group name; with one comm in the job any name is that comm.
+An answer whose root names a rank whose evidence was cut short is not held against it (counted apart, as
+`cut_explained`): a file cut mid-line looks like a rank that died, which can hide the divergence or fake one.
+Comm ids: the commId hash `0x...` where NCCL logs give it, else the process-group name; with one comm in the
+job any name is that comm.
 """
 
 from __future__ import annotations

@@ -111,8 +111,8 @@ def _serving_forward(dp: bool = False) -> list[OpTemplate]:
 
 
 def _drafter(attention: bool = True) -> list[OpTemplate]:
-    ops = [OpTemplate("tp", "all_reduce", 1024, "float32", "mtp.mtp_block.self_attn", 11, drafter_site("all_reduce", 0))]
-    ops = ops if attention else []
+    ops = [OpTemplate("tp", "all_reduce", 1024, "float32", "mtp.mtp_block.self_attn", 11,
+                      drafter_site("all_reduce", 0))] if attention else []
     ops.append(OpTemplate("tp", "all_reduce", 1024, "float32", "mtp.mtp_block.mlp", 12, drafter_site("all_reduce", 1)))
     return ops + [OpTemplate("tp", "all_gather", 512, "float32", "mtp.lm_head", 14, drafter_site("all_gather", 2))]
 

@@ -172,8 +172,8 @@ def _fp_views(incident: Incident, written: Written, comm: str) -> dict[int, View
                     continue
                 got, expected = sums(incident, launch)
                 wrong |= "expected" in scheme and got != expected
-                fields = (launch.op.tag, launch.seq if "digest" in scheme else None, None if scheme == "digest" else got)
-                keyed[(step, index)] = fields
+                digest = launch.seq if "digest" in scheme else None  # the digest is a hash of comm and seq
+                keyed[(step, index)] = (launch.op.tag, digest, None if scheme == "digest" else got)
         else:
             for step in _kept(written, r, steps_read_back(incident, r)):
                 launches = [x for x in read_back(incident, r) if x.op.step == step]
