@@ -33,6 +33,7 @@ from .ras import RasHistory, ras_histories
 from .ras_only import ras_only_root, ras_only_wedge, ras_rank_map
 from .reconcile import Reconciliation, reconcile
 from .streams import Streams, build_streams
+from .ranks import resolve_global_ranks
 from .unranked import unranked_streams
 from .watchdog import (
     STOP_EVENTS,
@@ -87,6 +88,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     evidence, foreign = split_jobs(evidence)
     evidence = with_watchdog_rows(evidence)
     evidence, unranked_caveats = unranked_streams(evidence)
+    evidence, rank_caveats = resolve_global_ranks(evidence)
+    unranked_caveats += rank_caveats
     streams = build_streams(evidence)
     problems = foreign + list(streams.problems)
     # A file that conflicts with another for the same rank is left out entirely, not only its collectives.
@@ -134,7 +137,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     if root is not None:
         diagnosis.window = (misaligned_window(streams, analyses[root.comm], root) if root.comm in analyses
                             and analyses[root.comm].root is not None else count_only_window(root))
-    diagnosis.wedge = find_wedge(streams, analyses, dead, stops)
+    diagnosis.wedge = find_wedge(streams, analyses, dead, stops, root.comm if root is not None else None)
     if diagnosis.wedge is None:
         diagnosis.wedge = ras_only_wedge(ras, rank_map, stops, dead, streams) or marks_only_wedge(marks, streams, dead)
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
@@ -234,7 +237,8 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None)
     deviants = set(gate.passed if gate and len(gate.passed) <= len(gate.skipped) else
                    (gate.skipped if gate else []))
     order = {EXTRA: 0, DIFFERENT_OPS: 1, MISSING: 2, STOPPED: 3}
-    return min(roots, key=lambda r: (not (set(r.outlier_ranks) & deviants), order[r.kind],
+    # A root whose records differ beats one where streams differ only in length (a rank stuck elsewhere).
+    return min(roots, key=lambda r: (not r.shown, not (set(r.outlier_ranks) & deviants), order[r.kind],
                                      r.seq_range[1] - r.seq_range[0], r.seq, r.comm))
 
 

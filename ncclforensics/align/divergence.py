@@ -432,14 +432,31 @@ def _constraints(rows: CommRows, start: int, gate: GateDisagreement | None, devi
                 locs.append(_parse_loc(right.sort("seq").get_column("any_at")[-1]))
             constraints.append(ResultChecks(frozenset(right.get_column("seq").to_list()),
                                             frozenset(wrong.get_column("seq").to_list()), tuple(locs)))
-    if gate is not None and deviants and "step" in frame.columns:
+    if gate is not None and deviants:
         spans = {rank: span for rank in deviants if rank in rows.parts
-                 and (span := _step_span(rows.parts[rank], gate.step)) is not None}
+                 and (span := _gate_span(rows.parts[rank], gate, rank)) is not None}
         others = [r for r in rows.parts if r not in deviants]
-        reference = _step_span(rows.parts[others[0]], gate.step) if others else None
+        reference = _gate_span(rows.parts[others[0]], gate, others[0]) if others else None
         if spans:
             constraints.append(GateStep(spans, reference, deviants <= set(gate.passed), tuple(gate.locations)))
     return constraints
+
+
+def _gate_span(part: pl.DataFrame, gate: GateDisagreement, rank: int) -> tuple[int, int] | None:
+    """The seqs a rank's collectives of the gate's step may cover: by the steps its records carry, and after the
+    time of its decision (the drafter's collectives follow the decision that launched them; both times are read
+    from one host's clock)."""
+    span = _step_span(part, gate.step) if "step" in part.columns else None
+    decision = gate.decisions.get(rank)
+    times = part.select("seq", "time").drop_nulls()
+    if decision is not None and decision.time is not None and times.height:
+        first, last = times.get_column("time").min(), times.get_column("time").max()
+        if first <= decision.time <= last + 3600:  # the same clock, not another timebase
+            after = times.filter(pl.col("time") >= decision.time).get_column("seq").min()
+            low = after if after is not None else int(part.get_column("seq").max()) + 1
+            high = span[1] if span else int(part.get_column("seq").max()) + 1
+            span = (max(low, span[0]) if span else low, high)
+    return span if span is None or span[0] <= span[1] else None
 
 
 def _step_span(part: pl.DataFrame, step: int) -> tuple[int, int] | None:

@@ -156,7 +156,7 @@ def _wrong_results(rows: CommRows, low: int) -> int | None:
 
 
 def find_wedge(streams: Streams, analyses: dict[str, CommAnalysis], dead_ranks: set[int],
-               confirmed_by: dict[str, list[str]]) -> Wedge | None:
+               confirmed_by: dict[str, list[str]], root_comm: str | None = None) -> Wedge | None:
     """Where progress stopped, across communicators, or None when nothing shows a stop.
 
     `confirmed_by` maps comm -> what shows that it stopped (watchdog timeout, RAS counts unchanged, Flight
@@ -174,9 +174,10 @@ def find_wedge(streams: Streams, analyses: dict[str, CommAnalysis], dead_ranks: 
         candidates.append(wedge)
     if not candidates:
         return None
-    # A confirmed stop beats an inferred one; then the kind that explains most (a cycle, a death).
+    # A confirmed stop beats an inferred one; then the kind that explains most (a cycle, a death); then the
+    # root's own communicator (where the misalignment stopped it first, before others waited on it).
     rank = {WedgeKind.CROSS_COMM_DEADLOCK: 0, WedgeKind.DEAD_RANK: 1}
-    return min(candidates, key=lambda w: (not w.confirmed_by, rank.get(w.kind, 2), w.seq))
+    return min(candidates, key=lambda w: (not w.confirmed_by, rank.get(w.kind, 2), w.comm != root_comm, w.seq))
 
 
 def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
