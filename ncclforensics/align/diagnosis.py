@@ -16,6 +16,7 @@ from ..model import (
     WatchdogEvent,
     WedgeKind,
 )
+from ..model.kinds import is_p2p_comm
 from .clocks import clock_disagreements
 from .divergence import (
     DIFFERENT_OPS,
@@ -112,6 +113,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         analyses[comm] = analyze_comm(streams, comm, gate)
 
     _apply_progress(analyses, streams, progress, watchdog)
+    if not _death_evidence(ras, rank_map, watchdog):
+        _behind_ranks(analyses, streams, gate, _stop_evidence(streams, analyses, ras, watchdog, dead), dead)
     diagnosis = Diagnosis(verdict=Verdict.CONSISTENT, ranks=_all_ranks(evidence, streams), comms=analyses,
                           gate=gate, ras=ras, problems=problems)
     diagnosis.corrupted_fingerprints = corrupted(fingerprints)
@@ -152,6 +155,21 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.text_ras_replies = sum(1 for e in evidence if e.format is SourceFormat.RAS_TEXT and e.ras)
     diagnosis.evidence = _receipts(diagnosis, watchdog) + _job_level_ras(evidence)
     return diagnosis
+
+
+def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateDisagreement | None,
+                  stops: dict[str, list[str]], dead: set[int]) -> None:
+    """In a communicator that stopped, ranks that launched fewer than the others, with nothing saying they died,
+    skipped collectives or are blocked elsewhere: analyse the communicator again with them as outliers."""
+    for comm, analysis in list(analyses.items()):
+        if comm not in stops or len(analysis.ranks) < 3 or is_p2p_comm(comm):
+            continue
+        most = max(analysis.launched.values())
+        behind = {r for r, n in analysis.launched.items() if n < most} - dead
+        named = set(analysis.root.outlier_ranks) if analysis.root is not None and analysis.root.kind != STOPPED \
+            else set()
+        if behind and not behind <= named and len(behind) * 2 < len(analysis.ranks):
+            analyses[comm] = analyze_comm(streams, comm, gate, behind)
 
 
 def _apply_progress(analyses: dict[str, CommAnalysis], streams: Streams, progress: list,

@@ -265,11 +265,13 @@ def _marked(comm: str, marks: pl.DataFrame) -> CommAnalysis:
 STAGES = (("signatures", tuple(SIGNATURE)), ("call sites", ("stack",)), ("tags", ("tag",)), ("steps", ("step",)))
 
 
-def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = None) -> CommAnalysis:
+def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = None,
+                 behind: set[int] | None = None) -> CommAnalysis:
     """Launched and completed marks, the first visible mismatch and the root of one communicator.
 
     `gate`, the first step at which the drafter gates disagreed (if journaled), narrows the root to the
-    deviating ranks' records of that step, and says which side of a tie deviated.
+    deviating ranks' records of that step, and says which side of a tie deviated. `behind`: ranks that launched
+    fewer than the others of this stopped communicator and did not die (see root.propose).
     """
     rows = CommRows(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
@@ -299,7 +301,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     if deviants:
         prefer = EditKind.EXTRA if deviants <= set(gate.passed) else EditKind.MISSING
     solution = solve(stages, start, _constraints(rows, start, gate, deviants),
-                     lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer)
+                     lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind)
     if solution is not None:
         analysis.root = _as_root(comm, solution, rows, start)
     return analysis

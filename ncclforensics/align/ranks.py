@@ -50,7 +50,7 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
     changed = [_renumbered(item, mapping) if id(item) in renumber else item for item in evidence]
     caveats = [f"No communicator in the NCCL logs holds every process, so their ranks are comm ranks, not the "
                f"job's: {len(mapping) - len(stand_ins)} process(es) were matched to a Flight Recorder dump's rank"
-               + (f"; the others are stand-ins numbered by host, then pid ("
+               + ("; the others are stand-ins numbered by host, then pid ("
                   + ", ".join(f"rank {r} = {h}:{pid}" for (h, pid), r in list(stand_ins.items())[:8])
                   + (", ..." if len(stand_ins) > 8 else "") + ")" if stand_ins else "") + "."]
     return changed, caveats

@@ -310,10 +310,15 @@ class Proposal:
     shown: bool = True  # some record differs; False where the streams differ in length only
 
 
-def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None) -> Proposal | None:
+def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None,
+            behind: set[int] | None = None) -> Proposal | None:
     """Group the ranks into streams that agree; the largest group is the reference, and every other group's
     edits are placed against it. With no strict majority, both sides of a two-way split are placed against each
-    other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one."""
+    other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one.
+
+    `behind`: ranks that launched fewer collectives than the others of a communicator that stopped, and that
+    nothing says died. A stream that agrees with the others but ends sooner then is no mere cut: the rank
+    skipped collectives somewhere (lookalikes), or stopped launching (blocked elsewhere)."""
     groups: list[tuple[list[int], Codes]] = []
     for rank in sorted(codes, key=lambda r: (-codes[r].length, r)):
         for members, stream in groups:
@@ -325,7 +330,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     groups = [(sorted(m), merged(codes[r] for r in m)) for m, _ in groups]
     total = len(codes)
     if len(groups) == 1:
-        return _lengths_only(codes, start, deviants)
+        return _with_behind(_lengths_only(codes, start, deviants), codes, start, behind)
     groups.sort(key=lambda g: (-len(g[0]), -g[1].length, g[0]))
     majority = len(groups[0][0]) * 2 > total
     sides = [groups[0]]
@@ -349,7 +354,32 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             placements.extend(replace(p, rank=members[0]) for p in found)
     reference_ranks = sorted(set(codes) - outliers) if len(sides) == 1 else sorted(codes)
     named = sorted(outliers) if majority else sorted(codes)
-    return Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1)
+    proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1)
+    return _with_behind(proposal, codes, start, behind) if majority else proposal
+
+
+def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
+                 behind: set[int] | None) -> Proposal | None:
+    """`proposal` with the `behind` ranks among the reference added as outliers: collectives missing anywhere in
+    their records, or a stop after their last one."""
+    if not behind:
+        return proposal
+    reference_ranks = proposal.reference if proposal else sorted(codes)
+    late = sorted(r for r in behind if r in reference_ranks and r in codes)
+    keep = [r for r in reference_ranks if r not in behind]
+    if not late or len(late) * 2 >= len(codes) or not keep:
+        return proposal
+    reference = merged(codes[r] for r in keep)
+    placements = [] if proposal is None else [p for p in proposal.placements if p.kind is not EditKind.STOPPED
+                                              or p.rank not in late]
+    for rank in late:
+        found, _ = place_edits(rank, codes[rank], reference, start, known=True)
+        placements += [p for p in found if p.kind is EditKind.MISSING]
+        end = start + codes[rank].length
+        placements.append(Placement(rank, EditKind.STOPPED, reference.length - codes[rank].length, end, end))
+    outliers = sorted(set(proposal.outliers if proposal and proposal.majority else []) | set(late))
+    return Proposal(placements, outliers, keep, True, proposal.whole if proposal else True,
+                    shown=bool(proposal and proposal.shown))
 
 
 def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None) -> Proposal | None:
@@ -455,7 +485,8 @@ def apply(placements: list[Placement], constraint: Constraint) -> list[Placement
 
 def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], start: int,
           constraints: list[Constraint], basis: Callable[[int], tuple[Location, ...]],
-          deviants: set[int] | None = None, prefer: EditKind | None = None) -> Solution | None:
+          deviants: set[int] | None = None, prefer: EditKind | None = None,
+          behind: set[int] | None = None) -> Solution | None:
     """Propose from the records field set by field set (signatures first, then each richer field), keep each
     stage that narrows without changing who the outliers are, then narrow by every constraint.
 
@@ -469,7 +500,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         codes = make()
         if codes is None:
             continue
-        found = propose(codes, start, deviants)
+        found = propose(codes, start, deviants, behind)
         if found is None or not found.placements:
             continue
         if proposal is None or (proposal.stopped and not found.stopped):
