@@ -91,9 +91,13 @@ def test_extra_op_ras_only_says_who_and_that_it_is_stuck_but_not_where():
     assert code == 1 and d["verdict"] == "diverged"
     root = d["root"]
     assert root["comm"] == EXTRA and root["outlier_ranks"] == [0] and root["kind"] == "extra"
-    # NCCL 2.28 counts each collective type apart: the counts say who launched one more AllReduce, not where.
-    assert root["seq_range"] is None and root["counts_by_type"] == {"AllReduce": {"0": 50, "1": 49, "2": 49, "3": 49}}
-    assert "each collective type apart" in root["ambiguity"]
+    # NCCL 2.28 counts each collective type apart: the counts say who launched one more AllReduce, not where;
+    # the VERBOSE and JSON replies' tables of every type add up to how many each rank launched, a bound.
+    assert root["counts_by_type"] == {"AllReduce": {"0": 50, "1": 49, "2": 49, "3": 49}}
+    assert root["seq_range"] == [1, 50] and "not which" in root["ambiguity"]
+    code, d = diff_json(*files("extra-op-4rank", "ras_status"))  # the plain replies' MISMATCH lines alone
+    assert code == 1 and d["root"]["outlier_ranks"] == [0] and d["root"]["seq_range"] is None
+    assert "each collective type apart" in d["root"]["ambiguity"]
     assert d["wedge"]["seq"] == 50 and d["wedge"]["kind"] == "no_partner"
     assert d["ras"][0]["stuck"] is True
 

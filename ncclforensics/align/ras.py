@@ -84,14 +84,28 @@ class RasHistory:
                     found[r.rank] = r.async_error
         return found
 
+    def tabled(self) -> dict[int, dict[str, int]]:
+        """The latest reply's per-rank table of counts per type (VERBOSE STATUS, JSON): every type each rank
+        launched, so their sum is how many collectives it launched. Empty where the reply has no table."""
+        comm = self.states[-1][1]
+        table = {r.rank: dict(r.counts) for r in comm.ranks if r.counts and not r.missing}
+        # A plain STATUS reply lists a rank only in a MISMATCH line, with the one type that differs: no table.
+        listed = {g.op for g in comm.count_groups}
+        if not table or (comm.size and len(table) < comm.size) or (
+                listed and not any(set(c) - listed for c in table.values())):
+            return {}
+        return table
+
     def by_type(self) -> dict[int, dict[str, int]]:
         """Latest launched counts per comm rank and collective type (NCCL 2.26+ counts each type apart; 2.24 and
         2.25 keep one counter, `ops`). From the per-rank table, else from the MISMATCH lines that list ranks; the
         ranks such a line does not list (`3 ranks have launched up to operation 49`) are the comm's others."""
         comm = self.states[-1][1]
-        found = {r.rank: dict(r.counts) for r in comm.ranks if r.counts and not r.missing}
+        found = self.tabled()
         if found:
             return found
+        if not comm.count_groups:
+            return {r.rank: dict(r.counts) for r in comm.ranks if r.counts and not r.missing}
         size = comm.size or 0
         for group in comm.count_groups:
             listed = set(group.ranks)

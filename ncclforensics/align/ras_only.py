@@ -68,7 +68,7 @@ def ras_only_root(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
             if root is not None:
                 return root
             continue
-        root = _root_from_type_counts(comm, _global(typed, comm, rank_map))
+        root = _root_from_type_counts(comm, _global(typed, comm, rank_map), complete=bool(history.tabled()))
         if root is not None:
             return root
     return None
@@ -80,9 +80,11 @@ def _global(typed: dict[int, dict[str, int]], comm: str, rank_map: dict) -> dict
     return {t: {rank_map.get((comm, r), r): typed[r].get(t, 0) for r in sorted(typed)} for t in types}
 
 
-def _root_from_type_counts(comm: str, by_type: dict[str, dict[int, int]]) -> Root | None:
+def _root_from_type_counts(comm: str, by_type: dict[str, dict[int, int]], complete: bool) -> Root | None:
     """The ranks whose counts per collective type differ from the most common ones (of two equal groups, both):
-    they launched more, fewer or other collectives, somewhere. No seq: type counts do not say where."""
+    they launched more, fewer or other collectives, somewhere. Counts of the types that differ alone place
+    nothing; a table of every type (`complete`) adds up to how many collectives each rank launched, which bounds
+    the seq as launch counts do."""
     ranks = sorted({r for counts in by_type.values() for r in counts})
     vector = {r: tuple(by_type[t].get(r, 0) for t in sorted(by_type)) for r in ranks}
     groups: dict[tuple, list[int]] = {}
@@ -97,10 +99,14 @@ def _root_from_type_counts(comm: str, by_type: dict[str, dict[int, int]]) -> Roo
     mine, theirs = sum(vector[outliers[0]]), sum(ordered[0][0])
     kind = EXTRA if mine > theirs else MISSING if mine < theirs else DIFFERENT_OPS
     differing = {t: counts for t, counts in by_type.items() if len(set(counts.values())) > 1}
+    last = None
+    if complete:
+        totals = [sum(vector[r]) for r in outliers]
+        last = max(totals) + (1 if kind == MISSING else 0)
     return Root(
-        comm=comm, seq=None, seq_range=None, outlier_ranks=outliers, reference_ranks=reference, kind=kind,
-        size=abs(mine - theirs), pinned_by="RAS counts", majority=majority, counts_by_type=differing,
-        reason=RangeReason.TYPE_COUNTS, ops={},
+        comm=comm, seq=1 if last else None, seq_range=(1, last) if last else None, outlier_ranks=outliers,
+        reference_ranks=reference, kind=kind, size=abs(mine - theirs), pinned_by="RAS counts", majority=majority,
+        counts_by_type=differing, reason=RangeReason.COUNTS if last else RangeReason.TYPE_COUNTS, ops={},
     )
 
 

@@ -365,7 +365,8 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
     if not behind:
         return proposal
     reference_ranks = proposal.reference if proposal else sorted(codes)
-    late = sorted(r for r in behind if r in reference_ranks and r in codes)
+    stopped = proposal.stopped if proposal else []
+    late = sorted(r for r in behind if (r in reference_ranks or r in stopped) and r in codes)
     keep = [r for r in reference_ranks if r not in behind]
     if not late or len(late) * 2 >= len(codes) or not keep:
         return proposal
@@ -377,7 +378,8 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
         placements += [p for p in found if p.kind is EditKind.MISSING]
         end = start + codes[rank].length
         placements.append(Placement(rank, EditKind.STOPPED, reference.length - codes[rank].length, end, end))
-    outliers = sorted(set(proposal.outliers if proposal and proposal.majority else []) | set(late))
+    earlier = [] if proposal is None or not proposal.majority or proposal.stopped else proposal.outliers
+    outliers = sorted(set(earlier) | set(late))
     return Proposal(placements, outliers, keep, True, proposal.whole if proposal else True,
                     shown=bool(proposal and proposal.shown))
 

@@ -48,6 +48,11 @@ def root_sentence(root: Root) -> str:
             f"differ by {n} one side launched and the other did not"
         return f"{who.capitalize()} part ways in comm {root.comm}, {at}: they {what}, and no majority says which " \
                f"side deviated."
+    if root.kind == STOPPED and MISSING in root.kinds:
+        return (f"{who.capitalize()} launched fewer collectives than the others in comm {root.comm}: "
+                f"{'it' if len(root.outlier_ranks) == 1 else 'they'} skipped collectives {at}, or stopped launching "
+                f"after {'its' if len(root.outlier_ranks) == 1 else 'their'} last (blocked elsewhere); the records "
+                f"cannot tell which.")
     if root.kind == STOPPED:
         after = f" after seq {root.seq - 1}" if root.seq_range is not None and root.seq_range[0] == root.seq_range[1] \
             else ""
@@ -84,8 +89,11 @@ def ambiguity(root: Root) -> str | None:
                 f"since the collectives there look alike in everything recorded; {SETTINGS} would pin it")
     elif root.reason is RangeReason.COUNTS:
         source = "RAS gives" if root.pinned_by == "RAS counts" else "PyTorch's marks give"
-        text = (f"{source} only how many collectives each rank launched, not which; any seq up to {high} fits; "
-                f"{LOG_SETTINGS} or Flight Recorder dumps would say which")
+        text = f"{source} only how many collectives each rank launched, not which"
+        if root.counts_by_type:
+            text += " (" + "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(counts.items()))
+                                     for t, counts in root.counts_by_type.items()) + ")"
+        text += f"; any seq up to {high} fits; {LOG_SETTINGS} or Flight Recorder dumps would say which"
     elif root.reason is RangeReason.TYPE_COUNTS:
         said = "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(counts.items()))
                          for t, counts in root.counts_by_type.items())
