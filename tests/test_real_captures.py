@@ -243,3 +243,15 @@ def test_a_healthy_pipeline_is_not_called_diverged_for_its_send_and_recv(prefixe
     p2p = [c for c in d["comms"] if c["comm"].endswith(":p2p")]
     assert len(p2p) == 1 and p2p[0]["launched"] == {"0": 6, "1": 12, "2": 6}
     assert any("Send/Recv are kept apart" in c for c in d["caveats"])
+
+
+def test_desync_report_alone_names_who_launched_more(tmp_path):
+    """long-window's torch logs without PyTorch's `last enqueued` marks: the desync reports ("[0, 2, 3] finished
+    collective #90, but didn't join collective #91") still say that rank 1 launched what the others did not."""
+    for path in files("long-window", "torch_"):
+        lines = [line for line in open(path, encoding="utf-8") if "enqueued" not in line.lower()]
+        (tmp_path / path.rsplit("/", 1)[-1]).write_text("".join(lines), encoding="utf-8")
+    code, d = diff_json(str(tmp_path))
+    assert code == 1 and d["root"]["outlier_ranks"] == [1] and d["root"]["kind"] == "extra"
+    assert d["root"]["pinned_by"] == "PyTorch's desync report"
+    assert d["root"]["seq_range"][0] <= 8 <= d["root"]["seq_range"][1]

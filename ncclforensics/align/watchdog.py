@@ -65,6 +65,7 @@ class EnqueueMarks:
     completed: dict[int, int | None] = field(default_factory=dict)  # rank -> last work completed
     evidence: list[Location] = field(default_factory=list)
     stops: list[str] = field(default_factory=list)  # timeouts and errors in the group
+    source: str = "PyTorch's enqueued counts"  # or "PyTorch's desync report", where the counts come from one
 
 
 def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent]) -> dict[str, EnqueueMarks]:
@@ -84,6 +85,7 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
             marks.evidence.append(loc)
         if completed is not None and completed >= (marks.completed.get(rank) or -1):
             marks.completed[rank] = completed
+    _desync_marks(groups, watchdog, default)
     for event in watchdog:
         group = groups.get(event.comm or default)
         if group is not None and event.kind in STOP_EVENTS:
@@ -91,11 +93,42 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
     return groups
 
 
+def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str) -> None:
+    """Counts from PyTorch's desync reports, for groups with no `last enqueued` marks: `[6] finished collective
+    #19, but didn't join collective #20` says rank 6 launched 19 and the reporting rank (and every rank the report
+    does not name) joined #20. The report counts collectives its own way (it may differ from the SeqNum by one),
+    so its numbers are not mixed with other marks."""
+    by_group: dict[str, dict[int, int]] = {}
+    evidence: dict[str, list[Location]] = {}
+    for event in watchdog:
+        if event.kind != "desync_report" or not event.lagging:
+            continue
+        group = event.comm or default
+        if group in groups and groups[group].launched:
+            continue
+        counts = by_group.setdefault(group, {})
+        named = {r for ranks, _, _ in event.lagging for r in ranks}
+        for ranks, number, joined in event.lagging:
+            for rank in ranks:
+                counts[rank] = min(counts.get(rank, number), number)
+            if not joined and event.rank is not None and event.rank not in named:
+                counts[event.rank] = max(counts.get(event.rank, 0), number + 1)
+        evidence.setdefault(group, []).append(event.loc)
+    for group, counts in by_group.items():
+        if len(set(counts.values())) > 1:
+            marks = groups.setdefault(group, EnqueueMarks())
+            marks.launched.update(counts)
+            marks.evidence.extend(evidence[group])
+            marks.source = "PyTorch's desync report"
+
+
 def _compared(streams: Streams) -> bool:
     """Whether the streams let two ranks of some communicator be compared. Then they speak, not the counts: a
     group's PyTorch name and the communicator's hash cannot be told to be one, and the counts would only echo
     (or, where PyTorch counts work NCCL's lines do not, muddle) what the streams say."""
-    return any(len(members) > 1 for members in streams.members.values())
+    # Rows made from timeout lines alone (one per rank) compare nothing but the op each rank waits in.
+    return any(len(members) > 1 for members in streams.members.values()) and any(
+        part.height > 1 for part in streams.parts.values())
 
 
 def marks_only_root(groups: dict[str, EnqueueMarks], streams: Streams) -> Root | None:
@@ -105,7 +138,7 @@ def marks_only_root(groups: dict[str, EnqueueMarks], streams: Streams) -> Root |
         return None
     for comm, marks in sorted(groups.items()):
         if marks.stops:
-            root = root_from_counts(comm, marks.launched, "PyTorch's enqueued counts")
+            root = root_from_counts(comm, marks.launched, marks.source)
             if root is not None:
                 return root
     return None

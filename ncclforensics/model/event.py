@@ -204,6 +204,10 @@ class WatchdogEvent:
     last_completed: int | None = None
     ranks: tuple[int, ...] = ()  # ranks a desync report names
     message: str = ""
+    # a desync report's lines about laggards, (ranks, last collective they finished or joined, joined it):
+    # `[6] finished collective #19, but didn't join collective #20` is ((6,), 19, False); `[0, 1] joined but didn't
+    # finish collective #18` is ((0, 1), 18, True). Its collective numbers may differ from the watchdog's SeqNum.
+    lagging: tuple[tuple[tuple[int, ...], int, bool], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -271,6 +271,7 @@ class _Reader:
             if header:
                 number, rank = index, int(header.group(1))
         culprits: list[int] = []
+        lagging: list[tuple[tuple[int, ...], int, bool]] = []
         said: list[str] = []
         snapshot: list[str] = []
         group = ""
@@ -281,8 +282,13 @@ class _Reader:
             if kind is None:
                 break
             if kind in ("never", "unfinished", "unjoined"):
-                culprits.extend(r for r in _ranks(match.group(1)) if r not in culprits)
+                named = _ranks(match.group(1))
+                culprits.extend(r for r in named if r not in culprits)
                 said.append(text.strip().lstrip("- "))
+                if kind == "unjoined":
+                    lagging.append((tuple(named), int(match.group(2)), False))
+                elif kind == "unfinished":
+                    lagging.append((tuple(named), int(match.group(2)), True))
             elif kind == "group":
                 group = f"#{match.group(1)} {match.group(2)}"
             elif kind == "member":
@@ -292,7 +298,7 @@ class _Reader:
         if snapshot:
             message += " | snapshot: " + "; ".join(snapshot)
         self.event(number, "desync_report", rank, None, seq=int(start.group(3)), op=normalize_op(start.group(2)),
-                   ranks=tuple(culprits), message=message)
+                   ranks=tuple(culprits), message=message, lagging=tuple(lagging))
         return position
 
     def desync_failed(self, index: int, first: str, rank: int | None) -> int:
