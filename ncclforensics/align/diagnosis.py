@@ -168,7 +168,7 @@ def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: Gat
         behind = {r for r, n in analysis.launched.items() if n < most} - dead
         named = set(analysis.root.outlier_ranks) if analysis.root is not None and analysis.root.kind != STOPPED \
             else set()
-        if behind and not behind <= named and len(behind) * 2 < len(analysis.ranks):
+        if behind and not behind <= named and len(behind) * 2 <= len(analysis.ranks):
             analyses[comm] = analyze_comm(streams, comm, gate, behind)
 
 
@@ -255,8 +255,10 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None)
     deviants = set(gate.passed if gate and len(gate.passed) <= len(gate.skipped) else
                    (gate.skipped if gate else []))
     order = {EXTRA: 0, DIFFERENT_OPS: 1, MISSING: 2, STOPPED: 3}
+    if gate is not None and deviants and deviants <= set(gate.skipped):
+        order = {MISSING: 0, DIFFERENT_OPS: 1, EXTRA: 2, STOPPED: 3}  # ranks that skipped the drafter lack some
     # A root whose records differ beats one where streams differ only in length (a rank stuck elsewhere).
-    return min(roots, key=lambda r: (not r.shown, not (set(r.outlier_ranks) & deviants), order[r.kind],
+    return min(roots, key=lambda r: (not r.shown, r.told, not (set(r.outlier_ranks) & deviants), order[r.kind],
                                      r.seq_range[1] - r.seq_range[0], r.seq, r.comm))
 
 

@@ -89,6 +89,7 @@ class Root:
     departs_again: bool = False  # the outlier's stream departs again after the root (no single edit explains it)
     records_start: int = 1  # the first seq every rank of the comm has records for
     shown: bool = False  # a record differs (in any field) between outliers and reference, not only their lengths
+    told: bool = False  # the records agree; the edit is placed only because the gate journal names the outliers
     counts_by_type: dict[str, dict[int, int]] = field(default_factory=dict)  # type -> rank -> launched (RAS)
 
 
@@ -493,5 +494,5 @@ def _as_root(comm: str, solution: Solution, rows: CommRows, start: int) -> Root:
         reason=reason, ops=ops_at(rows, max(low, start)), majority=solution.majority,
         kinds=tuple(k.value for k in solution.kinds), narrowed_by=tuple(solution.narrowed_by),
         contradictions=tuple(solution.contradictions), departs_again=solution.departs_again, records_start=start,
-        shown=solution.shown,
+        shown=solution.shown, told=solution.told,
     )

@@ -93,6 +93,7 @@ class Solution:
     prefer: EditKind | None = None  # the kind the gate journal implies (a rank that passed ran extra collectives)
     either_side: bool = False  # a two-way split placed both ways: one side's edits or the other's
     shown: bool = True  # some record differs between the outliers and the reference (not lengths alone)
+    told: bool = False  # placed only because the gate journal names the outliers
 
     @property
     def seq_range(self) -> tuple[int, int]:
@@ -208,7 +209,7 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
     if at is None:
         if n_out <= n_ref and not known:
             return [], True  # the same program, cut sooner
-        at = min(n_out, n_ref) if n_out > n_ref else max(n_out - 1, 0)  # ahead of the reference, or told so
+        at = overlap  # ahead of the reference, or told so: nothing differs, so no block of different ones
     floor = _identified_floor(outlier, reference, at)
     confirmed: list[Placement] = []  # edits that records after them pair with
     off_end: list[Placement] = []  # edits whose block runs to the end of the records: nothing after them to check
@@ -308,6 +309,7 @@ class Proposal:
     stopped: list[int] = field(default_factory=list)  # ranks that agree but end where the majority goes on
     either_side: bool = False
     shown: bool = True  # some record differs; False where the streams differ in length only
+    told: bool = False  # an edit placed only because the gate journal names the rank (its records agree)
 
 
 def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None,
@@ -368,8 +370,9 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
     stopped = proposal.stopped if proposal else []
     late = sorted(r for r in behind if (r in reference_ranks or r in stopped) and r in codes)
     keep = [r for r in reference_ranks if r not in behind]
-    if not late or len(late) * 2 >= len(codes) or not keep:
+    if not late or len(late) * 2 > len(codes) or not keep:
         return proposal
+    tie = len(late) * 2 == len(codes)
     reference = merged(codes[r] for r in keep)
     placements = [] if proposal is None else [p for p in proposal.placements if p.kind is not EditKind.STOPPED
                                               or p.rank not in late]
@@ -378,6 +381,13 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
         placements += [p for p in found if p.kind is EditKind.MISSING]
         end = start + codes[rank].length
         placements.append(Placement(rank, EditKind.STOPPED, reference.length - codes[rank].length, end, end))
+    if tie:
+        # Half the ranks behind: they skipped collectives, or the other half launched extra ones.
+        ahead = merged(codes[r] for r in late)
+        for rank in keep:
+            placements += [p for p in place_edits(rank, codes[rank], ahead, start)[0] if p.kind is EditKind.EXTRA]
+        return Proposal(placements, sorted(codes), sorted(codes), False, True, either_side=True,
+                        shown=bool(proposal and proposal.shown))
     earlier = [] if proposal is None or not proposal.majority or proposal.stopped else proposal.outliers
     outliers = sorted(set(earlier) | set(late))
     return Proposal(placements, outliers, keep, True, proposal.whole if proposal else True,
@@ -393,7 +403,7 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
         reference = merged(codes[r] for r in codes if r not in deviants)
         found = [p for rank in told for p in place_edits(rank, codes[rank], reference, start, known=True)[0]]
         if found:
-            return Proposal(found, told, sorted(set(codes) - deviants), True, True, shown=False)
+            return Proposal(found, told, sorted(set(codes) - deviants), True, True, shown=False, told=True)
     lengths = {r: c.length for r, c in codes.items()}
     if len(set(lengths.values())) < 2:
         return None
@@ -518,7 +528,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         return None
     solution = Solution(proposal.placements, proposal.outliers, proposal.reference, proposal.majority,
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
-                        either_side=proposal.either_side, shown=proposal.shown)
+                        either_side=proposal.either_side, shown=proposal.shown, told=proposal.told)
     if proposal.stopped:
         return solution
     for constraint in constraints:
@@ -533,6 +543,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             solution.narrowed_by.append(constraint.label)
             solution.pinned_by = constraint.label
         solution.placements = kept
+        if getattr(constraint, "wrong", None):
+            solution.shown, solution.told = True, False  # results read back wrong: misaligned, whatever records say
     return solution
 
 

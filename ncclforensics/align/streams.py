@@ -221,7 +221,14 @@ def _agreement(named: list[_Piece], name: str, hashed: list[_Piece], comm: str) 
     right = pl.concat([p.frame.select(columns) for p in hashed if p.comm == comm])
     joined = left.join(right, on=["rank", "seq"], how="inner", suffix="_r")
     if joined.height == 0:
-        return 0.0
+        # No rank is described by both (dumps for some ranks, logs for the others): compare seq by seq, across
+        # ranks, the collectives each side launched there.
+        left, right = left.drop("rank").unique(), right.drop("rank").unique()
+        seqs = left.select("seq").unique().join(right.select("seq").unique(), on="seq").height
+        if seqs == 0:
+            return 0.0
+        same = left.join(right, on=["seq", "op", "count"]).select("seq").unique().height
+        return same / seqs
     same = joined.filter((pl.col("op") == pl.col("op_r")) & (pl.col("count") == pl.col("count_r"))).height
     return same / joined.height
 

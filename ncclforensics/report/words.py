@@ -43,9 +43,10 @@ def root_sentence(root: Root) -> str:
     who = ranks_words(root.outlier_ranks)
     n = plural(root.size, "collective")
     at = where(root)
-    if not root.majority and len(root.outlier_ranks) > 1 and root.kind != STOPPED:
+    if not root.majority and len(root.outlier_ranks) > 1 and (root.kind != STOPPED or len(root.kinds) > 1):
         what = "launched different collectives" if root.kind == DIFFERENT_OPS else \
-            f"differ by {n} one side launched and the other did not"
+            "differ by collectives one side launched and the other did not (or one side stopped)" \
+            if root.kind == STOPPED else f"differ by {n} one side launched and the other did not"
         return f"{who.capitalize()} part ways in comm {root.comm}, {at}: they {what}, and no majority says which " \
                f"side deviated."
     if root.kind == STOPPED and MISSING in root.kinds:
