@@ -88,14 +88,26 @@ def parse_files(files: list[InputFile], progress: ProgressHook | None = None) ->
             index = futures[future]
             try:
                 evidence = future.result()
-            except BrokenProcessPool:  # a worker died (killed, out of memory): parse that file here
-                evidence = parse_file(files[index])
+            except BrokenProcessPool:  # a worker died (killed, out of memory, crashed): parse that file again
+                evidence = _parse_isolated(files[index])
             if isinstance(evidence, tuple):
                 evidence = _unpacked(*evidence)
             finished(index, evidence)
     if progress:
         progress("", total, total)
     return [results[i] for i in range(total)]
+
+
+def _parse_isolated(file: InputFile) -> Evidence | tuple:
+    """parse_file in a fresh process of its own, after a worker died: every file that worker would still have
+    parsed comes here, one at a time, so that the one that kills its process is reported instead of being read
+    again in this one (where a crash of the interpreter would end the whole run)."""
+    try:
+        with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+            return pool.submit(_parse_alone, file).result()
+    except BrokenProcessPool:
+        return Evidence(path=file.name, format=None, problems=[Diagnostic(Location(file.name), (
+            "reading it made the process that parsed it die (a crash or a kill); left out"))])
 
 
 MAX_WORKERS = 8  # files parsed at a time, at most (and never more than the CPUs)
@@ -134,6 +146,11 @@ def _parse_packed(file: InputFile) -> Evidence | tuple[Evidence, int, list[tuple
         else:
             packed.append((name, column.dtype, column, False))
     return evidence, frame.height, packed
+
+
+def _parse_alone(file: InputFile) -> Evidence | tuple[Evidence, int, list[tuple]]:
+    """What _parse_isolated runs in its process: _parse_packed, under a name of its own."""
+    return _parse_packed(file)
 
 
 def _unpacked(evidence: Evidence, height: int, packed: list[tuple]) -> Evidence:

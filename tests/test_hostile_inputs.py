@@ -417,3 +417,253 @@ def test_an_identical_copy_of_a_file_is_a_duplicate_warning_not_trouble(tmp_path
     assert code == 1 and d["root"]["seq"] == ROOT_SEQ
     (dup,) = [p for p in d["problems"] if p["file"] == str(copy)]
     assert dup["severity"] == "warning" and dup["message"].startswith("duplicates ")
+
+
+# --- pickles built to make the unpickler or the reader blow up ------------------------------------------------------
+
+
+def bounded_cli(*args, timeout: float = 60, memory_mib: int = 2048) -> subprocess.CompletedProcess:
+    """`ncclforensics ARGS` in a child with an address-space limit and a timeout, so that a regression fails the
+    test instead of hanging or exhausting the machine (and a crash of the interpreter shows as its exit code)."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (memory_mib << 20, memory_mib << 20))
+
+    return subprocess.run([sys.executable, "-m", "ncclforensics.cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, preexec_fn=limit, env={**os.environ, "COLUMNS": "200"})
+
+
+def _dump_bytes(extra: dict, protocol: int = 2) -> bytes:
+    dump = {"version": "2.10", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"}},
+            "entries": [{"process_group": ("0", "default_pg"), "collective_seq_id": 1, "pg_id": 0,
+                         "profiling_name": "nccl:all_reduce", "input_sizes": [[8]], "input_dtypes": ["Float"],
+                         "state": "completed", "frames": []}]}
+    dump.update(extra)
+    return pickle.dumps(dump, protocol=protocol)
+
+
+def _as_dict_key(data: bytes, value_ops: bytes) -> bytes:
+    """The dump with one more top-level key, `pg_status`, whose value is a dict keyed by what `value_ops` push
+    (opcodes that leave one object on the stack): {<that>: 1}."""
+    assert data.endswith(b"u.")
+    return data[:-2] + b"\x8c\x09pg_status}" + value_ops + b"K\x01s" + b"u."
+
+
+def hash_bomb(levels: int = 80) -> bytes:
+    """((), ()) nested `levels` times by memo references (the Python pickler's own output for such a tuple), the
+    last one then used as a dict key: hashing it walks 2**levels leaves."""
+    chain = [()]
+    for _ in range(levels):
+        chain.append((chain[-1], chain[-1]))
+    data = _dump_bytes({"chain": chain})
+    last = max(arg for op, arg, _ in pickletools.genops(data) if op.name == "BINPUT")  # the last tuple's slot
+    return _as_dict_key(data, b"h" + bytes([last]) if last < 256 else b"j" + last.to_bytes(4, "little"))
+
+
+def billion_laughs(levels: int = 30, width: int = 10) -> dict:
+    """A list nested `levels` deep by reference, `width` references a level: 10**30 leaves as a tree, a few
+    hundred bytes as a pickle; put where the reader turns fields into text."""
+    laughs: list = ["lol"]
+    for _ in range(levels):
+        laughs = [laughs] * width
+    entry = {"process_group": (laughs, laughs), "collective_seq_id": laughs, "profiling_name": laughs,
+             "input_sizes": laughs, "input_dtypes": laughs, "state": laughs, "frames": laughs,
+             "time_created_ns": laughs, "pg_id": laughs, "thread_name": laughs}
+    return {"version": laughs, "pg_config": {"0": {"name": laughs, "desc": laughs, "ranks": laughs}},
+            "pg_status": {"0": {"last_enqueued_collective": laughs}}, "entries": [entry, entry], "rank": laughs}
+
+
+@pytest.mark.parametrize("make", ["hash_bomb", "deep_tuple_key", "hash_bomb_protocol_5"])
+def test_tuple_bombs_are_refused_at_once_without_a_crash(tmp_path, make):
+    """A 1 KB pickle whose dict key is ((), ()) nested 80 times by reference ran for hours (hashing it); a tuple
+    nested 10**6 deep as a key overflowed the C stack (SIGSEGV, exit 139, also in the main process that re-read
+    the file after its worker died). Now each is one line, exit 2, and the other evidence is still analysed."""
+    if make == "hash_bomb":
+        data = hash_bomb()
+    elif make == "deep_tuple_key":
+        data = _as_dict_key(_dump_bytes({}), b")" + b"\x85" * 10**6)
+    else:
+        chain = [()]
+        for _ in range(80):
+            chain.append((chain[-1], chain[-1]))
+        data = _dump_bytes({"chain": chain, "key": [chain[-1]]}, protocol=5)
+        ops = list(pickletools.genops(data))  # make the list [t] of "key" a dict {t: 1}
+        at = max(pos for op, _, pos in ops if op.name == "EMPTY_LIST")
+        end = next(pos for op, _, pos in ops if op.name == "APPEND" and pos > at)
+        data = data[:at] + b"}" + data[at + 1:end] + b"K\x01s" + data[end + 1:]
+    bomb = tmp_path / "fr_rank9"
+    bomb.write_bytes(data)
+    started = time.perf_counter()
+    done = bounded_cli("diff", "--json", EXTRA_OP, bomb)
+    assert time.perf_counter() - started < 30
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    assert json.loads(done.stdout)["root"]["seq"] == ROOT_SEQ and "Traceback" not in done.stderr
+    (line,) = stderr_lines_naming(done.stderr, bomb)
+    assert line.startswith(f"error: {bomb}: refused: the tuple built at byte ") and "holds a tuple" in line
+
+
+def test_a_billion_laughs_pickle_is_read_in_small_time_and_memory(tmp_path):
+    """A list nested by reference, put into every field, took 5 GB (its text was built: str() of the name) and
+    ran on; now each field is a malformed value, shown cut short."""
+    bomb = tmp_path / "fr_rank2"
+    bomb.write_bytes(pickle.dumps(billion_laughs(), protocol=2))
+    assert bomb.stat().st_size < 20_000
+    done = bounded_cli("parse", "--json", bomb, timeout=60, memory_mib=1024)
+    assert done.returncode in (0, 2) and "Traceback" not in done.stderr, done.stderr[-2000:]
+    (row,) = json.loads(done.stdout)
+    assert row["format"] == "flight-recorder" and row["records"] == 0
+    assert all(len(e["message"]) < 400 for e in row["errors"])
+    assert any("process group '0'" in e["message"] for e in row["errors"])
+
+
+def test_an_integer_of_5000_digits_as_a_group_name_is_one_line_not_a_traceback(tmp_path):
+    """int("1" * 5000) as a process-group name and key raised ValueError (str() of it) and aborted the run."""
+    huge = 10**5000
+    dumps = {"fr_rank5": _dump_bytes({"pg_config": {huge: {"name": huge, "desc": "x", "ranks": "[0]"}},
+                                      "pg_status": {huge: {"last_enqueued_collective": 1}}}),
+             "fr_rank6.json": ('{"version": "2.10", "pg_config": {"0": {"name": "0", "ranks": "[0]"}}, '
+                               '"pg_status": {"0": {"last_enqueued_collective": 1' + "0" * 5000 + '}}}').encode(),
+             "fr_rank7": _dump_bytes({"pg_config": {10**600: {"name": 10**600, "desc": "x", "ranks": "[0]"}},
+                                      "pg_status": {10**600: {"last_enqueued_collective": 1}}})}
+    paths = []
+    for name, data in dumps.items():
+        (tmp_path / name).write_bytes(data)
+        paths.append(tmp_path / name)
+    code, out, err = run_cli("parse", "--json", *paths)
+    assert code == 2 and "Traceback" not in err
+    rows = {Path(r["file"]).name: r for r in json.loads(out)}
+    assert rows["fr_rank5"]["records"] == 0 and "integer of 2077 bytes (LONG4)" in rows["fr_rank5"]["errors"][0][
+        "message"]
+    assert rows["fr_rank6.json"]["records"] == 0 and "ValueError" in rows["fr_rank6.json"]["errors"][0]["message"]
+    assert rows["fr_rank7"]["records"] == 1  # 600 digits load (LONG1); the group is a bad name, a warning
+    assert {e["severity"] for e in rows["fr_rank7"]["errors"]} == {"warning"}
+    for path in paths:
+        assert len(stderr_lines_naming(err, path)) >= 1
+
+
+_DEAD_WORKER = """
+import json, os, sys
+from pathlib import Path
+from ncclforensics import api
+
+folder, flag, main = sys.argv[1], Path(sys.argv[2]), os.getpid()
+packed, parse = api._parse_packed, api.parse_file
+
+def packed_or_die(file):  # the first worker to get rank 2's dump dies, as a crash kills it
+    if file.name.endswith("fr_rank2") and flag.exists():
+        flag.unlink()
+        os._exit(139)
+    return packed(file)
+
+def never_here(file, *args):  # forked workers inherit it: they may
+    assert os.getpid() != main, f"{file.name} parsed in the main process"
+    return parse(file, *args)
+
+api._parse_packed, api.parse_file = packed_or_die, never_here
+print(json.dumps([e.collectives.height for e in api.parse_files(api.discover([folder])[0])]))
+"""
+
+
+def test_a_dead_worker_is_followed_by_a_parse_in_a_fresh_process_not_in_this_one(tmp_path):
+    """A worker that dies (here on purpose; before, on a pickle that overflowed the C stack) broke the pool, and
+    every file it still had was parsed again in the main process, where the same crash ended the whole run.
+    (In a fresh interpreter: forking is safe only before polars has started its threads.)"""
+    folder = tmp_path / "ev"
+    folder.mkdir()
+    for name in ("fr_rank0", "fr_rank1", "fr_rank2", "fr_rank3"):
+        (folder / name).symlink_to(EXTRA_OP / name)
+    flag = tmp_path / "die"
+    flag.touch()
+    done = subprocess.run([sys.executable, "-c", _DEAD_WORKER, str(folder), str(flag)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not flag.exists()  # a worker did die
+    assert json.loads(done.stdout) == [50, 49, 49, 49]  # and rank 2 was read in a fresh process
+
+
+def test_dumps_python_writes_with_tuples_still_load(tmp_path):
+    """What the grammar must keep accepting: a tuple shared by every entry (Python's pickler), a tuple per entry
+    whose items are memo references (PyTorch's dumps), items that are long strings, a group that pg_config does
+    not list (its strings memoized after the first tuple), for protocols 2 to 5."""
+    desc = "a process group description longer than sixty-four characters, in a tuple"
+    shared = ("0", "default_pg")
+    entries = [{"process_group": shared, "collective_seq_id": i, "profiling_name": "nccl:all_reduce",
+                "input_sizes": [[8]], "input_dtypes": ["Float"], "state": "completed", "frames": []}
+               for i in range(1, 40)]
+    entries += [{"process_group": ("9", desc) if i % 2 else (str(9), desc + ""), "collective_seq_id": i,
+                 "profiling_name": "nccl:all_reduce", "input_sizes": [[8]], "input_dtypes": ["Float"],
+                 "state": "completed", "frames": []} for i in range(1, 40)]
+    for i, entry in enumerate(entries[::3]):
+        entry["process_group"] = tuple(entry["process_group"])  # fresh tuples too, of the same strings
+    dump = {"version": "2.10", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},
+            "entries": entries}
+    for protocol in (2, 3, 4, 5):
+        data = pickle.dumps(dump, protocol=protocol)
+        value, problems = load_pickle(data, "fr_rank0")
+        assert problems == [] and value == dump, protocol
+        big = pickle.dumps({**dump, "entries": entries * 300}, protocol=protocol)  # > 64 KiB: the DFA's path
+        value, problems = load_pickle(big, "fr_rank0")
+        assert problems == [] and len(value["entries"]) == len(entries) * 300, protocol
+
+
+def test_both_engines_give_the_same_verdicts(monkeypatch):
+    """The DFA (polars) and Python's engine walk one grammar: on corrupted copies of a real dump (large enough
+    for the DFA) they agree."""
+    import random
+
+    from ncclforensics.sources import safe_pickle
+
+    dump = pickle.loads((EXTRA_OP / "fr_rank0").read_bytes())
+    dump["entries"] = [pickle.loads(pickle.dumps(e)) for e in dump["entries"] * 8]  # copies: no shared memo
+    data = pickle.dumps(dump, protocol=2)
+    assert len(data) > 1 << 16
+    rng = random.Random(7)
+    for case in range(20):
+        mutated = bytearray(data)
+        for _ in range(rng.randint(1, 3)):
+            mutated[rng.randrange(2, len(mutated))] = rng.choice([0x85, 0x86, 0x30, 0x32, 0x71, 0x68, 0x8B,
+                                                                  rng.randrange(256)])
+        mutated = bytes(mutated)
+        monkeypatch.setattr(safe_pickle, "_FAST_MIN", 1 << 40)
+        python = safe_pickle._scan(mutated)
+        monkeypatch.setattr(safe_pickle, "_FAST_MIN", 1 << 16)
+        fast = safe_pickle._scan(mutated)
+        assert python[0] == fast[0], (case, python, fast)
+        if python[0] in ("ok", "truncated"):
+            assert python == fast, case
+
+
+# --- Flight Recorder pickles cut short --------------------------------------------------------------------------
+
+
+def test_a_dump_cut_anywhere_keeps_the_entries_before_the_cut_and_says_where(tmp_path):
+    """A dump cut inside an opcode's argument (a memo index, a length, a string) was "not a Flight Recorder dump"
+    and lost whole; a cut anywhere now keeps the complete entries before it and says at which byte, and which
+    entry, it was cut. It is an error: a cut file is never read as complete."""
+    from ncclforensics.model import Evidence, SourceFormat
+    from ncclforensics.sources.flight_recorder import read_dump
+
+    data = (EXTRA_OP / "fr_rank0").read_bytes()
+    full = parse_file(InputFile(EXTRA_OP / "fr_rank0", "fr_rank0")).collectives
+    first_entry = data.index(b"entries") + 20
+    seen = set()
+    for cut in range(first_entry, len(data) - 1, 41):
+        value, problems = load_pickle(data[:cut], "fr_rank0")
+        assert value is not None, (cut, problems)
+        (problem,) = problems
+        assert problem.severity.value == "error"
+        assert problem.message.startswith(f"truncated pickle: the data ends at byte {cut} before the end")
+        evidence = Evidence(path="fr_rank0", format=SourceFormat.FLIGHT_RECORDER)
+        read_dump(value, "fr_rank0", evidence)
+        frame = evidence.collectives
+        assert frame.equals(full.head(frame.height)), cut
+        if "the next one is cut short" in problem.message:
+            assert problem.loc.record == frame.height
+        seen.add(frame.height)
+    assert len(seen) > 40
+    path = tmp_path / "fr_rank0"
+    path.write_bytes(data[:len(data) // 2 + 3])
+    code, out, err = run_cli("parse", "--json", path)
+    (row,) = json.loads(out)
+    assert code == 2 and row["records"] > 10 and "truncated pickle" in err and "Traceback" not in err

@@ -136,6 +136,14 @@ def _clean(text: str) -> str:
     return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
 
 
+def _name(value: object, what: str) -> str:
+    """A process-group name as text: a string, or an int64 (1.x pg_id keys); never str() of anything bigger,
+    which for a container shared by reference in a pickle is exponentially long, for a huge int a ValueError."""
+    if type(value) is str:
+        return _clean(value)
+    return str(_int(value, what))
+
+
 def _int(value: object, what: str) -> int:
     """An int64, also from the decimal strings the JSON dump uses for pg_status."""
     if type(value) is str and _DECIMAL.fullmatch(value):
@@ -413,14 +421,14 @@ def _read_groups(dump: dict, name: str, evidence: Evidence) -> dict[str, tuple[i
                                             Severity.WARNING))
         return ranks_of
     for key, value in config.items():
-        loc = Location(name, record=key if type(key) is int else None, field="pg_config")
+        loc = Location(name, record=key if type(key) is int and -_INT64 <= key < _INT64 else None, field="pg_config")
         try:
             if isinstance(value, dict):  # 2.x: {name: {"name", "desc", "ranks": "[0, 1]"}}
-                pg = _clean(str(value.get("name", key)))
+                pg = _name(value.get("name", key), "its name")
                 desc = value.get("desc")
                 ranks = parse_ranks(value.get("ranks", "[]"))
             else:  # 1.x: {pg_id: [0, 1, 2, 3]}
-                pg, desc, ranks = _clean(str(_int(key, "pg_config key"))), None, parse_ranks(value)
+                pg, desc, ranks = _name(_int(key, "pg_config key"), "pg_config key"), None, parse_ranks(value)
         except _Bad as e:
             evidence.problems.append(Diagnostic(loc, f"process group {show(key)}: {e}; ignored",
                                                 Severity.WARNING))
@@ -493,7 +501,11 @@ def _progress(dump: dict, entries: list, rank: int | None, name: str, evidence: 
         except _Bad as e:
             evidence.problems.append(Diagnostic(loc, f"pg_status {show(key)} {e}; ignored", Severity.WARNING))
             continue
-        key = _clean(str(key))
+        try:
+            key = _name(key, "a pg_status key")
+        except _Bad as e:
+            evidence.problems.append(Diagnostic(loc, f"pg_status {show(key)}: {e}; ignored", Severity.WARNING))
+            continue
         comm = names.get(key) or (config[0] if len(config) == 1 and len(status) == 1 else key)
         evidence.progress.append(ProgressReport(
             loc=loc, comm=comm, rank=rank,

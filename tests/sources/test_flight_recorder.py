@@ -398,7 +398,7 @@ def test_memo_bomb_is_refused_without_allocating(tmp_path):
 def test_large_memo_indices_inside_the_file_are_fine(tmp_path):
     # Indices of 2**22 and more are checked one by one: below the file size they are what a big dump has.
     index = 2**22 + 1
-    body = b"}" + b"N0" * (index // 2 + 8) + b"Nr" + index.to_bytes(4, "little") + b"0."
+    body = b"}(" + b"K\x01N" * (index // 3 + 8) + b"K\x02Nr" + index.to_bytes(4, "little") + b"u."
     path = tmp_path / "fr_rank0"
     path.write_bytes(b"\x80\x02" + body)
     evidence = SOURCE.parse(load(path))
