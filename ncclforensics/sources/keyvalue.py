@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
 from ..errors import SourceError
-from ..model import Diagnostic, Evidence, Location, SourceFormat
-from .base import HEAD_BYTES, InputFile, looks_binary, unreadable
+from ..model import Diagnostic, Evidence, Location, Severity, SourceFormat
+from .base import HEAD_BYTES, InputFile, looks_binary, split_lines, unreadable
 
 # `key=value` with the key not glued to a word, dot or dash before it (so `nranks=4` is `nranks`, never `rank`,
 # and `--step=3` is not a token). A value runs to a blank, `,` `;` or a closing bracket, so `[rank=0]:` gives
@@ -29,6 +29,8 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 _SHOWN_CHARS = 40  # a bad value longer than this is cut in messages
 _INT64_MAX = 2**63 - 1  # what a polars Int64 column (and any sane step, rank or count) holds
+CUT_SHORT = ("the file ends inside this line (no newline after it, where every other line has one): cut short; "
+             "not read")
 
 
 def key_values(line: str) -> dict[str, str]:
@@ -50,11 +52,18 @@ def key_values(line: str) -> dict[str, str]:
 
 def read_lines(file: InputFile, fmt: SourceFormat) -> tuple[list[str], Evidence]:
     """The file's lines and the Evidence to fill, holding any reading problems; a corrupt gzip gives no lines."""
+    lines, evidence, _ = read_lines_cut(file, fmt)
+    return lines, evidence
+
+
+def read_lines_cut(file: InputFile, fmt: SourceFormat) -> tuple[list[str], Evidence, bool]:
+    """read_lines, and whether the last line has no newline after it: a file written line by line and cut
+    short (the process killed mid-write, a copy stopped early) ends inside its last line."""
     try:
-        lines, problems = file.lines()
+        text, problems = file.read_text()
     except (SourceError, zlib.error, EOFError) as e:  # gzip magic, then bytes that do not inflate
-        return [], unreadable(file, fmt, e)
-    return lines, Evidence(path=file.name, format=fmt, problems=problems)
+        return [], unreadable(file, fmt, e), False
+    return split_lines(text), Evidence(path=file.name, format=fmt, problems=problems), text[-1:] not in ("", "\n", "\r")
 
 
 def json_object(text: str) -> tuple[dict | None, str | None]:
@@ -105,9 +114,9 @@ def parse_records(
 ) -> tuple[Evidence, list]:
     """A record parser's whole job: the file's records (read_records), each made a value by `convert(record,
     name)`, which also names its bad fields. Returns the Evidence (with every problem) and the values."""
-    lines, evidence = read_lines(file, fmt)
+    lines, evidence, cut = read_lines_cut(file, fmt)
     values = []
-    for item in read_records(lines, file.name, needles, json_keys, wanted):
+    for item in read_records(lines, file.name, needles, json_keys, wanted, cut_last=cut and len(lines) > 1):
         if isinstance(item, Diagnostic):
             evidence.problems.append(item)
             continue
@@ -125,8 +134,14 @@ def read_records(
     needles: tuple[str, ...],
     json_keys: tuple[str, ...],
     wanted: Callable[[Mapping[str, object], bool], bool],
+    cut_last: bool = False,
 ) -> Iterator[LineRecord | Diagnostic]:
     """The records of one source in `lines`, and a Diagnostic for each line that is a broken record.
+
+    `cut_last`: the last line has no newline after it while the lines before have theirs, so the file was cut
+    inside it. A JSON record there that parses whole is whole (its closing brace came); anything else there (a
+    `key=value` record, whose `checksum=94.` may have been `94.5`, or JSON cut mid-way) is reported as cut short,
+    never read as a value.
 
     `needles`: substrings a `key=value` record line must contain one of (the cheap test before tokenising).
     `json_keys`: quoted keys (`'"decision"'`) that make a non-JSON line starting with `{` a broken record even in a
@@ -141,11 +156,15 @@ def read_records(
         if not stripped or stripped[0] == "#":
             continue  # blank, or a comment (as the live journal tail also skips)
         problem = None
+        last_cut = cut_last and number == len(lines)
         start = 0 if stripped[0] == "{" else stripped.find('{"')
         if start >= 0:
             obj, problem = json_object(stripped[start:])
             if obj is not None and wanted(obj, True):
                 yield LineRecord(number, obj, True)
+                continue
+            if last_cut and start == 0 and problem:
+                yield Diagnostic(Location(name, number), CUT_SHORT, Severity.WARNING)
                 continue
             if obj is not None and start == 0:
                 continue  # a JSON line of another kind (a header, another record type)
@@ -153,9 +172,13 @@ def read_records(
                 problem = None  # a log line that merely holds a `{`: try it as `key=value` below
         if "=" in stripped and any(needle in stripped for needle in needles):
             fields = key_values(stripped)
-            if wanted(fields, False):
-                yield LineRecord(number, fields, False)
+            if wanted(fields, False) or last_cut:
+                yield Diagnostic(Location(name, number), CUT_SHORT, Severity.WARNING) if last_cut else \
+                    LineRecord(number, fields, False)
                 continue
+        if last_cut and "=" in stripped:  # a record cut before the key that makes it one (`step=5 rank=0 se`)
+            yield Diagnostic(Location(name, number), CUT_SHORT, Severity.WARNING)
+            continue
         if problem is None and strict:
             problem = "neither a JSON object nor a key=value record in a JSON-lines file"
         if problem is not None:

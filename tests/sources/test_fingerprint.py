@@ -241,3 +241,47 @@ def test_corrupt_gzip_is_a_diagnostic_not_an_exception(tmp_path):
     path.write_bytes(b"\x1f\x8b\x07garbage")
     evidence = SOURCE.parse(load(path))
     assert evidence.fingerprints == [] and evidence.has_errors
+
+
+# --- a trace cut short ------------------------------------------------------------------------------------------------
+
+
+def test_a_trace_cut_mid_number_reports_the_cut_and_fabricates_no_checksum(tmp_path):
+    """Rank 1's trace cut inside its last checksum (`checksum=9472.000000` became `checksum=94`) gave "step 11
+    checksums differ (mixed data) rank 1: 94.0". A last line without its newline is now a cut, reported at its
+    file:line, not a value."""
+    from cli_helpers import diff_json
+
+    folder = tmp_path / "ev"
+    folder.mkdir()
+    for source in EXTRA_OP.iterdir():
+        (folder / source.name).symlink_to(source)
+    cut = folder / "fingerprint_rank1.log"
+    cut.unlink()
+    text = (EXTRA_OP / "fingerprint_rank1.log").read_text()
+    assert text.endswith("checksum=9472.000000\n")
+    cut.write_text(text[: -len("72.000000\n")])  # ends in `checksum=94`
+    lines = text.count("\n")
+    code, d = diff_json(folder)
+    splits = {s["step"]: s["values"] for s in d["checksum_splits"]}
+    assert splits.get(11, {}).get("1") != 94.0
+    assert {(p["file"], p["line"], p["severity"]) for p in d["problems"] if "cut short" in p["message"]} == {
+        (str(cut), lines, "warning")}
+    evidence = SOURCE.parse(load(cut))
+    assert [r.step for r in evidence.fingerprints if r.rank == 1][-1] == 10
+
+
+@pytest.mark.parametrize("text, rows, cut", [
+    ('{"step": 0, "rank": 0, "sum": 1.0}\n{"step": 1, "rank": 0, "sum": 2.5}', 2, False),  # whole JSON: read
+    ('{"step": 0, "rank": 0, "sum": 1.0}\n{"step": 1, "rank": 0, "su', 1, True),  # JSON cut mid-way
+    ("step=0 rank=0 checksum=1.5\nstep=1 rank=0 checksum=2", 1, True),  # key=value: may be cut
+    ("step=0 rank=0 checksum=1.5\nstep=1 rank=0 check", 1, True),  # cut before its value
+    ("step=0 rank=0 checksum=1.5", 1, False),  # one line, no newline at all: a file written so
+    ("step=0 rank=0 checksum=1.5\nstep=1 rank=0 checksum=2\n", 2, False),
+])
+def test_the_last_line_without_its_newline(tmp_path, text, rows, cut):
+    evidence = parse_text(tmp_path, text)
+    assert len(evidence.fingerprints) == rows
+    flagged = [p for p in evidence.problems if "cut short" in p.message]
+    assert [(p.loc.line, p.severity) for p in flagged] == ([(2, Severity.WARNING)] if cut else [])
+    assert not [p for p in evidence.problems if p.severity is Severity.ERROR]

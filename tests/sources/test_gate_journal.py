@@ -316,3 +316,19 @@ def test_reads_what_the_live_journal_writer_writes(tmp_path):
                      mode="enforce", time=1764406506.12),
         GateDecision(loc=Location("gate_rank0.jsonl", 2), rank=0, step=6, decision="skip"),
     ]
+
+
+def test_a_journal_cut_inside_its_last_line_reports_the_cut_and_reads_no_decision(tmp_path):
+    """`seq=199995` cut to `seq=1999` read as a decision at seq 1999 (outside the ceiling window); the last line
+    of a journal cut short is now reported at its file:line and not read."""
+    from ncclforensics.sources import InputFile, parse_file
+
+    path = tmp_path / "gate_journal_rank0.log"
+    path.write_text("step=4 rank=0 seq=199994 fits=0 decision=skip\nstep=5 rank=0 seq=1999")
+    evidence = parse_file(InputFile(path, path.name))
+    assert [g.step for g in evidence.gates] == [4]
+    assert [(p.loc.line, p.severity.value) for p in evidence.problems] == [(2, "warning")]
+    assert "cut short" in evidence.problems[0].message
+    path.write_text('{"step": 4, "rank": 0, "decision": "skip"}\n{"step": 5, "rank": 0, "decision": "pa')
+    evidence = parse_file(InputFile(path, path.name))
+    assert [g.step for g in evidence.gates] == [4] and "cut short" in evidence.problems[0].message
