@@ -6,7 +6,9 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
 - `missed`: a comm's ranks diverged and the evidence shows it (visibility.py), yet the answer has no root;
 - `root_outside_range`: the root is on a comm that diverged, and the true root seq is not in `root.seq_range`
   (nor the first seq where an outlier that the evidence shows diverged);
-- `root_without_range`: the same, with no `seq_range` at all (null: the answer does not place it);
+- `root_without_range`: the same, with no `seq_range` at all (null: the answer does not place it), except where
+  it rests on RAS counts of the collective types that differ, which place nothing in launch order (such
+  counts name no seq, and the answer rightly gives none);
 - `wrong_outliers`: `root.outlier_ranks` is not the true outliers (those whose divergence starts at the root, or
   every rank that diverged on that comm; or the same among the outliers the evidence shows, visibility.py);
   where the outliers are no strict minority of the ranks on record (two ranks, or an even split), naming the
@@ -134,7 +136,9 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     seen_seq = min(true.first[r] for r in seen)
     seen_outliers = {r for r in seen if true.first[r] == seen_seq}
     seqs = sorted({true.seq, seen_seq})
-    if not isinstance(root.get("seq_range"), list) or len(root["seq_range"]) != 2:
+    if root.get("seq_range") is None and root.get("pinned_by") == "RAS counts" and root.get("counts_by_type"):
+        low = high = None  # RAS counts of the types that differ place nothing in launch order: honestly unplaced
+    elif not isinstance(root.get("seq_range"), list) or len(root["seq_range"]) != 2:
         add(Violation("root_without_range", f"true root seq {true.seq} on comm {comm}; the answer's seq_range is "
                                             f"{root.get('seq_range')!r}"))
         low = high = None
