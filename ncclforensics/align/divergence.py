@@ -178,9 +178,9 @@ class CommRows:
                 pieces.append(part)
             elif self.contiguous:
                 first = self.first(rank)
-                begin = 0 if low is None else max(0, low - first)
+                begin = 0 if low is None else min(len(part), max(0, low - first))
                 stop = len(part) if high is None else max(begin, min(len(part), high - first + 1))
-                pieces.append(part.slice(begin, stop - begin))
+                pieces.append(part.slice(begin, max(0, stop - begin)))
             else:
                 keep = pl.lit(True)
                 if low is not None:
@@ -349,7 +349,7 @@ def _codes(rows: CommRows, start: int, fields: list[str]) -> dict[int, Codes]:
     for rank, part in rows.parts.items():
         part = part.filter(pl.col("seq") >= start) if rows.first(rank) < start or not rows.contiguous else part
         part = _before_wide_gap(part)
-        length = int(part.get_column("seq").max() - start + 1) if part.height else 0
+        length = max(0, int(part.get_column("seq").max() - start + 1)) if part.height else 0
         exprs = []
         for name in fields:
             column = pl.col(name)

@@ -261,6 +261,8 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
         return confirmed + [replace(p, low=p.high) for p in off_end if p.high > top], True
     if off_end:
         return off_end, True
+    if not failing:
+        return [], True  # nothing to place (a stream of no records)
     furthest = max(reach for _, reach in failing)
     return [p for p, reach in failing if reach == furthest], False
 
