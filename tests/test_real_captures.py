@@ -255,3 +255,29 @@ def test_desync_report_alone_names_who_launched_more(tmp_path):
     assert code == 1 and d["root"]["outlier_ranks"] == [1] and d["root"]["kind"] == "extra"
     assert d["root"]["pinned_by"] == "PyTorch's desync report"
     assert d["root"]["seq_range"][0] <= 8 <= d["root"]["seq_range"][1]
+
+
+@pytest.mark.parametrize("scenario, comm, seq, outliers, window, wedge", [
+    ("serving-drafter-typeboundary", "0x2f610d321b4a85cd", 30, [1], 2, (32, "type_mismatch")),
+    ("serving-skipped-allreduce", "0x4c19e46a7c2e9756", 17, [0], 3, (20, "type_mismatch")),
+    ("serving-two-drafters-8rank", "0xec2dabdf1737e201", 27, [2, 5], 1, (28, "type_mismatch")),
+    ("serving-tp-in-dp-8rank", "0x7e967d1df7760487", 30, [6], 2, (32, "type_mismatch")),
+    ("serving-reorder-heals", "0x3c50eedf754e590e", 17, [0, 1, 2, 3], 2, None),  # 2 against 2: both sides named
+])
+def test_serving_captures_pin_the_root_with_all_their_evidence(scenario, comm, seq, outliers, window, wedge):
+    """A serving-shaped program (wrappers, layers in a loop, a drafter through the same wrappers): the first
+    divergent collective, the window and the wedge as the program's own launch log says (truth/<scenario>.json)."""
+    code, d = diff_json(real(scenario))
+    root = d["root"]
+    assert code == 1 and d["verdict"] == "diverged"
+    assert (root["comm"], root["seq_range"], root["outlier_ranks"]) == (comm, [seq, seq], outliers)
+    assert d["window"]["collectives"] == window
+    assert (d["wedge"] and (d["wedge"]["seq"], d["wedge"]["kind"])) == wedge
+
+
+def test_serving_tp_in_dp_logs_alone_give_the_range_with_stand_in_ranks():
+    """No NCCL communicator holds every process: the logs' ranks are comm ranks, numbered as stand-ins."""
+    code, d = diff_json(*files("serving-tp-in-dp-8rank", "nccl."))
+    assert code == 1 and d["root"]["comm"] == "0x7e967d1df7760487" and d["root"]["outlier_ranks"] == [6]
+    assert d["root"]["seq_range"][0] <= 30 <= d["root"]["seq_range"][1]
+    assert any("stand-ins" in c for c in d["caveats"])
