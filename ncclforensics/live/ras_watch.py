@@ -227,6 +227,7 @@ class RasWatcher:
         self._events_lock = threading.Lock()
         self._monitor_thread: threading.Thread | None = None
         self._monitor_decided = False
+        self._cut_reason = ""
 
     # -- one poll ---------------------------------------------------------------------------------------------
 
@@ -235,6 +236,11 @@ class RasWatcher:
         reply = self.client.status()
         path = self._save(reply)
         snapshot = self._parse(path)
+        if snapshot.truncated:
+            # What a cut reply does not show is unknown: a comm it does not list has not healed, a block it cuts
+            # short has not moved. It stays as evidence (diff reports the cut) and counts as a failed poll.
+            raise RasReplyError(f"reply {path.name} is cut short ({self._cut_reason}); kept as evidence, not used "
+                                f"to judge the communicators")
         self.poll_count += 1
         self.summary.polls_ok += 1
         self.summary.files.append(str(path))
@@ -257,6 +263,8 @@ class RasWatcher:
 
         evidence = parse_file(InputFile(path=path, name=str(path)))
         if evidence.ras:
+            cut = [p.message for p in evidence.problems if " is cut short: " in p.message]
+            self._cut_reason = cut[0].split(" is cut short: ", 1)[1].split(". ")[0] if cut else ""
             return evidence.ras[0]
         path.replace(path.with_name(f".{path.stem}.rejected"))
         problems = "; ".join(p.message for p in evidence.problems[:2]) or "no communicator data"

@@ -86,7 +86,7 @@ class _Walker:
                 continue
             self.text_line(index + 1, line)
             index += 1
-        self.status.close()
+        self.status.close(cut=self.text[-1:] not in ("", "\n", "\r"))
         if self.stray:
             self.problem(self.stray[0], f"{len(self.stray)} line(s) that are no part of a RAS reply or event; skipped")
 

@@ -69,6 +69,8 @@ _MAX_IMPLIED = 1 << 16
 
 # Stages of a reply, in the order NCCL prints them; a heading of a stage already passed starts a new reply.
 HEADER, SUMMARY, COMMS, TABLE, ERRORS, WARNINGS = range(1, 7)
+_STAGE_NAMES = {HEADER: "its header", SUMMARY: "the job summary", COMMS: "the communicators heading",
+                TABLE: "the communicators table", ERRORS: "the Errors section"}
 
 
 # Lines only a text reply has (0.95), its headings (0.9), and section underlines that others could share (0.6).
@@ -153,6 +155,8 @@ class _Comm:
     groups: list[list] = field(default_factory=list)  # [op, count, nranks, ranks list]
     status_differs: bool = False  # a "Communicator ranks have different status" part was printed
     corrupt: bool = False
+    announced: list = field(default_factory=list)  # ops of "different <op> operation counts" parts
+    missing_claimed: int = 0  # "Missing communicator data from <n> ranks"
 
     def rank(self, number: int) -> _Rank:
         return self.ranks.setdefault(number, _Rank(number))
@@ -172,6 +176,7 @@ class _Block:
     identities: list[ProcessIdentity] = field(default_factory=list)
     context: tuple = ()  # what a bare `Rank r -- ...` line belongs to: ("missing",), ("count", group), ...
     init_errors: bool = False  # the error breakdown being read is of initialisation (not asynchronous) errors
+    lines: int = 0  # lines read after the heading
     op: str | None = None  # collective type of the current "different ... operation counts" part
 
 
@@ -188,6 +193,9 @@ class _Reply:
     unrecognised: list[int] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # comms dropped as decoded garbage
     saw_missing: bool = False
+    last_line: int = 0  # the last line that was part of this reply
+    underlined: bool = False  # the Warnings heading's underline was read
+    empty_blocks: list[int] = field(default_factory=list)  # lines of block headings with no line after them
 
 
 class StatusTextParser:
@@ -201,6 +209,15 @@ class StatusTextParser:
 
     def feed(self, lineno: int, line: str) -> bool:
         """Take one line; False when it is not part of a text reply (the caller decides what it is)."""
+        taken = self._feed(lineno, line)
+        reply = self.reply
+        if taken and reply is not None:
+            reply.last_line = lineno
+            if reply.stage == WARNINGS and line.strip() and set(line.strip()) == {"="}:
+                reply.underlined = True
+        return taken
+
+    def _feed(self, lineno: int, line: str) -> bool:
         stage = self._heading(line)
         if stage:
             if self.reply is None or self.reply.stage >= stage:
@@ -226,14 +243,15 @@ class StatusTextParser:
             return self._table_line(lineno, line)
         return self._section_line(lineno, line)
 
-    def close(self) -> None:
-        """Finish the reply being read (end of file, a new reply, a JSON reply or a transcript line)."""
+    def close(self, cut: bool = False) -> None:
+        """Finish the reply being read (end of file, a new reply, a JSON reply or a transcript line). `cut`: the
+        file ends here without a line break, inside the reply's last line."""
         reply = self.reply
         if reply is None:
             return
         self._close_block()
         self.reply = None
-        self.evidence.ras.append(self._snapshot(reply))
+        self.evidence.ras.append(self._snapshot(reply, cut))
 
     # -- headings and the parts before the sections
 
@@ -314,8 +332,10 @@ class StatusTextParser:
         block = reply.block
         if block is None:
             reply.unrecognised.append(lineno)
-        elif not (block.comm and block.comm.corrupt):
-            self._block_line(block, lineno, line)
+        else:
+            block.lines += 1
+            if not (block.comm and block.comm.corrupt):
+                self._block_line(block, lineno, line)
         return True
 
     def _open_comm_block(self, lineno: int, m: re.Match) -> None:
@@ -372,6 +392,8 @@ class StatusTextParser:
             comm.status_differs = True
         if name == "missing":
             block.context = ("missing",)
+            if comm is not None:
+                comm.missing_claimed = max(comm.missing_claimed, int(m["n"]))
         elif name in ("missing_list", "unknown_list") and comm is not None:
             for number in _rank_list(m["ranks"]):
                 rank = self._block_rank(block, lineno, number)
@@ -390,6 +412,8 @@ class StatusTextParser:
             block.context = ("status", m["status"])
         elif name == "diff_counts":
             block.op = rc.SINGLE_COUNTER if m["op"] == "collective" else m["op"]
+            if comm is not None:
+                comm.announced.append(block.op)
         elif name in ("count_group", "zero_group") and comm is not None:
             count = int(m["count"]) if name == "count_group" else 0
             group = [block.op, count, int(m["n"]), []]
@@ -478,6 +502,8 @@ class StatusTextParser:
         if block is None:
             return
         reply.block = None
+        if not block.lines:
+            reply.empty_blocks.append(block.line)
         if block.comm is not None and block.comm.corrupt:
             return
         self.evidence.identities.extend(block.identities)
@@ -491,7 +517,45 @@ class StatusTextParser:
 
     # -- the snapshot
 
-    def _snapshot(self, reply: _Reply) -> RasSnapshot:
+    def _cut_short(self, reply: _Reply, cut: bool) -> list[str]:
+        """Why a reply is incomplete: NCCL prints every section (Warnings last, even when empty), a block for every
+        comm the table lists with errors, and for every collective type whose counts differ the counts of all
+        ranks. A reply that lacks any of these was cut short (the server or the copy stopped)."""
+        reasons = []
+        if reply.stage < WARNINGS:
+            reasons.append(f"it ends in {_STAGE_NAMES.get(reply.stage, 'its header')}, before the Warnings section")
+        elif not reply.underlined:
+            reasons.append("it ends at the Warnings heading")
+        if reply.empty_blocks:
+            reasons.append(f"the block of line {reply.empty_blocks[0]} has no line after its heading")
+
+        if reply.stage >= ERRORS:
+            named = {c.group for c in reply.comms.values()}
+            unnamed = sorted(g for g, row in reply.rows.items() if row.errors and g not in named)
+            if unnamed:
+                reasons.append(f"the communicators table lists errors for group(s) {', '.join(map(str, unnamed))} "
+                               f"that no Errors or Warnings block describes")
+        for comm in reply.comms.values():
+            row = reply.rows.get(comm.group)
+            if comm.corrupt or row is None:
+                continue
+            missing = sum(1 for r in comm.ranks.values() if r.missing)
+            if missing < comm.missing_claimed:
+                reasons.append(f"#{comm.group}-{comm.index} names {missing} of its {comm.missing_claimed} missing "
+                               f"ranks")
+            for op in dict.fromkeys([*comm.announced, *(g[0] for g in comm.groups)]):
+                groups = [g for g in comm.groups if g[0] == op]
+                counted = sum(g[2] for g in groups) + missing
+                partial = [g for g in groups if 0 < len(g[3]) < g[2]]  # `2 ranks have ...` and fewer Rank lines
+                if counted < row.size or partial or sum(1 for g in groups if not g[3] and g[2] > 1) > 1:
+                    reasons.append(f"#{comm.group}-{comm.index} gives the {op or 'operation'} counts of its "
+                                   f"{row.size} ranks only in part")
+                    break
+        if cut:
+            reasons.append("its last line has no line break after it")
+        return reasons
+
+    def _snapshot(self, reply: _Reply, cut: bool = False) -> RasSnapshot:
         if reply.version and self.evidence.version is None:
             self.evidence.version = reply.version
         if reply.unrecognised:
@@ -519,8 +583,12 @@ class StatusTextParser:
             if comm.corrupt:
                 continue
             comms.append(self._freeze_comm(reply, comm))
+        reasons = self._cut_short(reply, cut)
+        if reasons:
+            self._problem(reply.last_line or reply.line, f"RAS reply of line {reply.line} is cut short: "
+                          f"{'; '.join(reasons)}. What it does not show is unknown, not healthy")
         return RasSnapshot(Location(self.path, reply.line), nccl_version=reply.version, comms=tuple(comms),
-                           issues=tuple(reply.issues), truncated=reply.stage < WARNINGS or bool(reply.dropped))
+                           issues=tuple(reply.issues), truncated=bool(reasons))
 
     def _freeze_comm(self, reply: _Reply, comm: _Comm) -> RasComm:
         row = reply.rows.get(comm.group)

@@ -316,7 +316,7 @@ def test_comm_walk_garbage_is_tolerated_and_reported():
                for w in warnings)
     assert any(":1: 1 line(s) that are no part of a RAS reply" in w for w in warnings)
     snap = one_snapshot(evidence)
-    assert snap.truncated  # comms were dropped
+    assert not snap.truncated  # comms dropped as garbage are reported as such; the reply is not cut short
     assert [c.comm for c in snap.comms] == ["0xb3398875b8b2a063", "0x6a1f3e0c5b7d9e21"]
     assert all(i.comm != "0x93d7000200000001" for i in snap.issues)
     assert all(i.comm_rank is not None and i.comm_rank < 2 for i in evidence.identities)
@@ -433,3 +433,49 @@ def test_comm_walk_caveat_on_affected_versions(tmp_path):
     assert [c.comm for c in one_snapshot(evidence).comms] == ["0x3f2a9c1b7d4e8a06", "#1-0"]
     fixed = parse(CONSTRUCTED / "sample-c1-incomplete-2.29.7.txt")  # 2.29.7 has the fix
     assert fixed.problems == []
+
+
+# --- replies cut short ------------------------------------------------------------------------------------------
+
+
+def _cut_points(text: str):
+    """Every place a reply can be cut before its end (by character), with the part after it not blank."""
+    for n in range(1, len(text)):
+        if text[:n].strip() != text.strip() and text[n:].strip():
+            yield n
+
+
+@pytest.mark.parametrize("name", ["extra-op-4rank/ras_status_q1.txt", "killed-rank/ras_verbose_q0.txt",
+                                  "subcomm-divergence/ras_status_q0.txt", "serving-two-drafters-8rank/ras_status_q0.txt"])
+def test_a_reply_cut_anywhere_is_marked_truncated_with_a_warning_at_its_line(tmp_path, name):
+    """`RasSnapshot.truncated` was computed and never reported, and a reply cut after `Errors` or inside the
+    Warnings section was not even marked: it read as complete (diff said CONSISTENT from it). Every cut of these
+    real replies is now marked and reported as a warning at the reply's last line."""
+    text = (REAL / name).read_text()
+    path = tmp_path / "ras_status.txt"
+    path.write_text(text)
+    whole = parse_file(InputFile(path, "ras_status.txt"))
+    assert [s.truncated for s in whole.ras] == [False] and not [p for p in whole.problems if "cut" in p.message]
+    for n in list(_cut_points(text))[::7]:
+        path.write_text(text[:n])
+        evidence = parse_file(InputFile(path, "ras_status.txt"))
+        if not evidence.ras:
+            continue  # cut inside the version line: not a reply at all
+        assert [s.truncated for s in evidence.ras] == [True], (n, text[max(0, n - 60):n])
+        (problem,) = [p for p in evidence.problems if " is cut short: " in p.message]
+        assert problem.severity is Severity.WARNING and 1 <= problem.loc.line <= text[:n].count("\n") + 1
+
+
+def test_the_cut_reasons_are_named(tmp_path):
+    text = (REAL / "extra-op-4rank" / "ras_status_q1.txt").read_text()
+    path = tmp_path / "ras.txt"
+    for keep, reason in [("    0         1         1", "it ends in the communicators table"),
+                         ("Errors\n======\n", "it ends in the Errors section"),
+                         ("Warnings\n", "it ends at the Warnings heading"),
+                         ("Warnings\n========\n\n", "no Errors or Warnings block describes"),
+                         ("fda9e) MISMATCH\n", "has no line after its heading"),
+                         ("operation 49\n", "gives the AllReduce counts of its 4 ranks only in part"),
+                         ("operation 5", "its last line has no line break after it")]:
+        path.write_text(text[: text.index(keep, text.index("Group")) + len(keep)])
+        messages = [p.message for p in parse_file(InputFile(path, "ras.txt")).problems]
+        assert any(reason in m for m in messages), (keep, messages)
