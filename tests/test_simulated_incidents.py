@@ -43,7 +43,7 @@ KNOWN = {
                     "no two ranks' collective streams on record (fingerprint traces or timeout lines without a log "
                     "or dump, or one rank's files): the divergence shows only in sums or counts the tool does not "
                     "turn into a root"),
-    **dict.fromkeys((22, 143, 430, 433), "the root is named on a communicator that only waited on the faulted one"),
+    **dict.fromkeys((22, 430, 433), "the root is named on a communicator that only waited on the faulted one"),
     **dict.fromkeys((38, 352, 356, 368, 380, 406, 471),
                     "outliers wrong where logs are cut short, several ranks diverge in different ways, or only "
                     "counts are on record"),

@@ -400,13 +400,16 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
     """Streams that agree wherever they overlap and differ only in length: the side that goes on past the others
     (the minority) launched collectives the others did not; the side that stops short (the minority) stopped.
     Where the gate journal names the deviating ranks, their edit lies somewhere in their records."""
+    lengths = {r: c.length for r, c in codes.items()}
     if deviants and set(codes) - deviants:
         told = sorted(deviants & set(codes))
         reference = merged(codes[r] for r in codes if r not in deviants)
-        found = [p for rank in told for p in place_edits(rank, codes[rank], reference, start, known=True)[0]]
+        # Deviants that launched more than everyone else show their extra collectives; otherwise only the
+        # journal's word places an edit on them.
+        ahead = all(lengths[r] > reference.length for r in told)
+        found = [p for rank in told for p in place_edits(rank, codes[rank], reference, start, known=not ahead)[0]]
         if found:
-            return Proposal(found, told, sorted(set(codes) - deviants), True, True, shown=False, told=True)
-    lengths = {r: c.length for r, c in codes.items()}
+            return Proposal(found, told, sorted(set(codes) - deviants), True, True, shown=False, told=not ahead)
     if len(set(lengths.values())) < 2:
         return None
     longest = max(lengths.values())
