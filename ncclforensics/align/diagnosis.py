@@ -30,11 +30,11 @@ from .divergence import (
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
 from .jobs import split_jobs
+from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
 from .ras_only import ras_only_root, ras_only_wedge, ras_rank_map
 from .reconcile import Reconciliation, reconcile
 from .streams import Streams, build_streams
-from .ranks import resolve_global_ranks
 from .unranked import unranked_streams
 from .watchdog import (
     STOP_EVENTS,

@@ -19,7 +19,15 @@ import polars as pl
 from ..model import Location
 from ..model.kinds import is_p2p_comm
 from .gates import GateDisagreement
-from .root import Codes, Contradiction, EditKind, GateStep, ResultChecks, Solution, solve
+from .root import (
+    Codes,
+    Contradiction,
+    EditKind,
+    GateStep,
+    ResultChecks,
+    Solution,
+    solve,
+)
 from .streams import SIGNATURE, Streams
 
 EXTRA, MISSING, DIFFERENT_OPS, STOPPED = (EditKind.EXTRA.value, EditKind.MISSING.value, EditKind.DIFFERENT.value,

@@ -23,52 +23,26 @@ the others' 8..90 tag for tag: only an insertion at seq 8 survives, and the root
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from enum import Enum
-from typing import Callable, Iterable, Protocol
-
-import numpy as np
+from typing import Protocol
 
 from ..model import Location
+from .edits import MAX_EDIT, Codes, EditKind, Placement, agree, merged, place_edits
 
-MAX_EDIT = 16  # the longest block of extra, missing or different collectives one edit may hold (an assumption: a drafter
-# pass issues a handful; a longer block with only a few records after it would explain almost any stream)
-
-
-class EditKind(str, Enum):
-    """How an outlier's stream departs from the program."""
-
-    EXTRA = "extra"
-    MISSING = "missing"
-    DIFFERENT = "different"
-    STOPPED = "stopped"  # not an edit: the stream ends where the others go on
-
-
-@dataclass(frozen=True)
-class Codes:
-    """One stream's records from the communicator's common first seq, as one integer code per field and position;
-    0 means the field was not recorded there (a gap in the seqs, a source without that field)."""
-
-    fields: dict[str, np.ndarray]
-    length: int
-
-
-@dataclass(frozen=True)
-class Placement:
-    """An edit of `kind` and `size` on `rank` whose first collective is at some seq in [low, high].
-
-    `low` is 1 where the records cannot bound it from below (the explanation holds from their first seq).
-    `score` ranks explanations for naming the likeliest kind: collectives confirmed after the edit, less its size
-    and the records it leaves unexplained.
-    """
-
-    rank: int
-    kind: EditKind
-    size: int
-    low: int
-    high: int
-    score: int = 0
-
+__all__ = [
+    "MAX_EDIT",
+    "Codes",
+    "Contradiction",
+    "EditKind",
+    "GateStep",
+    "Placement",
+    "ResultChecks",
+    "Solution",
+    "place_edits",
+    "propose",
+    "solve",
+]
 
 @dataclass(frozen=True)
 class Contradiction:
@@ -136,167 +110,6 @@ class Constraint(Protocol):
 
     def narrow(self, placement: Placement) -> Placement | None:
         """The part of `placement` this evidence allows, or None."""
-
-
-# -- the records propose ---------------------------------------------------------------------------------------
-
-
-def compatible(a: Codes, a_from: int, b: Codes, b_from: int, length: int) -> np.ndarray:
-    """Per position i < length: may a's record at a_from+i pair with b's at b_from+i (no field both recorded
-    differs)?"""
-    ok = np.ones(max(length, 0), dtype=bool)
-    if length <= 0:
-        return ok
-    for name, left in a.fields.items():
-        right = b.fields.get(name)
-        if right is None:
-            continue
-        x, y = left[a_from:a_from + length], right[b_from:b_from + length]
-        ok &= (x == y) | (x == 0) | (y == 0)
-    return ok
-
-
-def _first_false(ok: np.ndarray) -> int | None:
-    bad = np.flatnonzero(~ok)
-    return int(bad[0]) if bad.size else None
-
-
-def _last_false(a: Codes, a_from: int, b: Codes, b_from: int, length: int) -> int | None:
-    """The last position where the two may not pair, scanning back from the end in growing chunks: a wrong shift
-    of a periodic stream fails within its last period, the right one is read once."""
-    end, chunk = length, 4096
-    while end > 0:
-        begin = max(0, end - chunk)
-        ok = compatible(a, a_from + begin, b, b_from + begin, end - begin)
-        bad = np.flatnonzero(~ok)
-        if bad.size:
-            return begin + int(bad[-1])
-        end, chunk = begin, chunk * 2
-    return None
-
-
-def agree(a: Codes, b: Codes) -> bool:
-    """The two streams may be one program, each cut where it ends."""
-    n = min(a.length, b.length)
-    return _last_false(a, 0, b, 0, n) is None
-
-
-def merged(streams: Iterable[Codes]) -> Codes:
-    """One stream from several that agree: every field as far as any of them recorded it."""
-    streams = list(streams)
-    length = max(s.length for s in streams)
-    fields: dict[str, np.ndarray] = {}
-    for stream in streams:
-        for name, values in stream.fields.items():
-            into = fields.setdefault(name, np.zeros(length, dtype=values.dtype))
-            head = into[:stream.length]
-            np.copyto(head, values, where=head == 0)
-    return Codes(fields, length)
-
-
-def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: bool = False,
-                ) -> tuple[list[Placement], bool]:
-    """Every edit of `outlier` against `reference` that the records allow, in seqs (the streams begin at `start`).
-
-    `known`: other evidence (the gate journal) says this rank deviated, so a stream that merely agrees with the
-    reference and ends sooner still holds an edit, anywhere up to its last record.
-    Returns the placements and whether the records did hold one edit: when no edit explains the whole stream (the
-    outlier departs again later), the edits that explain it furthest are returned instead.
-    """
-    n_out, n_ref = outlier.length, reference.length
-    overlap = min(n_out, n_ref)
-    at = _first_false(compatible(outlier, 0, reference, 0, overlap))
-    if at is None:
-        if n_out <= n_ref and not known:
-            return [], True  # the same program, cut sooner
-        at = overlap  # ahead of the reference, or told so: nothing differs, so no block of different ones
-    floor = _identified_floor(outlier, reference, at)
-    confirmed: list[Placement] = []  # edits that records after them pair with
-    off_end: list[Placement] = []  # edits whose block runs to the end of the records: nothing after them to check
-    failing: list[tuple[Placement, int]] = []  # (edit, where it fails again), for streams no single edit explains
-    for size in range(1, MAX_EDIT + 1):
-        for kind, shift_out, shift_ref in ((EditKind.EXTRA, size, 0), (EditKind.MISSING, 0, size)):
-            length = min(n_out - shift_out, n_ref - shift_ref)
-            last_bad = _last_false(outlier, shift_out, reference, shift_ref, length) if length > 0 else None
-            earliest = 0 if last_bad is None else last_bad + 1
-            # The first departure must be explained: inside the extra block, or paired again with a reference record
-            # after the gap (a gap that pushes it past the reference's last record explains nothing).
-            if kind is EditKind.MISSING and at + size >= n_ref and not known:
-                continue
-            if earliest <= at:
-                unexplained = abs((n_out - n_ref) - (size if kind is EditKind.EXTRA else -size))
-                score = max(length - at, 0) - 2 * size - unexplained
-                low, high = earliest, min(at, length - size)  # at least `size` records after the block pair
-                if low <= high:
-                    confirmed.append(_placement(rank, kind, size, low, high, start, score))
-                low = max(earliest, n_out - size)
-                if kind is EditKind.EXTRA and low <= at:
-                    off_end.append(_placement(rank, kind, size, low, at, start, score - size))
-            elif length > 0:
-                ok = compatible(outlier, shift_out + at, reference, shift_ref + at, length - at)
-                stop = _first_false(ok)
-                reach = at + (stop if stop is not None else length - at)
-                failing.append((_placement(rank, kind, size, at, at, start, reach - at - 2 * size), reach))
-    if at < overlap:
-        # A block of different collectives at `at` itself (a swap, a collective of another type): the streams pair
-        # again after it. A lookalike block before `at` would show nowhere, so blocks start where they show.
-        for size in range(1, MAX_EDIT + 1):
-            length = overlap - at - size
-            score = max(length, 0) - 2 * size - abs(n_out - n_ref)
-            if length <= 0:
-                off_end.append(_placement(rank, EditKind.DIFFERENT, size, at, at, start, score))
-                break
-            if length >= size and _last_false(outlier, at + size, reference, at + size, length) is None:
-                confirmed.append(_placement(rank, EditKind.DIFFERENT, size, at, at, start, score))
-                break
-    # No edit starts at or before a record that is the reference's own collective at the same seq: equal in every
-    # field, with a value (call stack, tag and step, say) that no other record of either stream has.
-    if floor:
-        confirmed = [replace(p, low=max(p.low, start + floor)) for p in confirmed if p.high >= start + floor]
-        off_end = [replace(p, low=max(p.low, start + floor)) for p in off_end if p.high >= start + floor]
-    if confirmed:
-        # Edits that run off the records count only at the first visible departure itself: where records after
-        # it confirm an edit, a long block that swallows them is not taken (see MAX_EDIT).
-        top = max(p.high for p in confirmed)
-        return confirmed + [replace(p, low=p.high) for p in off_end if p.high > top], True
-    if off_end:
-        return off_end, True
-    if not failing:
-        return [], True  # nothing to place (a stream of no records)
-    furthest = max(reach for _, reach in failing)
-    return [p for p, reach in failing if reach == furthest], False
-
-
-def _identified_floor(outlier: Codes, reference: Codes, at: int) -> int:
-    """1 + the last position before `at` whose record is provably the reference's own collective there (0 if
-    none): both streams recorded every field, the values are equal, and the value occurs once in each stream.
-    Lookalike signatures identify nothing; a call stack with a tag and a step usually does."""
-    if at <= 0 or not outlier.fields:
-        return 0
-    n = min(at, outlier.length, reference.length)
-    known = np.ones(n, dtype=bool)
-    mine = np.zeros(outlier.length, dtype=np.uint64)
-    theirs = np.zeros(reference.length, dtype=np.uint64)
-    for name, values in outlier.fields.items():
-        other = reference.fields.get(name)
-        if other is None:
-            return 0
-        known &= (values[:n] != 0) & (other[:n] != 0)
-        mine = mine * np.uint64(1000003) ^ values  # a combined value per record; overflow wraps, which is fine
-        theirs = theirs * np.uint64(1000003) ^ other
-    candidates = np.flatnonzero(known & (mine[:n] == theirs[:n]))
-    if not candidates.size:
-        return 0
-    values, counts = np.unique(np.concatenate([mine, theirs]), return_counts=True)
-    twice = values[counts == 2]  # once in each stream
-    identified = candidates[np.isin(mine[candidates], twice)]
-    return int(identified[-1]) + 1 if identified.size else 0
-
-
-def _placement(rank: int, kind: EditKind, size: int, earliest: int, at: int, start: int, score: int) -> Placement:
-    # An explanation that holds from the first record may have begun before the records (a wrapped ring).
-    low = 1 if earliest == 0 and start > 1 else start + earliest
-    return Placement(rank, kind, size, low, start + at, score)
 
 
 @dataclass

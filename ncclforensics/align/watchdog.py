@@ -14,7 +14,14 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
-from ..model import EventState, Evidence, Location, ProgressReport, WatchdogEvent, conform
+from ..model import (
+    EventState,
+    Evidence,
+    Location,
+    ProgressReport,
+    WatchdogEvent,
+    conform,
+)
 from .divergence import CommRows, Root, ops_at
 from .ras_only import root_from_counts, wedge_from_counts
 from .streams import Streams

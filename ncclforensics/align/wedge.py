@@ -9,7 +9,16 @@ import polars as pl
 
 from ..model import Location, PairingKind, WedgeKind
 from ..model.kinds import is_p2p_comm
-from .divergence import DIFFERENT_OPS, STOPPED, CommAnalysis, CommRows, OpAt, Root, ops_at, stable_hash
+from .divergence import (
+    DIFFERENT_OPS,
+    STOPPED,
+    CommAnalysis,
+    CommRows,
+    OpAt,
+    Root,
+    ops_at,
+    stable_hash,
+)
 from .streams import Streams
 
 
@@ -149,7 +158,7 @@ def _wrong_results(rows: CommRows, low: int) -> int | None:
     for part in rows.parts.values():
         if "checked" not in part.columns:
             return None
-        seqs = part.filter((pl.col("checked") == False) & (pl.col("seq") >= low)).get_column("seq")  # noqa: E712
+        seqs = part.filter((pl.col("checked") == False) & (pl.col("seq") >= low)).get_column("seq")
         if len(seqs):
             last = max(last or 0, int(seqs.max()))
     return last
