@@ -21,6 +21,7 @@ from .align.diagnosis import Diagnosis, diagnose
 from .errors import OutputError, SourceError
 from .model import Diagnostic, Evidence, Location, Severity, SourceFormat
 from .sources import InputFile, companions, detect, discover, parse_file
+from .sources.discover import check_output as check_output_path
 
 if TYPE_CHECKING:
     from .report.postmortem import PostmortemData
@@ -210,20 +211,15 @@ def diff_paths(paths: list[str], progress: ProgressHook | None = None) -> tuple[
 # --- postmortem, gate coverage, acceptance -------------------------------------------------------------------
 
 
+def check_output(option: str, out: str, paths: list[str]) -> Path:
+    """The resolved output path, or OutputError when it is an input file or inside an input folder, links
+    resolved (see sources.discover.check_output): the one check of every output path of every command."""
+    return check_output_path(option, out, paths)
+
+
 def check_output_folder(out: str, paths: list[str]) -> Path:
-    """The resolved output folder, or OutputError when it is (or resolves, through `..` or links, into) an input
-    folder: a folder given as input or the folder of a file given as input. Reports written there would be
-    read back as evidence by the next run, and input folders are never written to."""
-    target = Path(out).resolve()
-    for given in paths:
-        path = Path(given).resolve()
-        folder = path if path.is_dir() else path.parent
-        if target == folder or folder in target.parents:
-            raise OutputError(f"--out {out} is inside input folder {given if path.is_dir() else folder}; "
-                              f"write the report outside the evidence")
-        if target == path:
-            raise OutputError(f"--out {out} is an input file")
-    return target
+    """check_output for `--out` (the postmortem's folder)."""
+    return check_output("--out", out, paths)
 
 
 def postmortem_paths(paths: list[str], out: str, progress: ProgressHook | None = None

@@ -667,3 +667,81 @@ def test_a_dump_cut_anywhere_keeps_the_entries_before_the_cut_and_says_where(tmp
     code, out, err = run_cli("parse", "--json", path)
     (row,) = json.loads(out)
     assert code == 2 and row["records"] > 10 and "truncated pickle" in err and "Traceback" not in err
+
+
+# --- outputs that would overwrite or join the evidence --------------------------------------------------------------
+
+
+def _copy_of(folder: Path, target: Path) -> Path:
+    target.mkdir(parents=True)
+    for source in folder.iterdir():
+        (target / source.name).write_bytes(source.read_bytes())
+    return target
+
+
+def _snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_no_output_of_any_command_overwrites_an_input_or_lands_in_an_input_folder(tmp_path):
+    """`gates --plot ev/gate_journal_rank0.log ev` and `acceptance --plot vl/server.log vl/server.log` overwrote
+    the input with a PNG; `--plot ev/x.png` wrote into an input folder; `postmortem ev2 --out ev2/more/pm` with
+    `ev2/more` a link to a folder the walk reads was accepted. Each is now one line and exit 2, nothing written."""
+    ev = _copy_of(EXTRA_OP, tmp_path / "ev")
+    vl = tmp_path / "vl"
+    vl.mkdir()
+    (vl / "server.log").write_bytes((FIXTURES / "public" / "vllm_specdecode").glob("*").__next__().read_bytes())
+    elsewhere = _copy_of(EXTRA_OP, tmp_path / "elsewhere" / "evidence")
+    ev2 = tmp_path / "ev2"
+    ev2.mkdir()
+    (ev2 / "more").symlink_to(elsewhere)
+    (tmp_path / "alias").symlink_to(ev)
+    before = {f: _snapshot(f) for f in (ev, vl, elsewhere)}
+    cases = [
+        ("gates", "--plot", ev / "gate_journal_rank0.log", ev),
+        ("gates", "--plot", ev / "x.png", ev),
+        ("gates", "--plot", tmp_path / "alias" / "x.png", ev),
+        ("acceptance", "--plot", vl / "server.log", vl / "server.log"),
+        ("acceptance", "--plot", vl / "acc.png", vl / "server.log"),
+        ("postmortem", ev2, "--out", ev2 / "more" / "pm"),
+        ("postmortem", ev, "--out", tmp_path / "alias" / "pm"),
+    ]
+    for args in cases:
+        code, out, err = run_cli(*args)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1, (args, err)
+        assert lines[0].startswith("error: --") and ("is an input file" in lines[0] or "is inside input folder" in
+                                                     lines[0]), lines
+    assert {f: _snapshot(f) for f in (ev, vl, elsewhere)} == before
+    code, out, err = run_cli("gates", "--plot", tmp_path / "coverage.png", ev)
+    assert code == 1 and (tmp_path / "coverage.png").read_bytes()[:4] == b"\x89PNG"  # outside: fine
+
+
+def test_a_link_left_in_the_output_folder_is_replaced_not_followed(tmp_path):
+    ev = _copy_of(EXTRA_OP, tmp_path / "ev")
+    before = _snapshot(ev)
+    out = tmp_path / "pm"
+    out.mkdir()
+    (out / "report.md").symlink_to(ev / "nccl.vm.442.log")
+    (tmp_path / "plot.png").symlink_to(ev / "gate_journal_rank1.log")
+    code, _, err = run_cli("postmortem", ev, "--out", out)
+    assert code == 1, err
+    code, _, err = run_cli("gates", "--plot", tmp_path / "plot.png", ev)
+    assert code == 2 and "is an input file" in err  # the link resolves to an input: refused
+    assert _snapshot(ev) == before
+    assert not (out / "report.md").is_symlink() and (out / "report.md").read_text().startswith("# ")
+
+
+def test_the_sidecar_never_appends_alerts_to_the_journal_it_reads(tmp_path):
+    from ncclforensics.live.cli import live
+    from click.testing import CliRunner
+
+    journal = tmp_path / "gate_rank0.jsonl"
+    journal.write_text('{"step": 0, "rank": 0, "decision": "pass"}\n')
+    link = tmp_path / "alerts.jsonl"
+    link.symlink_to(journal)
+    for alerts in (journal, link):
+        result = CliRunner().invoke(live, ["sidecar", "--rank", "0", "--world-size", "1", "--journal", str(journal),
+                                           "--alerts", str(alerts), "--timeout", "1"])
+        assert result.exit_code == 2 and "is an input file" in result.stderr, result.output
+    assert journal.read_text() == '{"step": 0, "rank": 0, "decision": "pass"}\n'

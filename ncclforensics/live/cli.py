@@ -91,6 +91,10 @@ def sidecar(rank: int, world_size: int, store: str, journal: Path, alerts: Path 
         ncclforensics live sidecar --rank 1 --world-size 2 --journal gate_rank1.jsonl --alerts alerts.jsonl
         ncclforensics live sidecar --rank 1 --world-size 2 --store 10.0.0.5:29517 --journal j1.log --no-follow
     """
+    if alerts is not None:
+        from ..sources.discover import check_output
+
+        check_output("--alerts", alerts, [journal], folder_of_files=False)  # never appended to the journal it reads
     _quiet_torch()
     from .sidecar import SidecarOptions, parse_store, run_sidecar
 

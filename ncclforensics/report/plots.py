@@ -434,7 +434,8 @@ def plot_acceptance(report: AcceptanceReport) -> "Figure":
 
 
 def write_png(fig: "Figure", path: str, dpi: int = 110) -> str:
-    """Save a figure as PNG at `path` (the CLI's --plot); returns the path."""
-    with open(path, "wb") as f:
-        f.write(png_bytes(fig, dpi))
+    """Save a figure as PNG at `path` (the CLI's --plot, checked against the inputs before); returns the path."""
+    from .files import write_replacing
+
+    write_replacing(path, png_bytes(fig, dpi))
     return path

@@ -21,6 +21,7 @@ from ..model import GateDecision, Verdict
 from . import plots, words
 from .words import window_words
 from .document import Block, Bullets, Code, Heading, Image, Mono, Para, Table, render_html, render_markdown
+from .files import write_replacing
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -257,12 +258,8 @@ def write_postmortem(data: PostmortemData, figures: dict[str, tuple["Figure", st
     data.out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, image in images.items():
-        path = data.out / name
-        path.write_bytes(image.png)
-        written.append(path)
-    md = data.out / REPORT_MD
-    md.write_text(render_markdown(blocks), encoding="utf-8")
-    page = data.out / REPORT_HTML
-    page.write_text(render_html(blocks, f"ncclforensics postmortem: {data.diagnosis.verdict.value}"),
-                    encoding="utf-8")
+        written.append(write_replacing(data.out / name, image.png))  # a link left there is replaced, not followed
+    md = write_replacing(data.out / REPORT_MD, render_markdown(blocks).encode("utf-8"))
+    page = write_replacing(data.out / REPORT_HTML, render_html(
+        blocks, f"ncclforensics postmortem: {data.diagnosis.verdict.value}").encode("utf-8"))
     return [md, page] + written

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Sequence
 
+from ..errors import OutputError
 from ..model import Diagnostic, Location, Severity
 from .base import InputFile
 
@@ -62,3 +64,43 @@ def _add(path: Path, name: str, files: list[InputFile], problems: list[Diagnosti
         problems.append(Diagnostic(Location(name), "not a regular file"))
         return
     files.append(InputFile(path=path, name=name))
+
+
+def check_output(option: str, out: str | Path, inputs: Sequence[str | Path], folder_of_files: bool = True) -> Path:
+    """The resolved output path, or OutputError (one line, exit 2) when writing there could destroy or mix with
+    evidence: when it is an input file, or inside an input folder: a folder given as input, a folder the walk
+    reaches through a link, or (with `folder_of_files`) the folder of a file given as input. Links are resolved,
+    in the output path as in the inputs, so `ev2/more/pm` with `ev2/more` a link to a folder the walk reads is
+    refused like the folder itself. Every output of every command goes through here."""
+    target = Path(out).resolve()
+    folders, files = _input_places(inputs, folder_of_files)
+    for real, given in files.items():
+        if target == real:
+            raise OutputError(f"{option} {out} is an input file ({given}); write it outside the evidence")
+    for real, given in folders.items():
+        if target == real or real in target.parents:
+            what = "is an input file, in" if target.is_file() else "is inside"
+            raise OutputError(f"{option} {out} {what} input folder {given}; write it outside the evidence")
+    return target
+
+
+def _input_places(inputs: Sequence[str | Path], folder_of_files: bool) -> tuple[dict[Path, str], dict[Path, str]]:
+    """(input folders, input files), resolved, each with the path to name it by."""
+    folders: dict[Path, str] = {}
+    files: dict[Path, str] = {}
+    for given in inputs:
+        path = Path(given)
+        real = path.resolve()
+        if real.is_dir():
+            for current, dirnames, _ in os.walk(real, followlinks=True):
+                resolved = Path(current).resolve()
+                if resolved in folders:
+                    dirnames[:] = []  # reached twice (a link loop): walked once
+                    continue
+                folders[resolved] = str(given) if resolved == real else f"{current} (read through {given})"
+        else:
+            files[real] = str(given)
+            if folder_of_files:
+                for parent in {real.parent, path.absolute().parent.resolve()}:
+                    folders.setdefault(parent, str(parent))
+    return folders, files
