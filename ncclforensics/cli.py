@@ -16,7 +16,7 @@ from . import __version__, api
 from .errors import EXIT_TROUBLE, OneLineErrors
 from .model import Severity, Verdict
 from .report import console as console_report
-from .report import data, plots
+from .report import data, escape, plots
 from .report import postmortem as postmortem_report
 
 EXIT_CONSISTENT, EXIT_DIVERGED = 0, 1
@@ -52,8 +52,14 @@ def _with_progress(quiet: bool, call):
 
 def _echo_json(obj: object) -> None:
     """JSON on stdout: indented for a person at a terminal, compact for a pipe or file (where json's C encoder
-    writes it many times faster: a window of thousands of pairings is megabytes)."""
-    click.echo(json.dumps(obj, indent=2) if sys.stdout.isatty() else json.dumps(obj, separators=(",", ":")))
+    writes it many times faster: a window of thousands of pairings is megabytes). Valid JSON only: NaN and
+    infinite numbers (a corrupted checksum) are written as the strings "NaN", "Infinity", "-Infinity"."""
+    options = {"indent": 2} if sys.stdout.isatty() else {"separators": (",", ":")}
+    try:
+        text = json.dumps(obj, allow_nan=False, **options)
+    except ValueError:  # a non-finite float somewhere: rewrite those (a walk over the answer, only then)
+        text = json.dumps(escape.json_safe(obj), allow_nan=False, **options)
+    click.echo(text)
 
 
 def _report_problems(parsed: api.ParsedInputs, more: list | None = None) -> bool:
@@ -155,7 +161,8 @@ def postmortem(paths: tuple[str, ...], out: str) -> None:
     """
     parsed, data = _with_progress(False, lambda hook: api.postmortem_paths(list(paths), out, hook))
     written = postmortem_report.write_postmortem(data)
-    _stderr().print(f"wrote {written[0]}, {written[1]} and {len(written) - 2} plot(s)", markup=False)
+    _stderr().print(f"wrote {escape.printable(written[0])}, {escape.printable(written[1])} and "
+                    f"{len(written) - 2} plot(s)", markup=False)
     trouble = _report_problems(parsed, data.diagnosis.problems)
     sys.exit(_exit_code(data.diagnosis, trouble))
 

@@ -2,9 +2,34 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 
 EXIT_TROUBLE = 2  # the exit code of every command for input or output it cannot use
+
+
+# C0 controls but tab, DEL, C1 controls, line and paragraph separators, and lone surrogates.
+_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_UNSAFE_KEEP_NEWLINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def _shown(match: re.Match) -> str:
+    char = match.group(0)
+    if char == "\n":
+        return "\\n"
+    code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:
+        return "\ufffd"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: object, newlines: bool = False) -> str:
+    """`text` with every control character shown as an escape (`\\x1b`, `\\n`) and lone surrogates as U+FFFD, so
+    that it prints as one line (with `newlines`, line breaks stay) and encodes as UTF-8."""
+    text = text if isinstance(text, str) else str(text)
+    pattern = _UNSAFE_KEEP_NEWLINES if newlines else _UNSAFE
+    return pattern.sub(_shown, text) if pattern.search(text) else text
 
 
 class ForensicsError(Exception):
@@ -67,5 +92,5 @@ class OneLineErrors(click.Group):
         except ForensicsError as e:
             if ctx.find_root().params.get("debug"):
                 raise
-            click.echo(f"error: {e}", err=True)
+            click.echo(f"error: {printable(e)}", err=True)  # one line, whatever the paths in it hold
             ctx.exit(EXIT_TROUBLE)

@@ -11,6 +11,7 @@ import json
 import os
 import pickle
 import pickletools
+import re
 import subprocess
 import sys
 import time
@@ -745,3 +746,76 @@ def test_the_sidecar_never_appends_alerts_to_the_journal_it_reads(tmp_path):
                                            "--alerts", str(alerts), "--timeout", "1"])
         assert result.exit_code == 2 and "is an input file" in result.stderr, result.output
     assert journal.read_text() == '{"step": 0, "rank": 0, "decision": "pass"}\n'
+
+
+# --- names and values that are markup, escapes or not text ------------------------------------------------------------
+
+HOSTILE_SITE = "app/[/]\x1b[2Jmodel``<img src=x onerror=alert(1)>``.py"
+
+
+def hostile_names_copy(tmp_path: Path) -> Path:
+    """extra-op-4rank in a folder whose name holds rich markup, with call sites holding markup, a terminal
+    escape and a code span breaker, a fingerprint tag with a lone surrogate, a NaN checksum, and a file whose
+    name holds a newline and a forged `error:` line."""
+    folder = tmp_path / "in[" / "]cident"  # `[/]` in the path
+    folder.mkdir(parents=True)
+    for source in EXTRA_OP.iterdir():
+        (folder / source.name).write_bytes(source.read_bytes())
+    for rank in range(4):
+        dump = pickle.loads((folder / f"fr_rank{rank}").read_bytes())
+        for entry in dump["entries"]:
+            for frame in entry["frames"]:
+                if "torch" not in frame["filename"]:
+                    frame["filename"] = HOSTILE_SITE + frame["filename"]  # still one file per call site
+        (folder / f"fr_rank{rank}").write_bytes(pickle.dumps(dump, protocol=2))
+    fingerprints = (folder / "fingerprint_rank1.log").read_text().replace("step=9 rank=1 checksum=10240.000000",
+                                                                         "step=9 rank=1 checksum=nan")
+    fingerprints += ('{"step": 11, "op": 0, "rank": 1, "tag": "layer0\\ud800", "kind": "AllReduce", "numel": 4, '
+                     '"sum": 1.0, "expected_sum": 1.0, "digest": "x\\ud800"}\n')
+    (folder / "fingerprint_rank1.log").write_text(fingerprints, errors="surrogatepass")
+    (folder / "x\nerror: forged line").write_bytes(b"\x00\x01garbage")
+    return folder
+
+
+def test_hostile_names_print_as_themselves_in_every_output(tmp_path):
+    """`[/]` in a path or call site gave a rich MarkupError traceback; `\\e[2J` reached the terminal raw; a file
+    name with a newline forged an `error:` line; a call site with double backticks ended its code span in
+    report.md, and a CommonMark renderer then emitted `<img onerror=...>`; a lone surrogate in a tag was a
+    UnicodeEncodeError in diff and postmortem; `diff --json` wrote a bare NaN."""
+    from markdown_it import MarkdownIt
+
+    folder = hostile_names_copy(tmp_path)
+    done = bounded_cli("diff", folder)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "DIVERGED" in done.stdout and "\x1b" not in done.stdout + done.stderr
+    assert "app/[/]\\x1b[2Jmodel``<img" in done.stdout  # shown, escaped
+    assert not [line for line in done.stderr.splitlines() if line.startswith("error: forged")]
+    assert f"error: {folder}/x\\nerror: forged line: " in done.stderr
+
+    done = bounded_cli("diff", "--json", folder)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+
+    def bare(token):
+        raise AssertionError(f"bare {token} in the JSON")
+
+    answer = json.loads(done.stdout, parse_constant=bare)
+    assert answer["root"]["seq"] == ROOT_SEQ
+    assert {s["step"]: s["values"]["1"] for s in answer["checksum_splits"]}[9] == "NaN"
+
+    out = tmp_path / "pm"
+    done = bounded_cli("postmortem", folder, "--out", out)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    markdown = (out / "report.md").read_text(encoding="utf-8")
+    rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+    assert not re.search(r"<img[^>]*onerror", rendered) and "&lt;img src=x onerror" in rendered
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "<img src=x" not in page and "\x1b" not in page + markdown
+
+
+def test_mathtext_in_names_is_drawn_as_written(tmp_path):
+    """A comm or group named with `$...$` was mathtext to matplotlib: a bad one fails the drawing."""
+    from ncclforensics.report import plots
+
+    fig, (ax,) = plots._figure(3, 2)
+    ax.set_title(r"comm $\frac{$ broken")
+    assert plots.png_bytes(fig)[:4] == b"\x89PNG"

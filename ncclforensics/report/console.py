@@ -12,6 +12,8 @@ from ..align.coverage import GateCoverage, Jurisdiction
 from ..align.diagnosis import Diagnosis
 from ..model import Diagnostic, Evidence, Severity, Verdict
 from . import words
+from .escape import markup as _m
+from .escape import printable
 from .words import window_words
 
 
@@ -19,7 +21,7 @@ def render_problems(console: Console, problems: list[Diagnostic]) -> None:
     """One line per problem, `path:line: message`, for stderr."""
     for problem in problems:
         label = "error" if problem.severity is Severity.ERROR else "warning"
-        console.print(f"{label}: {problem}", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"{label}: {printable(problem)}", markup=False, highlight=False, soft_wrap=True)
 
 
 def render_parse_table(console: Console, evidence: list[Evidence]) -> None:
@@ -30,12 +32,12 @@ def render_parse_table(console: Console, evidence: list[Evidence]) -> None:
     for item in evidence:
         ranks = item.ranks
         table.add_row(
-            item.path,
+            _m(item.path),
             (item.format.value + "".join(f" + {fmt.value}" for fmt in item.also)) if item.format
             else "[red]unrecognised[/red]",
             str(item.record_count),
             _span(ranks),
-            "\n".join(item.comms) or "-",
+            "\n".join(_m(c) for c in item.comms) or "-",
             str(len(item.problems)) if item.problems else "-",
         )
     console.print(table)
@@ -59,33 +61,34 @@ _VERDICT_STYLE = {
 
 def render_diagnosis(console: Console, d: Diagnosis) -> None:
     """The diff report: verdict first, then root, cause, window, wedge, communicators, evidence, caveats."""
-    console.print(Panel(Text(words.summary(d) or d.verdict.value), title=Text(f" {d.verdict.value.upper()} ",
-                                                                        style=_VERDICT_STYLE[d.verdict]),
+    console.print(Panel(Text(printable(words.summary(d) or d.verdict.value, True)),
+                        title=Text(f" {d.verdict.value.upper()} ", style=_VERDICT_STYLE[d.verdict]),
                         title_align="left"))
     if d.root is not None:
         r = d.root
-        table = Table(title=f"Root: first divergent collective, comm {r.comm}, {words.where(r)}", title_justify="left",
+        table = Table(title=f"Root: first divergent collective, comm {_m(r.comm)}, {_m(words.where(r))}",
+                      title_justify="left",
                       show_edge=False)
         for column in ("rank", "role", "seq", "collective", "state", "evidence"):
             table.add_column(column, overflow="fold")
         for rank, op in sorted(r.ops.items()):
             role = "[bold red]outlier[/]" if rank in r.outlier_ranks else "reference"
-            where = str(op.loc) + (f"\n{op.fr_loc}" if op.fr_loc and op.fr_loc != op.loc else "")
-            table.add_row(str(rank), role, str(op.seq), op.describe(), op.state or "-", where)
+            where = _m(op.loc) + (f"\n{_m(op.fr_loc)}" if op.fr_loc and op.fr_loc != op.loc else "")
+            table.add_row(str(rank), role, str(op.seq), _m(op.describe()), _m(op.state or "-"), where)
         console.print(table)
         kinds = r.kind if len(r.kinds) < 2 else " or ".join(r.kinds)
-        console.print(f"  kind: {kinds} ({r.size}); placed by {r.pinned_by}; outlier rank(s): "
+        console.print(f"  kind: {_m(kinds)} ({r.size}); placed by {_m(r.pinned_by)}; outlier rank(s): "
                       f"{', '.join(map(str, r.outlier_ranks))}", highlight=False)
         if d.root_step is not None:
             console.print(f"  step: {d.root_step}", highlight=False)
         if d.first_visible is not None and d.first_visible[1] != r.seq:
             console.print(f"  first visible mismatch (what a position-by-position check reports): comm "
-                          f"{d.first_visible[0]} seq {d.first_visible[1]}", highlight=False)
+                          f"{_m(d.first_visible[0])} seq {d.first_visible[1]}", highlight=False)
     cause = words.cause(d)
     if cause:
-        console.print(Panel(Text(cause), title="Cause", title_align="left"))
+        console.print(Panel(Text(printable(cause, True)), title="Cause", title_align="left"))
     if d.window is not None and not d.window.collectives:
-        console.print(Text(window_words(d.window), style="italic"))
+        console.print(Text(printable(window_words(d.window), True), style="italic"))
     elif d.window is not None:
         w = d.window
         count = str(w.collectives) if w.collectives == w.collectives_min else \
@@ -114,7 +117,7 @@ def render_diagnosis(console: Console, d: Diagnosis) -> None:
             console.print("  no records inside the window say how the ranks' collectives paired", highlight=False)
     if d.wedge is not None:
         w = d.wedge
-        table = Table(title=f"Wedge: comm {w.comm} seq {w.seq}: {w.kind.value}", title_justify="left",
+        table = Table(title=f"Wedge: comm {_m(w.comm)} seq {w.seq}: {w.kind.value}", title_justify="left",
                       show_edge=False)
         for column in ("rank", "last launched", "last completed", "at the wedge"):
             table.add_column(column)
@@ -122,35 +125,35 @@ def render_diagnosis(console: Console, d: Diagnosis) -> None:
             op = w.ops.get(rank)
             done = w.completed.get(rank)
             table.add_row(str(rank), str(w.launched[rank]), "?" if done is None else str(done),
-                          op.describe() if op else "[red]never launched[/]")
+                          _m(op.describe()) if op else "[red]never launched[/]")
         console.print(table)
         if w.cycle:
-            console.print("  wait-for cycle: " + " -> ".join(f"rank {r} in {c} seq {s}" for r, c, s in w.cycle),
+            console.print("  wait-for cycle: " + " -> ".join(f"rank {r} in {_m(c)} seq {q}" for r, c, q in w.cycle),
                           highlight=False)
         for reason in w.confirmed_by:
-            console.print(f"  stopped: {reason}", highlight=False)
+            console.print(f"  stopped: {_m(reason)}", highlight=False)
     if d.comms:
         table = Table(title="Communicators", title_justify="left", show_edge=False)
         for column in ("comm", "ranks", "launched", "completed", "first visible mismatch"):
             table.add_column(column, overflow="fold")
         for comm, a in sorted(d.comms.items()):
-            table.add_row(comm, _span(a.ranks), _per_rank(a.launched), _per_rank(a.completed),
+            table.add_row(_m(comm), _span(a.ranks), _per_rank(a.launched), _per_rank(a.completed),
                           str(a.first_visible or "-"))
         console.print(table)
     if d.reconciliation.contradictions:
         console.print("[bold]Sources that disagree[/]")
         for c in d.reconciliation.contradictions[:10]:
             values = "; ".join(f"{k}: {v} ({loc})" for k, (v, loc) in c.values.items())
-            console.print(f"  rank {c.rank} comm {c.comm}: {values}", highlight=False, soft_wrap=True)
+            console.print(f"  rank {c.rank} comm {_m(c.comm)}: {_m(values)}", highlight=False, soft_wrap=True)
     if d.evidence:
         table = Table(title="Evidence", title_justify="left", show_edge=False)
         table.add_column("where", overflow="fold")
         table.add_column("says", overflow="fold")
         for finding in d.evidence[:40]:
-            table.add_row(str(finding.loc), finding.says)
+            table.add_row(_m(finding.loc), _m(finding.says))
         console.print(table)
     for caveat in words.caveats(d):
-        console.print(f"[yellow]caveat:[/] {caveat}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]caveat:[/] {_m(caveat)}", highlight=False, soft_wrap=True)
 
 
 PAIRING_ROWS = 20  # window runs listed one by one in the terminal report
@@ -181,8 +184,8 @@ _COVERAGE_STYLE = {
 def render_coverage(console: Console, c: GateCoverage, max_sessions: int = 25) -> None:
     """Gate coverage: the verdict, per-rank totals, then the sessions (those that disagreed or reached the
     window first, at most `max_sessions`)."""
-    console.print(Panel(Text(c.summary), title=Text(f" {c.verdict.label} ", style=_COVERAGE_STYLE[c.verdict]),
-                        title_align="left"))
+    console.print(Panel(Text(printable(c.summary, True)),
+                        title=Text(f" {c.verdict.label} ", style=_COVERAGE_STYLE[c.verdict]), title_align="left"))
     if not c.sessions:
         return
     console.print(f"{len(c.sessions)} session(s), {c.steps} step(s), {c.steps_in_window} in the ceiling window; "
@@ -209,12 +212,12 @@ def render_coverage(console: Console, c: GateCoverage, max_sessions: int = 25) -
             first = f"[red]step {g.step}[/]: pass {','.join(map(str, g.passed)) or '-'}"
             receipts.append(f"{s.name}: step {g.step}: " + ", ".join(str(loc) for loc in g.locations))
         limit = "?" if s.ceiling_start is None else str(s.ceiling_start)
-        table.add_row(s.name, str(s.steps), f"{'?' if s.max_seq is None else s.max_seq} / {limit}",
+        table.add_row(_m(s.name), str(s.steps), f"{'?' if s.max_seq is None else s.max_seq} / {limit}",
                       "unknown" if s.steps_in_window is None else str(s.steps_in_window), counts,
                       "yes" if s.lockstep else "[yellow]no[/]", first)
     console.print(table)
     for line in receipts:
-        console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
+        console.print(f"  {printable(line)}", highlight=False, soft_wrap=True, markup=False)
 
 
 def render_acceptance(console: Console, report: AcceptanceReport) -> None:
@@ -226,7 +229,7 @@ def render_acceptance(console: Console, report: AcceptanceReport) -> None:
         table.add_column(column, overflow="fold")
     runs = ([report.baseline] if report.baseline else []) + list(report.runs)
     for run in runs:
-        label = ("baseline " if run is report.baseline else "") + run.file
+        label = ("baseline " if run is report.baseline else "") + _m(run.file)
         verdict = "[bold red]COLLAPSED[/]" if run.collapsed else "ok"
         if run is report.baseline:
             verdict = "baseline" + (" [red](collapsed itself)[/]" if run.collapsed else "")
@@ -236,10 +239,10 @@ def render_acceptance(console: Console, report: AcceptanceReport) -> None:
     console.print(table)
     for run in report.runs:
         for reason in run.reasons:
-            console.print(f"  {run.file}: {reason}", highlight=False, soft_wrap=True)
+            console.print(f"  {_m(run.file)}: {_m(reason)}", highlight=False, soft_wrap=True)
         if run.collapsed_lines:
-            console.print(f"  {run.file}: {len(run.collapsed_lines)} of {run.lines} line(s) collapse on their own, "
-                          f"first at {run.collapsed_lines[0]}", highlight=False, soft_wrap=True)
+            console.print(f"  {_m(run.file)}: {len(run.collapsed_lines)} of {run.lines} line(s) collapse on their "
+                          f"own, first at {_m(run.collapsed_lines[0])}", highlight=False, soft_wrap=True)
 
 
 def _rates(values: list[float | None]) -> str:

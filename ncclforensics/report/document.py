@@ -14,6 +14,8 @@ import html
 import re
 from dataclasses import dataclass, field
 
+from .escape import printable
+
 
 class Mono(str):
     """Text shown in a monospace code span."""
@@ -76,12 +78,15 @@ _MD_SPECIAL = re.compile(r"([\\`*\[\]<])")
 
 def _md(text: str, in_table: bool = False) -> str:
     if isinstance(text, Mono):
-        body = str(text).replace("\n", " ")
+        body = printable(str(text))
         if in_table:
             body = body.replace("|", "\\|")
-        fence = "``" if "`" in body else "`"
-        pad = " " if fence == "``" else ""
+        # A code span ends at the first run of as many backticks as opened it: open with one more than the
+        # longest run inside (``` a``b ``` for a``b), padded so that a backtick at either end stays inside.
+        longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+        fence, pad = "`" * (longest + 1), " " if longest else ""
         return f"{fence}{pad}{body}{pad}{fence}"
+    text = printable(str(text), newlines=not in_table)
     # Escape what Markdown would read as markup: backslash, code, emphasis, links and html everywhere; `_` at a
     # word start (inside a word it is literal in CommonMark); a leading `#`, `>`, `-`, `+` or `1.`; `|` in tables.
     escaped = _MD_SPECIAL.sub(r"\\\1", str(text))
@@ -110,8 +115,9 @@ def render_markdown(blocks: list[Block]) -> str:
             lines += ["| " + " | ".join(_md(c, True) or " " for c in row) + " |" for row in block.rows]
             out.append("\n".join(lines))
         elif isinstance(block, Code):
-            fence = "````" if "```" in block.text else "```"
-            out.append(f"{fence}sh\n{block.text}\n{fence}")
+            longest = max((len(run) for run in re.findall(r"`+", block.text)), default=0)
+            fence = "`" * max(3, longest + 1)
+            out.append(f"{fence}sh\n{printable(block.text, newlines=True)}\n{fence}")
         elif isinstance(block, Image):
             out.append(f"![{_md(block.caption)}]({block.file})\n\n*{_md(block.caption)}*")
     return "\n\n".join(out) + "\n"
@@ -143,8 +149,13 @@ _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 def _html_text(text: str) -> str:
     if isinstance(text, Mono):
-        return f"<code>{html.escape(str(text))}</code>"
-    return html.escape(str(text))
+        return f"<code>{_h(text)}</code>"
+    return _h(text)
+
+
+def _h(text: object) -> str:
+    """Text for HTML: escaped, control characters shown as escapes (HTML forbids most of them)."""
+    return html.escape(printable(str(text), newlines=True))
 
 
 def render_html(blocks: list[Block], title: str) -> str:
@@ -154,9 +165,9 @@ def render_html(blocks: list[Block], title: str) -> str:
         if isinstance(block, Heading):
             level = min(max(block.level, 1), 6)
             anchor = re.sub(r"[^a-z0-9]+", "-", block.text.lower()).strip("-")
-            body.append(f'<h{level} id="{anchor}">{html.escape(block.text)}</h{level}>')
+            body.append(f'<h{level} id="{anchor}">{_h(block.text)}</h{level}>')
         elif isinstance(block, Para):
-            lead = f"<strong>{html.escape(block.strong)}</strong> " if block.strong else ""
+            lead = f"<strong>{_h(block.strong)}</strong> " if block.strong else ""
             cls = f' class="banner tone-{html.escape(block.tone)}"' if block.tone else ""
             body.append(f"<p{cls}>{lead}{_html_text(block.text)}</p>")
         elif isinstance(block, Bullets):
@@ -166,16 +177,16 @@ def render_html(blocks: list[Block], title: str) -> str:
             rows = "".join("<tr>" + "".join(f"<td>{_html_text(c)}</td>" for c in row) + "</tr>" for row in block.rows)
             body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
         elif isinstance(block, Code):
-            body.append(f"<pre><code>{html.escape(block.text)}</code></pre>")
+            body.append(f"<pre><code>{_h(block.text)}</code></pre>")
         elif isinstance(block, Image):
             data = base64.b64encode(block.png).decode("ascii")
-            body.append(f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(block.caption)}" '
-                        f'data-file="{html.escape(block.file)}"><figcaption>{html.escape(block.caption)}'
+            body.append(f'<figure><img src="data:image/png;base64,{data}" alt="{_h(block.caption)}" '
+                        f'data-file="{_h(block.file)}"><figcaption>{_h(block.caption)}'
                         f"</figcaption></figure>")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
+        f"<title>{_h(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
         + "\n".join(body) + "\n</body>\n</html>\n"
     )

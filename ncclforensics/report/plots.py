@@ -43,7 +43,12 @@ def _figure(width: float, height: float, rows: int = 1, height_ratios: list[floa
 
 
 def png_bytes(fig: "Figure", dpi: int = 110) -> bytes:
-    """The figure as PNG bytes (what the postmortem writes and embeds)."""
+    """The figure as PNG bytes (what the postmortem writes and embeds). Labels hold names from the inputs, where
+    `$...$` would be read as mathtext (and a bad one fail the drawing): every text is drawn as written."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()

@@ -259,7 +259,7 @@ def write_postmortem(data: PostmortemData, figures: dict[str, tuple["Figure", st
     written = []
     for name, image in images.items():
         written.append(write_replacing(data.out / name, image.png))  # a link left there is replaced, not followed
-    md = write_replacing(data.out / REPORT_MD, render_markdown(blocks).encode("utf-8"))
+    md = write_replacing(data.out / REPORT_MD, render_markdown(blocks).encode("utf-8", "replace"))
     page = write_replacing(data.out / REPORT_HTML, render_html(
-        blocks, f"ncclforensics postmortem: {data.diagnosis.verdict.value}").encode("utf-8"))
+        blocks, f"ncclforensics postmortem: {data.diagnosis.verdict.value}").encode("utf-8", "replace"))
     return [md, page] + written
