@@ -175,10 +175,10 @@ def test_json_logging_and_public_pastes(tmp_path):
         assert report.runs and all(not math.isnan(r.acceptance_rate or 0) for r in report.runs)
 
 
-def test_cli_json_plot_and_exit_codes(tmp_path):
+def test_cli_json_plot_and_exit_codes(tmp_path, tmp_path_factory):
     bad = write(tmp_path, "bad.log", [v0102(COLLAPSED, 100)])
     good = write(tmp_path, "good.log", [v0102(HEALTHY, 100)])
-    png = tmp_path / "acceptance.png"
+    png = tmp_path_factory.mktemp("plots") / "acceptance.png"  # outside the evidence
     result = CliRunner().invoke(cli, ["acceptance", "--json", "--plot", str(png), bad, good])
     assert result.exit_code == 1, result.output
     out = json.loads(result.stdout)
