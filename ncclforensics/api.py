@@ -20,6 +20,7 @@ from .align.coverage import GateCoverage, gate_coverage
 from .align.diagnosis import Diagnosis, diagnose
 from .errors import OutputError, SourceError
 from .model import Diagnostic, Evidence, Location, Severity, SourceFormat
+from .model.frame import empty_collectives
 from .sources import InputFile, companions, detect, discover, parse_file
 from .sources.discover import check_output as check_output_path
 
@@ -74,7 +75,10 @@ def parse_files(files: list[InputFile], progress: ProgressHook | None = None) ->
 
     if progress:
         progress(files[0].name, 0, total)
-    routed = [i for i, f in enumerate(files) if _to_process(f)]
+    for index, file in enumerate(files):
+        if file.size == 0:  # nothing to read: said here, not in a worker (100,000 of them cost a minute there)
+            finished(index, _empty(file))
+    routed = [i for i, f in enumerate(files) if i not in results and _to_process(f)]
     pool = _process_pool(min(workers, len(routed))) if len(routed) > 1 else None
     in_processes = routed if pool is not None else []
     with ExitStack() as stack:
@@ -84,7 +88,8 @@ def parse_files(files: list[InputFile], progress: ProgressHook | None = None) ->
             futures = {pool.submit(_parse_packed, files[i]): i for i in in_processes}
         threads = stack.enter_context(ThreadPoolExecutor(workers))
         taken = set(in_processes)
-        futures.update({threads.submit(parse_file, f): i for i, f in enumerate(files) if i not in taken})
+        futures.update({threads.submit(parse_file, f): i for i, f in enumerate(files)
+                        if i not in taken and i not in results})
         for future in as_completed(futures):
             index = futures[future]
             try:
@@ -115,12 +120,21 @@ MAX_WORKERS = 8  # files parsed at a time, at most (and never more than the CPUs
 THREAD_MIN_BYTES = 16 << 20  # a text file this big is parsed in a thread: polars does its work, both cores busy
 
 
+_NO_COLLECTIVES = empty_collectives()  # one frame (polars frames are immutable) for every empty file
+
+
+def _empty(file: InputFile) -> Evidence:
+    """What parse_file says of an empty file, without building a frame for it."""
+    return Evidence(path=file.name, format=None, collectives=_NO_COLLECTIVES,
+                    problems=[Diagnostic(Location(file.name), "empty file")])
+
+
 def _parse_in_turn(files: list[InputFile], progress: ProgressHook | None) -> list[Evidence]:
     evidence = []
     for index, file in enumerate(files):
         if progress:
             progress(file.name, index, len(files))
-        evidence.append(parse_file(file))
+        evidence.append(_empty(file) if file.size == 0 else parse_file(file))
     if progress:
         progress("", len(files), len(files))
     return evidence
@@ -211,10 +225,11 @@ def diff_paths(paths: list[str], progress: ProgressHook | None = None) -> tuple[
 # --- postmortem, gate coverage, acceptance -------------------------------------------------------------------
 
 
-def check_output(option: str, out: str, paths: list[str]) -> Path:
+def check_output(option: str, out: str, paths: list[str], folder_of_files: bool = True) -> Path:
     """The resolved output path, or OutputError when it is an input file or inside an input folder, links
-    resolved (see sources.discover.check_output): the one check of every output path of every command."""
-    return check_output_path(option, out, paths)
+    resolved (see sources.discover.check_output): the one check of every output path of every command. A plot
+    (one file) may go beside an input file (`folder_of_files=False`); a report folder may not."""
+    return check_output_path(option, out, paths, folder_of_files)
 
 
 def check_output_folder(out: str, paths: list[str]) -> Path:

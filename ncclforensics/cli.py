@@ -187,7 +187,7 @@ def gates(paths: tuple[str, ...], as_json: bool, plot: str | None) -> None:
         ncclforensics gates --json soak/session-*/ > coverage.json
     """
     if plot:
-        api.check_output("--plot", plot, list(paths))
+        api.check_output("--plot", plot, list(paths), folder_of_files=False)
     parsed, coverage = _with_progress(as_json, lambda hook: api.gate_coverage_paths(list(paths), hook))
     if as_json:
         _echo_json(data.coverage_dict(coverage))
@@ -224,7 +224,7 @@ def acceptance(logs: tuple[str, ...], as_json: bool, baseline: str | None, colla
         ncclforensics acceptance --baseline before-fix.log --plot acceptance.png after-fix.log
     """
     if plot:
-        api.check_output("--plot", plot, list(logs) + ([baseline] if baseline else []))
+        api.check_output("--plot", plot, list(logs) + ([baseline] if baseline else []), folder_of_files=False)
     options = api.AcceptanceOptions(threshold=collapse_threshold, baseline_margin=baseline_margin)
     parsed, report = _with_progress(as_json, lambda hook: api.acceptance_paths(list(logs), baseline, options, hook))
     if as_json:

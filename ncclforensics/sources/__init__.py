@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from ..errors import SourceError
 from ..model import Diagnostic, Evidence, Location, Severity, SourceFormat
-from .base import InputFile, Source, head_text, looks_binary, unreadable
+from .base import (
+    MAX_LINE_BYTES, MAX_TEXT_BYTES, InputFile, Source, head_text, long_line_at, long_line_message, looks_binary,
+    unreadable,
+)
 from .discover import discover
 from .fingerprint import FingerprintSource
 from .flight_recorder import FlightRecorderSource
@@ -72,6 +75,9 @@ def parse_file(file: InputFile, fmt: SourceFormat | None = None,
         if source is None:
             reason = "binary content of no known format" if looks_binary(head) else "unrecognised format"
             return _unrecognised(file, reason)
+        refusal = _over_limits(file, source.format)
+        if refusal:
+            return unreadable(file, source.format, SourceError(refusal))
         try:
             evidence = source.parse(file)
         except (SourceError, OSError, MemoryError, RecursionError) as e:
@@ -84,6 +90,20 @@ def parse_file(file: InputFile, fmt: SourceFormat | None = None,
         return evidence
     except (SourceError, OSError) as e:
         return _unrecognised(file, str(e).removeprefix(f"{file.path}: "))
+
+
+def _over_limits(file: InputFile, fmt: SourceFormat) -> str | None:
+    """Why a plain text file is refused before it is read (base.MAX_LINE_BYTES, base.MAX_TEXT_BYTES), or None.
+    A .gz is checked as it is decompressed."""
+    if fmt is SourceFormat.FLIGHT_RECORDER or file.compressed:
+        return None
+    size = file.path.stat().st_size
+    if fmt is not SourceFormat.NCCL_LOG and size > MAX_TEXT_BYTES:
+        return (f"{size} bytes, over the {MAX_TEXT_BYTES >> 20} MiB a {fmt.value} file may have (it is read line "
+                f"by line in memory); refusing the file (see MAX_TEXT_BYTES)")
+    at = long_line_at(file.path, MAX_LINE_BYTES)
+    return long_line_message(file.path, at, MAX_LINE_BYTES).removeprefix(f"{file.path}: ") if at is not None \
+        else None
 
 
 def companions(file: InputFile, primary: SourceFormat | None) -> list[SourceFormat]:

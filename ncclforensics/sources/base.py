@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import codecs
 import io
+import mmap
+import os
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +18,14 @@ HEAD_BYTES = 64 * 1024
 # A .gz that expands past this is treated as a decompression bomb; big real logs stay well under it.
 DEFAULT_MAX_DECOMPRESSED = 2 * 1024**3
 GZIP_MAGIC = b"\x1f\x8b"
+# Per-file limits of text formats (every format but Flight Recorder dumps), so that one file cannot take the
+# memory of the run: a line of more than MAX_LINE_BYTES is refused (a file is checked in windows of that size
+# without a line break, so lines up to 64 MiB are always read and lines over 128 MiB always refused: a sparse
+# file, one 2 GiB line in a small .gz); and a format read line by line in Python (all but NCCL debug logs,
+# which polars streams) is refused above MAX_TEXT_BYTES, about 4x that much memory.
+MAX_LINE_BYTES = 64 << 20
+MAX_TEXT_BYTES = 1 << 30
+_GUNZIP_STEP = 16 << 20  # bytes a decompression step yields at most
 
 
 @dataclass
@@ -26,6 +36,7 @@ class InputFile:
     name: str  # as shown in locations: the path the user gave, or relative to the directory they gave
     # Read when the InputFile is made (not when the class is), so that a caller or a test can lower the module's limit.
     max_decompressed: int = field(default_factory=lambda: DEFAULT_MAX_DECOMPRESSED)
+    size: int | None = None  # bytes on disk, when the walk already knows it (0: an empty file, read no further)
     _head: bytes | None = field(default=None, repr=False)
 
     @property
@@ -44,11 +55,16 @@ class InputFile:
                     self._head = f.read(HEAD_BYTES)
         return self._head
 
-    def read_bytes(self) -> tuple[bytes, list[Diagnostic]]:
-        """The whole content, decompressed with a size limit; a gzip that stops early yields what it had."""
+    def read_bytes(self, max_line: int | None = MAX_LINE_BYTES) -> tuple[bytes, list[Diagnostic]]:
+        """The whole content, decompressed with a size limit; a gzip that stops early yields what it had.
+        `max_line`: refuse (SourceError) content with a line longer than this (None for binary formats)."""
         if self.compressed:
-            data, problem = _gunzip(self.path, self.max_decompressed, truncate=False)
+            data, problem = _gunzip(self.path, self.max_decompressed, truncate=False, max_line=max_line)
             return data, ([Diagnostic(Location(self.name), problem)] if problem else [])
+        if max_line is not None:
+            at = long_line_at(self.path, max_line)
+            if at is not None:
+                raise SourceError(long_line_message(self.path, at, max_line))
         return self.path.read_bytes(), []
 
     def read_text(self) -> tuple[str, list[Diagnostic]]:
@@ -65,19 +81,42 @@ class InputFile:
         return split_lines(text), problems
 
 
-def _gunzip(path: Path, limit: int, truncate: bool) -> tuple[bytes, str | None]:
+def long_line_message(path: Path, at: int, limit: int) -> str:
+    return (f"{path}: a line of more than {limit >> 20} MiB (from byte {at} of the content on); refusing the file "
+            f"(see MAX_LINE_BYTES)")
+
+
+def long_line_at(path: Path, limit: int) -> int | None:
+    """The offset of a window of `limit` bytes without a line break in a plain file, or None. The windows are
+    aligned, so a line of 2 x `limit` or more is always found and one of `limit` or less never; a normal file
+    costs one short search per window (memory-mapped: the rest is never read)."""
+    try:
+        size = os.path.getsize(path)
+        if size < limit:
+            return None
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            for start in range(0, size - limit + 1, limit):
+                if mm.find(b"\n", start, start + limit) < 0 and mm.find(b"\r", start, start + limit) < 0:
+                    return start
+    except (OSError, ValueError):  # unreadable or unmappable (a pipe): the read itself reports it
+        return None
+    return None
+
+
+def _gunzip(path: Path, limit: int, truncate: bool, max_line: int | None = None) -> tuple[bytes, str | None]:
     """Decompress at most `limit` bytes; over the limit is hostile unless `truncate` (reading a head)."""
     try:
-        return _gunzip_stream(path, limit, truncate)
+        return _gunzip_stream(path, limit, truncate, max_line)
     except zlib.error as e:
         # Corrupt data is a problem with this file, not a reason to stop: report it, read nothing from it.
         return b"", f"corrupt gzip data ({e})"
 
 
-def _gunzip_stream(path: Path, limit: int, truncate: bool) -> tuple[bytes, str | None]:
+def _gunzip_stream(path: Path, limit: int, truncate: bool, max_line: int | None = None) -> tuple[bytes, str | None]:
     out = io.BytesIO()
     decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
     fed = False  # whether the current gzip member has been given any input
+    run = 0  # bytes since the last line break (with max_line: one 2 GiB line in 2 MB stops at max_line)
     with open(path, "rb") as f:
         data = b""
         while True:
@@ -87,7 +126,14 @@ def _gunzip_stream(path: Path, limit: int, truncate: bool) -> tuple[bytes, str |
                     break
             # Every step is capped at the room left (+1 to notice going past it): a bomb never expands in memory,
             # whichever member of a multi-member file it hides in.
-            out.write(decomp.decompress(data, limit - out.tell() + 1))
+            piece = decomp.decompress(data, min(limit - out.tell() + 1, _GUNZIP_STEP))
+            if max_line is not None and piece:
+                last = max(piece.rfind(b"\n"), piece.rfind(b"\r"))
+                first = min((i for i in (piece.find(b"\n"), piece.find(b"\r")) if i >= 0), default=len(piece))
+                if run + first > max_line:
+                    raise SourceError(long_line_message(path, out.tell() - run, max_line))
+                run = run + len(piece) if last < 0 else len(piece) - last - 1
+            out.write(piece)
             fed = True
             if out.tell() > limit:
                 if truncate:

@@ -574,7 +574,7 @@ class FlightRecorderSource:
         """Load the dump safely and turn it into collectives, process groups and progress reports."""
         evidence = Evidence(path=file.name, format=self.format)
         try:
-            data, problems = file.read_bytes()
+            data, problems = file.read_bytes(max_line=None)  # a pickle has no lines
         except (SourceError, OSError) as e:  # a decompression bomb, a vanished file
             return unreadable(file, self.format, e)
         evidence.problems.extend(problems)
