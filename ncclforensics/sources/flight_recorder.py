@@ -165,7 +165,7 @@ def parse_ranks(value: object) -> tuple[int, ...]:
         parts = body.split(",")
         if not all(_RANK.fullmatch(p) for p in parts):
             raise _Bad(f"ranks {show(value)} is not a list of integers")
-        return tuple(int(p) for p in parts)
+        return tuple(int(p.strip()) for p in parts)  # strip: \s takes \x1f, which int() does not
     if isinstance(value, (list, tuple)):
         return tuple(_int(r, "a rank") for r in value)
     raise _Bad(f"ranks is {_kind(value)}, not a list")
@@ -490,7 +490,7 @@ def _progress(dump: dict, entries: list, rank: int | None, name: str, evidence: 
                     break
     config = [c.comm for c in evidence.comm_infos]
     for key, value in status.items():
-        loc = Location(name, record=int(key) if isinstance(key, str) and _RANK.fullmatch(key) else None,
+        loc = Location(name, record=int(key.strip()) if isinstance(key, str) and _RANK.fullmatch(key) else None,
                        field="pg_status")
         try:
             if not isinstance(value, dict):
@@ -513,6 +513,45 @@ def _progress(dump: dict, entries: list, rank: int | None, name: str, evidence: 
             last_started=None if started is None or started < 0 else started,
             last_completed=None if completed is None or completed < 0 else completed,
         ))
+
+
+_MAX_SEQ_WARNINGS = 5
+
+
+def _uneven_ring(entries: list, frame: pl.DataFrame, name: str) -> list[Diagnostic]:
+    """Warnings where one dump's ring is not what a ring is: an entry twice (its record_id again), or sequence
+    numbers that skip between two consecutive entries of a process group (entries missing inside the ring,
+    which would read as collectives the rank never launched). The pieces of one coalesced or uneven collective
+    share a number, and Send/Recv streams are left alone (batched P2P ops share one)."""
+    found = []
+    seen: dict[int, int] = {}
+    twice = 0
+    for index in frame.get_column("record").to_list() if frame.height else ():  # the entries read, not skipped
+        record_id = entries[index].get("record_id")
+        if type(record_id) is not int:
+            continue
+        first = seen.setdefault(record_id, index)
+        if first != index:
+            twice += 1
+            if twice <= _MAX_SEQ_WARNINGS:
+                found.append(Diagnostic(Location(name, record=index), (
+                    f"record_id {record_id} again (first at entries[{first}]): a duplicated entry, implausible "
+                    f"in one ring"), Severity.WARNING))
+    if frame.height > 1:
+        seqs = frame.filter(~pl.col("comm").str.ends_with(P2P_SUFFIX)).select(
+            "record", "comm", "seq", pl.col("seq").shift(1).over("comm").alias("before"),
+            pl.col("record").shift(1).over("comm").alias("previous"))
+        gaps = seqs.filter((pl.col("record") == pl.col("previous") + 1) & (pl.col("seq") > pl.col("before") + 1))
+        for record, comm, seq, before, _ in gaps.head(_MAX_SEQ_WARNINGS).iter_rows():
+            found.append(Diagnostic(Location(name, record=record), (
+                f"process group {show(comm)}: seq {seq} right after {before}: {seq - before - 1} missing inside "
+                f"the ring, implausible in one dump (they would read as collectives never launched)"),
+                Severity.WARNING))
+        twice += max(gaps.height - _MAX_SEQ_WARNINGS, 0)
+    if twice > _MAX_SEQ_WARNINGS:
+        found.append(Diagnostic(Location(name), f"{twice - _MAX_SEQ_WARNINGS} more entries repeated or out of "
+                                f"sequence", Severity.WARNING))
+    return found
 
 
 def read_dump(dump: object, name: str, evidence: Evidence) -> None:
@@ -549,6 +588,7 @@ def read_dump(dump: object, name: str, evidence: Evidence) -> None:
     problems = _Problems(name)
     evidence.collectives = entries_frame(entries, name, groups, problems)
     evidence.problems.extend(problems.close())
+    evidence.problems.extend(_uneven_ring(entries, evidence.collectives, name))
     for pg in groups.unknown:
         evidence.problems.append(Diagnostic(Location(name), (
             f"entries name process group {show(pg)}, which pg_config does not list: no comm rank or size for them"),

@@ -355,6 +355,9 @@ class _LogParser:
         elif kind == "version":
             if self.version is None:
                 self.version = g["version"]
+                if not g["version"].startswith("2."):
+                    self._warn(line, f"NCCL version {g['version']} is not a 2.x release, the only ones there are "
+                                     f"(this parser knows 2.x); read as 2.x")
             elif g["version"] != self.version:
                 self._warn(line, f"NCCL version {g['version']} differs from {self.version} seen before")
         elif kind in ("init", "nranks"):
@@ -368,6 +371,9 @@ class _LogParser:
         host, pid, ptr = g["host"], _int(g["pid"]), g["ptr"].lower()
         where = (host, pid, ptr)
         rank, nranks = _int(g["rank"]), _int(g["nranks"])
+        if rank is not None and nranks is not None and not 0 <= rank < nranks:
+            self._warn(line, f"rank {rank} in a communicator of {nranks} ranks (nranks): implausible, a rank is "
+                             f"below nranks; read as given")
         phase = g.get("phase")
         hash_value = int(g["hash"], 16) if g.get("hash") and len(g["hash"]) <= 16 else None
         comm = self.open.get(where)
@@ -509,6 +515,7 @@ class _LogParser:
             "line",
             text.str.replace_all(_STAMP + "|" + _CUT if stamped else _CUT, "|", literal=False).alias("shape"),
             text.str.extract(_COUNT, 1).cast(pl.Int64, strict=False).alias("count"),
+            _huge_count(text).alias("huge"),
             (text.str.extract(_STAMP, 1) if stamped else pl.lit(None, pl.String)).alias("ts"),
             (text.str.count_matches(_COLL_MARK, literal=True) > 1).alias("merged"),  # two COLL lines run together
             text.str.extract(_OPCOUNT_VALUE, 1).str.to_integer(base=16, strict=False).alias("opcount"),
@@ -530,7 +537,12 @@ class _LogParser:
         if len(bad_lines):
             self._bad_lines(bad_lines, texts(bad_lines.head(DIAGNOSTIC_LIMIT + 1)).sort("line"), cut_line)
             rows = rows.filter(~bad)
-        rows = rows.drop("merged")
+        huge = rows.filter("huge")["line"]
+        for line in huge.head(DIAGNOSTIC_LIMIT):  # count 18446744073709551616: no real collective, left unknown
+            self._warn(line, "the collective's count is beyond 2**63 (no real collective has it); read as unknown")
+        if len(huge) > DIAGNOSTIC_LIMIT:
+            self._warn(None, f"{len(huge) - DIAGNOSTIC_LIMIT} more COLL lines with a count beyond 2**63")
+        rows = rows.drop("merged", "huge")
         whos = shapes.select("host", "pid", "ptr").unique().with_row_index("who")
         shapes = shapes.join(whos, on=["host", "pid", "ptr"], how="left", nulls_equal=True).sort("sid")
         rows = rows.with_columns(shapes["who"].gather(rows["sid"]).alias("who"))
@@ -913,6 +925,7 @@ class _KeyedReader:
         keys = keys.with_columns(
             _cut(k, stamped).alias("shape"),
             k.str.extract(_COUNT, 1).cast(pl.Int64, strict=False).alias("count"),
+            _huge_count(k).alias("huge"),
             (k.str.extract(_STAMP, 1) if stamped else pl.lit(None, pl.String)).alias("ts"),
             (k.str.count_matches(_COLL_MARK, literal=True) > 1).alias("merged"),
         )
@@ -928,8 +941,14 @@ class _KeyedReader:
         ts = per_key("ts")
         if used.get_column("restamped").any():
             ts = pl.when(per_key("restamped")).then(pl.col("lead")).otherwise(ts).alias("ts")
-        rows = rows.select("line", per_key("count"), ts, per_key("merged"), per_key("sid"))
+        rows = rows.select("line", per_key("count"), per_key("huge"), ts, per_key("merged"), per_key("sid"))
         return self.parser.collectives_of(rows, shapes, cut_line, self._originals)
+
+
+def _huge_count(text: pl.Expr) -> pl.Expr:
+    """A COLL line's count field holds a number too big for an int64 (it becomes null)."""
+    raw = text.str.extract(_COUNT, 1)
+    return raw.is_not_null() & raw.cast(pl.Int64, strict=False).is_null()
 
 
 def _cut(text: pl.Expr, stamped: bool = True) -> pl.Expr:

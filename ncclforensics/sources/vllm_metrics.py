@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..model import Diagnostic, Evidence, Location, SourceFormat, SpecDecodeMetrics
+from ..model import Diagnostic, Evidence, Location, Severity, SourceFormat, SpecDecodeMetrics
 from .base import InputFile
 from .keyvalue import head_lines, json_object, read_lines, shown
 
@@ -135,8 +135,12 @@ class VllmMetricsSource:
 def _keep(evidence: Evidence, loc: Location, what: str, metrics: SpecDecodeMetrics | None, errors: list[str]) -> None:
     if metrics is not None:
         evidence.metrics.append(metrics)
-    if errors:
-        evidence.problems.append(Diagnostic(loc, f"{what}: " + "; ".join(errors)))
+    bad = [e for e in errors if not e.startswith(_DOUBT)]
+    doubts = [e.removeprefix(_DOUBT) for e in errors if e.startswith(_DOUBT)]
+    if bad:
+        evidence.problems.append(Diagnostic(loc, f"{what}: " + "; ".join(bad)))
+    if doubts:
+        evidence.problems.append(Diagnostic(loc, f"{what}: implausible: " + "; ".join(doubts), Severity.WARNING))
 
 
 def _message(line: str) -> tuple[str, str | None]:
@@ -159,6 +163,7 @@ def _metrics(body: str, loc: Location, process: str | None) -> tuple[SpecDecodeM
     keys = list(_KEY.finditer(body))
     values: dict[str, object] = {}
     errors: list[str] = []
+    doubts: list[str] = []
     for i, key in enumerate(keys):
         name = " ".join(key.group(1).split())
         target = _FIELDS.get(name.lower())
@@ -172,12 +177,35 @@ def _metrics(body: str, loc: Location, process: str | None) -> tuple[SpecDecodeM
         except ValueError:
             values[field] = None
             errors.append(f"{name} {shown(text)} is not {_WHAT[kind]}")
+            continue
+        doubt = _implausible(kind, text, values[field])
+        if doubt:
+            doubts.append(f"{name} {shown(text)} {doubt}")
     if not values:
         return None, ["no known field (Mean acceptance length, Accepted, Drafted, Draft acceptance rate ...)"]
     values = {k: v for k, v in values.items() if v is not None}
     if errors and not values:
         return None, errors
-    return SpecDecodeMetrics(loc=loc, process=process, **values), errors
+    return SpecDecodeMetrics(loc=loc, process=process, **values), errors + [_DOUBT + d for d in doubts]
+
+
+_DOUBT = "implausible: "  # marks a doubt among the errors: _keep reports it as a warning
+
+
+def _implausible(kind: str, text: str, value: object) -> str | None:
+    """Why a value that parsed is not one vLLM writes, or None: a rate above 1 without `%` (read as a percent,
+    as 62.3 is, but 1.9 could as well be a broken 1.9x), a percent above 100, a per-position rate above 1."""
+    if kind == "rate" and isinstance(value, float):
+        number, percent, _ = _number(text)
+        if not percent and 1 < number <= 100:
+            return f"is above 1 without a %: read as {number:g}%"
+        if number > 100:
+            return "is above 100%"
+    if kind == "percent" and isinstance(value, float) and value > 1:
+        return "is above 100%"
+    if kind == "rates" and any(isinstance(v, float) and v > 1 for v in value):
+        return "holds a rate above 1"
+    return None
 
 
 def _bench_blocks(lines: list[str]) -> list[tuple[int, int]]:

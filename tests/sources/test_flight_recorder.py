@@ -564,3 +564,18 @@ def test_twenty_thousand_entries_parse_fast(tmp_path):
     assert set(column(evidence, "callsite")) == {"capture/probe.py:85", "capture/probe.py:88", "capture/probe.py:91"}
     print(f"\n20,000-entry pickle ({path.stat().st_size / 1e6:.1f} MB): parsed in {best * 1000:.0f} ms")
     assert best < 5.0
+
+
+def test_a_duplicated_entry_or_a_gap_inside_the_ring_is_a_warning(tmp_path):
+    """A duplicated entry and a gap of 2 entries in one dump were read without a word (the gap then read as
+    "rank 1 did not launch 3 collectives")."""
+    dump = pickle.loads((EXTRA_OP / "fr_rank1").read_bytes())
+    entries = dump["entries"]
+    dump["entries"] = entries[:10] + [dict(entries[9])] + entries[10:20] + entries[22:]
+    path = tmp_path / "fr_rank1"
+    path.write_bytes(pickle.dumps(dump, protocol=2))
+    found = [(str(p.loc), p.message) for p in parse(path).problems if "implausible" in p.message]
+    assert [where for where, _ in found] == ["fr_rank1#entries[10]", "fr_rank1#entries[21]"]
+    assert "record_id 9 again (first at entries[9])" in found[0][1]
+    assert "seq 23 right after 20: 2 missing inside the ring" in found[1][1]
+    assert [p for p in parse(EXTRA_OP / "fr_rank1").problems if "implausible" in p.message] == []

@@ -563,3 +563,29 @@ def test_detect_picks_this_source_for_constructed_logs():
     for path in sorted(CONSTRUCTED.glob("*.log")):
         source = detect(InputFile(path, path.name))
         assert source is not None and source.format is SourceFormat.NCCL_LOG, path
+
+
+# --- values no real log has ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["line-reader", "keyed-reader"])
+def test_implausible_values_are_warnings_at_their_line(tmp_path, big):
+    """An INIT line `rank 7 nranks 4`, a COLL line with `count 2**64` (read as unknown, without a word) and NCCL
+    version 3.1.0 were accepted silently; each is now a warning at its file:line, and the value is read as
+    before."""
+    text = (REAL / "extra-op-4rank" / "nccl.vm.442.log").read_text()
+    lines = text.splitlines()
+    lines[2] = lines[2].replace("2.28.9", "3.1.0")
+    lines[11] = lines[11].replace("rank 0 nranks 4", "rank 7 nranks 4")
+    lines[40] = lines[40].replace("count 4096", f"count {2**64}")
+    body = "\n".join(lines) + "\n"
+    if big:  # past KEYED_MIN_BYTES: the keyed reader (1 MiB of blank lines after the end keeps the lines' numbers)
+        body += "\n" * (1 << 20)
+    path = tmp_path / "nccl.vm.442.log"
+    path.write_text(body)
+    evidence = parse(path)
+    found = {p.loc.line: p.message for p in evidence.problems if p.severity is Severity.WARNING}
+    assert "NCCL version 3.1.0 is not a 2.x release" in found[3]
+    assert "rank 7 in a communicator of 4 ranks" in found[12]
+    assert "count is beyond 2**63" in found[41]
+    assert rows(evidence, "line", "count")[0] == (41, None)

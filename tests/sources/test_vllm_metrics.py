@@ -310,3 +310,26 @@ def test_long_hostile_line_is_fast(tmp_path):
     line = "SpecDecoding metrics: A" + " " * 200_000 + "," * 50_000 + " b" * 50_000 + "\n"
     evidence = parse_text(tmp_path, line)
     assert evidence.metrics == [] and evidence.has_errors
+
+
+@pytest.mark.parametrize("text, warned", [
+    ("Draft acceptance rate: 1.9, Accepted: 10 tokens, Drafted: 12 tokens", "is above 1 without a %"),
+    ("Draft acceptance rate: 190%, Accepted: 10 tokens, Drafted: 12 tokens", "is above 100%"),
+    ("Mean acceptance length: 2.1, Per-position acceptance rate: 0.9, 1.9, 0.4", "holds a rate above 1"),
+    ("Draft acceptance rate: 62.3%, Accepted: 10 tokens, Drafted: 12 tokens", None),
+])
+def test_an_implausible_rate_is_a_warning_at_its_line(tmp_path, text, warned):
+    """An acceptance rate of 1.9 was read (as 1.9%) without a word."""
+    from ncclforensics.model import Severity
+    from ncclforensics.sources import InputFile, parse_file
+
+    path = tmp_path / "server.log"
+    path.write_text(f"INFO 05-01 10:00:00 [metrics.py:1] SpecDecoding metrics: {text}\n")
+    evidence = parse_file(InputFile(path, "server.log"))
+    assert len(evidence.metrics) == 1
+    doubts = [p for p in evidence.problems if "implausible" in p.message]
+    if warned is None:
+        assert doubts == []
+    else:
+        (doubt,) = doubts
+        assert doubt.severity is Severity.WARNING and doubt.loc.line == 1 and warned in doubt.message
