@@ -115,14 +115,28 @@ def parse_gate_line(text: str) -> GateLine | None:
     return GateLineParser().parse(text)
 
 
+_MAX_VALUE = 2**62  # steps, ranks and counts travel as int64 (with -1 for "none"): 2**63 would overflow
+
+
 def _int(fields: dict, key: str) -> int:
     value = fields[key]
     if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-        raise ValueError(f"`{key}` is not an integer: {value!r}")
+        raise ValueError(f"`{key}` is not an integer: {_shown(value)}")
     try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"`{key}` is not an integer: {value!r}") from None
+        number = int(value) if not isinstance(value, str) or len(value) <= 40 else None
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
+        number = None
+    if number is None:
+        raise ValueError(f"`{key}` is not an integer: {_shown(value)}")
+    if not 0 <= number < _MAX_VALUE:
+        raise ValueError(f"`{key}` is out of range (0 to 2**62): {_shown(value)}")
+    return number
+
+
+def _shown(value: object) -> str:
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**40 else \
+        f"an integer of {value.bit_length()} bits"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _opt_int(fields: dict, key: str) -> int | None:

@@ -29,8 +29,10 @@ from ..errors import LiveError
 RAS_PORT = 28028
 CLIENT_PROTOCOL = 2
 MAX_REPLY_BYTES = 64 << 20
+MAX_EVENT_BYTES = 1 << 20  # one MONITOR event (real ones are a few hundred bytes)
 _MAX_LINE = 4096
 # NCCL 2.28.7/2.28.9 forget the comma after "nvml_dev" in missing_ranks[] (fixed in 2.29.2).
+_SPACE = re.compile(r"\s*")
 _MISSING_COMMA = re.compile(r'("nvml_dev": -?\d+)(\s*\n\s*"status")')
 
 
@@ -75,7 +77,10 @@ class RasClient:
         self.host, self.port = host, port
         self.connect_timeout = connect_timeout
         self.collective_timeout = int(collective_timeout)
-        # ncclras waits 1 + T + 5 s for a report (T: the leg timeout); the server's hard cap is T + 5 s.
+        # ncclras waits 1 + T + 5 s for a report (T: the leg timeout); the server's hard cap is T + 5 s. Both
+        # timeouts are wall-clock and total: connecting and the handshake together get connect_timeout, the
+        # report (from STATUS to its end) read_timeout, so a server that trickles a byte a second cannot stretch
+        # a poll past connect_timeout + read_timeout.
         self.read_timeout = read_timeout if read_timeout is not None else self.collective_timeout + 6.0
         self.fmt, self.verbose, self.max_bytes = fmt, verbose, max_bytes
         self.json_supported: bool | None = None if fmt == "auto" else fmt == "json"
@@ -89,21 +94,23 @@ class RasClient:
         """One STATUS (or VERBOSE STATUS) report; RasReplyError when none could be had."""
         started = time.monotonic()
         with self._connect() as conn:
-            protocol = conn.handshake(self.collective_timeout, self.connect_timeout)
+            conn.deadline = started + self.connect_timeout
+            protocol = conn.handshake(self.collective_timeout)
             fmt = self._set_format(conn)
             conn.send("VERBOSE STATUS" if self.verbose else "STATUS")
-            data = conn.read_to_eof(self.read_timeout, deadline=started + 3 * self.read_timeout + self.connect_timeout,
-                                    max_bytes=self.max_bytes)
+            conn.deadline = time.monotonic() + self.read_timeout
+            data = conn.read_to_eof(max_bytes=self.max_bytes)
         check_report(data, fmt, self.address)
         return RasReply(data, fmt, protocol, time.monotonic() - started)
 
     def monitor(self, groups: str = "lifecycle", stop: threading.Event | None = None) -> Iterator[bytes]:
         """MONITOR events (2.29+), one per item (a text line, or one JSON object), until `stop` or EOF."""
         with self._connect() as conn:
-            conn.handshake(self.collective_timeout, self.connect_timeout)
+            conn.deadline = time.monotonic() + self.connect_timeout
+            conn.handshake(self.collective_timeout)
             fmt = self._set_format(conn)
             conn.send(f"MONITOR {groups}")
-            answer = conn.line(self.connect_timeout)
+            answer = conn.line()
             if answer != "OK":
                 raise RasReplyError(f"RAS server at {self.address} refused MONITOR: {answer[:200]!r}",
                                     hint="MONITOR needs NCCL 2.29 or newer")
@@ -122,7 +129,7 @@ class RasClient:
         if self.json_supported is False:
             return "text"
         conn.send("SET FORMAT json")
-        answer = conn.line(self.connect_timeout)
+        answer = conn.line()
         if answer == "OK":
             self.json_supported = True
             return "json"
@@ -140,6 +147,7 @@ class _Connection:
 
     def __init__(self, sock: socket.socket, address: str) -> None:
         self.sock, self.address, self.buffer = sock, address, b""
+        self.deadline = float("inf")  # wall-clock end of what is being read (set by the client per phase)
 
     def __enter__(self) -> "_Connection":
         return self
@@ -153,25 +161,24 @@ class _Connection:
         except OSError as e:
             raise RasReplyError(f"RAS server at {self.address} closed the connection: {e.strerror or e}") from e
 
-    def handshake(self, collective_timeout: int, timeout: float) -> int:
+    def handshake(self, collective_timeout: int) -> int:
         self.send(f"CLIENT PROTOCOL {CLIENT_PROTOCOL}")
-        first = self.line(timeout)
+        first = self.line()
         match = re.fullmatch(r"SERVER PROTOCOL (\d+)", first)
         if not match:
             raise RasReplyError(f"{self.address} is not a NCCL RAS server: it answered {first[:120]!r}")
         self.send(f"TIMEOUT {collective_timeout}")
-        answer = self.line(timeout)
+        answer = self.line()
         if answer != "OK":
             raise RasReplyError(f"RAS server at {self.address} answered TIMEOUT with {answer[:120]!r}")
         return int(match.group(1))
 
-    def line(self, timeout: float) -> str:
-        """One reply line (without `\\n`, `\\r` stripped)."""
-        deadline = time.monotonic() + timeout
+    def line(self) -> str:
+        """One reply line (without `\\n`, `\\r` stripped), before the deadline."""
         while b"\n" not in self.buffer:
             if len(self.buffer) > _MAX_LINE:
                 raise RasReplyError(f"RAS server at {self.address} sent a {len(self.buffer)}-byte line; not RAS")
-            chunk = self._recv(deadline, "a reply line")
+            chunk = self._recv(self.deadline, "a reply line")
             if not chunk:
                 raise RasReplyError(f"RAS server at {self.address} closed the connection during the handshake")
             self.buffer += chunk
@@ -181,12 +188,12 @@ class _Connection:
         except UnicodeDecodeError:
             raise RasReplyError(f"RAS server at {self.address} sent bytes that are not RAS: {raw[:60]!r}") from None
 
-    def read_to_eof(self, read_timeout: float, deadline: float, max_bytes: int) -> bytes:
-        """Everything until the server closes: `read_timeout` per recv, `deadline` for the whole report."""
+    def read_to_eof(self, max_bytes: int) -> bytes:
+        """Everything until the server closes, before the deadline (the whole report, however it trickles)."""
         chunks, size = [self.buffer], len(self.buffer)
         self.buffer = b""
         while True:
-            chunk = self._recv(min(deadline, time.monotonic() + read_timeout), "the report")
+            chunk = self._recv(self.deadline, "the report")
             if not chunk:
                 return b"".join(chunks)
             chunks.append(chunk)
@@ -208,8 +215,12 @@ class _Connection:
             raise RasReplyError(f"RAS server at {self.address} broke the connection: {e.strerror or e}") from e
 
     def events(self, fmt: str, stop: threading.Event | None) -> Iterator[bytes]:
+        """MONITOR events as they come. Each byte is looked at a bounded number of times: lines are searched from
+        where the last search stopped, a JSON object is decoded only when a `}` arrived, and an event longer
+        than MAX_EVENT_BYTES is an error (an endless one was decoded again on every chunk: quadratic)."""
         decoder = json.JSONDecoder()
-        pending = ""
+        pending = bytearray()
+        searched = 0  # bytes of `pending` known to hold no line break (text mode)
         while stop is None or not stop.is_set():
             try:
                 self.sock.settimeout(0.5)
@@ -221,23 +232,32 @@ class _Connection:
                 raise RasReplyError(f"RAS monitor at {self.address} broke: {e.strerror or e}") from e
             if not chunk:
                 return
-            pending += chunk.decode("utf-8", "replace")
-            if len(pending) > MAX_REPLY_BYTES:
-                raise RasReplyError(f"RAS monitor at {self.address} sent an endless event; giving up")
-            if fmt == "json":
+            pending += chunk
+            if fmt == "json" and b"}" in chunk:
+                text, pos = pending.decode("utf-8", "replace"), 0
                 while True:
-                    text = pending.lstrip()
+                    pos = _SPACE.match(text, pos).end()
                     try:
-                        _, end = decoder.raw_decode(text)
+                        _, end = decoder.raw_decode(text, pos)
                     except json.JSONDecodeError:
-                        break  # incomplete object: wait for more
-                    yield text[:end].encode()
-                    pending = text[end:]
+                        break  # incomplete object (or nothing left): wait for more
+                    yield text[pos:end].encode()
+                    pos = end
+                pending = bytearray(text[pos:].encode())
             else:
-                *lines, pending = pending.split("\n")
-                for line in lines:
+                while True:
+                    cut = pending.find(b"\n", searched)
+                    if cut < 0:
+                        searched = len(pending)
+                        break
+                    line = bytes(pending[:cut]).decode("utf-8", "replace").rstrip("\r")
+                    del pending[:cut + 1]
+                    searched = 0
                     if line.strip():
-                        yield line.rstrip("\r").encode()
+                        yield line.encode()
+            if len(pending) > MAX_EVENT_BYTES:
+                raise RasReplyError(f"RAS monitor at {self.address} sent an event of more than {MAX_EVENT_BYTES} "
+                                    f"bytes; giving up")
 
 
 def check_report(data: bytes, fmt: str, address: str = "the RAS server") -> None:

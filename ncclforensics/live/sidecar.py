@@ -126,33 +126,40 @@ class _SidecarGroup:
     """A gloo group of the sidecars, through a TCPStore that rank 0 hosts bound to HOST only."""
 
     def __init__(self, options: SidecarOptions) -> None:
+        # One wall-clock deadline for joining, however many steps it takes: TCPStore's client alone retries once
+        # after its timeout and a back-off (10 s became 25.6 s), so the store is first reached with plain
+        # connects, and each step gets only what is left.
         torch = require("torch", "live")
+        deadline = time.monotonic() + options.timeout  # from here: importing torch is no peer's fault
         dist = torch.distributed
         self.torch, self.world, self.timeout = torch, options.world_size, options.timeout
         delta = timedelta(seconds=options.timeout)
         where = f"{options.host}:{options.port}"
+        unreachable = f"cannot reach the sidecar store at {where} within {options.timeout:g}s"
+        hint = "start rank 0 first, on HOST, with the same --store"
         try:
             if options.rank == 0:
                 listen_fd = _listen(options.host, options.port)
                 store = dist.TCPStore(options.host, options.port, options.world_size, True, timeout=delta,
                                       wait_for_workers=False, master_listen_fd=listen_fd)
             else:
-                store = dist.TCPStore(options.host, options.port, options.world_size, False, timeout=delta)
+                _wait_for_listener(options.host, options.port, deadline, unreachable, hint)
+                store = _before(deadline, unreachable, hint, lambda: dist.TCPStore(
+                    options.host, options.port, options.world_size, False, timeout=_left(deadline)))
         except (RuntimeError, OSError, ValueError) as e:
-            raise LiveError(f"cannot reach the sidecar store at {where} within {options.timeout:g}s: "
-                            f"{_first_line(e)}", hint="start rank 0 first, on HOST, with the same --store") from e
+            raise LiveError(f"{unreachable}: {_first_line(e)}", hint=hint) from e
         self.store = store
         gloo_options = dist.ProcessGroupGloo._Options()
-        gloo_options._timeout = delta
+        gloo_options._timeout = delta  # the collectives' timeout too: a peer silent this long is trouble
         device_host = "127.0.0.1" if _is_loopback(options.host) else ""
         gloo_options._devices = [dist.ProcessGroupGloo.create_device(hostname=device_host)] if device_host else [
             dist.ProcessGroupGloo.create_default_device()]
+        unformed = f"the sidecar group of {options.world_size} ranks did not form within {options.timeout:g}s"
         try:
-            self.pg = dist.ProcessGroupGloo(dist.PrefixStore("ncclforensics-sidecar", store), options.rank,
-                                            options.world_size, gloo_options)
+            self.pg = _before(deadline, unformed, "a rank missing?", lambda: dist.ProcessGroupGloo(
+                dist.PrefixStore("ncclforensics-sidecar", store), options.rank, options.world_size, gloo_options))
         except (RuntimeError, OSError) as e:
-            raise LiveError(f"the sidecar group of {options.world_size} ranks did not form within "
-                            f"{options.timeout:g}s (a rank missing?): {_first_line(e)}") from e
+            raise LiveError(f"{unformed} (a rank missing?): {_first_line(e)}") from e
 
     def gather(self, flat: Any) -> Any:
         """All-gather a flat int64 numpy vector of the same length on every rank; (world, length) array back."""
@@ -330,6 +337,46 @@ def _listen(host: str, port: int) -> int:
         sock.close()
         raise LiveError(f"cannot host the sidecar store on {host}:{port}: {e.strerror}") from e
     return sock.detach()  # TCPStore owns the fd from here
+
+
+def _left(deadline: float) -> timedelta:
+    """What is left of a deadline, at least 50 ms (torch refuses a zero timeout)."""
+    return timedelta(seconds=max(deadline - time.monotonic(), 0.05))
+
+
+def _wait_for_listener(host: str, port: int, deadline: float, message: str, hint: str) -> None:
+    """Plain TCP connects until one is accepted or the deadline passes (then LiveError)."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise LiveError(f"{message}: nothing accepts connections there", hint=hint)
+        try:
+            socket.create_connection((host, port), timeout=min(left, 1.0)).close()
+            return
+        except OSError:
+            time.sleep(min(0.1, max(deadline - time.monotonic(), 0)))
+
+
+def _before(deadline: float, message: str, hint: str, make: Callable[[], Any]) -> Any:
+    """`make()` if it returns before the deadline, else LiveError (it is left to finish in a daemon thread: the
+    command ends with trouble either way)."""
+    box: list = []
+
+    def run() -> None:
+        try:
+            box.append((True, make()))
+        except BaseException as e:  # noqa: BLE001 - handed to the caller below
+            box.append((False, e))
+
+    thread = threading.Thread(target=run, daemon=True, name="sidecar-store")
+    thread.start()
+    thread.join(max(deadline - time.monotonic(), 0) + 0.2)
+    if not box:
+        raise LiveError(f"{message}: no answer", hint=hint)
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
 
 
 def _is_loopback(host: str) -> bool:
