@@ -72,7 +72,8 @@ def live() -> None:
 @click.option("--follow/--no-follow", default=True, show_default=True,
               help="Keep tailing (survives rotation and truncation), or stop after the last step every rank has.")
 @click.option("--timeout", type=float, default=30.0, show_default=True,
-              help="Seconds a peer may be missing or silent before this is trouble (exit 2).")
+              help="Seconds a peer may be missing or silent before this is trouble (exit 2); joining the group "
+                   "takes at most this long in all, however many tries it takes.")
 @click.option("--interval", type=float, default=0.2, show_default=True, hidden=True,
               help="Seconds between idle rounds.")
 def sidecar(rank: int, world_size: int, store: str, journal: Path, alerts: Path | None, follow: bool,
@@ -135,7 +136,8 @@ def sidecar(rank: int, world_size: int, store: str, journal: Path, alerts: Path 
               help="RAS TIMEOUT: seconds the RAS collective waits per leg.")
 @click.option("--connect-timeout", type=float, default=2.0, show_default=True, help="Seconds to connect.")
 @click.option("--read-timeout", type=float, default=None,
-              help="Seconds without a byte before a reply counts as stalled (default: --timeout + 6).")
+              help="Seconds a report may take, from STATUS to its last byte, however it trickles (default: "
+                   "--timeout + 6); connecting and the handshake get --connect-timeout, also in all.")
 @click.option("--max-failures", type=click.IntRange(min=0), default=5, show_default=True,
               help="Failed polls in a row before giving up (0: never).")
 @click.option("--retry", type=float, default=1.0, show_default=True, hidden=True, help="First back-off, seconds.")
