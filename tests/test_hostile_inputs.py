@@ -877,3 +877,19 @@ def test_an_empty_file_costs_no_parse(tmp_path):
     assert result["seconds"] < 3 and result["growth_mib"] < 100, result
     code, out, err = run_cli("diff", folder)
     assert code == 2 and len(err.strip().splitlines()) == 5000
+
+
+def test_a_sparse_file_that_starts_like_a_dump_is_refused_unread(tmp_path):
+    """A dump's head then a hole to 3 GB was read whole (3 GB) before anything looked at it."""
+    path = tmp_path / "fr_rank0"
+    path.write_bytes((EXTRA_OP / "fr_rank0").read_bytes())
+    os.truncate(path, 3 << 30)
+    script = (
+        "e = ncclforensics.sources.parse_file(ncclforensics.sources.InputFile(__import__('pathlib').Path(sys.argv[1]),"
+        " 'fr_rank0'))\n"
+        "result = {'problems': [p.message for p in e.problems]}\n"
+    )
+    result = rss_growth_mib(script, str(path))
+    assert result["problems"] == [f"{3 << 30} bytes, over the 170 MiB a Flight Recorder dump may have (its load "
+                                  f"would take over 4 GiB); not read"]
+    assert result["growth_mib"] < 50

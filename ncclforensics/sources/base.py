@@ -89,15 +89,17 @@ def long_line_message(path: Path, at: int, limit: int) -> str:
 def long_line_at(path: Path, limit: int) -> int | None:
     """The offset of a window of `limit` bytes without a line break in a plain file, or None. The windows are
     aligned, so a line of 2 x `limit` or more is always found and one of `limit` or less never; a normal file
-    costs one short search per window (memory-mapped: the rest is never read)."""
+    costs one short search per window (memory-mapped: the rest is never read). `limit` is a multiple of the
+    mapping granularity."""
     try:
         size = os.path.getsize(path)
         if size < limit:
             return None
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            for start in range(0, size - limit + 1, limit):
-                if mm.find(b"\n", start, start + limit) < 0 and mm.find(b"\r", start, start + limit) < 0:
-                    return start
+        with open(path, "rb") as f:
+            for start in range(0, size - limit + 1, limit):  # one window mapped at a time: bounded address space
+                with mmap.mmap(f.fileno(), limit, access=mmap.ACCESS_READ, offset=start) as mm:
+                    if mm.find(b"\n") < 0 and mm.find(b"\r") < 0:
+                        return start
     except (OSError, ValueError):  # unreadable or unmappable (a pipe): the read itself reports it
         return None
     return None

@@ -38,7 +38,9 @@ from ..model import (
 )
 from ..model.kinds import P2P_SUFFIX, EventState, normalize_dtype, normalize_op
 from .base import InputFile, unreadable
-from .safe_pickle import clip, load_pickle, no_gc, show
+from .safe_pickle import MAX_LOAD_BYTES, clip, load_pickle, no_gc, show
+
+MAX_DUMP_BYTES = MAX_LOAD_BYTES // 24  # a load takes at least ~24 bytes of memory a byte of pickle
 
 TOP_KEYS = frozenset({"version", "entries", "pg_config", "pg_status", "comm_lib_version", "nccl_version",
                       "xccl_version", "nccl_comm_state"})
@@ -614,6 +616,10 @@ class FlightRecorderSource:
         """Load the dump safely and turn it into collectives, process groups and progress reports."""
         evidence = Evidence(path=file.name, format=self.format)
         try:
+            size = file.size if file.size is not None else file.path.stat().st_size
+            if not file.compressed and size > MAX_DUMP_BYTES:  # refused unread: a sparse 3 GB file is no dump
+                raise SourceError(f"{size} bytes, over the {MAX_DUMP_BYTES >> 20} MiB a Flight Recorder dump may "
+                                  f"have (its load would take over {MAX_LOAD_BYTES >> 30} GiB); not read")
             data, problems = file.read_bytes(max_line=None)  # a pickle has no lines
         except (SourceError, OSError) as e:  # a decompression bomb, a vanished file
             return unreadable(file, self.format, e)
