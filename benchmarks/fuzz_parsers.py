@@ -12,9 +12,21 @@ without one): truncation, dropped / duplicated / reordered / interleaved lines, 
 byte flips, huge and negative numbers, structural edits of the JSON or pickle inside, imports spliced into
 pickles, a gzip that stops early, a gzip of a mutated file, and a few 64 MiB lines.
 
+Hostile shapes too: nested and multiplying pickle references (hash bombs, billion laughs, a tuple nested 10**5
+deep as a key), integers of thousands of digits, rich markup, Markdown, HTML and mathtext in names and values,
+terminal escapes, control characters and lone surrogates, sparse files (the content, then a hole to 3 GiB).
+
+`pipeline` runs each case through everything a user sees instead of one parser: the mutated file in place of its
+namesake among the files of a real capture, parsed and diagnosed, `diff --json` as the CLI writes it (which a
+strict JSON parser must accept), the terminal report and problem lines (which must hold no control character),
+and the postmortem's report.md and report.html (which, rendered by a CommonMark renderer, must hold no raw HTML;
+plots every PLOT_EVERY cases).
+
 Per parser it reports cases tried, uncaught exceptions (distinct crash sites; the first traceback and input of
-each are saved under --out), cases whose problems do not name the file, the slowest case, the peak RSS of the
-worker processes and cases/s. Exit code 1 when any crash was found.
+each are saved under --out), bad results (a problem that does not name its file; for `pipeline`, what the checks
+above find), the slowest case, the peak RSS of the worker processes and cases/s. Every case runs under a time
+limit (CASE_TIMEOUT_S) and an address-space limit (CASE_MEMORY); past either it is recorded like a crash. Exit
+code 1 when any crash was found.
 
 Each case is written to one reused file on tmpfs (/dev/shm) so that the disk is not the bottleneck; cases are
 deterministic in (--seed, parser, case index), so a crash is reproduced with `--replay PARSER:INDEX`.
@@ -29,6 +41,7 @@ import json
 import multiprocessing
 import os
 import pickle
+import pickletools
 import random
 import re
 import resource
@@ -46,6 +59,12 @@ SEED_DIRS = (FIXTURES / "real" / "nccl-2.28.9", FIXTURES / "public")
 FALLBACK_DIR = FIXTURES / "constructed"
 NOT_SEEDS = {".md", ".py"}
 PARSE_FILE = "parse_file"
+# The whole pipeline on one mutated file among the other files of a real capture: parse, diagnose, `diff --json`,
+# the terminal report, the postmortem report (Markdown and HTML; plots every PLOT_EVERY cases).
+PIPELINE = "pipeline"
+PIPELINE_BASE = FIXTURES / "real" / "nccl-2.28.9" / "extra-op-4rank"
+PLOT_EVERY = 25
+CASE_MEMORY = 4 << 30  # address space per worker: a case past it is a MemoryError, recorded like a crash
 BIG_LINE = 64 << 20
 CASE_TIMEOUT_S = 120  # a case still running after this is a hang, recorded like a crash
 SLOW_S = 5.0  # cases slower than this are listed (64 MiB lines excepted)
@@ -396,6 +415,136 @@ def big_line(rng, data, size: int = BIG_LINE) -> bytes:
     return b"\n".join(lines[:at] + [long] + lines[at:])
 
 
+def _laughs(rng) -> list:
+    """A list nested by reference: `width`**`levels` leaves as a tree, a few hundred bytes as a pickle."""
+    value: list = [rng.choice(("lol", 7, None))]
+    for _ in range(rng.choice((8, 20, 40))):
+        value = [value] * rng.choice((2, 10))
+    return value
+
+
+def m_pickle_references(rng, data, corpus):
+    """Nested and multiplying memo references, as the Python pickler writes shared objects: a tuple of tuples
+    of ... shared 80 levels deep as a dict key (a hash bomb), a list nested by reference in a dump's fields
+    (billion laughs: a tree of 10**30 leaves), a tuple nested 10**5 deep as a key (the C stack)."""
+    from ncclforensics.sources.safe_pickle import load_pickle  # never executes anything
+
+    dump, _ = load_pickle(data, "seed") if data[:1] == b"\x80" else (None, [])
+    if not isinstance(dump, dict):
+        dump = {"version": "2.10", "entries": []}
+    roll = rng.random()
+    protocol = rng.choice((2, 4, 5))
+    if roll < 0.4:  # a hash bomb: built as a list [t] (no hashing here), then the list turned into {t: 1}
+        chain = [()]
+        for _ in range(rng.choice((30, 80))):
+            chain.append((chain[-1], chain[-1]) if rng.random() < 0.8 else (chain[-1],))
+        out = pickle.dumps({**dump, "chain": chain, "pg_status": [chain[-1]]}, protocol=protocol)
+        ops = list(pickletools.genops(out))
+        at = max(pos for op, _, pos in ops if op.name == "EMPTY_LIST")
+        end = next((pos for op, _, pos in ops if op.name == "APPEND" and pos > at), None)
+        if end is None:
+            return out
+        return out[:at] + b"}" + out[at + 1:end] + b"K\x01s" + out[end + 1:]
+    if roll < 0.8:  # billion laughs in whichever fields the reader turns into text
+        laughs = _laughs(rng)
+        entries = dump.get("entries") if isinstance(dump.get("entries"), list) else []
+        target = rng.choice(("name", "desc", "profiling_name", "frames", "process_group", "state", "version",
+                             "pg_status", "input_dtypes"))
+        if target in ("name", "desc"):
+            dump["pg_config"] = {"0": {"name": "0", "desc": "x", "ranks": "[0]", target: laughs}}
+        elif target in ("version", "pg_status"):
+            dump[target] = laughs if target == "version" else {"0": {"last_enqueued_collective": laughs}}
+        else:
+            for entry in entries[: rng.choice((1, 5, len(entries) or 1))]:
+                if isinstance(entry, dict):
+                    entry[target] = (laughs, laughs) if target == "process_group" else laughs
+        return pickle.dumps(dump, protocol=protocol)
+    depth = rng.choice((1000, 100_000))
+    head = pickle.dumps({**dump, "pg_status": {}}, protocol=2)
+    if not head.endswith(b"u."):
+        return head
+    return head[:-2] + b"\x8c\x03key}" + b")" + b"\x85" * depth + b"K\x01s" + b"u."
+
+
+def m_huge_ints(rng, data, corpus):
+    """Integers of thousands of digits where names and numbers go (str() of one past 4300 digits raises):
+    LONG4 and LONG1 in pickles, long digit runs in text."""
+    if data[:1] == b"\x80":
+        from ncclforensics.sources.safe_pickle import load_pickle
+
+        dump, _ = load_pickle(data, "seed")
+        if isinstance(dump, dict):
+            huge = rng.choice((10**5000, 10**600, -(10**700), 2**64))
+            dump["pg_config"] = {huge: {"name": huge, "desc": "x", "ranks": "[0]"}}
+            dump["pg_status"] = {huge: {"last_enqueued_collective": huge}}
+            try:
+                return pickle.dumps(dump, protocol=rng.choice((2, 5)))
+            except ValueError:
+                return data
+    return _replace_numbers(rng, data, (b"1" + b"0" * 5000, b"9" * 4400, b"-" + b"9" * 4400))
+
+
+_MARKUP = ("[/]", "[bold red]", "[/bold]", "[link=file:///etc/passwd]x[/link]", "``", "```", "`",
+           "<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "](javascript:alert(1))", "$\\frac{$",
+           "$x$", "|", "\\", "*_", "# ", "> ", "&amp;", "{{", "%s%n")
+_CONTROL = ("\x1b[2J", "\x1b]0;pwned\x07", "\x1b[31m", "\x07", "\x08", "\r", "\x9b2J", "\x00", "\x7f", "\u2028",
+            "\n", "\nerror: forged", "\u202e", "\ud800", "\udfff")
+
+
+def _splice_text(rng, data: bytes, pieces) -> bytes:
+    """Pieces pasted into values: after `=` or `: `, inside quotes, into file names and call sites."""
+    text = data.decode("utf-8", errors="surrogateescape")
+    spots = [m.end() for m in re.finditer(r'(?:=|": "|: |/|\()', text)] or [len(text)]
+    for _ in range(rng.choice((1, 3, 10))):
+        at = rng.choice(spots)
+        text = text[:at] + rng.choice(pieces) + text[at:]
+    return text.encode("utf-8", errors="surrogatepass")
+
+
+def m_markup(rng, data, corpus):
+    """Rich markup, Markdown and HTML syntax and mathtext where names and values go."""
+    if data[:1] == b"\x80":
+        return _mutate_pickle_strings(rng, data, _MARKUP)
+    return _splice_text(rng, data, _MARKUP)
+
+
+def m_control(rng, data, corpus):
+    """Terminal escapes, control characters, line separators and lone surrogates in names and values."""
+    if data[:1] == b"\x80":
+        return _mutate_pickle_strings(rng, data, _CONTROL)
+    if rng.random() < 0.3:  # as JSON escapes, which decode to the characters themselves
+        return _splice_text(rng, data, [json.dumps(c)[1:-1] for c in _CONTROL])
+    return _splice_text(rng, data, _CONTROL)
+
+
+def _mutate_pickle_strings(rng, data: bytes, pieces) -> bytes:
+    """The dump with pieces added to its strings (call sites, group names, op names)."""
+    from ncclforensics.sources.safe_pickle import load_pickle
+
+    dump, _ = load_pickle(data, "seed")
+    if dump is None:
+        return data
+
+    def walk(value, depth=0):
+        if isinstance(value, str) and rng.random() < 0.3:
+            return value + rng.choice(pieces) + value[: rng.randrange(len(value) + 1)]
+        if isinstance(value, dict) and depth < 6:
+            return {walk(k, depth + 1) if isinstance(k, str) and rng.random() < 0.1 else k: walk(v, depth + 1)
+                    for k, v in value.items()}
+        if isinstance(value, (list, tuple)) and depth < 6:
+            items = [walk(v, depth + 1) for v in value]
+            return tuple(items) if isinstance(value, tuple) else items
+        return value
+
+    try:
+        return pickle.dumps(walk(dump), protocol=rng.choice((2, 5)))
+    except (ValueError, RecursionError, UnicodeEncodeError):
+        return data
+
+
+SPARSE_SIZE = 3 << 30  # a "sparse" case: the content, then a hole up to this size (truncate: no disk, no memory)
+
+
 # (name, function, weight); weights give each mutation roughly its share of the cases.
 MUTATIONS = [
     ("random_bytes", m_random_bytes, 8), ("random_text", m_random_text, 8), ("truncate", m_truncate, 10),
@@ -404,6 +553,8 @@ MUTATIONS = [
     ("byte_flips", m_byte_flips, 10), ("huge_numbers", m_huge_numbers, 6), ("negative_numbers", m_negative_numbers, 5),
     ("splice", m_splice, 5), ("deep_nesting", m_deep_nesting, 2), ("structured", m_structured, 10),
     ("pickle_opcodes", m_pickle_opcodes, 3), ("gzip_truncated", m_gzip_truncated, 2), ("gzip_mutated", m_gzip_mutated, 3),
+    ("pickle_references", m_pickle_references, 4), ("huge_ints", m_huge_ints, 3), ("markup", m_markup, 5),
+    ("control", m_control, 5),
 ]
 _BY_NAME = {name: fn for name, fn, _ in MUTATIONS}
 _PLAIN = [name for name, _, _ in MUTATIONS if not name.startswith("gzip")]
@@ -419,14 +570,22 @@ def big_line_indices(cases: int) -> set[int]:
     return {13 + k * (cases // 3) for k in range(3)} if cases >= 3000 else ({13} if cases > 13 else set())
 
 
+def sparse_indices(cases: int) -> set[int]:
+    """The case indices that become sparse files: one in 500."""
+    return set(range(7, cases, 500))
+
+
 def make_case(parser: str, index: int, seed: int, seeds: dict[str, list[tuple[str, bytes]]],
-              big: set[int], big_size: int = BIG_LINE) -> tuple[str, str, bytes]:
+              big: set[int], big_size: int = BIG_LINE, sparse: set[int] = frozenset()) -> tuple[str, str, bytes]:
     """(mutation label, file name for findings, content) of one case; the same for the same arguments."""
     rng = random.Random(f"{seed}:{parser}:{index}")
-    corpus = [item for files in seeds.values() for item in files] if parser == PARSE_FILE else seeds.get(parser, [])
+    everything = parser in (PARSE_FILE, PIPELINE)
+    corpus = [item for files in seeds.values() for item in files] if everything else seeds.get(parser, [])
     name, data = rng.choice(corpus) if corpus else ("random", b"")
     if index in big:
         return "big_line", f"fuzz/{name}", big_line(rng, data, big_size)
+    if index in sparse:  # a sparse file: the content, then a hole (made by run_chunk)
+        return "sparse", f"fuzz/{name}", data
     label = rng.choices(_PLAIN + ["gzip_truncated", "gzip_mutated"],
                         weights=[w for n, _, w in MUTATIONS if n in _PLAIN] + [2, 3])[0]
     data = _apply(rng, label, data, corpus)
@@ -458,6 +617,7 @@ def _init_worker(workdir: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     _STATE["path"] = folder / "case"
     signal.signal(signal.SIGALRM, _on_alarm)
+    resource.setrlimit(resource.RLIMIT_AS, (CASE_MEMORY, CASE_MEMORY))
 
 
 def run_parser(parser: str, path: Path, name: str):
@@ -468,6 +628,75 @@ def run_parser(parser: str, path: Path, name: str):
     if parser == PARSE_FILE:
         return parse_file(file)
     return next(s for s in SOURCES if s.format.value == parser).parse(file)
+
+
+def run_pipeline(path: Path, name: str, index: int) -> str | None:
+    """The case as one file of a real capture (in place of the file of that name, if the capture has one), through
+    everything a user sees: parse and diagnose, `diff --json` as the CLI writes it, the terminal report with its
+    problem lines, the postmortem's report.md and report.html. Returns what is wrong (None when nothing is):
+    JSON that a strict parser rejects, a control character on the terminal, raw HTML in the rendered
+    Markdown or in the page."""
+    import io
+
+    from rich.console import Console
+
+    from ncclforensics import api
+    from ncclforensics.report import console as terminal
+    from ncclforensics.report import data as answer
+    from ncclforensics.report import postmortem
+    from ncclforensics.report.escape import json_safe
+
+    folder = path.parent / "pipeline"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    base = Path(name).name
+    for source in PIPELINE_BASE.iterdir():
+        if source.name != base:
+            (folder / source.name).symlink_to(source)
+    os.replace(path, folder / base)
+    parsed, report = api.postmortem_paths([str(folder)], str(path.parent / "pm"))
+    d = report.diagnosis
+    result = answer.diff_dict(d)
+    result["problems"] = [answer.problem_dict(p) for p in parsed.all_problems + d.problems]
+    try:
+        text = json.dumps(result, allow_nan=False)
+    except ValueError:
+        text = json.dumps(json_safe(result), allow_nan=False)  # what cli._echo_json does
+
+    def bare(token):
+        raise ValueError(f"bare {token}")
+
+    try:
+        json.loads(text, parse_constant=bare)
+    except ValueError as e:
+        return f"diff --json is not strict JSON: {e}"
+    screen = io.StringIO()
+    console = Console(file=screen, width=120, color_system=None, force_terminal=False)
+    terminal.render_diagnosis(console, d)
+    terminal.render_problems(console, parsed.all_problems + d.problems)
+    shown = screen.getvalue()
+    bad = re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]", shown)
+    if bad:
+        return f"the terminal report holds {bad.group(0)!r}"
+    figures = postmortem.build_figures(report) if index % PLOT_EVERY == 0 else {}
+    blocks = postmortem.build_document(report, postmortem.build_images(figures))
+    markdown = postmortem.render_markdown(blocks)
+    page = postmortem.render_html(blocks, "fuzz")
+    markdown.encode("utf-8")
+    page.encode("utf-8")
+    try:
+        from markdown_it import MarkdownIt
+    except ImportError:  # rich brings it; without it the Markdown is not rendered
+        rendered = ""
+    else:
+        rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+    for where, html in (("report.md rendered", rendered), ("report.html", page)):
+        tag = re.search(r"<(?!/?(?:p|h[1-6]|ul|ol|li|table|thead|tbody|tr|th|td|code|pre|strong|em|figure|"
+                        r"figcaption|br|hr|html|head|body|meta|title|style)\b|!DOCTYPE|img src=\"(?:data:image/png;base64,"
+                        r"[A-Za-z0-9+/=]*|[\w.-]+\.png)\")[a-zA-Z!/][^>]*>", html)
+        if tag:
+            return f"{where} holds raw HTML: {tag.group(0)[:120]}"
+    return None
 
 
 def check_evidence(evidence, name: str) -> str | None:
@@ -495,17 +724,23 @@ def _crash_site(error: BaseException) -> str:
 def run_chunk(task: tuple) -> dict:
     """Run cases [start, stop) of one parser; returns counts, the first failure of each kind and peak RSS."""
     parser, start, stop, seed, big, big_size, out_dir = task
+    sparse = sparse_indices(stop)
     seeds, path = _STATE["seeds"], _STATE["path"]
     result = {"cases": 0, "crashes": {}, "bad_results": {}, "slow": [], "max_s": 0.0, "max_case": None}
     for index in range(start, stop):
-        label, name, data = make_case(parser, index, seed, seeds, big, big_size)
+        label, name, data = make_case(parser, index, seed, seeds, big, big_size, sparse)
         path.write_bytes(data)
+        if label == "sparse":
+            os.truncate(path, SPARSE_SIZE)
         began = time.perf_counter()
         error = problem = None
         signal.alarm(CASE_TIMEOUT_S)
         try:
-            evidence = run_parser(parser, path, name)
-            problem = check_evidence(evidence, name)
+            if parser == PIPELINE:
+                problem = run_pipeline(path, name, index)
+            else:
+                evidence = run_parser(parser, path, name)
+                problem = check_evidence(evidence, name)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:  # noqa: BLE001 - counting every escape is the point
@@ -515,15 +750,16 @@ def run_chunk(task: tuple) -> dict:
         took = time.perf_counter() - began
         del data
         result["cases"] += 1
+        where = path if path.exists() else path.parent / "pipeline" / Path(name).name  # the pipeline moves it
         if took > result["max_s"]:
-            result["max_s"], result["max_case"] = took, f"{index} ({label}, {path.stat().st_size} bytes)"
+            result["max_s"], result["max_case"] = took, f"{index} ({label}, {where.stat().st_size} bytes)"
         if took > SLOW_S and label != "big_line":
             result["slow"].append((index, label, round(took, 2)))
         if error is not None:
-            _record(result["crashes"], _crash_site(error), parser, index, label, path,
+            _record(result["crashes"], _crash_site(error), parser, index, label, where,
                     "".join(traceback.format_exception(error)), out_dir)
         elif problem is not None:
-            _record(result["bad_results"], problem.split(":")[0], parser, index, label, path, problem, out_dir)
+            _record(result["bad_results"], problem.split(":")[0], parser, index, label, where, problem, out_dir)
     result["rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return result
 
@@ -584,7 +820,7 @@ def _progress(parser: str, done: int, cases: int, began: float) -> None:
 
 def table(results: list[dict]) -> str:
     """The results as a Markdown table."""
-    rows = ["| parser | cases | uncaught exceptions (distinct sites) | problems without the file name | "
+    rows = ["| parser | cases | uncaught exceptions (distinct sites) | bad results | "
             "peak RSS | cases/s | slowest case |", "|---|---:|---|---:|---:|---:|---|"]
     for r in results:
         crashes = sum(c["count"] for c in r["crashes"].values())
@@ -610,7 +846,8 @@ def details(results: list[dict]) -> str:
 def replay(spec: str, seed: int, cases: int, big_size: int) -> None:
     """Rebuild one case (PARSER:INDEX) into ./fuzz-case.bin and parse it in this process, traceback and all."""
     parser, _, index = spec.rpartition(":")
-    label, name, data = make_case(parser, int(index), seed, load_seeds(), big_line_indices(cases), big_size)
+    label, name, data = make_case(parser, int(index), seed, load_seeds(), big_line_indices(cases), big_size,
+                                  sparse_indices(cases))
     path = Path("fuzz-case.bin")
     path.write_bytes(data)
     print(f"case {index} of {parser}: {label}, {len(data)} bytes -> {path} (named {name})")
@@ -621,6 +858,8 @@ def replay(spec: str, seed: int, cases: int, big_size: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, help="cases per parser (default 100,000; 1,000 with --quick)")
+    parser.add_argument("--pipeline-cases", type=int,
+                        help=f"cases of {PIPELINE} (default 2,000; 100 with --quick): each runs the whole pipeline")
     parser.add_argument("--parser", action="append", help="a parser (format name or parse_file); repeatable")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 1,000 cases per parser")
     parser.add_argument("--seed", type=int, default=0)
@@ -637,7 +876,7 @@ def main() -> int:
     if args.replay:
         replay(args.replay, args.seed, cases, big_size)
         return 0
-    names = parser_names()
+    names = parser_names() + [PIPELINE]
     chosen = args.parser or names
     unknown = sorted(set(chosen) - set(names))
     if unknown:
@@ -647,9 +886,11 @@ def main() -> int:
     workdir = tempfile.mkdtemp(prefix="ncclforensics-fuzz-", dir=shm if shm.is_dir() else None)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     results = []
+    pipeline_cases = args.pipeline_cases if args.pipeline_cases is not None else 100 if args.quick else 2000
     try:
         for name in chosen:
-            results.append(fuzz_parser(name, cases, args.seed, args.workers, workdir, args.out, big_size))
+            count = pipeline_cases if name == PIPELINE else cases
+            results.append(fuzz_parser(name, count, args.seed, args.workers, workdir, args.out, big_size))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(table(results))
