@@ -15,6 +15,7 @@ from rich.markup import escape as _rich_escape
 
 from ..errors import printable
 
+
 def markup(text: object, newlines: bool = False) -> str:
     """`printable(text)` escaped for rich markup: `[/]` in a path prints as itself."""
     return _rich_escape(printable(text, newlines))
@@ -40,7 +41,7 @@ def json_safe(value: object) -> object:
     """`value` with every float that JSON cannot hold (NaN, Infinity, -Infinity: bare tokens `JSON.parse`
     rejects) as the string "NaN", "Infinity" or "-Infinity", and strings made valid UTF-8."""
     if isinstance(value, float):
-        return value if math.isfinite(value) else "NaN" if value != value else NON_FINITE[value]
+        return value if math.isfinite(value) else "NaN" if math.isnan(value) else NON_FINITE[value]
     if isinstance(value, str):
         return utf8(value)
     if isinstance(value, dict):

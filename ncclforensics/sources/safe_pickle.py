@@ -20,7 +20,7 @@ import re
 import reprlib
 import struct
 from contextlib import contextmanager
-from functools import lru_cache
+from functools import cache
 
 import polars as pl
 
@@ -175,7 +175,7 @@ class _Dialect:
         return "(?:" + "|".join(alts) + ")" if alts else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _grammar(rust: bool, memo: bool, k: int | str | None) -> str:
     """One run of plain-data opcodes. `memo`: protocol 4+ (MEMOIZE). `k`: "open" before a tuple is memoized
     (then a memoized tuple ends the run), None when no memo reference may be a tuple's item, else the exponent
@@ -219,9 +219,9 @@ def _grammar(rust: bool, memo: bool, k: int | str | None) -> str:
     return f"(?:{token})*" if rust else f"(?:{token})*+"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _python_run(memo: bool, k: int | str | None) -> re.Pattern:
-    return re.compile(_grammar(False, memo, k).encode("latin-1"), re.S)
+    return re.compile(_grammar(False, memo, k).encode("latin-1"), re.DOTALL)
 
 
 def _fast_run(text: pl.Series, pos: int, grammar: str) -> int:

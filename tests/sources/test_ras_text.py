@@ -446,7 +446,8 @@ def _cut_points(text: str):
 
 
 @pytest.mark.parametrize("name", ["extra-op-4rank/ras_status_q1.txt", "killed-rank/ras_verbose_q0.txt",
-                                  "subcomm-divergence/ras_status_q0.txt", "serving-two-drafters-8rank/ras_status_q0.txt"])
+                                  "subcomm-divergence/ras_status_q0.txt",
+                                  "serving-two-drafters-8rank/ras_status_q0.txt"])
 def test_a_reply_cut_anywhere_is_marked_truncated_with_a_warning_at_its_line(tmp_path, name):
     """`RasSnapshot.truncated` was computed and never reported, and a reply cut after `Errors` or inside the
     Warnings section was not even marked: it read as complete (diff said CONSISTENT from it). Every cut of these
