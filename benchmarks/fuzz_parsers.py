@@ -25,8 +25,8 @@ plots every PLOT_EVERY cases).
 Per parser it reports cases tried, uncaught exceptions (distinct crash sites; the first traceback and input of
 each are saved under --out), bad results (a problem that does not name its file; for `pipeline`, what the checks
 above find), the slowest case, the peak RSS of the worker processes and cases/s. Every case runs under a time
-limit (CASE_TIMEOUT_S) and an address-space limit (CASE_MEMORY); past either it is recorded like a crash. Exit
-code 1 when any crash was found.
+limit (CASE_TIMEOUT_S; past it, it is recorded like a crash); memory is measured (an address-space limit would
+turn polars' allocation failures into aborts that take the worker down). Exit code 1 when any crash was found.
 
 Each case is written to one reused file on tmpfs (/dev/shm) so that the disk is not the bottleneck; cases are
 deterministic in (--seed, parser, case index), so a crash is reproduced with `--replay PARSER:INDEX`.
@@ -64,7 +64,6 @@ PARSE_FILE = "parse_file"
 PIPELINE = "pipeline"
 PIPELINE_BASE = FIXTURES / "real" / "nccl-2.28.9" / "extra-op-4rank"
 PLOT_EVERY = 25
-CASE_MEMORY = 4 << 30  # address space per worker: a case past it is a MemoryError, recorded like a crash
 BIG_LINE = 64 << 20
 CASE_TIMEOUT_S = 120  # a case still running after this is a hang, recorded like a crash
 SLOW_S = 5.0  # cases slower than this are listed (64 MiB lines excepted)
@@ -617,7 +616,6 @@ def _init_worker(workdir: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     _STATE["path"] = folder / "case"
     signal.signal(signal.SIGALRM, _on_alarm)
-    resource.setrlimit(resource.RLIMIT_AS, (CASE_MEMORY, CASE_MEMORY))
 
 
 def run_parser(parser: str, path: Path, name: str):
@@ -692,8 +690,8 @@ def run_pipeline(path: Path, name: str, index: int) -> str | None:
         rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
     for where, html in (("report.md rendered", rendered), ("report.html", page)):
         tag = re.search(r"<(?!/?(?:p|h[1-6]|ul|ol|li|table|thead|tbody|tr|th|td|code|pre|strong|em|figure|"
-                        r"figcaption|br|hr|html|head|body|meta|title|style)\b|!DOCTYPE|img src=\"(?:data:image/png;base64,"
-                        r"[A-Za-z0-9+/=]*|[\w.-]+\.png)\")[a-zA-Z!/][^>]*>", html)
+                        r"figcaption|br|hr|html|head|body|meta|title|style)\b|!DOCTYPE|img src=\"(?:"
+                        r"data:image/png;base64,[A-Za-z0-9+/=]*|[\w.-]+\.png)\")[a-zA-Z!/][^>]*>", html)
         if tag:
             return f"{where} holds raw HTML: {tag.group(0)[:120]}"
     return None
@@ -820,8 +818,8 @@ def _progress(parser: str, done: int, cases: int, began: float) -> None:
 
 def table(results: list[dict]) -> str:
     """The results as a Markdown table."""
-    rows = ["| parser | cases | uncaught exceptions (distinct sites) | bad results | "
-            "peak RSS | cases/s | slowest case |", "|---|---:|---|---:|---:|---:|---|"]
+    rows = [("| parser | cases | uncaught exceptions (distinct sites) | bad results | "
+             "peak RSS | cases/s | slowest case |"), "|---|---:|---|---:|---:|---:|---|"]
     for r in results:
         crashes = sum(c["count"] for c in r["crashes"].values())
         bad = sum(c["count"] for c in r["bad_results"].values())
