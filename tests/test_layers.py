@@ -23,18 +23,17 @@ ALLOWED = {
 
 def imported_layers(path: Path) -> set[str]:
     """The top-level parts of the package a module imports (relative or absolute), at any depth of the module."""
-    layer = path.relative_to(PACKAGE).parts[0]
+    package = path.parent.relative_to(PACKAGE.parent).parts  # ("ncclforensics", "sources", "nccl_log")
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            if node.level == 0:
-                parts = (node.module or "").split(".")
-                if parts[0] == "ncclforensics" and len(parts) > 1:
-                    found.add(parts[1])
-            elif node.level == 1 and path.parent != PACKAGE:
-                found.add(layer)
-            elif node.module:
-                found.add(node.module.split(".")[0])
+            parts = (node.module or "").split(".") if node.module else []
+            if node.level:
+                parts = [*package[: len(package) - node.level + 1], *parts]
+            if parts[:1] != ["ncclforensics"]:
+                continue
+            if len(parts) > 1:
+                found.add(parts[1])
             else:  # `from .. import x`: a module of the package, or a name its __init__ defines
                 found.update(alias.name if _is_module(alias.name) else "package" for alias in node.names)
         elif isinstance(node, ast.Import):
@@ -51,7 +50,7 @@ def _is_module(name: str) -> bool:
 
 @pytest.mark.parametrize("layer", sorted(ALLOWED))
 def test_a_layer_imports_only_the_layers_below_it(layer):
-    modules = sorted((PACKAGE / layer).glob("*.py"))
+    modules = sorted((PACKAGE / layer).rglob("*.py"))
     assert modules
     for module in modules:
         strays = imported_layers(module) - ALLOWED[layer] - {"package"}

@@ -1,7 +1,7 @@
 """Global ranks for NCCL debug logs of jobs in which no communicator holds every process.
 
 NCCL never logs a global rank: a log's `rank` is the process's rank in its largest communicator
-(sources/nccl_log.py). That is the job's rank only where that communicator is the world. Tensor-parallel groups
+(sources/nccl_log/). That is the job's rank only where that communicator is the world. Tensor-parallel groups
 inside data-parallel ones, with the default group's communicator never created (PyTorch makes it lazily), give
 every process a rank in a group of 4: two processes then claim each rank, and their streams would be merged or
 thrown out as conflicting.

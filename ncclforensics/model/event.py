@@ -40,7 +40,7 @@ class CollectiveEvent:
     host: str | None = None
     pid: int | None = None
     # NCCL's own counter from a COLL line, where read: logs under 1 MiB are read line by line and keep it; bigger
-    # ones are read by keys that mask it (sources/nccl_log.py). Grouped ops share one, 1-rank comms stay at 0.
+    # ones are read by keys that mask it (sources/nccl_log/keyed.py). Grouped ops share one, 1-rank comms stay at 0.
     opcount: int | None = None
 
 
