@@ -18,13 +18,18 @@ import polars as pl
 from .align.acceptance import AcceptanceOptions, AcceptanceReport, acceptance
 from .align.coverage import GateCoverage, gate_coverage
 from .align.diagnosis import Diagnosis, diagnose
+from .align.side_by_side import SideBySide, side_by_side
+from .align.view import View
+from .align.view import select as select_view
 from .errors import OutputError, SourceError
 from .model import Diagnostic, Evidence, Location, Severity, SourceFormat
 from .model.frame import empty_collectives
 from .sources import InputFile, companions, detect, discover, parse_file
 from .sources.discover import check_output as check_output_path
+from .sources.stdin import SpooledStdin, is_stdin
 
 if TYPE_CHECKING:
+    from .report.export import ExportTable
     from .report.postmortem import PostmortemData
 
 ProgressHook = Callable[[str, int, int], None]  # (file name, files done, files total)
@@ -49,12 +54,35 @@ def parse_paths(paths: list[str], progress: ProgressHook | None = None) -> Parse
     Files are parsed in parallel, with at most as many at a time as there are CPUs: pickles (Flight Recorder dumps,
     whose parsing is Python) and small files in forked worker processes, big text files in threads (their parsers
     spend their time in polars, which releases the GIL and uses every core). The result is the same as parsing them
-    one by one, in input order.
+    one by one, in input order. `-` or `/dev/stdin` among the paths reads standard input (sources/stdin.py).
     """
-    files, problems = discover(paths)
-    parsed = ParsedInputs(problems=problems)
-    parsed.evidence = parse_files(files, progress)
+    with _Inputs(paths) as (files, problems):
+        parsed = ParsedInputs(problems=problems)
+        parsed.evidence = parse_files(files, progress)
     return parsed
+
+
+class _Inputs:
+    """discover(paths), with standard input (`-`, `/dev/stdin`) copied to a temporary file and put after the
+    others, named `<stdin>`; the copy is removed on leaving."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        self.stdin: SpooledStdin | None = None
+
+    def __enter__(self) -> tuple[list[InputFile], list[Diagnostic]]:
+        files, problems = discover([p for p in self.paths if not is_stdin(p)])
+        if any(is_stdin(p) for p in self.paths):
+            self.stdin = SpooledStdin()
+            if self.stdin.file is not None:
+                files.append(self.stdin.file)
+            else:
+                problems.append(self.stdin.problem)
+        return files, problems
+
+    def __exit__(self, *exc) -> None:
+        if self.stdin is not None:
+            self.stdin.close()
 
 
 def parse_files(files: list[InputFile], progress: ProgressHook | None = None) -> list[Evidence]:
@@ -215,11 +243,49 @@ def _fork_safe() -> bool:
     return not any(re.match(r"polars-\d|tokio|rayon", name) for name in names)
 
 
-def diff_paths(paths: list[str], progress: ProgressHook | None = None) -> tuple[ParsedInputs, Diagnosis]:
-    """Parse the evidence under `paths` and diagnose it (what `ncclforensics diff` does)."""
+def diff_paths(paths: list[str], progress: ProgressHook | None = None, view: View | None = None
+               ) -> tuple[ParsedInputs, Diagnosis]:
+    """Parse the evidence under `paths` and diagnose it (what `ncclforensics diff` does); with a `view`
+    (`--rank`, `--comm`), diagnose that part of the job only (align/view.py)."""
     parsed = parse_paths(paths, progress)
     diagnosis = diagnose(parsed.evidence)
+    if view is not None and not view.whole:
+        selection = select_view(parsed.evidence, diagnosis.streams, diagnosis.ranks, view)
+        diagnosis = diagnose(selection.evidence)
+        diagnosis.notes = selection.notes + diagnosis.notes
     return parsed, diagnosis
+
+
+def aligned_view(diagnosis: Diagnosis, around: int) -> SideBySide | None:
+    """The ranks' streams side by side around the root and the first visible mismatch (align/side_by_side.py)."""
+    visible = diagnosis.first_visible
+    ops = diagnosis.comms[visible[0]].first_visible_ops if visible and visible[0] in diagnosis.comms else {}
+    return side_by_side(diagnosis.streams, diagnosis.root, visible, ops, around) if diagnosis.streams else None
+
+
+def export_paths(paths: list[str], out: str, table: ExportTable, progress: ProgressHook | None = None
+                 ) -> tuple[ParsedInputs, pl.DataFrame]:
+    """Check `out` (an output path, its suffix a table format), parse the evidence under `paths` and build the
+    table `export` writes (report/export.py): the collectives as `diff` compared them, or the gate decisions,
+    fingerprints or RAS counts as parsed."""
+    from .report.export import ExportTable, collectives_table, fingerprints_table, gates_table, ras_table, \
+        table_format
+
+    table_format(out)
+    check_output("--out", out, paths, folder_of_files=False)
+    if table is ExportTable.COLLECTIVES:
+        parsed, diagnosis = diff_paths(paths, progress)
+        formats = {e.path: e.format.value for e in parsed.evidence if e.format is not None}
+        return parsed, collectives_table(diagnosis.streams, formats)
+    parsed = parse_paths(paths, progress)
+    usable = [e for e in parsed.evidence if e.format is not None]
+    if table is ExportTable.GATES:
+        return parsed, gates_table([g for e in usable for g in e.gates])
+    if table is ExportTable.FINGERPRINTS:
+        return parsed, fingerprints_table([f for e in usable for f in e.fingerprints])
+    if table is ExportTable.RAS:
+        return parsed, ras_table(usable)
+    raise AssertionError(table)  # every ExportTable is handled above (tests iterate them)
 
 
 # --- postmortem, gate coverage, acceptance -------------------------------------------------------------------
@@ -266,18 +332,18 @@ def parse_formats(paths: list[str], formats: set[SourceFormat], progress: Progre
     """Like parse_paths, but only files detected as one of `formats` are parsed (a soak folder of big NCCL logs
     is not read through to find its gate journals); the others are returned as (file, format) and skipped.
     Files no parser recognises are still reported, as in parse_paths."""
-    files, problems = discover(paths)
-    parsed = ParsedInputs(problems=problems)
-    skipped: list[tuple[str, SourceFormat]] = []
-    for index, file in enumerate(files):
-        if progress:
-            progress(file.name, index, len(files))
-        source = _detect(file)
-        also = companions(file, source.format) if source is not None else []
-        if source is not None and source.format not in formats and not formats.intersection(also):
-            skipped.append((file.name, source.format))
-            continue
-        parsed.evidence.append(parse_file(file, source.format if source else None, also))
+    with _Inputs(paths) as (files, problems):
+        parsed = ParsedInputs(problems=problems)
+        skipped: list[tuple[str, SourceFormat]] = []
+        for index, file in enumerate(files):
+            if progress:
+                progress(file.name, index, len(files))
+            source = _detect(file)
+            also = companions(file, source.format) if source is not None else []
+            if source is not None and source.format not in formats and not formats.intersection(also):
+                skipped.append((file.name, source.format))
+                continue
+            parsed.evidence.append(parse_file(file, source.format if source else None, also))
     if progress:
         progress("", len(files), len(files))
     return parsed, skipped

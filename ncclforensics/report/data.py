@@ -7,6 +7,9 @@ from ..align.coverage import GateCoverage, RankTally
 from ..align.diagnosis import Diagnosis
 from ..align.divergence import OpAt
 from ..align.gates import GateDisagreement, decision_tuple
+from ..align.side_by_side import SideBySide
+from ..align.view import View
+from ..align.wedge import Window
 from ..model import Diagnostic, Evidence, Location
 from . import words
 
@@ -52,7 +55,13 @@ def op_dict(op: OpAt) -> dict:
 
 
 def _ranks(mapping: dict) -> dict:
+    """A per-rank map with string keys, in rank order (JSON objects keep the order they are written in)."""
     return {str(k): v for k, v in sorted(mapping.items())}
+
+
+def _by_rank(mapping: dict[str, object] | None) -> dict[str, object] | None:
+    """A map keyed by rank strings, in rank order."""
+    return None if mapping is None else dict(sorted(mapping.items(), key=lambda item: int(item[0])))
 
 
 def gate_dict(gate: GateDisagreement) -> dict:
@@ -62,7 +71,7 @@ def gate_dict(gate: GateDisagreement) -> dict:
         "passed": gate.passed,
         "skipped": gate.skipped,
         "outlier_ranks": gate.outlier_ranks,
-        "decisions": {str(r): {**decision_tuple(d), "evidence": str(d.loc)} for r, d in gate.decisions.items()},
+        "decisions": _ranks({r: {**decision_tuple(d), "evidence": str(d.loc)} for r, d in gate.decisions.items()}),
         "pass_totals": _ranks(gate.pass_totals),
         "proposed_pass_totals": _ranks(gate.proposed_totals),
         "ceiling_start": gate.ceiling_start,
@@ -71,11 +80,52 @@ def gate_dict(gate: GateDisagreement) -> dict:
     }
 
 
-SCHEMA_VERSION = 2  # of `diff --json`; raised when a key changes meaning or goes away (README, JSON output)
+SCHEMA_VERSION = 3  # of `diff --json`; raised when a key changes meaning or goes away (README, JSON output)
+PAIRING_RUNS = 20  # window pairing runs listed by default (the rest summed per kind; all with full_window)
 
 
-def diff_dict(d: Diagnosis) -> dict:
-    """What `diff --json` prints: the verdict, root, first visible mismatch, window, wedge and receipts."""
+def window_dict(w: Window, full: bool = False) -> dict:
+    """The corrupt-and-continue window: its extent, pairing totals per kind, and the first PAIRING_RUNS runs
+    (every run with `full`: a long window alternates kinds tens of thousands of times)."""
+    totals: dict[str, dict[str, int]] = {}
+    for p in w.pairings:
+        total = totals.setdefault(p.kind.value, {"runs": 0, "collectives": 0})
+        total["runs"] += 1
+        total["collectives"] += p.collectives
+    shown = w.pairings if full else w.pairings[:PAIRING_RUNS]
+    return {
+        "comm": w.comm, "collectives": w.collectives, "collectives_min": w.collectives_min,
+        "first_seq": w.first_seq, "last_seq": w.last_seq, "completion_known": w.completion_known,
+        "pairing_runs": len(w.pairings), "pairing_totals": totals,
+        "pairings_complete": len(shown) == len(w.pairings),
+        "pairings": [{"first_seq": p.first_seq, "last_seq": p.last_seq, "kind": p.kind.value,
+                      "collectives": p.collectives} for p in shown],
+    }
+
+
+def side_by_side_dict(view: SideBySide) -> dict:
+    """`diff --around N --json`: the aligned lines around the root and the first visible mismatch."""
+    def lines(rows) -> list[dict]:
+        return [{"seq": line.seq, "marks": list(line.marks),
+                 "ops": _ranks({r: op_dict(op) for r, op in line.ops.items()})} for line in rows]
+
+    return {"comm": view.comm, "around": view.around, "outlier_ranks": view.outlier_ranks, "kind": view.kind,
+            "size": view.size, "root_seq": view.root_seq, "visible_seq": view.visible_seq,
+            "near_root": lines(view.near_root), "near_visible": lines(view.near_visible)}
+
+
+def view_dict(view: View | None) -> dict | None:
+    """The part of the job `--rank`/`--comm` chose (None: all of it)."""
+    if view is None or view.whole:
+        return None
+    return {"ranks": sorted(view.ranks) if view.ranks is not None else None, "comm": view.comm}
+
+
+def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None = None,
+              view: View | None = None) -> dict:
+    """What `diff --json` prints: the verdict, root, first visible mismatch, window, wedge and receipts.
+    `full_window`: every pairing run of the window; `side`: the aligned view of `--around`; `view`: the part of
+    the job that was analysed."""
     root = None
     if d.root is not None:
         r = d.root
@@ -85,7 +135,7 @@ def diff_dict(d: Diagnosis) -> dict:
             "reference_ranks": r.reference_ranks, "step": d.root_step, "kind": r.kind, "size": r.size,
             "pinned_by": r.pinned_by, "ambiguity": words.ambiguity(r), "majority": r.majority,
             "kinds": list(r.kinds), "narrowed_by": list(r.narrowed_by), "departs_again": r.departs_again,
-            "where_stacks_part": words.where_stacks_part(r),
+            "where_stacks_part": _by_rank(words.where_stacks_part(r)),
             "counts_by_type": {t: _ranks(c) for t, c in r.counts_by_type.items()},
             "contradictions": [{"what": c.what, "evidence": [str(loc) for loc in c.locs]} for c in r.contradictions],
             "ops": {str(rank): op_dict(op) for rank, op in sorted(r.ops.items())},
@@ -96,15 +146,7 @@ def diff_dict(d: Diagnosis) -> dict:
         comm, seq = d.first_visible
         visible = {"comm": comm, "seq": seq,
                    "ops": {str(k): op_dict(v) for k, v in sorted(d.comms[comm].first_visible_ops.items())}}
-    window = None
-    if d.window is not None:
-        w = d.window
-        window = {
-            "comm": w.comm, "collectives": w.collectives, "collectives_min": w.collectives_min,
-            "first_seq": w.first_seq, "last_seq": w.last_seq, "completion_known": w.completion_known,
-            "pairings": [{"first_seq": p.first_seq, "last_seq": p.last_seq, "kind": p.kind.value,
-                          "collectives": p.collectives} for p in w.pairings],
-        }
+    window = window_dict(d.window, full_window) if d.window is not None else None
     wedge = None
     if d.wedge is not None:
         w = d.wedge
@@ -117,6 +159,7 @@ def diff_dict(d: Diagnosis) -> dict:
         }
     return {
         "schema_version": SCHEMA_VERSION,
+        "view": view_dict(view),
         "verdict": d.verdict.value,
         "summary": words.summary(d),
         "ranks": d.ranks,
@@ -147,14 +190,15 @@ def diff_dict(d: Diagnosis) -> dict:
              "evidence": str(f.loc)} for f in d.corrupted_fingerprints
         ],
         "checksum_splits": [
-            {"step": step, "values": {str(r): (row.sum if row.sum is not None else row.digest)
-                                      for r, row in rows.items()},
-             "evidence": [str(row.loc) for row in rows.values()]}
-            for step, rows in d.checksum_splits.items()
+            {"step": step, "values": _ranks({r: (row.sum if row.sum is not None else row.digest)
+                                             for r, row in rows.items()}),
+             "evidence": [str(row.loc) for _, row in sorted(rows.items())]}
+            for step, rows in sorted(d.checksum_splits.items())
         ],
         "caveats": words.caveats(d),
         "evidence": [{**location_dict(f.loc), "says": f.says} for f in d.evidence],
         "problems": [problem_dict(p) for p in d.problems],
+        **({"side_by_side": side_by_side_dict(side)} if side is not None else {}),
     }
 
 
@@ -172,7 +216,7 @@ def coverage_dict(c: GateCoverage) -> dict:
     return {
         "verdict": c.verdict.value,
         "verdict_label": c.verdict.label,
-        "summary": c.summary,
+        "summary": words.coverage_summary(c),
         "totals": {
             "sessions": len(c.sessions), "steps": c.steps, "steps_in_window": c.steps_in_window,
             "sessions_exercised": len(c.exercised_sessions), "sessions_window_unknown": len(c.unknown_sessions),
@@ -215,7 +259,7 @@ def run_dict(run: RunAcceptance) -> dict:
         "per_position": _rounded(run.per_position),
         "mean_acceptance_length": None if run.mean_acceptance_length is None else round(run.mean_acceptance_length, 4),
         "conditional": _rounded(run.conditional),
-        "collapsed": run.collapsed, "reasons": run.reasons,
+        "collapsed": run.collapsed, "reasons": run.reasons, "low": run.low, "low_reasons": run.notes,
         "acceptance_rate": None if run.acceptance_rate is None else round(run.acceptance_rate, 4),
         "accepted": run.accepted, "drafted": run.drafted, "weighted_by_drafted": run.weighted,
         "collapsed_lines": [str(loc) for loc in run.collapsed_lines],
@@ -229,4 +273,5 @@ def acceptance_dict(report: AcceptanceReport) -> dict:
         "baseline": run_dict(report.baseline) if report.baseline else None,
         "threshold": report.options.threshold,
         "baseline_margin": report.options.baseline_margin,
+        "low_rate": report.options.low_rate,
     }
