@@ -17,7 +17,9 @@ from .errors import EXIT_TROUBLE, OneLineErrors
 from .model import Severity, Verdict
 from .report import console as console_report
 from .report import data, escape, plots
+from .report import export as export_report
 from .report import postmortem as postmortem_report
+from .report import side_by_side as side_by_side_report
 
 EXIT_CONSISTENT, EXIT_DIVERGED = 0, 1
 
@@ -108,26 +110,41 @@ def parse(paths: tuple[str, ...], as_json: bool) -> None:
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (the result for the good files).")
-def diff(paths: tuple[str, ...], as_json: bool) -> None:
+@click.option("--rank", "ranks", type=int, multiple=True, help="Look at this rank only (repeatable).")
+@click.option("--comm", help="Look at this communicator only (its 0x hash, or a process-group name).")
+@click.option("--around", type=click.IntRange(0, 1000), help="Show the ranks' streams side by side, aligned as "
+              "the root says, N collectives around the root and the first visible mismatch.")
+@click.option("--full-window", is_flag=True, help="With --json: every pairing run of the window (by default the "
+              f"first {data.PAIRING_RUNS} and totals per kind).")
+def diff(paths: tuple[str, ...], as_json: bool, ranks: tuple[int, ...], comm: str | None, around: int | None,
+         full_window: bool) -> None:
     """Find the first divergent collective, the corrupt-and-continue window and the wedge.
 
     PATHS are evidence files from the ranks of one job, or folders (walked recursively): NCCL debug logs,
-    Flight Recorder dumps, PyTorch logs, RAS replies, gate journals, fingerprint traces, in any mix.
-    Exit code: 0 consistent (or transient skew, or inconclusive), 1 divergence found, 2 trouble (bad input; the
-    result for the good files is still printed).
+    Flight Recorder dumps, PyTorch logs, RAS replies, gate journals, fingerprint traces, in any mix; `-` reads a
+    pasted log from standard input. --rank and --comm analyse that part of the job alone (ranks and comms as
+    the whole job's analysis names them). Exit code: 0 consistent (or transient skew, or inconclusive), 1
+    divergence found, 2 trouble (bad input; the result for the good files is still printed).
 
     \b
     Example:
         ncclforensics diff rank*.log
         ncclforensics diff --json incident/ > finding.json
+        ncclforensics diff --around 5 --rank 0 --rank 1 incident/
+        pbpaste | ncclforensics diff -
     """
-    parsed, diagnosis = _with_progress(as_json, lambda hook: api.diff_paths(list(paths), hook))
+    view = api.View(ranks=frozenset(ranks) if ranks else None, comm=comm)
+    parsed, diagnosis = _with_progress(as_json, lambda hook: api.diff_paths(list(paths), hook, view))
+    side = api.aligned_view(diagnosis, around) if around is not None else None
     if as_json:
-        result = data.diff_dict(diagnosis)
+        result = data.diff_dict(diagnosis, full_window, side, view)
         result["problems"] = [data.problem_dict(p) for p in parsed.all_problems + diagnosis.problems]
         _echo_json(result)
     else:
         console_report.render_diagnosis(Console(), diagnosis)
+        if around is not None:
+            click.echo("\n" + (side_by_side_report.render_text(side) if side is not None else
+                               "No aligned view: no root placed in recorded streams."))
     trouble = _report_problems(parsed, diagnosis.problems)
     sys.exit(_exit_code(diagnosis, trouble))
 
@@ -136,6 +153,35 @@ def _exit_code(diagnosis, trouble: bool) -> int:
     if trouble:
         return EXIT_TROUBLE
     return EXIT_DIVERGED if diagnosis.verdict is Verdict.DIVERGED else EXIT_CONSISTENT
+
+
+@cli.command(short_help="Tables of the evidence (Parquet, CSV, NDJSON) for polars, pandas, DuckDB.")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+              help="The table file: .parquet, .csv or .ndjson (refused on an input file or inside an input folder).")
+@click.option("--table", type=click.Choice([t.value for t in export_report.ExportTable]), default="collectives",
+              show_default=True, help="Which table: the collectives as compared, gate decisions, fingerprints, "
+              "RAS counts.")
+def export(paths: tuple[str, ...], out: str, table: str) -> None:
+    """Write a table of the evidence for polars, pandas or DuckDB; the format follows the suffix of OUT.
+
+    `collectives`: every collective as `diff` compared it, one row per (comm, rank, seq), with where it was read
+    (file, line or record, format; the Flight Recorder record beside a log line), rank, comm, comm rank, seq, op,
+    count, dtype, reduction, root, state, call site, step, tag, time. `gates`, `fingerprints`, `ras`: gate
+    decisions, fingerprint rows, RAS counts per reply, comm, rank and collective type. Exit code: 0 written,
+    2 trouble (the table is still written for the good files, except when OUT is refused).
+
+    \b
+    Example:
+        ncclforensics export incident/ --out collectives.parquet
+        ncclforensics export --table gates soak/ --out gates.csv
+    """
+    parsed, frame = _with_progress(False, lambda hook: api.export_paths(
+        list(paths), out, export_report.ExportTable(table), hook))
+    written = export_report.write_table(frame, out)
+    _stderr().print(f"wrote {escape.printable(written)}: {frame.height} {table} row(s)", markup=False)
+    trouble = _report_problems(parsed)
+    sys.exit(EXIT_TROUBLE if trouble else EXIT_CONSISTENT)
 
 
 # --- postmortem, gates, acceptance ---------------------------------------------------------------------------
