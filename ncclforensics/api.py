@@ -24,7 +24,7 @@ from .align.view import select as select_view
 from .errors import OutputError, SourceError
 from .model import Diagnostic, Evidence, Location, Severity, SourceFormat
 from .model.frame import empty_collectives
-from .sources import InputFile, companions, detect, discover, parse_file
+from .sources import NO_KNOWN_FORMAT, InputFile, companions, detect, discover, parse_file
 from .sources.discover import check_output as check_output_path
 from .sources.stdin import SpooledStdin, is_stdin
 
@@ -59,7 +59,21 @@ def parse_paths(paths: list[str], progress: ProgressHook | None = None) -> Parse
     with _Inputs(paths) as (files, problems):
         parsed = ParsedInputs(problems=problems)
         parsed.evidence = parse_files(files, progress)
+    _skip_strays(parsed.evidence, set(paths))
     return parsed
+
+
+def _skip_strays(evidence: list[Evidence], given: set[str] | None) -> None:
+    """Files that no parser recognises, found by walking a folder (not among the `given` paths; None: wherever
+    they came from), are not evidence: their error becomes a warning that they were skipped, so that a
+    config.yaml beside the logs does not turn exit 1 into 2. An empty file, or one a parser recognised but
+    could not read, looks like evidence and stays an error."""
+    for item in evidence:
+        if item.format is not None or (given is not None and item.path in given) or len(item.problems) != 1:
+            continue
+        problem = item.problems[0]
+        if problem.severity is Severity.ERROR and problem.message in NO_KNOWN_FORMAT:
+            item.problems = [Diagnostic(problem.loc, f"{problem.message}: not evidence; skipped", Severity.WARNING)]
 
 
 class _Inputs:
@@ -344,6 +358,7 @@ def parse_formats(paths: list[str], formats: set[SourceFormat], progress: Progre
                 skipped.append((file.name, source.format))
                 continue
             parsed.evidence.append(parse_file(file, source.format if source else None, also))
+    _skip_strays(parsed.evidence, None)  # "files of other formats are skipped": unrecognised ones too
     if progress:
         progress("", len(files), len(files))
     return parsed, skipped
@@ -364,7 +379,8 @@ def gate_coverage_paths(paths: list[str], progress: ProgressHook | None = None
     decisions = [g for e in parsed.evidence for g in e.gates]
     coverage = gate_coverage(decisions)
     if not decisions:
-        parsed.problems.append(Diagnostic(Location(", ".join(paths)), "no gate journal record in the inputs"))
+        where = paths[0] if len(paths) == 1 else f"{len(paths)} inputs"  # each named once, by its own line
+        parsed.problems.append(Diagnostic(Location(where), "no gate journal record in the inputs"))
     return parsed, coverage
 
 

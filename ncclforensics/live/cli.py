@@ -116,6 +116,9 @@ def sidecar(rank: int, world_size: int, store: str, journal: Path, alerts: Path 
     click.echo(f"rank {rank}: {result.steps_compared} steps compared, {result.disagreements} disagreements"
                + (f", {result.incomplete_steps} steps not journaled by every rank" if result.incomplete_steps else ""),
                err=True)
+    if not result.steps_compared:
+        click.echo(f"warning: {journal}: no step was compared (no gate decision line that every rank journaled); "
+                   f"is --journal this rank's gate journal?", err=True)
     sys.exit(EXIT_FOUND if result.disagreements else EXIT_CLEAN)
 
 

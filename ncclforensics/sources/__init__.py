@@ -48,6 +48,11 @@ COMPANION_MAX_BYTES = 64 << 20  # bigger files are searched for no other format
 NCCL_COMPANION_MAX_BYTES = 1 << 20
 
 
+# What parse_file says of a file no parser recognises (not of one that is empty or cannot be read): such a file
+# found in an evidence folder (a config.yaml) is not evidence, and the commands warn and go on.
+NO_KNOWN_FORMAT = ("binary content of no known format", "unrecognised format")
+
+
 def detect(file: InputFile) -> Source | None:
     """The source whose sniff scores the file's head highest, or None when nothing recognises it."""
     head = file.head()
@@ -73,8 +78,7 @@ def parse_file(file: InputFile, fmt: SourceFormat | None = None,
             return _unrecognised(file, "empty file")
         source = _BY_FORMAT[fmt] if fmt else detect(file)
         if source is None:
-            reason = "binary content of no known format" if looks_binary(head) else "unrecognised format"
-            return _unrecognised(file, reason)
+            return _unrecognised(file, NO_KNOWN_FORMAT[0] if looks_binary(head) else NO_KNOWN_FORMAT[1])
         refusal = _over_limits(file, source.format)
         if refusal:
             return unreadable(file, source.format, SourceError(refusal))
@@ -146,4 +150,4 @@ def _unrecognised(file: InputFile, reason: str) -> Evidence:
     return evidence
 
 
-__all__ = ["SOURCES", "InputFile", "Source", "companions", "detect", "discover", "parse_file"]
+__all__ = ["NO_KNOWN_FORMAT", "SOURCES", "InputFile", "Source", "companions", "detect", "discover", "parse_file"]

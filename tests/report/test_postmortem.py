@@ -273,13 +273,18 @@ def test_exit_codes_follow_diff(capture_copy, tmp_path):
     diverged = REAL / "nccl-2.28.9" / "killed-rank"
     result = CliRunner().invoke(cli, ["postmortem", str(diverged), "--out", str(tmp_path / "diverged")])
     assert result.exit_code == 1, result.output
-    # Trouble wins, but the report for the good files is still written.
+    # A stray file of no evidence format in the folder is skipped with a warning: the exit code stays.
     (capture_copy / "notes.txt").write_text("not evidence\n")
+    result = CliRunner().invoke(cli, ["postmortem", str(capture_copy), "--out", str(tmp_path / "stray")])
+    assert result.exit_code == 0, result.output
+    assert "warning: " in result.stderr and "notes.txt: unrecognised format: not evidence; skipped" in result.stderr
+    # One that looks like evidence and cannot be read is trouble; trouble wins, but the report is still written.
+    (capture_copy / "fr_rank3").write_bytes(b"")
     result = CliRunner().invoke(cli, ["postmortem", str(capture_copy), "--out", str(tmp_path / "trouble")])
     assert result.exit_code == 2
-    assert "notes.txt" in result.stderr
+    assert "fr_rank3: empty file" in result.stderr
     md = (tmp_path / "trouble" / "report.md").read_text()
-    assert "notes.txt" in md and "unrecognised" in md
+    assert "notes.txt" in md and "fr_rank3" in md and "unrecognised" in md
 
 
 # --- rendering details ------------------------------------------------------------------------------------------
