@@ -322,7 +322,7 @@ def postmortem_paths(paths: list[str], out: str, progress: ProgressHook | None =
     """Check `out`, parse and diagnose the evidence under `paths`, and gather what the postmortem shows."""
     from .align.inventory import inventory  # the report's modules are loaded when a report is made, not by `diff`
     from .align.timeline import comm_lanes, comms_that_matter, timeline
-    from .report.postmortem import PostmortemData
+    from .report.postmortem import ALIGNED_AROUND, PostmortemData
 
     check_output_folder(out, paths)
     parsed, diagnosis = diff_paths(paths, progress)
@@ -337,6 +337,7 @@ def postmortem_paths(paths: list[str], out: str, progress: ProgressHook | None =
         gates=[g for e in usable for g in e.gates],
         inventory=inventory(parsed.evidence, diagnosis, parsed.problems),
         timeline=timeline(diagnosis, [w for e in usable for w in e.watchdog]),
+        aligned=aligned_view(diagnosis, ALIGNED_AROUND),
     )
     return parsed, data
 

@@ -207,8 +207,10 @@ def postmortem(paths: tuple[str, ...], out: str) -> None:
     """
     parsed, data = _with_progress(False, lambda hook: api.postmortem_paths(list(paths), out, hook))
     written = postmortem_report.write_postmortem(data)
-    _stderr().print(f"wrote {escape.printable(written[0])}, {escape.printable(written[1])} and "
-                    f"{len(written) - 2} plot(s)", markup=False)
+    tables = [p.name for p in written if p.name in postmortem_report.PAIRINGS_FILES]
+    _stderr().print(f"wrote {escape.printable(written[0])}, {escape.printable(written[1])}, "
+                    f"{sum(p.suffix == '.png' for p in written)} plot(s)"
+                    + (f" and the window's pairing runs ({', '.join(tables)})" if tables else ""), markup=False)
     trouble = _report_problems(parsed, data.diagnosis.problems)
     sys.exit(_exit_code(data.diagnosis, trouble))
 

@@ -14,10 +14,22 @@ import polars as pl
 from ..model import Location, WatchdogEvent
 from .diagnosis import STOP_EVENTS, Diagnosis
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED
+from .wedge import PairingRun
 
 MAX_TIME_POINTS = 2000  # per rank, for the seq-against-time panel
 MAX_RUNS = 20_000  # over all ranks; past it, runs are kept only near the root/wedge (see CommLanes.detail)
 DETAIL_HALF_WIDTH = 200  # seqs either side of the focus kept in detail
+TIMELINE_PAIRING_RUNS = 10  # window pairing runs told one by one in the timeline; the rest summed per kind
+
+
+def pairing_totals(runs: list[PairingRun]) -> dict[str, tuple[int, int]]:
+    """Pairing kind -> (runs, collectives), kinds in order of first appearance: how a window of tens of
+    thousands of alternating runs is summed up."""
+    totals: dict[str, tuple[int, int]] = {}
+    for run in runs:
+        count, collectives = totals.get(run.kind.value, (0, 0))
+        totals[run.kind.value] = (count + 1, collectives + run.collectives)
+    return totals
 
 
 @dataclass(frozen=True)
@@ -170,12 +182,19 @@ def timeline(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Timeli
                                                f"position-by-position check reports)",
                                  tuple(op.loc for _, op in sorted(ops.items()))))
     if diagnosis.window is not None:
-        for run in diagnosis.window.pairings:
-            kind = {"shape_equal": "shape-equal pairing: completes with mixed data (silent corruption)",
-                    "count_mismatch": "count mismatch pairing",
-                    "type_mismatch": "type mismatch pairing"}[run.kind.value]
+        kinds = {"shape_equal": "shape-equal pairing: completes with mixed data (silent corruption)",
+                 "count_mismatch": "count mismatch pairing", "type_mismatch": "type mismatch pairing"}
+        runs = diagnosis.window.pairings
+        for run in runs[:TIMELINE_PAIRING_RUNS]:
             out.append(TimelineEntry(f"seq {run.first_seq}..{run.last_seq}",
-                                     f"{run.collectives} collective(s) in comm {diagnosis.window.comm}: {kind}"))
+                                     f"{run.collectives} collective(s) in comm {diagnosis.window.comm}: "
+                                     f"{kinds[run.kind.value]}"))
+        rest = runs[TIMELINE_PAIRING_RUNS:]
+        if rest:
+            totals = ", ".join(f"{kinds[kind].split(':')[0]}: {n} run(s), {c} collective(s)"
+                               for kind, (n, c) in pairing_totals(rest).items())
+            out.append(TimelineEntry(f"seq {rest[0].first_seq}..{rest[-1].last_seq}",
+                                     f"{len(rest)} more pairing runs in comm {diagnosis.window.comm} ({totals})"))
     if diagnosis.corrupted_fingerprints:
         first = min(diagnosis.corrupted_fingerprints, key=lambda f: (f.step, f.op or 0, f.rank))
         out.append(TimelineEntry(f"step {first.step}",

@@ -13,6 +13,7 @@ import base64
 import html
 import re
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 from .escape import printable
 
@@ -69,7 +70,15 @@ class Image:
     png: bytes = field(repr=False)
 
 
-Block = Heading | Para | Bullets | Table | Code | Image
+@dataclass(frozen=True)
+class Links:
+    """A paragraph that ends with links to files written beside the report (names of ours, never input text)."""
+
+    text: str
+    files: tuple[str, ...]
+
+
+Block = Heading | Para | Bullets | Table | Code | Image | Links
 
 # --- Markdown -------------------------------------------------------------------------------------------------
 
@@ -120,6 +129,8 @@ def render_markdown(blocks: list[Block]) -> str:
             out.append(f"{fence}sh\n{printable(block.text, newlines=True)}\n{fence}")
         elif isinstance(block, Image):
             out.append(f"![{_md(block.caption)}]({block.file})\n\n*{_md(block.caption)}*")
+        elif isinstance(block, Links):
+            out.append(_md(block.text) + " " + ", ".join(f"[{_md(f)}]({quote(f)})" for f in block.files))
     return "\n\n".join(out) + "\n"
 
 
@@ -178,6 +189,9 @@ def render_html(blocks: list[Block], title: str) -> str:
             body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
         elif isinstance(block, Code):
             body.append(f"<pre><code>{_h(block.text)}</code></pre>")
+        elif isinstance(block, Links):
+            links = ", ".join(f'<a href="{_h(quote(f))}">{_h(f)}</a>' for f in block.files)
+            body.append(f"<p>{_h(block.text)} {links}</p>")
         elif isinstance(block, Image):
             data = base64.b64encode(block.png).decode("ascii")
             body.append(f'<figure><img src="data:image/png;base64,{data}" alt="{_h(block.caption)}" '

@@ -17,6 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from ..align.streams import Streams
+from ..align.wedge import Window
 from ..errors import OutputError
 from ..model import COLLECTIVE_SCHEMA, Evidence, FingerprintRow, GateDecision
 from .files import write_replacing
@@ -132,6 +133,22 @@ def ras_table(evidence: list[Evidence]) -> pl.DataFrame:
                     counts = sorted(rank.counts.items()) or [(None, None)]
                     data.extend({**who, "type": kind, "count": count} for kind, count in counts)
     return pl.DataFrame(data, schema=RAS_COLUMNS, strict=False) if data else pl.DataFrame(schema=RAS_COLUMNS)
+
+
+PAIRING_COLUMNS: dict[str, pl.DataType] = {
+    "comm": pl.String, "first_seq": pl.Int64, "last_seq": pl.Int64, "kind": pl.String, "collectives": pl.Int64,
+}
+
+
+def pairings_table(window: Window) -> pl.DataFrame:
+    """Every pairing run of a corrupt-and-continue window, in seq order (what the postmortem writes beside the
+    report: a long window alternates kinds tens of thousands of times)."""
+    runs = window.pairings
+    return pl.DataFrame({
+        "comm": [window.comm] * len(runs), "first_seq": [r.first_seq for r in runs],
+        "last_seq": [r.last_seq for r in runs], "kind": [r.kind.value for r in runs],
+        "collectives": [r.collectives for r in runs],
+    }, schema=PAIRING_COLUMNS)
 
 
 def write_table(frame: pl.DataFrame, out: str | Path) -> Path:

@@ -16,17 +16,22 @@ from ..align.diagnosis import Diagnosis
 from ..align.gates import decision_tuple
 from ..align.inventory import Inventory
 from ..align.reconcile import CUDA_GRAPH_NOTE
-from ..align.timeline import CommLanes, TimelineEntry
+from ..align.side_by_side import SideBySide
+from ..align.timeline import CommLanes, TimelineEntry, pairing_totals
 from ..model import GateDecision, Verdict
-from . import plots, words
+from . import plots, side_by_side, words
+from .export import pairings_table, write_table
 from .words import window_words
-from .document import Block, Bullets, Code, Heading, Image, Mono, Para, Table, render_html, render_markdown
+from .document import Block, Bullets, Code, Heading, Image, Links, Mono, Para, Table, render_html, render_markdown
 from .files import write_replacing
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 REPORT_MD, REPORT_HTML = "report.md", "report.html"
+PAIRINGS_FILES = ("pairings.parquet", "pairings.csv")  # every pairing run of the window, beside the report
+PAIRING_ROWS = 20  # window pairing runs listed in the report; the rest summed per kind (all in PAIRINGS_FILES)
+ALIGNED_AROUND = 5  # lines either side of the root and the first visible mismatch in the aligned view
 
 
 @dataclass
@@ -42,6 +47,7 @@ class PostmortemData:
     gates: list[GateDecision] = field(default_factory=list)
     inventory: Inventory | None = None
     timeline: list[TimelineEntry] = field(default_factory=list)
+    aligned: SideBySide | None = None  # the ranks' streams side by side around the root (align/side_by_side.py)
 
 
 def _png_name(prefix: str, comm: str) -> str:
@@ -91,6 +97,7 @@ def build_document(data: PostmortemData, images: dict[str, Image]) -> list[Block
         blocks.append(Para("Nothing happened that needs a timeline: the streams agree."))
     blocks += [img for name, img in images.items() if name.startswith("timeline-")]
     blocks += _root_cause(d, images)
+    blocks += _aligned(data.aligned)
     blocks += _window(d)
     blocks += _wedge(d, images)
     blocks += _evidence_index(data)
@@ -188,10 +195,44 @@ def _window(d: Diagnosis) -> list[Block]:
     out.append(Para(f"From the root to the last collective {basis}, comm {w.comm} ran {count} collectives "
                     f"misaligned: seq {w.first_seq}..{w.last_seq}. Shape-equal pairings complete with mixed data "
                     f"(silent corruption); mismatched pairings may complete wrongly or hang."))
-    out.append(Table(("seqs", "pairing", "collectives"), tuple(
-        (f"{p.first_seq}..{p.last_seq}",
-         "silent corruption (shape-equal)" if p.kind.value == "shape_equal" else p.kind.value.replace("_", " "),
-         str(p.collectives)) for p in w.pairings)))
+    rows = [(f"{p.first_seq}..{p.last_seq}", _pairing_words(p.kind.value), str(p.collectives))
+            for p in w.pairings[:PAIRING_ROWS]]
+    rest = w.pairings[PAIRING_ROWS:]
+    if rest:  # a long window alternates kinds tens of thousands of times: the rest summed per kind
+        totals = pairing_totals(rest)
+        rows.append((f"{rest[0].first_seq}..{rest[-1].last_seq}", f"{len(rest)} more runs: " + ", ".join(
+            f"{_pairing_words(kind)} {n} run(s)" for kind, (n, _) in totals.items()),
+                     str(sum(c for _, c in totals.values()))))
+    out.append(Table(("seqs", "pairing", "collectives"), tuple(rows)))
+    if w.pairings:
+        out.append(Links(f"All {len(w.pairings)} pairing runs (comm, first_seq, last_seq, kind, collectives):",
+                         PAIRINGS_FILES))
+    return out
+
+
+def _pairing_words(kind: str) -> str:
+    return "silent corruption (shape-equal)" if kind == "shape_equal" else kind.replace("_", " ")
+
+
+def _aligned(view: SideBySide | None) -> list[Block]:
+    """The ranks' streams side by side around the root and the first visible mismatch, aligned as the root
+    says (`diff --around`)."""
+    if view is None:
+        return []
+    out: list[Block] = [Heading("Aligned streams"), Para(side_by_side.title(view) + ".")]
+    parts = [("Around the root", view.near_root)]
+    if view.near_visible:
+        parts.append((f"Around the first visible mismatch, seq {view.visible_seq}", view.near_visible))
+    for label, lines in parts:
+        header, rows = side_by_side.table(view, lines)
+        out += [Heading(label, 3), Table(header, tuple(tuple(Mono(c) if 0 < i < len(row) - 1 else c
+                                                              for i, c in enumerate(row)) for row in rows))]
+    receipts = [(f"{label}, seq {seq}", str(rank), side_by_side.cell(op), Mono(str(op.loc)))
+                for label, seq, ops in (("root", view.root_seq, view.root_ops),
+                                        ("first visible mismatch", view.visible_seq, view.visible_ops))
+                for rank, op in sorted(ops.items())]
+    if receipts:
+        out.append(Table(("at", "rank", "collective", "evidence"), tuple(receipts)))
     return out
 
 
@@ -259,6 +300,10 @@ def write_postmortem(data: PostmortemData, figures: dict[str, tuple["Figure", st
     written = []
     for name, image in images.items():
         written.append(write_replacing(data.out / name, image.png))  # a link left there is replaced, not followed
+    window = data.diagnosis.window
+    if window is not None and window.pairings:
+        runs = pairings_table(window)
+        written += [write_table(runs, data.out / name) for name in PAIRINGS_FILES]
     md = write_replacing(data.out / REPORT_MD, render_markdown(blocks).encode("utf-8", "replace"))
     page = write_replacing(data.out / REPORT_HTML, render_html(
         blocks, f"ncclforensics postmortem: {data.diagnosis.verdict.value}").encode("utf-8", "replace"))
