@@ -85,7 +85,7 @@ def cli(debug: bool) -> None:
     """
 
 
-@cli.command()
+@cli.command(short_help="What each evidence file holds: format, ranks, comms, problems.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array, one object per file.")
 def parse(paths: tuple[str, ...], as_json: bool) -> None:
@@ -107,7 +107,7 @@ def parse(paths: tuple[str, ...], as_json: bool) -> None:
     sys.exit(EXIT_TROUBLE if trouble else EXIT_CONSISTENT)
 
 
-@cli.command()
+@cli.command(short_help="First divergent collective, misaligned window, wedge.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (the result for the good files).")
 @click.option("--rank", "ranks", type=int, multiple=True, help="Look at this rank only (repeatable).")
@@ -187,7 +187,7 @@ def export(paths: tuple[str, ...], out: str, table: str) -> None:
 # --- postmortem, gates, acceptance ---------------------------------------------------------------------------
 
 
-@cli.command()
+@cli.command(short_help="Write report.md, report.html and the plots of one incident.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False),
               help="Folder for report.md, report.html and the PNGs (created; refused inside an input folder).")
@@ -215,7 +215,7 @@ def postmortem(paths: tuple[str, ...], out: str) -> None:
     sys.exit(_exit_code(data.diagnosis, trouble))
 
 
-@cli.command()
+@cli.command(short_help="Did soak runs reach the gate's ceiling window, and agree?")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write a PNG of exercised steps per session.")
@@ -247,7 +247,7 @@ def gates(paths: tuple[str, ...], as_json: bool, plot: str | None) -> None:
     sys.exit(EXIT_TROUBLE if trouble else EXIT_DIVERGED if coverage.disagreeing_sessions else EXIT_CONSISTENT)
 
 
-@cli.command()
+@cli.command(short_help="Spec-decode acceptance per run: collapse and low acceptance.")
 @click.argument("logs", nargs=-1, required=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help='Print {"runs": [...]} as JSON.')
 @click.option("--baseline", type=click.Path(), help="A healthy run's log to compare against.")
@@ -256,15 +256,19 @@ def gates(paths: tuple[str, ...], as_json: bool, plot: str | None) -> None:
 @click.option("--baseline-margin", type=click.FloatRange(0, 1), default=0.10, show_default=True,
               help="With --baseline: collapsed when a later position's conditional acceptance is more than this "
                    "below the baseline's (absolute).")
+@click.option("--low-acceptance", type=click.FloatRange(0, 1), default=0.3, show_default=True,
+              help="Low when the run's overall acceptance (accepted / drafted tokens) is below this.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write a PNG of the per-position curves.")
 def acceptance(logs: tuple[str, ...], as_json: bool, baseline: str | None, collapse_threshold: float,
-               baseline_margin: float, plot: str | None) -> None:
+               baseline_margin: float, low_acceptance: float, plot: str | None) -> None:
     """Spec-decode acceptance per run (file) from vLLM SpecDecoding metrics lines; flags acceptance collapse.
 
     Per run: per-position acceptance rates (weighted by drafted tokens), mean acceptance length, conditional
     acceptance (rate k / rate k-1), and `collapsed` when a later position's conditional acceptance is below
     --collapse-threshold, or more than --baseline-margin below the --baseline run's, or nothing was accepted at
-    all. Exit code: 0 no run collapsed, 1 a run collapsed, 2 trouble.
+    all; `low` when its overall acceptance is below --low-acceptance (the one judgement for logs without
+    per-position rates, such as vLLM V0's). Exit code: 0 no run collapsed or low, 1 a run collapsed or is low,
+    2 trouble.
 
     \b
     Example:
@@ -273,7 +277,8 @@ def acceptance(logs: tuple[str, ...], as_json: bool, baseline: str | None, colla
     """
     if plot:
         api.check_output("--plot", plot, list(logs) + ([baseline] if baseline else []), folder_of_files=False)
-    options = api.AcceptanceOptions(threshold=collapse_threshold, baseline_margin=baseline_margin)
+    options = api.AcceptanceOptions(threshold=collapse_threshold, baseline_margin=baseline_margin,
+                                    low_rate=low_acceptance)
     parsed, report = _with_progress(as_json, lambda hook: api.acceptance_paths(list(logs), baseline, options, hook))
     if as_json:
         _echo_json(data.acceptance_dict(report))
@@ -282,7 +287,7 @@ def acceptance(logs: tuple[str, ...], as_json: bool, baseline: str | None, colla
     if plot:
         plots.write_png(plots.plot_acceptance(report), plot)
     trouble = _report_problems(parsed)
-    sys.exit(EXIT_TROUBLE if trouble else EXIT_DIVERGED if report.collapsed else EXIT_CONSISTENT)
+    sys.exit(EXIT_TROUBLE if trouble else EXIT_DIVERGED if report.flagged else EXIT_CONSISTENT)
 
 
 # The live mode imports torch only inside its commands, so registering it costs offline commands nothing.

@@ -51,27 +51,33 @@ def test_parse_json_counts_on_extra_op():
 
 
 def test_exit_0_on_a_consistent_job():
+    code, out, _ = run_cli("diff", real("pipeline-healthy"))
+    assert code == 0 and out.startswith("CONSISTENT: ")
+
+
+def test_one_rank_is_nothing_compared_not_consistent():
     code, out, _ = run_cli("diff", real("healthy-1rank"))
-    assert code == 0 and "CONSISTENT" in out
+    assert code == 0 and out.startswith("NOTHING COMPARED: ") and "CONSISTENT" not in out
+    assert "NCCL_DEBUG=INFO" in out and "TORCH_NCCL_TRACE_BUFFER_SIZE" in out  # which evidence would tell
 
 
 def test_exit_1_on_a_divergence_and_the_report_reads_like_a_postmortem():
     code, out, _ = run_cli("diff", real("extra-op-4rank"))
     assert code == 1
-    for text in ("DIVERGED", "0x1715b7bd1b8fda9e", "seq 25", "Cause", "step 5", "Wedge", "no_partner",
+    for text in ("DIVERGED", "0x1715b7bd1b8fda9e", "seq 25", "Cause", "step 5", "Wedge", "no partner",
                  "fr_rank0#entries[24]"):
         assert text in out, text
 
 
 def test_terminal_report_lists_the_first_window_runs_and_sums_up_the_rest(monkeypatch):
-    from ncclforensics.report import console
+    from ncclforensics.report import plain
 
-    monkeypatch.setattr(console, "PAIRING_ROWS", 1)
+    monkeypatch.setattr(plain, "PAIRING_LINES", 1)
     _, out, _ = run_cli("diff", real("extra-op-4rank"))
     assert "25..40" in out and "41..42" not in out  # the first run listed, the next two summed up
     summary = next(line for line in out.splitlines() if "more runs" in line)
-    assert "41..49" in summary and "2 more runs" in summary
-    assert "count_mismatch 2" in summary and "(shape-equal) 7" in summary and summary.rstrip().endswith("9")
+    assert "41..49" in summary and "2 more runs" in summary and "9 collectives" in summary
+    assert "count mismatch 2" in summary and "(shape-equal) 7" in summary
 
 
 def test_json_is_indented_at_a_terminal_and_compact_in_a_pipe():

@@ -177,7 +177,7 @@ def test_killed_rank_subsets():
     assert d["wedge"]["kind"] == "dead_rank" and d["wedge"]["absent_ranks"] == [1]
     code, d = diff_json(*files("killed-rank", "fr_"))
     assert code == 1 and d["wedge"]["absent_ranks"] == [1] and d["wedge"]["kind"] == "unknown"
-    assert any("rank(s) [1]" in c for c in d["caveats"])
+    assert any("No file gives the collectives of rank 1 in comm" in c for c in d["caveats"])
 
 
 def test_type_mismatch_subsets():

@@ -20,6 +20,12 @@ A run is **collapsed** when
 3. or nothing is accepted at all (`per_position[0] == 0` while tokens were drafted): the gate-zeroed drafts of
    vllm#58080 (0.000/0.000/0.000), where no conditional acceptance is defined.
 
+A run is **low** when its overall acceptance rate (accepted / drafted tokens over the run, else the lines' own
+acceptance rates) is below `low_rate` (default 0.3): the drafts mostly go to waste, whatever the positions do.
+It is the one judgement for formats that give no per-position rates (vLLM V0's `Draft acceptance rate: 0.067`).
+vLLM V0 counts since the server started (`cumulative` lines), so its overall rate is each process's last line,
+not a sum over lines.
+
 Averages can hide a collapse that started late in a long run, so each line is also judged alone by rules 1 and
 3; `collapsed_lines` lists those lines (reported, not part of the verdict).
 """
@@ -38,6 +44,7 @@ class AcceptanceOptions:
 
     threshold: float = 0.5  # conditional acceptance below this at a later position is a collapse
     baseline_margin: float = 0.10  # shortfall against the baseline's conditional acceptance that is a collapse
+    low_rate: float = 0.3  # overall acceptance below this is low
 
 
 @dataclass
@@ -50,20 +57,16 @@ class RunAcceptance:
     per_position: list[float | None]
     conditional: list[float | None]
     mean_acceptance_length: float | None
-    accepted: int | None  # summed over lines, where every line gives it
+    accepted: int | None  # summed over lines (the last line per process where they count since start)
     drafted: int | None
     weighted: bool
+    acceptance_rate: float | None = None  # accepted / drafted over the run, else the lines' own rates
     collapsed: bool = False
     reasons: list[str] = field(default_factory=list)
+    low: bool = False
+    notes: list[str] = field(default_factory=list)  # why the run is low
     collapsed_lines: list[Location] = field(default_factory=list)
     first: Location | None = None
-
-    @property
-    def acceptance_rate(self) -> float | None:
-        """accepted / drafted over the whole run."""
-        if self.accepted is None or not self.drafted:
-            return None
-        return self.accepted / self.drafted
 
 
 @dataclass
@@ -78,6 +81,11 @@ class AcceptanceReport:
     def collapsed(self) -> list[RunAcceptance]:
         """The runs judged collapsed."""
         return [r for r in self.runs if r.collapsed]
+
+    @property
+    def flagged(self) -> list[RunAcceptance]:
+        """The runs judged collapsed or low."""
+        return [r for r in self.runs if r.collapsed or r.low]
 
 
 def _finite(value: float | None) -> bool:
@@ -108,14 +116,42 @@ def run_acceptance(file: str, metrics: list[SpecDecodeMetrics]) -> RunAcceptance
             mean_length = sum(v * d for v, d in lengths) / sum(d for _, d in lengths)
         else:
             mean_length = sum(v for v, _ in lengths) / len(lengths) if lengths else None
-    accepted = sum(m.accepted for m in metrics) if metrics and all(m.accepted is not None for m in metrics) else None
-    drafted = sum(m.drafted for m in metrics) if metrics and all(m.drafted is not None for m in metrics) else None
+    counted = _counted(metrics)
+    accepted = sum(m.accepted for m in counted) if counted and all(m.accepted is not None for m in counted) else None
+    drafted = sum(m.drafted for m in counted) if counted and all(m.drafted is not None for m in counted) else None
     processes = sorted({m.process for m in metrics if m.process is not None})
     return RunAcceptance(
         file=file, lines=len(metrics), processes=processes, per_position=per_position,
         conditional=conditional(per_position), mean_acceptance_length=mean_length, accepted=accepted,
-        drafted=drafted, weighted=weighted, first=metrics[0].loc if metrics else None,
+        drafted=drafted, weighted=weighted, acceptance_rate=_overall_rate(counted, accepted, drafted),
+        first=metrics[0].loc if metrics else None,
     )
+
+
+def _counted(metrics: list[SpecDecodeMetrics]) -> list[SpecDecodeMetrics]:
+    """The lines whose counts add up to the run's: all of them, but only each process's last where the counts
+    are totals since the server started (V0)."""
+    last: dict[str | None, SpecDecodeMetrics] = {}
+    interval = []
+    for m in metrics:
+        if m.cumulative:
+            last[m.process] = m
+        else:
+            interval.append(m)
+    return interval + list(last.values())
+
+
+def _overall_rate(counted: list[SpecDecodeMetrics], accepted: int | None, drafted: int | None) -> float | None:
+    """accepted / drafted; where a line lacks the counts, the lines' own rates (weighted by drafted tokens where
+    every line gives them)."""
+    if accepted is not None and drafted:
+        return accepted / drafted
+    rates = [(m.avg_acceptance_rate, m.drafted) for m in counted if _finite(m.avg_acceptance_rate)]
+    if not rates:
+        return None
+    if all(d is not None for _, d in rates) and sum(d for _, d in rates) > 0:
+        return sum(r * d for r, d in rates) / sum(d for _, d in rates)
+    return sum(r for r, _ in rates) / len(rates)
 
 
 def conditional(per_position: list[float | None]) -> list[float | None]:
@@ -157,6 +193,12 @@ def judge(run: RunAcceptance, metrics: list[SpecDecodeMetrics], options: Accepta
     run.reasons = collapse_reasons(run.per_position, run.conditional, options,
                                    baseline.conditional if baseline else None, run.drafted)
     run.collapsed = bool(run.reasons)
+    rate = run.acceptance_rate
+    run.low = rate is not None and rate < options.low_rate
+    if run.low:
+        basis = f"{run.accepted} of {run.drafted} drafted tokens accepted" if run.accepted is not None and \
+            run.drafted else "the lines' own acceptance rates"
+        run.notes = [f"overall acceptance {rate:.3f} ({basis}) is below {options.low_rate:g}: most drafts are rejected"]
     run.collapsed_lines = [
         m.loc for m in metrics
         if m.per_position and collapse_reasons(list(m.per_position), conditional(list(m.per_position)), options,

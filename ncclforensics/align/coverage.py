@@ -150,27 +150,6 @@ class GateCoverage:
         """Sessions whose ranks decided in lockstep throughout."""
         return [s for s in self.sessions if s.lockstep]
 
-    @property
-    def summary(self) -> str:
-        """One sentence: the verdict and what it rests on."""
-        n = len(self.sessions)
-        unknown = len(self.unknown_sessions)
-        if self.verdict is Jurisdiction.NO_JOURNALS:
-            return "NO JOURNALS: the inputs hold no drafter-gate decision."
-        if self.verdict is Jurisdiction.WINDOW_UNKNOWN:
-            return (f"WINDOW UNKNOWN: the journals of all {n} session(s) lack max_model_len/spec_tokens (or the "
-                    f"sequence length), so whether any step reached the ceiling window is unknown.")
-        known = n - unknown
-        tail = f"; the window is unknown in {unknown} more session(s)" if unknown else ""
-        if self.verdict is Jurisdiction.NOT_EXERCISED:
-            return (f"NOT EXERCISED: no step of {known} session(s) reached the ceiling window "
-                    f"(sequence length >= max_model_len - spec_tokens + 1){tail}.")
-        exercised = self.exercised_sessions
-        disagreeing = len(self.disagreeing_sessions)
-        return (f"EXERCISED: {len(exercised)} of {known} session(s) reached the ceiling window "
-                f"({self.steps_in_window} step(s) inside it){tail}; the gates disagreed in {disagreeing} "
-                f"session(s).")
-
 
 def session_streams(decisions: list[GateDecision]) -> dict[tuple[str, int], list[GateDecision]]:
     """(folder, session index) -> the session's decisions, split as the module docstring defines."""

@@ -49,7 +49,8 @@ def _stop_on_signals() -> Iterator[threading.Event]:
             signal.signal(sig, old)
 
 
-@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]},
+             short_help="Watch a running job: gate sidecars and a RAS watcher.")
 def live() -> None:
     """Watch a running job: gate sidecars per rank, and a NCCL RAS watcher.
 
@@ -60,7 +61,7 @@ def live() -> None:
     """
 
 
-@live.command()
+@live.command(short_help="Compare one rank's gate decisions with the others' as it runs.")
 @click.option("--rank", type=int, required=True, help="This sidecar's rank (the rank whose journal it tails).")
 @click.option("--world-size", type=int, required=True, help="Number of sidecars (tensor-parallel ranks).")
 @click.option("--store", default="127.0.0.1:29517", show_default=True,
@@ -122,7 +123,7 @@ def sidecar(rank: int, world_size: int, store: str, journal: Path, alerts: Path 
     sys.exit(EXIT_FOUND if result.disagreements else EXIT_CLEAN)
 
 
-@live.command()
+@live.command(short_help="Poll NCCL RAS, save every reply, report stuck communicators.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="RAS server (NCCL_RAS_ADDR of the job).")
 @click.option("--port", type=int, default=28028, show_default=True, help="RAS client port.")
 @click.option("--interval", type=float, default=5.0, show_default=True, help="Seconds between polls.")

@@ -225,6 +225,7 @@ class SpecDecodeMetrics:
     drafted: int | None = None
     per_position: tuple[float, ...] = ()
     avg_acceptance_rate: float | None = None  # fraction, 0..1
+    cumulative: bool = False  # counts since the server started (vLLM V0), not over the logging interval
 
 
 @dataclass(frozen=True, slots=True)

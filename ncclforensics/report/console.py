@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.console import Console
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -11,7 +14,7 @@ from ..align.acceptance import AcceptanceReport
 from ..align.coverage import GateCoverage, Jurisdiction
 from ..align.diagnosis import Diagnosis
 from ..model import Diagnostic, Evidence, Severity, Verdict
-from . import words
+from . import plain, words
 from .escape import markup as _m
 from .escape import printable
 from .words import window_words
@@ -25,22 +28,24 @@ def render_problems(console: Console, problems: list[Diagnostic]) -> None:
 
 
 def render_parse_table(console: Console, evidence: list[Evidence]) -> None:
-    """A table: file, format, records, ranks, communicators, problems."""
+    """A table: file, format, records, ranks, communicators, problems (plain lines where stdout is no terminal)."""
+    if not console.is_terminal:
+        _plain(console, plain.parse_lines(evidence))
+        return
     table = Table(title="Evidence files", show_lines=False)
     for column in ("file", "format", "records", "ranks", "comms", "problems"):
-        table.add_column(column, overflow="fold")
+        table.add_column(column)
     for item in evidence:
-        ranks = item.ranks
         table.add_row(
             _m(item.path),
             (item.format.value + "".join(f" + {fmt.value}" for fmt in item.also)) if item.format
             else "[red]unrecognised[/red]",
             str(item.record_count),
-            _span(ranks),
+            _span(item.ranks),
             "\n".join(_m(c) for c in item.comms) or "-",
             str(len(item.problems)) if item.problems else "-",
         )
-    console.print(table)
+    _table_or_lines(console, table, ["Evidence files:"] + plain.parse_lines(evidence))
 
 
 def _span(ranks: list[int]) -> str:
@@ -49,6 +54,59 @@ def _span(ranks: list[int]) -> str:
     if len(ranks) > 4 and ranks == list(range(ranks[0], ranks[-1] + 1)):
         return f"{ranks[0]}..{ranks[-1]}"
     return ",".join(map(str, ranks))
+
+
+def _plain(console: Console, lines: list[str]) -> None:
+    """Plain lines as they are: no wrapping, no markup (the text is already printable)."""
+    if lines:
+        console.out("\n".join(lines), highlight=False)
+
+
+def _wrapped(console: Console, lines: list[str], style: str = "") -> None:
+    """Lines wrapped at the terminal's width between words, so that a path, a `file:line` or a hash (no blanks
+    in it) is never split unless it alone is wider than the terminal."""
+    width = max(console.width, 20)
+    for line in lines:
+        lead = line[:len(line) - len(line.lstrip(" "))]
+        rows = textwrap.wrap(line, width, initial_indent="", subsequent_indent=lead + "  ", break_long_words=False,
+                             break_on_hyphens=False, drop_whitespace=True) or [""]
+        rows[0] = lead + rows[0].lstrip(" ")
+        console.print(Text("\n".join(rows), style=style, no_wrap=True, overflow="ignore"), highlight=False)
+
+
+def _fit(console: Console, table: Table) -> bool:
+    """Give every column at least its longest word (rich shrinks the widest columns first, splitting a path in
+    two even where the words would fit): True when the table now fits the console without breaking a word."""
+    options = console.options
+    lows, highs = [], []
+    for column in table.columns:
+        cells = list(column.cells) + ([column.header] if table.show_header else [])
+        sizes = [Measurement.get(console, options, cell) for cell in cells]
+        lows.append(max((m.minimum for m in sizes), default=1))
+        highs.append(max((m.maximum for m in sizes), default=1))
+    # Borders and cell padding (rich computes them itself; read, not re-derived).
+    extra = table._extra_width + sum(table._get_padding_width(i) for i in range(len(table.columns)))
+    room = console.width - extra
+    if sum(highs) <= room:
+        return True
+    if sum(lows) > room:
+        return False
+    spare, slack = room - sum(lows), sum(h - lo for lo, h in zip(lows, highs))
+    for column, lo, high in zip(table.columns, lows, highs):
+        column.width = lo + spare * (high - lo) // slack
+    return True
+
+
+def _table_or_lines(console: Console, table: Table, lines: list[str]) -> None:
+    """The table under its heading (`lines[0]`, wrapped at the terminal's width, not the table's) where it fits
+    the terminal without splitting a word; else the same facts as wrapped lines."""
+    table.title = None
+    if _fit(console, table):
+        _wrapped(console, lines[:1], style="bold")
+        console.print(table)
+    else:
+        _wrapped(console, lines[:1], style="bold")
+        _wrapped(console, lines[1:])
 
 
 _VERDICT_STYLE = {
@@ -60,117 +118,119 @@ _VERDICT_STYLE = {
 
 
 def render_diagnosis(console: Console, d: Diagnosis) -> None:
-    """The diff report: verdict first, then root, cause, window, wedge, communicators, evidence, caveats."""
+    """The diff report: verdict first, then root, cause, window, wedge, communicators, evidence, caveats. Boxes
+    and tables on a terminal; plain lines elsewhere (plain.py)."""
+    if not console.is_terminal:
+        _plain(console, plain.diagnosis_lines(d))
+        return
+    label = words.verdict_label(d)
+    style = "bold black on yellow" if label == "NOTHING COMPARED" else _VERDICT_STYLE[d.verdict]
     console.print(Panel(Text(printable(words.summary(d) or d.verdict.value, True)),
-                        title=Text(f" {d.verdict.value.upper()} ", style=_VERDICT_STYLE[d.verdict]),
-                        title_align="left"))
+                        title=Text(f" {label} ", style=style), title_align="left"))
     if d.root is not None:
-        r = d.root
-        table = Table(title=f"Root: first divergent collective, comm {_m(r.comm)}, {_m(words.where(r))}",
-                      title_justify="left",
-                      show_edge=False)
-        for column in ("rank", "role", "seq", "collective", "state", "evidence"):
-            table.add_column(column, overflow="fold")
-        for rank, op in sorted(r.ops.items()):
-            role = "[bold red]outlier[/]" if rank in r.outlier_ranks else "reference"
-            where = _m(op.loc) + (f"\n{_m(op.fr_loc)}" if op.fr_loc and op.fr_loc != op.loc else "")
-            table.add_row(str(rank), role, str(op.seq), _m(op.describe()), _m(op.state or "-"), where)
-        console.print(table)
-        kinds = r.kind if len(r.kinds) < 2 else " or ".join(r.kinds)
-        console.print(f"  kind: {_m(kinds)} ({r.size}); placed by {_m(r.pinned_by)}; outlier rank(s): "
-                      f"{', '.join(map(str, r.outlier_ranks))}", highlight=False)
-        if d.root_step is not None:
-            console.print(f"  step: {d.root_step}", highlight=False)
-        if d.first_visible is not None and d.first_visible[1] != r.seq:
-            console.print(f"  first visible mismatch (what a position-by-position check reports): comm "
-                          f"{_m(d.first_visible[0])} seq {d.first_visible[1]}", highlight=False)
+        _root(console, d)
     cause = words.cause(d)
     if cause:
         console.print(Panel(Text(printable(cause, True)), title="Cause", title_align="left"))
-    if d.window is not None and not d.window.collectives:
-        console.print(Text(printable(window_words(d.window), True), style="italic"))
-    elif d.window is not None:
-        w = d.window
-        count = str(w.collectives) if w.collectives == w.collectives_min else \
-            f"{w.collectives_min}..{w.collectives}"
-        table = Table(title=f"Corrupt-and-continue window: {count} collectives, seq {w.first_seq}..{w.last_seq}"
-                      + ("" if w.completion_known else " (completion inferred from launches)"),
-                      title_justify="left", show_edge=False)
-        table.add_column("seqs")
-        table.add_column("pairing")
-        table.add_column("collectives")
-        for p in w.pairings[:PAIRING_ROWS]:
-            table.add_row(f"{p.first_seq}..{p.last_seq}", _pairing_label(p.kind.value), str(p.collectives))
-        rest = w.pairings[PAIRING_ROWS:]
-        if rest:  # a long window alternates kinds thousands of times: sum the rest up by kind
-            totals: dict[str, int] = {}
-            for p in rest:
-                totals[p.kind.value] = totals.get(p.kind.value, 0) + p.collectives
-            table.add_row(f"{rest[0].first_seq}..{rest[-1].last_seq}",
-                          f"{len(rest)} more runs (all in --json): "
-                          + ", ".join(f"{_pairing_label(kind)} {n}" for kind, n in totals.items()),
-                          str(sum(totals.values())))
-        if w.pairings:
-            console.print(table)
-        else:
-            console.print(Text(table.title, style="italic"))
-            console.print("  no records inside the window say how the ranks' collectives paired", highlight=False)
+    if d.window is not None:
+        _window(console, d)
     if d.wedge is not None:
-        w = d.wedge
-        table = Table(title=f"Wedge: comm {_m(w.comm)} seq {w.seq}: {w.kind.value}", title_justify="left",
-                      show_edge=False)
-        for column in ("rank", "last launched", "last completed", "at the wedge"):
-            table.add_column(column)
-        for rank in sorted(w.launched):
-            op = w.ops.get(rank)
-            done = w.completed.get(rank)
-            table.add_row(str(rank), str(w.launched[rank]), "?" if done is None else str(done),
-                          _m(op.describe()) if op else "[red]never launched[/]")
-        console.print(table)
-        if w.cycle:
-            console.print("  wait-for cycle: " + " -> ".join(f"rank {r} in {_m(c)} seq {q}" for r, c, q in w.cycle),
-                          highlight=False)
-        for reason in w.confirmed_by:
-            console.print(f"  stopped: {_m(reason)}", highlight=False)
+        _wedge(console, d)
     if d.comms:
-        table = Table(title="Communicators", title_justify="left", show_edge=False)
+        table = Table(show_edge=False)
         for column in ("comm", "ranks", "launched", "completed", "first visible mismatch"):
-            table.add_column(column, overflow="fold")
+            table.add_column(column)
         for comm, a in sorted(d.comms.items()):
-            table.add_row(_m(comm), _span(a.ranks), _per_rank(a.launched), _per_rank(a.completed),
+            table.add_row(_m(comm), _span(a.ranks), plain.per_rank(a.launched), plain.per_rank(a.completed),
                           str(a.first_visible or "-"))
-        console.print(table)
-    if d.reconciliation.contradictions:
-        console.print("[bold]Sources that disagree[/]")
-        for c in d.reconciliation.contradictions[:10]:
-            values = "; ".join(f"{k}: {v} ({loc})" for k, (v, loc) in c.values.items())
-            console.print(f"  rank {c.rank} comm {_m(c.comm)}: {_m(values)}", highlight=False, soft_wrap=True)
-    if d.evidence:
-        table = Table(title="Evidence", title_justify="left", show_edge=False)
-        table.add_column("where", overflow="fold")
-        table.add_column("says", overflow="fold")
-        for finding in d.evidence[:40]:
-            table.add_row(_m(finding.loc), _m(finding.says))
-        console.print(table)
+        _table_or_lines(console, table, plain.comm_lines(d))
+    contradictions = plain.contradiction_lines(d)
+    if contradictions:
+        console.print(Text(contradictions[0], style="bold"))
+        _wrapped(console, contradictions[1:])
+    findings = plain.evidence_findings(d)
+    if findings:
+        table = Table(show_edge=False)
+        table.add_column("where")
+        table.add_column("says")
+        for finding in findings[:plain.EVIDENCE_LINES]:
+            table.add_row(_m(finding.loc), _m(words.finding_says(d, finding)))
+        _table_or_lines(console, table, plain.evidence_lines(d))
+        if len(findings) > plain.EVIDENCE_LINES:
+            console.print(f"  ... {len(findings) - plain.EVIDENCE_LINES} more (all in --json)", highlight=False)
     for caveat in words.caveats(d):
-        console.print(f"[yellow]caveat:[/] {_m(caveat)}", highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("caveat: ", "yellow"), printable(caveat)), highlight=False)
 
 
-PAIRING_ROWS = 20  # window runs listed one by one in the terminal report
+def _root(console: Console, d: Diagnosis) -> None:
+    r = d.root
+    _wrapped(console, [f"Root: first divergent collective, comm {printable(r.comm)}, {printable(words.where(r))}"],
+             style="bold")
+    table = Table(show_edge=False)
+    for column in ("rank", "role", "seq", "collective", "state"):
+        table.add_column(column)
+    for rank, op in sorted(r.ops.items()):
+        role = "[bold red]outlier[/]" if rank in r.outlier_ranks else "reference"
+        table.add_row(str(rank), role, str(op.seq), _m(op.describe()), _m(op.state or "-"))
+    if _fit(console, table):
+        console.print(table)
+        _wrapped(console, [f"  rank {rank}: {loc}" for rank, locs in plain.root_locations(d).items() for loc in locs])
+    else:
+        _wrapped(console, plain.root_lines(d)[1:])
+    facts = [f"  {words.kind_words(r)}; placed by {printable(r.pinned_by)}; outlier "
+             f"{words.ranks_words(r.outlier_ranks)}" + (f"; step {d.root_step}" if d.root_step is not None else "")]
+    visible = plain.visible_line(d)
+    _wrapped(console, facts + ([f"  {visible[0].lower()}{visible[1:]}"] if visible else []))
+
+
+def _window(console: Console, d: Diagnosis) -> None:
+    w = d.window
+    if not w.collectives:
+        console.print(Text(printable(window_words(w), True), style="italic"))
+        return
+    lines = plain.window_lines(d)
+    table = Table(show_edge=False)
+    table.add_column("seqs")
+    table.add_column("pairing")
+    table.add_column("collectives")
+    for p in w.pairings[:plain.PAIRING_LINES]:
+        table.add_row(f"{p.first_seq}..{p.last_seq}", _pairing_label(p.kind.value), str(p.collectives))
+    rest = w.pairings[plain.PAIRING_LINES:]
+    if rest:  # a long window alternates kinds thousands of times: sum the rest up by kind
+        totals = plain.pairing_totals(rest)
+        table.add_row(f"{rest[0].first_seq}..{rest[-1].last_seq}",
+                      f"{len(rest)} more runs (all in --json): "
+                      + ", ".join(f"{_pairing_label(kind)} {n}" for kind, n in totals.items()),
+                      str(sum(totals.values())))
+    if w.pairings:
+        _table_or_lines(console, table, lines)
+    else:
+        _wrapped(console, lines[:1], style="italic")
+        _wrapped(console, lines[1:])
+
+
+def _wedge(console: Console, d: Diagnosis) -> None:
+    w = d.wedge
+    lines = plain.wedge_lines(d)
+    if not words.shows_wedge(d):
+        _wrapped(console, lines, style="italic")
+        return
+    table = Table(show_edge=False)
+    for column in ("rank", "last launched", "last completed", "at the wedge"):
+        table.add_column(column)
+    for rank in sorted(w.launched):
+        op = w.ops.get(rank)
+        done = w.completed.get(rank)
+        table.add_row(str(rank), str(w.launched[rank]), "?" if done is None else str(done),
+                      _m(op.describe()) if op else "[red]never launched[/]")
+    _table_or_lines(console, table, [line for line in lines if not line.startswith(("  wait-for", "  stopped"))])
+    _wrapped(console, [line for line in lines if line.startswith(("  wait-for", "  stopped"))])
 
 
 def _pairing_label(kind: str) -> str:
     if kind == "shape_equal":
         return "[yellow]silent corruption (shape-equal)[/]"
     return f"[red]{kind}[/]"
-
-
-def _per_rank(values: dict) -> str:
-    distinct = set(values.values())
-    if len(distinct) == 1:
-        value = next(iter(distinct))
-        return f"all {'?' if value is None else value}"
-    return ", ".join(f"{r}:{'?' if v is None else v}" for r, v in sorted(values.items()))
 
 
 _COVERAGE_STYLE = {
@@ -181,28 +241,32 @@ _COVERAGE_STYLE = {
 }
 
 
-def render_coverage(console: Console, c: GateCoverage, max_sessions: int = 25) -> None:
+def render_coverage(console: Console, c: GateCoverage, max_sessions: int = plain.SESSION_LINES) -> None:
     """Gate coverage: the verdict, per-rank totals, then the sessions (those that disagreed or reached the
-    window first, at most `max_sessions`)."""
-    console.print(Panel(Text(printable(c.summary, True)),
+    window first, at most `max_sessions`). Plain lines where stdout is no terminal."""
+    if not console.is_terminal:
+        _plain(console, plain.coverage_lines(c, max_sessions))
+        return
+    console.print(Panel(Text(printable(words.coverage_summary(c), True)),
                         title=Text(f" {c.verdict.label} ", style=_COVERAGE_STYLE[c.verdict]), title_align="left"))
     if not c.sessions:
         return
-    console.print(f"{len(c.sessions)} session(s), {c.steps} step(s), {c.steps_in_window} in the ceiling window; "
-                  f"{len(c.lockstep_sessions)} session(s) in lockstep", highlight=False)
+    lines = plain.coverage_lines(c, max_sessions)
+    _wrapped(console, [lines[2]])
     table = Table(title="Per rank, all sessions", title_justify="left", show_edge=False)
     for column in ("rank", "steps", "pass", "skip", "would pass", "proposed pass total", "in window"):
         table.add_column(column, justify="right")
     for rank, t in sorted(c.totals.items()):
         table.add_row(str(rank), str(t.steps), str(t.passes), str(t.skips), str(t.would_pass),
                       "-" if t.proposed_pass_total is None else str(t.proposed_pass_total), str(t.in_window))
-    console.print(table)
-    ranked = sorted(c.sessions, key=lambda s: (s.disagreement is None, not s.exercised, c.sessions.index(s)))
+    sessions_at = lines.index("", 3)
+    _table_or_lines(console, table, lines[3:sessions_at])
+    ranked = plain.session_order(c)
     table = Table(title=f"Sessions ({min(max_sessions, len(ranked))} of {len(ranked)}: disagreements and "
                         f"exercised first)", title_justify="left", show_edge=False)
     for column in ("session", "steps", "max seq / ceiling", "in window", "pass/skip per rank", "lockstep",
                    "first disagreement"):
-        table.add_column(column, overflow="fold")
+        table.add_column(column)
     receipts = []
     for s in ranked[:max_sessions]:
         counts = " ".join(f"{r}:{t.passes}/{t.skips}" for r, t in sorted(s.tallies.items()))
@@ -210,40 +274,40 @@ def render_coverage(console: Console, c: GateCoverage, max_sessions: int = 25) -
         if s.disagreement is not None:
             g = s.disagreement
             first = f"[red]step {g.step}[/]: pass {','.join(map(str, g.passed)) or '-'}"
-            receipts.append(f"{s.name}: step {g.step}: " + ", ".join(str(loc) for loc in g.locations))
+            receipts.append(f"{printable(s.name)}: step {g.step}:")
+            receipts += [f"  {printable(loc)}" for loc in g.locations]
         limit = "?" if s.ceiling_start is None else str(s.ceiling_start)
         table.add_row(_m(s.name), str(s.steps), f"{'?' if s.max_seq is None else s.max_seq} / {limit}",
                       "unknown" if s.steps_in_window is None else str(s.steps_in_window), counts,
                       "yes" if s.lockstep else "[yellow]no[/]", first)
-    console.print(table)
-    for line in receipts:
-        console.print(f"  {printable(line)}", highlight=False, soft_wrap=True, markup=False)
+    if _fit(console, table):
+        console.print(table)
+        _wrapped(console, [f"  {line}" for line in receipts])
+    else:
+        _wrapped(console, lines[sessions_at + 1:])
 
 
 def render_acceptance(console: Console, report: AcceptanceReport) -> None:
-    """One table row per run: per-position rates, mean acceptance length, conditional acceptance, verdict."""
-    table = Table(title=f"Spec-decode acceptance (collapse: conditional < {report.options.threshold:g}"
-                        + (f", or more than {report.options.baseline_margin:g} below the baseline" if report.baseline
-                           else "") + ")", title_justify="left", show_edge=False)
-    for column in ("run", "lines", "per position", "mean length", "conditional", "verdict"):
-        table.add_column(column, overflow="fold")
+    """One table row per run: overall acceptance, per-position rates, mean acceptance length, conditional
+    acceptance, verdict; then why each flagged run is flagged. Plain lines where stdout is no terminal."""
+    lines = plain.acceptance_lines(report)
+    if not console.is_terminal:
+        _plain(console, lines)
+        return
+    table = Table(title=lines[0], title_justify="left", show_edge=False)
+    for column in ("run", "lines", "overall", "per position", "mean length", "conditional", "verdict"):
+        table.add_column(column)
     runs = ([report.baseline] if report.baseline else []) + list(report.runs)
     for run in runs:
         label = ("baseline " if run is report.baseline else "") + _m(run.file)
-        verdict = "[bold red]COLLAPSED[/]" if run.collapsed else "ok"
-        if run is report.baseline:
-            verdict = "baseline" + (" [red](collapsed itself)[/]" if run.collapsed else "")
-        table.add_row(label, str(run.lines), _rates(run.per_position),
-                      "-" if run.mean_acceptance_length is None else f"{run.mean_acceptance_length:.2f}",
-                      _rates(run.conditional), verdict)
-    console.print(table)
-    for run in report.runs:
-        for reason in run.reasons:
-            console.print(f"  {_m(run.file)}: {_m(reason)}", highlight=False, soft_wrap=True)
-        if run.collapsed_lines:
-            console.print(f"  {_m(run.file)}: {len(run.collapsed_lines)} of {run.lines} line(s) collapse on their "
-                          f"own, first at {_m(run.collapsed_lines[0])}", highlight=False, soft_wrap=True)
-
-
-def _rates(values: list[float | None]) -> str:
-    return "/".join("?" if v is None else f"{v:.2f}" for v in values) or "-"
+        verdict = plain.run_verdict(report, run)
+        if verdict != "ok":
+            verdict = f"[bold red]{verdict}[/]" if run is not report.baseline else f"[red]{verdict}[/]"
+        columns = plain.run_columns(run)
+        table.add_row(label, str(run.lines), columns["overall"], columns["per position"], columns["mean length"],
+                      columns["conditional"], verdict)
+    if _fit(console, table):
+        console.print(table)
+        _wrapped(console, lines[1 + len(runs):])
+    else:
+        _wrapped(console, lines)

@@ -20,6 +20,7 @@ from ..align.timeline import CommLanes
 from ..align.wedge import Wedge, Window
 from ..errors import ForensicsError
 from ..model import GateChoice, GateDecision
+from . import words
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -60,12 +61,10 @@ def png_bytes(fig: "Figure", dpi: int = 110) -> bytes:
 def plot_comm_timeline(lanes: CommLanes, root: Root | None = None, window: Window | None = None,
                        wedge: Wedge | None = None, first_visible: int | None = None) -> "Figure":
     """Per-rank launched collectives of one communicator against seq (one lane per rank, coloured by
-    signature), the root collective (red star), the wedge (black X) and the corrupt-and-continue window (shaded);
-    below, when the sources give times, each rank's launched seq against time with the same marks."""
-    root = root if root is not None and root.comm == lanes.comm and root.seq_range is not None else None
-    # An empty window (the group wedged at the root) or one known from counts alone has nothing to shade.
-    window = window if window is not None and window.comm == lanes.comm and window.collectives else None
-    wedge = wedge if wedge is not None and wedge.comm == lanes.comm else None
+    signature), the root collective (a red star, or a red span over the seqs it may be in), the wedge (black X)
+    and the corrupt-and-continue window (shaded); below, when the sources give times, each rank's launched seq
+    against time with the same marks. `timeline_caption` says which of these a plot has."""
+    root, window, wedge = _marks(lanes, root, window, wedge)
     first = min((lo for lo, _ in lanes.extents.values()), default=1)
     last = max((hi for _, hi in lanes.extents.values()), default=1)
     if root is not None:  # a range reaching back before the records (timeout lines, a wrapped ring) is drawn whole
@@ -83,15 +82,21 @@ def plot_comm_timeline(lanes: CommLanes, root: Root | None = None, window: Windo
     _draw_lanes(axes[0], lanes, colors, root, window, wedge, first_visible, (first - 1, last + 2))
     axes[0].set_title("whole stream" if zoom else "", fontsize=9, loc="left")
     if zoom:
-        low = max(first - 1, focus - 40)
-        _draw_lanes(axes[1], lanes, colors, root, window, wedge, first_visible, (low, min(last + 2, focus + 40)))
-        axes[1].set_title(f"zoom on seq {focus}", fontsize=9, loc="left")
+        low, high = max(first - 1, focus - 40), min(last + 2, focus + 40)
+        if root is not None and root.seq_range[1] - root.seq_range[0] <= 80:  # a range is zoomed on whole
+            low, high = max(first - 1, min(low, root.seq_range[0] - 3)), min(last + 2, max(high, root.seq_range[1] + 3))
+        if wedge is not None and focus < wedge.seq <= focus + ZOOM_ABOVE // 2:  # the wedge in view, not on the edge
+            high = min(last + 2, max(high, wedge.seq + 3))
+        _draw_lanes(axes[1], lanes, colors, root, window, wedge, first_visible, (low, high))
+        axes[1].set_title(f"zoom on seq {low + 1}..{high - 1}", fontsize=9, loc="left")
     from matplotlib.lines import Line2D
 
     handles = [_patch(colors[label], label) for label in lanes.labels[:len(_PALETTE)]]
-    if root:
+    if root and _pinned(root):
         handles.append(Line2D([], [], label=_mark_label("root", root, wedge), marker="*", color="red",
                               markersize=12, linestyle="none"))
+    elif root:
+        handles.append(_patch("none", _mark_label("root", root, wedge), hatch="//", edgecolor="red"))
     if first_visible is not None and (root is None or first_visible != root.seq):
         handles.append(Line2D([], [], color="purple", linestyle=":", label=f"first visible mismatch, seq {first_visible}"))
     if wedge:
@@ -109,18 +114,49 @@ def plot_comm_timeline(lanes: CommLanes, root: Root | None = None, window: Windo
     return fig
 
 
+def _marks(lanes: CommLanes, root: Root | None, window: Window | None,
+           wedge: Wedge | None) -> tuple[Root | None, Window | None, Wedge | None]:
+    """The root, window and wedge that belong on this communicator's plot."""
+    root = root if root is not None and root.comm == lanes.comm and root.seq_range is not None else None
+    # An empty window (the group wedged at the root) or one known from counts alone has nothing to shade.
+    window = window if window is not None and window.comm == lanes.comm and window.collectives else None
+    wedge = wedge if wedge is not None and wedge.comm == lanes.comm else None
+    return root, window, wedge
+
+
+def timeline_caption(lanes: CommLanes, root: Root | None = None, window: Window | None = None,
+                     wedge: Wedge | None = None, first_visible: int | None = None) -> str:
+    """What `plot_comm_timeline` draws for these values, and nothing it does not."""
+    root, window, wedge = _marks(lanes, root, window, wedge)
+    marks = []
+    if root is not None:
+        marks.append("root (red star)" if _pinned(root) else
+                     f"root somewhere in seq {root.seq_range[0]}..{root.seq_range[1]} (red hatched span)")
+    if first_visible is not None and (root is None or first_visible != root.seq):
+        marks.append("first visible mismatch (purple dotted line)")
+    if window is not None:
+        marks.append("corrupt-and-continue window (shaded orange)")
+    if wedge is not None:
+        marks.append("wedge (black X" + (", white circle: never launched" if wedge.absent_ranks else "") + ")")
+    text = f"Collectives launched per rank in comm {lanes.comm}, coloured by signature"
+    return text + (": " + ", ".join(marks) if marks else "; no root, window or wedge in this communicator")
+
+
+def _pinned(root: Root) -> bool:
+    return root.seq_range[0] == root.seq_range[1]
+
+
 def _mark_label(mark: str, root: Root | None, wedge: Wedge | None) -> str:
     if mark == "root" and root:
-        where = f"seq {root.seq}" if root.seq_range[0] == root.seq_range[1] else \
-            f"seq {root.seq_range[0]}..{root.seq_range[1]}"
-        return f"root ({root.kind}), {where}, rank(s) {', '.join(map(str, root.outlier_ranks))}"
-    return f"wedge ({wedge.kind.value}), seq {wedge.seq}" if wedge else ""
+        where = f"seq {root.seq}" if _pinned(root) else f"somewhere in seq {root.seq_range[0]}..{root.seq_range[1]}"
+        return f"root ({words.kind_words(root)}), {where}, {words.ranks_words(root.outlier_ranks)}"
+    return f"wedge ({words.wedge_kind_words(wedge.kind)}), seq {wedge.seq}" if wedge else ""
 
 
-def _patch(color: str, label: str, alpha: float = 1.0):
+def _patch(color: str, label: str, alpha: float = 1.0, hatch: str | None = None, edgecolor: str | None = None):
     from matplotlib.patches import Patch
 
-    return Patch(facecolor=color, alpha=alpha, label=label)
+    return Patch(facecolor=color, alpha=alpha, label=label, hatch=hatch, edgecolor=edgecolor)
 
 
 def _draw_lanes(ax: "Axes", lanes: CommLanes, colors: dict[str, str], root: Root | None, window: Window | None,
@@ -146,24 +182,30 @@ def _draw_lanes(ax: "Axes", lanes: CommLanes, colors: dict[str, str], root: Root
         ax.axvspan(window.first_seq - 0.5, window.last_seq + 0.5, color="orange", alpha=0.22, gid="window",
                    zorder=0)
     if root:
-        if root.seq_range[0] != root.seq_range[1]:
+        outliers = [r for r in root.outlier_ranks if r in y] or list(y)
+        if not _pinned(root):  # where nothing pins it: the whole range, on the outliers' lanes
             ax.axvspan(root.seq_range[0] - 0.5, root.seq_range[1] + 0.5, facecolor="none", edgecolor="red",
                        hatch="//", alpha=0.6, gid="root-range", zorder=0)
-        outliers = [r for r in root.outlier_ranks if r in y] or list(y)
-        ax.axvline(root.seq, color="red", linestyle="--", linewidth=1, gid="root-line")
-        ax.plot([root.seq] * len(outliers), [y[r] for r in outliers], marker="*", color="red", markersize=16,
-                markeredgecolor="darkred", linestyle="none", gid="root", zorder=5)
+            ax.barh([y[r] for r in outliers], root.seq_range[1] - root.seq_range[0] + 1, left=root.seq_range[0] - 0.5,
+                    height=0.5, facecolor="none", edgecolor="red", linewidth=1.5, gid="root-span", zorder=5)
+        elif xlim[0] < root.seq < xlim[1]:
+            ax.axvline(root.seq, color="red", linestyle="--", linewidth=1, gid="root-line")
+            ax.plot([root.seq] * len(outliers), [y[r] for r in outliers], marker="*", color="red", markersize=16,
+                    markeredgecolor="darkred", linestyle="none", gid="root", zorder=5, clip_on=False)
     if first_visible is not None and (root is None or first_visible != root.seq):
         ax.axvline(first_visible, color="purple", linestyle=":", linewidth=1.2, gid="first-visible")
-    if wedge:
+    if wedge and xlim[0] < wedge.seq < xlim[1]:
         inside = [r for r in wedge.waiting_ranks if r in y] or list(y)
         ax.axvline(wedge.seq, color="black", linestyle="--", linewidth=1, gid="wedge-line")
         ax.plot([wedge.seq] * len(inside), [y[r] for r in inside], marker="X", color="black", markersize=11,
-                linestyle="none", gid="wedge", zorder=5)
+                linestyle="none", gid="wedge", zorder=5, clip_on=False)
         for rank in wedge.absent_ranks:
             if rank in y:
                 ax.plot([wedge.seq], [y[rank]], marker="o", markerfacecolor="white", markeredgecolor="black",
-                        markersize=9, linestyle="none", gid="wedge-absent", zorder=5)
+                        markersize=9, linestyle="none", gid="wedge-absent", zorder=5, clip_on=False)
+    elif wedge and wedge.seq >= xlim[1]:
+        ax.annotate(f"wedge at seq {wedge.seq} \u2192", (1.0, 1.0), xycoords="axes fraction", ha="right",
+                    va="bottom", fontsize=8, gid="wedge-beyond")
     ax.set_yticks(range(len(lanes.ranks)), [f"rank {r}" for r in lanes.ranks])
     if root:
         for label in ax.get_yticklabels():
@@ -184,7 +226,10 @@ def _draw_times(ax: "Axes", lanes: CommLanes, root: Root | None, window: Window 
                 color=_PALETTE[i % len(_PALETTE)], linewidth=1.4)
     if window:
         ax.axhspan(window.first_seq - 0.5, window.last_seq + 0.5, color="orange", alpha=0.22, gid="window-time")
-    if root:
+    if root and not _pinned(root):
+        ax.axhspan(root.seq_range[0] - 0.5, root.seq_range[1] + 0.5, facecolor="none", edgecolor="red", hatch="//",
+                   alpha=0.6, gid="root-range-time")
+    elif root:
         ax.axhline(root.seq, color="red", linestyle="--", linewidth=1, gid="root-time")
     if wedge:
         ax.axhline(wedge.seq, color="black", linestyle="--", linewidth=1, gid="wedge-time")
@@ -286,9 +331,9 @@ def plot_ras(histories: dict[str, RasHistory], comms: list[str] | None = None, m
                      transform=axes[0].transAxes)
         axes[0].set_axis_off()
         return fig
-    fig, axes = _figure(13, 2.4 * len(panels) + 0.7, len(panels), cols=2)
-    fig.suptitle("RAS launched-collective counts per type and rank across replies (left), and how far each rank "
-                 "is behind the leading rank (right)", fontsize=11)
+    fig, axes = _figure(11, 2.9 * len(panels) + 0.8, len(panels), cols=2)
+    fig.suptitle("RAS launched-collective counts per type and rank across replies (left), and how far each rank\n"
+                 "is behind the leading rank (right)", fontsize=12)
     from matplotlib.ticker import MaxNLocator
 
     markers = "osD^v<>ph"
@@ -304,8 +349,8 @@ def plot_ras(histories: dict[str, RasHistory], comms: list[str] | None = None, m
             if values[-1] == values[-1]:
                 last.setdefault(values[-1], []).append(rank)
         for count, group in sorted(last.items()):
-            ax.annotate(f"{count:g}: comm rank(s) {', '.join(map(str, group))}", (n - 1, count), xytext=(-4, 5),
-                        textcoords="offset points", fontsize=8, color="dimgray", ha="right")
+            ax.annotate(f"{count:g}: {words.ranks_words(group, 'comm rank')}", (n - 1, count), xytext=(-4, 5),
+                        textcoords="offset points", fontsize=10, color="dimgray", ha="right")
         values = [v for vs in per_rank.values() for v in vs if v == v]
         pad = 0.6 + 0.2 * (max(values) - min(values))
         ax.set_ylim(min(values) - pad, max(values) + pad)
@@ -314,9 +359,10 @@ def plot_ras(histories: dict[str, RasHistory], comms: list[str] | None = None, m
         state = ("stuck: counts unchanged while ranks disagree" if history.stuck else
                  "moving: counts changed between replies" if history.moving else
                  "one reply per format: progress unknown" if history.moving is None else "unchanged, ranks agree")
-        ax.set_title(f"comm {comm}, {op}: {state}", fontsize=10, loc="left")
-        ax.set_xticks(range(n), [_reply_label(s) for s, _ in history.states], rotation=15, fontsize=7, ha="right")
-        ax.set_ylabel(f"{op} launched", fontsize=8)
+        ax.set_title(f"comm {comm}, {op}:\n{state}", fontsize=11, loc="left")
+        ax.set_xticks(range(n), [_reply_label(s) for s, _ in history.states], rotation=20, fontsize=9, ha="right")
+        ax.tick_params(axis="y", labelsize=10)
+        ax.set_ylabel(f"{op} launched", fontsize=10)
         ax.grid(alpha=0.3)
         leaders = [max((v[i] for v in per_rank.values() if v[i] == v[i]), default=float("nan")) for i in range(n)]
         for j, (rank, values) in enumerate(sorted(per_rank.items())):
@@ -327,11 +373,12 @@ def plot_ras(histories: dict[str, RasHistory], comms: list[str] | None = None, m
         lag_ax.set_ylim(min(lags + [0]) - 0.6, 0.6)
         lag_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         lag_ax.set_xlim(-0.3, n - 0.7)
-        lag_ax.set_xticks(range(n), [_reply_label(s) for s, _ in history.states], rotation=15, fontsize=7,
+        lag_ax.set_xticks(range(n), [_reply_label(s) for s, _ in history.states], rotation=20, fontsize=9,
                           ha="right")
-        lag_ax.set_ylabel("minus the leader", fontsize=8)
+        lag_ax.tick_params(axis="y", labelsize=10)
+        lag_ax.set_ylabel("minus the leader", fontsize=10)
         lag_ax.grid(alpha=0.3)
-        lag_ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+        lag_ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
     return fig
 
 
@@ -358,7 +405,8 @@ def plot_coverage(coverage: GateCoverage) -> "Figure":
     largest sequence length against its ceiling."""
     sessions = coverage.sessions
     fig, axes = _figure(11, 6, 2, [1.0, 1.0])
-    fig.suptitle(f"gate coverage over {len(sessions)} session(s): {coverage.verdict.label}", fontsize=12)
+    fig.suptitle(f"gate coverage over {words.plural(len(sessions), 'session')}: {coverage.verdict.label}",
+                 fontsize=12)
     x = list(range(len(sessions)))
     top, bottom = axes
     top.bar(x, [s.steps for s in sessions], color="#DDDDDD", width=0.9, label="steps journaled")
@@ -383,12 +431,30 @@ def plot_coverage(coverage: GateCoverage) -> "Figure":
         bottom.plot(limits, [sessions[i].ceiling_start for i in limits], "_", color="red", markersize=9,
                     markeredgewidth=2, linestyle="none", label="max_model_len - spec_tokens + 1", gid="ceiling")
     bottom.set_ylabel("sequence length")
-    bottom.set_xlabel("session (in input order)")
+    bottom.set_xlabel("session (folder, in input order)")
+    bottom.sharex(top)
+    step = max(1, -(-len(sessions) // 40))  # at most 40 labels; a soak of hundreds shows every k-th
+    shown = list(range(0, len(sessions), step))
+    labels = _session_labels(sessions)
+    bottom.set_xticks(shown, [labels[i] for i in shown], rotation=30, ha="right", fontsize=8)
+    top.tick_params(labelbottom=False)
     bottom.ticklabel_format(axis="y", useOffset=False, style="plain")
     bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     bottom.grid(alpha=0.3)
-    bottom.sharex(top)
     return fig
+
+
+def _session_labels(sessions) -> list[str]:
+    """Each session by its name (`folder`, or `folder #k` where a folder holds several sessions) less the path
+    every folder shares (`run-03`, not `/data/soak/run-03`), cut to 28 characters from the left."""
+    folders = {s.folder for s in sessions}
+    common = os.path.commonpath(list(folders)) if len(folders) > 1 else os.path.dirname(next(iter(folders), ""))
+    labels = []
+    for s in sessions:
+        label = s.name[len(common):].lstrip("/" + os.sep) if common and s.name.startswith(common) else s.name
+        label = label or s.name
+        labels.append(label if len(label) <= 28 else "..." + label[-25:])
+    return labels
 
 
 def plot_acceptance(report: AcceptanceReport) -> "Figure":

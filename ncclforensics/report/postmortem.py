@@ -61,13 +61,13 @@ def build_figures(data: PostmortemData) -> dict[str, tuple["Figure", str]]:
     figures: dict[str, tuple[Figure, str]] = {}
     for lanes in data.lanes:
         visible = d.first_visible[1] if d.first_visible and d.first_visible[0] == lanes.comm else None
-        fig = plots.plot_comm_timeline(lanes, d.root, d.window, d.wedge, visible)
+        fig = plots.plot_comm_timeline(lanes, d.root, d.window, d.wedge if words.shows_wedge(d) else None, visible)
         figures[_png_name("timeline", lanes.comm)] = (
-            fig, f"Collectives launched per rank in comm {lanes.comm}: root (red star), wedge (black X), "
-                 f"corrupt-and-continue window (shaded)")
+            fig, plots.timeline_caption(lanes, d.root, d.window, d.wedge if words.shows_wedge(d) else None, visible))
     if data.gates:
         figures["gates.png"] = (plots.plot_gates(data.gates, d.gate),
-                                "Drafter gate decisions per step near the ceiling (disagreeing step highlighted)")
+                                "Drafter gate decisions per step near the ceiling"
+                                + (f" (step {d.gate.step}, where the ranks disagree, highlighted)" if d.gate else ""))
     if d.ras:
         order = list(dict.fromkeys(c for c in ([d.root.comm] if d.root else []) + ([d.wedge.comm] if d.wedge else [])
                                    if c in d.ras))
@@ -113,7 +113,7 @@ def build_document(data: PostmortemData, images: dict[str, Image]) -> list[Block
 
 def _verdict(d: Diagnosis) -> list[Block]:
     out: list[Block] = [Heading("Verdict"),
-                        Para(words.summary(d) or d.verdict.value, strong=d.verdict.value.upper(),
+                        Para(words.summary(d) or d.verdict.value, strong=words.verdict_label(d),
                              tone=d.verdict.value)]
     facts: list[str] = []
     if d.root is not None:
@@ -125,8 +125,7 @@ def _verdict(d: Diagnosis) -> list[Block]:
             facts.append(f"Root seq: {r.seq}")
         else:
             facts.append(f"Root seq: {r.seq} (earliest; anywhere in {r.seq_range[0]}..{r.seq_range[1]})")
-        facts.append(f"Outlier rank(s): {', '.join(map(str, r.outlier_ranks))} ({r.kind}, {r.size} collective(s); "
-                     f"placed by {r.pinned_by})")
+        facts.append(f"Outlier: {words.ranks_words(r.outlier_ranks)} ({words.kind_words(r)}; placed by {r.pinned_by})")
         if d.root_step is not None:
             facts.append(f"Root step: {d.root_step}")
     if d.window is not None and not d.window.collectives:
@@ -135,8 +134,8 @@ def _verdict(d: Diagnosis) -> list[Block]:
         w = d.window
         count = str(w.collectives) if w.collectives == w.collectives_min else f"{w.collectives_min}..{w.collectives}"
         facts.append(f"Corrupt-and-continue window: {count} collectives, seq {w.first_seq}..{w.last_seq}")
-    if d.wedge is not None:
-        facts.append(f"Wedge: comm {d.wedge.comm} seq {d.wedge.seq} ({d.wedge.kind.value})")
+    if words.shows_wedge(d):
+        facts.append(f"Wedge: comm {d.wedge.comm} seq {d.wedge.seq} ({words.wedge_kind_words(d.wedge.kind)})")
     facts.append(f"Ranks with evidence: {', '.join(map(str, d.ranks)) or 'none'}")
     out.append(Bullets(tuple(facts)))
     return out
@@ -241,8 +240,10 @@ def _wedge(d: Diagnosis, images: dict[str, Image]) -> list[Block]:
     w = d.wedge
     if w is None:
         out.append(Para("No wedge: nothing in the evidence shows progress stopping."))
+    elif not words.shows_wedge(d):
+        out.append(Para(words.records_end_words(w)))
     else:
-        out.append(Para(f"Comm {w.comm} stopped at seq {w.seq}: {w.kind.value.replace('_', ' ')}."))
+        out.append(Para(f"Comm {w.comm} stopped at seq {w.seq}: {words.wedge_kind_words(w.kind)}."))
         out.append(Table(("rank", "last launched", "last completed", "at the wedge"), tuple(
             (str(rank), str(w.launched[rank]), _v(w.completed.get(rank)),
              w.ops[rank].describe() if rank in w.ops else "never launched")

@@ -3,16 +3,19 @@ JSON, report) takes its words from here; align/ returns values only."""
 
 from __future__ import annotations
 
-from ..align.diagnosis import Diagnosis, agreeing_hang
+from ..align.coverage import GateCoverage, Jurisdiction
+from ..align.diagnosis import Diagnosis, Finding, agreeing_hang
 from ..align.divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from ..align.gates import decision_tuple
 from ..align.ras import RasHistory
 from ..align.reconcile import CUDA_GRAPH_NOTE
-from ..align.wedge import Window
-from ..model import Verdict
+from ..align.wedge import Wedge, Window
+from ..model import Verdict, WedgeKind
 from ..model.kinds import is_p2p_comm
 
-# What to turn on so that the next incident pins its root (named in every range answer).
+# What to turn on so that the next incident pins its root (named in every range answer; a test checks that each
+# kind of range names a setting).
+FR_SETTINGS = "Flight Recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE=20000 TORCH_NCCL_DUMP_ON_TIMEOUT=1)"
 SETTINGS = ("Flight Recorder dumps with call stacks (TORCH_NCCL_TRACE_BUFFER_SIZE=20000 TORCH_NCCL_DUMP_ON_TIMEOUT=1), "
             "per-collective fingerprint traces with tags, steps and expected sums, or a gate journal with steps")
 LOG_SETTINGS = "NCCL debug logs (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL)"
@@ -23,11 +26,72 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def ranks_words(ranks: list[int]) -> str:
-    """`rank 1`, `ranks 0, 2 and 3`."""
+def ranks_words(ranks: list[int], noun: str = "rank") -> str:
+    """`rank 1`, `ranks 0, 2 and 3`, `ranks 0..7` (a run of more than four), `no rank`."""
+    ranks = list(ranks)
+    if not ranks:
+        return f"no {noun}"
     if len(ranks) == 1:
-        return f"rank {ranks[0]}"
-    return "ranks " + ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
+        return f"{noun} {ranks[0]}"
+    if len(ranks) > 4 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{noun}s {ranks[0]}..{ranks[-1]}"
+    return f"{noun}s " + ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
+
+
+def compared(d: Diagnosis) -> bool:
+    """Whether two or more ranks of one communicator had collectives to compare."""
+    return any(len(a.ranks) > 1 for a in d.comms.values())
+
+
+def verdict_label(d: Diagnosis) -> str:
+    """The verdict as a heading: `DIVERGED`, `CONSISTENT`, ... and `NOTHING COMPARED` where no two ranks of one
+    communicator are on record (nothing could agree or disagree)."""
+    if d.verdict is Verdict.CONSISTENT and not compared(d):
+        return "NOTHING COMPARED"
+    return d.verdict.value.upper()
+
+
+def kind_words(root: Root) -> str:
+    """What the root is, as a label: `1 extra collective`, `3 missing collectives`, `different collectives at one
+    seq`, `stopped launching`, and the other kinds the records fit (`2 extra collectives, or 2 missing ...`)."""
+    def one(kind: str) -> str:
+        if kind == DIFFERENT_OPS:
+            return "different collectives at one seq"
+        if kind == STOPPED:
+            return "stopped launching"
+        return f"{root.size} {kind} collective{'' if root.size == 1 else 's'}" if root.size else f"{kind} collectives"
+    return ", or ".join(one(k) for k in dict.fromkeys([root.kind, *root.kinds]))
+
+
+def wedge_kind_words(kind: WedgeKind) -> str:
+    """`no partner`, `count mismatch`, `a cross-communicator deadlock`, `cause unknown`."""
+    return {WedgeKind.UNKNOWN: "cause unknown", WedgeKind.CROSS_COMM_DEADLOCK: "cross-communicator deadlock",
+            WedgeKind.DEAD_RANK: "a rank died"}.get(kind, kind.value.replace("_", " "))
+
+
+def shows_wedge(d: Diagnosis) -> bool:
+    """Whether the answer has a wedge to show: not on a consistent run where nothing says the job stopped (its
+    records merely end there)."""
+    return d.wedge is not None and not (d.verdict is Verdict.CONSISTENT and not d.wedge.confirmed_by)
+
+
+def records_end_words(wedge: Wedge) -> str:
+    """Where a consistent run's records end, for the place a wedge would be shown."""
+    launched = sorted(set(wedge.launched.values()))
+    done = sorted({v for v in wedge.completed.values() if v is not None})
+    said = f"the ranks launched up to seq {launched[-1]}" if launched else "nothing launched"
+    if done:
+        said += f" and completed up to seq {done[-1]}" if len(done) == 1 else \
+            f" and completed up to seq {done[0]}..{done[-1]}"
+    return (f"The records of comm {wedge.comm} end at seq {wedge.seq} ({said}); nothing says the job stopped "
+            f"there, so there is no wedge.")
+
+
+def finding_says(d: Diagnosis, finding: Finding) -> str:
+    """What one receipt says, as shown: on a run without a wedge to show, the last collective is not called one."""
+    if finding.says.startswith("wedge: ") and not shows_wedge(d):
+        return "last on record: " + finding.says.removeprefix("wedge: ")
+    return finding.says
 
 
 def where(root: Root) -> str:
@@ -94,16 +158,19 @@ def ambiguity(root: Root) -> str | None:
         if root.counts_by_type:
             text += " (" + "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(counts.items()))
                                      for t, counts in root.counts_by_type.items()) + ")"
-        text += f"; any seq up to {high} fits; {LOG_SETTINGS} or Flight Recorder dumps would say which"
+        text += f"; any seq up to {high} fits; {LOG_SETTINGS} or {FR_SETTINGS} would say which"
     elif root.reason is RangeReason.TYPE_COUNTS:
         said = "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(counts.items()))
                          for t, counts in root.counts_by_type.items())
         text = (f"RAS counts each collective type apart ({said}), which places nothing in the communicator's launch "
-                f"order; Flight Recorder dumps or {LOG_SETTINGS} would say where")
+                f"order; {FR_SETTINGS} or {LOG_SETTINGS} would say where")
     else:
-        text = "RAS has no data from the missing rank(s), so where they stopped is unknown"
+        who = "rank" if len(root.outlier_ranks) == 1 else "ranks"
+        text = f"RAS has no data from the missing {who}, so where {'it' if who == 'rank' else 'they'} stopped is " \
+               f"unknown"
         if high is not None:
             text += f": at or before seq {high}, the most any other rank launched"
+        text += f"; {LOG_SETTINGS} or {FR_SETTINGS} would say where"
     if not root.majority and len(root.outlier_ranks) > 1:
         text += "; no majority says which side deviated"
     return text
@@ -203,8 +270,9 @@ def summary(d: Diagnosis) -> str:
     compared = [a for a in d.comms.values() if len(a.ranks) > 1]
     if d.verdict is Verdict.CONSISTENT:
         if not compared:
-            return ("No two ranks of one communicator have collectives on record, so nothing was compared; "
-                    f"{LOG_SETTINGS} or Flight Recorder dumps from two or more ranks would tell.")
+            return ("No two ranks of one communicator have collectives on record, so nothing could agree or "
+                    f"disagree: this is no sign of health. {LOG_SETTINGS} or {FR_SETTINGS} from two or more ranks "
+                    f"of one communicator would tell.")
         ranks = len({r for a in compared for r in a.ranks})
         return f"The collective streams of {plural(ranks, 'rank')} agree wherever their records overlap."
     if d.verdict is Verdict.TRANSIENT:
@@ -224,9 +292,9 @@ def summary(d: Diagnosis) -> str:
                      f"{wedge.comm} seq {wedge.seq} ({op.describe()}): nothing here shows them disagreeing or whom "
                      f"they wait for (a rank with no file here, the network?).")
     elif wedge is not None and wedge.confirmed_by:
-        parts.append(f"It wedged at seq {wedge.seq} in comm {wedge.comm} ({wedge.kind.value}).")
+        parts.append(f"It wedged at seq {wedge.seq} in comm {wedge.comm} ({wedge_kind_words(wedge.kind)}).")
     elif wedge is not None:
-        parts.append(f"The records stop at seq {wedge.seq} in comm {wedge.comm} ({wedge.kind.value}); nothing "
+        parts.append(f"The records stop at seq {wedge.seq} in comm {wedge.comm} ({wedge_kind_words(wedge.kind)}); nothing "
                      f"confirms a hang there (no timeout, no RAS counts that stay).")
     for comm, history in sorted(d.ras.items()):
         if not parts and history.disagree and history.moving is None:
@@ -262,9 +330,9 @@ def caveats(d: Diagnosis) -> list[str]:
         analysis = d.comms.get(comm)
         silent = sorted(set(expected) - set(analysis.ranks)) if analysis else []
         if silent:
-            found.append(f"No file gives the collectives of rank(s) {silent} in comm {comm}, which its "
+            found.append(f"No file gives the collectives of {ranks_words(silent)} in comm {comm}, which its "
                          f"configuration names (a rank that died writes no Flight Recorder dump).")
-    if d.wedge is not None and not d.wedge.confirmed_by:
+    if d.wedge is not None and not d.wedge.confirmed_by and shows_wedge(d):
         found.append("Nothing in the evidence (watchdog timeout, repeated RAS replies, Flight Recorder states) "
                      "confirms that the job stopped; the wedge is where it would stop.")
     p2p = sorted(comm for comm in d.comms if is_p2p_comm(comm))
@@ -273,3 +341,24 @@ def caveats(d: Diagnosis) -> list[str]:
                      f"{', ...' if len(p2p) > 4 else ''}) and not compared rank against rank: a send pairs with its "
                      f"peer's receive, not with the same position on every rank.")
     return found
+
+
+def coverage_summary(c: GateCoverage) -> str:
+    """Gate coverage in one sentence: what the verdict (`c.verdict.label`, shown beside it) rests on."""
+    n = len(c.sessions)
+    unknown = len(c.unknown_sessions)
+    if c.verdict is Jurisdiction.NO_JOURNALS:
+        return "The inputs hold no drafter-gate decision."
+    if c.verdict is Jurisdiction.WINDOW_UNKNOWN:
+        every = "The journal of the one session lacks" if n == 1 else f"The journals of all {n} sessions lack"
+        return (f"{every} max_model_len/spec_tokens (or the sequence length), so whether any step reached the "
+                f"ceiling window is unknown; journal them with each gate decision to tell.")
+    known = n - unknown
+    tail = f"; the window is unknown in {plural(unknown, 'more session')}" if unknown else ""
+    if c.verdict is Jurisdiction.NOT_EXERCISED:
+        return (f"No step of {plural(known, 'session')} reached the ceiling window "
+                f"(sequence length >= max_model_len - spec_tokens + 1){tail}.")
+    disagreeing = len(c.disagreeing_sessions)
+    return (f"{len(c.exercised_sessions)} of {plural(known, 'session')} reached the ceiling window "
+            f"({plural(c.steps_in_window, 'step')} inside it){tail}; the gates disagreed in "
+            f"{plural(disagreeing, 'session')}.")

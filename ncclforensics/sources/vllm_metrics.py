@@ -3,6 +3,7 @@
     V0 (<=0.9.2)  Speculative metrics: Draft acceptance rate: 0.200, System efficiency: 0.167,
                   Number of speculative tokens: 5, Number of accepted tokens: 1, Number of draft tokens: 5,
                   Number of emitted tokens: 1.
+                  (totals since the server started: `cumulative`; the other formats count one interval)
     V1 pre-rename Speculative metrics: Draft acceptance rate: 1.000, Number of accepted tokens: 66, ...
     0.8.3-0.8.4   SpecDecoding metrics: Draft acceptance rate: 62.3%, Accepted: 282 tokens, Drafted: 453 tokens
     0.8.5-0.10.1  ... Draft acceptance rate: %, Mean acceptance length: 2.87, Accepted: .., Drafted: ..,
@@ -184,6 +185,8 @@ def _metrics(body: str, loc: Location, process: str | None) -> tuple[SpecDecodeM
     if not values:
         return None, ["no known field (Mean acceptance length, Accepted, Drafted, Draft acceptance rate ...)"]
     values = {k: v for k, v in values.items() if v is not None}
+    # Only vLLM V0 logs `System efficiency`, and its counts and rate are totals since the server started.
+    values["cumulative"] = any(" ".join(key.group(1).split()).lower() == "system efficiency" for key in keys)
     if errors and not values:
         return None, errors
     return SpecDecodeMetrics(loc=loc, process=process, **values), errors + [_DOUBT + d for d in doubts]

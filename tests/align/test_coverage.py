@@ -18,6 +18,7 @@ from ncclforensics import api
 from ncclforensics.align.coverage import Jurisdiction
 from ncclforensics.cli import cli
 from ncclforensics.report import plots
+from ncclforensics.report.words import coverage_summary
 
 MAX_MODEL_LEN, SPEC_TOKENS = 4096, 3
 CEILING = MAX_MODEL_LEN - SPEC_TOKENS + 1  # 4094: the first sequence length at which the gate must skip
@@ -149,8 +150,8 @@ def test_thirty_sessions_in_folders(soak30):
         assert tally.skips == expected_skips
         assert tally.would_pass == tally.passes == 1200 - expected_skips
         assert tally.proposed_pass_total == tally.passes
-    assert "EXERCISED: 10 of 29 session(s)" in coverage.summary
-    assert "unknown in 1 more" in coverage.summary
+    assert "10 of 29 sessions reached the ceiling window" in coverage_summary(coverage)
+    assert "unknown in 1 more session;" in coverage_summary(coverage)
 
 
 def five_hundred() -> list[Session]:
@@ -198,14 +199,14 @@ def test_not_exercised_and_window_unknown(tmp_path):
     write_folders(tmp_path / "below", below, "log")
     _, coverage = api.gate_coverage_paths([str(tmp_path / "below")])
     assert coverage.verdict is Jurisdiction.NOT_EXERCISED
-    assert coverage.summary.startswith("NOT EXERCISED: no step of 6 session(s) reached the ceiling window")
+    assert coverage_summary(coverage).startswith("No step of 6 sessions reached the ceiling window")
     assert [s.headroom for s in coverage.sessions] == [CEILING - (100 + 7 * i + 11) for i in range(6)]
 
     unknown = [Session(steps=5, start_seq=CEILING, known_window=False) for _ in range(3)]
     write_folders(tmp_path / "unknown", unknown, "json")
     _, coverage = api.gate_coverage_paths([str(tmp_path / "unknown")])
     assert coverage.verdict is Jurisdiction.WINDOW_UNKNOWN
-    assert "window" in coverage.summary and "unknown" in coverage.summary
+    assert "window" in coverage_summary(coverage) and "unknown" in coverage_summary(coverage)
     assert all(s.steps_in_window is None for s in coverage.sessions)
 
 

@@ -18,7 +18,7 @@ from PIL import Image
 from ncclforensics import api
 from ncclforensics.align.gates import first_gate_disagreement
 from ncclforensics.cli import cli
-from ncclforensics.report import plots
+from ncclforensics.report import plots, words
 from ncclforensics.report.postmortem import build_figures, write_postmortem
 from ncclforensics.sources import parse_file
 from ncclforensics.sources.base import InputFile
@@ -53,6 +53,7 @@ class Report:
         self.written = write_postmortem(self.data, self.figures)
         self.md = (out / "report.md").read_text()
         self.html = (out / "report.html").read_text()
+        self.captions = {name: caption for name, (_, caption) in self.figures.items()}
 
     def figure(self, name: str):
         return self.figures[name][0]
@@ -90,8 +91,7 @@ def test_sections_and_reproduce_command(report):
     assert positions == sorted(positions)
     assert f"ncclforensics postmortem {report.capture} --out {report.out}" in report.md
     assert f"ncclforensics diff --json {report.capture}" in report.md
-    verdict = report.diagnosis.verdict.value.upper()
-    assert f"**{verdict}**" in report.md
+    assert f"**{words.verdict_label(report.diagnosis)}**" in report.md
 
 
 def test_evidence_index_lists_every_file_with_receipts(report):
@@ -139,7 +139,10 @@ def test_timeline_plot_marks_root_window_and_wedge(report):
     d = report.diagnosis
     timelines = {name: report.figure(name) for name in report.figures if name.startswith("timeline-")}
     assert len(timelines) == len(report.data.lanes) >= 1
-    if d.root is not None:
+    if d.root is not None and d.root.seq_range[0] != d.root.seq_range[1]:  # a range is drawn whole, no star
+        fig = report.figure(f"timeline-{d.root.comm}.png")
+        assert not artists(fig, "root") and artists(fig, "root-span") and artists(fig, "root-range")
+    elif d.root is not None:
         fig = report.figure(f"timeline-{d.root.comm}.png")
         (star, *_) = artists(fig, "root")
         assert set(star.get_xdata()) == {d.root.seq}
@@ -154,12 +157,18 @@ def test_timeline_plot_marks_root_window_and_wedge(report):
         assert (x0, x1) == (d.window.first_seq - 0.5, d.window.last_seq + 0.5)
     else:
         assert not any(artists(f, "window") for f in timelines.values())
-    if d.wedge is not None:
+    if d.wedge is not None and words.shows_wedge(d):
         fig = report.figure(f"timeline-{d.wedge.comm}.png")
         (cross, *_) = artists(fig, "wedge")
         assert set(cross.get_xdata()) == {d.wedge.seq}
-    else:
+    else:  # a consistent run whose records merely end is drawn without a wedge
         assert not any(artists(f, "wedge") for f in timelines.values())
+    for name, fig in timelines.items():  # the caption names only what is drawn
+        caption = report.captions[name]
+        assert ("red star" in caption) == bool(artists(fig, "root"))
+        assert ("hatched span" in caption) == bool(artists(fig, "root-span"))
+        assert ("shaded orange" in caption) == bool(artists(fig, "window"))
+        assert ("black X" in caption) == bool(artists(fig, "wedge"))
     if report.capture.name == "extra-op-4rank":  # 25 collectives completed misaligned, the wedge at seq 50
         assert (d.window.first_seq, d.window.last_seq, d.wedge.seq) == (25, 49, 50)
 
@@ -188,7 +197,7 @@ def test_ras_plot_says_stuck_or_moving(report):
     if "ras.png" not in report.figures:
         assert not report.diagnosis.ras
         return
-    titles = " ".join(ax.get_title(loc="left") for ax in report.figure("ras.png").axes)
+    titles = " ".join(" ".join(ax.get_title(loc="left").split()) for ax in report.figure("ras.png").axes)
     for comm, history in report.diagnosis.ras.items():
         if history.stuck and f"comm {comm}" in titles:
             assert f"comm {comm}" in titles and "stuck" in titles
