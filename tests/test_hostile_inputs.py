@@ -613,7 +613,7 @@ def test_both_engines_give_the_same_verdicts(monkeypatch):
     for the DFA) they agree."""
     import random
 
-    from ncclforensics.sources import safe_pickle
+    from ncclforensics.sources import pickle_grammar
 
     dump = pickle.loads((EXTRA_OP / "fr_rank0").read_bytes())
     dump["entries"] = [pickle.loads(pickle.dumps(e)) for e in dump["entries"] * 8]  # copies: no shared memo
@@ -626,10 +626,10 @@ def test_both_engines_give_the_same_verdicts(monkeypatch):
             mutated[rng.randrange(2, len(mutated))] = rng.choice([0x85, 0x86, 0x30, 0x32, 0x71, 0x68, 0x8B,
                                                                   rng.randrange(256)])
         mutated = bytes(mutated)
-        monkeypatch.setattr(safe_pickle, "_FAST_MIN", 1 << 40)
-        python = safe_pickle._scan(mutated)
-        monkeypatch.setattr(safe_pickle, "_FAST_MIN", 1 << 16)
-        fast = safe_pickle._scan(mutated)
+        monkeypatch.setattr(pickle_grammar, "_FAST_MIN", 1 << 40)
+        python = pickle_grammar.scan(mutated)
+        monkeypatch.setattr(pickle_grammar, "_FAST_MIN", 1 << 16)
+        fast = pickle_grammar.scan(mutated)
         assert python[0] == fast[0], (case, python, fast)
         if python[0] in ("ok", "truncated"):
             assert python == fast, case

@@ -8,16 +8,6 @@ from dataclasses import dataclass, field
 from ..model import Diagnostic, Evidence, GateChoice, SourceFormat
 from .diagnosis import Diagnosis, Finding
 
-# Formats written once per rank: a rank without one is missing evidence of that kind.
-PER_RANK_FORMATS = {
-    SourceFormat.NCCL_LOG: "NCCL debug log",
-    SourceFormat.FLIGHT_RECORDER: "Flight Recorder dump",
-    SourceFormat.TORCH_LOG: "PyTorch log",
-    SourceFormat.GATE_JOURNAL: "gate journal",
-    SourceFormat.FINGERPRINT: "fingerprint trace",
-}
-
-
 @dataclass
 class FileContribution:
     """One input file in the evidence index."""
@@ -110,16 +100,18 @@ def _contributed(item: Evidence) -> list[str]:
 
 
 def missing_evidence(evidence: list[Evidence], diagnosis: Diagnosis) -> list[str]:
-    """Ranks without a per-rank file that other ranks have; ranks RAS lists as missing or dead; communicator
-    members that no file speaks for."""
+    """Ranks without a per-rank file (FormatFacts.per_rank) that other ranks have, formats in input order; ranks
+    RAS lists as missing or dead; communicator members that no file speaks for."""
     ranks = set(diagnosis.ranks)
     out: list[str] = []
-    have: dict[SourceFormat, set[int]] = defaultdict(set)
+    have: dict[SourceFormat, set[int]] = {}
+    labels: dict[SourceFormat, str] = {}
     for item in evidence:
-        if item.format in PER_RANK_FORMATS:
-            have[item.format].update(item.ranks)
-    for fmt, label in PER_RANK_FORMATS.items():
-        present = have.get(fmt)
+        if item.facts is not None and item.facts.per_rank:
+            have.setdefault(item.format, set()).update(item.ranks)
+            labels[item.format] = item.facts.label
+    for fmt, label in labels.items():
+        present = have[fmt]
         if not present:
             continue
         absent = sorted(ranks - present)

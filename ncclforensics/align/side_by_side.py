@@ -58,17 +58,21 @@ def side_by_side(streams: Streams, root: Root | None, visible: tuple[str, int] |
         return None
     ranks = list(streams.members[root.comm])
     outliers = [r for r in root.outlier_ranks if r in ranks]
-    if not outliers or len(outliers) == len(ranks):
-        return None
     shift = root.size if root.kind in (EXTRA, MISSING) else 0
+    if not outliers or (shift and len(outliers) == len(ranks)):  # (no side to shift against)
+        return None
     view = SideBySide(comm=root.comm, ranks=ranks, outlier_ranks=outliers, kind=root.kind, size=root.size,
                       root_seq=root.seq, root_range=tuple(root.seq_range), around=max(0, around),
                       root_ops=dict(root.ops))
     visible_seq = visible[1] if visible is not None and visible[0] == root.comm else None
     view.visible_seq = visible_seq
     view.visible_ops = dict(visible_ops) if visible_seq is not None else {}
-    view.near_root = _lines(streams, view, root.seq - view.around, root.seq + view.around + shift, visible_seq)
-    if visible_seq is not None and visible_seq > root.seq + view.around + shift:
+    # `around` lines before the root and after it (after the whole edit: a missing or different block).
+    high = root.seq + view.around - 1 if root.kind == EXTRA else root.seq + max(root.size, 1) - 1 + view.around
+    if visible_seq is not None and high < visible_seq <= high + view.around + 1:
+        high = visible_seq + view.around  # the two would touch: one block
+    view.near_root = _lines(streams, view, root.seq - view.around, high, visible_seq)
+    if visible_seq is not None and visible_seq > high:
         view.near_visible = _lines(streams, view, visible_seq - view.around, visible_seq + view.around,
                                    visible_seq)
     return view

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from ..model import COLLECTIVE_SCHEMA, CommInfo, Diagnostic, Evidence, Location, Severity, SourceFormat, conform
+from ..model import COLLECTIVE_SCHEMA, CommInfo, Diagnostic, Evidence, Location, Severity, conform
 
-# Which source wins a field when two describe the same (comm, rank, seq): NCCL's own line is exact about
-# what was launched; the Flight Recorder knows completion state, call sites and times.
-_PRIORITY = {SourceFormat.NCCL_LOG.value: 0, SourceFormat.FLIGHT_RECORDER.value: 1}
+# Which source wins a field when two describe the same (comm, rank, seq) is what each format declares
+# (FormatFacts.stream_priority, recorder): NCCL's own line is exact about what was launched; a recorder (the
+# Flight Recorder) knows completion state, call sites and times.
 SIGNATURE = ["op", "count", "dtype", "redop", "root"]
 _RECORDER_FIELDS = ["state", "callsite", "stack", "time"]  # the Flight Recorder's word wins for these
 MERGED_FIELDS = ["op", "count", "dtype", "redop", "root", "state", "step", "tag", "callsite", "stack", "time", "host",
@@ -79,8 +79,10 @@ class _Piece:
     comm: str
     rank: int
     file: str
-    source: str
+    source: str  # the format's name (SourceFormat value)
     frame: pl.DataFrame
+    priority: int = 2  # FormatFacts.stream_priority
+    recorder: bool = False  # FormatFacts.recorder
 
 
 def build_streams(evidence: list[Evidence]) -> Streams:
@@ -105,7 +107,9 @@ def build_streams(evidence: list[Evidence]) -> Streams:
                 Severity.WARNING,
             ))
             frame = frame.filter(pl.col("rank").is_not_null())
-        pieces.extend(_pieces(conform(frame), index, item.format.value))
+        facts = item.facts  # None for Evidence built by hand: a log like any other
+        pieces.extend(_pieces(conform(frame), index, item.format.value, priority=facts.stream_priority if facts else 2,
+                              recorder=facts is not None and facts.recorder))
     if not described:
         return Streams(problems=problems)
 
@@ -161,7 +165,7 @@ def build_streams(evidence: list[Evidence]) -> Streams:
                    expected_members={c: sorted(r) for c, r in expected.items()})
 
 
-def _pieces(frame: pl.DataFrame, index: int, source: str) -> list[_Piece]:
+def _pieces(frame: pl.DataFrame, index: int, source: str, priority: int, recorder: bool) -> list[_Piece]:
     """A file's rows split by (comm, rank, file), in order of first appearance."""
     if frame.height == 0:
         return []
@@ -170,7 +174,8 @@ def _pieces(frame: pl.DataFrame, index: int, source: str) -> list[_Piece]:
         groups = [frame]
     else:
         groups = frame.partition_by(keys, maintain_order=True)
-    return [_Piece((index, i), *g.select(pl.col(k).first() for k in keys).row(0), source, g)
+    return [_Piece((index, i), *g.select(pl.col(k).first() for k in keys).row(0), source, g,
+                   priority=priority, recorder=recorder)
             for i, g in enumerate(groups)]
 
 
@@ -273,7 +278,9 @@ def _merge_pieces(pieces: list[_Piece]) -> tuple[pl.DataFrame, pl.DataFrame | No
     """One (comm, rank)'s rows, one per seq, and the rows where its sources disagree (None: a single source)."""
     if len(pieces) == 1 and _increasing(pieces[0].frame.get_column("seq")):
         return _as_merged(pieces[0]), None
-    raw = pl.concat([p.frame.with_columns(pl.lit(p.source, pl.String).alias("source")) for p in pieces])
+    raw = pl.concat([p.frame.with_columns(pl.lit(p.source, pl.String).alias("source"),
+                                          pl.lit(p.priority, pl.Int64).alias("_prio"),
+                                          pl.lit(p.recorder).alias("_recorder")) for p in pieces])
     return _merge_rows(raw)
 
 
@@ -288,7 +295,7 @@ def _increasing(seq: pl.Series) -> bool:
 def _as_merged(piece: _Piece) -> pl.DataFrame:
     """A piece that alone describes its (comm, rank), as _merge_rows would give it: nothing to merge, only where
     each row came from."""
-    fr = piece.source == SourceFormat.FLIGHT_RECORDER.value
+    fr = piece.recorder
     record = pl.col("record") if fr else pl.lit(None, pl.Int64)
     return piece.frame.with_columns(
         pl.when(pl.col("line").is_null()).then(record).otherwise(None).cast(pl.Int64).alias("record"),
@@ -300,11 +307,9 @@ def _as_merged(piece: _Piece) -> pl.DataFrame:
 
 def _merge_rows(raw: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One row per (comm, rank, seq): fields from the most exact source; and the rows where they contradict."""
-    ordered = raw.with_columns(
-        pl.col("source").replace_strict(_PRIORITY, default=2, return_dtype=pl.Int64).alias("_prio")
-    ).sort(["comm", "rank", "seq", "_prio"])
+    ordered = raw.sort(["comm", "rank", "seq", "_prio"])
     keys = ["comm", "rank", "seq"]
-    fr = pl.col("source") == SourceFormat.FLIGHT_RECORDER.value
+    fr = pl.col("_recorder")
     merged = ordered.group_by(keys, maintain_order=True).agg(
         [pl.col(c).drop_nulls().first().alias(c) for c in MERGED_FIELDS if c not in _RECORDER_FIELDS]
         + [pl.coalesce(pl.col(c).filter(fr).drop_nulls().first(), pl.col(c).drop_nulls().first()).alias(c)

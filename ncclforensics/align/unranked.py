@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import polars as pl
 
-from ..model import Evidence, SourceFormat, conform
+from ..model import Evidence, conform
 
 SHOWN = 8  # stand-in ranks named in the caveat
 
@@ -23,8 +23,7 @@ SHOWN = 8  # stand-in ranks named in the caveat
 def unranked_streams(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]]:
     """`evidence` with rankless NCCL log rows given stand-in ranks, a communicator per size and seq from opCount,
     where no file names any rank; and the caveats that say so. Otherwise `evidence` as it was."""
-    logs = [item for item in evidence
-            if SourceFormat.NCCL_LOG in (item.format, *item.also) and item.collectives.height]
+    logs = [item for item in evidence if item.declares("opcount_positions", also=True) and item.collectives.height]
     if not logs or any(item.collectives.select(pl.col("rank").is_not_null().any()).item() for item in evidence):
         return evidence, []
     rows = pl.concat([item.collectives.with_columns(pl.lit(index).alias("_file"))

@@ -72,9 +72,17 @@ def select(evidence: list[Evidence], streams: Streams, ranks_seen: list[int], vi
     def chosen_rank(rank: int | None) -> bool:
         return view.ranks is None or rank is None or rank in view.ranks
 
+    # Gate decisions and fingerprints name ranks, not communicators: with --comm, those of its members.
+    members = set().union(*(streams.members.get(c, []) for c in comms)) if comms is not None else None
+
+    def member(rank: int) -> bool:
+        return chosen_rank(rank) and (members is None or rank in members)
+
     keep = _kept_locations(streams, comms, view.ranks)
     notes = [f"This analysis looks at {view.describe()} only (--rank/--comm); the rest of the job's evidence "
-             f"was left out."]
+             f"was left out, and with it what ties this part to the rest (fingerprints numbered across "
+             f"communicators, the other ranks' gate decisions): the root may be placed less precisely than in "
+             f"the whole job's analysis."]
     out: list[Evidence] = []
     dropped_ras = False
     for item in evidence:
@@ -93,8 +101,8 @@ def select(evidence: list[Evidence], streams: Streams, ranks_seen: list[int], vi
                            issues=tuple(i for i in s.issues if chosen_comm(i.comm))) for s in ras]
         part = replace(
             item, collectives=collectives, ras=ras,
-            gates=[g for g in item.gates if chosen_rank(g.rank)],
-            fingerprints=[f for f in item.fingerprints if chosen_rank(f.rank)],
+            gates=[g for g in item.gates if member(g.rank)],
+            fingerprints=[f for f in item.fingerprints if member(f.rank)],
             watchdog=[w for w in item.watchdog if chosen_rank(w.rank) and chosen_comm(w.comm)],
             progress=[p for p in item.progress if chosen_rank(p.rank) and chosen_comm(p.comm)],
             comm_infos=[_info_in_view(c, view.ranks) for c in item.comm_infos if chosen_comm(c.comm)],

@@ -17,14 +17,15 @@ from .event import (
     WatchdogEvent,
 )
 from .evidence import Evidence
+from .formats import FormatFacts
 from .frame import COLLECTIVE_SCHEMA, collectives_to_frame, conform, empty_collectives, frame_to_collectives
 from .kinds import EventState, GateChoice, PairingKind, Severity, SourceFormat, Verdict, WedgeKind
 from .location import Location
 
 __all__ = [
-    "COLLECTIVE_SCHEMA", "CollectiveEvent", "CommInfo", "Diagnostic", "EventState", "Evidence", "FingerprintRow",
-    "GateChoice", "GateDecision", "Location", "PairingKind", "ProcessIdentity", "ProgressReport", "RasComm",
-    "RasCountGroup", "RasIssue", "RasRank", "RasSnapshot", "Severity", "SourceFormat", "SpecDecodeMetrics",
-    "Verdict", "WatchdogEvent", "WedgeKind", "collectives_to_frame", "conform", "empty_collectives",
-    "frame_to_collectives",
+    "COLLECTIVE_SCHEMA", "CollectiveEvent", "CommInfo", "Diagnostic", "EventState", "Evidence",
+    "FingerprintRow", "FormatFacts", "GateChoice", "GateDecision", "Location", "PairingKind", "ProcessIdentity",
+    "ProgressReport", "RasComm", "RasCountGroup", "RasIssue", "RasRank", "RasSnapshot", "Severity",
+    "SourceFormat", "SpecDecodeMetrics", "Verdict", "WatchdogEvent", "WedgeKind", "collectives_to_frame",
+    "conform", "empty_collectives", "frame_to_collectives",
 ]

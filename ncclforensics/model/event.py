@@ -148,7 +148,7 @@ class RasSnapshot:
     comms: tuple[RasComm, ...] = ()
     issues: tuple[RasIssue, ...] = ()
     event: str | None = None  # MONITOR event name; None for a STATUS reply
-    # The reply was cut short (sources/ras_text.py `_cut_short`): it ends before its Warnings section or inside a
+    # The reply was cut short (sources/ras_reply.py `cut_short`): it ends before its Warnings section or inside a
     # line, or a comm the table lists with errors has no block, or a block stops before all its ranks' counts.
     # What a cut reply does not show is unknown: never read it as "consistent" or a comm as "ok". A reply cut
     # exactly at the end of one part of a block cannot be told from a complete one.

@@ -17,6 +17,7 @@ from .event import (
     SpecDecodeMetrics,
     WatchdogEvent,
 )
+from .formats import FormatFacts
 from .frame import empty_collectives
 from .kinds import Severity, SourceFormat
 
@@ -39,22 +40,23 @@ class Evidence:
     problems: list[Diagnostic] = field(default_factory=list)
     version: str | None = None  # producer version (NCCL, Flight Recorder schema), where stated
     also: list[SourceFormat] = field(default_factory=list)  # other formats whose lines the file holds, also read
+    # What its format declares (model/formats.py), and what the formats in `also` declare; None: no parser read it.
+    facts: FormatFacts | None = field(default=None, repr=False, compare=False)
+    also_facts: list[FormatFacts] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def record_count(self) -> int:
-        """The format's own records: COLL lines / dump entries / replies / decisions / fingerprint rows / events."""
-        by_format = {
-            SourceFormat.NCCL_LOG: self.collectives.height,
-            SourceFormat.FLIGHT_RECORDER: self.collectives.height,
-            SourceFormat.RAS_TEXT: len(self.ras),
-            SourceFormat.RAS_JSON: len(self.ras),
-            SourceFormat.RAS_MONITOR: len(self.ras),
-            SourceFormat.TORCH_LOG: len(self.watchdog),
-            SourceFormat.GATE_JOURNAL: len(self.gates),
-            SourceFormat.FINGERPRINT: len(self.fingerprints),
-            SourceFormat.VLLM_METRICS: len(self.metrics),
-        }
-        return by_format.get(self.format, 0)
+        """The format's own records (COLL lines, dump entries, replies, decisions, ...: FormatFacts.records)."""
+        if self.facts is None:
+            return 0
+        records = getattr(self, self.facts.records)
+        return records.height if isinstance(records, pl.DataFrame) else len(records)
+
+    def declares(self, fact: str, also: bool = False) -> bool:
+        """Whether its format declares `fact` (a FormatFacts flag); with `also`, or a format whose lines it also
+        holds. False for Evidence built by hand, without a parser's facts."""
+        every = (self.facts, *self.also_facts) if also else (self.facts,)
+        return any(getattr(facts, fact) for facts in every if facts is not None)
 
     @property
     def ranks(self) -> list[int]:

@@ -18,6 +18,19 @@ class SourceFormat(str, Enum):
     FINGERPRINT = "fingerprint"
     VLLM_METRICS = "vllm-metrics"
 
+    @classmethod
+    def declare(cls, value: str) -> SourceFormat:
+        """The format named `value`: a built-in one, or one that a format module declares for itself (a format is
+        one module in sources/ plus its line in the registry; iterating SourceFormat gives the built-in ones)."""
+        try:
+            return cls(value)
+        except ValueError:
+            member = str.__new__(cls, value)
+            member._name_ = value.upper().replace("-", "_")
+            member._value_ = value
+            cls._value2member_map_[value] = member  # SourceFormat(value) finds it from now on
+            return member
+
 
 class EventState(str, Enum):
     """How far a collective got on one rank, as far as the source knows."""

@@ -16,7 +16,7 @@ def rank_groups(view: SideBySide) -> list[list[int]]:
     lines = view.near_root + view.near_visible
 
     def cells(rank: int) -> tuple:
-        return tuple((op.seq, op.signature()) if (op := line.ops.get(rank)) else None for line in lines)
+        return tuple((op.seq, op.signature(), op.callsite) if (op := line.ops.get(rank)) else None for line in lines)
 
     groups: dict[tuple, list[int]] = {}
     for rank in sorted(view.ranks, key=lambda r: (r not in view.outlier_ranks, r)):
@@ -35,12 +35,14 @@ def group_label(ranks: list[int], outliers: list[int]) -> str:
     return label + (" (outlier)" if set(ranks) <= set(outliers) else "")
 
 
-def cell(op: OpAt | None) -> str:
-    """`25 AllReduce 4096 x float32`, or the gap mark."""
+def cell(op: OpAt | None, site: bool = False) -> str:
+    """`25 AllReduce 4096 x float32` (`site`: with ` from model.py:212`, where call sites tell collectives of one
+    signature apart), or the gap mark."""
     if op is None:
         return GAP
     shape = f" {op.count} x {op.dtype or '?'}" if op.count is not None else ""
-    return printable(f"{op.seq} {op.op or '?'}{shape}")
+    where = f" from {op.callsite}" if site and op.callsite else ""
+    return printable(f"{op.seq} {op.op or '?'}{shape}{where}")
 
 
 def note(line: AlignedRow, view: SideBySide) -> str:
@@ -66,7 +68,8 @@ def table(view: SideBySide, lines: list[AlignedRow]) -> tuple[tuple[str, ...], l
     rows = []
     for line in lines:
         seq = "+" if line.seq is None else str(line.seq)
-        rows.append((seq, *(cell(line.ops.get(g[0])) for g in groups), note(line, view)))
+        site = len({op.callsite for op in line.ops.values()}) > 1
+        rows.append((seq, *(cell(line.ops.get(g[0]), site) for g in groups), note(line, view)))
     return headers, rows
 
 

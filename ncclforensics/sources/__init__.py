@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from ..errors import SourceError
-from ..model import Diagnostic, Evidence, Location, Severity, SourceFormat
+import dataclasses
+
+from ..model import Diagnostic, Evidence, FormatFacts, Location, Severity, SourceFormat
 from .base import (
     MAX_LINE_BYTES, MAX_TEXT_BYTES, InputFile, Source, head_text, long_line_at, long_line_message, looks_binary,
     unreadable,
@@ -13,8 +15,7 @@ from .fingerprint import FingerprintSource
 from .flight_recorder import FlightRecorderSource
 from .gate_journal import GateJournalSource
 from .nccl_log import NcclLogSource
-from .ras_json import RasJsonSource, RasMonitorSource
-from .ras_text import RasTextSource
+from .ras import RasJsonSource, RasMonitorSource, RasTextSource
 from .torch_log import TorchLogSource
 from .vllm_metrics import VllmMetricsSource
 
@@ -30,22 +31,26 @@ SOURCES: tuple[Source, ...] = (
     VllmMetricsSource(),
 )
 
-_BY_FORMAT = {source.format: source for source in SOURCES}
-
-# Line formats that share files: a server's log holds NCCL debug lines, watchdog messages, gate lines and
-# spec-decode metrics side by side. Detection picks one; the others whose markers the file holds (every record
-# line of a format holds one of its markers) are read too, by their own parsers, into the same Evidence.
-LINE_MARKERS: dict[SourceFormat, tuple[bytes, ...]] = {
-    SourceFormat.NCCL_LOG: (b": opCount ", b"Init COMPLETE", b"NCCL WARN"),
-    SourceFormat.TORCH_LOG: (b"ProcessGroupNCCL", b"WorkNCCL(", b"Watchdog caught"),
-    SourceFormat.GATE_JOURNAL: (b"decision",),
-    SourceFormat.FINGERPRINT: (b"checksum", b"digest", b'"sum"', b" sum="),
-    SourceFormat.VLLM_METRICS: (b"SpecDecoding metrics", b"Speculative metrics"),
-}
+# Line formats share files: a server's log holds NCCL debug lines, watchdog messages, gate lines and spec-decode
+# metrics side by side. Detection picks one; the others whose markers the file holds (FormatFacts.markers: every
+# record line of a format holds one of them) are read too, by their own parsers, into the same Evidence.
 COMPANION_MAX_BYTES = 64 << 20  # bigger files are searched for no other format
-# An NCCL debug log is searched only up to this size: a bigger one is NCCL_DEBUG_FILE's own output (searching
-# every big log for other formats' markers would cost a tenth of reading it).
-NCCL_COMPANION_MAX_BYTES = 1 << 20
+# A streamed format's file (an NCCL debug log) is searched only up to this size: a bigger one is NCCL_DEBUG_FILE's
+# own output (searching every big log for other formats' markers would cost a tenth of reading it).
+STREAMED_COMPANION_MAX_BYTES = 1 << 20
+
+
+def source_of(fmt: SourceFormat) -> Source:
+    """The registered source of a format (KeyError for none)."""
+    for source in SOURCES:
+        if source.format is fmt:
+            return source
+    raise KeyError(fmt)
+
+
+def formats() -> dict[SourceFormat, FormatFacts]:
+    """Every registered format's facts, in registry order."""
+    return {source.format: source.facts for source in SOURCES}
 
 
 # What parse_file says of a file no parser recognises (not of one that is empty or cannot be read): such a file
@@ -76,19 +81,19 @@ def parse_file(file: InputFile, fmt: SourceFormat | None = None,
                 problems = file.read_bytes()[1]
                 return _unrecognised(file, problems[0].message if problems else "empty after decompression")
             return _unrecognised(file, "empty file")
-        source = _BY_FORMAT[fmt] if fmt else detect(file)
+        source = source_of(fmt) if fmt else detect(file)
         if source is None:
             return _unrecognised(file, NO_KNOWN_FORMAT[0] if looks_binary(head) else NO_KNOWN_FORMAT[1])
-        refusal = _over_limits(file, source.format)
+        refusal = _over_limits(file, source.facts)
         if refusal:
-            return unreadable(file, source.format, SourceError(refusal))
+            return unreadable(file, source.facts, SourceError(refusal))
         try:
-            evidence = source.parse(file)
+            evidence = _parse(source, file)
         except (SourceError, OSError, MemoryError, RecursionError) as e:
-            return unreadable(file, source.format, e)
+            return unreadable(file, source.facts, e)
         for other in companions(file, source.format) if also is None else also:
             try:
-                _merge(evidence, _BY_FORMAT[other].parse(file))
+                _merge(evidence, _parse(source_of(other), file))
             except (SourceError, OSError, MemoryError, RecursionError):
                 continue  # the file's own format was read; a companion that fails adds nothing
         return evidence
@@ -96,15 +101,23 @@ def parse_file(file: InputFile, fmt: SourceFormat | None = None,
         return _unrecognised(file, str(e).removeprefix(f"{file.path}: "))
 
 
-def _over_limits(file: InputFile, fmt: SourceFormat) -> str | None:
+def _parse(source: Source, file: InputFile) -> Evidence:
+    """source.parse(file), its Evidence carrying the source's facts (a parser that builds its own need not say)."""
+    evidence = source.parse(file)
+    if evidence.facts is None:
+        evidence.facts = source.facts
+    return evidence
+
+
+def _over_limits(file: InputFile, facts: FormatFacts) -> str | None:
     """Why a plain text file is refused before it is read (base.MAX_LINE_BYTES, base.MAX_TEXT_BYTES), or None.
     A .gz is checked as it is decompressed."""
-    if fmt is SourceFormat.FLIGHT_RECORDER or file.compressed:
+    if facts.binary or file.compressed:
         return None
     size = file.path.stat().st_size
-    if fmt is not SourceFormat.NCCL_LOG and size > MAX_TEXT_BYTES:
-        return (f"{size} bytes, over the {MAX_TEXT_BYTES >> 20} MiB a {fmt.value} file may have (it is read line "
-                f"by line in memory); refusing the file (see MAX_TEXT_BYTES)")
+    if not facts.streamed and size > MAX_TEXT_BYTES:
+        return (f"{size} bytes, over the {MAX_TEXT_BYTES >> 20} MiB a {facts.format.value} file may have (it is read "
+                f"line by line in memory); refusing the file (see MAX_TEXT_BYTES)")
     at = long_line_at(file.path, MAX_LINE_BYTES)
     return long_line_message(file.path, at, MAX_LINE_BYTES).removeprefix(f"{file.path}: ") if at is not None \
         else None
@@ -112,17 +125,18 @@ def _over_limits(file: InputFile, fmt: SourceFormat) -> str | None:
 
 def companions(file: InputFile, primary: SourceFormat | None) -> list[SourceFormat]:
     """The line formats other than `primary` whose markers a text file of `primary`'s kind holds."""
-    if primary not in LINE_MARKERS:
+    known = formats()
+    if primary not in known or not known[primary].markers:
         return []
     try:
-        limit = NCCL_COMPANION_MAX_BYTES if primary is SourceFormat.NCCL_LOG else COMPANION_MAX_BYTES
+        limit = STREAMED_COMPANION_MAX_BYTES if known[primary].streamed else COMPANION_MAX_BYTES
         if file.path.stat().st_size > limit:
             return []
         data = file.read_bytes()[0]
     except (SourceError, OSError):
         return []
-    return [fmt for fmt, markers in LINE_MARKERS.items()
-            if fmt is not primary and any(marker in data for marker in markers)]
+    return [fmt for fmt, facts in known.items()
+            if fmt is not primary and any(marker in data for marker in facts.markers)]
 
 
 def _merge(evidence: Evidence, other: Evidence) -> None:
@@ -131,9 +145,11 @@ def _merge(evidence: Evidence, other: Evidence) -> None:
     if other.record_count == 0:
         return
     evidence.also.append(other.format)
+    if other.facts is not None:
+        evidence.also_facts.append(other.facts)
     if evidence.collectives.height == 0:
         evidence.collectives = other.collectives
-    for name in ("identities", "watchdog", "progress", "comm_infos", "gates", "fingerprints", "metrics", "ras"):
+    for name in _RECORD_LISTS:
         mine, theirs = getattr(evidence, name), getattr(other, name)
         lines = {(item.loc.line, type(item)) for item in mine}
         mine.extend(item for item in theirs if (item.loc.line, type(item)) not in lines)
@@ -142,6 +158,11 @@ def _merge(evidence: Evidence, other: Evidence) -> None:
                                                             Severity.WARNING)
         for p in other.problems)
     evidence.version = evidence.version or other.version
+
+
+# Evidence's lists of records, each merged item by item (not `problems`, `also` or `also_facts`: said apart).
+_RECORD_LISTS = tuple(f.name for f in dataclasses.fields(Evidence)
+                      if f.name not in ("problems", "also", "also_facts") and "list[" in str(f.type))
 
 
 def _unrecognised(file: InputFile, reason: str) -> Evidence:

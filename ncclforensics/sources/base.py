@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Iterator, Protocol
 
 from ..errors import HostileInputError, SourceError
-from ..model import Diagnostic, Evidence, Location, Severity, SourceFormat
+from ..model import Diagnostic, Evidence, FormatFacts, Location, Severity, SourceFormat
 
 HEAD_BYTES = 64 * 1024
 # A .gz that expands past this is treated as a decompression bomb; big real logs stay well under it.
@@ -199,8 +199,12 @@ def numbered(lines: list[str]) -> Iterator[tuple[int, str]]:
 
 
 class Source(Protocol):
-    """One input format: `sniff` scores how much a file's head looks like it, `parse` reads the whole file."""
+    """One input format: `sniff` scores how much a file's head looks like it, `parse` reads the whole file.
 
+    `facts` says what the rest of the package needs to know of the format (model/formats.py); every Evidence
+    `parse` returns carries them. `format` is `facts.format`."""
+
+    facts: FormatFacts
     format: SourceFormat
 
     def sniff(self, head: bytes, text: str) -> float:
@@ -212,10 +216,11 @@ class Source(Protocol):
         ...
 
 
-def unreadable(file: InputFile, fmt: SourceFormat, error: Exception) -> Evidence:
+def unreadable(file: InputFile, facts: FormatFacts, error: Exception) -> Evidence:
     """Evidence for a file that could not be read at all, with the reason as an error diagnostic."""
     if isinstance(error, SourceError):
         message = str(error).removeprefix(f"{file.path}: ")
     else:
         message = f"cannot read: {error}"
-    return Evidence(path=file.name, format=fmt, problems=[Diagnostic(Location(file.name), message)])
+    return Evidence(path=file.name, format=facts.format, problems=[Diagnostic(Location(file.name), message)],
+                    facts=facts)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..model import Diagnostic, Evidence, FingerprintRow, Location, SourceFormat
+from ..model import Diagnostic, Evidence, FingerprintRow, FormatFacts, Location, SourceFormat
 from ..model.kinds import normalize_op
 from .base import InputFile
 from .keyvalue import (
@@ -49,7 +49,9 @@ def _is_fingerprint(fields: Mapping[str, object], from_json: bool) -> bool:
 class FingerprintSource:
     """Per-rank fingerprint traces, as JSON lines or `key=value` log lines."""
 
-    format = SourceFormat.FINGERPRINT
+    facts = FormatFacts(SourceFormat.FINGERPRINT, "fingerprint trace", records="fingerprints", per_rank=True,
+                          claims_ranks=True, markers=(b"checksum", b"digest", b'"sum"', b" sum="))
+    format = facts.format
 
     def sniff(self, head: bytes, text: str) -> float:
         """The share of the head's non-blank lines that are fingerprint records."""
@@ -57,7 +59,7 @@ class FingerprintSource:
 
     def parse(self, file: InputFile) -> Evidence:
         """Every fingerprint record of the file; broken records become error diagnostics."""
-        evidence, records = parse_records(file, self.format, _NEEDLES, _JSON_KEYS, _is_fingerprint, _row)
+        evidence, records = parse_records(file, self.facts, _NEEDLES, _JSON_KEYS, _is_fingerprint, _row)
         evidence.fingerprints = records
         return evidence
 

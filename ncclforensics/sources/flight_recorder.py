@@ -29,6 +29,7 @@ from ..model import (
     CommInfo,
     Diagnostic,
     Evidence,
+    FormatFacts,
     Location,
     ProcessIdentity,
     ProgressReport,
@@ -606,7 +607,9 @@ def read_dump(dump: object, name: str, evidence: Evidence) -> None:
 class FlightRecorderSource:
     """PyTorch Flight Recorder dumps, pickle (files ProcessGroupNCCL writes) or JSON (`_dump_nccl_trace_json`)."""
 
-    format = SourceFormat.FLIGHT_RECORDER
+    facts = FormatFacts(SourceFormat.FLIGHT_RECORDER, "Flight Recorder dump", records="collectives", per_rank=True,
+                          job_ranks=True, stream_priority=1, recorder=True, binary=True)
+    format = facts.format
 
     def sniff(self, head: bytes, text: str) -> float:
         """0.95 for a pickled FR dict, 0.9 for FR JSON, 0.3 for any other pickle (to report it), else 0."""
@@ -614,7 +617,7 @@ class FlightRecorderSource:
 
     def parse(self, file: InputFile) -> Evidence:
         """Load the dump safely and turn it into collectives, process groups and progress reports."""
-        evidence = Evidence(path=file.name, format=self.format)
+        evidence = Evidence(path=file.name, format=self.format, facts=self.facts)
         try:
             size = file.size if file.size is not None else file.path.stat().st_size
             if not file.compressed and size > MAX_DUMP_BYTES:  # refused unread: a sparse 3 GB file is no dump
@@ -622,7 +625,7 @@ class FlightRecorderSource:
                                   f"have (its load would take over {MAX_LOAD_BYTES >> 30} GiB); not read")
             data, problems = file.read_bytes(max_line=None)  # a pickle has no lines
         except (SourceError, OSError) as e:  # a decompression bomb, a vanished file
-            return unreadable(file, self.format, e)
+            return unreadable(file, self.facts, e)
         evidence.problems.extend(problems)
         with no_gc():
             if data.startswith(_UTF16_BOMS) or data.lstrip()[:1] in (b"{", b"\xef"):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..model import Diagnostic, Evidence, GateChoice, GateDecision, Location, SourceFormat
+from ..model import Diagnostic, Evidence, FormatFacts, GateChoice, GateDecision, Location, SourceFormat
 from .base import InputFile
 from .keyvalue import (
     LineRecord,
@@ -50,7 +50,9 @@ def _is_gate(fields: Mapping[str, object], from_json: bool) -> bool:
 class GateJournalSource:
     """Per-rank drafter-gate decisions, as JSON lines or `key=value` log lines."""
 
-    format = SourceFormat.GATE_JOURNAL
+    facts = FormatFacts(SourceFormat.GATE_JOURNAL, "gate journal", records="gates", per_rank=True, claims_ranks=True,
+                          markers=(b"decision",))
+    format = facts.format
 
     def sniff(self, head: bytes, text: str) -> float:
         """The share of the head's non-blank lines that are gate records."""
@@ -58,7 +60,7 @@ class GateJournalSource:
 
     def parse(self, file: InputFile) -> Evidence:
         """Every gate record of the file; broken records become error diagnostics."""
-        evidence, records = parse_records(file, self.format, _NEEDLES, _JSON_KEYS, _is_gate, _decision)
+        evidence, records = parse_records(file, self.facts, _NEEDLES, _JSON_KEYS, _is_gate, _decision)
         evidence.gates = records
         return evidence
 

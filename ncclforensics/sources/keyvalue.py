@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
 from ..errors import SourceError
-from ..model import Diagnostic, Evidence, Location, Severity, SourceFormat
+from ..model import Diagnostic, Evidence, FormatFacts, Location, Severity
 from .base import HEAD_BYTES, InputFile, looks_binary, split_lines, unreadable
 
 # `key=value` with the key not glued to a word, dot or dash before it (so `nranks=4` is `nranks`, never `rank`,
@@ -50,20 +50,21 @@ def key_values(line: str) -> dict[str, str]:
     return found
 
 
-def read_lines(file: InputFile, fmt: SourceFormat) -> tuple[list[str], Evidence]:
+def read_lines(file: InputFile, facts: FormatFacts) -> tuple[list[str], Evidence]:
     """The file's lines and the Evidence to fill, holding any reading problems; a corrupt gzip gives no lines."""
-    lines, evidence, _ = read_lines_cut(file, fmt)
+    lines, evidence, _ = read_lines_cut(file, facts)
     return lines, evidence
 
 
-def read_lines_cut(file: InputFile, fmt: SourceFormat) -> tuple[list[str], Evidence, bool]:
+def read_lines_cut(file: InputFile, facts: FormatFacts) -> tuple[list[str], Evidence, bool]:
     """read_lines, and whether the last line has no newline after it: a file written line by line and cut
     short (the process killed mid-write, a copy stopped early) ends inside its last line."""
     try:
         text, problems = file.read_text()
     except (SourceError, zlib.error, EOFError) as e:  # gzip magic, then bytes that do not inflate
-        return [], unreadable(file, fmt, e), False
-    return split_lines(text), Evidence(path=file.name, format=fmt, problems=problems), text[-1:] not in ("", "\n", "\r")
+        return [], unreadable(file, facts, e), False
+    evidence = Evidence(path=file.name, format=facts.format, problems=problems, facts=facts)
+    return split_lines(text), evidence, text[-1:] not in ("", "\n", "\r")
 
 
 def json_object(text: str) -> tuple[dict | None, str | None]:
@@ -106,7 +107,7 @@ class LineRecord:
 
 def parse_records(
     file: InputFile,
-    fmt: SourceFormat,
+    facts: FormatFacts,
     needles: tuple[str, ...],
     json_keys: tuple[str, ...],
     wanted: Callable[[Mapping[str, object], bool], bool],
@@ -114,7 +115,7 @@ def parse_records(
 ) -> tuple[Evidence, list]:
     """A record parser's whole job: the file's records (read_records), each made a value by `convert(record,
     name)`, which also names its bad fields. Returns the Evidence (with every problem) and the values."""
-    lines, evidence, cut = read_lines_cut(file, fmt)
+    lines, evidence, cut = read_lines_cut(file, facts)
     values = []
     for item in read_records(lines, file.name, needles, json_keys, wanted, cut_last=cut and len(lines) > 1):
         if isinstance(item, Diagnostic):

@@ -3,8 +3,8 @@
 `read_ras` reads any RAS transcript: JSON objects (STATUS documents or MONITOR events, concatenated, neither NDJSON
 nor an array, so `json.JSONDecoder.raw_decode` in a loop), text STATUS replies (handed to
 `ras_text.StatusTextParser`), MONITOR text lines, and the handshake around them (`CLIENT PROTOCOL 2`,
-`SERVER PROTOCOL 2`, `OK`, `TIMEOUT 5`, `SET FORMAT json`, shell prompts). All three RAS sources use it; the
-sniffed format only labels the Evidence. Reference: nccl_formats.md sections 1, 3.1 to 3.3 and 6 (Sample E).
+`SERVER PROTOCOL 2`, `OK`, `TIMEOUT 5`, `SET FORMAT json`, shell prompts). All three RAS sources (ras.py) use it;
+the sniffed format only labels the Evidence. Reference: nccl_formats.md sections 1, 3.1 to 3.3 and 6 (Sample E).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from bisect import bisect_right
 
 from ..errors import SourceError
 from ..model import (
-    Diagnostic, Evidence, Location, ProcessIdentity, RasComm, RasIssue, RasRank, RasSnapshot, Severity,
-    SourceFormat,
+    Diagnostic, Evidence, FormatFacts, Location, ProcessIdentity, RasComm, RasIssue, RasRank, RasSnapshot,
+    Severity,
 )
 from . import ras_common as rc
-from .base import InputFile, looks_binary, unreadable
+from .base import InputFile, unreadable
 from .ras_text import StatusTextParser
 
 # NCCL 2.28.7/2.28.9 `jsonWriteMissingRank` printed `"nvml_dev": %d\n` with no comma before `"status"`, so every
@@ -39,13 +39,14 @@ _MAX_TEXT_LINE = 1 << 16
 _OVERLONG_NUMBER = re.compile(r"\d{21}")
 
 
-def read_ras(file: InputFile, fmt: SourceFormat) -> Evidence:
-    """Every RAS reply and event in `file` as Evidence labelled `fmt`; bad content becomes diagnostics."""
+def read_ras(file: InputFile, facts: FormatFacts) -> Evidence:
+    """Every RAS reply and event in `file` as Evidence of the format `facts` describe; bad content becomes
+    diagnostics."""
     try:
         text, problems = file.read_text()
     except (SourceError, OSError, EOFError, ValueError, zlib.error) as e:  # corrupt gzip, bomb, unreadable file
-        return unreadable(file, fmt, e)
-    evidence = Evidence(path=file.name, format=fmt, problems=problems)
+        return unreadable(file, facts, e)
+    evidence = Evidence(path=file.name, format=facts.format, problems=problems, facts=facts)
     _Walker(evidence, text).run()
     return evidence
 
@@ -378,41 +379,3 @@ def _event_from_json(loc: Location, doc: dict) -> RasSnapshot:
     else:
         where = ""
     return _event_snapshot(loc, _str(doc.get("timestamp")), event, pid, where, _str(doc.get("details")) or "")
-
-
-class RasJsonSource:
-    """NCCL RAS `SET FORMAT json` + `STATUS` replies (2.28.7+), several per file if need be."""
-
-    format = SourceFormat.RAS_JSON
-
-    def sniff(self, head: bytes, text: str) -> float:
-        """0.97 for a JSON document with RAS STATUS keys."""
-        if looks_binary(head) or '"communicators' not in text:
-            return 0.0
-        keys = ('"nccl_version"', '"secondary_hash"', '"collective_counts"', '"missing_ranks"')
-        return 0.97 if any(k in text for k in keys) else 0.0
-
-    def parse(self, file: InputFile) -> Evidence:
-        """Every reply, JSON object and MONITOR event of the file; problems become diagnostics."""
-        return read_ras(file, self.format)
-
-
-class RasMonitorSource:
-    """NCCL RAS `MONITOR` event streams (2.29.2+), text lines or concatenated JSON objects."""
-
-    format = SourceFormat.RAS_MONITOR
-
-    def sniff(self, head: bytes, text: str) -> float:
-        """0.95 for MONITOR text lines or JSON events (0.9 when STATUS replies are in the same file)."""
-        if looks_binary(head):
-            return 0.0
-        names = "|".join(rc.MONITOR_EVENTS)
-        text_event = re.search(rf"^\[\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d\] (?:{names}):", text, re.M)
-        json_event = re.search(rf'"event"\s*:\s*"(?:{names})"', text)
-        if not (text_event or json_event):
-            return 0.0
-        return 0.9 if '"communicators' in text else 0.95
-
-    def parse(self, file: InputFile) -> Evidence:
-        """Every event, reply and JSON object of the file; problems become diagnostics."""
-        return read_ras(file, self.format)

@@ -4,7 +4,8 @@ A reply is: version header, job summary, `Communicators... (0.001s)`, the commun
 Errors and Warnings sections made of blocks (`INCOMPLETE`, `DEAD`, `TIMEOUT`, `#<group>-<index> (<hash>) KIND`).
 Parsing keys on headings and line prefixes, never on blank lines (nccl_formats.md sections 2.1 to 2.7). A file may
 hold several replies back to back, inside a transcript; `ras_json.read_ras` walks the file and hands the text
-lines of replies to `StatusTextParser`, so every RAS source reads mixed transcripts the same way.
+lines of replies to `StatusTextParser`, so every RAS source (ras.py) reads mixed transcripts the same way. The
+records a reply is read into, and what is concluded when it ends, are in ras_reply.py.
 
 Mapping onto the model, per reply: one RasSnapshot; one RasComm per comm of the table, in table order, named by its
 hash where a block prints it and `#<group>-<index>` otherwise (healthy comms have no block, so no hash); one
@@ -15,24 +16,22 @@ ProcessIdentity for every rank line that names a process.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from ..model import (
-    Diagnostic, Evidence, Location, ProcessIdentity, RasComm, RasCountGroup, RasIssue, RasRank, RasSnapshot,
-    Severity, SourceFormat,
+    Diagnostic, Evidence, Location, ProcessIdentity, RasComm, RasCountGroup, RasIssue, RasSnapshot, Severity,
 )
 from . import ras_common as rc
-from .base import InputFile, looks_binary
+from .base import looks_binary
+from .ras_reply import (
+    COMMS, ERRORS, HEADER, MAX_IMPLIED, MAX_RANK, SUMMARY, TABLE, WARNINGS, Block, Reply, ReplyComm, ReplyRank,
+    cut_short, infer_majority, parse_group_row,
+)
 
 _VERSION = re.compile(r"NCCL version (?P<version>\S+) compiled with CUDA (?P<cuda>\S+)")
 _CUDA = re.compile(r"CUDA runtime version \d+, driver version \d+")
 _COMMUNICATORS = re.compile(r"Communicators\.\.\.(?: \((?P<secs>[\d.]+)s\))?")
 _TABLE_HEAD = re.compile(r"Group\s+Comms\s+Nodes\s+Ranks\s+Ranks\s+Ranks\s+Status\s+Errors")
 _TABLE_HEAD2 = re.compile(r"#\s+in group\s+per comm\s+per node\s+per comm\s+in group")
-_ROW = re.compile(
-    r"\s*(?P<group>\d+)\s+(?P<comms>\d+)\s+(?P<nodes>\d+)\s+(?P<per_node>\d+(?:-\d+)?)\s+(?P<size>\d+)"
-    r"\s+(?P<in_group>\d+)\s+(?P<status>NOCOMM|UNKNOWN|INIT|RUNNING|FINALIZE|ABORT)\s+(?P<errors>[A-Z,]+)\s*"
-)
 _COMM_BLOCK = re.compile(r"#(?P<group>\d+)-(?P<index>\d+) \((?P<hash>[0-9a-fA-F]{1,16})\) (?P<kind>[A-Z,]+)\s*")
 _JOB_BLOCKS = frozenset({"INCOMPLETE", "DEAD", "TIMEOUT"})
 _RANK = re.compile(
@@ -62,15 +61,7 @@ _LINES = [  # (name, regex) of the other lines a block may hold
     ("zero_group", re.compile(r"\s*(?P<n>\d+) ranks have not launched any operations\s*")),
 ]
 _SUMMARY_LINE = re.compile(r"\s.*|\(total\).*|The outlier nodes?:.*|=+")
-_MAX_RANK = 1 << 24  # no real communicator has this many ranks; larger numbers are decoded garbage
-# Comms and ranks a reply implies without listing them (a table row's comm count, the members of an unlisted
-# majority group) are built one object each. One short line can claim millions, so a file gets at most this many.
-_MAX_IMPLIED = 1 << 16
 
-# Stages of a reply, in the order NCCL prints them; a heading of a stage already passed starts a new reply.
-HEADER, SUMMARY, COMMS, TABLE, ERRORS, WARNINGS = range(1, 7)
-_STAGE_NAMES = {HEADER: "its header", SUMMARY: "the job summary", COMMS: "the communicators heading",
-                TABLE: "the communicators table", ERRORS: "the Errors section"}
 
 
 # Lines only a text reply has (0.95), its headings (0.9), and section underlines that others could share (0.6).
@@ -90,112 +81,8 @@ def sniff_text(head: bytes, text: str) -> float:
     return next((score for score, pattern in _SNIFF if pattern.search(text)), 0.0)
 
 
-@dataclass(frozen=True)
-class GroupRow:
-    """One row of the communicators table: a group of comms with the same size, nodes, status and errors."""
-
-    group: int
-    comms: int  # comms in the group
-    nodes: int  # nodes per comm (responding ranks only)
-    ranks_per_node: tuple[int, int]  # (min, max); `3-4` -> (3, 4), `4` -> (4, 4)
-    size: int  # ranks per comm (declared size)
-    ranks_in_group: int
-    status: str
-    errors: tuple[str, ...]  # () for OK
-    line: int
-
-    @property
-    def implausible(self) -> bool:
-        """A row no real comm yields (`0 nodes`, `0 ranks`): comm-walk garbage of 2.26-2.28.9 (NVIDIA/nccl#1762)."""
-        return self.comms == 0 or self.nodes == 0 or self.size == 0 or self.size > _MAX_RANK
-
-
-def parse_group_row(line: str, lineno: int = 0) -> GroupRow | None:
-    """Parse `    0         1         2       3-4         8         7   RUNNING  INCOMPLETE`; None if not a row."""
-    m = _ROW.fullmatch(line)
-    if not m:
-        return None
-    low, _, high = m["per_node"].partition("-")
-    errors = tuple(e for e in m["errors"].split(",") if e and e != "OK")
-    return GroupRow(int(m["group"]), int(m["comms"]), int(m["nodes"]), (int(low), int(high or low)), int(m["size"]),
-                    int(m["in_group"]), m["status"], errors, lineno)
-
-
 def _rank_list(text: str) -> list[int]:
     return [int(t) for t in re.split(r"[,\s]+", text.strip()) if t.isdigit()]
-
-
-@dataclass
-class _Rank:
-    """A rank as the lines of one reply describe it, filled in line by line."""
-
-    rank: int
-    host: str | None = None
-    pid: int | None = None
-    cuda_dev: int | None = None
-    counts: dict[str, int] = field(default_factory=dict)
-    status: str | None = None
-    async_error: str | None = None
-    missing: bool = False
-    unresponsive: bool = False
-
-    def freeze(self, dead: set[tuple[int, str]]) -> RasRank:
-        is_dead = self.missing and self.pid is not None and (self.pid, self.host) in dead
-        return RasRank(self.rank, self.host, self.pid, self.cuda_dev, dict(self.counts), self.status,
-                       self.async_error, self.missing, self.unresponsive, is_dead)
-
-
-@dataclass
-class _Comm:
-    group: int
-    index: int
-    comm: str  # hash, or `#g-i` until a block names it
-    line: int
-    ranks: dict[int, _Rank] = field(default_factory=dict)
-    groups: list[list] = field(default_factory=list)  # [op, count, nranks, ranks list]
-    status_differs: bool = False  # a "Communicator ranks have different status" part was printed
-    corrupt: bool = False
-    announced: list = field(default_factory=list)  # ops of "different <op> operation counts" parts
-    missing_claimed: int = 0  # "Missing communicator data from <n> ranks"
-
-    def rank(self, number: int) -> _Rank:
-        return self.ranks.setdefault(number, _Rank(number))
-
-
-@dataclass
-class _Block:
-    """The block being read: its kind, its comm (None for job-level blocks) and what its lines said so far."""
-
-    kind: str
-    line: int
-    comm: _Comm | None = None
-    warning: bool = False
-    messages: list[str] = field(default_factory=list)
-    ranks: list[int] = field(default_factory=list)
-    pids: list[int] = field(default_factory=list)
-    identities: list[ProcessIdentity] = field(default_factory=list)
-    context: tuple = ()  # what a bare `Rank r -- ...` line belongs to: ("missing",), ("count", group), ...
-    init_errors: bool = False  # the error breakdown being read is of initialisation (not asynchronous) errors
-    lines: int = 0  # lines read after the heading
-    op: str | None = None  # collective type of the current "different ... operation counts" part
-
-
-@dataclass
-class _Reply:
-    line: int
-    stage: int = 0
-    version: str | None = None
-    rows: dict[int, GroupRow] = field(default_factory=dict)
-    comms: dict[tuple[int, int], _Comm] = field(default_factory=dict)
-    issues: list[RasIssue] = field(default_factory=list)
-    dead: set[tuple[int, str]] = field(default_factory=set)
-    block: _Block | None = None
-    unrecognised: list[int] = field(default_factory=list)
-    dropped: list[str] = field(default_factory=list)  # comms dropped as decoded garbage
-    saw_missing: bool = False
-    last_line: int = 0  # the last line that was part of this reply
-    underlined: bool = False  # the Warnings heading's underline was read
-    empty_blocks: list[int] = field(default_factory=list)  # lines of block headings with no line after them
 
 
 class StatusTextParser:
@@ -204,8 +91,8 @@ class StatusTextParser:
     def __init__(self, evidence: Evidence) -> None:
         self.evidence = evidence
         self.path = evidence.path
-        self.reply: _Reply | None = None
-        self.implied_left = _MAX_IMPLIED  # budget for implied comms and ranks, shared by the file's replies
+        self.reply: Reply | None = None
+        self.implied_left = MAX_IMPLIED  # budget for implied comms and ranks, shared by the file's replies
 
     def feed(self, lineno: int, line: str) -> bool:
         """Take one line; False when it is not part of a text reply (the caller decides what it is)."""
@@ -222,7 +109,7 @@ class StatusTextParser:
         if stage:
             if self.reply is None or self.reply.stage >= stage:
                 self.close()
-                self.reply = _Reply(line=lineno)
+                self.reply = Reply(line=lineno)
             self._close_block()
             self.reply.stage = stage
             if stage == HEADER:
@@ -324,7 +211,7 @@ class StatusTextParser:
             return True
         if text in _JOB_BLOCKS:
             self._close_block()
-            reply.block = _Block(text, lineno, warning=reply.stage == WARNINGS)
+            reply.block = Block(text, lineno, warning=reply.stage == WARNINGS)
             return True
         if not line[:1].isspace():
             self.close()
@@ -344,7 +231,7 @@ class StatusTextParser:
         comm_hash = rc.normalize_hash(m["hash"])
         comm = reply.comms.get((group, index))
         if comm is None:
-            comm = reply.comms[(group, index)] = _Comm(group, index, comm_hash, lineno)
+            comm = reply.comms[(group, index)] = ReplyComm(group, index, comm_hash, lineno)
         elif comm.comm != comm_hash:
             comm.corrupt = True  # one comm, two hashes: the reply's comm list was misread
         row = reply.rows.get(group)
@@ -358,11 +245,11 @@ class StatusTextParser:
         if reason:
             self._corrupt(comm, lineno, reason)
         kind = m["kind"]
-        reply.block = _Block(kind, lineno, comm=comm, warning=reply.stage == WARNINGS)
+        reply.block = Block(kind, lineno, comm=comm, warning=reply.stage == WARNINGS)
         if "INCOMPLETE" in kind:
             reply.saw_missing = True
 
-    def _block_line(self, block: _Block, lineno: int, line: str) -> None:
+    def _block_line(self, block: Block, lineno: int, line: str) -> None:
         m = _RANK.fullmatch(line)
         if m:
             self._rank_line(block, lineno, m)
@@ -381,7 +268,7 @@ class StatusTextParser:
                 return
         self.reply.unrecognised.append(lineno)
 
-    def _summary_line(self, block: _Block, lineno: int, name: str, m: re.Match) -> None:
+    def _summary_line(self, block: Block, lineno: int, name: str, m: re.Match) -> None:
         comm = block.comm
         size = self.reply.rows[comm.group].size if comm and comm.group in self.reply.rows else None
         if name in ("missing", "count_group", "zero_group", "status_group", "reported") and comm is not None:
@@ -420,7 +307,7 @@ class StatusTextParser:
             comm.groups.append(group)
             block.context = ("count", group)
 
-    def _rank_line(self, block: _Block, lineno: int, m: re.Match) -> None:
+    def _rank_line(self, block: Block, lineno: int, m: re.Match) -> None:
         number = int(m["rank"])
         rank = self._block_rank(block, lineno, number)
         if rank is None:
@@ -457,32 +344,32 @@ class StatusTextParser:
                                                     comm=comm, comm_rank=number, comm_size=size,
                                                     cuda_dev=rank.cuda_dev))
 
-    def _block_rank(self, block: _Block, lineno: int, number: int) -> _Rank | None:
+    def _block_rank(self, block: Block, lineno: int, number: int) -> ReplyRank | None:
         """The comm's rank `number`, or None (and the comm marked corrupt) when no real comm has it."""
         comm = block.comm
         if comm is None:
             self.reply.unrecognised.append(lineno)
             return None
         row = self.reply.rows.get(comm.group)
-        if number >= _MAX_RANK or (row is not None and number >= row.size):
+        if number >= MAX_RANK or (row is not None and number >= row.size):
             self._corrupt(comm, lineno, f"rank {number} in a comm of {row.size if row else 'unknown'} ranks")
             return None
         return comm.rank(number)
 
     @staticmethod
-    def _set_status(rank: _Rank, status: str) -> None:
+    def _set_status(rank: ReplyRank, status: str) -> None:
         rank.status = status
         if status in rc.NO_COMM_STATUSES:
             rank.missing = True
 
     @staticmethod
-    def _set_error(rank: _Rank, error: str, init: bool) -> None:
+    def _set_error(rank: ReplyRank, error: str, init: bool) -> None:
         if init:
             rank.status = rank.status or "INIT"  # an initialisation error leaves the rank in INIT
         else:
             rank.async_error = error
 
-    def _corrupt(self, comm: _Comm, lineno: int, reason: str) -> None:
+    def _corrupt(self, comm: ReplyComm, lineno: int, reason: str) -> None:
         if comm.corrupt and comm.comm in self.reply.dropped:
             return
         comm.corrupt = True
@@ -517,45 +404,7 @@ class StatusTextParser:
 
     # -- the snapshot
 
-    def _cut_short(self, reply: _Reply, cut: bool) -> list[str]:
-        """Why a reply is incomplete: NCCL prints every section (Warnings last, even when empty), a block for every
-        comm the table lists with errors, and for every collective type whose counts differ the counts of all
-        ranks. A reply that lacks any of these was cut short (the server or the copy stopped)."""
-        reasons = []
-        if reply.stage < WARNINGS:
-            reasons.append(f"it ends in {_STAGE_NAMES.get(reply.stage, 'its header')}, before the Warnings section")
-        elif not reply.underlined:
-            reasons.append("it ends at the Warnings heading")
-        if reply.empty_blocks:
-            reasons.append(f"the block of line {reply.empty_blocks[0]} has no line after its heading")
-
-        if reply.stage >= ERRORS:
-            named = {c.group for c in reply.comms.values()}
-            unnamed = sorted(g for g, row in reply.rows.items() if row.errors and g not in named)
-            if unnamed:
-                reasons.append(f"the communicators table lists errors for group(s) {', '.join(map(str, unnamed))} "
-                               f"that no Errors or Warnings block describes")
-        for comm in reply.comms.values():
-            row = reply.rows.get(comm.group)
-            if comm.corrupt or row is None:
-                continue
-            missing = sum(1 for r in comm.ranks.values() if r.missing)
-            if missing < comm.missing_claimed:
-                reasons.append(f"#{comm.group}-{comm.index} names {missing} of its {comm.missing_claimed} missing "
-                               f"ranks")
-            for op in dict.fromkeys([*comm.announced, *(g[0] for g in comm.groups)]):
-                groups = [g for g in comm.groups if g[0] == op]
-                counted = sum(g[2] for g in groups) + missing
-                partial = [g for g in groups if 0 < len(g[3]) < g[2]]  # `2 ranks have ...` and fewer Rank lines
-                if counted < row.size or partial or sum(1 for g in groups if not g[3] and g[2] > 1) > 1:
-                    reasons.append(f"#{comm.group}-{comm.index} gives the {op or 'operation'} counts of its "
-                                   f"{row.size} ranks only in part")
-                    break
-        if cut:
-            reasons.append("its last line has no line break after it")
-        return reasons
-
-    def _snapshot(self, reply: _Reply, cut: bool = False) -> RasSnapshot:
+    def _snapshot(self, reply: Reply, cut: bool = False) -> RasSnapshot:
         if reply.version and self.evidence.version is None:
             self.evidence.version = reply.version
         if reply.unrecognised:
@@ -576,24 +425,24 @@ class StatusTextParser:
             unlisted += row.comms - listed
         if unlisted:
             self._problem(reply.line, f"the communicators table claims {unlisted} more comms than this file may "
-                          f"imply ({_MAX_IMPLIED}); they are not listed")
+                          f"imply ({MAX_IMPLIED}); they are not listed")
         comms = []
         for group, index in sorted(keys):
-            comm = reply.comms.get((group, index)) or _Comm(group, index, f"#{group}-{index}", 0)
+            comm = reply.comms.get((group, index)) or ReplyComm(group, index, f"#{group}-{index}", 0)
             if comm.corrupt:
                 continue
             comms.append(self._freeze_comm(reply, comm))
-        reasons = self._cut_short(reply, cut)
+        reasons = cut_short(reply, cut)
         if reasons:
             self._problem(reply.last_line or reply.line, f"RAS reply of line {reply.line} is cut short: "
                           f"{'; '.join(reasons)}. What it does not show is unknown, not healthy")
         return RasSnapshot(Location(self.path, reply.line), nccl_version=reply.version, comms=tuple(comms),
                            issues=tuple(reply.issues), truncated=bool(reasons))
 
-    def _freeze_comm(self, reply: _Reply, comm: _Comm) -> RasComm:
+    def _freeze_comm(self, reply: Reply, comm: ReplyComm) -> RasComm:
         row = reply.rows.get(comm.group)
         missing = sorted(r.rank for r in comm.ranks.values() if r.missing)
-        self._infer_majority(comm, row.size if row else None, set(missing))
+        self.implied_left -= infer_majority(comm, row.size if row else None, set(missing), self.implied_left)
         if row is not None and not comm.status_differs:
             for rank in comm.ranks.values():  # one status bit set: every responding rank has the comm's status
                 if not rank.missing:
@@ -606,42 +455,3 @@ class StatusTextParser:
                        status=row.status if row else None, errors=row.errors if row else (), ranks=ranks,
                        count_groups=groups, missing_ranks=tuple(missing),
                        dead_ranks=tuple(r.rank for r in ranks if r.dead))
-
-    def _infer_majority(self, comm: _Comm, size: int | None, missing: set[int]) -> None:
-        """Fill in the members of the one unlisted count group of a collective type, when only one fits.
-
-        NCCL lists the members of a group only when it is an outlier (section 2.6), so the majority line reads
-        `3 ranks have launched up to operation 49`. With a 4-rank comm and rank 0 listed at 50, the 3 are 1, 2, 3.
-        """
-        if size is None:
-            return
-        for op in dict.fromkeys(g[0] for g in comm.groups):
-            groups = [g for g in comm.groups if g[0] == op]
-            unlisted = [g for g in groups if not g[3]]
-            if len(unlisted) != 1:
-                continue
-            known = {r for g in groups for r in g[3]} | missing
-            fits = size - sum(1 for r in known if 0 <= r < size)
-            # Counted before the ranks are built: `size` may be in the millions (see _MAX_IMPLIED).
-            if fits == unlisted[0][2] and fits <= self.implied_left:
-                self.implied_left -= fits
-                candidates = [r for r in range(size) if r not in known]
-                unlisted[0][3].extend(candidates)
-                for number in candidates:
-                    comm.rank(number).counts.setdefault(op or rc.SINGLE_COUNTER, unlisted[0][1])
-
-
-class RasTextSource:
-    """NCCL RAS text STATUS replies (and whatever else a RAS transcript holds, read by `ras_json.read_ras`)."""
-
-    format = SourceFormat.RAS_TEXT
-
-    def sniff(self, head: bytes, text: str) -> float:
-        """0.95 on table/block/Errors lines only a text reply has, 0.9 on its headings, else 0."""
-        return sniff_text(head, text)
-
-    def parse(self, file: InputFile) -> Evidence:
-        """Every reply, JSON object and MONITOR event of the file; problems become diagnostics."""
-        from .ras_json import read_ras  # ras_json imports this module: it walks files and calls StatusTextParser
-
-        return read_ras(file, self.format)

@@ -27,7 +27,8 @@ from dataclasses import replace
 
 from ..errors import SourceError
 from ..model import (
-    Diagnostic, Evidence, Location, ProcessIdentity, ProgressReport, Severity, SourceFormat, WatchdogEvent,
+    Diagnostic, Evidence, FormatFacts, Location, ProcessIdentity, ProgressReport, Severity, SourceFormat,
+    WatchdogEvent,
 )
 from ..model.kinds import normalize_op
 from .base import InputFile, looks_binary, unreadable
@@ -355,7 +356,9 @@ _NCCL_LINE = re.compile(r" NCCL (?:INFO|WARN) ")
 class TorchLogSource:
     """A rank's stdout/stderr with PyTorch ProcessGroupNCCL watchdog, desync and flight-recorder messages."""
 
-    format = SourceFormat.TORCH_LOG
+    facts = FormatFacts(SourceFormat.TORCH_LOG, "PyTorch log", records="watchdog", per_rank=True, job_ranks=True,
+                          markers=(b"ProcessGroupNCCL", b"WorkNCCL(", b"Watchdog caught"))
+    format = facts.format
 
     def sniff(self, head: bytes, text: str) -> float:
         """0.6-0.9 with ProcessGroupNCCL error messages (less the more NCCL debug lines share the head), 0.3 for
@@ -371,11 +374,11 @@ class TorchLogSource:
 
     def parse(self, file: InputFile) -> Evidence:
         """Every watchdog, desync and dump message of the file, ranks told apart line by line."""
-        evidence = Evidence(path=file.name, format=self.format)
+        evidence = Evidence(path=file.name, format=self.format, facts=self.facts)
         try:
             lines, problems = file.lines()
         except (SourceError, OSError) as e:  # a decompression bomb, a vanished file
-            return unreadable(file, self.format, e)
+            return unreadable(file, self.facts, e)
         evidence.problems.extend(problems)
         reader = _Reader(file.name, lines, evidence)
         index = 0

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..model import Diagnostic, Evidence, Location, Severity, SourceFormat, SpecDecodeMetrics
+from ..model import Diagnostic, Evidence, FormatFacts, Location, Severity, SourceFormat, SpecDecodeMetrics
 from .base import InputFile
 from .keyvalue import head_lines, json_object, read_lines, shown
 
@@ -85,7 +85,9 @@ _BENCH_FIELDS = {
 class VllmMetricsSource:
     """vLLM `SpecDecoding metrics` / `Speculative metrics` log lines and `vllm bench serve` blocks."""
 
-    format = SourceFormat.VLLM_METRICS
+    facts = FormatFacts(SourceFormat.VLLM_METRICS, "vLLM metrics log", records="metrics",
+                          markers=(b"SpecDecoding metrics", b"Speculative metrics"))
+    format = facts.format
 
     def sniff(self, head: bytes, text: str) -> float:
         """Share of non-blank head lines that are metrics lines or bench-block lines (vLLM stats lines count half)."""
@@ -105,7 +107,7 @@ class VllmMetricsSource:
 
     def parse(self, file: InputFile) -> Evidence:
         """Every metrics line of the file; other lines are other log output and skipped."""
-        lines, evidence = read_lines(file, self.format)
+        lines, evidence = read_lines(file, self.facts)
         blocks = dict(_bench_blocks(lines))
         engine: str | None = None  # `Engine NNN` of the latest stats line without a pid prefix
         for index, raw in enumerate(lines):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ncclforensics.model import Evidence, RasCountGroup, RasSnapshot, Severity, SourceFormat
 from ncclforensics.sources import InputFile, detect, parse_file
 from ncclforensics.sources.ras_common import count_groups
-from ncclforensics.sources.ras_json import RasJsonSource, RasMonitorSource
+from ncclforensics.sources.ras import RasJsonSource, RasMonitorSource
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 REAL = FIXTURES / "real" / "nccl-2.28.9"

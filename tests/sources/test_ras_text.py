@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from ncclforensics.model import Evidence, RasCountGroup, RasSnapshot, Severity, SourceFormat
 from ncclforensics.sources import InputFile, detect, parse_file
 from ncclforensics.sources.ras_common import is_transcript_noise, normalize_hash, version_tuple
-from ncclforensics.sources.ras_json import RasJsonSource, RasMonitorSource
-from ncclforensics.sources.ras_text import RasTextSource, parse_group_row
+from ncclforensics.sources.ras import RasJsonSource, RasMonitorSource, RasTextSource
+from ncclforensics.sources.ras_text import parse_group_row
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 REAL = FIXTURES / "real" / "nccl-2.28.9"

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...model import Evidence, SourceFormat
+from ...model import Evidence, FormatFacts, SourceFormat
 from ..base import InputFile
 from .comm_hash import child_comm_hash, hash_name
 from .history import History
@@ -62,7 +62,9 @@ KEYED_MIN_BYTES = 1 << 20  # plain logs from this size on are read by keys (keye
 class NcclLogSource:
     """NCCL_DEBUG output (INFO/WARN lines with a `host:pid:tid` header), one or many processes per file."""
 
-    format = SourceFormat.NCCL_LOG
+    facts = FormatFacts(SourceFormat.NCCL_LOG, "NCCL debug log", records="collectives", per_rank=True, stream_priority=0,
+                        opcount_positions=True, markers=(b": opCount ", b"Init COMPLETE", b"NCCL WARN"), streamed=True)
+    format = facts.format
 
     def sniff(self, head: bytes, text: str) -> float:
         """The fraction of non-blank lines of the head that are NCCL debug lines (0 when there are none)."""
@@ -74,18 +76,18 @@ class NcclLogSource:
         found = read_keyed(file, KEYED_MIN_BYTES)
         if found is not None:
             try:
-                return _evidence(file.name, found, Problems(file.name, []))
+                return _evidence(file.name, found, Problems(file.name, []), self.facts)
             except pl.exceptions.PolarsError:  # a line read again that no longer reads: the line reader says what
                 pass
         data, diagnostics = file.read_bytes()
         problems = Problems(file.name, diagnostics)
-        return _evidence(file.name, read_lines(data, problems), problems)
+        return _evidence(file.name, read_lines(data, problems), problems, self.facts)
 
 
-def _evidence(name: str, found: LogLines, problems: Problems) -> Evidence:
+def _evidence(name: str, found: LogLines, problems: Problems, facts: FormatFacts) -> Evidence:
     history = History(problems)
     history.read(found.misc)
-    evidence = Evidence(path=name, format=SourceFormat.NCCL_LOG, collectives=collectives(found, history, problems))
+    evidence = Evidence(path=name, format=facts.format, collectives=collectives(found, history, problems), facts=facts)
     evidence.identities = history.identities()
     evidence.watchdog = history.watchdog()
     evidence.version = history.version
