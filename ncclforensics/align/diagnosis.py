@@ -28,6 +28,8 @@ from .divergence import (
     analyze_comm,
 )
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
+from .step_sums import step_sums_root
+from .traces import with_trace_rows
 from .gates import GateDisagreement, first_gate_disagreement
 from .jobs import split_jobs
 from .ranks import resolve_global_ranks
@@ -91,6 +93,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     evidence, unranked_caveats = unranked_streams(evidence)
     evidence, rank_caveats = resolve_global_ranks(evidence)
     unranked_caveats += rank_caveats
+    evidence, trace_caveats = with_trace_rows(evidence)
+    unranked_caveats += trace_caveats
     streams = build_streams(evidence)
     problems = foreign + list(streams.problems)
     # A file that conflicts with another for the same rank is left out entirely, not only its collectives.
@@ -124,6 +128,12 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     marks = enqueue_marks(progress, watchdog)
     if root is None:
         root = ras_only_root(ras, rank_map, streams, stops) or marks_only_root(marks, streams)
+    sums_step = None
+    if root is None and not any(len(ranks) > 1 for ranks in streams.members.values()):
+        found = step_sums_root(fingerprints, {**{c: set(r) for c, r in streams.expected_members.items()},
+                                              **{c: set(r) for c, r in streams.members.items()}})
+        if found is not None:
+            root, sums_step = found
     if root is not None:
         root = _resolve_tie(root, gate)
         if root.kind == STOPPED and _death_evidence(ras, rank_map, watchdog):
@@ -146,7 +156,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
     diagnosis.death = _death_evidence(ras, rank_map, watchdog)
     diagnosis.gate_ties = _gate_ties(root, gate)
-    diagnosis.root_step = gate.step if diagnosis.gate_ties else None
+    diagnosis.root_step = gate.step if diagnosis.gate_ties else sums_step
     if diagnosis.root_step is None and root is not None and root.seq_range is not None:
         diagnosis.root_step = _recorded_step(root, streams)
     diagnosis.verdict = _verdict(diagnosis, ras)

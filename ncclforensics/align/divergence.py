@@ -42,6 +42,7 @@ class RangeReason(str, Enum):
     COUNTS = "counts"  # only launch counts are known (which ranks launched more or fewer, not which collectives)
     TYPE_COUNTS = "type_counts"  # RAS counts per collective type: nothing places the root in launch order
     NO_DATA = "no_data"  # the outliers left no data at all (missing from RAS)
+    STEP_SUMS = "step_sums"  # per-step checksums only: the step is known, the collective is on no record
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class Root:
     shown: bool = False  # a record differs (in any field) between outliers and reference, not only their lengths
     told: bool = False  # the records agree; the edit is placed only because the gate journal names the outliers
     counts_by_type: dict[str, dict[int, int]] = field(default_factory=dict)  # type -> rank -> launched (RAS)
+    step_bound: int | None = None  # per-step checksums: the step the results part at; the root is in it or before
 
 
 @dataclass

@@ -125,6 +125,7 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
     floor = _identified_floor(outlier, reference, at)
     confirmed: list[Placement] = []  # edits that records after them pair with
     off_end: list[Placement] = []  # edits whose block runs to the end of the records: nothing after them to check
+    unseen: list[Placement] = []  # edits past the end of the reference's records: nothing on record to check
     failing: list[tuple[Placement, int]] = []  # (edit, where it fails again), for streams no single edit explains
     for size in range(1, MAX_EDIT + 1):
         for kind, shift_out, shift_ref in ((EditKind.EXTRA, size, 0), (EditKind.MISSING, 0, size)):
@@ -144,6 +145,11 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
                 low = max(earliest, n_out - size)
                 if kind is EditKind.EXTRA and low <= at:
                     off_end.append(_placement(rank, kind, size, low, at, start, score - size))
+                if kind is EditKind.EXTRA and at == n_ref and max(earliest, n_ref) <= n_out - size:
+                    # Nothing departs before the reference's records end: its next, unrecorded collectives may
+                    # pair with the outlier's after the block, so the block may start anywhere in the rest.
+                    unseen.append(_placement(rank, kind, size, max(earliest, n_ref), n_out - size, start,
+                                             score - size))
             elif length > 0:
                 ok = compatible(outlier, shift_out + at, reference, shift_ref + at, length - at)
                 stop = _first_false(ok)
@@ -164,15 +170,15 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
     # No edit starts at or before a record that is the reference's own collective at the same seq: equal in every
     # field, with a value (call stack, tag and step, say) that no other record of either stream has.
     if floor:
-        confirmed = [replace(p, low=max(p.low, start + floor)) for p in confirmed if p.high >= start + floor]
-        off_end = [replace(p, low=max(p.low, start + floor)) for p in off_end if p.high >= start + floor]
+        confirmed, off_end, unseen = ([replace(p, low=max(p.low, start + floor)) for p in found
+                                       if p.high >= start + floor] for found in (confirmed, off_end, unseen))
     if confirmed:
         # Edits that run off the records count only at the first visible departure itself: where records after
         # it confirm an edit, a long block that swallows them is not taken (see MAX_EDIT).
         top = max(p.high for p in confirmed)
-        return confirmed + [replace(p, low=p.high) for p in off_end if p.high > top], True
-    if off_end:
-        return off_end, True
+        return confirmed + [replace(p, low=p.high) for p in off_end if p.high > top] + unseen, True
+    if off_end or unseen:
+        return off_end + unseen, True
     if not failing:
         return [], True  # nothing to place (a stream of no records)
     furthest = max(reach for _, reach in failing)

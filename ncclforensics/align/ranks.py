@@ -33,15 +33,19 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
         for identity in item.identities:
             if identity.rank is not None and identity.pid is not None:
                 claims.setdefault(identity.rank, set()).add((identity.host, identity.pid))
-    if not any(len(processes) > 1 for processes in claims.values()):
+    widest = max((i.comm_size or 0 for item in logs for i in item.identities), default=0)
+    if not any(len(processes) > 1 for processes in claims.values()) and _job_size(evidence) <= widest:
         return evidence, []
     processes = sorted({p for ps in claims.values() for p in ps}, key=lambda p: (str(p[0]), p[1]))
     dumps = _dump_groups(evidence)
+    wanted = sorted({seq for groups in dumps.values() for _, _, head in groups for seq, _ in head})
     mapping: dict[tuple, int] = {}
     for process in processes:
-        matches = [rank for rank, groups in dumps.items() if _matches(_process_comms(logs, process), groups)]
+        comms = _process_comms(logs, process, wanted)
+        matches = [rank for rank, groups in dumps.items() if _matches(comms, groups)]
         if len(matches) == 1 and matches[0] not in mapping.values():
             mapping[process] = matches[0]
+    mapping.update(_by_members(logs, evidence, processes, mapping))
     unmatched = [p for p in processes if p not in mapping]
     next_rank = max([*mapping.values(), *dumps, -1]) + 1
     stand_ins = {p: next_rank + i for i, p in enumerate(unmatched)}
@@ -49,15 +53,33 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
     renumber = {id(item) for item in logs}
     changed = [_renumbered(item, mapping) if id(item) in renumber else item for item in evidence]
     caveats = [f"No communicator in the NCCL logs holds every process, so their ranks are comm ranks, not the "
-               f"job's: {len(mapping) - len(stand_ins)} process(es) were matched to a Flight Recorder dump's rank"
+               f"job's: {_processes(len(mapping) - len(stand_ins))} given the job's rank through the Flight Recorder "
+               f"dumps"
                + ("; the others are stand-ins numbered by host, then pid ("
                   + ", ".join(f"rank {r} = {h}:{pid}" for (h, pid), r in list(stand_ins.items())[:8])
                   + (", ..." if len(stand_ins) > 8 else "") + ")" if stand_ins else "") + "."]
     return changed, caveats
 
 
+def _processes(n: int) -> str:
+    return "1 process was" if n == 1 else f"{n} processes were"
+
+
+def _job_size(evidence: list[Evidence]) -> int:
+    """How many ranks other evidence shows the job has: its widest communicator, and its highest global rank."""
+    size = 0
+    for item in evidence:
+        if item.format is SourceFormat.NCCL_LOG:
+            continue
+        for info in item.comm_infos:
+            size = max(size, info.size or 0, len(info.ranks), max(info.ranks, default=-1) + 1)
+        size = max(size, max(item.ranks, default=-1) + 1)
+    return size
+
+
 def _dump_groups(evidence: list[Evidence]) -> dict[int, list[tuple[int, int, tuple]]]:
-    """Flight Recorder rank -> per process group: (size, this rank's comm rank, first collectives)."""
+    """Flight Recorder rank -> per process group: (size, this rank's comm rank, its first collectives on record as
+    (seq, (op, count)): a ring that wrapped starts past seq 1)."""
     found: dict[int, list[tuple[int, int, tuple]]] = {}
     for item in evidence:
         if item.format is not SourceFormat.FLIGHT_RECORDER or not item.ranks:
@@ -68,35 +90,67 @@ def _dump_groups(evidence: list[Evidence]) -> dict[int, list[tuple[int, int, tup
             if not info.ranks or rank not in info.ranks:
                 continue
             head = rows.filter(pl.col("comm") == info.comm).sort("seq").head(HEAD)
-            found.setdefault(rank, []).append(
-                (len(info.ranks), info.ranks.index(rank), tuple(head.select("op", "count").iter_rows())))
+            found.setdefault(rank, []).append((len(info.ranks), info.ranks.index(rank), tuple(
+                (seq, (op, count)) for seq, op, count in head.select("seq", "op", "count").iter_rows())))
     return found
 
 
-def _process_comms(logs: list[Evidence], process: tuple) -> list[tuple[int, int, tuple]]:
-    """One process's communicators in the logs: (size, comm rank, first collectives)."""
+def _process_comms(logs: list[Evidence], process: tuple, seqs: list[int]) -> list[tuple[int, int, dict]]:
+    """One process's communicators in the logs: (size, comm rank, {seq: (op, count)} at the `seqs` asked for)."""
     found = []
     host, pid = process
     for item in logs:
-        rows = item.collectives.filter((pl.col("host") == host) & (pl.col("pid") == pid))
+        rows = item.collectives.filter((pl.col("host") == host) & (pl.col("pid") == pid)
+                                       & pl.col("seq").is_in(seqs))
         for identity in item.identities:
             if (identity.host, identity.pid) != process or identity.comm_size is None or identity.comm_size < 2:
                 continue
-            head = rows.filter(pl.col("comm") == identity.comm).sort("seq").head(HEAD)
-            found.append((identity.comm_size, identity.comm_rank, tuple(head.select("op", "count").iter_rows())))
+            mine = rows.filter(pl.col("comm") == identity.comm).select("seq", "op", "count")
+            found.append((identity.comm_size, identity.comm_rank,
+                          {seq: (op, count) for seq, op, count in mine.iter_rows()}))
     return found
 
 
-def _matches(comms: list[tuple[int, int, tuple]], groups: list[tuple[int, int, tuple]]) -> bool:
+def _matches(comms: list[tuple[int, int, dict]], groups: list[tuple[int, int, tuple]]) -> bool:
     """Every communicator of the process is one of the dump's groups: same size, same comm rank, and the same
-    first collectives as far as both recorded them (a group with no collectives yet says nothing against)."""
+    collectives at every seq both recorded (a group with none of those seqs says nothing against)."""
     if not comms:
         return False
-    for size, comm_rank, head in comms:
-        if not any(size == g_size and comm_rank == g_rank and head[:len(g_head)] == g_head[:len(head)]
+    for size, comm_rank, ops in comms:
+        if not any(size == g_size and comm_rank == g_rank and all(ops.get(seq, op) == op for seq, op in g_head)
                    for g_size, g_rank, g_head in groups):
             return False
     return True
+
+
+def _by_members(logs: list[Evidence], evidence: list[Evidence], processes: list[tuple],
+                mapping: dict[tuple, int]) -> dict[tuple, int]:
+    """Processes no dump matched, placed through a communicator a matched process shares with them: the dump of
+    the matched one lists that group's global ranks, so a comm rank in it names a global rank. Worked example:
+    the process of comm rank 0 in 0xbd55.. has no dump; the process matched to rank 5 is comm rank 1 there, and
+    rank 5's dump lists the group (4, 5, 6, 7): comm rank 0 is rank 4."""
+    groups: dict[int, list[tuple[int, ...]]] = {}
+    for item in evidence:
+        if item.format is SourceFormat.FLIGHT_RECORDER and item.ranks:
+            groups.setdefault(item.ranks[0], []).extend(info.ranks for info in item.comm_infos if info.ranks)
+    identities = [i for item in logs for i in item.identities if i.comm_size and i.comm_rank is not None]
+    members: dict[str, set[tuple[int, ...]]] = {}
+    for i in identities:
+        rank = mapping.get((i.host, i.pid))
+        if rank is not None:
+            members.setdefault(i.comm, set()).update(
+                g for g in groups.get(rank, []) if len(g) == i.comm_size and g[i.comm_rank] == rank)
+    found: dict[tuple, int] = {}
+    taken = set(mapping.values())
+    for process in processes:
+        if process in mapping:
+            continue
+        named = {next(iter(members[i.comm]))[i.comm_rank] for i in identities
+                 if (i.host, i.pid) == process and len(members.get(i.comm, ())) == 1}
+        if len(named) == 1 and not (named & taken):
+            found[process] = named.pop()
+            taken.add(found[process])
+    return found
 
 
 def _renumbered(item: Evidence, mapping: dict[tuple, int]) -> Evidence:

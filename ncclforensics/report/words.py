@@ -54,6 +54,9 @@ def verdict_label(d: Diagnosis) -> str:
 def kind_words(root: Root) -> str:
     """What the root is, as a label: `1 extra collective`, `3 missing collectives`, `different collectives at one
     seq`, `stopped launching`, and the other kinds the records fit (`2 extra collectives, or 2 missing ...`)."""
+    if root.reason is RangeReason.STEP_SUMS:
+        return "results that differ in one step"
+
     def one(kind: str) -> str:
         if kind == DIFFERENT_OPS:
             return "different collectives at one seq"
@@ -107,6 +110,13 @@ def root_sentence(root: Root) -> str:
     who = ranks_words(root.outlier_ranks)
     n = plural(root.size, "collective")
     at = where(root)
+    if root.reason is RangeReason.STEP_SUMS:
+        if not root.majority:
+            return f"{who.capitalize()} read back results that part ways in comm {root.comm}, and no majority " \
+                   f"says which side deviated; which collective is on no record."
+        return f"{who.capitalize()} read back results that part from the others' in comm {root.comm}: " \
+               f"{'it' if len(root.outlier_ranks) == 1 else 'they'} ran other collectives than theirs; which " \
+               f"collective is on no record."
     if not root.majority and len(root.outlier_ranks) > 1 and (root.kind != STOPPED or len(root.kinds) > 1):
         what = "launched different collectives" if root.kind == DIFFERENT_OPS else \
             "differ by collectives one side launched and the other did not (or one side stopped)" \
@@ -159,6 +169,10 @@ def ambiguity(root: Root) -> str | None:
             text += " (" + "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(counts.items()))
                                      for t, counts in root.counts_by_type.items()) + ")"
         text += f"; any seq up to {high} fits; {LOG_SETTINGS} or {FR_SETTINGS} would say which"
+    elif root.reason is RangeReason.STEP_SUMS:
+        text = (f"only per-step checksums are on record: the results part at step {root.step_bound}, so the first "
+                f"divergent collective is in that step or before, and which one is on no record; per-collective "
+                f"fingerprints, {LOG_SETTINGS} or {FR_SETTINGS} would say which")
     elif root.reason is RangeReason.TYPE_COUNTS:
         said = "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(counts.items()))
                          for t, counts in root.counts_by_type.items())
@@ -200,8 +214,8 @@ def where_stacks_part(root: Root) -> dict[str, str] | None:
 def window_words(window: Window) -> str:
     """A window with nothing in it, or one known from counts alone."""
     if window.collectives is None:
-        return (f"Corrupt-and-continue window in comm {window.comm}: unknown (launch counts alone say nothing of "
-                f"what paired with what).")
+        return (f"Corrupt-and-continue window in comm {window.comm}: unknown (nothing on record says what paired "
+                f"with what).")
     return (f"Corrupt-and-continue window in comm {window.comm}: 0 collectives (the group wedged at the root, "
             f"nothing completed misaligned).")
 

@@ -8,7 +8,8 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   (nor the first seq where an outlier that the evidence shows diverged);
 - `root_without_range`: the same, with no `seq_range` at all (null: the answer does not place it), except where
   it rests on RAS counts of the collective types that differ, which place nothing in launch order (such
-  counts name no seq, and the answer rightly gives none);
+  counts name no seq, and the answer rightly gives none), or on per-step checksums alone (they give the step
+  the results part at, which may not come before the true root's step, and no seq);
 - `wrong_outliers`: `root.outlier_ranks` is not the true outliers (those whose divergence starts at the root, or
   every rank that diverged on that comm; or the same among the outliers the evidence shows, visibility.py);
   where the outliers are no strict minority of the ranks on record (two ranks, or an even split), naming the
@@ -76,6 +77,11 @@ def resolve_comm(incident: Incident, name: str) -> str | None:
     for c, comm in comms.items():
         if name.lower() in (comm.comm_id, comm.name):
             return c
+    if name.startswith("[ranks=") and name.endswith("]"):  # a comm named by its members (fingerprint traces)
+        members = tuple(int(r) for r in name[len("[ranks="):-1].split(","))
+        named = [c for c, comm in comms.items() if tuple(sorted(comm.ranks)) == members]
+        if len(named) == 1:
+            return named[0]
     return next(iter(comms)) if len(comms) == 1 else None
 
 
@@ -138,6 +144,11 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     seqs = sorted({true.seq, seen_seq})
     if root.get("seq_range") is None and root.get("pinned_by") == "RAS counts" and root.get("counts_by_type"):
         low = high = None  # RAS counts of the types that differ place nothing in launch order: honestly unplaced
+    elif root.get("seq_range") is None and root.get("pinned_by") == "per-step checksums":
+        low = high = None  # per-step checksums give the step, and no collective: honestly unplaced
+        if root.get("step") is not None and true.step is not None and root["step"] < true.step:
+            add(Violation("root_outside_range", f"true root at step {true.step} on comm {comm}; the answer's "
+                                                f"checksums part at step {root['step']}"))
     elif not isinstance(root.get("seq_range"), list) or len(root["seq_range"]) != 2:
         add(Violation("root_without_range", f"true root seq {true.seq} on comm {comm}; the answer's seq_range is "
                                             f"{root.get('seq_range')!r}"))

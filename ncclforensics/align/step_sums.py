@@ -1,0 +1,57 @@
+"""A root from per-step checksums, where no collective stream is on record.
+
+A per-step checksum (`step=9 rank=0 checksum=11776.0`) sums what a rank read back in one step. Where the trace also
+writes the value a consistent world gives, a wrong one says the rank's results were mixed in that step; where it
+does not, ranks whose checksums a correct run makes equal differing say the same. Every rank of a misaligned
+collective reads back the same mixed result, so the ranks that part from the others' checksum at the first bad
+step are the outliers. The collective itself is on no record: the root has a step, and no seq.
+
+Worked example: ranks 0-7 read back the right sum at step 0; at step 1 all eight are wrong, ranks 0, 1, 3-7 agree
+on 4604928 and rank 2 alone has 33331200 (it launched a drafter pass the others did not): rank 2 is the outlier,
+at step 1, seq unknown. Step 0's sums were checked right, so the root is in step 1; where earlier sums merely
+agree (inputs alike on every rank make them agree even misaligned), it is in step 1 or before.
+"""
+
+from __future__ import annotations
+
+from ..model import FingerprintRow
+from .divergence import DIFFERENT_OPS, RangeReason, Root
+from .fingerprints import checked_right
+from .traces import comm_named_by
+
+
+def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
+                   ) -> tuple[Root, int | None] | None:
+    """The root and its step (where the steps before were checked right): the ranks whose per-step checksum parts from the others' at the first step that
+    shows mixed data, in the comm of the ranks compared (named as `known` members allow); None where no step shows
+    it or no side is the minority of more than two ranks."""
+    by_step: dict[int, dict[int, FingerprintRow]] = {}
+    for row in fingerprints:
+        if row.op is None and row.sum is not None:
+            by_step.setdefault(row.step, {}).setdefault(row.rank, row)
+    for step in sorted(by_step):
+        rows = by_step[step]
+        if len(rows) < 2:
+            continue
+        wrong = [r for r, row in rows.items() if checked_right(row) is False]
+        checked = all(checked_right(row) is not None for row in rows.values())
+        groups: dict[str, list[int]] = {}
+        for rank, row in sorted(rows.items()):
+            groups.setdefault(repr(row.sum), []).append(rank)
+        if checked and not wrong or len(groups) < 2:
+            continue  # right sums are aligned, whatever they are; equal ones say nothing
+        ordered = sorted(groups.values(), key=lambda ranks: (-len(ranks), ranks))
+        majority = len(ordered[0]) * 2 > len(rows)
+        if not majority and len(rows) > 2:
+            return None
+        outliers = sorted(r for ranks in ordered[1:] for r in ranks) if majority else sorted(rows)
+        root = Root(
+            comm=comm_named_by(frozenset(rows), known), seq=None, seq_range=None, outlier_ranks=outliers,
+            reference_ranks=ordered[0] if majority else sorted(rows), kind=DIFFERENT_OPS, size=0,
+            pinned_by="per-step checksums", reason=RangeReason.STEP_SUMS, majority=majority, ops={},
+            kinds=(DIFFERENT_OPS,), shown=True, step_bound=step,
+        )
+        # Right results in every earlier step mean aligned up to this one; merely equal ones do not.
+        earlier = [row for s, ranks in by_step.items() if s < step for row in ranks.values()]
+        return root, step if all(checked_right(row) for row in earlier) else None
+    return None

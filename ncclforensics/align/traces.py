@@ -1,0 +1,168 @@
+"""Per-collective fingerprint traces as collective streams, for ranks that no log or dump describes.
+
+A trace lists, in issue order, every collective whose result the rank read back: its tag, often its op and
+size, and a digest or a sum of the result. That is a stream of its own, but it names no communicator. The
+communicator is recovered from the results: every rank of one physical collective reads back the same result,
+so the ranks that share a digest (or, lacking digests, a sum within one step) are that collective's members.
+Worked example: ranks 0-3 share the digests of the world all-reduces and ranks 0,1 those of their tensor-parallel
+group, so rank 0's trace splits into two streams; a drafter collective that rank 1 alone ran still pairs with
+rank 0's next one, shares its digest and lands in the same stream, one seq ahead, where the tags disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import polars as pl
+
+from ..model import EventState, Evidence, FingerprintRow, SourceFormat, conform
+from ..model.kinds import normalize_op
+
+Members = frozenset[int]
+
+
+def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]]:
+    """`evidence`, with collective rows from the per-collective fingerprints of each rank that no NCCL log or
+    Flight Recorder dump describes (watchdog rows are sparse: they do not count as describing), put into a copy of
+    the Evidence of the trace's file; and caveats about how their communicators were named."""
+    described = _described_ranks(evidence)
+    traced = [f for item in evidence for f in item.fingerprints if f.op is not None]
+    mine = sorted({f.rank for f in traced} - described)
+    if not mine:
+        return evidence, []
+    holders = _holders(traced)
+    known = _known_members(evidence)
+    rows: dict[str, list[dict]] = {}
+    caveats: set[str] = set()
+    for rank in mine:
+        trace = sorted((f for f in traced if f.rank == rank), key=lambda f: (f.step, f.op, f.loc.line or 0))
+        groups = _groups(trace, holders, rank)
+        if groups is None:
+            only = _only_comm(rank, known, {f.rank for f in traced})
+            groups = None if only is None else [only] * len(trace)
+        if groups is None:
+            caveats.add(f"the fingerprint trace of rank {rank} shares no result with another rank's and its "
+                        f"communicator is not known: left out of the comparison")
+            continue
+        seqs: dict[Members, int] = {}
+        for row, members in zip(trace, groups):
+            seqs[members] = seqs.get(members, 0) + 1
+            rows.setdefault(row.loc.path, []).append({
+                "file": row.loc.path, "line": row.loc.line, "record": row.loc.record, "rank": rank,
+                "comm": comm_named_by(members, known), "seq": seqs[members], "op": normalize_op(row.kind) if row.kind else None,
+                "count": row.numel, "state": EventState.COMPLETED.value, "step": row.step, "tag": row.tag,
+            })
+    named = {r["comm"] for found in rows.values() for r in found}
+    if any(comm.startswith("[ranks=") for comm in named):
+        caveats.add("fingerprint traces name no communicator: one named [ranks=...] is the ranks that read back "
+                    "the same results")
+    out = [replace(item, collectives=_frame(rows.pop(item.path))) if item.path in rows else item for item in evidence]
+    return out, sorted(caveats)
+
+
+def _described_ranks(evidence: list[Evidence]) -> set[int]:
+    ranks: set[int] = set()
+    for item in evidence:
+        if item.format in (SourceFormat.TORCH_LOG, SourceFormat.FINGERPRINT) or item.collectives.height == 0:
+            continue
+        ranks.update(r for r in item.collectives.get_column("rank").unique().to_list() if r is not None)
+    return ranks
+
+
+def _key(row: FingerprintRow) -> tuple | None:
+    """What the members of one physical collective share: its digest, else its sum (within a step, as small
+    integer sums of different collectives can coincide across steps)."""
+    if row.digest is not None:
+        return ("digest", row.digest)
+    if row.sum is not None and not math.isnan(row.sum):
+        return ("sum", row.step, row.sum)
+    return None
+
+
+def _holders(traced: list[FingerprintRow]) -> dict[tuple, set[int]]:
+    holders: dict[tuple, set[int]] = {}
+    for row in traced:
+        key = _key(row)
+        if key is not None:
+            holders.setdefault(key, set()).add(row.rank)
+    return holders
+
+
+def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], rank: int) -> list[Members] | None:
+    """The members of each record's collective, or None when no record shares its result with another rank.
+
+    A record's members are the ranks that share its result, where that set recurs in the trace (it is a comm).
+    Otherwise (a coincidence of sums, or partners whose traces are missing or stop sooner) the record goes to the
+    one recurring set that holds every rank sharing it; failing that, to the set its tag went to; failing that,
+    to the set of the record before it (the one after, at the start): neighbours are usually of one comm, and
+    when that guess is wrong every rank of the comm that recorded it makes the same one."""
+    own: list[Members] = []
+    for row in trace:
+        key = _key(row)
+        own.append(frozenset(holders.get(key, ())) | {rank} if key is not None else frozenset({rank}))
+    seen: dict[Members, int] = {}
+    for members in own:
+        if len(members) > 1:
+            seen[members] = seen.get(members, 0) + 1
+    if not seen:
+        return None
+    comms = {m for m, n in seen.items() if n > 1} or set(seen)
+    by_tag: dict[str | None, set[Members]] = {}
+    for row, members in zip(trace, own):
+        if members in comms:
+            by_tag.setdefault(row.tag, set()).add(members)
+    placed: list[Members | None] = []
+    for row, members in zip(trace, own):
+        if members in comms:
+            placed.append(members)
+            continue
+        holding = [c for c in comms if members <= c]
+        tagged = [c for c in by_tag.get(row.tag, ()) if members <= c] if row.tag is not None else []
+        placed.append(holding[0] if len(holding) == 1 else tagged[0] if len(tagged) == 1 else None)
+    first = next((m for m in placed if m is not None), next(iter(comms)))
+    out: list[Members] = []
+    for members in placed:
+        out.append(members if members is not None else (out[-1] if out else first))
+    return out
+
+
+def _known_members(evidence: list[Evidence]) -> dict[str, set[int]]:
+    """comm -> the global ranks other evidence puts in it (collective rows and communicator configs)."""
+    known: dict[str, set[int]] = {}
+    for item in evidence:
+        if item.collectives.height:
+            pairs = item.collectives.select("comm", "rank").drop_nulls().unique()
+            for comm, rank in pairs.iter_rows():
+                known.setdefault(comm, set()).add(rank)
+        for info in item.comm_infos:
+            if info.ranks:
+                known.setdefault(info.comm, set()).update(info.ranks)
+    return known
+
+
+def _only_comm(rank: int, known: dict[str, set[int]], traced: set[int]) -> Members | None:
+    """With no result shared, the one comm other evidence puts the rank in; with no comm known at all, one comm
+    of every traced rank (a trace of a job with one communicator); else None."""
+    holding = [members for members in known.values() if rank in members]
+    if len(holding) == 1:
+        return frozenset(holding[0])
+    if not known:
+        return frozenset(traced)
+    return None
+
+
+def comm_named_by(members: Members, known: dict[str, set[int]]) -> str:
+    """The comm whose known members are exactly these (an NCCL hash before a process-group name), else the ranks."""
+    same = [comm for comm, ranks in known.items() if ranks == members]
+    hashed = [comm for comm in same if comm.startswith("0x")]
+    for choice in (hashed, same):
+        if len(choice) == 1:
+            return choice[0]
+    return "[ranks=" + ",".join(map(str, sorted(members))) + "]"
+
+
+def _frame(rows: list[dict]) -> pl.DataFrame:
+    schema = {"line": pl.Int64, "record": pl.Int64, "count": pl.Int64, "step": pl.Int64, "seq": pl.Int64,
+              "rank": pl.Int64}
+    return conform(pl.DataFrame(rows, schema_overrides=schema))

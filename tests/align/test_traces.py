@@ -1,0 +1,100 @@
+"""Fingerprint traces alone: per-collective traces become streams in the comm their results name; per-step
+checksums give the step and the outlier, never a seq. All on the real captures' traces."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ncclforensics.align.edits import EditKind, place_edits
+from tests.align.test_root import stream
+from tests.cli_helpers import diff_json
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "nccl-2.28.9"
+
+
+def answer(*paths: Path) -> dict:
+    return diff_json(*map(str, paths))[1]
+
+
+def traces(scenario: str, suffix: str) -> list[Path]:
+    return sorted((REAL / scenario).glob(f"fingerprint_rank*{suffix}"))
+
+
+def test_per_collective_traces_of_three_comms_are_split_by_the_results_their_ranks_share():
+    """subcomm-divergence: world, tp{0,1} and tp{2,3}; rank 3 ran tp_draft at tp{2,3} seq 10 (step 4). Rank 3
+    never read back step 4, so its trace stops at seq 8 of tp{2,3}; rank 2's world record of step 4 is shared by
+    ranks 0-2 only and must still go to the world stream, not shift rank 2's tp stream."""
+    d = answer(*traces("subcomm-divergence", ".jsonl"))
+    root = d["root"]
+    assert d["verdict"] == "diverged"
+    assert root["comm"] == "[ranks=2,3]" and root["seq_range"] == [10, 10] and 3 in root["outlier_ranks"]
+    assert {"[ranks=0,1,2,3]", "[ranks=0,1]", "[ranks=2,3]"} <= {c["comm"] for c in d["comms"]}
+    assert "no communicator" in " ".join(d["caveats"])
+
+
+@pytest.mark.parametrize("scenario, seq, outlier", [("long-window", 8, 1), ("wrapped-ring", 8, 1)])
+def test_per_collective_traces_of_one_comm_pin_the_extra_collective(scenario, seq, outlier):
+    root = answer(*traces(scenario, ".jsonl"))["root"]
+    assert root["seq_range"] == [seq, seq] and root["outlier_ranks"] == [outlier] and root["kind"] == "extra"
+
+
+def test_traces_beside_the_logs_do_not_become_a_second_stream():
+    d = answer(REAL / "subcomm-divergence")
+    assert not [c for c in d["comms"] if c["comm"].startswith("[ranks=")]
+    assert d["root"]["comm"] == "0xe23e5d9f32e900a3" and d["root"]["seq_range"] == [10, 10]
+
+
+def test_a_trace_whose_comm_nothing_names_is_left_out_and_said():
+    """Rank 2's NCCL log (three comms) beside rank 3's trace: no result is shared and rank 3 is in two comms, so
+    its records go to neither rather than to a guessed one."""
+    source = REAL / "subcomm-divergence"
+    d = answer(source / "nccl.vm.437.log", source / "fingerprint_rank3.jsonl")
+    assert d["root"] is None and d["verdict"] != "diverged"
+    assert any("fingerprint trace of rank 3" in c and "left out" in c for c in d["caveats"])
+
+
+def test_a_block_past_the_end_of_the_references_records_may_start_anywhere_after_it():
+    """Two ranks agree over rank 1's 5 records; rank 0 has 3 more. Rank 1's records are cut: its next ones may
+    pair with rank 0's, so one extra collective fits at any of rank 0's seqs 6..8."""
+    outlier, reference = stream([1] * 8), stream([1] * 5)
+    found, held = place_edits(0, outlier, reference, 1)
+    extra = [p for p in found if p.kind is EditKind.EXTRA]
+    assert held and min(p.low for p in extra) <= 6 and max(p.high for p in extra) == 8
+
+
+def test_per_step_checksums_alone_name_the_outlier_and_bound_the_step():
+    """extra-op-4rank: rank 0 ran an extra AllReduce at step 5; the per-step checksums are equal on every rank
+    until step 9 (the inputs are alike), so they say rank 0, at step 9 or before, and no seq."""
+    d = answer(*traces("extra-op-4rank", ".log"))
+    root = d["root"]
+    assert d["verdict"] == "diverged" and root["outlier_ranks"] == [0]
+    assert root["seq_range"] is None and root["step"] is None and root["pinned_by"] == "per-step checksums"
+    assert "step 9" in root["ambiguity"] and "or before" in root["ambiguity"]
+
+
+def test_per_step_checksums_checked_right_before_the_split_pin_the_step(tmp_path):
+    """long-window's per-collective traces summed per step, with the expected sums: steps 0 and 1 are right on
+    every rank, so the root is in step 2 (rank 1's extra collective)."""
+    for path in traces("long-window", ".jsonl"):
+        steps: dict[int, list[float]] = {}
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            total = steps.setdefault(record["step"], [0.0, 0.0])
+            total[0] += record["sum"]
+            total[1] += record["expected_sum"]
+        rank = json.loads(path.read_text().splitlines()[0])["rank"]
+        (tmp_path / path.name).write_text("".join(
+            json.dumps({"step": step, "rank": rank, "sum": got, "expected_sum": want}) + "\n"
+            for step, (got, want) in sorted(steps.items())))
+    d = answer(tmp_path)
+    root = d["root"]
+    assert d["verdict"] == "diverged" and root["outlier_ranks"] == [1]
+    assert root["step"] == 2 and root["seq_range"] is None
+
+
+def test_checksums_that_differ_by_design_are_not_mixed_data():
+    """serving-tp-in-dp-8rank: each replica's per-step sums differ, and each equals its expected value."""
+    d = answer(*traces("serving-tp-in-dp-8rank", ".jsonl"))
+    assert d["verdict"] != "diverged" and d["root"] is None
+    assert not d.get("checksum_splits")
