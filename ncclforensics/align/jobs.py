@@ -1,18 +1,75 @@
-"""Which files belong to the job under study: those linked by the communicator hashes they share."""
+"""Which files belong to the job under study: one rule for every kind of file.
+
+A file belongs to the job of the communicators it names (files sharing a communicator hash are one job); a file
+that names none (a gate journal, a fingerprint trace, a Flight Recorder dump keyed by process-group name, a
+PyTorch log, a RAS reply older than NCCL 2.26) belongs to the job of the files beside it in its folder. The job
+under study is the one with the most files naming communicators; the others are reported and left out.
+"""
 
 from __future__ import annotations
 
-from ..model import Diagnostic, Evidence, Location, SourceFormat
+import os
+
+from ..model import Diagnostic, Evidence, Location
+from .claims import check_claims
 
 
 def split_jobs(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnostic]]:
-    """Keep the files of one job: those linked by shared communicator hashes. Files whose communicators
-    share nothing with the largest such group come from another job; they are reported and left out.
-    Files that name no hash (journals, fingerprints, dumps keyed by process-group name) stay."""
+    """Keep the files of one job (see the module's docstring); report each file of another job and leave it out.
+    Then check what the kept files claim against each other (align/claims.py).
+
+    A file naming no communicator stays when its folder holds no file that names one, or holds one of the job
+    under study: only a folder whose every communicator-naming file is another job's ties it elsewhere.
+    """
+    kept, problems = _one_job(evidence)
+    kept, claims = check_claims(kept)
+    return kept, problems + claims
+
+
+def _one_job(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnostic]]:
     named = [(i, set(comms)) for i, e in enumerate(evidence) if (comms := e.comms) and _hash_is_comm_id(e)]
     if len(named) < 2:
         return evidence, []
-    parent = list(range(len(named)))
+    jobs = _linked_by_comms([comms for _, comms in named])
+    if len(set(jobs)) < 2:
+        return evidence, []
+    sizes: dict[int, int] = {}
+    for job in jobs:
+        sizes[job] = sizes.get(job, 0) + 1
+    main = max(sizes, key=lambda job: (sizes[job], -job))  # the most files; a tie goes to the first in input order
+    job_of = {position: job for (position, _), job in zip(named, jobs)}
+    main_comms = sorted(set().union(*(comms for (_, comms), job in zip(named, jobs) if job == main)))
+    shown_main = f"{', '.join(main_comms[:4])}{', ...' if len(main_comms) > 4 else ''}"
+    folder_jobs: dict[str, set[int]] = {}
+    folder_comms: dict[str, set[str]] = {}
+    for position, comms in named:
+        folder_jobs.setdefault(_folder(evidence[position]), set()).add(job_of[position])
+        folder_comms.setdefault(_folder(evidence[position]), set()).update(comms)
+    kept, problems = [], []
+    for position, item in enumerate(evidence):
+        if position in job_of:
+            if job_of[position] == main:
+                kept.append(item)
+                continue
+            comms = dict(named)[position]
+            problems.append(Diagnostic(Location(item.path), (
+                f"from a different job: its communicators ({', '.join(sorted(comms))}) share none with the "
+                f"other files' ({shown_main}); left out")))
+            continue
+        beside = folder_jobs.get(_folder(item), set())
+        if not beside or main in beside:
+            kept.append(item)
+            continue
+        theirs = sorted(folder_comms[_folder(item)])
+        problems.append(Diagnostic(Location(item.path), (
+            f"from a different job: it names no communicator, and the files beside it that do name only another "
+            f"job's ({', '.join(theirs[:4])}{', ...' if len(theirs) > 4 else ''}); left out")))
+    return kept, problems
+
+
+def _linked_by_comms(comm_sets: list[set[str]]) -> list[int]:
+    """For each set, the index of the first set it is linked to through shared hashes (a union-find)."""
+    parent = list(range(len(comm_sets)))
 
     def find(x: int) -> int:
         while parent[x] != x:
@@ -21,41 +78,29 @@ def split_jobs(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnosti
         return x
 
     owner: dict[str, int] = {}
-    for index, (_, comms) in enumerate(named):
+    for index, comms in enumerate(comm_sets):
         for comm in comms:
             if comm in owner:
-                parent[find(index)] = find(owner[comm])
+                a, b = find(index), find(owner[comm])
+                parent[max(a, b)] = min(a, b)  # the root is the job's first file, so input order breaks ties
             else:
                 owner[comm] = index
-    groups: dict[int, list[int]] = {}
-    for index in range(len(named)):
-        groups.setdefault(find(index), []).append(index)
-    if len(groups) < 2:
-        return evidence, []
-    main = max(groups.values(), key=len)
-    main_comms = sorted(set().union(*(named[i][1] for i in main)))
-    dropped, problems = set(), []
-    for members in groups.values():
-        if members is main:
-            continue
-        for index in members:
-            position, comms = named[index]
-            dropped.add(position)
-            problems.append(Diagnostic(
-                Location(evidence[position].path),
-                f"from a different job: its communicators ({', '.join(sorted(comms))}) share none with the "
-                f"other files' ({', '.join(main_comms[:4])}{', ...' if len(main_comms) > 4 else ''}); left out",
-            ))
-    return [e for i, e in enumerate(evidence) if i not in dropped], problems
+    return [find(index) for index in range(len(comm_sets))]
+
+
+def _folder(item: Evidence) -> str:
+    return os.path.dirname(os.path.normpath(item.path))
 
 
 def _hash_is_comm_id(item: Evidence) -> bool:
-    """RAS names a communicator by its commId hash only from NCCL 2.26 on; before, RAS hashes and the logs'
-    commIds differ, so an older (or unversioned) RAS reply cannot be told to belong to another job."""
-    if item.format not in (SourceFormat.RAS_TEXT, SourceFormat.RAS_JSON, SourceFormat.RAS_MONITOR):
+    """Whether the file's hashes are commIds. RAS replies name communicators by commId only from NCCL 2.26 on
+    (FormatFacts.comm_ids_since); before, RAS hashes and the logs' commIds differ, so an older (or unversioned)
+    RAS reply cannot be told to belong to another job."""
+    since = item.facts.comm_ids_since if item.facts is not None else None
+    if since is None:
         return True
     try:
         major, minor = (int(x) for x in (item.version or "").split(".")[:2])
     except ValueError:
         return False
-    return (major, minor) >= (2, 26)
+    return (major, minor) >= since

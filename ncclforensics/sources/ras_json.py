@@ -13,6 +13,7 @@ import json
 import re
 import zlib
 from bisect import bisect_right
+from collections import Counter
 
 from ..errors import SourceError
 from ..model import (
@@ -251,6 +252,7 @@ class _StatusBuilder:
         self.init_errors = set()
         present = [r for r in (self.rank(e, comm, size, missing=False) for e in _list(raw.get("ranks"))) if r]
         absent = [r for r in (self.rank(e, comm, size, missing=True) for e in _list(raw.get("missing_ranks"))) if r]
+        self.check_listed(loc, raw, size, present, absent)
         counts = {r.rank: dict(r.counts) for r in present}
         groups = rc.count_groups(counts)
         statuses = [r.status for r in present if r.status] + ["NOCOMM" for r in absent if not r.unresponsive]
@@ -263,6 +265,33 @@ class _StatusBuilder:
         return RasComm(loc, comm, size=size, status=rc.comm_status(statuses), errors=errors, ranks=ranks,
                        count_groups=groups, missing_ranks=tuple(sorted(r.rank for r in absent)),
                        dead_ranks=tuple(sorted(r.rank for r in absent if r.dead)))
+
+    def check_listed(self, loc: Location, raw: dict, size: int | None, present: list[RasRank],
+                     absent: list[RasRank]) -> None:
+        """A warning where the comm's ranks do not add up: its size against the ranks listed (present and
+        missing), the counts the reply states against its lists, a rank number outside the size or listed twice.
+        A rank in no list has unknown counts; nothing may be read as agreeing for it."""
+        numbers = [r.rank for r in present + absent]
+        said = []
+        for key, listed in (("ranks_count", present), ("missing_ranks_count", absent)):
+            stated = _int(raw.get(key))
+            if stated is not None and stated != len(listed):
+                said.append(f"{key} {stated} but {len(listed)} listed")
+        if size is not None:
+            outside = sorted({n for n in numbers if not 0 <= n < size})
+            if outside:
+                said.append(f"rank(s) {', '.join(map(str, outside[:4]))} outside its size {size}")
+            unlisted = sorted(set(range(size)) - set(numbers))
+            if unlisted and len(numbers) < size:
+                shown = ", ".join(map(str, unlisted[:8])) + (", ..." if len(unlisted) > 8 else "")
+                said.append(f"size {size} but {len(numbers)} rank(s) listed: rank(s) {shown} in no list, "
+                            f"their counts unknown")
+        twice = sorted(n for n, times in Counter(numbers).items() if times > 1)
+        if twice:
+            said.append(f"rank(s) {', '.join(map(str, twice[:4]))} listed twice")
+        if said:
+            self.walker.problem(loc.line, f"RAS JSON communicator {rc.normalize_hash(raw.get('hash'))}: "
+                                + "; ".join(said))
 
     def rank(self, entry: object, comm: str, size: int | None, missing: bool) -> RasRank | None:
         line = next(self.rank_line, None)
