@@ -131,6 +131,20 @@ def plan(ranks: int, ops: int, fmt: str, comm: str) -> Truth:
     return Truth(fmt, ranks, ops, outlier, root_index + 1, first_visible or ops + 1, comm, 0, 0)
 
 
+def expected_window(truth: Truth) -> dict:
+    """What a right answer says of the window and the wedge: the outlier is one ahead from the root to the end,
+    so the window runs from the root seq to the majority's last; its count-mismatched pairings are the step ends
+    after the root (outlier position j holds the majority's j - 1); the wedge is the outlier's last collective
+    (seq ops + 1), which no other rank launched."""
+    root = truth.root_seq - 1
+    mismatched = 0
+    for j in range(root + 1, truth.ops):
+        a, b = majority_kind(j - 1), majority_kind(j)
+        mismatched += (a.op, a.count, a.nccl_dtype) != (b.op, b.count, b.nccl_dtype)
+    return {"last_seq": truth.ops, "collectives": truth.ops - root, "count_mismatch": mismatched,
+            "wedge_seq": truth.ops + 1}
+
+
 def stream(truth: Truth, rank: int) -> list[Kind]:
     """The kinds of collectives `rank` launched, in order."""
     kinds = [majority_kind(i) for i in range(truth.ops)]

@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from generate import DATA, Truth, incident  # noqa: E402
+from generate import DATA, Truth, expected_window, incident  # noqa: E402
 
 RESULTS = HERE / "results"
 DIFF = [sys.executable, "-m", "ncclforensics.cli", "diff", "--json"]
@@ -106,8 +106,10 @@ def _summary(runs: list[dict]) -> dict:
 
 
 def check_diff(run: dict, truth: Truth) -> dict:
-    """Whether `diff --json` names the injected root: the outlier rank, an extra collective, a range holding the
-    injected seq (exactly that seq where call sites pin it) and the first visible mismatch."""
+    """Whether `diff --json` names the injected root (the outlier rank, an extra collective, a range holding the
+    injected seq, exactly that seq where call sites pin it), the first visible mismatch, the window (from the
+    root to the majority's last seq, with every step end after the root count-mismatched) and the wedge (the
+    outlier's last collective, which nobody else launched)."""
     problems = []
     try:
         result = json.loads(run["stdout"])
@@ -131,9 +133,20 @@ def check_diff(run: dict, truth: Truth) -> dict:
     visible = (result.get("first_visible_mismatch") or {}).get("seq")
     if visible != truth.first_visible_seq:
         problems.append(f"first visible mismatch {visible} != {truth.first_visible_seq}")
+    expected = expected_window(truth)
+    window = result.get("window") or {}
+    mismatched = ((window.get("pairing_totals") or {}).get("count_mismatch") or {}).get("collectives")
+    start = window.get("first_seq")
+    if window.get("last_seq") != expected["last_seq"] or mismatched != expected["count_mismatch"] or start is None \
+            or not (low or 0) <= start <= truth.root_seq or (pinned and start != truth.root_seq):
+        problems.append(f"window {start}..{window.get('last_seq')} with {mismatched} count-mismatched collectives; "
+                        f"expected from {truth.root_seq} to {expected['last_seq']} with {expected['count_mismatch']}")
+    wedge = result.get("wedge") or {}
+    if wedge.get("seq") != expected["wedge_seq"] or wedge.get("comm") != truth.comm:
+        problems.append(f"wedge {wedge.get('comm')} seq {wedge.get('seq')} != {truth.comm} seq {expected['wedge_seq']}")
     return {"ok": not problems, "problems": problems, "root_seq": root.get("seq"), "seq_range": [low, high],
             "outlier_ranks": root.get("outlier_ranks"), "pinned_by": root.get("pinned_by"), "first_visible": visible,
-            "wedge": (result.get("wedge") or {}).get("seq")}
+            "window": [window.get("first_seq"), window.get("last_seq"), mismatched], "wedge": wedge.get("seq")}
 
 
 def check_fr_trace(run: dict, truth: Truth) -> dict:

@@ -48,17 +48,17 @@ class ParsedInputs:
         return self.problems + [p for e in self.evidence for p in e.problems]
 
 
-def parse_paths(paths: list[str], progress: ProgressHook | None = None) -> ParsedInputs:
+def parse_paths(paths: list[str], progress: ProgressHook | None = None, workers: int | None = None) -> ParsedInputs:
     """Discover the files under `paths` and parse each with the format its content shows.
 
-    Files are parsed in parallel, with at most as many at a time as there are CPUs: pickles (Flight Recorder dumps,
-    whose parsing is Python) and small files in forked worker processes, big text files in threads (their parsers
+    Files are parsed in parallel, `workers` at a time (default: one per CPU this process may run on): pickles
+    (Flight Recorder dumps, whose parsing is Python) and small files in forked worker processes, big text files in threads (their parsers
     spend their time in polars, which releases the GIL and uses every core). The result is the same as parsing them
     one by one, in input order. `-` or `/dev/stdin` among the paths reads standard input (sources/stdin.py).
     """
     with _Inputs(paths) as (files, problems):
         parsed = ParsedInputs(problems=problems)
-        parsed.evidence = parse_files(files, progress)
+        parsed.evidence = parse_files(files, progress, workers)
     _skip_strays(parsed.evidence, set(paths))
     return parsed
 
@@ -99,10 +99,12 @@ class _Inputs:
             self.stdin.close()
 
 
-def parse_files(files: list[InputFile], progress: ProgressHook | None = None) -> list[Evidence]:
-    """parse_file over `files`, in parallel where it pays; the evidence in the order of `files`."""
+def parse_files(files: list[InputFile], progress: ProgressHook | None = None, workers: int | None = None
+                ) -> list[Evidence]:
+    """parse_file over `files`, `workers` at a time (default: one per usable CPU); the evidence in the order of
+    `files`."""
     total = len(files)
-    workers = min(total, os.cpu_count() or 1, MAX_WORKERS)
+    workers = min(total, workers or usable_cpus())
     if workers < 2:
         return _parse_in_turn(files, progress)
     done = 0
@@ -158,7 +160,14 @@ def _parse_isolated(file: InputFile) -> Evidence | tuple:
             "reading it made the process that parsed it die (a crash or a kill); left out"))])
 
 
-MAX_WORKERS = 8  # files parsed at a time, at most (and never more than the CPUs)
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask: a batch job's share of the node, not the node)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 THREAD_MIN_BYTES = 16 << 20  # a text file this big is parsed in a thread: polars does its work, both cores busy
 
 
@@ -257,11 +266,11 @@ def _fork_safe() -> bool:
     return not any(re.match(r"polars-\d|tokio|rayon", name) for name in names)
 
 
-def diff_paths(paths: list[str], progress: ProgressHook | None = None, view: View | None = None
-               ) -> tuple[ParsedInputs, Diagnosis]:
-    """Parse the evidence under `paths` and diagnose it (what `ncclforensics diff` does); with a `view`
-    (`--rank`, `--comm`), diagnose that part of the job only (align/view.py)."""
-    parsed = parse_paths(paths, progress)
+def diff_paths(paths: list[str], progress: ProgressHook | None = None, view: View | None = None,
+               workers: int | None = None) -> tuple[ParsedInputs, Diagnosis]:
+    """Parse the evidence under `paths` (`workers` files at a time) and diagnose it (what `ncclforensics diff`
+    does); with a `view` (`--rank`, `--comm`), diagnose that part of the job only (align/view.py)."""
+    parsed = parse_paths(paths, progress, workers)
     diagnosis = diagnose(parsed.evidence)
     if view is not None and not view.whole:
         selection = select_view(parsed.evidence, diagnosis.streams, diagnosis.ranks, view)

@@ -116,8 +116,9 @@ def parse(paths: tuple[str, ...], as_json: bool) -> None:
               "the root says, N collectives around the root and the first visible mismatch.")
 @click.option("--full-window", is_flag=True, help="With --json: every pairing run of the window (by default the "
               f"first {data.PAIRING_RUNS} and totals per kind).")
+@click.option("--workers", type=click.IntRange(1, 1024), help="Files parsed at a time (default: one per CPU).")
 def diff(paths: tuple[str, ...], as_json: bool, ranks: tuple[int, ...], comm: str | None, around: int | None,
-         full_window: bool) -> None:
+         full_window: bool, workers: int | None) -> None:
     """Find the first divergent collective, the corrupt-and-continue window and the wedge.
 
     PATHS are evidence files from the ranks of one job, or folders (walked recursively): NCCL debug logs,
@@ -134,7 +135,7 @@ def diff(paths: tuple[str, ...], as_json: bool, ranks: tuple[int, ...], comm: st
         pbpaste | ncclforensics diff -
     """
     view = api.View(ranks=frozenset(ranks) if ranks else None, comm=comm)
-    parsed, diagnosis = _with_progress(as_json, lambda hook: api.diff_paths(list(paths), hook, view))
+    parsed, diagnosis = _with_progress(as_json, lambda hook: api.diff_paths(list(paths), hook, view, workers))
     side = api.aligned_view(diagnosis, around) if around is not None else None
     if as_json:
         result = data.diff_dict(diagnosis, full_window, side, view)

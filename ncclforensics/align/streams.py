@@ -108,7 +108,7 @@ def build_streams(evidence: list[Evidence]) -> Streams:
             ))
             frame = frame.filter(pl.col("rank").is_not_null())
         facts = item.facts  # None for Evidence built by hand: a log like any other
-        pieces.extend(_pieces(conform(frame), index, item.format.value, priority=facts.stream_priority if facts else 2,
+        pieces.extend(_pieces(_conformed(frame), index, item.format.value, priority=facts.stream_priority if facts else 2,
                               recorder=facts is not None and facts.recorder))
     if not described:
         return Streams(problems=problems)
@@ -127,7 +127,7 @@ def build_streams(evidence: list[Evidence]) -> Streams:
     launched_by_source: dict[tuple[str, int, str], tuple[int, str]] = {}
     for piece in pieces:
         key = (piece.comm, piece.rank, piece.source)
-        last = piece.frame.select(pl.col("seq").max()).item()
+        last = piece.frame.get_column("seq").max()
         if key in launched_by_source:  # the first file, the largest seq
             seen, first_file = launched_by_source[key]
             known = [v for v in (seen, last) if v is not None]
@@ -177,6 +177,12 @@ def _pieces(frame: pl.DataFrame, index: int, source: str, priority: int, recorde
     return [_Piece((index, i), *g.select(pl.col(k).first() for k in keys).row(0), source, g,
                    priority=priority, recorder=recorder)
             for i, g in enumerate(groups)]
+
+
+def _conformed(frame: pl.DataFrame) -> pl.DataFrame:
+    """conform(frame), skipped where the columns already are COLLECTIVE_SCHEMA's (as parsers give them): 22 casts
+    per file add up over thousands of files."""
+    return frame if list(frame.schema.items()) == list(COLLECTIVE_SCHEMA.items()) else conform(frame)
 
 
 def _empty_merged() -> pl.DataFrame:
@@ -297,8 +303,12 @@ def _as_merged(piece: _Piece) -> pl.DataFrame:
     each row came from."""
     fr = piece.recorder
     record = pl.col("record") if fr else pl.lit(None, pl.Int64)
-    return piece.frame.with_columns(
-        pl.when(pl.col("line").is_null()).then(record).otherwise(None).cast(pl.Int64).alias("record"),
+    frame = piece.frame
+    no_lines = frame.get_column("line").null_count() == frame.height
+    # A dump's rows have no lines: its record column stays as it is, shared by record and fr_record (no copy).
+    kept = record if no_lines else pl.when(pl.col("line").is_null()).then(record).otherwise(None).cast(pl.Int64)
+    return frame.with_columns(
+        kept.alias("record"),
         (pl.col("file") if fr else pl.lit(None, pl.String)).alias("fr_file"),
         record.alias("fr_record"),
         pl.lit(pl.Series("sources", [[piece.source]], dtype=pl.List(pl.String))).first().alias("sources"),

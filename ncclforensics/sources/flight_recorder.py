@@ -19,6 +19,7 @@ import codecs
 import json
 import pickletools
 import re
+from operator import itemgetter
 from pathlib import PurePath
 
 import polars as pl
@@ -295,6 +296,7 @@ def entries_frame(entries: list, name: str, groups: _Groups, problems: _Problems
     places: dict[object, tuple] = {}
     sizes_seen: set[int] = set()  # key counts of the entries whose keys were checked against ENTRY_KEYS
     sites: dict[int, tuple] = {}  # id of a frames list (alive as long as `entries`) -> (call site, stack)
+    by_value: dict[tuple, tuple] = {}  # (file names, lines) of a frames list -> (call site, stack)
     for index, entry in enumerate(entries):
         try:
             if len(entry) not in sizes_seen:
@@ -350,7 +352,7 @@ def entries_frame(entries: list, name: str, groups: _Groups, problems: _Problems
                 # shared long lists costs entries x frames.
                 site = sites.get(id(frames), _UNSEEN)
                 if site is _UNSEEN:
-                    site = sites[id(frames)] = _call_site(frames, inside_torch)
+                    site = sites[id(frames)] = _cached_call_site(frames, inside_torch, by_value)
         except KeyError as e:
             problems.entry(index, f"malformed entry: no field {show(e.args[0] if e.args else '?')}")
             continue
@@ -370,6 +372,28 @@ def entries_frame(entries: list, name: str, groups: _Groups, problems: _Problems
 
 _UNSEEN = object()
 _NO_SITE = (None, None)
+
+
+def _cached_call_site(frames: object, inside_torch: dict[object, bool], by_value: dict[tuple, tuple]
+                      ) -> tuple[str | None, str | None]:
+    """_call_site, looked up by the frames' file names and lines: every entry of a dump has a frames list of its
+    own, but a loop issues a handful of distinct ones. Only lists of str names and int lines are looked up, where
+    _call_site is a function of those values alone (a line of 1.0 or True is equal to 1 but not valid)."""
+    try:
+        files, lines = tuple(map(_FILENAME, frames)), tuple(map(_LINE, frames))
+    except (KeyError, TypeError):  # not every frame a dict with both (a frame inside torch needs no line)
+        return _call_site(frames, inside_torch)
+    if not {*map(type, files)} <= _STR or not {*map(type, lines)} <= _INT_TYPE:
+        return _call_site(frames, inside_torch)
+    key = (files, lines)
+    site = by_value.get(key)
+    if site is None:
+        site = by_value[key] = _call_site(frames, inside_torch)
+    return site
+
+
+_FILENAME, _LINE = itemgetter("filename"), itemgetter("line")
+_STR, _INT_TYPE = {str}, {int}
 
 
 def _call_site(frames: object, inside_torch: dict[object, bool]) -> tuple[str | None, str | None]:
