@@ -39,13 +39,11 @@ def outcomes(request, tmp_path_factory):
 # Seeds of the sample whose answer still breaks the property, by why (benchmarks/results/simulated.md has the
 # patterns over 10,000 seeds). Strict: a seed that starts passing fails here until it is taken off the list.
 KNOWN = {
-    **dict.fromkeys((53, 149, 265),
-                    "per-step checksums only: they show the step the ranks' results part at, which the tool does "
-                    "not turn into a root"),
+    149: "one rank's per-step checksum read back wrong, beside another rank's log: no root from one rank's sums",
     **dict.fromkeys((156, 318), "the divergence shows only in records the tool reads as a cut"),
     356: "the watchdog marks show the ranks that lag in a deadlock across communicators, not the one that ran extra",
-    **dict.fromkeys((22, 430, 433), "the root is named on a communicator that only waited on the faulted one"),
-    **dict.fromkeys((38, 352, 368, 380, 406, 471),
+    **dict.fromkeys((430, 433), "the root is named on a communicator that only waited on the faulted one"),
+    **dict.fromkeys((38, 352, 368, 380, 471),
                     "outliers wrong where logs are cut short, several ranks diverge in different ways, or only "
                     "counts are on record"),
     445: "wrapped rings of different lengths with two faults: the range misses the first",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..model import FingerprintRow
+from ..model import EventState, FingerprintRow, SourceFormat
 from ..model.kinds import normalize_op
 from .streams import Streams
 
@@ -20,6 +20,7 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
     if not per_collective or not streams.parts:
         return streams
     rows = []
+    extensions: dict[tuple[str, int], pl.DataFrame] = {}  # (comm, rank) -> trace records past a log cut sooner
     for rank in sorted({f.rank for f in per_collective}):
         trace = sorted((f for f in per_collective if f.rank == rank), key=lambda f: (f.step, f.op))
         kinds = [(normalize_op(f.kind) if f.kind else None, f.numel) for f in trace]
@@ -32,7 +33,7 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             candidates.append(issued)
         matches = []
         for stream in candidates:
-            if stream.height < len(trace):
+            if stream.height < len(trace) and not (len(mine) == 1 and _cut_sooner(stream)):
                 continue
             head = stream.head(len(trace))
             ops = list(zip(head.get_column("op").to_list(), head.get_column("count").to_list()))
@@ -42,6 +43,8 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             head = matches[0]
             rows.extend((comm, rank, seq, f.step, f.tag, checked_right(f), str(f.loc)) for comm, seq, f in zip(
                 head.get_column("comm").to_list(), head.get_column("seq").to_list(), trace))
+            if head.height < len(trace):
+                extensions[(head.get_column("comm")[0], rank)] = _beyond(head, trace[head.height:])
     if not rows:
         return streams
     known = pl.DataFrame(rows, schema={"comm": pl.String, "rank": pl.Int64, "seq": pl.Int64,
@@ -54,13 +57,39 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
         key = (part.get_column("comm")[0], part.get_column("rank")[0]) if part.height else None
         joined = part.drop("checked", "checked_at", strict=False).join(
             by_key.get(key, empty), on=["comm", "rank", "seq"], how="left", maintain_order="left")
-        return joined.with_columns(
+        joined = joined.with_columns(
             pl.coalesce("step", "_step").alias("step"), pl.coalesce("tag", "_tag").alias("tag"),
             pl.col("_checked").alias("checked"), pl.col("_checked_at").alias("checked_at"),
         ).drop("_step", "_tag", "_checked", "_checked_at")
+        if key in extensions:
+            joined = pl.concat([joined, extensions[key]], how="diagonal_relaxed").select(joined.columns)
+        return joined
 
     streams.map_parts(attach)
     return streams
+
+
+def _cut_sooner(stream: pl.DataFrame) -> bool:
+    """The stream of a rank's one comm whose records stop sooner than its trace: a file cut short, which the trace's
+    later records carry on (seqs contiguous, so they follow on). With several comms the trace mixes them."""
+    if stream.height == 0 or stream.get_column("comm").n_unique() != 1:
+        return False
+    seq = stream.get_column("seq")
+    return seq.null_count() == 0 and seq[-1] - seq[0] + 1 == stream.height
+
+
+def _beyond(head: pl.DataFrame, rest: list[FingerprintRow]) -> pl.DataFrame:
+    """Rows for the trace records past the end of a stream cut sooner: what the rank read back, so completed."""
+    comm, rank, last = head.get_column("comm")[0], head.get_column("rank")[0], head.get_column("seq")[-1]
+    return pl.DataFrame({
+        "file": [f.loc.path for f in rest], "line": [f.loc.line for f in rest], "comm": comm, "rank": rank,
+        "seq": [last + 1 + i for i in range(len(rest))],
+        "op": [normalize_op(f.kind) if f.kind else None for f in rest], "count": [f.numel for f in rest],
+        "state": EventState.COMPLETED.value, "step": [f.step for f in rest], "tag": [f.tag for f in rest],
+        "checked": [checked_right(f) for f in rest], "checked_at": [str(f.loc) for f in rest],
+        "sources": [[SourceFormat.FINGERPRINT.value]] * len(rest),
+    }, schema_overrides={"line": pl.Int64, "count": pl.Int64, "step": pl.Int64, "rank": pl.Int64, "seq": pl.Int64,
+                         "checked": pl.Boolean, "sources": pl.List(pl.String)})
 
 
 def checked_right(row: FingerprintRow) -> bool | None:

@@ -336,6 +336,16 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if proposal is None or (proposal.stopped and not found.stopped):
             proposal, pinned_by = found, label
             continue
+        added = set(found.outliers) - set(proposal.outliers)
+        more = added and set(found.outliers) > set(proposal.outliers) and found.shown and not proposal.shown
+        if more and found.reference and set(found.reference).isdisjoint(added):
+            reference = merged(codes[r] for r in found.reference)
+            more = all(not agree(codes[r], reference) for r in added)  # not merely unrecorded where others differ
+        if more:
+            # Streams that differed in length only, and a richer field shows more ranks departing: they do.
+            proposal, pinned_by = found, label
+            narrowed.append(label)
+            continue
         if set(found.outliers) != set(proposal.outliers) or not _within(found, proposal):
             continue  # a field that moves the answer rather than narrowing it is not trusted
         if _span(found.placements) != _span(proposal.placements):

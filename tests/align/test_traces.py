@@ -98,3 +98,18 @@ def test_checksums_that_differ_by_design_are_not_mixed_data():
     d = answer(*traces("serving-tp-in-dp-8rank", ".jsonl"))
     assert d["verdict"] != "diverged" and d["root"] is None
     assert not d.get("checksum_splits")
+
+
+def test_a_trace_carries_on_a_log_cut_short(tmp_path):
+    """long-window with rank 1's NCCL log cut after its 5th COLL line: its trace holds the 88 collectives it read
+    back, which carry its stream on, so the extra collective at seq 8 is still pinned on rank 1."""
+    source = REAL / "long-window"
+    for path in [*source.glob("nccl.*.log"), *traces("long-window", ".jsonl")]:
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    log = tmp_path / "nccl.vm.617.log"
+    lines = log.read_text().splitlines(keepends=True)
+    fifth = [i for i, line in enumerate(lines) if "opCount" in line][4]
+    log.write_text("".join(lines[:fifth + 1]))
+    d = answer(tmp_path)
+    launched = {c["comm"]: c["launched"] for c in d["comms"]}[d["root"]["comm"]]
+    assert launched["1"] == 88 and d["root"]["seq_range"] == [8, 8] and d["root"]["outlier_ranks"] == [1]
