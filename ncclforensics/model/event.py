@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .kinds import Severity
+from .kinds import EventState, GateChoice, Severity, WatchdogKind
 from .location import Location
 
 
@@ -42,6 +42,10 @@ class CollectiveEvent:
     # NCCL's own counter from a COLL line, where read: logs under 1 MiB are read line by line and keep it; bigger
     # ones are read by keys that mask it (sources/nccl_log/keyed.py). Grouped ops share one, 1-rank comms stay at 0.
     opcount: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.state is not None:
+            EventState(self.state)  # ValueError for a state outside the closed set
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +166,7 @@ class GateDecision:
     loc: Location
     rank: int
     step: int
-    decision: str  # GateChoice value
+    decision: str  # a GateChoice value (checked)
     seq: int | None = None  # sequence length the rank saw
     proposed_pass_count: int | None = None
     sched_count: int | None = None
@@ -172,6 +176,9 @@ class GateDecision:
     spec_tokens: int | None = None
     mode: str | None = None
     time: float | None = None
+
+    def __post_init__(self) -> None:
+        GateChoice(self.decision)  # ValueError for a decision outside the closed set
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +202,7 @@ class WatchdogEvent:
     """A PyTorch ProcessGroupNCCL or NCCL message about a timeout, an error, an abort or a desync report."""
 
     loc: Location
-    kind: str  # timeout | async_error | blocking_wait_timeout | desync_report | abort | nccl_warn | dump | ...
+    kind: str  # a WatchdogKind value (checked: a parser cannot make up a kind the analysis does not know)
     rank: int | None = None
     comm: str | None = None  # process group name or NCCL hash
     seq: int | None = None
@@ -212,6 +219,9 @@ class WatchdogEvent:
     # `[6] finished collective #19, but didn't join collective #20` is ((6,), 19, False); `[0, 1] joined but didn't
     # finish collective #18` is ((0, 1), 18, True). Its collective numbers may differ from the watchdog's SeqNum.
     lagging: tuple[tuple[tuple[int, ...], int, bool], ...] = ()
+
+    def __post_init__(self) -> None:
+        WatchdogKind(self.kind)  # ValueError for a kind outside the closed set
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,6 +75,31 @@ class PairingKind(str, Enum):
     TYPE_MISMATCH = "type_mismatch"  # a different op, dtype or reduction
 
 
+class WatchdogKind(str, Enum):
+    """What a PyTorch ProcessGroupNCCL or NCCL message says happened (a WatchdogEvent's `kind`)."""
+
+    TIMEOUT = "timeout"  # the watchdog caught a collective past its timeout
+    BLOCKING_WAIT_TIMEOUT = "blocking_wait_timeout"  # TORCH_NCCL_BLOCKING_WAIT: the caller's wait timed out
+    ASYNC_ERROR = "async_error"  # NCCL reported an error on the communicator (a peer gone, a CUDA failure, ...)
+    WATCHDOG_TERMINATED = "watchdog_terminated"
+    ABORT = "abort"  # a communicator was aborted (or revoked)
+    DUMP_SIGNAL = "dump_signal"  # a Flight Recorder dump was asked for by another rank
+    DUMP_SIGNAL_SENT = "dump_signal_sent"
+    DUMP = "dump"
+    OPS_FAILED = "ops_failed"
+    PROCESS_DOWN = "process_down"
+    HEARTBEAT_TIMEOUT = "heartbeat_timeout"
+    WATCHDOG_STUCK = "watchdog_stuck"
+    COMM_ERROR = "comm_error"
+    NCCL_ERROR = "nccl_error"
+    NCCL_WARN = "nccl_warn"  # an NCCL WARN line no other kind describes
+    STACK_TRACE = "stack_trace"
+    STACK_TRACE_UNAVAILABLE = "stack_trace_unavailable"
+    PG_STATUS = "pg_status"  # a process group's last enqueued and completed work
+    DESYNC_REPORT = "desync_report"  # TORCH_NCCL_DESYNC_DEBUG's analysis of a timeout
+    DESYNC_REPORT_UNAVAILABLE = "desync_report_unavailable"
+
+
 class GateChoice(str, Enum):
     """A drafter gate's decision for one step."""
 

@@ -12,19 +12,19 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from ...model import Location, ProcessIdentity, WatchdogEvent
+from ...model import Location, ProcessIdentity, WatchdogEvent, WatchdogKind
 from .comm_hash import child_comm_hash, hash_name
 from .patterns import MISC, MISC_KEY, MSG_COMM, Problems
 
 # How a WARN message is classified (first match wins); nccl_formats.md §5.1.
 _WARN_KINDS = [
-    ("abort", re.compile(r"in abort state|communicator was revoked|\bRevoke\b|\baborted\b", re.IGNORECASE)),
-    ("async_error", re.compile(
+    (WatchdogKind.ABORT, re.compile(r"in abort state|communicator was revoked|\bRevoke\b|\baborted\b", re.IGNORECASE)),
+    (WatchdogKind.ASYNC_ERROR, re.compile(
         r"Connection closed by remote peer|Connection reset by peer|Got completion from peer|async fatal event|"
         r"Cuda failure|Call to \S+ failed|Message truncated|Failed to execute operation|ncclCommSetAsyncError|"
         r"remote process exited|unhandled (?:cuda|system) error|ncclRemoteError|ncclSystemError|ncclInternalError"
     )),
-    ("timeout", re.compile(r"time[ d]?out|timed out|ncclTimeout", re.IGNORECASE)),
+    (WatchdogKind.TIMEOUT, re.compile(r"time[ d]?out|timed out|ncclTimeout", re.IGNORECASE)),
 ]
 
 
@@ -56,7 +56,7 @@ class _Event:
     """A watchdog event before ranks are known: they are filled in once every INIT line is read."""
 
     line: int
-    kind: str
+    kind: WatchdogKind
     message: str
     host: str | None
     pid: int | None
@@ -126,7 +126,7 @@ class History:
         for e in sorted(self._events, key=lambda e: e.line):
             dev = e.comm.cuda_dev if e.comm is not None and e.comm.cuda_dev is not None else e.dev
             events.append(WatchdogEvent(
-                loc=Location(self.problems.name, e.line), kind=e.kind, rank=self.rank_of(e.host, e.pid, dev),
+                loc=Location(self.problems.name, e.line), kind=e.kind.value, rank=self.rank_of(e.host, e.pid, dev),
                 comm=e.comm.key if e.comm is not None else None, message=e.message,
             ))
         return events
@@ -138,7 +138,7 @@ class History:
         kind, g = next(((k, row[k]) for k in MISC if row[k] and row[k][MISC_KEY[k]] is not None), (None, None))
         if kind == "warn":
             message = g["msg"].rstrip()
-            self._add_event(line, g, next((k for k, rx in _WARN_KINDS if rx.search(message)), "nccl_warn"), message)
+            self._add_event(line, g, next((k for k, rx in _WARN_KINDS if rx.search(message)), WatchdogKind.NCCL_WARN), message)
         elif kind == "version":
             self._version_line(line, g["version"])
         elif kind in ("init", "nranks"):
@@ -146,7 +146,7 @@ class History:
         elif kind == "teardown":
             self._teardown_line(line, g)
         elif kind == "async":
-            self._add_event(line, g, "async_error", g["msg"])
+            self._add_event(line, g, WatchdogKind.ASYNC_ERROR, g["msg"])
 
     def _version_line(self, line: int, version: str) -> None:
         if self.version is None:
@@ -219,18 +219,18 @@ class History:
             return
         message = f"comm {g['ptr']} rank {g['rank']} nranks {g['nranks']}: {what} {phase}"
         if phase == "START":
-            self._pending_aborts[where] = self._event(line, g, "abort", message, where)
+            self._pending_aborts[where] = self._event(line, g, WatchdogKind.ABORT, message, where)
             return
         self._pending_aborts.pop(where, None)
-        self._add_event(line, g, "abort", message, ptr=where[2])
+        self._add_event(line, g, WatchdogKind.ABORT, message, ptr=where[2])
         self._open[where] = None
 
-    def _add_event(self, line: int, g: dict, kind: str, message: str, ptr: str | None = None) -> None:
+    def _add_event(self, line: int, g: dict, kind: WatchdogKind, message: str, ptr: str | None = None) -> None:
         if ptr is None and (found := MSG_COMM.search(message)):
             ptr = found.group(1).lower()
         self._events.append(self._event(line, g, kind, message, (g["host"], _int(g["pid"]), ptr)))
 
-    def _event(self, line: int, g: dict, kind: str, message: str, where: tuple) -> _Event:
+    def _event(self, line: int, g: dict, kind: WatchdogKind, message: str, where: tuple) -> _Event:
         comm = self._comm_at(*where, line) if where[2] else None
         return _Event(line, kind, message, host=where[0], pid=where[1], dev=_int(g["dev"]), comm=comm)
 
