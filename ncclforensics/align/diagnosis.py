@@ -28,15 +28,15 @@ from .divergence import (
     analyze_comm,
 )
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
-from .step_sums import step_sums_root
-from .traces import with_trace_rows
 from .gates import GateDisagreement, first_gate_disagreement
 from .jobs import split_jobs
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
 from .ras_only import ras_only_root, ras_only_wedge, ras_rank_map
 from .reconcile import Reconciliation, reconcile
+from .step_sums import step_sums_root
 from .streams import Streams, build_streams
+from .traces import with_trace_rows
 from .unranked import unranked_streams
 from .watchdog import (
     STOP_EVENTS,

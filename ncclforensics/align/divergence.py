@@ -9,7 +9,6 @@ and the gate journal. This module turns a communicator's rows into what root.py 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -18,6 +17,7 @@ import polars as pl
 
 from ..model import Location
 from ..model.kinds import is_p2p_comm
+from .comm_streams import CommStreams, comm_streams
 from .gates import GateDisagreement
 from .root import (
     Codes,
@@ -129,121 +129,9 @@ def op_at(row: dict) -> OpAt:
     )
 
 
-def ops_at(frame: pl.DataFrame | CommRows, seq: int) -> dict[int, OpAt]:
+def ops_at(rows: CommStreams, seq: int) -> dict[int, OpAt]:
     """Each rank's collective at `seq` (ranks that never launched it are absent)."""
-    if isinstance(frame, CommRows):
-        return {row["rank"]: op_at(row) for row in frame.rows_at(seq)}
-    return {row["rank"]: op_at(row) for row in frame.filter(pl.col("seq") == seq).iter_rows(named=True)}
-
-
-class CommRows:
-    """One communicator's rows, per rank (Streams.comm_parts: each rank's rows in seq order, one row per seq).
-
-    Where every rank's seqs run without a gap (`contiguous`), a seq is a position in each rank's rows, and the
-    per-seq questions of the analysis become array comparisons, rank against rank, with no frame of all ranks.
-    `start`: rows below it are left out of `frame`, as the analysis leaves out seqs not every rank has.
-    """
-
-    def __init__(self, parts: dict[int, pl.DataFrame]) -> None:
-        self.parts = parts
-        self.start: int | None = None
-        self._seqs = {rank: part.get_column("seq") for rank, part in parts.items()}
-        self.contiguous = all(
-            seq.null_count() == 0 and len(seq) and seq[-1] - seq[0] + 1 == len(seq) for seq in self._seqs.values())
-
-    def first(self, rank: int) -> int:
-        return self._seqs[rank][0]
-
-    def last(self, rank: int) -> int:
-        return self._seqs[rank][-1]
-
-    def _index(self, rank: int, seq: int) -> int | None:
-        """Where `seq` is in `rank`'s rows (None: not there, or below start)."""
-        if self.start is not None and seq < self.start:
-            return None
-        seqs = self._seqs[rank]
-        if self.contiguous:
-            at = seq - seqs[0]
-            return at if 0 <= at < len(seqs) else None
-        at = int(seqs.search_sorted(seq))
-        return at if at < len(seqs) and seqs[at] == seq else None
-
-    def rows_at(self, seq: int) -> list[dict]:
-        """Each rank's row at `seq`, in rank order."""
-        found = []
-        for rank, part in self.parts.items():
-            at = self._index(rank, seq)
-            if at is not None:
-                found.append(part.row(at, named=True))
-        return found
-
-    def frame(self, low: int | None = None, high: int | None = None) -> pl.DataFrame:
-        """The rows (from `start`, and within [low, high] where given), rank by rank: what filtering the streams
-        frame by comm and seq gives."""
-        bounds = [x for x in (low, self.start) if x is not None]
-        low = max(bounds) if bounds else None
-        pieces = []
-        for rank, part in self.parts.items():
-            if low is None and high is None:
-                pieces.append(part)
-            elif self.contiguous:
-                first = self.first(rank)
-                begin = 0 if low is None else min(len(part), max(0, low - first))
-                stop = len(part) if high is None else max(begin, min(len(part), high - first + 1))
-                pieces.append(part.slice(begin, max(0, stop - begin)))
-            else:
-                keep = pl.lit(True)
-                if low is not None:
-                    keep = keep & (pl.col("seq") >= low)
-                if high is not None:
-                    keep = keep & (pl.col("seq") <= high)
-                pieces.append(part.filter(keep))
-        return pl.concat(pieces) if pieces else pl.DataFrame()
-
-    def constants(self, columns: list[str]) -> dict[int, tuple] | None:
-        """rank -> the values `columns` hold in every one of its rows, where every rank's rows hold one value in each
-        (a log of one process and one shape); else None."""
-        found = {}
-        for rank, part in self.parts.items():
-            if part.height == 0 or not all(part.select(pl.col(c).n_unique() == 1 for c in columns).row(0)):
-                return None
-            found[rank] = part.select(pl.col(c).first() for c in columns).row(0)
-        return found
-
-    def tokens(self, columns: list[str], until_null: str | None = None) -> dict[int, np.ndarray]:
-        """rank -> a 64-bit hash of `columns` per row from `start` (contiguous rows only); with `until_null`, only
-        the rows before the first one where that column is null (ranks with none are left out). Equal rows, equal
-        tokens: the hash of the row, or, where all but `count` are constant in every rank, the hash of the count
-        mixed with a hash of those constants."""
-        fixed = self.constants([c for c in columns if c != "count"]) if "count" in columns else None
-        out = {}
-        for rank, part in self.parts.items():
-            rows = part.slice(self.start - self.first(rank))
-            if until_null is not None:
-                nulls = rows.get_column(until_null).is_null()
-                if nulls.any():
-                    rows = rows.head(int(nulls.arg_max()))
-                if rows.height == 0:
-                    continue
-            if fixed is None:
-                out[rank] = rows.select(pl.struct(columns).hash()).to_series().to_numpy()
-            else:
-                out[rank] = rows.select(pl.col("count").hash()).to_series().to_numpy() ^ stable_hash(fixed[rank])
-        return out
-
-    def nulls_by_rank(self, column: str, high: int) -> dict[int, int]:
-        """rank -> nulls of `column` among its rows from `start` up to `high`."""
-        nulls = {}
-        for rank, part in self.parts.items():
-            begin = max(0, self.start - self.first(rank)) if self.start is not None else 0
-            stop = max(begin, min(len(part), high - self.first(rank) + 1))
-            nulls[rank] = part.get_column(column).slice(begin, stop - begin).null_count()
-        return nulls
-
-
-def stable_hash(values: tuple) -> np.uint64:
-    """A 64-bit hash of plain values (str, int, None), the same in every process."""
-    return np.uint64(int.from_bytes(hashlib.blake2b(repr(values).encode(), digest_size=8).digest(), "little"))
+    return {row["rank"]: op_at(row) for row in rows.rows_at(seq)}
 
 
 _MARKS = (
@@ -284,7 +172,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     deviating ranks' records of that step, and says which side of a tie deviated. `behind`: ranks that launched
     fewer than the others of this stopped communicator and did not die (see root.propose).
     """
-    rows = CommRows(streams.comm_parts(comm))
+    rows = comm_streams(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
     analysis = _marked(comm, marks)
     ranks = analysis.ranks
@@ -318,7 +206,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     return analysis
 
 
-def _informative_columns(rows: CommRows) -> tuple[set[str], dict[str, list[int]]]:
+def _informative_columns(rows: CommStreams) -> tuple[set[str], dict[str, list[int]]]:
     """Columns that can tell two collectives apart (recorded somewhere, and not one value everywhere), and for
     each the ranks that recorded none of it (a rank whose Flight Recorder dump is missing has no call sites)."""
     wanted = [*SIGNATURE, "stack", "callsite", "tag", "step"]
@@ -352,7 +240,7 @@ def _stage_label(label: str, added: list[str], without: dict[str, list[int]], ra
             f"without: compared as far as the others allow)")
 
 
-def _codes(rows: CommRows, start: int, fields: list[str]) -> dict[int, Codes]:
+def _codes(rows: CommStreams, start: int, fields: list[str]) -> dict[int, Codes]:
     """rank -> its records from `start` as one code per field and position (0: not recorded there, a gap in the
     seqs included). Equal values, equal codes."""
     out = {}
@@ -427,7 +315,7 @@ def _deviants(gate: GateDisagreement | None, ranks: list[int]) -> set[int] | Non
     return deviants if deviants and deviants != mine else None
 
 
-def _constraints(rows: CommRows, start: int, gate: GateDisagreement | None, deviants: set[int] | None) -> list:
+def _constraints(rows: CommStreams, start: int, gate: GateDisagreement | None, deviants: set[int] | None) -> list:
     """The evidence beside the records that narrows where the root is: checked results, then the gate's step."""
     constraints = []
     frame = rows.frame(start)
@@ -491,7 +379,7 @@ def _parse_loc(text: str | None) -> Location:
     return Location(path, int(line)) if line.isdigit() else Location(text or "")
 
 
-def _as_root(comm: str, solution: Solution, rows: CommRows, start: int) -> Root:
+def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Root:
     """The solution as a Root: its range, the likeliest kind and size, and why it is a range."""
     low, high = solution.seq_range
     best = solution.best

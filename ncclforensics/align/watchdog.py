@@ -22,7 +22,8 @@ from ..model import (
     WatchdogEvent,
     conform,
 )
-from .divergence import CommRows, Root, ops_at
+from .comm_streams import comm_streams
+from .divergence import Root, ops_at
 from .ras_only import root_from_counts, wedge_from_counts
 from .streams import Streams
 from .wedge import Wedge
@@ -159,6 +160,6 @@ def marks_only_wedge(groups: dict[str, EnqueueMarks], streams: Streams, dead: se
         if not marks.stops or len(set(marks.launched.values())) < 2:
             continue
         wedge = wedge_from_counts(comm, marks.launched, marks.completed, dead, list(marks.stops), marks.evidence)
-        wedge.ops = ops_at(CommRows(streams.comm_parts(comm)), wedge.seq)  # a timed-out rank's own line
+        wedge.ops = ops_at(comm_streams(streams.comm_parts(comm)), wedge.seq)  # a timed-out rank's own line
         return wedge
     return None

@@ -9,16 +9,8 @@ import polars as pl
 
 from ..model import Location, PairingKind, WedgeKind
 from ..model.kinds import is_p2p_comm
-from .divergence import (
-    DIFFERENT_OPS,
-    STOPPED,
-    CommAnalysis,
-    CommRows,
-    OpAt,
-    Root,
-    ops_at,
-    stable_hash,
-)
+from .comm_streams import CommStreams, comm_streams, stable_hash
+from .divergence import DIFFERENT_OPS, STOPPED, CommAnalysis, OpAt, Root, ops_at
 from .streams import Streams
 
 
@@ -66,19 +58,17 @@ class Wedge:
     evidence: list[Location] = field(default_factory=list)
 
 
-def classify_pairings(frame: pl.DataFrame | CommRows, first: int, last: int) -> list[PairingRun]:
+def classify_pairings(rows: CommStreams, first: int, last: int) -> list[PairingRun]:
     """Per seq in [first, last], what pairing the ranks' collectives made, as runs of equal kind."""
-    if isinstance(frame, CommRows):
-        runs = _pairings_by_rank(frame, first, last)
-        if runs is not None:
-            return runs
-        frame = frame.frame(first, last)
-    window = frame.filter(pl.col("seq").is_between(first, last))
+    runs = _pairings_by_rank(rows, first, last)
+    if runs is not None:
+        return runs
+    window = rows.frame(first, last)
     per_seq = window.group_by("seq").agg(
         pl.struct("op", "dtype", "redop", "root").n_unique().alias("types"),
         pl.col("count").n_unique().alias("counts"),
     ).sort("seq")
-    runs: list[PairingRun] = []
+    runs = []
     for seq, types, counts in per_seq.iter_rows():
         kind = (PairingKind.TYPE_MISMATCH if types > 1 else
                 PairingKind.COUNT_MISMATCH if counts > 1 else PairingKind.SHAPE_EQUAL)
@@ -92,17 +82,18 @@ def classify_pairings(frame: pl.DataFrame | CommRows, first: int, last: int) -> 
 _KINDS = (PairingKind.SHAPE_EQUAL, PairingKind.COUNT_MISMATCH, PairingKind.TYPE_MISMATCH)
 
 
-def _pairings_by_rank(rows: CommRows, first: int, last: int) -> list[PairingRun] | None:
+def _pairings_by_rank(rows: CommStreams, first: int, last: int) -> list[PairingRun] | None:
     """classify_pairings where every rank has every seq in [first, last] (None otherwise): each rank's types and
     counts compared with the first rank's, seq by seq, as arrays (a type is the hash of its fields)."""
-    if not rows.contiguous or not rows.parts or last < first or any(
-            rows.first(r) > first or rows.last(r) < last for r in rows.parts):
+    if not rows.parts or last < first:
+        return None
+    windows = {rank: rows.span(rank, first, last) for rank in rows.parts}
+    if any(window is None for window in windows.values()):
         return None
     fields = ["op", "dtype", "redop", "root"]
     fixed = rows.constants(fields)  # one type per rank: its hash, not one per row
     types, counts, nulls = [], [], []
-    for rank, part in rows.parts.items():
-        window = part.slice(first - rows.first(rank), last - first + 1)
+    for rank, window in windows.items():
         if fixed is None:
             types.append(window.select(pl.struct(fields).hash()).to_series().to_numpy())
         else:
@@ -124,7 +115,7 @@ def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root) -> W
     """From the root to the last collective every rank completed (or, lacking states, launched), and at least to
     the last one whose result read back wrong (it completed misaligned). Empty (0 collectives) when the group
     wedged at the root itself."""
-    frame = CommRows(streams.comm_parts(analysis.comm))
+    frame = comm_streams(streams.comm_parts(analysis.comm))
     completed = [c for c in analysis.completed.values()]
     completion_known = all(c is not None for c in completed)
     end = min(completed) if completion_known else min(analysis.launched.values())
@@ -152,7 +143,7 @@ def count_only_window(root: Root) -> Window:
                   completion_known=False)
 
 
-def _wrong_results(rows: CommRows, low: int) -> int | None:
+def _wrong_results(rows: CommStreams, low: int) -> int | None:
     """The last seq from `low` whose checked result was wrong on some rank (fingerprints with expected values)."""
     last = None
     for part in rows.parts.values():
@@ -191,7 +182,7 @@ def find_wedge(streams: Streams, analyses: dict[str, CommAnalysis], dead_ranks: 
 
 def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
                 blocked: dict[int, tuple[str, int]]) -> Wedge | None:
-    frame = CommRows(streams.comm_parts(analysis.comm))
+    frame = comm_streams(streams.comm_parts(analysis.comm))
     launched, completed = analysis.launched, analysis.completed
     lowest, highest = min(launched.values()), max(launched.values())
     known = [c for c in completed.values() if c is not None]
@@ -248,7 +239,7 @@ def pairing_hangs(ops: list[OpAt], comm_size: int | None) -> bool:
     return True
 
 
-def _first_hanging_pairing(rows: CommRows, low: int, high: int) -> int | None:
+def _first_hanging_pairing(rows: CommStreams, low: int, high: int) -> int | None:
     """The first seq in [low, high] whose collectives, launched by every rank, pair in a way NCCL never
     completes (where no rank records completing it)."""
     if high < low or not rows.parts:
@@ -269,7 +260,7 @@ def _first_hanging_pairing(rows: CommRows, low: int, high: int) -> int | None:
     return None
 
 
-def _comm_size(rows: CommRows, rank: int) -> int | None:
+def _comm_size(rows: CommStreams, rank: int) -> int | None:
     sizes = rows.parts[rank].get_column("comm_size").drop_nulls()
     return int(sizes[0]) if len(sizes) else None
 
