@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from . import __version__, api
-from .errors import EXIT_TROUBLE, OneLineErrors
+from .commands import OneLineErrors, exit_code
 from .model import Severity, Verdict
 from .report import console as console_report
 from .report import data, escape, plots
@@ -21,7 +21,6 @@ from .report import export as export_report
 from .report import postmortem as postmortem_report
 from .report import side_by_side as side_by_side_report
 
-EXIT_CONSISTENT, EXIT_DIVERGED = 0, 1
 
 
 def _stderr() -> Console:
@@ -104,7 +103,7 @@ def parse(paths: tuple[str, ...], as_json: bool) -> None:
     else:
         console_report.render_parse_table(Console(), parsed.evidence)
     trouble = _report_problems(parsed)
-    sys.exit(EXIT_TROUBLE if trouble else EXIT_CONSISTENT)
+    sys.exit(exit_code(trouble))
 
 
 @cli.command(short_help="First divergent collective, misaligned window, wedge.")
@@ -147,13 +146,7 @@ def diff(paths: tuple[str, ...], as_json: bool, ranks: tuple[int, ...], comm: st
             click.echo("\n" + (side_by_side_report.render_text(side) if side is not None else
                                "No aligned view: no root placed in recorded streams."))
     trouble = _report_problems(parsed, diagnosis.problems)
-    sys.exit(_exit_code(diagnosis, trouble))
-
-
-def _exit_code(diagnosis, trouble: bool) -> int:
-    if trouble:
-        return EXIT_TROUBLE
-    return EXIT_DIVERGED if diagnosis.verdict is Verdict.DIVERGED else EXIT_CONSISTENT
+    sys.exit(exit_code(trouble, diagnosis.verdict is Verdict.DIVERGED))
 
 
 @cli.command(short_help="Tables of the evidence (Parquet, CSV, NDJSON) for polars, pandas, DuckDB.")
@@ -182,7 +175,7 @@ def export(paths: tuple[str, ...], out: str, table: str) -> None:
     written = export_report.write_table(frame, out)
     _stderr().print(f"wrote {escape.printable(written)}: {frame.height} {table} row(s)", markup=False)
     trouble = _report_problems(parsed)
-    sys.exit(EXIT_TROUBLE if trouble else EXIT_CONSISTENT)
+    sys.exit(exit_code(trouble))
 
 
 # --- postmortem, gates, acceptance ---------------------------------------------------------------------------
@@ -213,7 +206,7 @@ def postmortem(paths: tuple[str, ...], out: str) -> None:
                     f"{sum(p.suffix == '.png' for p in written)} plot(s)"
                     + (f" and the window's pairing runs ({', '.join(tables)})" if tables else ""), markup=False)
     trouble = _report_problems(parsed, data.diagnosis.problems)
-    sys.exit(_exit_code(data.diagnosis, trouble))
+    sys.exit(exit_code(trouble, data.diagnosis.verdict is Verdict.DIVERGED))
 
 
 @cli.command(short_help="Did soak runs reach the gate's ceiling window, and agree?")
@@ -245,7 +238,7 @@ def gates(paths: tuple[str, ...], as_json: bool, plot: str | None) -> None:
     if plot:
         plots.write_png(plots.plot_coverage(coverage), plot)
     trouble = _report_problems(parsed)
-    sys.exit(EXIT_TROUBLE if trouble else EXIT_DIVERGED if coverage.disagreeing_sessions else EXIT_CONSISTENT)
+    sys.exit(exit_code(trouble, bool(coverage.disagreeing_sessions)))
 
 
 @cli.command(short_help="Spec-decode acceptance per run: collapse and low acceptance.")
@@ -288,7 +281,7 @@ def acceptance(logs: tuple[str, ...], as_json: bool, baseline: str | None, colla
     if plot:
         plots.write_png(plots.plot_acceptance(report), plot)
     trouble = _report_problems(parsed)
-    sys.exit(EXIT_TROUBLE if trouble else EXIT_DIVERGED if report.flagged else EXIT_CONSISTENT)
+    sys.exit(exit_code(trouble, bool(report.flagged)))
 
 
 # The live mode imports torch only inside its commands, so registering it costs offline commands nothing.

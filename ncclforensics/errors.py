@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import re
 
-import click
-
-EXIT_TROUBLE = 2  # the exit code of every command for input or output it cannot use
-
 
 # C0 controls but tab, DEL, C1 controls, line and paragraph separators, and lone surrogates.
 _UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
@@ -48,20 +44,8 @@ class SourceError(ForensicsError):
     """An input file could not be read or used at all."""
 
 
-class ParseError(SourceError):
-    """An input is unusable at a known place: `str(e)` is `path:line: message`."""
-
-    def __init__(self, location: object, message: str, hint: str | None = None) -> None:
-        super().__init__(f"{location}: {message}", hint)
-        self.location = location
-
-
 class HostileInputError(SourceError):
     """An input tried to do more than carry data (a pickle that imports, a decompression bomb)."""
-
-
-class AlignError(ForensicsError):
-    """The evidence cannot be aligned (for example no collectives at all)."""
 
 
 class OutputError(ForensicsError):
@@ -80,17 +64,3 @@ def require(module: str, extra: str):
         return importlib.import_module(module)
     except ImportError as e:
         raise ForensicsError(f"{module} is needed for this", hint=f"pip install 'ncclforensics[{extra}]'") from e
-
-
-class OneLineErrors(click.Group):
-    """A command group that turns ForensicsError into one line on stderr and exit code 2; the traceback only with
-    the root command's --debug. Used by `ncclforensics` and by its `live` group (which also runs on its own)."""
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except ForensicsError as e:
-            if ctx.find_root().params.get("debug"):
-                raise
-            click.echo(f"error: {printable(e)}", err=True)  # one line, whatever the paths in it hold
-            ctx.exit(EXIT_TROUBLE)

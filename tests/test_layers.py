@@ -17,7 +17,7 @@ ALLOWED = {
     "sources": {"sources", "model", "errors"},
     "align": {"align", "model", "errors"},
     "report": {"report", "align", "model", "errors"},
-    "live": {"live", "model", "errors", "sources"},
+    "live": {"live", "model", "errors", "sources", "commands"},  # commands: what both command groups share
 }
 
 

@@ -17,9 +17,8 @@ from typing import Iterator
 
 import click
 
-from ..errors import EXIT_TROUBLE, OneLineErrors
+from ..commands import OneLineErrors, exit_code
 
-EXIT_CLEAN, EXIT_FOUND = 0, 1
 
 
 def _quiet_torch() -> None:
@@ -120,7 +119,7 @@ def sidecar(rank: int, world_size: int, store: str, journal: Path, alerts: Path 
     if not result.steps_compared:
         click.echo(f"warning: {journal}: no step was compared (no gate decision line that every rank journaled); "
                    f"is --journal this rank's gate journal?", err=True)
-    sys.exit(EXIT_FOUND if result.disagreements else EXIT_CLEAN)
+    sys.exit(exit_code(False, bool(result.disagreements)))
 
 
 @live.command(short_help="Poll NCCL RAS, save every reply, report stuck communicators.")
@@ -216,8 +215,7 @@ def ras(host: str, port: int, interval: float, out: Path | None, as_json: bool, 
             console.print(line)
     if summary.trouble:
         click.echo(f"error: {summary.gave_up or summary.last_error or 'no RAS reply'}", err=True)
-        sys.exit(EXIT_TROUBLE)
-    sys.exit(EXIT_FOUND if summary.stuck else EXIT_CLEAN)
+    sys.exit(exit_code(summary.trouble, bool(summary.stuck)))
 
 
 if __name__ == "__main__":
