@@ -281,3 +281,18 @@ def test_serving_tp_in_dp_logs_alone_give_the_range_with_stand_in_ranks():
     assert code == 1 and d["root"]["comm"] == "0x7e967d1df7760487" and d["root"]["outlier_ranks"] == [6]
     assert d["root"]["seq_range"][0] <= 30 <= d["root"]["seq_range"][1]
     assert any("stand-ins" in c for c in d["caveats"])
+
+
+def test_logs_of_one_replica_beside_dumps_of_the_others_get_the_jobs_ranks():
+    """The NCCL logs of ranks 4-7 alone claim ranks 0-3 (their TP group's), the very ranks the dumps of 0-3 name;
+    the dumps show an 8-rank job, so the logs' ranks are comm ranks: 5, 6 and 7 match their dumps, and 4 (no dump)
+    is placed through the TP group's members that rank 5's dump lists."""
+    logs = [p for p in files("serving-tp-in-dp-8rank", "nccl.") if p.endswith(("1167.log", "1168.log", "1169.log",
+                                                                              "1170.log"))]
+    dumps = [p for p in files("serving-tp-in-dp-8rank", "fr_rank") if not p.endswith(("fr_rank4", "fr_rank6"))]
+    code, d = diff_json(*logs, *dumps)
+    members = {c["comm"]: c["ranks"] for c in d["comms"]}
+    assert members["0x7e967d1df7760487"] == [4, 5, 6, 7] and members["0x772983640d2431f5"] == [0, 4]
+    assert code == 1 and d["root"]["comm"] == "0x7e967d1df7760487" and d["root"]["outlier_ranks"] == [6]
+    assert d["root"]["seq_range"][0] <= 30 <= d["root"]["seq_range"][1]
+    assert not any("stand-ins" in c for c in d["caveats"])

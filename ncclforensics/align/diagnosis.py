@@ -178,7 +178,9 @@ def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: Gat
         behind = {r for r, n in analysis.launched.items() if n < most} - dead
         named = set(analysis.root.outlier_ranks) if analysis.root is not None and analysis.root.kind != STOPPED \
             else set()
-        if behind and not behind <= named and len(behind) * 2 <= len(analysis.ranks):
+        # Where records already show a rank launching something else, the ranks behind are blocked by it.
+        caused = analysis.root is not None and analysis.root.shown and analysis.root.kind != STOPPED
+        if behind and not behind <= named and not caused and len(behind) * 2 <= len(analysis.ranks):
             analyses[comm] = analyze_comm(streams, comm, gate, behind)
 
 

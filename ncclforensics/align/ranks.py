@@ -33,6 +33,8 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
         for identity in item.identities:
             if identity.rank is not None and identity.pid is not None:
                 claims.setdefault(identity.rank, set()).add((identity.host, identity.pid))
+    if not logs:
+        return evidence, []
     widest = max((i.comm_size or 0 for item in logs for i in item.identities), default=0)
     if not any(len(processes) > 1 for processes in claims.values()) and _job_size(evidence) <= widest:
         return evidence, []
