@@ -18,6 +18,7 @@ from typing import Iterator
 import click
 
 from ..commands import OneLineErrors, exit_code
+from .view import plural
 
 
 
@@ -113,8 +114,10 @@ def sidecar(rank: int, world_size: int, store: str, journal: Path, alerts: Path 
         result = run_sidecar(options, on_alert=alert, on_note=note, stop=stop)
     for r, (last, journaled) in sorted(result.uncompared.items()):
         note(f"rank {r} journaled up to step {journaled}; steps after {last} were not journaled by every rank")
-    click.echo(f"rank {rank}: {result.steps_compared} steps compared, {result.disagreements} disagreements"
-               + (f", {result.incomplete_steps} steps not journaled by every rank" if result.incomplete_steps else ""),
+    click.echo(f"rank {rank}: {plural(result.steps_compared, 'step')} compared, "
+               f"{plural(result.disagreements, 'disagreement')}"
+               + (f", {plural(result.incomplete_steps, 'step')} not journaled by every rank"
+                  if result.incomplete_steps else ""),
                err=True)
     if not result.steps_compared:
         click.echo(f"warning: {journal}: no step was compared (no gate decision line that every rank journaled); "
@@ -166,13 +169,13 @@ def ras(host: str, port: int, interval: float, out: Path | None, as_json: bool, 
     from rich.console import Console
 
     from .ras_watch import RasWatcher, WatchOptions, prepare_out_dir
-    from .view import comm_table, summary_lines
+    from .view import comm_table, retry_words, summary_lines
 
     if out is None:
         import time
 
         out = Path(f"ras-capture-{time.strftime('%Y%m%d-%H%M%S')}")
-        click.echo(f"note: saving replies to {out}/", err=True)
+        click.echo(f"note: saving replies to {out}/ (made at the first reply)", err=True)
     options = WatchOptions(out=prepare_out_dir(out), host=host, port=port, interval=interval, polls=polls,
                            stuck_after=stuck_after, fmt=fmt, verbose=verbose_status,
                            collective_timeout=collective_timeout, connect_timeout=connect_timeout,
@@ -184,7 +187,7 @@ def ras(host: str, port: int, interval: float, out: Path | None, as_json: bool, 
         click.echo(json.dumps(obj))
 
     def retry_note(error: str, delay: float, attempt: int) -> None:
-        click.echo(f"retrying in {delay:g}s (failed poll {attempt}): {error}", err=True)
+        click.echo(retry_words(error, delay, attempt), err=True)
 
     def note(text: str) -> None:
         click.echo(f"note: {text}", err=True)
@@ -203,16 +206,29 @@ def ras(host: str, port: int, interval: float, out: Path | None, as_json: bool, 
         elif console.is_terminal:
             from rich.live import Live
 
+            # Everything goes through the live view: lines printed beside it (stderr) would collide with the table
+            # and leave stale fragments. The last failed poll stays in view until a reply arrives.
             with Live(comm_table(watcher), console=console, refresh_per_second=4) as view:
-                summary = watcher.run(lambda c: view.console.print(c.describe()), retry_note,
-                                      on_poll=lambda w: view.update(comm_table(w)), on_event=event, on_note=note,
+                def failed(error: str, delay: float, attempt: int) -> None:
+                    view.update(comm_table(watcher, retry_words(error, delay, attempt)))
+
+                def polled(w) -> None:
+                    view.update(comm_table(w))
+
+                summary = watcher.run(lambda c: view.console.print(c.describe(), markup=False, soft_wrap=False), failed,
+                                      on_poll=polled, on_event=lambda raw: view.console.print(
+                                          f"RAS event: {raw.decode('utf-8', 'replace')}", markup=False,
+                                          soft_wrap=False),
+                                      on_note=lambda text: view.console.print(f"note: {text}", markup=False,
+                                                                              soft_wrap=False),
                                       stop=stop)
+                view.update(comm_table(watcher, None if summary.polls_ok else summary.last_error))
         else:
             summary = watcher.run(lambda c: console.print(c.describe()), retry_note, on_event=event, on_note=note,
                                   stop=stop)
-    if not as_json:
+    if not as_json:  # on a terminal wrapped between words; in a pipe one line each
         for line in summary_lines(summary):
-            console.print(line)
+            console.print(line, markup=False, soft_wrap=not console.is_terminal)
     if summary.trouble:
         click.echo(f"error: {summary.gave_up or summary.last_error or 'no RAS reply'}", err=True)
     sys.exit(exit_code(summary.trouble, bool(summary.stuck)))

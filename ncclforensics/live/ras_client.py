@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterator
 
-from ..errors import LiveError
+from ..errors import LiveError, printable
 
 RAS_PORT = 28028
 CLIENT_PROTOCOL = 2
@@ -112,7 +112,7 @@ class RasClient:
             conn.send(f"MONITOR {groups}")
             answer = conn.line()
             if answer != "OK":
-                raise RasReplyError(f"RAS server at {self.address} refused MONITOR: {answer[:200]!r}",
+                raise RasReplyError(f"RAS server at {self.address} refused MONITOR: {_quoted(answer[:200])}",
                                     hint="MONITOR needs NCCL 2.29 or newer")
             yield from conn.events(fmt, stop)
 
@@ -139,7 +139,7 @@ class RasClient:
                                     hint="JSON needs NCCL 2.28.7 or newer; use --format text")
             self.json_supported = False
             return "text"
-        raise RasReplyError(f"RAS server at {self.address} answered SET FORMAT with {answer[:200]!r}")
+        raise RasReplyError(f"RAS server at {self.address} answered SET FORMAT with {_quoted(answer[:200])}")
 
 
 class _Connection:
@@ -166,11 +166,11 @@ class _Connection:
         first = self.line()
         match = re.fullmatch(r"SERVER PROTOCOL (\d+)", first)
         if not match:
-            raise RasReplyError(f"{self.address} is not a NCCL RAS server: it answered {first[:120]!r}")
+            raise RasReplyError(f"{self.address} is not a NCCL RAS server: it answered {_quoted(first[:120])}")
         self.send(f"TIMEOUT {collective_timeout}")
         answer = self.line()
         if answer != "OK":
-            raise RasReplyError(f"RAS server at {self.address} answered TIMEOUT with {answer[:120]!r}")
+            raise RasReplyError(f"RAS server at {self.address} answered TIMEOUT with {_quoted(answer[:120])}")
         return int(match.group(1))
 
     def line(self) -> str:
@@ -186,7 +186,7 @@ class _Connection:
         try:
             return raw.decode("ascii").rstrip("\r")
         except UnicodeDecodeError:
-            raise RasReplyError(f"RAS server at {self.address} sent bytes that are not RAS: {raw[:60]!r}") from None
+            raise RasReplyError(f"RAS server at {self.address} sent bytes that are not RAS: {_quoted(raw[:60])}") from None
 
     def read_to_eof(self, max_bytes: int) -> bytes:
         """Everything until the server closes, before the deadline (the whole report, however it trickles)."""
@@ -279,7 +279,7 @@ def check_report(data: bytes, fmt: str, address: str = "the RAS server") -> None
         return
     lines = [line.strip() for line in text.splitlines()]
     if not any(line.startswith(("NCCL version", "Communicators", "Job summary")) for line in lines[:40]):
-        raise RasReplyError(f"{address} sent text that is not a RAS report: {text[:80]!r}")
+        raise RasReplyError(f"{address} sent text that is not a RAS report: {_quoted(text[:80])}")
     if "Warnings" not in lines:  # the last section of every report, printed even when empty
         raise RasReplyError(f"{address} closed the connection mid-report (no Warnings section)")
 
@@ -287,3 +287,10 @@ def check_report(data: bytes, fmt: str, address: str = "the RAS server") -> None
 def repair_json(text: str) -> str:
     """Add the comma NCCL 2.28.7/2.28.9 leave out after `"nvml_dev"` in missing ranks."""
     return _MISSING_COMMA.sub(r"\1,\2", text)
+
+
+def _quoted(data: str | bytes) -> str:
+    """What a server sent, as text in backticks (`\x07` for a control byte, U+FFFD for bytes that are not UTF-8),
+    never a Python repr such as `b'\x07...'`."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return f"`{printable(text)}`"

@@ -186,7 +186,8 @@ class WatchSummary:
 
 
 def prepare_out_dir(out: Path, inputs: Sequence[Path] = ()) -> Path:
-    """Check and create the folder replies go to: never through `..`, never in an input or an evidence folder."""
+    """Check the folder replies go to: never through `..`, never in an input or an evidence folder. It is made
+    at the first reply (`RasWatcher._save`), so a watch that never got one leaves no empty folder behind."""
     if ".." in out.parts:
         raise OutputError(f"--out {out}: refusing a path that goes through '..'", hint="give the folder plainly")
     resolved = out.resolve()
@@ -202,7 +203,6 @@ def prepare_out_dir(out: Path, inputs: Sequence[Path] = ()) -> Path:
             shown = ", ".join(others[:3]) + (" ..." if len(others) > 3 else "")
             raise OutputError(f"--out {out}: already holds other files ({shown}); it looks like an evidence folder",
                               hint="give a new or empty folder, or one a previous watch wrote")
-    out.mkdir(parents=True, exist_ok=True)
     return out
 
 
@@ -252,6 +252,7 @@ class RasWatcher:
     def _save(self, reply: RasReply) -> Path:
         number = self._next_file
         self._next_file += 1
+        self.out.mkdir(parents=True, exist_ok=True)
         path = self.out / f"ras_{number}.txt"
         partial = self.out / f".ras_{number}.partial"
         partial.write_bytes(reply.data)
@@ -355,7 +356,7 @@ class RasWatcher:
             by_error.setdefault(error, []).append(rank)
         parts.extend(f"{_ranks(ranks)} report {error}" for error, ranks in by_error.items())
         if state is CommState.STUCK:
-            parts.append(f"unchanged for {unchanged} polls")
+            parts.append(f"unchanged for {unchanged} poll{'' if unchanged == 1 else 's'}")
         elif state is CommState.SKEW:
             parts.append("counts moving: transient")
         elif state is CommState.OK and previous is not None and previous.state in (CommState.MISMATCH,

@@ -23,7 +23,9 @@ from .words import window_words
 def render_problems(console: Console, problems: list[Diagnostic]) -> None:
     """One line per problem, `path:line: message`, for stderr."""
     lines = [f"{'error' if p.severity is Severity.ERROR else 'warning'}: {printable(p)}" for p in problems]
-    if lines:  # one write: a folder of 100,000 empty files is 100,000 lines
+    if lines and console.is_terminal and len(lines) <= 200:  # read there: wrapped between words, never in a path
+        _wrapped(console, lines)
+    elif lines:  # one write: a folder of 100,000 empty files is 100,000 lines
         console.out("\n".join(lines), highlight=False)
 
 
@@ -68,7 +70,9 @@ def _wrapped(console: Console, lines: list[str], style: str = "") -> None:
     width = max(console.width, 20)
     for line in lines:
         lead = line[:len(line) - len(line.lstrip(" "))]
-        rows = textwrap.wrap(line, width, initial_indent="", subsequent_indent=lead + "  ", break_long_words=False,
+        longest = max((len(word) for word in line.split()), default=0)
+        hang = " " * max(0, min(len(lead) + 2, width - longest))  # less indent where a long path needs the room
+        rows = textwrap.wrap(line, width, initial_indent="", subsequent_indent=hang, break_long_words=False,
                              break_on_hyphens=False, drop_whitespace=True) or [""]
         rows[0] = lead + rows[0].lstrip(" ")
         console.print(Text("\n".join(rows), style=style, no_wrap=True, overflow="ignore"), highlight=False)

@@ -136,8 +136,9 @@ def window_lines(d: Diagnosis) -> list[str]:
         return []
     if not w.collectives:
         return [_p(words.window_words(w))]
-    count = str(w.collectives) if w.collectives == w.collectives_min else f"{w.collectives_min}..{w.collectives}"
-    out = [f"Corrupt-and-continue window: {count} collectives in comm {_p(w.comm)}, seq {w.first_seq}..{w.last_seq}"
+    count = words.plural(w.collectives, "collective") if w.collectives == w.collectives_min else \
+        f"{w.collectives_min}..{w.collectives} collectives"
+    out = [f"Corrupt-and-continue window: {count} in comm {_p(w.comm)}, seq {w.first_seq}..{w.last_seq}"
                + ("" if w.completion_known else " (completion inferred from launches)")]
     for p in w.pairings[:PAIRING_LINES]:
         out.append(f"  seq {p.first_seq}..{p.last_seq}: {pairing_words(p.kind.value)}, "
