@@ -7,7 +7,6 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import printable
-
 from .ras_watch import CommState, RasWatcher, WatchSummary
 
 _STYLE = {CommState.OK: "green", CommState.MISMATCH: "yellow", CommState.SKEW: "cyan", CommState.STUCK: "bold red",
