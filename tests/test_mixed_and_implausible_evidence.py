@@ -7,7 +7,11 @@ import json
 import shutil
 from pathlib import Path
 
-from cli_helpers import FIXTURES, diff_json, real, run_cli
+from cli_helpers import diff_json, real, run_cli
+
+from ncclforensics.sources import InputFile, parse_file
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 EXTRA_OP = real("extra-op-4rank")  # root seq 25 (rank 0, step 5), wedge seq 50
 LONG_WINDOW = real("long-window")  # another job: root seq 8 (rank 1, step 2)
@@ -122,3 +126,39 @@ def test_a_complete_incomplete_reply_is_not_agreement():
     reply = FIXTURES / "public" / "ras_text" / "nccl-docs08ras-2.txt"  # rank 7 gone, nothing else
     _, out, _ = run_cli("diff", reply)
     assert out.startswith("NOTHING COMPARED") and "ranks) agree" not in out and "INCOMPLETE" in out
+
+
+# --- big gate journals, read column-wise ---------------------------------------------------------------------
+
+ODD_GATE_LINES = [
+    "step={i} rank=0 seq=199990 fits=0 decision=skip",
+    '{{"step": {i}, "rank": 1, "seq": 5, "decision": "PASS", "fits": true, "time": 1795942499.43, "mode": "observe"}}',
+    "[rank2] INFO gate: step={i} rank=2 fits=yes decision=pass mode=enforce",
+    "# step={i} rank=0 decision=pass (a comment)",
+    "step={i} rank=0 decision=maybe",  # broken: neither pass nor skip
+    "step={i} rank=-1 decision=skip",  # broken: below 0
+    "step={i} rank=3 seq=99999999999999999999 decision=skip",  # seq too large: read without it
+    '{{"step": {i}, "rank": 1, "decision": "skip", "mode": true}}',  # mode is not text
+    '{{"step": {i}.0, "rank": 1, "decision": "skip"}}',
+    '{{"step": "{i}", "rank": 1, "decision": "skip", "fits": 1}}',
+    'step={i} rank=0 decision=pass mode="two words"',
+    "xstep={i} rank=0 decision=pass",  # no step key: other log output
+    "step={i} rank=0 nranks=4 decision=pass fits=0 fits=1",
+    '{{"decision": "pass", "rank": 0}}',  # no step
+    "",
+]
+
+
+def test_a_big_journal_reads_column_wise_to_the_same_records_and_problems(tmp_path, monkeypatch):
+    from ncclforensics.sources import keyvalue
+
+    lines = [ODD_GATE_LINES[i % len(ODD_GATE_LINES)].format(i=i) for i in range(3 * keyvalue.COLUMNAR_MIN_LINES)]
+    journal = tmp_path / "gate_journal_rank0.log"
+    journal.write_text("\n".join(lines) + "\nstep=9 rank=0 decis")  # and a last line cut short
+    columnar = parse_file(InputFile(journal, journal.name))
+    monkeypatch.setattr(keyvalue, "COLUMNAR_MIN_LINES", 10**9)
+    by_line = parse_file(InputFile(journal, journal.name))
+    assert columnar.gates == by_line.gates and columnar.problems == by_line.problems
+    assert len(by_line.gates) > len(lines) // 2 and any("cut short" in p.message for p in by_line.problems)
+    from ncclforensics.sources.gate_journal import _COLUMNS
+    assert len(_COLUMNS.read(lines, journal.name)) >= len(lines) // 4  # the plain lines took the column-wise path

@@ -16,19 +16,28 @@ field. Both are reported as errors at `file:line`.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
-from ..model import Diagnostic, Evidence, FormatFacts, GateChoice, GateDecision, Location, SourceFormat
+from ..model import (
+    Diagnostic,
+    Evidence,
+    FormatFacts,
+    GateChoice,
+    GateDecision,
+    Location,
+    SourceFormat,
+)
 from .base import InputFile
 from .keyvalue import (
+    Columns,
     LineRecord,
     bool_field,
     float_field,
     head_lines,
     int_field,
     optional,
-    present,
     parse_records,
+    present,
     record_share,
     required,
     shown,
@@ -60,7 +69,7 @@ class GateJournalSource:
 
     def parse(self, file: InputFile) -> Evidence:
         """Every gate record of the file; broken records become error diagnostics."""
-        evidence, records = parse_records(file, self.facts, _NEEDLES, _JSON_KEYS, _is_gate, _decision)
+        evidence, records = parse_records(file, self.facts, _NEEDLES, _JSON_KEYS, _is_gate, _decision, _COLUMNS)
         evidence.gates = records
         return evidence
 
@@ -92,6 +101,18 @@ def _decision(record: LineRecord, name: str) -> tuple[GateDecision | None, Diagn
     return decision, problem
 
 
+def _built(loc: Location, values: dict) -> GateDecision:
+    return GateDecision(loc=loc, **values)
+
+
+def _columns() -> Columns:
+    """The column-wise reading of the same fields as `_decision` (a big journal is read so, see keyvalue.Columns)."""
+    kinds: dict[str, object] = {"step": "int", "rank": "int", "decision": set(_CHOICES), "fits": "bool",
+                                "md_none": "bool", "mode": "str", "time": "float"}
+    kinds.update({key: "int" for key in _OPTIONAL_INTS})
+    return Columns(kinds, ("step", "rank", "decision"), _built)
+
+
 def _choice(fields: Mapping[str, object], errors: list[str]) -> str | None:
     """`pass` or `skip` (any case), else None with the reason in `errors`."""
     if not present(fields, "decision"):
@@ -102,3 +123,6 @@ def _choice(fields: Mapping[str, object], errors: list[str]) -> str | None:
     if choice is None:
         errors.append(f"decision {shown(value)} is neither pass nor skip")
     return choice
+
+
+_COLUMNS = _columns()

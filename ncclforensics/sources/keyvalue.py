@@ -13,8 +13,10 @@ import json
 import math
 import re
 import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, Sequence
+
+import polars as pl
 
 from ..errors import SourceError
 from ..model import Diagnostic, Evidence, FormatFacts, Location, Severity
@@ -112,21 +114,101 @@ def parse_records(
     json_keys: tuple[str, ...],
     wanted: Callable[[Mapping[str, object], bool], bool],
     convert: Callable[[LineRecord, str], tuple[object | None, Diagnostic | None]],
+    columns: Columns | None = None,
 ) -> tuple[Evidence, list]:
     """A record parser's whole job: the file's records (read_records), each made a value by `convert(record,
-    name)`, which also names its bad fields. Returns the Evidence (with every problem) and the values."""
+    name)`, which also names its bad fields. Returns the Evidence (with every problem) and the values.
+
+    With `columns`, a file of COLUMNAR_MIN_LINES lines or more is read column-wise first (see `Columns`): the lines
+    whose every field reads cleanly become values without Python per field; the others, and the last line of a
+    file cut short, go through `convert` as above. Same values and problems either way, in line order."""
     lines, evidence, cut = read_lines_cut(file, facts)
-    values = []
-    for item in read_records(lines, file.name, needles, json_keys, wanted, cut_last=cut and len(lines) > 1):
+    cut_last = cut and len(lines) > 1
+    fast: dict[int, object] = {}
+    if columns is not None and len(lines) >= COLUMNAR_MIN_LINES:
+        fast = columns.read(lines[:-1] if cut_last else lines, file.name)
+    rest = [(n, line) for n, line in enumerate(lines, start=1) if n not in fast]
+    slow: dict[int, list] = {}
+    for item in read_records([line for _, line in rest], file.name, needles, json_keys, wanted,
+                             cut_last=cut_last, strict=jsonl_mode(lines)):
+        number = rest[(item.line if isinstance(item, LineRecord) else item.loc.line) - 1][0]
         if isinstance(item, Diagnostic):
-            evidence.problems.append(item)
+            slow.setdefault(number, []).append(Diagnostic(Location(file.name, number), item.message, item.severity))
             continue
-        value, problem = convert(item, file.name)
-        if value is not None:
-            values.append(value)
-        if problem is not None:
-            evidence.problems.append(problem)
+        value, problem = convert(LineRecord(number, item.fields, item.from_json), file.name)
+        slow.setdefault(number, []).extend(x for x in (value, problem) if x is not None)
+    values = []
+    for number in sorted(fast.keys() | slow.keys()):
+        for item in [fast[number]] if number in fast else slow[number]:
+            (evidence.problems if isinstance(item, Diagnostic) else values).append(item)
     return evidence, values
+
+
+COLUMNAR_MIN_LINES = 2_000  # below this, the Python reader alone is as fast
+
+
+@dataclass(frozen=True)
+class Columns:
+    """How a source's records read column-wise with polars: each field's key and kind (`int`, `bool`, `float`,
+    `str` or a set of choices), the keys a record must have, and `build(line, values)` making the value.
+
+    A line is read here only when it is a plain `key=value` line (no `{` or `"`) or a JSON object line, holds every
+    required key, and every field it holds reads as its kind (ints from 0 to 2**63-1, finite floats, flags 0/1,
+    true/false, yes/no, on/off, a known choice); anything else is left to the Python reader, which names what is
+    wrong. `key=value` fields are the first `key=` token not glued to a word, dot or dash (as `key_values`)."""
+
+    kinds: Mapping[str, object]
+    required: tuple[str, ...]
+    build: Callable[[Location, dict], object]
+
+    def read(self, lines: Sequence[str], name: str) -> dict[int, object]:
+        """line number (1-based) -> value, for the lines that read cleanly."""
+        frame = pl.DataFrame({"text": pl.Series(lines, dtype=pl.String)}).with_row_index("line", offset=1)
+        frame = frame.with_columns(pl.col("text").str.strip_chars())
+        text = pl.col("text")
+        frame = frame.with_columns(is_json=text.str.starts_with("{"),
+                                   plain=~text.str.contains("[{\"]") & text.str.contains("=", literal=True)
+                                   & ~text.str.starts_with("#"))
+        any_json, any_plain = frame.select(pl.col("is_json").any(), pl.col("plain").any()).row(0)
+        is_json, plain = pl.col("is_json"), pl.col("plain")
+        fields, checks = [], []
+        for key, kind in self.kinds.items():  # a spelling no line uses costs nothing
+            from_text = text.str.extract(r"(?:^|[^\w.\-])" + re.escape(key) + r"=([^\s,;)\]}]*)", 1) \
+                if any_plain else pl.lit(None, pl.String)
+            from_json = text.str.json_path_match(f"$.{key}") if any_json else pl.lit(None, pl.String)
+            raw = pl.when(is_json).then(from_json).when(plain).then(from_text).otherwise(None)
+            raw = pl.when(raw.str.strip_chars().is_in(list(_ABSENT))).then(None).otherwise(raw)
+            value, ok = _column(raw if kind == "str" else raw.str.strip_chars(), kind)
+            if kind == "str" and any_json:  # a JSON value read as text must be a JSON string, not a number or flag
+                ok = ok & (~is_json | raw.is_null() | text.str.contains(f'"{re.escape(key)}"\\s*:\\s*"'))
+            if key in self.required:
+                ok = ok & raw.is_not_null()
+            fields.append(value.alias(key))
+            checks.append(ok)
+        clean = ((plain | is_json) & pl.all_horizontal(checks)).fill_null(False)
+        rows = frame.filter(clean).select("line", *fields)
+        names = list(self.kinds)
+        return {row[0]: self.build(Location(name, row[0]), dict(zip(names, row[1:]))) for row in rows.iter_rows()}
+
+
+def _column(raw: pl.Expr, kind: object) -> tuple[pl.Expr, pl.Expr]:
+    """The typed value of a field column and whether it read cleanly (an absent value is clean: null)."""
+    absent = raw.is_null()
+    if kind == "int":
+        good = raw.str.contains(r"^\+?\d{1,19}$")
+        number = raw.str.strip_chars_start("+").cast(pl.UInt64, strict=False)
+        good = good & number.is_not_null() & (number <= _INT64_MAX)
+        return pl.when(good).then(number).cast(pl.Int64), absent | good
+    if kind == "float":
+        number = raw.cast(pl.Float64, strict=False)
+        return number, absent | number.is_finite()
+    if kind == "bool":
+        lowered = raw.str.to_lowercase()
+        return lowered.is_in(sorted(_TRUE)), absent | lowered.is_in(sorted(_TRUE | _FALSE))
+    if kind == "str":
+        return raw, pl.lit(True)
+    lowered = raw.str.to_lowercase()  # a set of choices, matched in any case
+    return lowered, absent | lowered.is_in(sorted(kind))
 
 
 def read_records(
@@ -136,6 +218,7 @@ def read_records(
     json_keys: tuple[str, ...],
     wanted: Callable[[Mapping[str, object], bool], bool],
     cut_last: bool = False,
+    strict: bool | None = None,
 ) -> Iterator[LineRecord | Diagnostic]:
     """The records of one source in `lines`, and a Diagnostic for each line that is a broken record.
 
@@ -151,7 +234,7 @@ def read_records(
     In a JSON-lines file (see `jsonl_mode`) every other line must be a JSON object or a wanted `key=value` record;
     JSON objects that are not wanted (metadata lines, other record kinds) are skipped silently.
     """
-    strict = jsonl_mode(lines)
+    strict = jsonl_mode(lines) if strict is None else strict  # `strict`: the whole file's mode, for a part of it
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
         if not stripped or stripped[0] == "#":
@@ -235,9 +318,7 @@ def int_field(fields: Mapping[str, object], key: str, minimum: int | None = 0) -
         number = None
     elif isinstance(value, int):
         number = value
-    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer() or isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
         number = int(value)
     if number is None:
         raise FieldError(f"{key} {shown(value)} is not an integer")
@@ -255,9 +336,7 @@ def float_field(fields: Mapping[str, object], key: str, finite: bool = False) ->
     value = fields[key]
     number: float | None = None
     try:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            number = float(value)
-        elif isinstance(value, str) and len(value) <= 1000:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) or isinstance(value, str) and len(value) <= 1000:
             number = float(value)
     except (ValueError, OverflowError):  # not numeric text; an integer too large for a float
         number = None
