@@ -1,0 +1,417 @@
+"""Oracle over the real captures: evidence cut short, uneven across ranks, or mixed with another job's must give
+the answer of the whole evidence, or an honest range that contains it, never an answer a cut alone changed.
+
+    python benchmarks/oracle_cuts.py                      # every capture, every cut point (long)
+    python benchmarks/oracle_cuts.py --cuts 40            # at most 40 cut points per file and kind of cut
+    python benchmarks/oracle_cuts.py --quick              # a handful per capture (what the tests sample)
+    python benchmarks/oracle_cuts.py --replay 'extra-op-4rank|cut|nccl.vm.443.log|line|40' --keep /tmp/case
+        (writes the case's evidence folder to /tmp/case; then `ncclforensics diff /tmp/case`)
+
+Captures: every folder of tests/fixtures/real/nccl-2.28.9/ and of ../shared/fixtures/real/nccl-2.28.9/ (where the
+checkout has one beside it; folders of a name already taken are the same capture). The reference answer of a capture
+is the diagnosis of all its files: the root (communicator, seq range, outlier ranks) and the wedge (communicator,
+seq). It is checked against the capture's ground truth (tests/fixtures/real/truth/, README) where one is written.
+
+Cases, each run through the whole diagnosis and `diff --json` (which must be strict JSON):
+- `cut`: one file cut after each line, and inside each line (half of it, no line break after), for text; at
+  evenly spaced bytes for pickles;
+- `rank`: every file of one rank cut at the same share of its length (the rank killed mid-write);
+- `kinds`: every subset of the per-rank kinds of evidence (NCCL logs, dumps, PyTorch logs, journals, ...), with and
+  without the RAS replies;
+- `split`: Flight Recorder dumps for some ranks and NCCL logs for the others (every split, or --cuts of them);
+- `job`: another capture's folder added beside this one.
+
+An answer holds when it is the reference, or widens it honestly: the same communicator, a seq range that contains
+the reference's, the same outliers (or a tie that names them), the wedge the same or unknown; or no root at all with
+a verdict that claims nothing (inconclusive, nothing compared). A cut the file shows (its last line without a line
+break, a pickle without its end) that widens the answer must be reported (a problem naming the cut file); a cut
+exactly at a line break leaves a file like a complete one. With another job's folder added, the answer is one job's
+own (the one with more files naming communicators), never a mix. Anything else is a violation: a cut changed the
+answer. Each violation is listed with
+the line that replays it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import math
+import multiprocessing
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPTURE_DIRS = (ROOT / "tests" / "fixtures" / "real" / "nccl-2.28.9",
+                ROOT.parent / "shared" / "fixtures" / "real" / "nccl-2.28.9")
+TRUTH_DIR = ROOT / "tests" / "fixtures" / "real" / "truth"
+QUICK_CUTS = 3  # cut points per file and kind of cut in --quick
+PICKLE_MAGIC = b"\x80"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the oracle compares: the verdict as said, the root and the wedge."""
+
+    label: str
+    root_comm: str | None = None
+    seq_lo: float | None = None  # the root's seq range; -inf..inf where it names no seq
+    seq_hi: float | None = None
+    outliers: frozenset = frozenset()
+    tie: bool = False
+    wedge_comm: str | None = None
+    wedge_seq: int | None = None
+
+    def short(self) -> str:
+        if self.root_comm is None:
+            return f"{self.label}, no root" + (f", wedge {self.wedge_seq}" if self.wedge_seq is not None else "")
+        lo, hi = (int(x) if math.isfinite(x) else "?" for x in (self.seq_lo, self.seq_hi))
+        seqs = f"seq {lo}" if lo == hi else f"seq {lo}..{hi}"
+        return (f"{self.label}, root {self.root_comm} {seqs} outliers {sorted(self.outliers)}"
+                f"{' (tie)' if self.tie else ''}, wedge {self.wedge_seq if self.wedge_seq is not None else '?'}")
+
+
+def answer_of(diagnosis) -> Answer:
+    from ncclforensics.report import words
+
+    root, wedge = diagnosis.root, diagnosis.wedge
+    label = words.verdict_label(diagnosis)
+    shown = wedge is not None and words.shows_wedge(diagnosis)  # a healthy run's records end: no wedge is said
+    wedge_part = {"wedge_comm": wedge.comm if shown else None, "wedge_seq": wedge.seq if shown else None}
+    if root is None:
+        return Answer(label, **wedge_part)
+    lo, hi = root.seq_range if root.seq_range is not None else (-math.inf, math.inf)
+    return Answer(label, root.comm, lo, hi, frozenset(root.outlier_ranks), not root.majority, **wedge_part)
+
+
+def judge(case: Answer, whole: Answer, reported: bool, cut: bool) -> tuple[str, str]:
+    """(outcome, why): `same`, `widened` (honest, and reported where something was cut), or `violation`."""
+    if whole.root_comm is None:
+        if case.label == "DIVERGED":
+            return "violation", "a divergence the whole evidence does not show"
+        if case != whole:  # a root said to be inconclusive, or nothing compared: claims nothing
+            return _widened(reported, cut, f"{case.label} where the whole evidence is {whole.label}")
+        return "same", ""
+    if case.root_comm is None:
+        if case.label in ("CONSISTENT", "TRANSIENT"):
+            return "violation", f"{case.label} where the whole evidence shows a divergence"
+        return _widened(reported, cut, "no root (nothing claimed)")
+    if not same_comm(case.root_comm, whole.root_comm):
+        return "violation", f"root in comm {case.root_comm}, not {whole.root_comm}"
+    if not (case.seq_lo <= whole.seq_lo and case.seq_hi >= whole.seq_hi):
+        return "violation", "root range leaves out the whole evidence's root"
+    if case.outliers != whole.outliers and not (case.tie and whole.outliers <= case.outliers):
+        return "violation", f"outliers {sorted(case.outliers)}, not {sorted(whole.outliers)}"
+    if case.wedge_seq is not None and not (same_comm(case.wedge_comm, whole.wedge_comm)
+                                           and case.wedge_seq == whole.wedge_seq):
+        return "violation", f"wedge at {case.wedge_comm} seq {case.wedge_seq}, not {whole.wedge_seq}"
+    if case == whole:
+        return "same", ""
+    return _widened(reported, cut, "a wider answer")
+
+
+def same_comm(a: str | None, b: str | None) -> bool:
+    """One communicator: the same hash, or a process-group name (what dumps without NCCL logs call it) beside a
+    hash, which only the logs would tie."""
+    return a == b or (a is not None and b is not None and not (a.startswith("0x") and b.startswith("0x")))
+
+
+def _widened(reported: bool, cut: bool, what: str) -> tuple[str, str]:
+    if cut and not reported:
+        return "violation", f"{what}, and the cut is not reported"
+    return "widened", what
+
+
+# --- cases ------------------------------------------------------------------------------------------------------
+
+
+def is_pickle(data: bytes) -> bool:
+    return data[:1] == PICKLE_MAGIC
+
+
+def spread(count: int, at_most: int | None) -> list[int]:
+    """`at_most` evenly spaced values of range(count) (all of them when None or enough)."""
+    if at_most is None or count <= at_most:
+        return list(range(count))
+    return sorted({round(i * (count - 1) / max(1, at_most - 1)) for i in range(at_most)})
+
+
+def cut_bytes(data: bytes, how: str, point: int) -> bytes:
+    """The content cut: after line `point` (`line`), inside line `point` (`mid`), or at byte `point`."""
+    if how == "byte":
+        return data[:point]
+    lines = data.splitlines(keepends=True)
+    if how == "line":
+        return b"".join(lines[:point])
+    line = lines[point].rstrip(b"\r\n")
+    return b"".join(lines[:point]) + line[: max(1, len(line) // 2)]
+
+
+def file_cuts(name: str, data: bytes, at_most: int | None) -> list[tuple[str, int]]:
+    if is_pickle(data):
+        return [("byte", b) for b in spread(len(data), at_most) if b > 0]
+    count = len(data.splitlines())
+    return [("line", k) for k in spread(count, at_most)] + [("mid", k) for k in spread(count, at_most)]
+
+
+def capture_cases(folder: Path, kinds: dict[str, str], ranks: dict[str, list[int]], others: list[Path],
+                  at_most: int | None) -> list[tuple]:
+    """Every case of one capture, as replayable tuples: (kind, ...)."""
+    cases: list[tuple] = []
+    files = sorted(p.name for p in folder.iterdir() if p.is_file())
+    for name in files:
+        cases += [("cut", name, how, point) for how, point in file_cuts(name, (folder / name).read_bytes(), at_most)]
+    all_ranks = sorted({r for rs in ranks.values() if len(rs) == 1 for r in rs})
+    for rank in all_ranks:
+        cases += [("rank", rank, share) for share in spread(20, at_most) if share > 0]  # twentieths of the length
+    per_rank = sorted({kinds[n] for n in files if len(ranks.get(n, [])) == 1})
+    shared = sorted({kinds[n] for n in files if len(ranks.get(n, [])) != 1} - set(per_rank))
+    subsets = [s for k in range(len(per_rank) + 1) for s in itertools.combinations(per_rank, k)
+               if at_most is None or k <= 1 or k >= len(per_rank) - 1]  # sampled: one kind alone, or all but one
+    for subset in subsets:
+        for with_shared in (True, False) if shared else (True,):
+            kept = tuple(sorted(subset + (tuple(shared) if with_shared else ())))
+            if set(kept) != set(per_rank) | set(shared):
+                cases.append(("kinds", "+".join(kept) or "-"))
+    if "flight-recorder" in per_rank and "nccl-log" in per_rank and len(all_ranks) > 1:
+        splits = [s for k in range(1, len(all_ranks)) for s in itertools.combinations(all_ranks, k)]
+        cases += [("split", ",".join(map(str, splits[i]))) for i in spread(len(splits), at_most)]
+    cases += [("job", other.name) for other in others]
+    return cases
+
+
+def build_case(folder: Path, case: tuple, kinds: dict[str, str], ranks: dict[str, list[int]], out: Path,
+               others: dict[str, Path]) -> tuple[Path, set[str]]:
+    """Write the case's evidence folder under `out`; returns (the folder to diagnose, the names of the files cut)."""
+    if out.exists():
+        shutil.rmtree(out)
+    evidence = out / folder.name
+    evidence.mkdir(parents=True)
+    kind = case[0]
+    names = sorted(p.name for p in folder.iterdir() if p.is_file())
+    cut_files = set()
+    for name in names:
+        data = (folder / name).read_bytes()
+        if kind == "cut" and name == case[1]:
+            data = cut_bytes(data, case[2], case[3])
+            cut_files.add(name)
+        elif kind == "rank" and ranks.get(name) == [case[1]]:
+            size = len(data) if is_pickle(data) else len(data.splitlines())
+            point = size * case[2] // 20
+            data = cut_bytes(data, "byte" if is_pickle(data) else "line", point)
+            cut_files.add(name)
+        elif kind == "kinds" and kinds[name] not in case[1].split("+"):
+            continue
+        elif kind == "split" and len(ranks.get(name, [])) == 1:
+            fr_ranks = {int(r) for r in case[1].split(",")}
+            if kinds[name] == "nccl-log" and ranks[name][0] in fr_ranks:
+                continue
+            if kinds[name] == "flight-recorder" and ranks[name][0] not in fr_ranks:
+                continue
+        (evidence / name).write_bytes(data)
+    if kind == "job":
+        shutil.copytree(others[case[1]], out / case[1])
+    return out, cut_files
+
+
+# --- running ----------------------------------------------------------------------------------------------------
+
+
+_PARSED: dict[tuple[str, str], object] = {}
+
+
+def diagnose_folder(path: Path):
+    """`diff --json` of one folder, in this process (the CLI's parallel parse gives the same evidence)."""
+    from ncclforensics.align.diagnosis import diagnose
+    from ncclforensics.api import ParsedInputs
+    from ncclforensics.report import data
+    from ncclforensics.sources import discover, parse_file
+
+    files, problems = discover([str(path)])
+    evidence = []
+    for file in files:
+        key = (file.name, hashlib.sha1(file.path.read_bytes()).hexdigest())
+        if key not in _PARSED:  # a file the case left as it was is parsed once per worker
+            _PARSED[key] = parse_file(file)
+        evidence.append(_PARSED[key])
+    parsed = ParsedInputs(evidence, problems)
+    diagnosis = diagnose(parsed.evidence)
+    json.dumps(data.diff_dict(diagnosis), allow_nan=False)  # what `diff --json` writes must be strict JSON
+    return parsed, diagnosis
+
+
+def profile(folder: Path) -> tuple[dict[str, str], dict[str, list[int]], Answer]:
+    """Each file's format and the ranks it speaks for, and the whole evidence's answer."""
+    parsed, diagnosis = diagnose_folder(folder)
+    kinds, ranks = {}, {}
+    for item in parsed.evidence:
+        name = Path(item.path).name
+        kinds[name] = item.format.value if item.format else "unrecognised"
+        ranks[name] = item.ranks
+    return kinds, ranks, answer_of(diagnosis)
+
+
+def truth_of(folder: Path) -> str:
+    """The ground truth's root seq and wedge seq, where the capture's truth file writes them."""
+    path = TRUTH_DIR / f"{folder.name}.json"
+    if not path.exists():
+        return "README"
+    summary = json.loads(path.read_text()).get("summary", {})
+    first, wedge = summary.get("first_divergent") or {}, summary.get("wedge") or {}
+    return f"root seq {first.get('seq', '-')}, wedge seq {wedge.get('seq', '-')}"
+
+
+def run_case(folder: Path, case: tuple, kinds: dict[str, str], ranks: dict[str, list[int]], whole: Answer,
+             others: dict[str, Path], scratch: Path) -> tuple[str, str, Answer | None]:
+    """One case: its evidence written under `scratch`, diagnosed and judged. (outcome, why, the answer)."""
+    path, cut_files = build_case(folder, case, kinds, ranks, scratch, others)
+    try:
+        parsed, diagnosis = diagnose_folder(path)
+    except Exception as e:  # noqa: BLE001 - a crash is a violation of its own, recorded with the case
+        return "violation", f"raised {type(e).__name__}: {e}", None
+    reported = any(Path(p.loc.path).name in cut_files for p in parsed.all_problems)
+    got = answer_of(diagnosis)
+    # A cut the file itself shows (no line break at its end, a pickle without its STOP) must be reported; one
+    # exactly at a line break leaves a file like a complete one, so an honest wider answer is all one can ask.
+    shows_cut = case[0] == "cut" and case[2] in ("mid", "byte")
+    outcome, why = judge(got, whole, reported, shows_cut)
+    if case[0] == "job" and outcome != "same":
+        # The job under study is the one with more files naming communicators: the answer is that job's whole.
+        _, _, theirs = profile(others[case[1]])
+        if got != theirs:
+            outcome, why = "violation", f"neither job's own answer ({why or 'another job changed it'})"
+        else:
+            outcome, why = "same", ""
+    return outcome, why, got
+
+
+def run_capture(task: tuple) -> dict:
+    """All cases of one capture (in a worker process)."""
+    folder, other_paths, at_most, only = task
+    folder, others = Path(folder), {Path(p).name: Path(p) for p in other_paths}
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
+    started = time.monotonic()
+    kinds, ranks, whole = profile(folder)
+    cases = capture_cases(folder, kinds, ranks, list(others.values()), at_most)
+    if only is not None:
+        cases = [c for c in cases if c == only]
+    counts = {"same": 0, "widened": 0, "violation": 0}
+    by_kind: dict[str, dict[str, int]] = {}
+    violations, slowest = [], 0.0
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:
+        for case in cases:
+            t0 = time.monotonic()
+            outcome, why, got = run_case(folder, case, kinds, ranks, whole, others, Path(tmp) / "case")
+            slowest = max(slowest, time.monotonic() - t0)
+            counts[outcome] += 1
+            by_kind.setdefault(case[0], {"same": 0, "widened": 0, "violation": 0})[outcome] += 1
+            if outcome == "violation":
+                violations.append({"case": "|".join(map(str, (folder.name, *case))), "why": why,
+                                   "got": got.short() if got else "-", "expected": whole.short()})
+    return {"capture": folder.name, "truth": truth_of(folder), "whole": whole.short(), "cases": len(cases),
+            "counts": counts, "by_kind": by_kind, "violations": violations, "seconds": time.monotonic() - started,
+            "slowest_s": slowest, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def captures() -> list[Path]:
+    found: dict[str, Path] = {}
+    for base in CAPTURE_DIRS:
+        if base.is_dir():
+            for folder in sorted(p for p in base.iterdir() if p.is_dir()):
+                found.setdefault(folder.name, folder)
+    return list(found.values())
+
+
+def other_job(folder: Path, all_captures: list[Path]) -> list[Path]:
+    """The capture after this one (in name order) whose communicators differ: its folder is the other job."""
+    names = [c.name for c in all_captures]
+    i = names.index(folder.name)
+    return [all_captures[(i + 1) % len(all_captures)]] if len(all_captures) > 1 else []
+
+
+def report(results: list[dict], at_most: int | None, seconds: float) -> str:
+    total = {k: sum(r["counts"][k] for r in results) for k in ("same", "widened", "violation")}
+    cases = sum(r["cases"] for r in results)
+    lines = [
+        "# Oracle: cut, uneven and mixed evidence on the real captures",
+        "",
+        (f"`python benchmarks/oracle_cuts.py{f' --cuts {at_most}' if at_most else ''}`: "
+         f"{'at most ' + str(at_most) if at_most else 'every'} cut point per file and kind of cut, "
+         f"{cases:,} cases in {seconds:.0f} s on {os.cpu_count()} CPUs (shared). "
+         f"Holds: {total['same']:,} the same answer, {total['widened']:,} an honest wider one; "
+         f"violations: {total['violation']:,}."),
+        "",
+        ("| capture | ground truth | whole evidence | cases | same | widened | violations | s | slowest case s | "
+         "peak RSS MiB |"),
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        c = r["counts"]
+        lines.append(f"| {r['capture']} | {r['truth']} | {r['whole']} | {r['cases']} | {c['same']} | {c['widened']} | "
+                     f"{c['violation']} | {r['seconds']:.0f} | {r['slowest_s']:.2f} | {r['peak_rss_mib']:.0f} |")
+    kinds = sorted({k for r in results for k in r["by_kind"]})
+    lines += ["", "| kind of case | same | widened | violations |", "|---|---:|---:|---:|"]
+    for kind in kinds:
+        sums = {k: sum(r["by_kind"].get(kind, {}).get(k, 0) for r in results) for k in total}
+        lines.append(f"| {kind} | {sums['same']} | {sums['widened']} | {sums['violation']} |")
+    violations = [v for r in results for v in r["violations"]]
+    if violations:
+        lines += ["", "## Violations", "",
+                  ("Replay one: `python benchmarks/oracle_cuts.py --replay 'CASE' --keep /tmp/case`, then "
+                   "`ncclforensics diff /tmp/case`."), "", "| case | why | got | whole evidence |", "|---|---|---|---|"]
+        for v in violations:
+            lines.append(f"| `{v['case']}` | {v['why']} | {v['got']} | {v['expected']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cuts", type=int, default=None, help="at most this many cut points per file and kind")
+    parser.add_argument("--quick", action="store_true", help=f"--cuts {QUICK_CUTS}")
+    parser.add_argument("--capture", action="append", help="only these captures (folder names)")
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--out", type=Path, help="write the report here (Markdown)")
+    parser.add_argument("--replay", help="one case, as a violation lists it")
+    parser.add_argument("--keep", type=Path, help="with --replay: write the case's evidence folder here")
+    args = parser.parse_args()
+    at_most = QUICK_CUTS if args.quick else args.cuts
+    everything = captures()
+    if args.replay:
+        name, kind, *rest = args.replay.split("|")
+        folder = next(c for c in everything if c.name == name)
+        case = (kind, *(int(x) if x.lstrip("-").isdigit() else x for x in rest))
+        kinds, ranks, _ = profile(folder)
+        if args.keep:
+            others = {c.name: c for c in everything}
+            build_case(folder, case, kinds, ranks, args.keep, others)
+            print(f"ncclforensics diff {args.keep}")
+        result = run_capture((str(folder), [str(p) for p in other_job(folder, everything)], None, case))
+        print(json.dumps(result, indent=1))
+        return 1 if result["counts"]["violation"] else 0
+    chosen = [c for c in everything if not args.capture or c.name in args.capture]
+    tasks = [(str(c), [str(p) for p in other_job(c, everything)], at_most, None) for c in chosen]
+    started = time.monotonic()
+    with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
+        results = []
+        for result in pool.imap_unordered(run_capture, tasks):
+            c = result["counts"]
+            print(f"{result['capture']}: {result['cases']} cases, {c['same']} same, {c['widened']} widened, "
+                  f"{c['violation']} violations ({result['seconds']:.0f} s)", flush=True)
+            results.append(result)
+    results.sort(key=lambda r: r["capture"])
+    text = report(results, at_most, time.monotonic() - started)
+    if args.out:
+        args.out.write_text(text)
+    print(text)
+    return 1 if any(r["counts"]["violation"] for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""A fast sample of benchmarks/oracle_cuts.py: a handful of cut, uneven and mixed cases of real captures, each
+diagnosed whole and judged against the capture's whole evidence (the full run: benchmarks/results/oracle_cuts.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+from cli_helpers import real
+
+_SPEC = importlib.util.spec_from_file_location(
+    "oracle_cuts", Path(__file__).resolve().parent.parent / "benchmarks" / "oracle_cuts.py")
+oracle = sys.modules.setdefault("oracle_cuts", importlib.util.module_from_spec(_SPEC))
+_SPEC.loader.exec_module(oracle)
+
+# Cases the root inference still gets wrong (a rank's records ending at a cut read as where it stopped); listed
+# in benchmarks/results/oracle_cuts.md. Strict: when one is fixed, it fails here until it is moved up.
+KNOWN = {
+    ("extra-op-4rank", ("cut", "fr_rank2", "byte", 10552)): "wedge placed where the cut dump ends",
+    ("extra-op-4rank", ("rank", 1, 10)): "wedge placed where rank 1's cut records end",
+}
+SAMPLE = [
+    ("extra-op-4rank", ("cut", "gate_journal_rank0.log", "mid", 11)),
+    ("extra-op-4rank", ("cut", "fingerprint_rank1.log", "mid", 5)),
+    ("extra-op-4rank", ("cut", "nccl.vm.443.log", "line", 80)),
+    ("extra-op-4rank", ("cut", "ras_status_q1.txt", "mid", 20)),
+    ("extra-op-4rank", ("job", "long-window")),
+    ("extra-op-4rank", ("split", "0,1")),
+    ("extra-op-4rank", ("kinds", "gate-journal+nccl-log+ras-json+ras-text")),
+    ("transient-skew", ("cut", "nccl.vm.592.log", "line", 900)),
+    ("transient-skew", ("rank", 2, 10)),
+    *KNOWN,
+]
+_PROFILES: dict[str, tuple] = {}
+
+
+def run(capture: str, case: tuple, tmp_path: Path) -> tuple[str, str]:
+    folder = real(capture)
+    if capture not in _PROFILES:
+        _PROFILES[capture] = oracle.profile(folder)
+    kinds, ranks, whole = _PROFILES[capture]
+    others = {p.name: p for p in folder.parent.iterdir()}
+    outcome, why, _ = oracle.run_case(folder, case, kinds, ranks, whole, others, tmp_path / "case")
+    return outcome, why
+
+
+@pytest.mark.parametrize("capture, case", [
+    pytest.param(c, k, marks=pytest.mark.xfail(strict=True, reason=KNOWN[(c, k)])) if (c, k) in KNOWN else (c, k)
+    for c, k in SAMPLE])
+def test_a_cut_never_changes_the_answer(capture, case, tmp_path):
+    outcome, why = run(capture, case, tmp_path)
+    assert outcome != "violation", why
+
+
+def test_the_oracle_tells_a_changed_answer_from_an_honest_range():
+    whole = oracle.Answer("DIVERGED", "0xabc", 25, 25, frozenset({0}), False, "0xabc", 50)
+    wider = oracle.Answer("DIVERGED", "0xabc", 1, 41, frozenset({0}), False, "0xabc", 50)
+    moved = oracle.Answer("DIVERGED", "0xabc", 1, 1, frozenset({0}), False, "0xabc", 50)
+    blamed = oracle.Answer("DIVERGED", "0xabc", 25, 25, frozenset({1}), False, "0xabc", 50)
+    unknown = oracle.Answer("DIVERGED", "0xabc", -math.inf, math.inf, frozenset({0}), False, None, None)
+    assert oracle.judge(whole, whole, reported=False, cut=True)[0] == "same"
+    assert oracle.judge(wider, whole, reported=True, cut=True)[0] == "widened"
+    assert oracle.judge(wider, whole, reported=False, cut=True)[0] == "violation"  # widened by a cut not said
+    assert oracle.judge(unknown, whole, reported=True, cut=True)[0] == "widened"
+    for wrong in (moved, blamed, oracle.Answer("CONSISTENT")):
+        assert oracle.judge(wrong, whole, reported=True, cut=True)[0] == "violation"
+    assert oracle.judge(whole, oracle.Answer("CONSISTENT"), reported=True, cut=True)[0] == "violation"
