@@ -291,8 +291,14 @@ def export_paths(paths: list[str], out: str, table: ExportTable, progress: Progr
     """Check `out` (an output path, its suffix a table format), parse the evidence under `paths` and build the
     table `export` writes (report/export.py): the collectives as `diff` compared them, or the gate decisions,
     fingerprints or RAS counts as parsed."""
-    from .report.export import ExportTable, collectives_table, fingerprints_table, gates_table, ras_table, \
-        table_format
+    from .report.export import (
+        ExportTable,
+        collectives_table,
+        fingerprints_table,
+        gates_table,
+        ras_table,
+        table_format,
+    )
 
     table_format(out)
     check_output("--out", out, paths, folder_of_files=False)
@@ -336,13 +342,12 @@ def postmortem_paths(paths: list[str], out: str, progress: ProgressHook | None =
     check_output_folder(out, paths)
     parsed, diagnosis = diff_paths(paths, progress)
     usable = [e for e in parsed.evidence if e.format is not None]
-    frame = diagnosis.streams.frame
     data = PostmortemData(
         diagnosis=diagnosis, out=Path(out),
         command=shlex.join(["ncclforensics", "postmortem", *paths, "--out", out]),
         diff_command=shlex.join(["ncclforensics", "diff", "--json", *paths]),
         workdir=os.getcwd(),
-        lanes=[comm_lanes(frame, diagnosis, comm) for comm in comms_that_matter(diagnosis)],
+        lanes=[comm_lanes(diagnosis.streams, diagnosis, comm) for comm in comms_that_matter(diagnosis)],
         gates=[g for e in usable for g in e.gates],
         inventory=inventory(parsed.evidence, diagnosis, parsed.problems),
         timeline=timeline(diagnosis, [w for e in usable for w in e.watchdog]),

@@ -14,6 +14,7 @@ import polars as pl
 from ..model import Location, WatchdogEvent
 from .diagnosis import STOP_EVENTS, Diagnosis
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED
+from .streams import Streams
 from .wedge import PairingRun
 
 MAX_TIME_POINTS = 2000  # per rank, for the seq-against-time panel
@@ -90,30 +91,32 @@ def comms_that_matter(diagnosis: Diagnosis, limit: int = 6) -> list[str]:
     return chosen[:limit]
 
 
-def comm_lanes(frame: pl.DataFrame, diagnosis: Diagnosis, comm: str) -> CommLanes:
-    """Lanes of `comm` from the merged streams frame (`Streams.frame`)."""
-    rows = frame.filter(pl.col("comm") == comm).sort(["rank", "seq"])
-    label = pl.concat_str([
-        pl.col("op").fill_null("?"), pl.lit(" "), pl.col("count").cast(pl.String).fill_null("?"), pl.lit(" x "),
-        pl.col("dtype").fill_null("?")], ignore_nulls=False).alias("label")
-    rows = rows.with_columns(label)
+def comm_lanes(rows: pl.DataFrame | Streams, diagnosis: Diagnosis, comm: str) -> CommLanes:
+    """Lanes of `comm` from the merged streams (Streams, or its frame). Each rank's rows are read on their own,
+    a few columns at a time: the frame of every rank of a big job (Streams.frame) spells out the columns a parsed
+    log holds as one value, gigabytes for 8 logs of a million collectives."""
+    parts = _comm_parts(rows, comm)
     runs: dict[int, list[LaneRun]] = {}
-    grouped = rows.with_columns(
-        ((pl.col("label") != pl.col("label").shift(1)) | (pl.col("rank") != pl.col("rank").shift(1))
-         | (pl.col("seq") != pl.col("seq").shift(1) + 1)).fill_null(True).cum_sum().alias("_run")
-    ).group_by("_run", maintain_order=True).agg(
-        pl.col("rank").first(), pl.col("seq").min().alias("lo"), pl.col("seq").max().alias("hi"),
-        pl.col("label").first(),
-    )
+    heads = []
+    for rank, part in parts.items():
+        signature = pl.struct(pl.col("op"), pl.col("count"), pl.col("dtype")).hash()
+        starts = ((signature != signature.shift(1)) | (pl.col("seq") != pl.col("seq").shift(1) + 1)).fill_null(True)
+        heads.append(part.select("seq", "op", "count", "dtype", starts.cum_sum().alias("_run")).group_by(
+            "_run", maintain_order=True).agg(
+            pl.col("seq").min().alias("lo"), pl.col("seq").max().alias("hi"), pl.col("op").first(),
+            pl.col("count").first(), pl.col("dtype").first(),
+        ).select(pl.lit(rank, pl.Int64).alias("rank"), "lo", "hi", _LABEL))
+    grouped = pl.concat(heads) if heads else pl.DataFrame(schema={"rank": pl.Int64, "lo": pl.Int64,
+                                                                  "hi": pl.Int64, "label": pl.String})
+    extents = {rank: (int(part.get_column("seq").min()), int(part.get_column("seq").max()))
+               for rank, part in parts.items() if part.height}
     detail = None
     if grouped.height > MAX_RUNS:
-        focus = _focus(diagnosis, comm, int(rows.get_column("seq").max()))
+        focus = _focus(diagnosis, comm, max(hi for _, hi in extents.values()))
         detail = (focus - DETAIL_HALF_WIDTH, focus + DETAIL_HALF_WIDTH)
         grouped = grouped.filter((pl.col("hi") >= detail[0]) & (pl.col("lo") <= detail[1]))
     for rank, lo, hi, text in grouped.select("rank", "lo", "hi", "label").iter_rows():
         runs.setdefault(rank, []).append(LaneRun(lo, hi, text))
-    extents = {rank: (lo, hi) for rank, lo, hi in rows.group_by("rank").agg(
-        pl.col("seq").min(), pl.col("seq").max().alias("hi")).iter_rows()}
     analysis = diagnosis.comms.get(comm)
     wedge = diagnosis.wedge if diagnosis.wedge is not None and diagnosis.wedge.comm == comm else None
     # Ranks the wedge names but no row describes (known from counts only) still get a lane, empty.
@@ -124,14 +127,27 @@ def comm_lanes(frame: pl.DataFrame, diagnosis: Diagnosis, comm: str) -> CommLane
         completed=dict(analysis.completed) if analysis else {},
         extents=extents, detail=detail,
     )
-    if rows.height and rows.get_column("time").null_count() == 0:
-        for (rank,), part in rows.group_by("rank", maintain_order=True):
+    if parts and all(part.get_column("time").null_count() == 0 for part in parts.values()):
+        for rank, part in parts.items():
             step = max(1, part.height // MAX_TIME_POINTS)
-            sample = part.gather_every(step)
+            sample = part.select("seq", "time").gather_every(step)
             if sample.get_column("seq")[-1] != part.get_column("seq")[-1]:
-                sample = pl.concat([sample, part.tail(1)])
+                sample = pl.concat([sample, part.select("seq", "time").tail(1)])
             lanes.times[rank] = (sample.get_column("time").to_list(), sample.get_column("seq").to_list())
     return lanes
+
+
+_LABEL = pl.concat_str([
+    pl.col("op").fill_null("?"), pl.lit(" "), pl.col("count").cast(pl.String).fill_null("?"), pl.lit(" x "),
+    pl.col("dtype").fill_null("?")], ignore_nulls=False).alias("label")
+
+
+def _comm_parts(rows: pl.DataFrame | Streams, comm: str) -> dict[int, pl.DataFrame]:
+    """rank -> its rows of `comm` in seq order, ranks in order."""
+    if isinstance(rows, Streams):
+        return {rank: part for rank, part in sorted(rows.comm_parts(comm).items()) if part.height}
+    mine = rows.filter(pl.col("comm") == comm).sort(["rank", "seq"])
+    return {rank: part for (rank,), part in mine.partition_by("rank", maintain_order=True, as_dict=True).items()}
 
 
 def _focus(diagnosis: Diagnosis, comm: str, last: int) -> int:
