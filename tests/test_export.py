@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
+from cli_helpers import REAL, real, run_cli
 from polars.testing import assert_frame_equal
 
-from cli_helpers import REAL, real, run_cli
 from ncclforensics import api
 from ncclforensics.report.export import COLUMNS, ExportTable, TableFormat, read_table
 
@@ -41,7 +42,7 @@ def test_each_row_is_where_it_says_it_was_read(tmp_path):
     assert logs.height == 197 and logs.get_column("fr_file").null_count() == 0  # every row also in a dump
     lines = {}
     for file, line, op, count in logs.select("file", "line", "op", "count").iter_rows():
-        text = lines.setdefault(file, open(file).read().splitlines())[line - 1]
+        text = lines.setdefault(file, Path(file).read_text().splitlines())[line - 1]
         assert f"{op}: opCount" in text and f" count {count} " in text, (file, line, text)
     extra = table.filter((pl.col("rank") == 0) & (pl.col("seq") == 25)).row(0, named=True)
     assert extra["callsite"] == "capture/probe.py:91" and extra["fr_record"] == 24  # the extra AllReduce
@@ -69,7 +70,7 @@ def test_gate_fingerprint_and_ras_tables_hold_the_parsed_records(tmp_path):
     step5 = table.filter(pl.col("step") == 5).sort("rank")
     assert step5.get_column("decision").to_list() == ["pass", "skip", "skip", "skip"]
     for file, line, decision in step5.select("file", "line", "decision").iter_rows():
-        assert decision in open(file).read().splitlines()[line - 1]
+        assert decision in Path(file).read_text().splitlines()[line - 1]
     _, prints = api.export_paths([str(folder)], str(tmp_path / "f.parquet"), ExportTable.FINGERPRINTS)
     step9 = prints.filter(pl.col("step") == 9).sort("rank")
     assert step9.get_column("sum").to_list() == [11776.0, 10240.0, 10240.0, 10240.0]  # rank 0 read mixed data
@@ -79,7 +80,7 @@ def test_gate_fingerprint_and_ras_tables_hold_the_parsed_records(tmp_path):
 
 
 def test_an_unknown_suffix_is_one_line_and_exit_2(tmp_path):
-    code, out, err = run_cli("export", real("extra-op-4rank"), "--out", tmp_path / "t.xlsx")
+    code, _, err = run_cli("export", real("extra-op-4rank"), "--out", tmp_path / "t.xlsx")
     assert code == 2 and err.count("\n") == 1 and "suffix .xlsx" in err and ".parquet, .csv or .ndjson" in err
     assert not (tmp_path / "t.xlsx").exists()
 

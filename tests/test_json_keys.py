@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import FIXTURES, REAL, run_cli
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -50,7 +49,7 @@ def outputs():
             assert code in (0, 1, 2)
             yield f"{' '.join(args)} {scenario.name}", json.loads(out)
     vllm = sorted((FIXTURES / "public" / "vllm_specdecode").iterdir())
-    code, out, _ = run_cli("acceptance", "--json", *vllm)
+    _, out, _ = run_cli("acceptance", "--json", *vllm)
     yield "acceptance --json public/vllm_specdecode", json.loads(out)
     code, out, _ = run_cli("diff", "--json", "--rank", "0", "--rank", "1", REAL / "extra-op-4rank")
     yield "diff --json --rank 0 --rank 1 extra-op-4rank", json.loads(out)
@@ -87,7 +86,7 @@ def _rank_maps(obj, path="$"):
 @pytest.mark.parametrize("scenario", ["extra-op-4rank", "long-window"])
 def test_per_rank_maps_are_in_rank_order_whatever_the_argument_order(scenario):
     files = sorted((REAL / scenario).iterdir(), reverse=True)  # rank 3's files first
-    code, out, _ = run_cli("diff", "--json", "--around", "2", *files)
+    _, out, _ = run_cli("diff", "--json", "--around", "2", *files)
     result = json.loads(out)
     maps = list(_rank_maps(result))
     assert len(maps) > 10 and any(len(ranks) == 4 for _, ranks in maps)

@@ -7,11 +7,10 @@ import subprocess
 import sys
 
 import pytest
+from cli_helpers import REAL, diff_json, real, run_cli
 from click.testing import CliRunner
 
-from cli_helpers import REAL, diff_json, real, run_cli
 from ncclforensics.cli import cli
-
 
 # --- --rank, --comm -------------------------------------------------------------------------------------------
 
@@ -55,9 +54,9 @@ def test_comm_view_by_hash_in_any_case_or_process_group_name():
 
 
 def test_an_unknown_rank_or_comm_is_one_line_and_exit_2():
-    code, out, err = run_cli("diff", "--rank", "9", real("extra-op-4rank"))
+    code, _, err = run_cli("diff", "--rank", "9", real("extra-op-4rank"))
     assert code == 2 and err == "error: --rank 9: no evidence of that rank (ranks: 0, 1, 2, 3)\n"
-    code, out, err = run_cli("diff", "--comm", "0xdead", real("extra-op-4rank"))
+    code, _, err = run_cli("diff", "--comm", "0xdead", real("extra-op-4rank"))
     assert code == 2 and err.startswith("error: --comm 0xdead: no collectives of that communicator") and \
         err.count("\n") == 1 and "0x1715b7bd1b8fda9e" in err
 
@@ -81,7 +80,7 @@ def test_a_log_on_stdin_is_read_like_its_file():
 def test_dev_stdin_through_a_real_pipe_is_sniffed_like_a_file():
     pasted = real("extra-op-4rank") / "ras_verbose_q1.txt"
     proc = subprocess.run([sys.executable, "-m", "ncclforensics.cli", "parse", "--json", "/dev/stdin"],
-                          input=pasted.read_bytes(), capture_output=True, timeout=120)
+                          input=pasted.read_bytes(), capture_output=True, timeout=120, check=False)
     (entry,) = json.loads(proc.stdout)
     assert proc.returncode == 0 and entry["file"] == "<stdin>" and entry["format"] == "ras-text"
     assert entry["comms"] == ["0x1715b7bd1b8fda9e"]
@@ -101,7 +100,7 @@ def test_stdin_is_bounded_like_a_file(monkeypatch):
 
 
 def test_around_aligns_the_extra_collective_as_a_gap_on_the_others():
-    code, d = diff_json("--around", "3", real("extra-op-4rank"))
+    _, d = diff_json("--around", "3", real("extra-op-4rank"))
     side = d["side_by_side"]
     lines = side["near_root"]
     assert [line["seq"] for line in lines] == [22, 23, 24, None, 25, 26, 27]
@@ -116,7 +115,7 @@ def test_around_aligns_the_extra_collective_as_a_gap_on_the_others():
 
 
 def test_around_a_missing_collective_leaves_the_gap_on_the_outlier():
-    code, out, _ = run_cli("diff", "--around", "2", real("serving-skipped-allreduce"))
+    _, out, _ = run_cli("diff", "--around", "2", real("serving-skipped-allreduce"))
     text = out[out.index("Aligned streams"):]
     row = next(line for line in text.splitlines() if "root: missing on rank(s) 0" in line)
     assert row.split()[:2] == ["17", "--"] and "17 AllReduce 1024 x float32" in row
@@ -126,7 +125,7 @@ def test_around_a_missing_collective_leaves_the_gap_on_the_outlier():
 
 @pytest.mark.parametrize("scenario", sorted(p.name for p in REAL.iterdir() if p.is_dir()))
 def test_aligned_as_the_root_says_the_streams_agree_around_the_root(scenario):
-    code, d = diff_json("--around", "6", real(scenario))
+    _, d = diff_json("--around", "6", real(scenario))
     side, root = d.get("side_by_side"), d["root"]
     if root is None or root["seq_range"] is None:
         assert side is None

@@ -79,10 +79,10 @@ def select(evidence: list[Evidence], streams: Streams, ranks_seen: list[int], vi
         return chosen_rank(rank) and (members is None or rank in members)
 
     keep = _kept_locations(streams, comms, view.ranks)
-    notes = [f"This analysis looks at {view.describe()} only (--rank/--comm); the rest of the job's evidence "
-             f"was left out, and with it what ties this part to the rest (fingerprints numbered across "
-             f"communicators, the other ranks' gate decisions): the root may be placed less precisely than in "
-             f"the whole job's analysis."]
+    notes = [(f"This analysis looks at {view.describe()} only (--rank/--comm); the rest of the job's evidence "
+              f"was left out, and with it what ties this part to the rest (fingerprints numbered across "
+              f"communicators, the other ranks' gate decisions): the root may be placed less precisely than in "
+              f"the whole job's analysis.")]
     out: list[Evidence] = []
     dropped_ras = False
     for item in evidence:

@@ -11,7 +11,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Self
 
 from ..model import Diagnostic, Location
 from .base import MAX_TEXT_BYTES, InputFile
@@ -53,7 +53,7 @@ class SpooledStdin:
         """Remove the copy."""
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    def __enter__(self) -> SpooledStdin:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

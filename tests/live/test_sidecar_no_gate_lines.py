@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from live_helpers import REAL, free_port
 
 pytestmark = pytest.mark.live
