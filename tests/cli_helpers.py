@@ -1,4 +1,4 @@
-"""Shared test helpers: fixture paths and a CLI runner (imported by test modules)."""
+"""Shared test helpers: a CLI runner and the real captures by name (the fixture paths are in fixture_paths.py)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from fixture_paths import FIXTURES, REAL
 
 from ncclforensics.cli import cli
 
-FIXTURES = Path(__file__).parent / "fixtures"
-REAL = FIXTURES / "real" / "nccl-2.28.9"
+__all__ = ["FIXTURES", "REAL", "diff_json", "real", "run_cli"]
 
 
 def real(scenario: str) -> Path:

@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
+
+from fixture_paths import REAL
 
 from ncclforensics import api
 from ncclforensics.sources import discover
-
-REAL = Path(__file__).resolve().parent / "fixtures" / "real" / "nccl-2.28.9"
 
 DUMP = """
 import json, sys

@@ -17,8 +17,9 @@ from ncclforensics import api
 from ncclforensics.align.acceptance import AcceptanceOptions, conditional
 from ncclforensics.cli import cli
 from ncclforensics.report import plots
+from fixture_paths import FIXTURES
 
-PUBLIC = Path(__file__).parents[1] / "fixtures" / "public" / "vllm_specdecode"
+PUBLIC = FIXTURES / "public" / "vllm_specdecode"
 PREFIX = "(EngineCore_DP0 pid=4242) INFO 07-27 22:00:12 [metrics.py:121] "
 
 

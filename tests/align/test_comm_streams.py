@@ -1,6 +1,5 @@
 """The two kinds of a communicator's streams answer every question alike, on a real capture's rows."""
 
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -9,8 +8,7 @@ from ncclforensics.align.comm_streams import ContiguousStreams, GappedStreams, c
 from ncclforensics.align.streams import build_streams
 from ncclforensics.align.wedge import classify_pairings
 from ncclforensics.api import parse_paths
-
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "nccl-2.28.9"
+from fixture_paths import REAL
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,7 @@ import pytest
 from ncclforensics.align.edits import EditKind, place_edits
 from tests.align.test_root import stream
 from tests.cli_helpers import diff_json
-
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "nccl-2.28.9"
+from fixture_paths import REAL
 
 
 def answer(*paths: Path) -> dict:

@@ -11,9 +11,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
-
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "nccl-2.28.9"
+from fixture_paths import REAL
 
 
 @dataclass

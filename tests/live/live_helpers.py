@@ -11,7 +11,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "nccl-2.28.9"
+from fixture_paths import REAL  # noqa: F401 - the live tests import it from here
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -22,8 +22,9 @@ from ncclforensics.report import plots, words
 from ncclforensics.report.postmortem import build_figures, write_postmortem
 from ncclforensics.sources import parse_file
 from ncclforensics.sources.base import InputFile
+from fixture_paths import FIXTURES
 
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
+REAL = FIXTURES / "real"
 CAPTURES = sorted(p for p in (REAL / "nccl-2.28.9").iterdir() if p.is_dir())
 SECTIONS = ["## Verdict", "## Timeline", "## Root cause", "## Window", "## Wedge", "## Evidence index",
             "## Caveats", "## How to reproduce"]

@@ -16,9 +16,10 @@ from PIL import Image
 
 from ncclforensics import api
 from ncclforensics.report.postmortem import write_postmortem
+from fixture_paths import FIXTURES
 
 CHROMIUM = Path("/usr/bin/chromium")
-CAPTURE = Path(__file__).parents[1] / "fixtures" / "real" / "nccl-2.28.9" / "extra-op-4rank"
+CAPTURE = FIXTURES / "real" / "nccl-2.28.9" / "extra-op-4rank"
 LANE_BLUE = (76, 114, 176)  # the most common signature's colour in the timeline plot (#4C72B0)
 
 pytestmark = pytest.mark.skipif(

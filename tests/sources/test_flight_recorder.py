@@ -19,12 +19,8 @@ from hypothesis import strategies as st
 from ncclforensics.model import Location, Severity, SourceFormat
 from ncclforensics.sources import InputFile, detect, parse_file
 from ncclforensics.sources.flight_recorder import FlightRecorderSource, parse_ranks, rank_from_name
+from fixture_paths import FIXTURES, REAL, EXTRA_OP, KILLED, HEALTHY
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-REAL = FIXTURES / "real" / "nccl-2.28.9"
-EXTRA_OP = REAL / "extra-op-4rank"
-KILLED = REAL / "killed-rank"
-HEALTHY = REAL / "healthy-1rank"
 CONSTRUCTED = FIXTURES / "constructed" / "flight_recorder"
 SOURCE = FlightRecorderSource()
 

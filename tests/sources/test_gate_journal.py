@@ -14,10 +14,8 @@ from ncclforensics.model import GateDecision, Location, Severity, SourceFormat
 from ncclforensics.sources import InputFile, detect, parse_file
 from ncclforensics.sources.gate_journal import GateJournalSource
 from ncclforensics.sources.keyvalue import jsonl_mode, key_values
+from fixture_paths import FIXTURES, REAL, EXTRA_OP
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-REAL = FIXTURES / "real" / "nccl-2.28.9"
-EXTRA_OP = REAL / "extra-op-4rank"
 CONSTRUCTED = FIXTURES / "constructed" / "journal"
 SOURCE = GateJournalSource()
 

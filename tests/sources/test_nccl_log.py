@@ -18,9 +18,8 @@ from ncclforensics.model import COLLECTIVE_SCHEMA, Severity, SourceFormat
 from ncclforensics.sources import InputFile, detect, parse_file
 from ncclforensics.sources.base import head_text
 from ncclforensics.sources.nccl_log import NcclLogSource, child_comm_hash
+from fixture_paths import FIXTURES, REAL
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
-REAL = FIXTURES / "real" / "nccl-2.28.9"
 PUBLIC = FIXTURES / "public" / "nccl_log"
 CONSTRUCTED = FIXTURES / "constructed" / "nccl_log"
 

@@ -10,8 +10,8 @@ from polars.testing import assert_frame_equal
 
 from ncclforensics.sources import nccl_log
 from ncclforensics.sources.base import InputFile
+from fixture_paths import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LOGS = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and b"NCCL" in p.read_bytes())
 REAL = FIXTURES / "real" / "nccl-2.28.9" / "extra-op-4rank" / "nccl.vm.442.log"
 

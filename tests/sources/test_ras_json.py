@@ -13,9 +13,8 @@ from ncclforensics.model import Evidence, RasCountGroup, RasSnapshot, Severity, 
 from ncclforensics.sources import InputFile, detect, parse_file
 from ncclforensics.sources.ras_common import count_groups
 from ncclforensics.sources.ras import RasJsonSource, RasMonitorSource
+from fixture_paths import FIXTURES, REAL
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
-REAL = FIXTURES / "real" / "nccl-2.28.9"
 PUBLIC = FIXTURES / "public" / "ras_json"
 CONSTRUCTED = FIXTURES / "constructed" / "ras"
 

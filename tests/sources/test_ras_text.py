@@ -13,9 +13,8 @@ from ncclforensics.sources import InputFile, detect, parse_file
 from ncclforensics.sources.ras_common import is_transcript_noise, normalize_hash, version_tuple
 from ncclforensics.sources.ras import RasJsonSource, RasMonitorSource, RasTextSource
 from ncclforensics.sources.ras_text import parse_group_row
+from fixture_paths import FIXTURES, REAL
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
-REAL = FIXTURES / "real" / "nccl-2.28.9"
 PUBLIC = FIXTURES / "public" / "ras_text"
 CONSTRUCTED = FIXTURES / "constructed" / "ras"
 

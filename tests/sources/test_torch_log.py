@@ -11,11 +11,8 @@ from hypothesis import strategies as st
 from ncclforensics.model import SourceFormat
 from ncclforensics.sources import InputFile, detect, parse_file
 from ncclforensics.sources.torch_log import TorchLogSource
+from fixture_paths import FIXTURES, REAL, EXTRA_OP, KILLED
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-REAL = FIXTURES / "real" / "nccl-2.28.9"
-EXTRA_OP = REAL / "extra-op-4rank"
-KILLED = REAL / "killed-rank"
 PUBLIC = FIXTURES / "public"
 SOURCE = TorchLogSource()
 

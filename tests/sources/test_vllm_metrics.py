@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from ncclforensics.model import Location, Severity, SourceFormat, SpecDecodeMetrics
 from ncclforensics.sources import InputFile, detect, parse_file
 from ncclforensics.sources.vllm_metrics import VllmMetricsSource
+from fixture_paths import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PUBLIC = FIXTURES / "public" / "vllm_specdecode"
 CONSTRUCTED = FIXTURES / "constructed" / "vllm"
 SOURCE = VllmMetricsSource()
