@@ -178,8 +178,11 @@ def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: Gat
         behind = {r for r, n in analysis.launched.items() if n < most} - dead
         named = set(analysis.root.outlier_ranks) if analysis.root is not None and analysis.root.kind != STOPPED \
             else set()
-        # Where records already show a rank launching something else, the ranks behind are blocked by it.
-        caused = analysis.root is not None and analysis.root.shown and analysis.root.kind != STOPPED
+        # Where records already show a rank launching something else, ranks behind that also run in another
+        # communicator are blocked there by it (a rank in this one alone would have nowhere else to wait).
+        elsewhere = {r for c, ranks in streams.members.items() if c != comm for r in ranks}
+        caused = analysis.root is not None and analysis.root.shown and analysis.root.kind != STOPPED \
+            and behind <= elsewhere
         if behind and not behind <= named and not caused and len(behind) * 2 <= len(analysis.ranks):
             analyses[comm] = analyze_comm(streams, comm, gate, behind)
 

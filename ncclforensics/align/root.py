@@ -149,7 +149,8 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     if len(groups) == 1:
         return _with_behind(_lengths_only(codes, start, deviants), codes, start, behind)
     groups.sort(key=lambda g: (-len(g[0]), -g[1].length, g[0]))
-    majority = len(groups[0][0]) * 2 > total
+    # The reference is the strict majority, or, where the others split several ways, a group larger than each.
+    majority = len(groups[0][0]) * 2 > total or (len(groups) > 2 and len(groups[0][0]) > len(groups[1][0]))
     sides = [groups[0]]
     if not majority and len(groups) == 2:
         chosen = [g for g in groups if deviants and set(g[0]) <= deviants]
@@ -337,12 +338,13 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             proposal, pinned_by = found, label
             continue
         added = set(found.outliers) - set(proposal.outliers)
-        more = added and set(found.outliers) > set(proposal.outliers) and found.shown and not proposal.shown
+        more = added and set(found.outliers) > set(proposal.outliers) and found.shown
         if more and found.reference and set(found.reference).isdisjoint(added):
             reference = merged(codes[r] for r in found.reference)
             more = all(not agree(codes[r], reference) for r in added)  # not merely unrecorded where others differ
         if more:
-            # Streams that differed in length only, and a richer field shows more ranks departing: they do.
+            # A richer field shows more ranks departing (where the others' records may only have differed in
+            # length): they do, and the first departure may be theirs.
             proposal, pinned_by = found, label
             narrowed.append(label)
             continue
