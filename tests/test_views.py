@@ -136,3 +136,21 @@ def test_aligned_as_the_root_says_the_streams_agree_around_the_root(scenario):
             assert "differs" not in line["marks"], (scenario, line)
         if line["seq"] is None:
             assert set(line["ops"]) <= {str(r) for r in root["outlier_ranks"]}
+
+
+@pytest.mark.parametrize("scenario", ["subcomm-divergence", "serving-tp-in-dp-8rank", "serving-two-drafters-8rank",
+                                      "long-window", "wrapped-ring"])
+def test_a_part_of_the_job_never_contradicts_the_whole(scenario):
+    """Less evidence may widen the root's range; it must never move the root out of the whole job's answer."""
+    _, whole = diff_json(real(scenario))
+    root = whole["root"]
+    views = [("--comm", c["comm"]) for c in whole["comms"] if c["root_seq_range"]]
+    # The outliers and enough reference ranks that the outliers stay the minority (a view's outliers are its own).
+    references = [r for r in root["reference_ranks"] if r not in root["outlier_ranks"]][:len(root["outlier_ranks"]) + 1]
+    views.append(tuple(arg for r in [*root["outlier_ranks"], *references] for arg in ("--rank", str(r))))
+    for view in views:
+        code, part = diff_json(*view, real(scenario))
+        assert code == 1 and part["root"] is not None, (view, part["summary"])
+        if part["root"]["comm"] == root["comm"]:
+            low, high = part["root"]["seq_range"]
+            assert low <= root["seq"] <= high and part["root"]["outlier_ranks"] == root["outlier_ranks"], view

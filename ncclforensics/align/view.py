@@ -102,7 +102,7 @@ def select(evidence: list[Evidence], streams: Streams, ranks_seen: list[int], vi
         part = replace(
             item, collectives=collectives, ras=ras,
             gates=[g for g in item.gates if member(g.rank)],
-            fingerprints=[f for f in item.fingerprints if member(f.rank)],
+            fingerprints=[f for f in item.fingerprints if member(f.rank) and (comms is None or f.op is None)],
             watchdog=[w for w in item.watchdog if chosen_rank(w.rank) and chosen_comm(w.comm)],
             progress=[p for p in item.progress if chosen_rank(p.rank) and chosen_comm(p.comm)],
             comm_infos=[_info_in_view(c, view.ranks) for c in item.comm_infos if chosen_comm(c.comm)],
@@ -112,6 +112,11 @@ def select(evidence: list[Evidence], streams: Streams, ranks_seen: list[int], vi
                 or any(s.comms for s in part.ras))
         if said:
             out.append(part)
+    if comms is not None and any(f.op is not None for item in evidence for f in item.fingerprints):
+        # A per-collective trace numbers a rank's collectives of a step across all its communicators: with the
+        # others' rows gone, its numbers would tie checksums and steps to the wrong collectives.
+        notes.append("Per-collective fingerprints were left out: they number a rank's collectives across all its "
+                     "communicators, which --comm does not keep.")
     if dropped_ras:
         notes.append("RAS replies were left out: they count collectives by communicator rank, which --rank does "
                      "not select.")
