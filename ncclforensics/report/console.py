@@ -203,7 +203,7 @@ def _window(console: Console, d: Diagnosis) -> None:
     if rest:  # a long window alternates kinds thousands of times: sum the rest up by kind
         totals = plain.pairing_totals(rest)
         table.add_row(f"{rest[0].first_seq}..{rest[-1].last_seq}",
-                      f"{len(rest)} more runs (all in --json): "
+                      f"{len(rest)} more runs (all in --json --full-window): "
                       + ", ".join(f"{_pairing_label(kind)} {n}" for kind, n in totals.items()),
                       str(sum(totals.values())))
     if w.pairings:

@@ -146,7 +146,7 @@ def window_lines(d: Diagnosis) -> list[str]:
     rest = w.pairings[PAIRING_LINES:]
     if rest:
         totals = pairing_totals(rest)
-        out.append(f"  seq {rest[0].first_seq}..{rest[-1].last_seq}: {len(rest)} more runs (all in --json), "
+        out.append(f"  seq {rest[0].first_seq}..{rest[-1].last_seq}: {len(rest)} more runs (all in --json --full-window), "
                    f"{words.plural(sum(totals.values()), 'collective')}: "
                    + ", ".join(f"{pairing_words(kind)} {n}" for kind, n in totals.items()))
     if not w.pairings:
