@@ -296,11 +296,11 @@ def test_lines_built_to_backtrack_take_linear_time(tmp_path, make):
 def test_entries_sharing_one_memoised_frames_list_walk_it_once(monkeypatch):
     """3000 entries that are one memoised dict whose 3000 frames are inside torch: walking each entry's frames
     cost entries x frames (hours for a 1 MB file); each list is now walked once."""
-    from ncclforensics.sources import flight_recorder
+    from ncclforensics.sources import fr_entries
 
     walked = []
-    walk = flight_recorder._call_site
-    monkeypatch.setattr(flight_recorder, "_call_site", lambda frames, seen: walked.append(len(frames)) or walk(
+    walk = fr_entries._call_site
+    monkeypatch.setattr(fr_entries, "_call_site", lambda frames, seen: walked.append(len(frames)) or walk(
         frames, seen))
     path = FUZZ / "fr_memo_quadratic_rank0"
     evidence = parse_file(InputFile(path, path.name))
