@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from generate import DATA, incident  # noqa: E402
-from run_all import _warm, check_diff, measure  # noqa: E402
+from run_all import RESULTS, _warm, check_diff, measure  # noqa: E402
 
 PHASES = [sys.executable, str(HERE / "diff_phases.py")]
 NAMES = {"fr": "Flight Recorder dumps", "nccl": "NCCL debug logs"}
@@ -56,12 +56,13 @@ def main() -> None:
     parser.add_argument("--fr", default="1024x2000,4096x2000", help="RANKSxENTRIES of the dump incidents")
     parser.add_argument("--nccl", default="1024x2000,4096x2000", help="RANKSxCOLL lines of the log incidents")
     parser.add_argument("--workers", default="1,2,4,8,16")
-    parser.add_argument("--memory", default="", help="FMT:RANKSxOPS incidents measured once at 2 workers and once "
-                                                     "at the most workers (peak memory)")
+    parser.add_argument("--memory", default="", help="FMT:RANKSxOPS incidents measured for their peak memory only")
+    parser.add_argument("--memory-workers", default="2,16", help="worker counts of the --memory incidents")
     parser.add_argument("--budget-s", type=float, default=1e9, help="start no new point after this many seconds")
     parser.add_argument("--replot", type=Path, help="only write the table and plot of a saved JSON")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)  # measure() keeps a child's output there
     if args.replot:
         results = json.loads(args.replot.read_text())
         write_report(results, args.out)
@@ -86,7 +87,7 @@ def main() -> None:
         series = {"format": fmt, "ranks": ranks, "ops": ops, "collectives": truth.collectives, "bytes": truth.bytes,
                   "generate_s": generated, "points": []}
         (results["memory"] if kind == "memory" else results["series"]).append(series)
-        counts = sorted({2, max(workers)}) if kind == "memory" else workers
+        counts = [int(w) for w in args.memory_workers.split(",")] if kind == "memory" else workers
         print(f"== {fmt} {ranks} ranks x {ops:,}: {truth.bytes / 1e9:.2f} GB, generated in {generated:.0f} s",
               flush=True)
         for w in counts:
