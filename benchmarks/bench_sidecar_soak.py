@@ -77,7 +77,7 @@ def main() -> int:
         time.sleep(0.05)
     took = time.monotonic() - started
     outputs = [p.communicate() for p in procs]
-    alerts = sum(1 for _ in open(folder / "alerts0.jsonl")) if (folder / "alerts0.jsonl").exists() else 0
+    alerts = len((folder / "alerts0.jsonl").read_text().splitlines()) if (folder / "alerts0.jsonl").exists() else 0
     children_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
     result = {
         "steps": args.steps, "format": args.format, "journal_bytes": sum(p.stat().st_size for p in paths),

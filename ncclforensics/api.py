@@ -11,7 +11,8 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import polars as pl
 
@@ -21,7 +22,7 @@ from .align.diagnosis import Diagnosis, diagnose
 from .align.side_by_side import SideBySide, side_by_side
 from .align.view import View
 from .align.view import select as select_view
-from .errors import OutputError, SourceError
+from .errors import SourceError
 from .model import Diagnostic, Evidence, Location, Severity, SourceFormat
 from .model.frame import empty_collectives
 from .sources import NO_KNOWN_FORMAT, InputFile, companions, detect, discover, parse_file
@@ -399,7 +400,7 @@ def gate_coverage_paths(paths: list[str], progress: ProgressHook | None = None
     return parsed, coverage
 
 
-def acceptance_paths(paths: list[str], baseline: str | None = None, options: AcceptanceOptions = AcceptanceOptions(),
+def acceptance_paths(paths: list[str], baseline: str | None = None, options: AcceptanceOptions | None = None,
                      progress: ProgressHook | None = None) -> tuple[ParsedInputs, AcceptanceReport]:
     """Parse the vLLM logs under `paths` (one run per file; files of other formats are skipped with a warning)
     and judge each run's acceptance, optionally against the lines under `baseline` taken together."""
@@ -418,4 +419,4 @@ def acceptance_paths(paths: list[str], baseline: str | None = None, options: Acc
         base = (baseline, lines)
     if not runs:
         parsed.problems.append(Diagnostic(Location(", ".join(paths)), "no SpecDecoding metrics line in the inputs"))
-    return parsed, acceptance(runs, options, base)
+    return parsed, acceptance(runs, options or AcceptanceOptions(), base)

@@ -114,7 +114,7 @@ def test_exit_2_on_bad_input_but_the_good_files_are_still_analysed(tmp_path):
     assert (str(bad), None) in messages and (str(broken), 1) in messages
     code, out, err = run_cli("diff", real("extra-op-4rank"), bad)
     assert code == 2 and "Traceback" not in err
-    assert f"error: {bad}: " in err and len([l for l in err.splitlines() if str(bad) in l]) == 1
+    assert f"error: {bad}: " in err and len([line for line in err.splitlines() if str(bad) in line]) == 1
 
 
 def test_exit_2_on_missing_path_and_empty_file(tmp_path):

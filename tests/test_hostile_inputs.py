@@ -595,7 +595,7 @@ def test_dumps_python_writes_with_tuples_still_load(tmp_path):
     entries += [{"process_group": ("9", desc) if i % 2 else (str(9), desc + ""), "collective_seq_id": i,
                  "profiling_name": "nccl:all_reduce", "input_sizes": [[8]], "input_dtypes": ["Float"],
                  "state": "completed", "frames": []} for i in range(1, 40)]
-    for i, entry in enumerate(entries[::3]):
+    for entry in entries[::3]:
         entry["process_group"] = tuple(entry["process_group"])  # fresh tuples too, of the same strings
     dump = {"version": "2.10", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},
             "entries": entries}

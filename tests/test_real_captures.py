@@ -249,7 +249,8 @@ def test_desync_report_alone_names_who_launched_more(tmp_path):
     """long-window's torch logs without PyTorch's `last enqueued` marks: the desync reports ("[0, 2, 3] finished
     collective #90, but didn't join collective #91") still say that rank 1 launched what the others did not."""
     for path in files("long-window", "torch_"):
-        lines = [line for line in open(path, encoding="utf-8") if "enqueued" not in line.lower()]
+        with open(path, encoding="utf-8") as f:
+            lines = [line for line in f if "enqueued" not in line.lower()]
         (tmp_path / path.rsplit("/", 1)[-1]).write_text("".join(lines), encoding="utf-8")
     code, d = diff_json(str(tmp_path))
     assert code == 1 and d["root"]["outlier_ranks"] == [1] and d["root"]["kind"] == "extra"

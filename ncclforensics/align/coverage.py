@@ -62,7 +62,7 @@ class RankTally:
         """Steps at which this rank's gate said `pass` (would run the drafter and its collectives)."""
         return self.passes
 
-    def add(self, other: "RankTally") -> None:
+    def add(self, other: RankTally) -> None:
         """Accumulate another tally into this one."""
         self.steps += other.steps
         self.passes += other.passes

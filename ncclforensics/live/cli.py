@@ -13,7 +13,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import click
 

@@ -33,7 +33,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from ..errors import LiveError, require
 from .journal_writer import JournalWriter, gate_record

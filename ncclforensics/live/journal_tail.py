@@ -192,7 +192,7 @@ class JournalTail:
 
     def _open(self) -> bool:
         try:
-            file = open(self.path, "rb")
+            file = open(self.path, "rb")  # noqa: SIM115 - held open while it is followed, closed on rotation
         except FileNotFoundError:
             if self.follow:
                 return False  # like tail -F: wait for it to appear

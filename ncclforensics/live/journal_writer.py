@@ -18,7 +18,8 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 # Keys the offline gate-journal parser reads, in the order they are written.
 GATE_KEYS = (
@@ -64,7 +65,7 @@ class JournalWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # Line buffering flushes on every newline; write() adds the newline in the same call.
-        self._file = open(self.path, "a", encoding="utf-8", buffering=1)
+        self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed by close()
         self._lock = threading.Lock()
         self.lines = 0
 
@@ -81,7 +82,7 @@ class JournalWriter:
             if not self._file.closed:
                 self._file.close()
 
-    def __enter__(self) -> "JournalWriter":
+    def __enter__(self) -> JournalWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:

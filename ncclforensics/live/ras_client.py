@@ -22,7 +22,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..errors import LiveError, printable
 
@@ -116,7 +116,7 @@ class RasClient:
                                     hint="MONITOR needs NCCL 2.29 or newer")
             yield from conn.events(fmt, stop)
 
-    def _connect(self) -> "_Connection":
+    def _connect(self) -> _Connection:
         try:
             sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout)
         except OSError as e:
@@ -125,7 +125,7 @@ class RasClient:
                                 hint="is a NCCL job (2.24+, NCCL_RAS_ENABLE=1) running on this node?") from e
         return _Connection(sock, self.address)
 
-    def _set_format(self, conn: "_Connection") -> str:
+    def _set_format(self, conn: _Connection) -> str:
         if self.json_supported is False:
             return "text"
         conn.send("SET FORMAT json")
@@ -149,7 +149,7 @@ class _Connection:
         self.sock, self.address, self.buffer = sock, address, b""
         self.deadline = float("inf")  # wall-clock end of what is being read (set by the client per phase)
 
-    def __enter__(self) -> "_Connection":
+    def __enter__(self) -> _Connection:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -208,7 +208,7 @@ class _Connection:
         self.sock.settimeout(left)
         try:
             return self.sock.recv(1 << 16)
-        except socket.timeout:
+        except TimeoutError:
             raise RasReplyError(f"RAS server at {self.address} stalled: no complete {what} within "
                                 f"{left:.1f}s") from None
         except OSError as e:
@@ -226,7 +226,7 @@ class _Connection:
                 self.sock.settimeout(0.5)
                 chunk = self.buffer or self.sock.recv(1 << 16)
                 self.buffer = b""
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError as e:
                 raise RasReplyError(f"RAS monitor at {self.address} broke: {e.strerror or e}") from e

@@ -24,7 +24,8 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from ..errors import OutputError
 from ..model import RasComm, RasCountGroup, RasSnapshot
@@ -388,7 +389,7 @@ class RasWatcher:
         self,
         on_change: Callable[[StateChange], None],
         on_retry: Callable[[str, float, int], None] = lambda error, delay, attempt: None,
-        on_poll: Callable[["RasWatcher"], None] = lambda watcher: None,
+        on_poll: Callable[[RasWatcher], None] = lambda watcher: None,
         on_event: Callable[[bytes], None] = lambda event: None,
         on_note: Callable[[str], None] = lambda text: None,
         stop: threading.Event | None = None,

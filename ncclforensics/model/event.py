@@ -8,7 +8,7 @@ and travels as frozen dataclasses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from collections.abc import Mapping
 
 from .kinds import EventState, GateChoice, Severity, WatchdogKind
 from .location import Location

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Iterable
+from collections.abc import Iterable
 
 import polars as pl
 

@@ -43,7 +43,7 @@ def _figure(width: float, height: float, rows: int = 1, height_ratios: list[floa
     return fig, list(axes.flat)
 
 
-def png_bytes(fig: "Figure", dpi: int = 110) -> bytes:
+def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
     """The figure as PNG bytes (what the postmortem writes and embeds). Labels hold names from the inputs, where
     `$...$` would be read as mathtext (and a bad one fail the drawing): every text is drawn as written."""
     from matplotlib.text import Text
@@ -59,7 +59,7 @@ def png_bytes(fig: "Figure", dpi: int = 110) -> bytes:
 
 
 def plot_comm_timeline(lanes: CommLanes, root: Root | None = None, window: Window | None = None,
-                       wedge: Wedge | None = None, first_visible: int | None = None) -> "Figure":
+                       wedge: Wedge | None = None, first_visible: int | None = None) -> Figure:
     """Per-rank launched collectives of one communicator against seq (one lane per rank, coloured by
     signature), the root collective (a red star, or a red span over the seqs it may be in), the wedge (black X)
     and the corrupt-and-continue window (shaded); below, when the sources give times, each rank's launched seq
@@ -159,7 +159,7 @@ def _patch(color: str, label: str, alpha: float = 1.0, hatch: str | None = None,
     return Patch(facecolor=color, alpha=alpha, label=label, hatch=hatch, edgecolor=edgecolor)
 
 
-def _draw_lanes(ax: "Axes", lanes: CommLanes, colors: dict[str, str], root: Root | None, window: Window | None,
+def _draw_lanes(ax: Axes, lanes: CommLanes, colors: dict[str, str], root: Root | None, window: Window | None,
                 wedge: Wedge | None, first_visible: int | None, xlim: tuple[int, int]) -> None:
     y = {rank: i for i, rank in enumerate(lanes.ranks)}
     for rank, (lo, hi) in lanes.extents.items():  # what was read, under the runs (all of it, or a gap)
@@ -218,7 +218,7 @@ def _draw_lanes(ax: "Axes", lanes: CommLanes, colors: dict[str, str], root: Root
     ax.grid(axis="x", alpha=0.3)
 
 
-def _draw_times(ax: "Axes", lanes: CommLanes, root: Root | None, window: Window | None, wedge: Wedge | None) -> None:
+def _draw_times(ax: Axes, lanes: CommLanes, root: Root | None, window: Window | None, wedge: Wedge | None) -> None:
     start = min(t[0] for t, _ in lanes.times.values() if t)
     for i, rank in enumerate(sorted(lanes.times)):
         times, seqs = lanes.times[rank]
@@ -242,7 +242,7 @@ def _draw_times(ax: "Axes", lanes: CommLanes, root: Root | None, window: Window 
 # --- gate decisions ----------------------------------------------------------------------------------------
 
 
-def plot_gates(decisions: list[GateDecision], disagreement: GateDisagreement | None = None) -> "Figure":
+def plot_gates(decisions: list[GateDecision], disagreement: GateDisagreement | None = None) -> Figure:
     """Per-rank gate decisions per step near the ceiling: the sequence length each rank saw against step with
     `max_model_len - spec_tokens + 1` drawn when journaled, and the decision grid; the disagreeing step is
     highlighted in both."""
@@ -306,7 +306,7 @@ def plot_gates(decisions: list[GateDecision], disagreement: GateDisagreement | N
 # --- RAS -----------------------------------------------------------------------------------------------------
 
 
-def plot_ras(histories: dict[str, RasHistory], comms: list[str] | None = None, max_panels: int = 6) -> "Figure":
+def plot_ras(histories: dict[str, RasHistory], comms: list[str] | None = None, max_panels: int = 6) -> Figure:
     """RAS launched counts per collective type and rank across the replies (oldest first): one panel per
     (communicator, collective type) with its own scale, titled stuck (unchanged while ranks disagree) or moving.
     Ranks at one count draw on top of each other, so each group is named at the last reply."""
@@ -400,7 +400,7 @@ def _reply_label(snapshot) -> str:
 # --- soak coverage and acceptance --------------------------------------------------------------------------
 
 
-def plot_coverage(coverage: GateCoverage) -> "Figure":
+def plot_coverage(coverage: GateCoverage) -> Figure:
     """Steps inside the ceiling window per session (bars; disagreeing sessions marked red), and each session's
     largest sequence length against its ceiling."""
     sessions = coverage.sessions
@@ -457,7 +457,7 @@ def _session_labels(sessions) -> list[str]:
     return labels
 
 
-def plot_acceptance(report: AcceptanceReport) -> "Figure":
+def plot_acceptance(report: AcceptanceReport) -> Figure:
     """Per-position acceptance rate of every run side by side (left) and conditional acceptance with the
     collapse threshold (right); the baseline dashed black, collapsed runs drawn thick with red markers."""
     fig, (left, right) = _figure(12, 5.2 + 0.25 * ((len(report.runs) + 3) // 3), 1, cols=2)
@@ -504,7 +504,7 @@ def plot_acceptance(report: AcceptanceReport) -> "Figure":
     return fig
 
 
-def write_png(fig: "Figure", path: str, dpi: int = 110) -> str:
+def write_png(fig: Figure, path: str, dpi: int = 110) -> str:
     """Save a figure as PNG at `path` (the CLI's --plot, checked against the inputs before); returns the path."""
     from .files import write_replacing
 

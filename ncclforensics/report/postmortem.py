@@ -54,7 +54,7 @@ def _png_name(prefix: str, comm: str) -> str:
     return f"{prefix}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', comm)[:80]}.png"
 
 
-def build_figures(data: PostmortemData) -> dict[str, tuple["Figure", str]]:
+def build_figures(data: PostmortemData) -> dict[str, tuple[Figure, str]]:
     """The plots, by PNG file name, with their captions: one timeline per communicator that matters, the gate
     decisions, the RAS counts."""
     d = data.diagnosis
@@ -78,7 +78,7 @@ def build_figures(data: PostmortemData) -> dict[str, tuple["Figure", str]]:
     return figures
 
 
-def build_images(figures: dict[str, tuple["Figure", str]]) -> dict[str, Image]:
+def build_images(figures: dict[str, tuple[Figure, str]]) -> dict[str, Image]:
     """The figures rendered as PNG images."""
     return {name: Image(name, caption, plots.png_bytes(fig)) for name, (fig, caption) in figures.items()}
 
@@ -292,7 +292,7 @@ def _caveats(data: PostmortemData) -> list[Block]:
     return [Heading("Caveats"), Bullets(tuple(items)) if items else Para("None.")]
 
 
-def write_postmortem(data: PostmortemData, figures: dict[str, tuple["Figure", str]] | None = None) -> list[Path]:
+def write_postmortem(data: PostmortemData, figures: dict[str, tuple[Figure, str]] | None = None) -> list[Path]:
     """Write report.md, report.html and the PNGs into `data.out` (created if needed); return the paths, the
     two reports first. `figures` (from build_figures) may be passed in to keep hold of them."""
     images = build_images(build_figures(data) if figures is None else figures)

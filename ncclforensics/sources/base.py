@@ -9,7 +9,8 @@ import os
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Protocol
+from collections.abc import Iterator
 
 from ..errors import HostileInputError, SourceError
 from ..model import Diagnostic, Evidence, FormatFacts, Location, Severity, SourceFormat

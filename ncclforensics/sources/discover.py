@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import OutputError
 from ..model import Diagnostic, Location, Severity

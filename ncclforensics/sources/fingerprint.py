@@ -17,7 +17,7 @@ Sums may be nan or inf: a corrupted reduction produces exactly that, so they are
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from ..model import Diagnostic, Evidence, FingerprintRow, FormatFacts, Location, SourceFormat
 from ..model.kinds import normalize_op

@@ -7,7 +7,7 @@ Reference: /work/shared/reference/nccl_formats.md sections 1 to 3. Every string 
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..model import RasCountGroup
 

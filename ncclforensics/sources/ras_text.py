@@ -271,10 +271,10 @@ class StatusTextParser:
     def _summary_line(self, block: Block, lineno: int, name: str, m: re.Match) -> None:
         comm = block.comm
         size = self.reply.rows[comm.group].size if comm and comm.group in self.reply.rows else None
-        if name in ("missing", "count_group", "zero_group", "status_group", "reported") and comm is not None:
-            if size is not None and int(m["n"]) > size:
-                self._corrupt(comm, lineno, f"{m['n']} ranks in a comm of {size}")
-                return
+        counted = name in ("missing", "count_group", "zero_group", "status_group", "reported")
+        if counted and comm is not None and size is not None and int(m["n"]) > size:
+            self._corrupt(comm, lineno, f"{m['n']} ranks in a comm of {size}")
+            return
         if name in ("diff_status", "status_group", "unknown_list") and comm is not None:
             comm.status_differs = True
         if name == "missing":

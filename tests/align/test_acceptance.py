@@ -25,9 +25,9 @@ PREFIX = "(EngineCore_DP0 pid=4242) INFO 07-27 22:00:12 [metrics.py:121] "
 
 def v0(rate: float, accepted: int, drafted: int) -> str:
     """≤0.9.2 V0 engine, `vllm/engine/metrics.py`."""
-    return ("INFO 02-06 03:05:53 metrics.py:457] Speculative metrics: Draft acceptance rate: {:.3f}, System "
-            "efficiency: {:.3f}, Number of speculative tokens: {}, Number of accepted tokens: {}, Number of draft "
-            "tokens: {}, Number of emitted tokens: {}.").format(rate, 0.5, 3, accepted, drafted, accepted + 10)
+    return (f"INFO 02-06 03:05:53 metrics.py:457] Speculative metrics: Draft acceptance rate: {rate:.3f}, System "
+            f"efficiency: {0.5:.3f}, Number of speculative tokens: {3}, Number of accepted tokens: {accepted}, Number of draft "
+            f"tokens: {drafted}, Number of emitted tokens: {accepted + 10}.")
 
 
 def v083(accepted: int, drafted: int) -> str:
@@ -204,9 +204,9 @@ def test_plot_draws_every_curve_and_the_threshold(tmp_path):
     _, report = api.acceptance_paths([bad, good], baseline=good)
     fig = plots.plot_acceptance(report)
     left, right = fig.axes[:2]
-    curves = {l.get_gid(): list(l.get_ydata()) for l in left.lines}
+    curves = {line.get_gid(): list(line.get_ydata()) for line in left.lines}
     assert curves[f"run:{bad}"] == pytest.approx(COLLAPSED)
     assert curves[f"run:{good}"] == pytest.approx(HEALTHY)
-    (threshold,) = [l for l in right.lines if l.get_gid() == "threshold"]
+    (threshold,) = [line for line in right.lines if line.get_gid() == "threshold"]
     assert set(threshold.get_ydata()) == {0.5}
-    assert len([l for l in right.lines if (l.get_gid() or "").startswith("conditional:")]) == 3  # with baseline
+    assert len([line for line in right.lines if (line.get_gid() or "").startswith("conditional:")]) == 3  # with baseline

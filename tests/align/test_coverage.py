@@ -252,8 +252,8 @@ def test_coverage_plot_marks(soak30):
     exercised = [p for p in top.patches if p.get_gid() == "exercised"]
     assert len(exercised) == 30
     assert [round(p.get_height()) for p in exercised] == [s.in_window if s.known_window else 0 for s in sessions]
-    (marks,) = [l for l in top.lines if l.get_gid() == "disagreements"]
+    (marks,) = [line for line in top.lines if line.get_gid() == "disagreements"]
     assert list(marks.get_xdata()) == [i for i, s in enumerate(sessions) if s.flip]
-    (ceiling,) = [l for l in bottom.lines if l.get_gid() == "ceiling"]
+    (ceiling,) = [line for line in bottom.lines if line.get_gid() == "ceiling"]
     assert set(ceiling.get_ydata()) == {CEILING}
     assert "EXERCISED" in fig.get_suptitle()

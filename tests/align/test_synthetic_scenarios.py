@@ -17,11 +17,10 @@ from ncclforensics.model import (
 def rank_log(rank, comm_ops, states=None, name=None):
     """Evidence of one rank: comm_ops maps comm -> list of (op, count) in issue order (interleaved by order)."""
     name = name or f"rank{rank}.log"
-    events, line = [], 0
+    events = []
     order = comm_ops if isinstance(comm_ops, list) else [(c, o) for c, ops in comm_ops.items() for o in ops]
     seqs = {}
-    for comm, (op, count) in order:
-        line += 1
+    for line, (comm, (op, count)) in enumerate(order, start=1):
         seqs[comm] = seqs.get(comm, 0) + 1
         state = None if states is None else states(comm, seqs[comm])
         events.append(CollectiveEvent(loc=Location(name, line), comm=comm, seq=seqs[comm], op=op, rank=rank,

@@ -52,7 +52,7 @@ class FakeRasServer:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
 
-    def __enter__(self) -> "FakeRasServer":
+    def __enter__(self) -> FakeRasServer:
         thread = threading.Thread(target=self._accept, daemon=True)
         thread.start()
         self._threads.append(thread)
@@ -68,7 +68,7 @@ class FakeRasServer:
         while not self._stop.is_set():
             try:
                 conn, _ = self._sock.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return
@@ -132,9 +132,8 @@ class FakeRasServer:
 
     def _send_report(self, conn: socket.socket, reply: Reply, fmt: str) -> None:
         data = reply.json if fmt == "json" and reply.json else reply.text
-        if reply.stall:
-            if self._stop.wait(reply.stall):
-                return
+        if reply.stall and self._stop.wait(reply.stall):
+            return
         if reply.cut is not None:
             data = data[: reply.cut]
         if reply.chunk_delay:

@@ -29,7 +29,7 @@ def run_cli_child(args: list[str], out_path: str) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     # pytest replaced sys.stdout/sys.stderr in the parent; the child writes to the file itself.
-    sys.stdout = sys.stderr = open(fd, "w", buffering=1, closefd=False)
+    sys.stdout = sys.stderr = open(fd, "w", buffering=1, closefd=False)  # noqa: SIM115 - the child's own stdout
     code = 3
     try:
         from ncclforensics.live.cli import live

@@ -6,6 +6,7 @@ import importlib.util
 import json
 import multiprocessing as mp
 import time
+from pathlib import Path
 from datetime import timedelta
 
 import pytest
@@ -185,7 +186,7 @@ def _timeout_rank(rank: int, port: int, results, done, folder: str) -> None:
     except LiveError as e:
         report["enforce_again"] = str(e)
     enforce.close()
-    report["journal"] = open(journal).read()
+    report["journal"] = Path(journal).read_text()
     done.set()
     results.put((rank, report))
 

@@ -169,9 +169,9 @@ def test_client_falls_back_to_text_and_remembers():
 
 
 def test_client_json_only_refuses_old_servers():
-    with FakeRasServer(scenario("extra-op-4rank", "q0"), json=False) as server:
-        with pytest.raises(RasReplyError, match="cannot send JSON"):
-            RasClient(port=server.port, fmt="json").status()
+    with FakeRasServer(scenario("extra-op-4rank", "q0"), json=False) as server, \
+            pytest.raises(RasReplyError, match="cannot send JSON"):
+        RasClient(port=server.port, fmt="json").status()
 
 
 def test_monitor_events_are_followed_and_saved(tmp_path):

@@ -147,7 +147,7 @@ def test_timeline_plot_marks_root_window_and_wedge(report):
         fig = report.figure(f"timeline-{d.root.comm}.png")
         (star, *_) = artists(fig, "root")
         assert set(star.get_xdata()) == {d.root.seq}
-        lanes = next(l for l in report.data.lanes if l.comm == d.root.comm)
+        lanes = next(lane for lane in report.data.lanes if lane.comm == d.root.comm)
         assert sorted(star.get_ydata()) == [lanes.ranks.index(r) for r in d.root.outlier_ranks]
         labels = [t.get_text() for t in fig.axes[0].get_yticklabels() if t.get_color() == "red"]
         assert labels == [f"rank {r}" for r in d.root.outlier_ranks]

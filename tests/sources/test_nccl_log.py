@@ -103,7 +103,7 @@ def test_killed_rank():
     logs = real_logs("killed-rank")
     counts = {pid: parse(path).collectives.height for pid, path in logs.items()}
     assert counts == {710: 125, 711: 124, 712: 125, 713: 125}
-    for rank, (pid, path) in enumerate(sorted(logs.items())):
+    for rank, (_pid, path) in enumerate(sorted(logs.items())):
         evidence = parse(path)
         frame = evidence.collectives
         assert set(frame["comm"]) == {"0xd5dc471d2873616f"}
@@ -129,7 +129,7 @@ def test_healthy_1rank_opcount_stays_zero_but_seq_counts():
 
 def test_transient_skew_1600_per_rank():
     logs = real_logs("transient-skew")
-    for rank, (pid, path) in enumerate(sorted(logs.items())):
+    for rank, (_pid, path) in enumerate(sorted(logs.items())):
         frame = parse(path).collectives
         assert frame.height == 1600
         assert frame["seq"].max() == 1600

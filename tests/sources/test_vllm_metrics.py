@@ -301,7 +301,7 @@ def test_nothing_raises(data):
         assert parse_file(InputFile(path=path, name=str(path))).path == str(path)
         direct = SOURCE.parse(InputFile(path=path, name="input"))
         for m in direct.metrics:
-            assert m.avg_acceptance_rate is None or 0 <= m.avg_acceptance_rate
+            assert m.avg_acceptance_rate is None or m.avg_acceptance_rate >= 0
             assert m.accepted is None or m.accepted >= 0
         SOURCE.sniff(data[:65536], data[:65536].decode("utf-8", "replace"))
 
