@@ -325,7 +325,8 @@ def check_output(option: str, out: str, paths: list[str], folder_of_files: bool 
     """The resolved output path, or OutputError when it is an input file or inside an input folder, links
     resolved (see sources.discover.check_output): the one check of every output path of every command. A plot
     (one file) may go beside an input file (`folder_of_files=False`); a report folder may not."""
-    return check_output_path(option, out, paths, folder_of_files)
+    files = [p for p in paths if not is_stdin(p)]  # standard input is no place on disk (`-` is not ./-)
+    return check_output_path(option, out, files, folder_of_files)
 
 
 def check_output_folder(out: str, paths: list[str]) -> Path:

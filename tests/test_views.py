@@ -154,3 +154,12 @@ def test_a_part_of_the_job_never_contradicts_the_whole(scenario):
         if part["root"]["comm"] == root["comm"]:
             low, high = part["root"]["seq_range"]
             assert low <= root["seq"] <= high and part["root"]["outlier_ranks"] == root["outlier_ranks"], view
+
+
+def test_a_postmortem_of_stdin_may_write_into_the_current_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # `-` is standard input, not a file ./- whose folder would be evidence
+    logs = sorted(real("type-mismatch").glob("nccl.vm.*.log"))
+    result = CliRunner().invoke(cli, ["postmortem", *map(str, logs[1:]), "-", "--out", "pm"],
+                                input=logs[0].read_bytes())
+    assert result.exit_code == 1, result.output
+    assert "<stdin>" in (tmp_path / "pm" / "report.md").read_text()
