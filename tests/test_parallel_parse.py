@@ -38,3 +38,19 @@ def test_parallel_parse_matches_one_by_one():
     files, _ = discover(folders)
     assert len(files) > 20
     assert parallel == _canonical(api._parse_in_turn(files, None))
+
+
+def test_diff_answers_the_same_with_any_number_of_workers():
+    folder = str(REAL / "extra-op-4rank")
+    runs = [subprocess.run([sys.executable, "-m", "ncclforensics.cli", "diff", "--json", *workers, folder],
+                           capture_output=True, text=True) for workers in ([], ["--workers", "1"], ["--workers", "3"])]
+    assert {r.returncode for r in runs} == {1}
+    assert runs[0].stdout == runs[1].stdout == runs[2].stdout
+    assert json.loads(runs[0].stdout)["root"]["outlier_ranks"]
+
+
+def test_workers_default_to_the_cpus_this_process_may_run_on():
+    code = "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); " \
+           "from ncclforensics import api; print(api.usable_cpus())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"
