@@ -109,9 +109,10 @@ def parse(paths: tuple[str, ...], as_json: bool) -> None:
 @cli.command(short_help="First divergent collective, misaligned window, wedge.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (the result for the good files).")
-@click.option("--rank", "ranks", type=int, multiple=True, help="Look at this rank only (repeatable).")
-@click.option("--comm", help="Look at this communicator only (its 0x hash, or a process-group name).")
-@click.option("--around", type=click.IntRange(0, 1000), help="Show the ranks' streams side by side, aligned as "
+@click.option("--rank", "ranks", type=int, multiple=True, metavar="R", help="Look at this rank only (repeatable).")
+@click.option("--comm", metavar="HASH", help="Look at this communicator only (its 0x hash, or a process-group "
+              "name).")
+@click.option("--around", type=click.IntRange(0, 1000), metavar="N", help="Show the ranks' streams side by side, aligned as "
               "the root says, N collectives around the root and the first visible mismatch.")
 @click.option("--full-window", is_flag=True, help="With --json: every pairing run of the window (by default the "
               f"first {data.PAIRING_RUNS} and totals per kind).")
