@@ -1,0 +1,66 @@
+"""align/ras_only.py: what RAS counts alone say, on a real reply (a rank killed mid-run) and on counts."""
+
+from __future__ import annotations
+
+from fixture_paths import EXTRA_OP, KILLED
+
+from ncclforensics.align.ras import ras_histories
+from ncclforensics.align.ras_only import ras_only_root, ras_rank_map, root_from_counts, wedge_from_counts
+from ncclforensics.align.streams import Streams
+from ncclforensics.model import Location, WedgeKind
+from ncclforensics.sources import InputFile, parse_file
+
+KILLED_COMM = "0xd5dc471d2873616f"
+EXTRA_COMM = "0x1715b7bd1b8fda9e"
+
+
+def _ras(folder, name: str):
+    evidence = parse_file(InputFile(folder / name, name))
+    assert not evidence.has_errors, evidence.problems
+    return evidence, ras_histories([(evidence.format.value, s) for s in evidence.ras])
+
+
+def test_a_killed_rank_is_the_root_of_a_comm_no_stream_covers():
+    evidence, ras = _ras(KILLED, "ras_json_q1.txt")
+    streams = Streams()
+    # The reply's 4-rank comm is the widest thing on record: its comm ranks are the global ranks.
+    rank_map = ras_rank_map(streams, [evidence], ras)
+    assert {rank_map[(KILLED_COMM, r)] for r in range(4)} == {0, 1, 2, 3}
+    root = ras_only_root(ras, rank_map, streams, stops={})
+    assert (root.comm, root.outlier_ranks, root.reference_ranks, root.kind) == (KILLED_COMM, [1], [0, 2, 3], "stopped")
+    # NCCL 2.28 counts each collective type apart: the counts place the root at no seq.
+    assert root.seq is None and root.pinned_by == "RAS counts"
+
+
+def test_counts_that_differ_are_a_root_once_the_comm_stopped():
+    evidence, ras = _ras(EXTRA_OP, "ras_status_q0.txt")
+    rank_map = ras_rank_map(Streams(), [evidence], ras)
+    assert ras_only_root(ras, rank_map, Streams(), stops={}) is None  # behind is not stuck: nothing says it stopped
+    root = ras_only_root(ras, rank_map, Streams(), stops={EXTRA_COMM: ["watchdog timeout (torch_rank1.log:40)"]})
+    assert (root.outlier_ranks, root.reference_ranks, root.kind) == ([0], [1, 2, 3], "extra")
+
+
+def test_a_comm_the_streams_cover_is_left_to_them():
+    evidence, ras = _ras(KILLED, "ras_json_q1.txt")
+    covered = Streams(members={KILLED_COMM: [0, 2, 3]})
+    assert ras_only_root(ras, ras_rank_map(covered, [evidence], ras), covered, stops={}) is None
+
+
+def test_counts_name_the_minority_and_a_range_never_a_seq():
+    assert root_from_counts("0xab", {0: 10, 1: 10, 2: 10}, "RAS counts") is None
+    behind = root_from_counts("0xab", {0: 10, 1: 10, 2: 9, 3: 10}, "RAS counts")
+    assert (behind.outlier_ranks, behind.reference_ranks, behind.kind, behind.seq_range, behind.size) == (
+        [2], [0, 1, 3], "missing", (1, 10), 1)
+    ahead = root_from_counts("0xab", {0: 12, 1: 10, 2: 10}, "RAS counts")
+    assert (ahead.outlier_ranks, ahead.kind, ahead.seq_range, ahead.size) == ([0], "extra", (1, 12), 2)
+    halves = root_from_counts("0xab", {0: 5, 1: 5, 2: 6, 3: 6}, "RAS counts")  # of two equal groups, the one behind
+    assert (halves.outlier_ranks, halves.kind) == ([0, 1], "missing")
+
+
+def test_the_wedge_is_the_first_collective_not_every_rank_launched():
+    where = [Location("ras_status_q0.txt", 14)]
+    wedge = wedge_from_counts("0xab", {0: 50, 1: 49, 2: 50}, {0: 49, 1: 49, 2: None}, set(), ["RAS"], where)
+    assert (wedge.seq, wedge.waiting_ranks, wedge.absent_ranks, wedge.kind) == (50, [0, 2], [1], WedgeKind.NO_PARTNER)
+    assert wedge.evidence == where and wedge.completed == {0: 49, 1: 49, 2: None}
+    dead = wedge_from_counts("0xab", {0: 50, 1: 49, 2: 50}, {}, {1}, [], where)
+    assert dead.kind is WedgeKind.DEAD_RANK

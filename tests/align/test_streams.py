@@ -1,0 +1,77 @@
+"""align/streams.py: every file's collectives merged into per-(comm, rank) streams, contradictions reported."""
+
+from __future__ import annotations
+
+from ncclforensics.align.streams import build_streams
+from ncclforensics.model import CollectiveEvent, CommInfo, Evidence, Location, Severity, SourceFormat, collectives_to_frame
+from ncclforensics.sources import formats
+
+COMM = "0x1715b7bd1b8fda9e"
+FACTS = formats()
+
+
+def _rows(path: str, fmt: SourceFormat, rank: int, ops: list[tuple[str, int]], comm: str = COMM,
+          state: str | None = None, record: bool = False) -> Evidence:
+    """One file of `fmt` with rank `rank`'s collectives `ops` in `comm`: lines of a log, entries of a dump."""
+    events = [CollectiveEvent(loc=Location(path, None if record else seq, record=seq - 1 if record else None),
+                              comm=comm, seq=seq, op=op, count=count, rank=rank, dtype="float32", redop="sum",
+                              root=0, state=state)
+              for seq, (op, count) in enumerate(ops, start=1)]
+    return Evidence(path=path, format=fmt, collectives=collectives_to_frame(events), facts=FACTS[fmt])
+
+
+OPS = [("AllReduce", 4096), ("AllReduce", 4096), ("Broadcast", 53)]
+
+
+def test_a_log_and_a_dump_of_one_rank_merge_row_by_row():
+    log = _rows("nccl.vm.442.log", SourceFormat.NCCL_LOG, 0, OPS)
+    dump = _rows("fr_rank0", SourceFormat.FLIGHT_RECORDER, 0, OPS, state="completed", record=True)
+    streams = build_streams([log, dump])
+    assert streams.members == {COMM: [0]} and not streams.problems
+    rows = streams.stream(COMM, 0)
+    assert rows["seq"].to_list() == [1, 2, 3]
+    # The log's line is cited; the recorder's word wins for completion; both sources are named.
+    assert rows["file"].to_list() == ["nccl.vm.442.log"] * 3 and rows["line"].to_list() == [1, 2, 3]
+    assert rows["state"].to_list() == ["completed"] * 3
+    assert rows["fr_file"].to_list() == ["fr_rank0"] * 3 and rows["fr_record"].to_list() == [0, 1, 2]
+    assert sorted(rows["sources"][0]) == ["flight-recorder", "nccl-log"]
+
+
+def test_sources_that_disagree_are_reported_and_the_log_wins_the_op():
+    log = _rows("nccl.vm.442.log", SourceFormat.NCCL_LOG, 0, OPS)
+    dump = _rows("fr_rank0", SourceFormat.FLIGHT_RECORDER, 0, [*OPS[:2], ("AllGather", 53)], record=True)
+    streams = build_streams([dump, log])
+    assert streams.stream(COMM, 0)["op"].to_list() == ["AllReduce", "AllReduce", "Broadcast"]
+    (problem,) = streams.problems
+    assert problem.severity is Severity.WARNING and str(problem.loc) == "nccl.vm.442.log:3"
+    assert "sources disagree about 1 collectives" in problem.message and "fr_rank0#entries[2]" in problem.message
+
+
+def test_two_files_of_one_format_for_one_rank_keep_the_first():
+    first = _rows("a/nccl.log", SourceFormat.NCCL_LOG, 1, OPS)
+    same = _rows("b/nccl.log", SourceFormat.NCCL_LOG, 1, OPS)
+    other = _rows("c/nccl.log", SourceFormat.NCCL_LOG, 1, OPS[:2])
+    streams = build_streams([first, same, other])
+    assert streams.excluded_files == ["b/nccl.log", "c/nccl.log"]
+    severities = {p.loc.path: p.severity for p in streams.problems}
+    assert severities == {"b/nccl.log": Severity.WARNING, "c/nccl.log": Severity.ERROR}  # duplicate; conflict
+
+
+def test_rows_without_a_rank_are_left_out_and_said():
+    unranked = Evidence(path="paste.log", format=SourceFormat.NCCL_LOG, facts=FACTS[SourceFormat.NCCL_LOG],
+                        collectives=collectives_to_frame([CollectiveEvent(loc=Location("paste.log", 1), comm=COMM,
+                                                                          seq=1, op="AllReduce", count=8)]))
+    streams = build_streams([unranked, _rows("r0.log", SourceFormat.NCCL_LOG, 0, OPS)])
+    assert streams.members == {COMM: [0]}
+    assert [str(p) for p in streams.problems] == [
+        "paste.log: 1 collectives name no rank (no INIT line or rank in the file); left out"]
+
+
+def test_a_process_group_name_resolves_to_the_comm_with_its_ranks_and_ops():
+    logs = [_rows(f"nccl{r}.log", SourceFormat.NCCL_LOG, r, OPS) for r in (0, 1)]
+    dumps = [_rows(f"fr_rank{r}", SourceFormat.FLIGHT_RECORDER, r, OPS, comm="0", record=True) for r in (0, 1)]
+    info = CommInfo(loc=Location("fr_rank0", record=0, field="pg_config"), comm="0", ranks=(0, 1))
+    dumps[0].comm_infos.append(info)
+    streams = build_streams([*logs, *dumps])
+    assert streams.aliases == {"0": COMM} and streams.members == {COMM: [0, 1]}
+    assert streams.expected_members == {COMM: [0, 1]}

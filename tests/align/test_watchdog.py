@@ -1,0 +1,86 @@
+"""align/watchdog.py: timeout lines as stream rows, and PyTorch's enqueued counts as a root and a wedge where no
+rank's collectives are on record."""
+
+from __future__ import annotations
+
+from ncclforensics.align.streams import Streams, build_streams
+from ncclforensics.align.watchdog import (
+    STOP_EVENTS, UNNAMED_GROUP, enqueue_marks, marks_only_root, marks_only_wedge, with_watchdog_rows,
+)
+from ncclforensics.model import (
+    EventState, Evidence, Location, ProgressReport, SourceFormat, WatchdogEvent, WatchdogKind, WedgeKind,
+)
+
+
+def _timeout(path: str, line: int, rank: int, seq: int, op: str, comm: str | None = "0") -> WatchdogEvent:
+    # [rank1]:[E1129 ...] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=50, OpType=ALLREDUCE, ...)
+    return WatchdogEvent(loc=Location(path, line), kind=WatchdogKind.TIMEOUT.value, rank=rank, comm=comm, seq=seq,
+                         op=op, numel_in=4096, timeout_ms=30000, ran_ms=30002)
+
+
+def _log(path: str, *events: WatchdogEvent, progress: tuple[ProgressReport, ...] = ()) -> Evidence:
+    return Evidence(path=path, format=SourceFormat.TORCH_LOG, watchdog=list(events), progress=list(progress))
+
+
+def test_every_stop_event_is_a_watchdog_kind():
+    assert STOP_EVENTS.issubset(kind.value for kind in WatchdogKind)
+
+
+def test_timeout_lines_become_started_rows_where_no_file_has_collectives():
+    logs = [_log("torch_rank0.log", _timeout("torch_rank0.log", 7, 0, 51, "AllReduce")),
+            _log("torch_rank1.log", _timeout("torch_rank1.log", 9, 1, 50, "AllGather", comm=None))]
+    rows = with_watchdog_rows(logs)
+    first, second = (item.collectives.rows(named=True)[0] for item in rows)
+    assert (first["rank"], first["comm"], first["seq"], first["op"], first["count"]) == (0, "0", 51, "AllReduce", 4096)
+    assert first["state"] == EventState.STARTED.value and (first["file"], first["line"]) == ("torch_rank0.log", 7)
+    # The second line names no group: the only group the other lines name is taken.
+    assert (second["rank"], second["comm"], second["seq"]) == (1, "0", 50)
+    streams = build_streams(rows)
+    assert streams.members == {"0": [0, 1]}
+
+
+def test_timeout_lines_add_no_rows_beside_real_collectives():
+    with_rows = with_watchdog_rows([_log("a.log", _timeout("a.log", 1, 0, 5, "AllReduce"))])
+    assert with_watchdog_rows(with_rows) is with_rows
+    unnamed = with_watchdog_rows([_log("a.log", _timeout("a.log", 1, 0, 5, "AllReduce", comm=None)),
+                                  _log("b.log", _timeout("b.log", 1, 1, 5, "AllReduce", comm="1"),
+                                       _timeout("b.log", 2, 1, 6, "AllReduce", comm="2"))])
+    assert unnamed[0].collectives["comm"].to_list() == [UNNAMED_GROUP]
+
+
+def _progress(rank: int, enqueued: int, completed: int, line: int) -> ProgressReport:
+    # [PG ID 0 PG GUID 0 Rank 1] ... last enqueued NCCL work: 50, last completed NCCL work: 49.
+    return ProgressReport(loc=Location(f"torch_rank{rank}.log", line), rank=rank, comm="0", last_enqueued=enqueued,
+                          last_completed=completed)
+
+
+def test_enqueued_counts_name_the_rank_that_launched_more_and_who_waits():
+    marks = enqueue_marks([_progress(0, 50, 49, 3), _progress(1, 49, 49, 3), _progress(2, 49, 49, 3),
+                           _progress(0, 48, 47, 1)],  # an earlier, lower line of rank 0 changes nothing
+                          [_timeout("torch_rank1.log", 2, 1, 50, "AllReduce")])
+    group = marks["0"]
+    assert group.launched == {0: 50, 1: 49, 2: 49} and group.completed == {0: 49, 1: 49, 2: 49}
+    assert group.stops == ["watchdog timeout (torch_rank1.log:2)"]
+    root = marks_only_root(marks, Streams())
+    assert (root.outlier_ranks, root.reference_ranks, root.kind, root.seq_range, root.size) == (
+        [0], [1, 2], "extra", (1, 50), 1)
+    wedge = marks_only_wedge(marks, Streams(), dead=set())
+    assert (wedge.seq, wedge.waiting_ranks, wedge.absent_ranks, wedge.kind) == (50, [0], [1, 2], WedgeKind.NO_PARTNER)
+    assert marks_only_wedge(marks, Streams(), dead={2}).kind is WedgeKind.DEAD_RANK
+
+
+def test_a_group_that_never_stopped_gives_no_root():
+    marks = enqueue_marks([_progress(0, 50, 49, 3), _progress(1, 49, 49, 3)], [])
+    assert marks["0"].stops == [] and marks_only_root(marks, Streams()) is None
+
+
+def test_a_desync_report_gives_counts_where_no_enqueued_line_does():
+    # [rank0]: ... [6] finished collective #19, but didn't join collective #20
+    report = WatchdogEvent(loc=Location("torch_rank0.log", 12), kind=WatchdogKind.DESYNC_REPORT.value, rank=0,
+                           comm="0", lagging=(((6,), 19, False),))
+    stop = _timeout("torch_rank0.log", 10, 0, 20, "AllReduce")
+    group = enqueue_marks([], [report, stop])["0"]
+    assert group.launched == {6: 19, 0: 20} and group.source == "PyTorch's desync report"
+    root = marks_only_root({"0": group}, Streams())
+    # Two groups of one rank each: the one behind is the outlier.
+    assert (root.outlier_ranks, root.kind, root.pinned_by) == ([6], "missing", "PyTorch's desync report")

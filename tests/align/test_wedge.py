@@ -1,0 +1,69 @@
+"""align/wedge.py: how NCCL paired misaligned collectives, which pairings hang, and where a real job stopped."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from fixture_paths import EXTRA_OP
+
+from ncclforensics import api
+from ncclforensics.align.comm_streams import comm_streams
+from ncclforensics.align.divergence import OpAt
+from ncclforensics.align.wedge import PairingRun, classify_pairings, pairing_hangs
+from ncclforensics.model import Location, PairingKind, WedgeKind
+
+SHAPE, COUNT, TYPE = PairingKind.SHAPE_EQUAL, PairingKind.COUNT_MISMATCH, PairingKind.TYPE_MISMATCH
+
+
+def _part(rank: int, ops: list[tuple[str, int]], seqs: list[int] | None = None) -> pl.DataFrame:
+    seqs = seqs or list(range(1, len(ops) + 1))
+    return pl.DataFrame({"rank": [rank] * len(ops), "seq": seqs, "op": [o for o, _ in ops],
+                         "count": [c for _, c in ops], "dtype": ["float32"] * len(ops), "redop": ["sum"] * len(ops),
+                         "root": [0] * len(ops)}, schema_overrides={"seq": pl.Int64, "count": pl.Int64})
+
+
+REFERENCE = [("AllReduce", 4096)] * 3 + [("AllReduce", 8), ("AllGather", 8), ("AllReduce", 4096)]
+OUTLIER = [("AllReduce", 4096)] * 2 + [("AllReduce", 1024), ("AllReduce", 8), ("AllReduce", 8), ("AllReduce", 4096)]
+RUNS = [PairingRun(1, 2, SHAPE), PairingRun(3, 3, COUNT), PairingRun(4, 4, SHAPE), PairingRun(5, 5, TYPE),
+        PairingRun(6, 6, SHAPE)]
+
+
+def test_pairings_are_runs_of_one_kind():
+    rows = comm_streams({0: _part(0, REFERENCE), 1: _part(1, REFERENCE), 2: _part(2, OUTLIER)})
+    assert classify_pairings(rows, 1, 6) == RUNS
+    assert classify_pairings(rows, 4, 5) == [PairingRun(4, 4, SHAPE), PairingRun(5, 5, TYPE)]
+    assert [run.collectives for run in RUNS] == [2, 1, 1, 1, 1]
+
+
+def test_streams_with_gaps_pair_alike():
+    gapped = comm_streams({0: _part(0, REFERENCE[:1] + REFERENCE[2:], [1, 3, 4, 5, 6]),
+                           2: _part(2, OUTLIER[:1] + OUTLIER[2:], [1, 3, 4, 5, 6])})
+    assert classify_pairings(gapped, 3, 6) == RUNS[1:]
+
+
+def _op(rank: int, op: str | None, count: int | None) -> OpAt:
+    return OpAt(rank=rank, seq=50, op=op, count=count, dtype="float32", redop="sum", root=0, state="started",
+                callsite=None, step=None, loc=Location(f"fr_rank{rank}", record=49))
+
+
+@pytest.mark.parametrize(("ops", "size", "hangs"), [
+    ([("AllReduce", 4096), ("AllReduce", 1024)], 2, False),  # one type pairs whatever the counts
+    ([("AllGather", 2048), ("AllReduce", 4096)], 2, False),  # gathered count equals the reduced one
+    ([("AllGather", 2048), ("AllReduce", 4096)], 4, True),
+    ([("Broadcast", 53), ("AllReduce", 53)], 2, True),
+    ([("AllReduce", 8), (None, None)], 2, False),  # an unknown op decides nothing
+])
+def test_which_pairings_nccl_leaves_hanging(ops, size, hangs):
+    assert pairing_hangs([_op(rank, op, count) for rank, (op, count) in enumerate(ops)], size) is hangs
+
+
+def test_a_real_extra_collective_wedges_the_comm_where_the_others_never_arrive():
+    _, diagnosis = api.diff_paths([str(EXTRA_OP)])
+    wedge = diagnosis.wedge
+    assert (wedge.comm, wedge.seq, wedge.kind) == ("0x1715b7bd1b8fda9e", 50, WedgeKind.NO_PARTNER)
+    assert (wedge.waiting_ranks, wedge.absent_ranks, wedge.launched) == ([0], [1, 2, 3], {0: 50, 1: 49, 2: 49, 3: 49})
+    assert wedge.confirmed_by  # the NCCL lines that show it stopped, not merely lagged
+    window = diagnosis.window
+    assert (window.first_seq, window.last_seq, window.collectives) == (25, 49, 25)
+    assert [(r.first_seq, r.last_seq, r.kind) for r in window.pairings] == [(25, 40, SHAPE), (41, 42, COUNT),
+                                                                            (43, 49, SHAPE)]
