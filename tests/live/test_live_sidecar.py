@@ -118,7 +118,7 @@ def test_follow_survives_rotation_and_truncation(tmp_path, cli_fork):
     assert codes == [1, 1], [run.text for run in runs]
     (alert,) = read_jsonl(tmp_path / "alerts0.jsonl")
     assert alert["step"] == 35 and alert["outlier_ranks"] == [0, 1]  # 1 vs 1
-    assert "45 steps compared, 1 disagreements" in runs[0].text, runs[0].text
+    assert "45 steps compared, 1 disagreement\n" in runs[0].text, runs[0].text
 
 
 @pytest.mark.parametrize("victim", [2, 0], ids=["peer", "store-host"])
