@@ -79,6 +79,17 @@ class ReplyRank:
 
 
 @dataclass
+class CountLine:
+    """A line of a MISMATCH block giving a count: `3 ranks have launched up to operation 49` (ranks filled in by
+    the `Rank r` lines after it, or inferred), or `Rank 0 has launched up to operation 50` (one rank)."""
+
+    op: str | None  # the collective type whose counts differ (rc.SINGLE_COUNTER: one counter, 2.24/2.25)
+    count: int
+    nranks: int
+    ranks: list[int] = field(default_factory=list)
+
+
+@dataclass
 class ReplyComm:
     """A communicator of a reply: its table group, its block, and what the lines said of its ranks."""
 
@@ -87,7 +98,7 @@ class ReplyComm:
     comm: str  # hash, or `#g-i` until a block names it
     line: int
     ranks: dict[int, ReplyRank] = field(default_factory=dict)
-    groups: list[list] = field(default_factory=list)  # [op, count, nranks, ranks list]
+    groups: list[CountLine] = field(default_factory=list)
     status_differs: bool = False  # a "Communicator ranks have different status" part was printed
     corrupt: bool = False
     announced: list = field(default_factory=list)  # ops of "different <op> operation counts" parts
@@ -161,11 +172,11 @@ def cut_short(reply: Reply, cut: bool) -> list[str]:
         if missing < comm.missing_claimed:
             reasons.append(f"#{comm.group}-{comm.index} names {missing} of its {comm.missing_claimed} missing "
                            f"ranks")
-        for op in dict.fromkeys([*comm.announced, *(g[0] for g in comm.groups)]):
-            groups = [g for g in comm.groups if g[0] == op]
-            counted = sum(g[2] for g in groups) + missing
-            partial = [g for g in groups if 0 < len(g[3]) < g[2]]  # `2 ranks have ...` and fewer Rank lines
-            if counted < row.size or partial or sum(1 for g in groups if not g[3] and g[2] > 1) > 1:
+        for op in dict.fromkeys([*comm.announced, *(g.op for g in comm.groups)]):
+            groups = [g for g in comm.groups if g.op == op]
+            counted = sum(g.nranks for g in groups) + missing
+            partial = [g for g in groups if 0 < len(g.ranks) < g.nranks]  # `2 ranks have ...` and fewer Rank lines
+            if counted < row.size or partial or sum(1 for g in groups if not g.ranks and g.nranks > 1) > 1:
                 reasons.append(f"#{comm.group}-{comm.index} gives the {op or 'operation'} counts of its "
                                f"{row.size} ranks only in part")
                 break
@@ -184,18 +195,18 @@ def infer_majority(comm: ReplyComm, size: int | None, missing: set[int], budget:
     used = 0
     if size is None:
         return used
-    for op in dict.fromkeys(g[0] for g in comm.groups):
-        groups = [g for g in comm.groups if g[0] == op]
-        unlisted = [g for g in groups if not g[3]]
+    for op in dict.fromkeys(g.op for g in comm.groups):
+        groups = [g for g in comm.groups if g.op == op]
+        unlisted = [g for g in groups if not g.ranks]
         if len(unlisted) != 1:
             continue
-        known = {r for g in groups for r in g[3]} | missing
+        known = {r for g in groups for r in g.ranks} | missing
         fits = size - sum(1 for r in known if 0 <= r < size)
         # Counted before the ranks are built: `size` may be in the millions (see MAX_IMPLIED).
-        if fits == unlisted[0][2] and fits <= budget - used:
+        if fits == unlisted[0].nranks and fits <= budget - used:
             used += fits
             candidates = [r for r in range(size) if r not in known]
-            unlisted[0][3].extend(candidates)
+            unlisted[0].ranks.extend(candidates)
             for number in candidates:
-                comm.rank(number).counts.setdefault(op or rc.SINGLE_COUNTER, unlisted[0][1])
+                comm.rank(number).counts.setdefault(op or rc.SINGLE_COUNTER, unlisted[0].count)
     return used

@@ -23,8 +23,8 @@ from ..model import (
 from . import ras_common as rc
 from .base import looks_binary
 from .ras_reply import (
-    COMMS, ERRORS, HEADER, MAX_IMPLIED, MAX_RANK, SUMMARY, TABLE, WARNINGS, Block, Reply, ReplyComm, ReplyRank,
-    cut_short, infer_majority, parse_group_row,
+    COMMS, ERRORS, HEADER, MAX_IMPLIED, MAX_RANK, SUMMARY, TABLE, WARNINGS, Block, CountLine, Reply, ReplyComm,
+    ReplyRank, cut_short, infer_majority, parse_group_row,
 )
 
 _VERSION = re.compile(r"NCCL version (?P<version>\S+) compiled with CUDA (?P<cuda>\S+)")
@@ -303,7 +303,7 @@ class StatusTextParser:
                 comm.announced.append(block.op)
         elif name in ("count_group", "zero_group") and comm is not None:
             count = int(m["count"]) if name == "count_group" else 0
-            group = [block.op, count, int(m["n"]), []]
+            group = CountLine(block.op, count, int(m["n"]))
             comm.groups.append(group)
             block.context = ("count", group)
 
@@ -318,7 +318,7 @@ class StatusTextParser:
             block.messages.append(m.group(0).split(" -- ", 1)[0].strip())
         if verb in ("count", "none"):
             count = int(m["count"]) if verb == "count" else 0
-            block.comm.groups.append([block.op, count, 1, [number]])
+            block.comm.groups.append(CountLine(block.op, count, 1, [number]))
             rank.counts[block.op or rc.SINGLE_COUNTER] = count
         elif verb == "status":
             block.comm.status_differs = True
@@ -329,8 +329,8 @@ class StatusTextParser:
             rank.missing = rank.unresponsive = True
         elif block.context[:1] == ("count",):
             group = block.context[1]
-            group[3].append(number)
-            rank.counts[group[0] or rc.SINGLE_COUNTER] = group[1]
+            group.ranks.append(number)
+            rank.counts[group.op or rc.SINGLE_COUNTER] = group.count
         elif block.context[:1] == ("status",):
             self._set_status(rank, block.context[1])
         elif block.context[:1] == ("error",):
@@ -447,8 +447,8 @@ class StatusTextParser:
             for rank in comm.ranks.values():  # one status bit set: every responding rank has the comm's status
                 if not rank.missing:
                     rank.status = rank.status or row.status
-        groups = tuple(RasCountGroup(None if op == rc.SINGLE_COUNTER else op, count or None, n, tuple(sorted(ranks)))
-                       for op, count, n, ranks in comm.groups)
+        groups = tuple(RasCountGroup(None if g.op == rc.SINGLE_COUNTER else g.op, g.count or None, g.nranks,
+                                     tuple(sorted(g.ranks))) for g in comm.groups)
         ranks = tuple(comm.ranks[r].freeze(reply.dead) for r in sorted(comm.ranks))
         line = comm.line or (row.line if row else reply.line)
         return RasComm(Location(self.path, line), comm.comm, size=row.size if row else None,
