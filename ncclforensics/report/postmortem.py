@@ -200,7 +200,7 @@ def _window(d: Diagnosis) -> list[Block]:
     if rest:  # a long window alternates kinds tens of thousands of times: the rest summed per kind
         totals = pairing_totals(rest)
         rows.append((f"{rest[0].first_seq}..{rest[-1].last_seq}", f"{len(rest)} more runs: " + ", ".join(
-            f"{_pairing_words(kind)} {n} run(s)" for kind, (n, _) in totals.items()),
+            f"{_pairing_words(kind)} {words.plural(n, 'run')}" for kind, (n, _) in totals.items()),
                      str(sum(c for _, c in totals.values()))))
     out.append(Table(("seqs", "pairing", "collectives"), tuple(rows)))
     if w.pairings:
