@@ -242,3 +242,10 @@ def test_seeds_that_once_crashed_diff_now_answer(tmp_path):
     and a rank with no record to place: `diff` answered with a traceback for these seeds of the 10,000."""
     for outcome in run_seeds([1470, 2432, 4178], tmp_path, workers=1):
         assert "crash" not in {v.kind for v in outcome.violations}, outcome.message
+
+
+def test_sums_alike_across_replicas_are_not_taken_for_one_communicator(tmp_path):
+    """Seed 6199, healthy: fingerprint traces with sums and no digests, TP pairs inside an 8-rank world; two TP
+    pairs read back equal sums (their inputs are alike), which once made them one communicator and a divergence."""
+    (outcome,) = run_seeds([6199], tmp_path, workers=1)
+    assert outcome.ok and outcome.verdict != "diverged", outcome.message

@@ -3,7 +3,7 @@
 A trace lists, in issue order, every collective whose result the rank read back: its tag, often its op and
 size, and a digest or a sum of the result. That is a stream of its own, but it names no communicator. The
 communicator is recovered from the results: every rank of one physical collective reads back the same result,
-so the ranks that share a digest (or, lacking digests, a sum within one step) are that collective's members.
+so the ranks that share a digest (or, lacking digests, a sum) are that collective's members.
 Worked example: ranks 0-3 share the digests of the world all-reduces and ranks 0,1 those of their tensor-parallel
 group, so rank 0's trace splits into two streams; a drafter collective that rank 1 alone ran still pairs with
 rank 0's next one, shares its digest and lands in the same stream, one seq ahead, where the tags disagree.
@@ -20,6 +20,7 @@ from ..model import EventState, Evidence, FingerprintRow, SourceFormat, conform
 from ..model.kinds import normalize_op
 
 Members = frozenset[int]
+MIXED: list[Members] = []  # a trace of several comms that its sums cannot split
 
 
 def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]]:
@@ -32,18 +33,24 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
     if not mine:
         return evidence, []
     holders = _holders(traced)
+    last_keys = {r: _key(max((f for f in traced if f.rank == r), key=lambda f: (f.step, f.op, f.loc.line or 0)))
+                 for r in {f.rank for f in traced}}
     known = _known_members(evidence)
     rows: dict[str, list[dict]] = {}
-    caveats: set[str] = set()
+    caveats: list[str] = []
+    mixed: list[int] = []  # ranks whose traces hold several comms and no digests
+    unplaced: list[int] = []  # ranks whose traces share no result and whose comm nothing names
     for rank in mine:
         trace = sorted((f for f in traced if f.rank == rank), key=lambda f: (f.step, f.op, f.loc.line or 0))
-        groups = _groups(trace, holders, rank)
+        groups = _groups(trace, holders, rank, last_keys)
+        if groups is MIXED:
+            mixed.append(rank)
+            continue
         if groups is None:
             only = _only_comm(rank, known, {f.rank for f in traced})
             groups = None if only is None else [only] * len(trace)
         if groups is None:
-            caveats.add(f"the fingerprint trace of rank {rank} shares no result with another rank's and its "
-                        f"communicator is not known: left out of the comparison")
+            unplaced.append(rank)
             continue
         seqs: dict[Members, int] = {}
         for row, members in zip(trace, groups):
@@ -53,12 +60,27 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
                 "comm": comm_named_by(members, known), "seq": seqs[members], "op": normalize_op(row.kind) if row.kind else None,
                 "count": row.numel, "state": EventState.COMPLETED.value, "step": row.step, "tag": row.tag,
             })
+    if mixed:
+        caveats.append(f"the fingerprint traces of {_ranks(mixed)} hold collectives of several communicators and no "
+                       f"digests, so which is which cannot be told: left out of the comparison")
+    if unplaced:
+        caveats.append(f"the fingerprint traces of {_ranks(unplaced)} share no result with another rank's and their "
+                       f"communicator is not known: left out of the comparison")
     named = {r["comm"] for found in rows.values() for r in found}
     if any(comm.startswith("[ranks=") for comm in named):
-        caveats.add("fingerprint traces name no communicator: one named [ranks=...] is the ranks that read back "
-                    "the same results")
+        caveats.append("fingerprint traces name no communicator: one named [ranks=...] is the ranks that read back "
+                       "the same results")
     out = [replace(item, collectives=_frame(rows.pop(item.path))) if item.path in rows else item for item in evidence]
-    return out, sorted(caveats)
+    return out, caveats
+
+
+def _ranks(ranks: list[int]) -> str:
+    """`rank 3`, `ranks 0, 1 and 5`, `ranks 0..63` (a run)."""
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    if ranks == list(range(ranks[0], ranks[-1] + 1)) and len(ranks) > 2:
+        return f"ranks {ranks[0]}..{ranks[-1]}"
+    return "ranks " + ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
 
 
 def _described_ranks(evidence: list[Evidence]) -> set[int]:
@@ -71,12 +93,12 @@ def _described_ranks(evidence: list[Evidence]) -> set[int]:
 
 
 def _key(row: FingerprintRow) -> tuple | None:
-    """What the members of one physical collective share: its digest, else its sum (within a step, as small
-    integer sums of different collectives can coincide across steps)."""
+    """What the members of one physical collective share: its digest, else its sum (not its step: ranks
+    misaligned across a step boundary file one collective under two steps)."""
     if row.digest is not None:
         return ("digest", row.digest)
     if row.sum is not None and not math.isnan(row.sum):
-        return ("sum", row.step, row.sum)
+        return ("sum", row.sum)
     return None
 
 
@@ -89,12 +111,14 @@ def _holders(traced: list[FingerprintRow]) -> dict[tuple, set[int]]:
     return holders
 
 
-def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], rank: int) -> list[Members] | None:
-    """The members of each record's collective, or None when no record shares its result with another rank.
+def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], rank: int,
+            last_keys: dict[int, tuple | None]) -> list[Members] | None:
+    """The members of each record's collective; None when no record shares its result with another rank; MIXED
+    when sums, lacking digests, point to several comms.
 
-    A record's members are the ranks that share its result, where that set recurs in the trace (it is a comm).
-    Otherwise (a coincidence of sums, or partners whose traces are missing or stop sooner) the record goes to the
-    one recurring set that holds every rank sharing it; failing that, to the set its tag went to; failing that,
+    A record's members are the ranks that share its result (for sums, where that set recurs in the trace), unless
+    they are the tail of a wider set whose other members' traces stopped sooner. Otherwise (a coincidence of sums,
+    partners whose traces are missing) the record goes to the one such set that holds every rank sharing it; failing that, to the set its tag went to; failing that,
     to the set of the record before it (the one after, at the start): neighbours are usually of one comm, and
     when that guess is wrong every rank of the comm that recorded it makes the same one."""
     own: list[Members] = []
@@ -107,7 +131,21 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], rank: i
             seen[members] = seen.get(members, 0) + 1
     if not seen:
         return None
-    comms = {m for m, n in seen.items() if n > 1} or set(seen)
+    digests = any(row.digest for row in trace)
+    # A digest is one physical collective's; a sum may recur by coincidence, so a set of ranks that shares sums
+    # once is no comm.
+    comms = set(seen) if digests else {m for m, n in seen.items() if n > 1} or set(seen)
+    # Where some members' traces stop sooner (cut, or the rank hung), the records after their last one are shared
+    # by the rest only: that subset is the tail of the wider comm, not a comm of its own. A sub-communicator's
+    # other members carry on with records of their own.
+    keys = [_key(row) for row in trace]
+    at = {key: i for i, key in enumerate(keys) if key is not None}
+    comms = {m for m in comms if not any(m < wider and _stopped_before(wider - m, m, own, at, last_keys)
+                                         for wider in comms)}
+    if len(comms) > 1 and not digests:
+        comms = _one_comm_of_sums(comms, trace, own)
+        if comms is None:
+            return MIXED
     by_tag: dict[str | None, set[Members]] = {}
     for row, members in zip(trace, own):
         if members in comms:
@@ -125,6 +163,32 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], rank: i
     for members in placed:
         out.append(members if members is not None else (out[-1] if out else first))
     return out
+
+
+def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: list[Members]) -> set[Members] | None:
+    """Several sets of ranks sharing sums, as one comm where they are: ranks whose counts differ in a misaligned
+    pairing each read back their own sum, which splits one collective's members, but the records of such a split
+    carry tags the whole set's records carry too; a set whose tags are its own is a comm of its own. Sums of two
+    groups can also be equal by design (replicas fed alike), so a trace of several comms cannot be split by its
+    sums: None."""
+    widest = [m for m in comms if not any(m < other for other in comms)]
+    if len(widest) != 1:
+        return None
+    tags: dict[Members, set[str | None]] = {}
+    for row, members in zip(trace, own):
+        tags.setdefault(members, set()).add(row.tag)
+    whole = tags.get(widest[0], set()) - {None}
+    if any(not (tags.get(m, set()) & whole) for m in comms if m != widest[0]):
+        return None
+    return {widest[0]}
+
+
+def _stopped_before(gone: Members, subset: Members, own: list[Members], at: dict[tuple, int],
+                    last_keys: dict[int, tuple | None]) -> bool:
+    """Whether every rank of `gone` recorded its last result, as one this trace shares, before this trace's first
+    record of `subset`."""
+    first = own.index(subset)
+    return all(last_keys.get(r) in at and at[last_keys[r]] < first for r in gone)
 
 
 def _known_members(evidence: list[Evidence]) -> dict[str, set[int]]:

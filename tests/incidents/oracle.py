@@ -9,7 +9,7 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
 - `root_without_range`: the same, with no `seq_range` at all (null: the answer does not place it), except where
   it rests on RAS counts of the collective types that differ, which place nothing in launch order (such
   counts name no seq, and the answer rightly gives none), or on per-step checksums alone (they give the step
-  the results part at, which may not come before the true root's step, and no seq);
+  the results part at, which may not come before the step before the true root's, and no seq);
 - `wrong_outliers`: `root.outlier_ranks` is not the true outliers (those whose divergence starts at the root, or
   every rank that diverged on that comm; or the same among the outliers the evidence shows, visibility.py);
   where the outliers are no strict minority of the ranks on record (two ranks, or an even split), naming the
@@ -146,7 +146,9 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
         low = high = None  # RAS counts of the types that differ place nothing in launch order: honestly unplaced
     elif root.get("seq_range") is None and root.get("pinned_by") == "per-step checksums":
         low = high = None  # per-step checksums give the step, and no collective: honestly unplaced
-        if root.get("step") is not None and true.step is not None and root["step"] < true.step:
+        # `true.step` is the outlier's step at the root seq; a collective it left out at the end of step s mixes
+        # the others' results of step s, which it files under s + 1.
+        if root.get("step") is not None and true.step is not None and root["step"] < true.step - 1:
             add(Violation("root_outside_range", f"true root at step {true.step} on comm {comm}; the answer's "
                                                 f"checksums part at step {root['step']}"))
     elif not isinstance(root.get("seq_range"), list) or len(root["seq_range"]) != 2:
