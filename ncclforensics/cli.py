@@ -217,12 +217,13 @@ def postmortem(paths: tuple[str, ...], out: str) -> None:
 def gates(paths: tuple[str, ...], as_json: bool, plot: str | None) -> None:
     """Gate coverage over soak runs: was the drafter gate's ceiling window ever reached, and did ranks agree?
 
-    PATHS are gate journals or folders of them (other formats are ignored). A session is one folder's set of
-    per-rank journals; a journal whose step counter goes back down starts a new session in that folder. Per
+    PATHS are gate journals or folders of them (files of other formats, or of none, are skipped). A session is
+    one folder's set of per-rank journals; a journal whose step counter goes back down starts a new session in
+    that folder. Per
     session: steps, steps in the ceiling window (sequence length >= max_model_len - spec_tokens + 1), pass and
     skip counts per rank, lockstep, the first disagreement. Verdict: EXERCISED, NOT EXERCISED, or WINDOW UNKNOWN
     when the journals lack max_model_len/spec_tokens. Exit code: 0 no disagreement, 1 the gates disagreed in a
-    session, 2 trouble.
+    session, 2 trouble (a journal line that cannot be read, or no journal at all in PATHS).
 
     \b
     Example:
