@@ -108,7 +108,7 @@ def build_streams(evidence: list[Evidence]) -> Streams:
             ))
             frame = frame.filter(pl.col("rank").is_not_null())
         facts = item.facts  # None for Evidence built by hand: a log like any other
-        pieces.extend(_pieces(_conformed(frame), index, item.format.value, priority=facts.stream_priority if facts else 2,
+        pieces.extend(_pieces(conform(frame), index, item.format.value, priority=facts.stream_priority if facts else 2,
                               recorder=facts is not None and facts.recorder))
     if not described:
         return Streams(problems=problems)
@@ -177,12 +177,6 @@ def _pieces(frame: pl.DataFrame, index: int, source: str, priority: int, recorde
     return [_Piece((index, i), *g.select(pl.col(k).first() for k in keys).row(0), source, g,
                    priority=priority, recorder=recorder)
             for i, g in enumerate(groups)]
-
-
-def _conformed(frame: pl.DataFrame) -> pl.DataFrame:
-    """conform(frame), skipped where the columns already are COLLECTIVE_SCHEMA's (as parsers give them): 22 casts
-    per file add up over thousands of files."""
-    return frame if list(frame.schema.items()) == list(COLLECTIVE_SCHEMA.items()) else conform(frame)
 
 
 def _empty_merged() -> pl.DataFrame:
