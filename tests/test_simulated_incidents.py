@@ -43,10 +43,9 @@ KNOWN = {
     **dict.fromkeys((156, 318), "the divergence shows only in records the tool reads as a cut"),
     356: "the watchdog marks show the ranks that lag in a deadlock across communicators, not the one that ran extra",
     **dict.fromkeys((430, 433), "the root is named on a communicator that only waited on the faulted one"),
-    **dict.fromkeys((38, 352, 368, 380, 471),
+    **dict.fromkeys((38, 352, 368, 471),
                     "outliers wrong where logs are cut short, several ranks diverge in different ways, or only "
                     "counts are on record"),
-    445: "wrapped rings of different lengths with two faults: the range misses the first",
 }
 
 

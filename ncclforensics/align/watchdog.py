@@ -101,6 +101,14 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
     return groups
 
 
+def _reporting_group(report: WatchdogEvent, watchdog: list[WatchdogEvent]) -> str | None:
+    """The group of the timeout a desync report follows in the same file: the watchdog that caught it prints the
+    report, which names no group of its own."""
+    before = [w for w in watchdog if w.kind in TIMEOUT_KINDS and w.comm and w.loc.path == report.loc.path
+              and (w.loc.line or 0) <= (report.loc.line or 0)]
+    return max(before, key=lambda w: w.loc.line or 0).comm if before else None
+
+
 def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str) -> None:
     """Counts from PyTorch's desync reports, for groups with no `last enqueued` marks: `[6] finished collective
     #19, but didn't join collective #20` says rank 6 launched 19 and the reporting rank (and every rank the report
@@ -111,9 +119,9 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
     for event in watchdog:
         if event.kind != "desync_report" or not event.lagging:
             continue
-        group = event.comm or default
-        if group in groups and groups[group].launched:
-            continue
+        group = event.comm or _reporting_group(event, watchdog) or default
+        if group in groups and len(groups[group].launched) > 1:
+            continue  # marks of two or more ranks: the report's own numbers are not mixed in
         counts = by_group.setdefault(group, {})
         named = {r for ranks, _, _ in event.lagging for r in ranks}
         for ranks, number, joined in event.lagging:
@@ -124,7 +132,8 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
         evidence.setdefault(group, []).append(event.loc)
     for group, counts in by_group.items():
         if len(set(counts.values())) > 1:
-            marks = groups.setdefault(group, EnqueueMarks())
+            # One rank's `last enqueued` mark compares with nothing; the report's counts replace it.
+            marks = groups[group] = EnqueueMarks(stops=groups[group].stops if group in groups else [])
             marks.launched.update(counts)
             marks.evidence.extend(evidence[group])
             marks.source = "PyTorch's desync report"
