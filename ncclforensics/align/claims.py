@@ -11,8 +11,6 @@ from itertools import combinations
 from ..model import Diagnostic, Evidence, RasComm, RasSnapshot, Severity, SourceFormat
 from .ras import RasHistory
 
-# Files that speak for the ranks their records name, with no communicator to tie them to the job.
-_RANK_CLAIMING = {SourceFormat.GATE_JOURNAL: "gate journal", SourceFormat.FINGERPRINT: "fingerprint trace"}
 MAX_REPLY_WARNINGS = 5  # per communicator: more would bury the rest
 
 
