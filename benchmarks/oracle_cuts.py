@@ -40,6 +40,7 @@ import json
 import math
 import multiprocessing
 import os
+import re
 import resource
 import shutil
 import sys
@@ -336,6 +337,15 @@ def other_job(folder: Path, all_captures: list[Path]) -> list[Path]:
     return [all_captures[(i + 1) % len(all_captures)]] if len(all_captures) > 1 else []
 
 
+def pattern_of(violation: dict) -> tuple[str, str, str]:
+    """(kind of case, kind of file cut, why with its numbers and hashes taken out): what violations share."""
+    _, kind, *rest = violation["case"].split("|")
+    file = re.sub(r"[\d.]+(log|txt|jsonl|json)?$", "", rest[0]) + (f" ({rest[1]})" if len(rest) > 2 else "") \
+        if kind == "cut" else ""
+    why = re.sub(r"\d+", "N", re.sub(r"0x[0-9a-f]+|\[ranks=[\d,]+\]", "C", violation["why"]))
+    return kind, file, why
+
+
 def report(results: list[dict], at_most: int | None, seconds: float) -> str:
     total = {k: sum(r["counts"][k] for r in results) for k in ("same", "widened", "violation")}
     cases = sum(r["cases"] for r in results)
@@ -363,6 +373,13 @@ def report(results: list[dict], at_most: int | None, seconds: float) -> str:
         lines.append(f"| {kind} | {sums['same']} | {sums['widened']} | {sums['violation']} |")
     violations = [v for r in results for v in r["violations"]]
     if violations:
+        patterns: dict[tuple, list[str]] = {}
+        for v in violations:
+            patterns.setdefault(pattern_of(v), []).append(v["case"])
+        lines += ["", "## Violations by pattern", "", "| cases | kind of case | file | why | first case |",
+                  "|---:|---|---|---|---|"]
+        for (kind, file, why), cases_of in sorted(patterns.items(), key=lambda p: -len(p[1])):
+            lines.append(f"| {len(cases_of)} | {kind} | {file} | {why} | `{cases_of[0]}` |")
         lines += ["", "## Violations", "",
                   ("Replay one: `python benchmarks/oracle_cuts.py --replay 'CASE' --keep /tmp/case`, then "
                    "`ncclforensics diff /tmp/case`."), "", "| case | why | got | whole evidence |", "|---|---|---|---|"]
@@ -409,6 +426,7 @@ def main() -> int:
     text = report(results, at_most, time.monotonic() - started)
     if args.out:
         args.out.write_text(text)
+        args.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
     print(text)
     return 1 if any(r["counts"]["violation"] for r in results) else 0
 
