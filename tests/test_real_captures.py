@@ -297,3 +297,14 @@ def test_logs_of_one_replica_beside_dumps_of_the_others_get_the_jobs_ranks():
     assert code == 1 and d["root"]["comm"] == "0x7e967d1df7760487" and d["root"]["outlier_ranks"] == [6]
     assert d["root"]["seq_range"][0] <= 30 <= d["root"]["seq_range"][1]
     assert not any("stand-ins" in c for c in d["caveats"])
+
+
+def test_torch_logs_of_one_tp_group_name_its_global_ranks():
+    """serving-tp-in-dp-8rank, the torch logs of ranks 4-7 (TP group '2'): PyTorch's exception echo (`what():`,
+    no `[rankN]:` prefix) and its desync report number ranks within the group ("[Rank 0]", "[2] joined but didn't
+    finish"); the tool reports them as the global ranks 4-7, and rank 6, waiting in an AllGather where the others
+    wait in an AllReduce, as the outlier."""
+    code, d = diff_json(*[p for p in files("serving-tp-in-dp-8rank", "torch_rank") if p[-5] in "4567"])
+    assert code == 1 and d["root"]["comm"] == "2" and d["root"]["outlier_ranks"] == [6]
+    assert d["root"]["seq_range"][0] <= 30 <= d["root"]["seq_range"][1]
+    assert {c["comm"]: c["ranks"] for c in d["comms"]}["2"] == [4, 5, 6, 7]

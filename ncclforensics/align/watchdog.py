@@ -101,6 +101,19 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
     return groups
 
 
+def _global_lagging(report: WatchdogEvent, members: set[int]) -> tuple | None:
+    """The report's laggards with global ranks. It numbers ranks within the group (`[2]` of a group of global
+    ranks 4-7 is rank 6): where the group's ranks are 0..N-1 they are global already; else, with every member on
+    record, group rank i is the i-th lowest; else None (which rank is meant is not known)."""
+    if members == set(range(len(members))):
+        return report.lagging
+    order = sorted(members)
+    named = {r for ranks, _, _ in report.lagging for r in ranks}
+    if not named or max(named) >= len(order):
+        return None
+    return tuple((tuple(order[r] for r in ranks), number, joined) for ranks, number, joined in report.lagging)
+
+
 def _reporting_group(report: WatchdogEvent, watchdog: list[WatchdogEvent]) -> str | None:
     """The group of the timeout a desync report follows in the same file: the watchdog that caught it prints the
     report, which names no group of its own."""
@@ -116,15 +129,23 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
     so its numbers are not mixed with other marks."""
     by_group: dict[str, dict[int, int]] = {}
     evidence: dict[str, list[Location]] = {}
+    members: dict[str, set[int]] = {}  # group -> the global ranks whose lines are about it
+    for event in watchdog:
+        group = event.comm or (_reporting_group(event, watchdog) if event.kind == "desync_report" else None)
+        if group is not None and event.rank is not None:
+            members.setdefault(group, set()).add(event.rank)
     for event in watchdog:
         if event.kind != "desync_report" or not event.lagging:
             continue
         group = event.comm or _reporting_group(event, watchdog) or default
         if group in groups and len(groups[group].launched) > 1:
             continue  # marks of two or more ranks: the report's own numbers are not mixed in
+        lagging = _global_lagging(event, members.get(group, set()))
+        if lagging is None:
+            continue
         counts = by_group.setdefault(group, {})
-        named = {r for ranks, _, _ in event.lagging for r in ranks}
-        for ranks, number, joined in event.lagging:
+        named = {r for ranks, _, _ in lagging for r in ranks}
+        for ranks, number, joined in lagging:
             for rank in ranks:
                 counts[rank] = min(counts.get(rank, number), number)
             if not joined and event.rank is not None and event.rank not in named:

@@ -13,8 +13,10 @@ watchdog_stuck, comm_error, nccl_error, stack_trace, stack_trace_unavailable, nc
 `abort` is PyTorch's "communicator was aborted on rank N" and NCCL's `Abort COMPLETE` line (as the NCCL-log source
 names it; no rank, since NCCL's rank there is the communicator's).
 
-The rank of a line is the global rank of its `[rankN]:` prefix, else the `[Rank N]` / `[PG ... Rank N]` tag, which
-is the rank inside that process group (so a `[PG ...]` tag of a group other than the default one gives no rank).
+The rank of a line is the global rank of its `[rankN]:` prefix; a line without one in a file whose prefixes name one
+process is that process's (an exception's `what():` echo); else the `[Rank N]` / `[PG ... Rank N]` tag, which is
+the rank inside that process group (so a `[PG ...]` tag of a group other than the default one gives no rank). A
+desync report numbers the ranks it names within its group.
 Source line numbers never matter for matching (they change with every release); lines may be indented or sit
 inside a traceback. The same message repeated (PyTorch echoes a timeout in the exception that
 ends the watchdog, and again in `what():`) is one event, at its first line.
@@ -149,6 +151,10 @@ class _Reader:
         self.evidence = evidence
         self.seen: dict[tuple, int] = {}  # event key -> index in evidence.watchdog
         self.seen_progress: set[tuple] = set()
+        # The global rank of the file's `[rankN]:` prefixes while they name one process (a rank's own log), for
+        # its lines without one (an exception's `what():` echo names only the rank inside its group).
+        self.process_rank: int | None = None
+        self.processes: set[int] = set()
 
     def event(self, number: int, kind: str, rank: int | None, comm: str | None = None, **fields) -> None:
         """Record one WatchdogEvent at line `number` (1-based), unless the same event was seen before.
@@ -200,6 +206,10 @@ class _Reader:
         comm = (pg.group(2) or pg.group(1)) if pg else None
         if found:
             rank = int(found.group(1))
+            self.processes.add(rank)
+            self.process_rank = rank if len(self.processes) == 1 else None
+        elif self.process_rank is not None:
+            rank, found = self.process_rank, True
         elif pg:  # the rank inside that group: the global rank only in the default group
             rank = int(pg.group(4)) if comm == "0" or pg.group(3) == "default_pg" else None
         else:
@@ -271,6 +281,12 @@ class _Reader:
             header = _DESYNC_HEADER.search(self.lines[index - 1])
             if header:
                 number, rank = index, int(header.group(1))
+        # The report's own numbers are ranks in its group; the line's `[rankN]:` prefix is the global rank.
+        found = _GLOBAL_RANK.search(self.lines[number - 1])
+        if found:
+            rank = int(found.group(1))
+        elif self.process_rank is not None:
+            rank = self.process_rank
         culprits: list[int] = []
         lagging: list[tuple[tuple[int, ...], int, bool]] = []
         said: list[str] = []
