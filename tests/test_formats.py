@@ -104,7 +104,7 @@ def test_a_new_format_needs_only_its_module_and_a_registry_line(op_trace, tmp_pa
     files = {Path(f.path).name: (f.format, f.records) for f in data.inventory.files}
     assert files["rank1.trace"] == ("op-trace", 4) and files["gates.log"] == ("gate-journal", 4)
     # Rank 3 has a gate decision but no trace: the per-rank format's own label says what is missing.
-    assert "no op trace with records of rank(s) 3 (rank(s) 0, 1, 2 have one)" in data.inventory.missing
+    assert "no op trace with records of rank 3 (ranks 0, 1 and 2 have one)" in data.inventory.missing
 
 
 def test_a_new_format_that_agrees_is_consistent(op_trace, tmp_path):

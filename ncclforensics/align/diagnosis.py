@@ -17,6 +17,7 @@ from ..model import (
     WedgeKind,
 )
 from ..model.kinds import is_p2p_comm
+from ..model.phrases import ranks_words
 from .clocks import clock_disagreements
 from .divergence import (
     DIFFERENT_OPS,
@@ -226,7 +227,7 @@ def _death_evidence(ras: dict[str, RasHistory], rank_map: dict, watchdog: list[W
         for label, ranks in (("missing from", history.missing_ranks), ("dead in", history.dead_ranks)):
             if ranks:
                 shown = ", ".join(str(rank_map.get((comm, r), r)) for r in ranks)
-                found.append(Finding(history.states[-1][1].loc, f"rank(s) {shown} {label} RAS for comm {comm}"))
+                found.append(Finding(history.states[-1][1].loc, f"{ranks_words(shown)} {label} RAS for comm {comm}"))
     for event in watchdog:
         if event.kind == "async_error" and any(w in event.message.lower() for w in DEATH_WORDS):
             found.append(Finding(event.loc, f"rank {event.rank}: {event.message.strip()[:90]}"))
@@ -308,14 +309,14 @@ def _stop_evidence(streams: Streams, analyses: dict[str, CommAnalysis], ras: dic
         if analysis.has_states and _unfinished_entries(streams, comm):
             stops.setdefault(comm, []).append("Flight Recorder entries launched but never completed")
         if dead & set(analysis.ranks):
-            stops.setdefault(comm, []).append(f"rank(s) {sorted(dead & set(analysis.ranks))} dead or missing in RAS")
+            stops.setdefault(comm, []).append(f"{ranks_words(sorted(dead & set(analysis.ranks)))} dead or missing in RAS")
     for comm, history in ras.items():
         if history.stuck:
             stops.setdefault(comm, []).append(
                 f"RAS counts unchanged over {len(history.states)} replies while ranks disagree")
         lost = sorted(set(history.missing_ranks) | set(history.dead_ranks))
         if lost and comm not in analyses:
-            stops.setdefault(comm, []).append(f"RAS lists comm rank(s) {lost} missing or dead")
+            stops.setdefault(comm, []).append(f"RAS lists comm {ranks_words(lost)} missing or dead")
     return stops
 
 

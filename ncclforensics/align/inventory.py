@@ -6,6 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..model import Diagnostic, Evidence, GateChoice, SourceFormat
+from ..model.phrases import ranks_words
 from .diagnosis import Diagnosis, Finding
 
 @dataclass
@@ -62,7 +63,7 @@ def _contributed(item: Evidence) -> list[str]:
             ranks = sorted(r for r in part.get_column("rank").drop_nulls().unique().to_list())
             seqs = part.get_column("seq")
             name = f"comm {comm[0]}" if str(comm[0]).startswith("0x") else f"process group {comm[0]}"
-            out.append(f"{part.height} collectives of rank(s) {_span(ranks)} in {name} "
+            out.append(f"{part.height} collectives of {ranks_words(ranks)} in {name} "
                        f"(seq {seqs.min()}..{seqs.max()})")
     if item.identities:
         who = sorted({(i.rank, i.host, i.pid) for i in item.identities if i.rank is not None},
@@ -81,13 +82,12 @@ def _contributed(item: Evidence) -> list[str]:
     if item.gates:
         steps = [g.step for g in item.gates]
         passes = sum(g.decision == GateChoice.PASS.value for g in item.gates)
-        out.append(f"{len(item.gates)} gate decisions of rank(s) {_span(sorted({g.rank for g in item.gates}))}, "
+        out.append(f"{len(item.gates)} gate decisions of {ranks_words(sorted({g.rank for g in item.gates}))}, "
                    f"steps {min(steps)}..{max(steps)} ({passes} pass, {len(item.gates) - passes} skip)")
     if item.fingerprints:
         bad = sum(f.sum is not None and f.expected_sum is not None and f.sum != f.expected_sum
                   for f in item.fingerprints)
-        out.append(f"{len(item.fingerprints)} checksums of rank(s) "
-                   f"{_span(sorted({f.rank for f in item.fingerprints}))}"
+        out.append(f"{len(item.fingerprints)} checksums of {ranks_words(sorted({f.rank for f in item.fingerprints}))}"
                    + (f", {bad} differ from the expected value" if bad else ""))
     if item.watchdog:
         kinds: dict[str, int] = {}
@@ -116,14 +116,14 @@ def missing_evidence(evidence: list[Evidence], diagnosis: Diagnosis) -> list[str
             continue
         absent = sorted(ranks - present)
         if absent:
-            out.append(f"no {label} with records of rank(s) {_span(absent)} (rank(s) {_span(sorted(present))} "
-                       f"have one)")
+            out.append(f"no {label} with records of {ranks_words(absent)} ({ranks_words(sorted(present))} "
+                       f"{'has' if len(present) == 1 else 'have'} one)")
     for comm, history in sorted(diagnosis.ras.items()):
         if history.missing_ranks:
-            out.append(f"RAS lists comm rank(s) {_span(history.missing_ranks)} of comm {comm} as missing "
+            out.append(f"RAS lists comm {ranks_words(history.missing_ranks)} of comm {comm} as missing "
                        f"(no data from their process)")
         if history.dead_ranks:
-            out.append(f"RAS lists comm rank(s) {_span(history.dead_ranks)} of comm {comm} as dead or "
+            out.append(f"RAS lists comm {ranks_words(history.dead_ranks)} of comm {comm} as dead or "
                        f"unresponsive")
     sizes: dict[str, int] = {}
     for item in evidence:
@@ -134,13 +134,6 @@ def missing_evidence(evidence: list[Evidence], diagnosis: Diagnosis) -> list[str
         size = sizes.get(comm)
         if size and len(analysis.ranks) < size:
             out.append(f"comm {comm} has {size} ranks but collectives of only {len(analysis.ranks)} were read "
-                       f"(rank(s) {_span(analysis.ranks)})")
+                       f"({ranks_words(analysis.ranks)})")
     return out
 
-
-def _span(ranks: list[int]) -> str:
-    if not ranks:
-        return "none"
-    if len(ranks) > 4 and ranks == list(range(ranks[0], ranks[-1] + 1)):
-        return f"{ranks[0]}..{ranks[-1]}"
-    return ", ".join(map(str, ranks))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..model import Location, WatchdogEvent
+from ..model.phrases import ranks_words
 from .diagnosis import STOP_EVENTS, Diagnosis
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED
 from .streams import Streams
@@ -178,8 +179,8 @@ def timeline(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Timeli
         if gate.in_ceiling_window is not None:
             window = f" ({'inside' if gate.in_ceiling_window else 'outside'} the ceiling window)"
         out.append(TimelineEntry(
-            f"step {gate.step}", f"drafter gates disagree: pass on rank(s) {_ranks(gate.passed)}, skip on rank(s) "
-                                 f"{_ranks(gate.skipped)}{window}", tuple(gate.locations)))
+            f"step {gate.step}", f"drafter gates disagree: pass on {ranks_words(gate.passed)}, skip on "
+                                 f"{ranks_words(gate.skipped)}{window}", tuple(gate.locations)))
     root = diagnosis.root
     if root is not None:
         where = "seq unknown" if root.seq_range is None else f"seq {root.seq}" if root.seq_range[0] == root.seq_range[
@@ -189,7 +190,7 @@ def timeline(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Timeli
                 STOPPED: "stop launching" + (f" (nothing after seq {root.seq - 1})" if root.seq else "")}.get(root.kind, f"diverge ({root.kind})")
         step = f" (step {diagnosis.root_step})" if diagnosis.root_step is not None else ""
         out.append(TimelineEntry(f"{where}{step}",
-                                 f"root: rank(s) {_ranks(root.outlier_ranks)} {verb} in comm {root.comm}",
+                                 f"root: {ranks_words(root.outlier_ranks)} {verb} in comm {root.comm}",
                                  tuple(op.loc for _, op in sorted(root.ops.items()))))
     if diagnosis.first_visible is not None and (root is None or diagnosis.first_visible != (root.comm, root.seq)):
         comm, seq = diagnosis.first_visible
@@ -218,11 +219,11 @@ def timeline(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Timeli
                                  f"({len(diagnosis.corrupted_fingerprints)} in all)", (first.loc,)))
     wedge = diagnosis.wedge
     if wedge is not None:
-        waiting = f"rank(s) {_ranks(wedge.waiting_ranks)} inside it" if wedge.waiting_ranks else "no rank inside it"
-        absent = f", rank(s) {_ranks(wedge.absent_ranks)} never launched it" if wedge.absent_ranks else ""
+        waiting = f"{ranks_words(wedge.waiting_ranks)} inside it" if wedge.waiting_ranks else "no rank inside it"
+        absent = f", {ranks_words(wedge.absent_ranks)} never launched it" if wedge.absent_ranks else ""
         out.append(TimelineEntry(f"seq {wedge.seq}", f"wedge in comm {wedge.comm} ({wedge.kind.value}): "
                                                      f"{waiting}{absent}", tuple(wedge.evidence[:4])))
-    # What noticed the stop, one entry per (kind, seq): `timeout at seq 17 on rank(s) 0, 1, 2, 3`.
+    # What noticed the stop, one entry per (kind, seq): `timeout at seq 17 on ranks 0, 1, 2 and 3`.
     noticed: dict[tuple[str, int | None], list[WatchdogEvent]] = {}
     for event in watchdog:
         if event.kind in STOP_EVENTS:
@@ -231,7 +232,7 @@ def timeline(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Timeli
         at = f" at seq {seq}" if seq is not None else ""
         ranks = sorted({e.rank for e in events if e.rank is not None})
         out.append(TimelineEntry("after the wedge" if wedge else "at the stop",
-                                 f"{kind.replace('_', ' ')}{at} on rank(s) {_ranks(ranks)}",
+                                 f"{kind.replace('_', ' ')}{at} on {ranks_words(ranks)}",
                                  tuple(e.loc for e in events[:4])))
     for comm, history in sorted(diagnosis.ras.items()):
         if history.stuck or history.moving:
@@ -240,6 +241,3 @@ def timeline(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Timeli
                                      tuple(history.locations[:2])))
     return out
 
-
-def _ranks(ranks: list[int]) -> str:
-    return ", ".join(map(str, ranks)) or "none"

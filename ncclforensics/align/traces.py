@@ -18,6 +18,7 @@ import polars as pl
 
 from ..model import EventState, Evidence, FingerprintRow, SourceFormat, conform
 from ..model.kinds import normalize_op
+from ..model.phrases import ranks_words
 
 Members = frozenset[int]
 MIXED: list[Members] = []  # a trace of several comms that its sums cannot split
@@ -61,10 +62,10 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
                 "count": row.numel, "state": EventState.COMPLETED.value, "step": row.step, "tag": row.tag,
             })
     if mixed:
-        caveats.append(f"the fingerprint traces of {_ranks(mixed)} hold collectives of several communicators and no "
+        caveats.append(f"the fingerprint traces of {ranks_words(mixed)} hold collectives of several communicators and no "
                        f"digests, so which is which cannot be told: left out of the comparison")
     if unplaced:
-        caveats.append(f"the fingerprint traces of {_ranks(unplaced)} share no result with another rank's and their "
+        caveats.append(f"the fingerprint traces of {ranks_words(unplaced)} share no result with another rank's and their "
                        f"communicator is not known: left out of the comparison")
     named = {r["comm"] for found in rows.values() for r in found}
     if any(comm.startswith("[ranks=") for comm in named):
@@ -72,15 +73,6 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
                        "the same results")
     out = [replace(item, collectives=_frame(rows.pop(item.path))) if item.path in rows else item for item in evidence]
     return out, caveats
-
-
-def _ranks(ranks: list[int]) -> str:
-    """`rank 3`, `ranks 0, 1 and 5`, `ranks 0..63` (a run)."""
-    if len(ranks) == 1:
-        return f"rank {ranks[0]}"
-    if ranks == list(range(ranks[0], ranks[-1] + 1)) and len(ranks) > 2:
-        return f"ranks {ranks[0]}..{ranks[-1]}"
-    return "ranks " + ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
 
 
 def _described_ranks(evidence: list[Evidence]) -> set[int]:

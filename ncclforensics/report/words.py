@@ -12,6 +12,7 @@ from ..align.reconcile import CUDA_GRAPH_NOTE
 from ..align.wedge import Wedge, Window
 from ..model import Verdict, WedgeKind
 from ..model.kinds import is_p2p_comm
+from ..model.phrases import ranks_words
 
 # What to turn on so that the next incident pins its root (named in every range answer; a test checks that each
 # kind of range names a setting).
@@ -24,18 +25,6 @@ LOG_SETTINGS = "NCCL debug logs (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL)"
 def plural(n: int, word: str) -> str:
     """`1 collective`, `2 collectives`."""
     return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def ranks_words(ranks: list[int], noun: str = "rank") -> str:
-    """`rank 1`, `ranks 0, 2 and 3`, `ranks 0..7` (a run of more than four), `no rank`."""
-    ranks = list(ranks)
-    if not ranks:
-        return f"no {noun}"
-    if len(ranks) == 1:
-        return f"{noun} {ranks[0]}"
-    if len(ranks) > 4 and ranks == list(range(ranks[0], ranks[-1] + 1)):
-        return f"{noun}s {ranks[0]}..{ranks[-1]}"
-    return f"{noun}s " + ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
 
 
 def compared(d: Diagnosis) -> bool:

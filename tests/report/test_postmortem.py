@@ -111,7 +111,7 @@ def test_caveats(report):
     if root is not None and root.seq_range[0] != root.seq_range[1]:
         assert "not pinned" in caveats
     if report.capture.name == "killed-rank":
-        assert "no Flight Recorder dump with records of rank(s) 1 (rank(s) 0, 2, 3 have one)" in caveats
+        assert "no Flight Recorder dump with records of rank 1 (ranks 0, 2 and 3 have one)" in caveats
         assert "as missing" in caveats
 
 

@@ -119,8 +119,6 @@ def test_words_agree_in_number_and_show_no_python_lists(capture):
     _no_list_or_plural_slips(out)
 
 
-@pytest.mark.xfail(strict=True, reason="align/diagnosis.py words the RAS evidence of a dead rank as 'rank(s) [1] "
-                                       "dead or missing in RAS'")
 def test_dead_rank_words_show_no_python_lists():
     _, out, _ = run_cli("diff", real("killed-rank"))
     _no_list_or_plural_slips(out)
