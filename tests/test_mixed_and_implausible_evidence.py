@@ -162,3 +162,25 @@ def test_a_big_journal_reads_column_wise_to_the_same_records_and_problems(tmp_pa
     assert len(by_line.gates) > len(lines) // 2 and any("cut short" in p.message for p in by_line.problems)
     from ncclforensics.sources.gate_journal import _COLUMNS
     assert len(_COLUMNS.read(lines, journal.name)) >= len(lines) // 4  # the plain lines took the column-wise path
+
+
+def test_a_ras_json_reply_claiming_a_huge_size_is_a_warning_in_bounded_memory(tmp_path):
+    doc = json.loads((EXTRA_OP / "ras_json_q0.txt").read_text())
+    doc["communicators"][0]["size"] = 10**12
+    reply = tmp_path / "ras_json_q0.txt"
+    reply.write_text(json.dumps(doc, indent=2))
+    shutil.copy(reply, tmp_path / "ras_json_q1.txt")
+    _, d = diff_json(tmp_path)
+    warnings = [p for p in d["problems"] if "size 1000000000000 is no communicator's" in p["message"]]
+    assert len(warnings) == 2 and warnings[0]["line"] == 9 and "read as unknown" in warnings[0]["message"]
+    assert d["root"]["outlier_ranks"] == [0]  # the replies still say rank 0 launched one more
+
+
+def test_a_ras_json_reply_of_size_20_listing_4_ranks_names_the_first_unlisted(tmp_path):
+    doc = json.loads((EXTRA_OP / "ras_json_q0.txt").read_text())
+    doc["communicators"][0]["size"] = 20
+    reply = tmp_path / "ras_json_q0.txt"
+    reply.write_text(json.dumps(doc, indent=2))
+    _, d = diff_json(reply)
+    [warning] = [p for p in d["problems"] if "in no list" in p["message"]]
+    assert "size 20 but 4 rank(s) listed: rank(s) 4, 5, 6, 7, 8, 9, 10, 11, ... in no list" in warning["message"]

@@ -9,6 +9,7 @@ the sniffed format only labels the Evidence. Reference: nccl_formats.md sections
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import zlib
@@ -22,6 +23,7 @@ from ..model import (
 )
 from . import ras_common as rc
 from .base import InputFile, unreadable
+from .ras_reply import MAX_RANK
 from .ras_text import StatusTextParser
 
 # NCCL 2.28.7/2.28.9 `jsonWriteMissingRank` printed `"nvml_dev": %d\n` with no comma before `"status"`, so every
@@ -166,6 +168,11 @@ class _Walker:
         self.evidence.problems.append(Diagnostic(Location(self.path, line), message, severity))
 
 
+def shown_number(n: int) -> str:
+    """A number as a message shows it; a long one by its size only (a mutated field may hold thousands of digits)."""
+    return str(n) if abs(n) < 10**30 else f"of {n.bit_length()} bits"
+
+
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -248,7 +255,12 @@ class _StatusBuilder:
         if comm is None:
             self.walker.problem(loc.line, f"communicator hash {raw.get('hash')!r} is not a hex hash; comm skipped")
             return None
-        size = self.size = _int(raw.get("size"))
+        size = _int(raw.get("size"))
+        if size is not None and not 0 < size <= MAX_RANK:
+            self.walker.problem(loc.line, f"RAS JSON communicator {comm}: size {shown_number(size)} is no "
+                                f"communicator's (1..{MAX_RANK}); read as unknown")
+            size = None
+        self.size = size
         self.init_errors = set()
         present = [r for r in (self.rank(e, comm, size, missing=False) for e in _list(raw.get("ranks"))) if r]
         absent = [r for r in (self.rank(e, comm, size, missing=True) for e in _list(raw.get("missing_ranks"))) if r]
@@ -281,8 +293,9 @@ class _StatusBuilder:
             outside = sorted({n for n in numbers if not 0 <= n < size})
             if outside:
                 said.append(f"rank(s) {', '.join(map(str, outside[:4]))} outside its size {size}")
-            unlisted = sorted(set(range(size)) - set(numbers))
-            if unlisted and len(numbers) < size:
+            if len(numbers) < size:  # the first unlisted ranks only: `size` is the file's word, maybe 10**12
+                listed = set(numbers)
+                unlisted = list(itertools.islice((n for n in range(size) if n not in listed), 9))
                 shown = ", ".join(map(str, unlisted[:8])) + (", ..." if len(unlisted) > 8 else "")
                 said.append(f"size {size} but {len(numbers)} rank(s) listed: rank(s) {shown} in no list, "
                             f"their counts unknown")
