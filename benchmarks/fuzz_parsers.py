@@ -35,6 +35,9 @@ deterministic in (--seed, parser, case index), so a crash is reproduced with `--
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 import codecs
 import gzip
 import json
@@ -791,24 +794,58 @@ def fuzz_parser(parser: str, cases: int, seed: int, workers: int, workdir: str, 
     total = {"parser": parser, "cases": 0, "crashes": {}, "bad_results": {}, "slow": [], "max_s": 0.0,
              "max_case": None, "rss_kib": 0}
     began = time.perf_counter()
-    context = multiprocessing.get_context("spawn")  # polars' threads do not survive fork
-    with context.Pool(workers, initializer=_init_worker, initargs=(workdir,)) as pool:
-        for done in pool.imap_unordered(run_chunk, tasks):
-            total["cases"] += done["cases"]
-            for kind in ("crashes", "bad_results"):
-                for key, item in done[kind].items():
-                    if key in total[kind]:
-                        total[kind][key]["count"] += item["count"]
-                    else:
-                        total[kind][key] = item
-            total["slow"] += done["slow"]
-            if done["max_s"] > total["max_s"]:
-                total["max_s"], total["max_case"] = done["max_s"], done["max_case"]
-            total["rss_kib"] = max(total["rss_kib"], done["rss_kib"])
-            _progress(parser, total["cases"], cases, began)
+    for done in _chunks_done(tasks, workers, workdir):
+        total["cases"] += done["cases"]
+        for kind in ("crashes", "bad_results"):
+            for key, item in done[kind].items():
+                if key in total[kind]:
+                    total[kind][key]["count"] += item["count"]
+                else:
+                    total[kind][key] = item
+        total["slow"] += done["slow"]
+        if done["max_s"] > total["max_s"]:
+            total["max_s"], total["max_case"] = done["max_s"], done["max_case"]
+        total["rss_kib"] = max(total["rss_kib"], done["rss_kib"])
+        _progress(parser, total["cases"], cases, began)
     total["seconds"] = time.perf_counter() - began
     print(file=sys.stderr)
     return total
+
+
+def _chunks_done(tasks: list[tuple], workers: int, workdir: str):
+    """run_chunk's results, as they come. A worker that dies (killed for memory, a crash of the interpreter) is a
+    crash of its chunk, recorded like an uncaught exception; the chunks still to run go to a fresh pool (a pool of
+    multiprocessing waits forever for a worker that died)."""
+    context = multiprocessing.get_context("spawn")  # polars' threads do not survive fork
+    pending = list(tasks)
+    while pending:
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                 initargs=(workdir,)) as pool:
+            futures = {pool.submit(run_chunk, task): task for task in pending}
+            pending = []
+            for future in as_completed(futures):
+                task = futures[future]
+                try:
+                    yield future.result()
+                except BrokenProcessPool:
+                    pending.append(task)
+        if pending:  # the first of them (in order) is the one whose worker died, or waited behind it: run alone
+            task, pending = pending[0], pending[1:]
+            yield from _chunk_alone(task, workdir, context)
+
+
+def _chunk_alone(task: tuple, workdir: str, context) -> Iterator[dict]:
+    parser, start, stop = task[0], task[1], task[2]
+    with ProcessPoolExecutor(1, mp_context=context, initializer=_init_worker, initargs=(workdir,)) as pool:
+        try:
+            yield pool.submit(run_chunk, task).result()
+            return
+        except BrokenProcessPool:
+            pass
+    key = f"worker died in cases {start}..{stop - 1} (killed for memory, or a crash of the interpreter)"
+    yield {"cases": stop - start, "crashes": {key: {"count": 1, "case": start, "mutation": "?", "first": key,
+                                                    "saved": f"--replay {parser}:<index in {start}..{stop - 1}>"}},
+           "bad_results": {}, "slow": [], "max_s": 0.0, "max_case": None, "rss_kib": 0}
 
 
 def _progress(parser: str, done: int, cases: int, began: float) -> None:
