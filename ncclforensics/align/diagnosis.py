@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
@@ -289,7 +289,7 @@ def _resolve_tie(root: Root, gate: GateDisagreement | None) -> Root:
     if not deviants and set(gate.skipped) & in_comm:
         deviants = set(gate.passed) & in_comm
     if deviants and deviants != in_comm:
-        return Root(**{**root.__dict__, "outlier_ranks": sorted(deviants)})
+        return replace(root, outlier_ranks=sorted(deviants))
     return root
 
 

@@ -20,14 +20,15 @@ from dataclasses import replace
 
 import polars as pl
 
-from ..model import Evidence, SourceFormat
+from ..model import Evidence
 
 HEAD = 8  # first collectives of a stream compared when matching a process to a dump
 
 
 def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]]:
     """`evidence` with NCCL log ranks made global where two processes claim one rank; and the caveats."""
-    logs = [item for item in evidence if item.format is SourceFormat.NCCL_LOG and item.identities]
+    # Processes that claim ranks in their communicators (a log's INIT lines), not a recorder's own rank.
+    logs = [item for item in evidence if _claims_comm_ranks(item)]
     claims: dict[int, set[tuple]] = {}
     for item in logs:
         for identity in item.identities:
@@ -63,6 +64,17 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
     return changed, caveats
 
 
+def _claims_comm_ranks(item: Evidence) -> bool:
+    """A log whose collectives are its own records and whose processes name their rank in each communicator."""
+    own = item.facts is None or item.facts.records == "collectives"
+    return bool(item.identities) and own and not _recorder(item)
+
+
+def _recorder(item: Evidence) -> bool:
+    """A dump of one process (Flight Recorder), whose rank is the job's."""
+    return item.facts is not None and item.facts.recorder
+
+
 def _processes(n: int) -> str:
     return "1 process was" if n == 1 else f"{n} processes were"
 
@@ -71,7 +83,7 @@ def _job_size(evidence: list[Evidence]) -> int:
     """How many ranks other evidence shows the job has: its widest communicator, and its highest global rank."""
     size = 0
     for item in evidence:
-        if item.format is SourceFormat.NCCL_LOG:
+        if _claims_comm_ranks(item):
             continue
         for info in item.comm_infos:
             size = max(size, info.size or 0, len(info.ranks), max(info.ranks, default=-1) + 1)
@@ -84,7 +96,7 @@ def _dump_groups(evidence: list[Evidence]) -> dict[int, list[tuple[int, int, tup
     (seq, (op, count)): a ring that wrapped starts past seq 1)."""
     found: dict[int, list[tuple[int, int, tuple]]] = {}
     for item in evidence:
-        if item.format is not SourceFormat.FLIGHT_RECORDER or not item.ranks:
+        if not _recorder(item) or not item.ranks:
             continue
         rank = item.ranks[0]
         rows = item.collectives
@@ -133,7 +145,7 @@ def _by_members(logs: list[Evidence], evidence: list[Evidence], processes: list[
     rank 5's dump lists the group (4, 5, 6, 7): comm rank 0 is rank 4."""
     groups: dict[int, list[tuple[int, ...]]] = {}
     for item in evidence:
-        if item.format is SourceFormat.FLIGHT_RECORDER and item.ranks:
+        if _recorder(item) and item.ranks:
             groups.setdefault(item.ranks[0], []).extend(info.ranks for info in item.comm_infos if info.ranks)
     identities = [i for item in logs for i in item.identities if i.comm_size and i.comm_rank is not None]
     members: dict[str, set[tuple[int, ...]]] = {}

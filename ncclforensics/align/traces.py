@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import polars as pl
 
-from ..model import EventState, Evidence, FingerprintRow, SourceFormat, conform
+from ..model import EventState, Evidence, FingerprintRow, conform
 from ..model.kinds import normalize_op
 from ..model.phrases import ranks_words
 
@@ -78,7 +78,9 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
 def _described_ranks(evidence: list[Evidence]) -> set[int]:
     ranks: set[int] = set()
     for item in evidence:
-        if item.format in (SourceFormat.TORCH_LOG, SourceFormat.FINGERPRINT) or item.collectives.height == 0:
+        # Collectives that are the format's own records describe a stream; rows made from timeout lines (or
+        # from traces) do not.
+        if item.collectives.height == 0 or (item.facts is not None and item.facts.records != "collectives"):
             continue
         ranks.update(r for r in item.collectives.get_column("rank").unique().to_list() if r is not None)
     return ranks
