@@ -9,10 +9,8 @@ ranks unless asked for one.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Protocol
 
-import numpy as np
 import polars as pl
 
 
@@ -33,15 +31,12 @@ class CommStreams(Protocol):
     def rows_at(self, seq: int) -> list[dict]:
         """Each rank's row at `seq`, in rank order (ranks that never launched it are absent)."""
 
-    def frame(self, low: int | None = None, high: int | None = None) -> pl.DataFrame:
-        """The rows from `start`, within [low, high] where given, rank by rank."""
+    def frame(self, low: int | None = None, high: int | None = None, columns: list[str] | None = None
+              ) -> pl.DataFrame:
+        """The rows from `start`, within [low, high] where given, rank by rank (only `columns`, where given)."""
 
     def span(self, rank: int, first: int, last: int) -> pl.DataFrame | None:
         """The rank's rows of seqs first..last, where it has every one of them; else None."""
-
-    def constants(self, columns: list[str]) -> dict[int, tuple] | None:
-        """rank -> the values `columns` hold in every one of its rows, where every rank's rows hold one value in
-        each (a log of one process and one shape); else None."""
 
 
 def comm_streams(parts: dict[int, pl.DataFrame]) -> CommStreams:
@@ -85,14 +80,6 @@ class _Rows:
         bounds = [x for x in (low, self.start) if x is not None]
         return max(bounds) if bounds else None
 
-    def constants(self, columns: list[str]) -> dict[int, tuple] | None:
-        found = {}
-        for rank, part in self.parts.items():
-            if part.height == 0 or not all(part.select(pl.col(c).n_unique() == 1 for c in columns).row(0)):
-                return None
-            found[rank] = part.select(pl.col(c).first() for c in columns).row(0)
-        return found
-
 
 class ContiguousStreams(_Rows):
     """Every rank's seqs run without a gap: seq s of a rank is row s - first."""
@@ -109,10 +96,11 @@ class ContiguousStreams(_Rows):
         stop = len(part) if high is None else max(begin, min(len(part), high - first + 1))
         return part.slice(begin, stop - begin)
 
-    def frame(self, low: int | None = None, high: int | None = None) -> pl.DataFrame:
+    def frame(self, low: int | None = None, high: int | None = None, columns: list[str] | None = None
+              ) -> pl.DataFrame:
         low = self._low(low)
         pieces = [self._slice(rank, low, high) for rank in self.parts]
-        return pl.concat(pieces) if pieces else pl.DataFrame()
+        return pl.concat([p.select(columns) for p in pieces] if columns else pieces) if pieces else pl.DataFrame()
 
     def span(self, rank: int, first: int, last: int) -> pl.DataFrame | None:
         if self.first(rank) > first or self.last(rank) < last:
@@ -136,16 +124,12 @@ class GappedStreams(_Rows):
             keep = keep & (pl.col("seq") <= high)
         return self.parts[rank].filter(keep)
 
-    def frame(self, low: int | None = None, high: int | None = None) -> pl.DataFrame:
+    def frame(self, low: int | None = None, high: int | None = None, columns: list[str] | None = None
+              ) -> pl.DataFrame:
         low = self._low(low)
         pieces = [self._filter(rank, low, high) for rank in self.parts]
-        return pl.concat(pieces) if pieces else pl.DataFrame()
+        return pl.concat([p.select(columns) for p in pieces] if columns else pieces) if pieces else pl.DataFrame()
 
     def span(self, rank: int, first: int, last: int) -> pl.DataFrame | None:
         rows = self._filter(rank, first, last)
         return rows if rows.height == last - first + 1 else None
-
-
-def stable_hash(values: tuple) -> np.uint64:
-    """A 64-bit hash of plain values (str, int, None), the same in every process."""
-    return np.uint64(int.from_bytes(hashlib.blake2b(repr(values).encode(), digest_size=8).digest(), "little"))

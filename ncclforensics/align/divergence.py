@@ -182,7 +182,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     rows.start = analysis.start = start
     columns, without = _informative_columns(rows)
     signature = [c for c in SIGNATURE if c in columns]
-    visible = _first_visible(_codes(rows, start, signature)) if signature else None
+    book = CodeBook(rows, start)
+    visible = _first_visible(book.codes(signature)) if signature else None
     if visible is not None:
         analysis.first_visible = start + visible
         analysis.first_visible_ops = ops_at(rows, analysis.first_visible)
@@ -194,7 +195,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
             continue
         used = used + added
         stages.append((_stage_label(label, added, without, ranks),
-                       lambda fields=tuple(used): _codes(rows, start, list(fields))))
+                       lambda fields=tuple(used): book.codes(list(fields))))
     deviants = _deviants(gate, ranks)
     prefer = None
     if deviants:
@@ -211,16 +212,18 @@ def _informative_columns(rows: CommStreams) -> tuple[set[str], dict[str, list[in
     each the ranks that recorded none of it (a rank whose Flight Recorder dump is missing has no call sites)."""
     wanted = [*SIGNATURE, "stack", "callsite", "tag", "step"]
     present = [c for c in wanted if all(c in part.columns for part in rows.parts.values())]
-    stats = pl.concat([part.select([pl.col(c).drop_nulls().unique().implode().alias(c) for c in present])
-                       for part in rows.parts.values()])
-    found, without = set(), {}
     ranks = list(rows.parts)
-    for c in present:
-        values = stats.get_column(c).explode().drop_nulls()
-        if values.n_unique() > 1:  # one value, even with gaps, tells nothing apart
+    # One frame of every rank's columns: per column, its distinct values overall and the ranks with none.
+    joined = pl.concat([part.select(present) for part in rows.parts.values()])
+    heights = [part.height for part in rows.parts.values()]
+    owner = np.repeat(np.arange(len(ranks)), heights)
+    distinct = joined.select(pl.col(c).drop_nulls().n_unique() for c in present).row(0)
+    found, without = set(), {}
+    for c, n in zip(present, distinct):
+        if n > 1:  # one value, even with gaps, tells nothing apart
             found.add(c)
-            lengths = stats.get_column(c).list.drop_nulls().list.len().to_list()
-            without[c] = [r for r, n in zip(ranks, lengths) if not n]
+            recorded = np.bincount(owner[joined.get_column(c).is_not_null().to_numpy()], minlength=len(ranks))
+            without[c] = [r for r, k in zip(ranks, recorded) if not k]
     if "stack" not in found and "callsite" in found:
         found.add("stack")  # a source with one frame only: that frame is the stack it knows
     if "stack" in found:
@@ -240,35 +243,58 @@ def _stage_label(label: str, added: list[str], without: dict[str, list[int]], ra
             f"without: compared as far as the others allow)")
 
 
-def _codes(rows: CommStreams, start: int, fields: list[str]) -> dict[int, Codes]:
-    """rank -> its records from `start` as one code per field and position (0: not recorded there, a gap in the
-    seqs included). Equal values, equal codes."""
-    out = {}
-    for rank, part in rows.parts.items():
-        part = part.filter(pl.col("seq") >= start) if rows.first(rank) < start or not rows.contiguous else part
-        part = _before_wide_gap(part)
-        length = max(0, int(part.get_column("seq").max() - start + 1)) if part.height else 0
-        exprs = []
+class CodeBook:
+    """Each rank's records from `start` as codes, one field at a time, for every rank in one query: the stages
+    of the analysis ask for the same fields again (signatures, then signatures and call sites, ...)."""
+
+    def __init__(self, rows: CommStreams, start: int) -> None:
+        self.start = start
+        self._rows = rows
+        self._cache: dict[str, dict[int, np.ndarray]] = {}
+        self._parts: dict[int, pl.DataFrame] | None = None
+
+    def _trimmed(self) -> dict[int, pl.DataFrame]:
+        if self._parts is None:
+            rows, start = self._rows, self.start
+            self._parts = {rank: _before_wide_gap(part.filter(pl.col("seq") >= start)
+                                                  if rows.first(rank) < start or not rows.contiguous else part)
+                           for rank, part in rows.parts.items()}
+            self._lengths = {rank: max(0, int(part.get_column("seq").max() - start + 1)) if part.height else 0
+                             for rank, part in self._parts.items()}
+        return self._parts
+
+    def codes(self, fields: list[str]) -> dict[int, Codes]:
+        """rank -> its records from `start` as one code per field and position (0: not recorded there, a gap in
+        the seqs included). Equal values, equal codes."""
+        parts = self._trimmed()
         for name in fields:
-            column = pl.col(name)
-            if name == "stack":
-                column = pl.coalesce(pl.col("stack"), pl.col("callsite")) if "stack" in part.columns else pl.col(
-                    "callsite")
-            exprs.append(pl.when(column.is_null()).then(pl.lit(0, pl.UInt64)).otherwise(column.hash() | 1).alias(name))
-        hashed = part.select(exprs)
-        codes = {}
-        dense = rows.contiguous and part.height == length
-        where = None if dense else (part.get_column("seq") - start).to_numpy()
-        for name in fields:
-            values = hashed.get_column(name).to_numpy()
-            if dense:
-                codes[name] = values
+            if name not in self._cache:
+                self._cache[name] = self._field(parts, name)
+        return {rank: Codes({name: self._cache[name][rank] for name in fields}, self._lengths[rank])
+                for rank in parts}
+
+    def _field(self, parts: dict[int, pl.DataFrame], name: str) -> dict[int, np.ndarray]:
+        column = pl.col(name)
+        if name == "stack":
+            column = pl.coalesce(pl.col("stack"), pl.col("callsite"))
+        code = pl.when(column.is_null()).then(pl.lit(0, pl.UInt64)).otherwise(column.hash() | 1)
+        sources = ["stack", "callsite"] if name == "stack" else [name]
+        # One frame of every rank's column(s), hashed at once, then cut back into ranks.
+        joined = pl.concat([part.select(sources + ["seq"]) for part in parts.values()])
+        values = joined.select(code.alias("code")).get_column("code").to_numpy()
+        seqs = joined.get_column("seq").to_numpy()
+        out, offset = {}, 0
+        for rank, part in parts.items():
+            mine, where = values[offset:offset + part.height], seqs[offset:offset + part.height] - self.start
+            offset += part.height
+            length = self._lengths[rank]
+            if part.height == length and self._rows.contiguous:
+                out[rank] = mine
             else:
                 filled = np.zeros(length, dtype=np.uint64)
-                filled[where] = values
-                codes[name] = filled
-        out[rank] = Codes(codes, length)
-    return out
+                filled[where] = mine
+                out[rank] = filled
+        return out
 
 
 MAX_GAP = 65536  # seqs missing in a row past which a stream's later records are not compared (memory stays bounded)
@@ -318,8 +344,8 @@ def _deviants(gate: GateDisagreement | None, ranks: list[int]) -> set[int] | Non
 def _constraints(rows: CommStreams, start: int, gate: GateDisagreement | None, deviants: set[int] | None) -> list:
     """The evidence beside the records that narrows where the root is: checked results, then the gate's step."""
     constraints = []
-    frame = rows.frame(start)
-    if "checked" in frame.columns:
+    if all("checked" in part.columns for part in rows.parts.values()):
+        frame = rows.frame(start, None, ["seq", "checked", "checked_at"])
         checks = frame.filter(pl.col("checked").is_not_null()).group_by("seq").agg(
             pl.col("checked").all().alias("right"), pl.col("checked_at").filter(~pl.col("checked")).first(),
             pl.col("checked_at").last().alias("any_at"))

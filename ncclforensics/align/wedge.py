@@ -9,7 +9,7 @@ import polars as pl
 
 from ..model import Location, PairingKind, WedgeKind
 from ..model.kinds import is_p2p_comm
-from .comm_streams import CommStreams, comm_streams, stable_hash
+from .comm_streams import CommStreams, comm_streams
 from .divergence import DIFFERENT_OPS, STOPPED, CommAnalysis, OpAt, Root, ops_at
 from .streams import Streams
 
@@ -63,7 +63,7 @@ def classify_pairings(rows: CommStreams, first: int, last: int) -> list[PairingR
     runs = _pairings_by_rank(rows, first, last)
     if runs is not None:
         return runs
-    window = rows.frame(first, last)
+    window = rows.frame(first, last, ["seq", "op", "dtype", "redop", "root", "count"])
     per_seq = window.group_by("seq").agg(
         pl.struct("op", "dtype", "redop", "root").n_unique().alias("types"),
         pl.col("count").n_unique().alias("counts"),
@@ -87,21 +87,18 @@ def _pairings_by_rank(rows: CommStreams, first: int, last: int) -> list[PairingR
     counts compared with the first rank's, seq by seq, as arrays (a type is the hash of its fields)."""
     if not rows.parts or last < first:
         return None
-    windows = {rank: rows.span(rank, first, last) for rank in rows.parts}
-    if any(window is None for window in windows.values()):
+    spans = [rows.span(rank, first, last) for rank in rows.parts]
+    if any(span is None for span in spans):
         return None
     fields = ["op", "dtype", "redop", "root"]
-    fixed = rows.constants(fields)  # one type per rank: its hash, not one per row
-    types, counts, nulls = [], [], []
-    for rank, window in windows.items():
-        if fixed is None:
-            types.append(window.select(pl.struct(fields).hash()).to_series().to_numpy())
-        else:
-            types.append(np.full(window.height, stable_hash(fixed[rank]), dtype=np.uint64))
-        count = window.get_column("count")
-        nulls.append(count.is_null().to_numpy())
-        counts.append(count.fill_null(0).to_numpy())
-    types, counts, nulls = np.stack(types), np.stack(counts), np.stack(nulls)
+    # Every rank's rows of [first, last], one after the other, as arrays of shape (ranks, seqs).
+    window = pl.concat(spans).select(pl.struct(fields).hash().alias("type"),
+                                            pl.col("count").is_null().alias("null"),
+                                            pl.col("count").fill_null(0).alias("count"))
+    shape = (len(rows.parts), last - first + 1)
+    types = window.get_column("type").to_numpy().reshape(shape)
+    nulls = window.get_column("null").to_numpy().reshape(shape)
+    counts = window.get_column("count").to_numpy().reshape(shape)
     type_differs = (types != types[0]).any(axis=0)
     count_differs = ((nulls != nulls[0]) | (~nulls & (counts != counts[0]))).any(axis=0)
     kinds = np.where(type_differs, 2, np.where(count_differs, 1, 0))
@@ -244,9 +241,7 @@ def _first_hanging_pairing(rows: CommStreams, low: int, high: int) -> int | None
     completes (where no rank records completing it)."""
     if high < low or not rows.parts:
         return None
-    types = {rank: part.filter(pl.col("seq").is_between(low, high)).select("seq", "op") for rank, part in
-             rows.parts.items()}
-    joined = pl.concat([t.with_columns(pl.lit(r).alias("rank")) for r, t in types.items()])
+    joined = rows.frame(low, high, ["seq", "op"])
     mixed = joined.group_by("seq").agg(pl.col("op").n_unique().alias("n"), pl.len().alias("ranks")).filter(
         (pl.col("n") > 1) & (pl.col("ranks") == len(rows.parts))).sort("seq")
     size = len(rows.parts)
