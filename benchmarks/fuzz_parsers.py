@@ -692,9 +692,12 @@ def run_pipeline(path: Path, name: str, index: int) -> str | None:
     else:
         rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
     for where, html in (("report.md rendered", rendered), ("report.html", page)):
+        # The report's own tags, its inline plots and its links to files beside it (`pairings.parquet`): a file
+        # name only, so no `javascript:` or other scheme can come from an input.
         tag = re.search(r"<(?!/?(?:p|h[1-6]|ul|ol|li|table|thead|tbody|tr|th|td|code|pre|strong|em|figure|"
                         r"figcaption|br|hr|html|head|body|meta|title|style)\b|!DOCTYPE|img src=\"(?:"
-                        r"data:image/png;base64,[A-Za-z0-9+/=]*|[\w.-]+\.png)\")[a-zA-Z!/][^>]*>", html)
+                        r"data:image/png;base64,[A-Za-z0-9+/=]*|[\w.-]+\.png)\"|a href=\"[\w-]+\.[\w.-]+\">|/a>)"
+                        r"[a-zA-Z!/][^>]*>", html)
         if tag:
             return f"{where} holds raw HTML: {tag.group(0)[:120]}"
     return None
