@@ -176,7 +176,8 @@ def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: Gat
         if comm not in stops or len(analysis.ranks) < 3 or is_p2p_comm(comm):
             continue
         most = max(analysis.launched.values())
-        behind = {r for r, n in analysis.launched.items() if n < most} - dead
+        cut = {r for (c, r) in streams.cut if c == comm}  # records ending at a cut file: not behind, unknown
+        behind = {r for r, n in analysis.launched.items() if n < most} - dead - cut
         named = set(analysis.root.outlier_ranks) if analysis.root is not None and analysis.root.kind != STOPPED \
             else set()
         # Where records already show a rank launching something else, ranks behind that also run in another
@@ -184,7 +185,7 @@ def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: Gat
         elsewhere = {r for c, ranks in streams.members.items() if c != comm for r in ranks}
         caused = analysis.root is not None and analysis.root.shown and analysis.root.kind != STOPPED \
             and behind <= elsewhere
-        if behind and not behind <= named and not caused and len(behind) * 2 <= len(analysis.ranks):
+        if behind and not behind <= named and not caused and len(behind) * 2 <= len(set(analysis.ranks) - cut):
             analyses[comm] = analyze_comm(streams, comm, gate, behind)
 
 

@@ -200,8 +200,9 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     prefer = None
     if deviants:
         prefer = EditKind.EXTRA if deviants <= set(gate.passed) else EditKind.MISSING
+    cut = {rank for (c, rank) in streams.cut if c == comm}
     solution = solve(stages, start, _constraints(rows, start, gate, deviants),
-                     lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind)
+                     lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut)
     if solution is not None:
         analysis.root = _as_root(comm, solution, rows, start)
     return analysis

@@ -128,7 +128,7 @@ class Proposal:
 
 
 def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None,
-            behind: set[int] | None = None) -> Proposal | None:
+            behind: set[int] | None = None, cut: set[int] | None = None) -> Proposal | None:
     """Group the ranks into streams that agree; the largest group is the reference, and every other group's
     edits are placed against it. With no strict majority, both sides of a two-way split are placed against each
     other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one.
@@ -137,17 +137,23 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     nothing says died. A stream that agrees with the others but ends sooner then is no mere cut: the rank
     skipped collectives somewhere (lookalikes), or stopped launching (blocked elsewhere)."""
     groups: list[tuple[list[int], Codes]] = []
+    undecided: list[tuple[int, list[list[int]]]] = []
     for rank in sorted(codes, key=lambda r: (-codes[r].length, r)):
-        for members, stream in groups:
-            if agree(codes[rank], stream):
-                members.append(rank)
-                break
-        else:
+        matching = [members for members, stream in groups if agree(codes[rank], stream)]
+        if not matching:
             groups.append(([rank], codes[rank]))
+        elif len(matching) == 1:
+            matching[0].append(rank)
+        else:
+            undecided.append((rank, matching))
+    # A stream that agrees with several groups (shorter, or lacking the field that parts them) tells none of them
+    # apart: it goes with the largest, so that it does not make a minority look like half the ranks.
+    for rank, matching in undecided:
+        max(matching, key=len).append(rank)
     groups = [(sorted(m), merged(codes[r] for r in m)) for m, _ in groups]
     total = len(codes)
     if len(groups) == 1:
-        return _with_behind(_lengths_only(codes, start, deviants), codes, start, behind)
+        return _with_behind(_lengths_only(codes, start, deviants, cut), codes, start, behind)
     groups.sort(key=lambda g: (-len(g[0]), -g[1].length, g[0]))
     # The reference is the strict majority, or, where the others split several ways, a group larger than each.
     majority = len(groups[0][0]) * 2 > total or (len(groups) > 2 and len(groups[0][0]) > len(groups[1][0]))
@@ -210,7 +216,8 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
                     shown=bool(proposal and proposal.shown))
 
 
-def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None) -> Proposal | None:
+def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None,
+                  cut: set[int] | None = None) -> Proposal | None:
     """Streams that agree wherever they overlap and differ only in length: the side that goes on past the others
     (the minority) launched collectives the others did not; the side that stops short (the minority) stopped.
     Where the gate journal names the deviating ranks, their edit lies somewhere in their records."""
@@ -229,6 +236,8 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
     longest = max(lengths.values())
     ahead = sorted(r for r, n in lengths.items() if n == longest)
     behind = sorted(set(codes) - set(ahead))
+    if cut and set(behind) <= cut:
+        return None  # the shorter streams end where their files were cut short: nothing differs on record
     tie = len(ahead) * 2 == len(codes) and len(codes) == 2
     if len(ahead) * 2 < len(codes) or tie:
         reference = merged(codes[r] for r in behind)
@@ -317,7 +326,7 @@ def apply(placements: list[Placement], constraint: Constraint) -> list[Placement
 def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], start: int,
           constraints: list[Constraint], basis: Callable[[int], tuple[Location, ...]],
           deviants: set[int] | None = None, prefer: EditKind | None = None,
-          behind: set[int] | None = None) -> Solution | None:
+          behind: set[int] | None = None, cut: set[int] | None = None) -> Solution | None:
     """Propose from the records field set by field set (signatures first, then each richer field), keep each
     stage that narrows without changing who the outliers are, then narrow by every constraint.
 
@@ -331,7 +340,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         codes = make()
         if codes is None:
             continue
-        found = propose(codes, start, deviants, behind)
+        found = propose(codes, start, deviants, behind, cut)
         if found is None or not found.placements:
             continue
         if proposal is None or (proposal.stopped and not found.stopped):

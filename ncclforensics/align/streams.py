@@ -39,6 +39,9 @@ class Streams:
     # (comm, rank, source format) -> (last seq, first file) as each source alone saw it, for reconciling
     launched_by_source: dict[tuple[str, int, str], tuple[int, str]] = field(default_factory=dict)
     expected_members: dict[str, list[int]] = field(default_factory=dict)  # comm -> ranks its config names
+    # (comm, rank) -> where the file that holds its last records was cut short: the stream ends there because the
+    # file does, so its end says nothing of where the rank stopped
+    cut: dict[tuple[str, int], Location] = field(default_factory=dict)
     _frame: pl.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -162,7 +165,30 @@ def build_streams(evidence: list[Evidence]) -> Streams:
             expected.setdefault(aliases.get(info.comm, info.comm), set()).update(info.ranks)
     return Streams(parts=parts, members=members, aliases=aliases, problems=problems,
                    launched_by_source=launched_by_source, excluded_files=excluded,
-                   expected_members={c: sorted(r) for c, r in expected.items()})
+                   expected_members={c: sorted(r) for c, r in expected.items()},
+                   cut=_cut_ends(by_key, {item.path: item.cut for item in evidence if item.cut is not None}))
+
+
+def _cut_ends(by_key: dict[tuple[str, int], list[_Piece]], cut_files: dict[str, Location]
+              ) -> dict[tuple[str, int], Location]:
+    """The (comm, rank)s described by a file cut short that stops before the comm's furthest record: what that
+    source would have said past its cut is unknown, whatever the rank's other files say (a log cut at seq 11
+    beside a dump of 12 entries, where the other ranks' logs go to 13)."""
+    out: dict[tuple[str, int], Location] = {}
+    if not cut_files:
+        return out
+    lasts = {key: [(piece.frame.select(pl.col("seq").max()).item(), piece.file) for piece in pieces]
+             for key, pieces in by_key.items()}
+    furthest: dict[str, int] = {}
+    for (comm, _), found in lasts.items():
+        for last, _ in found:
+            if last is not None:
+                furthest[comm] = max(furthest.get(comm, last), last)
+    for key, found in lasts.items():
+        short = sorted(file for last, file in found if file in cut_files and (last or 0) < furthest.get(key[0], 0))
+        if short:
+            out[key] = cut_files[short[0]]
+    return out
 
 
 def _pieces(frame: pl.DataFrame, index: int, source: str, priority: int, recorder: bool) -> list[_Piece]:

@@ -181,9 +181,13 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
                 blocked: dict[int, tuple[str, int]]) -> Wedge | None:
     frame = comm_streams(streams.comm_parts(analysis.comm))
     launched, completed = analysis.launched, analysis.completed
-    lowest, highest = min(launched.values()), max(launched.values())
-    known = [c for c in completed.values() if c is not None]
-    if len(known) == len(completed) and min(known) < highest:
+    # A rank whose records end where its file was cut short says nothing of where it stopped: the wedge is
+    # placed by the others (by every rank, where all were cut).
+    cut = {rank for (comm, rank) in streams.cut if comm == analysis.comm}
+    whole = {r: n for r, n in launched.items() if r not in cut} or launched
+    lowest, highest = min(whole.values()), max(launched.values())
+    known = [c for r, c in completed.items() if c is not None and r in whole]
+    if len(known) == len(whole) and min(known) < highest:
         seq = min(known) + 1  # the first collective not every rank completed
     elif lowest < highest:
         seq = lowest + 1
@@ -197,7 +201,7 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
     inside = sorted(r for r, last in launched.items() if last >= seq)
     # Ranks the comm's configuration names but no file speaks for (a rank that died writes no dump).
     silent = sorted(set(streams.expected_members.get(analysis.comm, [])) - set(analysis.ranks))
-    absent = sorted(r for r, last in launched.items() if last < seq) + silent
+    absent = sorted(r for r, last in launched.items() if last < seq and r in whole) + silent
     ops = ops_at(frame, seq)
     dead = sorted(set(absent) & dead_ranks) or sorted(set(analysis.ranks) & dead_ranks)
     cycle = _cycle(blocked, streams, analysis.comm)

@@ -18,6 +18,7 @@ from .event import (
     WatchdogEvent,
 )
 from .formats import FormatFacts
+from .location import Location
 from .frame import empty_collectives
 from .kinds import Severity, SourceFormat
 
@@ -39,7 +40,10 @@ class Evidence:
     metrics: list[SpecDecodeMetrics] = field(default_factory=list)
     problems: list[Diagnostic] = field(default_factory=list)
     version: str | None = None  # producer version (NCCL, Flight Recorder schema), where stated
-    also: list[SourceFormat] = field(default_factory=list)  # other formats whose lines the file holds, also read
+    also: list[SourceFormat] = field(default_factory=list)
+    # Where the file itself shows it was cut short (a pickle without its end, a last line without its line feed):
+    # its records end there because the file does, not because the rank stopped.
+    cut: Location | None = None  # other formats whose lines the file holds, also read
     # What its format declares (model/formats.py), and what the formats in `also` declare; None: no parser read it.
     facts: FormatFacts | None = field(default=None, repr=False, compare=False)
     also_facts: list[FormatFacts] = field(default_factory=list, repr=False, compare=False)

@@ -33,7 +33,7 @@ from .fr_entries import (
     INT64, RANK_TEXT, BadValue, Groups, Problems, clean, entries_frame, int_of, kind_of, name_of, parse_ranks,
     rank_from_name,
 )
-from .safe_pickle import MAX_LOAD_BYTES, clip, load_pickle, no_gc, show
+from .safe_pickle import MAX_LOAD_BYTES, TRUNCATED, clip, load_pickle, no_gc, show
 
 MAX_DUMP_BYTES = MAX_LOAD_BYTES // 24  # a load takes at least ~24 bytes of memory a byte of pickle
 
@@ -315,6 +315,7 @@ class FlightRecorderSource:
             else:
                 dump, problems = load_pickle(data, file.name)
             evidence.problems.extend(problems)
+            evidence.cut = next((p.loc for p in problems if p.message.startswith(TRUNCATED)), None)
             if dump is not None:
                 read_dump(dump, file.name, evidence)
             del dump  # freed here, by reference counting, while the collector is still off

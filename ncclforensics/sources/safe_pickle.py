@@ -67,6 +67,7 @@ def clip(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+TRUNCATED = "truncated pickle"  # how a dump cut short is reported (the source marks its Evidence cut)
 MAX_LOAD_BYTES = 4 << 30  # refused above this estimate of the memory a load takes (64 bytes per container)
 
 
@@ -163,7 +164,7 @@ def _salvage(data: bytes, name: str) -> tuple[object | None, list[Diagnostic]]:
         pass
     stacks = list(getattr(unpickler, "metastack", [])) + [getattr(unpickler, "stack", [])]
     top = stacks[0][0] if stacks and stacks[0] and isinstance(stacks[0][0], dict) else None
-    message = f"truncated pickle: the data ends at byte {len(data)} before the end of the dump"
+    message = f"{TRUNCATED}: the data ends at byte {len(data)} before the end of the dump"
     if top is None:
         return None, [Diagnostic(Location(name), message + "; nothing could be read")]
     if len(stacks) > 1:

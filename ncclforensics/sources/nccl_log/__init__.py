@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...model import Evidence, FormatFacts, SourceFormat
+from ...model import Evidence, FormatFacts, Location, SourceFormat
 from ..base import InputFile
 from .comm_hash import child_comm_hash, hash_name
 from .history import History
@@ -91,6 +91,11 @@ def _evidence(name: str, found: LogLines, problems: Problems, facts: FormatFacts
     evidence.identities = history.identities()
     evidence.watchdog = history.watchdog()
     evidence.version = history.version
+    if found.cut_line is not None:
+        evidence.cut = Location(name, found.cut_line)
+        if not any(p.loc.line == found.cut_line for p in problems.items):
+            problems.warn(found.cut_line, "the file ends inside this line (no line feed after it): cut short, so "
+                                          "the records end here because the file does")
     evidence.problems = problems.items
     return evidence
 

@@ -1,0 +1,47 @@
+"""A file cut short ends its rank's records where the file ends: that is no event (a stop, a wedge, a rank behind).
+Real captures, one file cut, against the answer of the whole evidence."""
+
+from pathlib import Path
+
+from tests.cli_helpers import diff_json
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "nccl-2.28.9"
+
+
+def copy(tmp_path: Path, scenario: str, *prefixes: str) -> Path:
+    for path in (REAL / scenario).iterdir():
+        if path.name.startswith(prefixes):
+            (tmp_path / path.name).write_bytes(path.read_bytes())
+    return tmp_path
+
+
+def answer(d: dict) -> tuple:
+    root, wedge = d["root"], d["wedge"]
+    return (d["verdict"], root and root["seq_range"], root and root["outlier_ranks"], wedge and wedge["seq"])
+
+
+def test_a_dump_cut_short_moves_neither_root_nor_wedge(tmp_path):
+    """extra-op-4rank's dumps, rank 1's cut inside its 25th entry: whole, rank 0's extra collective at 25 and the
+    wedge at 50; cut, rank 1's records end at 24, which once put the wedge there and split the ranks two ways."""
+    whole = diff_json(*sorted(str(p) for p in REAL.joinpath("extra-op-4rank").glob("fr_rank*")))[1]
+    folder = copy(tmp_path, "extra-op-4rank", "fr_rank")
+    data = (folder / "fr_rank1").read_bytes()
+    (folder / "fr_rank1").write_bytes(data[:10552])
+    code, d = diff_json(str(folder))
+    assert answer(whole) == ("diverged", [25, 25], [0], 50)
+    assert code == 2 and answer(d) == answer(whole)
+    assert any(p["file"].endswith("fr_rank1") and "truncated" in p["message"] for p in d["problems"])
+
+
+def test_a_log_cut_inside_its_last_line_is_said_and_changes_nothing(tmp_path):
+    """pipeline-healthy with rank 0's NCCL log cut in the middle of a COLL line: still consistent, the cut named."""
+    folder = copy(tmp_path, "pipeline-healthy", "nccl.", "fr_rank")
+    log = folder / "nccl.vm.431.log"
+    lines = log.read_bytes().split(b"\n")
+    at = [i for i, line in enumerate(lines) if b"opCount" in line][-3]
+    log.write_bytes(b"\n".join(lines[:at]) + b"\n" + lines[at][:len(lines[at]) // 2])
+    whole = diff_json(str(REAL / "pipeline-healthy"))[1]
+    _, d = diff_json(str(folder))
+    assert d["verdict"] == whole["verdict"] == "consistent" and d["root"] is None
+    assert any(p["file"].endswith("nccl.vm.431.log") and p["line"] == at + 1 and "cut short" in p["message"]
+               for p in d["problems"])
