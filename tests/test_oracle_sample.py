@@ -16,11 +16,11 @@ _SPEC = importlib.util.spec_from_file_location(
 oracle = sys.modules.setdefault("oracle_cuts", importlib.util.module_from_spec(_SPEC))
 _SPEC.loader.exec_module(oracle)
 
-# Cases the root inference still gets wrong (a rank's records ending at a cut read as where it stopped); listed
-# in benchmarks/results/oracle_cuts.md. Strict: when one is fixed, it fails here until it is moved up.
+# Cases the diagnosis still gets wrong, from benchmarks/results/oracle_cuts.md. Strict: when one is fixed, it fails
+# here until it is moved into SAMPLE.
 KNOWN = {
-    ("extra-op-4rank", ("cut", "fr_rank2", "byte", 10552)): "wedge placed where the cut dump ends",
-    ("extra-op-4rank", ("rank", 1, 10)): "wedge placed where rank 1's cut records end",
+    ("extra-op-4rank", ("rank", 0, 5)): "every file of rank 0 cut before the root: CONSISTENT",
+    ("killed-rank", ("kinds", "fingerprint")): "fingerprint traces alone: CONSISTENT though rank 1 died",
 }
 SAMPLE = [
     ("extra-op-4rank", ("cut", "gate_journal_rank0.log", "mid", 11)),
@@ -32,6 +32,9 @@ SAMPLE = [
     ("extra-op-4rank", ("kinds", "gate-journal+nccl-log+ras-json+ras-text")),
     ("transient-skew", ("cut", "nccl.vm.592.log", "line", 900)),
     ("transient-skew", ("rank", 2, 10)),
+    ("extra-op-4rank", ("cut", "fr_rank2", "byte", 10552)),  # a dump cut short: no wedge where it ends
+    ("extra-op-4rank", ("rank", 1, 10)),  # every file of rank 1 cut at half
+    ("pipeline-healthy", ("cut", "nccl.vm.431.log", "mid", 31)),  # an NCCL log cut inside its last line
     *KNOWN,
 ]
 _PROFILES: dict[str, tuple] = {}
