@@ -35,11 +35,12 @@ UNNAMED_GROUP = "unnamed"  # the process group of timeout lines that name none, 
 
 def with_watchdog_rows(evidence: list[Evidence]) -> list[Evidence]:
     """`evidence`, with a collective row for each (rank, group, SeqNum) a timeout line names, where no file gives
-    any collectives. (Beside a dump or a log, one row at the SeqNum of a timeout would make a rank's records start
+    any collectives, or every one that does was cut short (their records end where the files do, before the
+    timeouts). (Beside a whole dump or log, one row at the SeqNum of a timeout would make a rank's records start
     there and hide the others' earlier history from the comparison; the timeout still marks what completed.)
     The rows go into a copy of the Evidence of the file that holds the line; the state is `started`: it ran,
     and never finished."""
-    if any(item.collectives.height for item in evidence):
+    if any(item.collectives.height and item.cut is None for item in evidence):
         return evidence
     timeouts = [(item.path, event) for item in evidence for event in item.watchdog
                 if event.kind in TIMEOUT_KINDS and event.seq is not None and event.rank is not None]
