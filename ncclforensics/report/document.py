@@ -141,11 +141,11 @@ body { font: 15px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; 
        max-width: 72rem; padding: 0 1.5rem; color: #1d1d1f; }
 h1 { font-size: 1.7rem; margin-bottom: .3rem; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2rem;
 margin-top: 2.2rem; } h3 { margin-top: 1.4rem; }
-table { border-collapse: collapse; margin: .6rem 0 1rem; font-size: .9rem; }
+table { border-collapse: collapse; margin: .6rem 0 1rem; font-size: .9rem; display: block; overflow-x: auto; }
 th, td { border: 1px solid #d0d0d0; padding: .25rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; } tr:nth-child(even) td { background: #fafafa; }
 code, pre { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .85rem; }
-code { background: #f2f2f2; padding: 0 .2rem; border-radius: 3px; overflow-wrap: anywhere; }
+code { background: #f2f2f2; padding: 0 .2rem; border-radius: 3px; white-space: nowrap; }  /* paths, hashes whole */
 pre { background: #f6f8fa; padding: .8rem; overflow-x: auto; border-radius: 4px; }
 figure { margin: 1rem 0 1.6rem; } figure img { max-width: 100%; border: 1px solid #e2e2e2; }
 figcaption { font-size: .85rem; color: #555; margin-top: .3rem; }
