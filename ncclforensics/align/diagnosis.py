@@ -161,6 +161,12 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     if diagnosis.root_step is None and root is not None and root.seq_range is not None:
         diagnosis.root_step = _recorded_step(root, streams)
     diagnosis.verdict = _verdict(diagnosis, ras)
+    if diagnosis.verdict is Verdict.CONSISTENT and streams.cut:
+        # Agreement up to where a file was cut short says nothing of what that rank launched after it.
+        diagnosis.verdict = Verdict.INCONCLUSIVE
+    unranked_caveats += [f"{ranks_words(sorted(r for (c, r) in streams.cut if c == comm))}'s records in comm {comm} "
+                         f"end where a file was cut short ({loc}): what came after is unknown"
+                         for comm, loc in sorted({c: loc for (c, _), loc in streams.cut.items()}.items())]
     diagnosis.streams = streams
     diagnosis.notes = unranked_caveats
     diagnosis.text_ras_replies = sum(1 for e in evidence if e.format is SourceFormat.RAS_TEXT and e.ras)

@@ -33,8 +33,10 @@ def test_a_dump_cut_short_moves_neither_root_nor_wedge(tmp_path):
     assert any(p["file"].endswith("fr_rank1") and "truncated" in p["message"] for p in d["problems"])
 
 
-def test_a_log_cut_inside_its_last_line_is_said_and_changes_nothing(tmp_path):
-    """pipeline-healthy with rank 0's NCCL log cut in the middle of a COLL line: still consistent, the cut named."""
+def test_a_log_cut_inside_its_last_line_is_said_and_claims_nothing_past_it(tmp_path):
+    """pipeline-healthy with rank 0's NCCL log cut in the middle of a COLL line, before the others' logs end: no
+    divergence and no stop is made of it, and agreement is not claimed for what the cut hides (inconclusive, the
+    cut named at its line and in a caveat)."""
     folder = copy(tmp_path, "pipeline-healthy", "nccl.", "fr_rank")
     log = folder / "nccl.vm.431.log"
     lines = log.read_bytes().split(b"\n")
@@ -42,6 +44,8 @@ def test_a_log_cut_inside_its_last_line_is_said_and_changes_nothing(tmp_path):
     log.write_bytes(b"\n".join(lines[:at]) + b"\n" + lines[at][:len(lines[at]) // 2])
     whole = diff_json(str(REAL / "pipeline-healthy"))[1]
     _, d = diff_json(str(folder))
-    assert d["verdict"] == whole["verdict"] == "consistent" and d["root"] is None
+    assert whole["verdict"] == "consistent" and d["verdict"] == "inconclusive" and d["root"] is None
+    assert d["wedge"] is None or not d["wedge"]["confirmed_by"]
+    assert any("nccl.vm.431.log" in c and "cut short" in c for c in d["caveats"])
     assert any(p["file"].endswith("nccl.vm.431.log") and p["line"] == at + 1 and "cut short" in p["message"]
                for p in d["problems"])
