@@ -125,7 +125,9 @@ def test_a_ras_json_reply_of_size_4_listing_3_ranks_is_a_warning(tmp_path):
 def test_a_complete_incomplete_reply_is_not_agreement():
     reply = FIXTURES / "public" / "ras_text" / "nccl-docs08ras-2.txt"  # rank 7 gone, nothing else
     _, out, _ = run_cli("diff", reply)
-    assert out.startswith("NOTHING COMPARED") and "ranks) agree" not in out and "INCOMPLETE" in out
+    assert out.startswith("INCONCLUSIVE") and "ranks) agree" not in out and "INCOMPLETE" in out
+    _, data = diff_json(reply)
+    assert data["verdict"] == "inconclusive"
 
 
 # --- big gate journals, read column-wise ---------------------------------------------------------------------

@@ -117,7 +117,7 @@ def test_around_aligns_the_extra_collective_as_a_gap_on_the_others():
 def test_around_a_missing_collective_leaves_the_gap_on_the_outlier():
     _, out, _ = run_cli("diff", "--around", "2", real("serving-skipped-allreduce"))
     text = out[out.index("Aligned streams"):]
-    row = next(line for line in text.splitlines() if "root: missing on rank(s) 0" in line)
+    row = next(line for line in text.splitlines() if "root: missing on rank 0" in line)
     assert row.split()[:2] == ["17", "--"] and "17 AllReduce 1024 x float32" in row
     assert "rank 0 (outlier)" in text and "ranks 1-3" in text
     assert all(" │" not in line and "┃" not in line for line in text.splitlines())  # plain text, pasteable

@@ -355,6 +355,8 @@ def _verdict(diagnosis: Diagnosis, ras: dict[str, RasHistory]) -> Verdict:
         return Verdict.INCONCLUSIVE
     if not ras and not any(len(a.ranks) > 1 for a in diagnosis.comms.values()):
         return Verdict.INCONCLUSIVE  # no two ranks' collectives were compared
+    if any(h.missing_ranks or h.dead_ranks for h in ras.values()):
+        return Verdict.INCONCLUSIVE  # RAS says a rank is gone: whatever else agrees, that is no consistent job
     return Verdict.CONSISTENT
 
 

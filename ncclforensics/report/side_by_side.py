@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..align.divergence import OpAt
 from ..align.side_by_side import DIFFERS, EDIT, ROOT, VISIBLE, AlignedRow, SideBySide
+from ..model.phrases import ranks_words
 from .escape import printable
 
 GAP = "--"
@@ -49,9 +50,7 @@ def note(line: AlignedRow, view: SideBySide) -> str:
     """What a line shows, in words."""
     words = []
     if ROOT in line.marks or EDIT in line.marks:
-        who = ", ".join(map(str, view.outlier_ranks))
-        what = {"extra": f"extra on rank(s) {who}", "missing": f"missing on rank(s) {who}",
-                "different": f"different on rank(s) {who}"}.get(view.kind, f"{view.kind} on rank(s) {who}")
+        what = f"{view.kind} on {ranks_words(view.outlier_ranks)}"
         words.append(("root: " if ROOT in line.marks else "") + what)
     if VISIBLE in line.marks:
         words.append("first visible mismatch by position" + ("" if DIFFERS in line.marks else
@@ -78,8 +77,8 @@ def title(view: SideBySide) -> str:
     where = (f"seq {view.root_seq}" if view.root_range[0] == view.root_range[1] else
              f"seq {view.root_seq} (the earliest the root can be; anywhere in {view.root_range[0]}.."
              f"{view.root_range[1]})")
-    return (f"Aligned streams of comm {view.comm} as the root places them: {view.kind} ({view.size}) on rank(s) "
-            f"{', '.join(map(str, view.outlier_ranks))} at {where}; seq is the reference ranks' (+: a collective "
+    return (f"Aligned streams of comm {view.comm} as the root places them: {view.kind} ({view.size}) on "
+            f"{ranks_words(view.outlier_ranks)} at {where}; seq is the reference ranks' (+: a collective "
             f"only the outliers launched), {GAP}: nothing launched at that position")
 
 
