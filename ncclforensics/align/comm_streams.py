@@ -76,9 +76,16 @@ class _Rows:
                 found.append(part.row(at, named=True))
         return found
 
-    def _low(self, low: int | None) -> int | None:
+    def _within(self, rank: int, low: int | None, high: int | None) -> pl.DataFrame:
+        """The rank's rows of seqs in [low, high] (either bound open where None)."""
+        raise NotImplementedError
+
+    def frame(self, low: int | None = None, high: int | None = None, columns: list[str] | None = None
+              ) -> pl.DataFrame:
         bounds = [x for x in (low, self.start) if x is not None]
-        return max(bounds) if bounds else None
+        low = max(bounds) if bounds else None
+        pieces = [self._within(rank, low, high) for rank in self.parts]
+        return pl.concat([p.select(columns) for p in pieces] if columns else pieces) if pieces else pl.DataFrame()
 
 
 class ContiguousStreams(_Rows):
@@ -90,22 +97,17 @@ class ContiguousStreams(_Rows):
         at = seq - self._seqs[rank][0]
         return at if 0 <= at < len(self._seqs[rank]) else None
 
-    def _slice(self, rank: int, low: int | None, high: int | None) -> pl.DataFrame:
+    def _within(self, rank: int, low: int | None, high: int | None) -> pl.DataFrame:
         part, first = self.parts[rank], self.first(rank)
         begin = 0 if low is None else min(len(part), max(0, low - first))
         stop = len(part) if high is None else max(begin, min(len(part), high - first + 1))
         return part.slice(begin, stop - begin)
 
-    def frame(self, low: int | None = None, high: int | None = None, columns: list[str] | None = None
-              ) -> pl.DataFrame:
-        low = self._low(low)
-        pieces = [self._slice(rank, low, high) for rank in self.parts]
-        return pl.concat([p.select(columns) for p in pieces] if columns else pieces) if pieces else pl.DataFrame()
 
     def span(self, rank: int, first: int, last: int) -> pl.DataFrame | None:
         if self.first(rank) > first or self.last(rank) < last:
             return None
-        return self._slice(rank, first, last)
+        return self._within(rank, first, last)
 
 
 class GappedStreams(_Rows):
@@ -116,7 +118,7 @@ class GappedStreams(_Rows):
         at = int(seqs.search_sorted(seq))
         return at if at < len(seqs) and seqs[at] == seq else None
 
-    def _filter(self, rank: int, low: int | None, high: int | None) -> pl.DataFrame:
+    def _within(self, rank: int, low: int | None, high: int | None) -> pl.DataFrame:
         keep = pl.lit(True)
         if low is not None:
             keep = keep & (pl.col("seq") >= low)
@@ -124,12 +126,7 @@ class GappedStreams(_Rows):
             keep = keep & (pl.col("seq") <= high)
         return self.parts[rank].filter(keep)
 
-    def frame(self, low: int | None = None, high: int | None = None, columns: list[str] | None = None
-              ) -> pl.DataFrame:
-        low = self._low(low)
-        pieces = [self._filter(rank, low, high) for rank in self.parts]
-        return pl.concat([p.select(columns) for p in pieces] if columns else pieces) if pieces else pl.DataFrame()
 
     def span(self, rank: int, first: int, last: int) -> pl.DataFrame | None:
-        rows = self._filter(rank, first, last)
+        rows = self._within(rank, first, last)
         return rows if rows.height == last - first + 1 else None

@@ -21,8 +21,10 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
         return streams
     rows = []
     extensions: dict[tuple[str, int], pl.DataFrame] = {}  # (comm, rank) -> trace records past a log cut sooner
-    for rank in sorted({f.rank for f in per_collective}):
-        trace = sorted((f for f in per_collective if f.rank == rank), key=lambda f: (f.step, f.op))
+    traces: dict[int, list[FingerprintRow]] = {}  # rank -> its records by step, then op
+    for row in sorted(per_collective, key=lambda f: (f.rank, f.step, f.op)):
+        traces.setdefault(row.rank, []).append(row)
+    for rank, trace in traces.items():
         kinds = [(normalize_op(f.kind) if f.kind else None, f.numel) for f in trace]
         # Candidates: each comm's stream alone, and all of the rank's comms in its own issue order (a trace of
         # a rank that uses several comms, e.g. world and tensor-parallel).

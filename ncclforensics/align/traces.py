@@ -34,21 +34,23 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
     if not mine:
         return evidence, []
     holders = _holders(traced)
-    last_keys = {r: _key(max((f for f in traced if f.rank == r), key=lambda f: (f.step, f.op, f.loc.line or 0)))
-                 for r in {f.rank for f in traced}}
+    traces: dict[int, list[FingerprintRow]] = {}  # rank -> its records in issue order
+    for row in sorted(traced, key=lambda f: (f.rank, f.step, f.op, f.loc.line or 0)):
+        traces.setdefault(row.rank, []).append(row)
+    last_keys = {r: _key(trace[-1]) for r, trace in traces.items()}
     known = _known_members(evidence)
     rows: dict[str, list[dict]] = {}
     caveats: list[str] = []
     mixed: list[int] = []  # ranks whose traces hold several comms and no digests
     unplaced: list[int] = []  # ranks whose traces share no result and whose comm nothing names
     for rank in mine:
-        trace = sorted((f for f in traced if f.rank == rank), key=lambda f: (f.step, f.op, f.loc.line or 0))
+        trace = traces[rank]
         groups = _groups(trace, holders, rank, last_keys)
         if groups is MIXED:
             mixed.append(rank)
             continue
         if groups is None:
-            only = _only_comm(rank, known, {f.rank for f in traced})
+            only = _only_comm(rank, known, set(traces))
             groups = None if only is None else [only] * len(trace)
         if groups is None:
             unplaced.append(rank)

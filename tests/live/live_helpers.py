@@ -11,7 +11,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from click.testing import CliRunner
 from fixture_paths import REAL  # noqa: F401 - the live tests import it from here
+
+from ncclforensics.live.cli import live
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,3 +77,18 @@ class CliProcess:
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+FAST = ["--interval", "0.05", "--retry", "0.05", "--connect-timeout", "1", "--timeout", "1"]  # `live ras` timings
+
+
+def watch(port: int, out, *more: str):
+    """`live ras --json` against a server on `port`: the result and the JSON lines it printed."""
+    result = CliRunner().invoke(live, ["ras", "--port", str(port), "--out", str(out), "--json", *FAST, *more])
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    return result, lines
+
+
+def changes(lines, comm=None):
+    """(from, to) of the watcher's state changes (of one comm)."""
+    return [(c["from"], c["to"]) for c in lines if c["kind"] == "state_change" and (comm is None or c["comm"] == comm)]

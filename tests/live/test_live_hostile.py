@@ -3,29 +3,16 @@ journal values out of range, a store that is not there. Every loop here is bound
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
 from click.testing import CliRunner
 from fake_ras import FakeRasServer, Reply, scenario
+from live_helpers import changes, watch
 
 from ncclforensics.live.cli import live
 
 pytestmark = pytest.mark.live
-
-FAST = ["--interval", "0.05", "--retry", "0.05", "--connect-timeout", "1", "--timeout", "1"]
-
-
-def watch(port: int, out, *more: str):
-    result = CliRunner().invoke(live, ["ras", "--port", str(port), "--out", str(out), "--json", *FAST, *more])
-    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    return result, lines
-
-
-def changes(lines, comm=None):
-    return [(c["from"], c["to"]) for c in lines if c["kind"] == "state_change" and (comm is None or c["comm"] == comm)]
-
 
 @pytest.mark.parametrize("keep", ["Warnings\n========\n", "Warnings\n========\n\n#0-0 (1715b7bd1b8fda9e) MISMATCH\n",
                                   "  3 ranks have launched up to operation 49\n"], ids=["no-block", "heading", "half"])

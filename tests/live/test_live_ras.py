@@ -9,26 +9,13 @@ import time
 import pytest
 from click.testing import CliRunner
 from fake_ras import FakeRasServer, Reply, scenario
-from live_helpers import REAL, free_port
+from live_helpers import FAST, REAL, changes, free_port, watch
 
 from ncclforensics.live.cli import live
 from ncclforensics.live.ras_client import RasClient, RasReplyError
 from ncclforensics.live.ras_watch import RasWatcher, WatchOptions
 
 pytestmark = pytest.mark.live
-
-FAST = ["--interval", "0.05", "--retry", "0.05", "--connect-timeout", "1", "--timeout", "1"]
-
-
-def watch(port: int, out, *more: str):
-    result = CliRunner().invoke(live, ["ras", "--port", str(port), "--out", str(out), "--json", *FAST, *more])
-    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    return result, lines
-
-
-def changes(lines, comm=None):
-    return [(c["from"], c["to"]) for c in lines if c["kind"] == "state_change" and (comm is None or c["comm"] == comm)]
-
 
 @pytest.mark.parametrize("json_format", [True, False], ids=["json", "text"])
 def test_unchanged_disagreeing_counts_are_stuck(tmp_path, json_format):
