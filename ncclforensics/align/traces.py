@@ -114,13 +114,12 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], rank: i
 
     A record's members are the ranks that share its result (for sums, where that set recurs in the trace), unless
     they are the tail of a wider set whose other members' traces stopped sooner. Otherwise (a coincidence of sums,
-    partners whose traces are missing) the record goes to the one such set that holds every rank sharing it; failing that, to the set its tag went to; failing that,
-    to the set of the record before it (the one after, at the start): neighbours are usually of one comm, and
-    when that guess is wrong every rank of the comm that recorded it makes the same one."""
-    own: list[Members] = []
-    for row in trace:
-        key = _key(row)
-        own.append(frozenset(holders.get(key, ())) | {rank} if key is not None else frozenset({rank}))
+    partners whose traces are missing) the record goes to the one such set that holds every rank sharing it;
+    failing that, to the set its tag went to; failing that, to the set of the record before it (the one after, at
+    the start): neighbours are usually of one comm, and when that guess is wrong every rank of the comm that
+    recorded it makes the same one."""
+    keys = [_key(row) for row in trace]
+    own = [frozenset(holders.get(key, ())) | {rank} if key is not None else frozenset({rank}) for key in keys]
     seen: dict[Members, int] = {}
     for members in own:
         if len(members) > 1:
@@ -134,7 +133,6 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], rank: i
     # Where some members' traces stop sooner (cut, or the rank hung), the records after their last one are shared
     # by the rest only: that subset is the tail of the wider comm, not a comm of its own. A sub-communicator's
     # other members carry on with records of their own.
-    keys = [_key(row) for row in trace]
     at = {key: i for i, key in enumerate(keys) if key is not None}
     comms = {m for m in comms if not any(m < wider and _stopped_before(wider - m, m, own, at, last_keys)
                                          for wider in comms)}
