@@ -40,7 +40,7 @@ def outcomes(request, tmp_path_factory):
 # patterns over 10,000 seeds). Strict: a seed that starts passing fails here until it is taken off the list.
 KNOWN = {
     149: "one rank's per-step checksum read back wrong, beside another rank's log: no root from one rank's sums",
-    **dict.fromkeys((156, 318), "the divergence shows only in records the tool reads as a cut"),
+    156: "the divergence shows only in records the tool reads as a cut",
     356: "the watchdog marks show the ranks that lag in a deadlock across communicators, not the one that ran extra",
     **dict.fromkeys((430, 433), "the root is named on a communicator that only waited on the faulted one"),
     **dict.fromkeys((38, 352, 368, 471),

@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+import numpy as np
+
 from ..model import Location
 from .edits import MAX_EDIT, Codes, EditKind, Placement, agree, merged, place_edits
 
@@ -138,14 +140,18 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     skipped collectives somewhere (lookalikes), or stopped launching (blocked elsewhere)."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
-    for rank in sorted(codes, key=lambda r: (-codes[r].length, r)):
-        matching = [members for members, stream in groups if agree(codes[rank], stream)]
+    # The streams that recorded most go first, and each group compares as everything its members recorded: a
+    # stream without call stacks agrees with every group, so it must not found one that the others then join.
+    for rank in sorted(codes, key=lambda r: (-codes[r].length, -_recorded(codes[r]), r)):
+        matching = [i for i, (_, stream) in enumerate(groups) if agree(codes[rank], stream)]
         if not matching:
             groups.append(([rank], codes[rank]))
         elif len(matching) == 1:
-            matching[0].append(rank)
+            members, stream = groups[matching[0]]
+            members.append(rank)
+            groups[matching[0]] = (members, merged([stream, codes[rank]]))
         else:
-            undecided.append((rank, matching))
+            undecided.append((rank, [groups[i][0] for i in matching]))
     # A stream that agrees with several groups (shorter, or lacking the field that parts them) tells none of them
     # apart: it goes with the largest, so that it does not make a minority look like half the ranks.
     for rank, matching in undecided:
@@ -180,6 +186,11 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     named = sorted(outliers) if majority else sorted(codes)
     proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1)
     return _with_behind(proposal, codes, start, behind) if majority else proposal
+
+
+def _recorded(stream: Codes) -> int:
+    """How many field values the stream recorded."""
+    return sum(int(np.count_nonzero(values)) for values in stream.fields.values())
 
 
 def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
