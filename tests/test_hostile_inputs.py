@@ -249,6 +249,34 @@ def test_gzip_members_and_early_ends_are_read_as_far_as_they_go(tmp_path):
     assert 0 < len(text) < len(NCCL_BLOCK * 50) and problems[0].message.startswith("gzip stream ends early")
 
 
+# --- one unreadable value ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("logs_only", [False, True], ids=["every-kind", "nccl-logs-only"])
+def test_one_unreadable_count_is_reported_and_moves_nothing(tmp_path, logs_only):
+    """One COLL line with `count -4096` was dropped as unrecognised; the hole it left in rank 1's seqs turned
+    every rank into an outlier. The line is kept with its count unknown: the same root as the untouched evidence,
+    the problem at its file:line, exit 2."""
+    folder = _copy_of(EXTRA_OP, tmp_path / "ev")
+    if logs_only:
+        for path in folder.iterdir():
+            if not path.name.startswith("nccl."):
+                path.unlink()
+    log = folder / "nccl.vm.443.log"
+    lines = log.read_text().splitlines(keepends=True)
+    assert " count 4096 " in lines[42]
+    lines[42] = lines[42].replace(" count 4096 ", " count -4096 ")
+    log.write_text("".join(lines))
+    whole = diff_json(*(sorted(EXTRA_OP.glob("nccl.*.log")) if logs_only else [EXTRA_OP]))[1]["root"]
+    code, found = diff_json(folder)
+    assert code == 2 and found["verdict"] == "diverged"
+    root = found["root"]
+    assert (root["seq_range"], root["outlier_ranks"]) == (whole["seq_range"], whole["outlier_ranks"])
+    assert root["outlier_ranks"] == [0] and (logs_only or root["seq"] == ROOT_SEQ)
+    [problem] = [p for p in found["problems"] if p["file"] == str(log)]
+    assert (problem["line"], problem["severity"]) == (43, "error") and problem["message"].endswith("count '-4096'")
+
+
 # --- a 64 MiB line, and lines built to make regexes slow ------------------------------------------------------------
 
 

@@ -34,6 +34,24 @@ def report_huge_counts(problems: Problems, lines: pl.Series) -> None:
         problems.warn(None, f"{len(lines) - DIAGNOSTIC_LIMIT} more COLL lines with a count beyond 2**63")
 
 
+def report_unreadable(problems: Problems, rows: pl.DataFrame, shapes: pl.DataFrame) -> None:
+    """Errors for lines with a field that holds no number (`count -4096`): the collective is kept, that field unknown.
+
+    Dropping the line would leave a hole in its communicator's sequence, and every later collective of that rank
+    would be compared with the wrong one of the others'."""
+    by_shape = shapes.select("sid", pl.col("unreadable").alias("in_shape"))
+    lines = (
+        rows.select("line", "sid", "unreadable").join(by_shape, on="sid", how="left")
+        .select("line", pl.concat_str(["unreadable", "in_shape"], separator=", ", ignore_nulls=True).alias("what"))
+        .filter(pl.col("what").is_not_null() & (pl.col("what") != ""))
+    )
+    for line, what in lines.head(DIAGNOSTIC_LIMIT).iter_rows():
+        problems.error(line, f"COLL line with unreadable fields (read as unknown, the collective kept in its place "
+                             f"in the sequence): {what}")
+    if lines.height > DIAGNOSTIC_LIMIT:
+        problems.error(None, f"{lines.height - DIAGNOSTIC_LIMIT} more COLL lines with unreadable fields not listed")
+
+
 def report_headerless(problems: Problems, rows: pl.DataFrame, shapes: pl.DataFrame, whos: pl.DataFrame) -> None:
     """One warning per comm pointer with COLL lines that carry no `host:pid:tid` header."""
     lost = shapes.filter("headerless")["sid"]

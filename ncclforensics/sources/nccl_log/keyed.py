@@ -22,7 +22,9 @@ import polars as pl
 
 from ..base import InputFile
 from .lines import COMPRESSED_MAGIC
-from .patterns import COLL_MARK, COUNT, MAX_LINE_BYTES, MISC_MARK, STAMP, cut_shape, huge_count, misc_groups
+from .patterns import (
+    COLL_MARK, COUNT, MAX_LINE_BYTES, MISC_MARK, STAMP, cut_shape, huge_count, misc_groups, unreadable,
+)
 from .table import LogLines
 
 _OPCOUNT = COLL_MARK + "[0-9a-fA-F]+ "
@@ -159,6 +161,7 @@ class _KeyedReader:
             cut_shape(k, stamped).alias("shape"),
             k.str.extract(COUNT, 1).cast(pl.Int64, strict=False).alias("count"),
             huge_count(k).alias("huge"),
+            unreadable(k).alias("unreadable"),
             (k.str.extract(STAMP, 1) if stamped else pl.lit(None, pl.String)).alias("ts"),
             (k.str.count_matches(COLL_MARK, literal=True) > 1).alias("merged"),
         )
@@ -175,5 +178,6 @@ class _KeyedReader:
         ts = per_key("ts")
         if used.get_column("restamped").any():
             ts = pl.when(per_key("restamped")).then(pl.col("lead")).otherwise(ts).alias("ts")
-        rows = rows.select("line", per_key("count"), per_key("huge"), ts, per_key("merged"), per_key("sid"))
+        rows = rows.select("line", per_key("count"), per_key("huge"), per_key("unreadable"), ts, per_key("merged"),
+                           per_key("sid"))
         return LogLines(misc, rows, shapes, cut_line, self._originals)

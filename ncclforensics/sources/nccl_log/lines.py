@@ -13,7 +13,7 @@ from ...model import Diagnostic
 from ..base import decode
 from .patterns import (
     COLL_MARK, COUNT, DIAGNOSTIC_LIMIT, MAX_LINE_BYTES, MISC_MARK, OPCOUNT_VALUE, STAMP, Problems, cut_shape,
-    huge_count, misc_groups,
+    huge_count, misc_groups, unreadable,
 )
 from .table import LogLines
 
@@ -44,6 +44,7 @@ def read_lines(data: bytes, problems: Problems) -> LogLines:
         cut_shape(text, stamped).alias("shape"),
         text.str.extract(COUNT, 1).cast(pl.Int64, strict=False).alias("count"),
         huge_count(text).alias("huge"),
+        unreadable(text).alias("unreadable"),
         (text.str.extract(STAMP, 1) if stamped else pl.lit(None, pl.String)).alias("ts"),
         (text.str.count_matches(COLL_MARK, literal=True) > 1).alias("merged"),  # two COLL lines run together
         text.str.extract(OPCOUNT_VALUE, 1).str.to_integer(base=16, strict=False).alias("opcount"),

@@ -22,24 +22,33 @@ MAX_LINE_BYTES = 1 << 20  # longer lines are no NCCL output: reported once and s
 # 0x2571a990 [nranks=4]|`. A log has few distinct shapes; only those are parsed, field by field.
 COLL_MARK = ": opCount "
 STAMP = r"\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?)\] "
-CUT = r": opCount [0-9a-fA-F]+ sendbuff [^ \t]+ recvbuff [^ \t]+ count [0-9]+ | stream(?: .*)?$"
+# The values are cut whatever they hold: a line with an unreadable opCount or count (`count -4096`) keeps its shape,
+# so the collective keeps its place in its communicator's sequence and only that value is unknown (`unreadable`).
+CUT = r": opCount [^ \t]+ sendbuff [^ \t]+ recvbuff [^ \t]+ count [^ \t]+ | stream(?: .*)?$"
 _OP = r"[A-Za-z0-9_]+"
 COUNT = r" count ([0-9]+) (?:size [0-9]+ )?datatype "
+COUNT_TEXT = r" count ([^ \t]+) (?:size [0-9]+ )?datatype "
+OPCOUNT_TEXT = r": opCount ([^ \t]+) sendbuff "
 OPCOUNT_VALUE = r": opCount ([0-9a-fA-F]{1,15}) "  # (at most 15 hex digits: an Int64)
+_VALUE = r"[^ \t|]+"  # a field's value, readable or not (SHAPE_CHECKS says which are readable)
 SHAPE = (
-    _OP + r"\|(?:size [0-9]+ )?datatype [0-9]+ op [0-9]+ (?:root -?[0-9]+ )?comm (?:0x[0-9a-fA-F]+|\(nil\))"
-    r"(?: \[nranks=[0-9]+\])?\|$"
+    _OP + r"\|(?:size [0-9]+ )?datatype " + _VALUE + " op " + _VALUE + " (?:root " + _VALUE + " )?comm "
+    r"(?:0x[0-9a-fA-F]+|\(nil\))(?: \[nranks=[^ \t|\]]*\])?\|$"
 )
 _BEFORE_BODY = r" \[-?[0-9]+\] NCCL INFO " + _OP + r"\|(?:size [0-9]+ )?datatype "  # of two headers, the last wins
 SHAPE_FIELDS = {
     "op": "(" + _OP + r")\|(?:size [0-9]+ )?datatype ",
-    "dt": r"datatype ([0-9]+) op ",
-    "redop": r"datatype [0-9]+ op ([0-9]+) ",
-    "root": r" root (-?[0-9]+) comm ",
-    "ptr": r" comm (0x[0-9a-fA-F]+|\(nil\))(?: \[nranks=[0-9]+\])?\|$",
-    "nranks": r" \[nranks=([0-9]+)\]\|$",
+    "dt": "datatype (" + _VALUE + ") op ",
+    "redop": "datatype " + _VALUE + " op (" + _VALUE + ") ",
+    "root": " root (" + _VALUE + ") comm ",
+    "ptr": r" comm (0x[0-9a-fA-F]+|\(nil\))(?: \[nranks=[^ \t|\]]*\])?\|$",
+    "nranks": r" \[nranks=([^ \t|\]]*)\]\|$",
     "host": r"([^\s:|]+):[0-9]+:[0-9]+" + _BEFORE_BODY,
     "pid": r"[^\s:|]+:([0-9]+):[0-9]+" + _BEFORE_BODY,
+}
+SHAPE_CHECKS = {  # what a readable value of a shape field looks like (SHAPE_FIELDS name: (what NCCL calls it, regex))
+    "dt": ("datatype", r"^[0-9]{1,9}$"), "redop": ("op", r"^[0-9]{1,9}$"), "root": ("root", r"^-?[0-9]{1,18}$"),
+    "nranks": ("nranks", r"^[0-9]{1,18}$"),
 }
 
 # --- INIT, WARN, version lines: one pattern per kind of line ---------------------------------------------------
@@ -84,6 +93,21 @@ def huge_count(text: pl.Expr) -> pl.Expr:
     """A COLL line's count field holds a number too big for an int64 (it becomes null)."""
     raw = text.str.extract(COUNT, 1)
     return raw.is_not_null() & raw.cast(pl.Int64, strict=False).is_null()
+
+
+def unreadable(text: pl.Expr) -> pl.Expr:
+    """What a COLL line's opCount and count hold where they are no number (`count '-4096'`), else null."""
+    count = text.str.extract(COUNT_TEXT, 1)
+    opcount = text.str.extract(OPCOUNT_TEXT, 1)
+    return pl.concat_str([
+        pl.when(~opcount.str.contains(r"^[0-9a-fA-F]+$")).then(pl.lit("opCount ") + quoted(opcount)),
+        pl.when(~count.str.contains(r"^[0-9]+$")).then(pl.lit("count ") + quoted(count)),
+    ], separator=", ", ignore_nulls=True).replace("", None)
+
+
+def quoted(value: pl.Expr) -> pl.Expr:
+    """A value as a message quotes it: `'-4096'`, cut to 40 characters."""
+    return pl.lit("'") + value.str.slice(0, 40) + pl.lit("'")
 
 
 def coll_lines(n: int) -> str:

@@ -13,9 +13,11 @@ import polars as pl
 
 from ...model import EventState, conform, empty_collectives
 from ...model.kinds import NCCL_DTYPES, NCCL_REDOPS, P2P_OPS, P2P_SUFFIX, normalize_op
-from .coll_problems import report_bad_lines, report_headerless, report_huge_counts, report_missing_inits
+from .coll_problems import (
+    report_bad_lines, report_headerless, report_huge_counts, report_missing_inits, report_unreadable,
+)
 from .history import History
-from .patterns import DIAGNOSTIC_LIMIT, SHAPE, SHAPE_FIELDS, Problems
+from .patterns import DIAGNOSTIC_LIMIT, SHAPE, SHAPE_CHECKS, SHAPE_FIELDS, Problems, quoted
 
 
 @dataclass(frozen=True)
@@ -23,7 +25,7 @@ class LogLines:
     """What a reader found in one log, before its COLL lines are tied to communicators."""
 
     misc: pl.DataFrame  # the INIT, WARN and version lines: `line` and one struct of groups per MISC pattern
-    rows: pl.DataFrame  # one per COLL line: line, count (Int64), huge, ts (String), merged, sid [, opcount]
+    rows: pl.DataFrame  # one per COLL line: line, count (Int64), huge, unreadable, ts (String), merged, sid [, opcount]
     shapes: pl.DataFrame  # one per distinct shape: sid (UInt32), shape
     cut_line: int | None  # the last line, where it has no line feed (cut short)
     texts: Callable[[pl.Series], pl.DataFrame]  # (line, text) of some COLL lines, to quote bad ones
@@ -42,7 +44,8 @@ def collectives(found: LogLines, history: History, problems: Problems) -> pl.Dat
         report_bad_lines(problems, bad_lines, quoted, found.cut_line)
         rows = rows.filter(~bad)
     report_huge_counts(problems, rows.filter("huge")["line"])
-    rows = rows.drop("merged", "huge")
+    report_unreadable(problems, rows, shapes)
+    rows = rows.drop("merged", "huge", "unreadable")
     whos = shapes.select("host", "pid", "ptr").unique().with_row_index("who")
     shapes = shapes.join(whos, on=["host", "pid", "ptr"], how="left", nulls_equal=True).sort("sid")
     rows = rows.with_columns(shapes["who"].gather(rows["sid"]).alias("who"))
@@ -66,6 +69,14 @@ def _parse_shapes(shapes: pl.DataFrame) -> pl.DataFrame:
     shapes = shapes.with_columns(
         shape.str.contains(SHAPE).alias("valid"),
         *[shape.str.extract(rx, 1).alias(name) for name, rx in SHAPE_FIELDS.items()],
+    )
+    # A value that is no number (`datatype x`) is unknown, named in `unreadable`; the line stays a collective.
+    bad = {name: ~pl.col(name).str.contains(rx) for name, (_, rx) in SHAPE_CHECKS.items()}
+    shapes = shapes.with_columns(
+        pl.concat_str([pl.when(bad[name]).then(pl.lit(what + " ") + quoted(pl.col(name)))
+                       for name, (what, _) in SHAPE_CHECKS.items()], separator=", ", ignore_nulls=True)
+        .replace("", None).alias("unreadable"),
+        *[pl.when(bad[name]).then(None).otherwise(pl.col(name)).alias(name) for name in SHAPE_CHECKS],
     )
     ops = {op: normalize_op(op) for op in shapes["op"].unique().drop_nulls().to_list()}
     dtypes = {str(k): v for k, v in NCCL_DTYPES.items()}
