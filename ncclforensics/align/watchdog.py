@@ -102,16 +102,20 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
     return groups
 
 
-def _global_lagging(report: WatchdogEvent, members: set[int]) -> tuple | None:
+def _global_lagging(report: WatchdogEvent, members: set[int], job: set[int]) -> tuple | None:
     """The report's laggards with global ranks. It numbers ranks within the group (`[2]` of a group of global
-    ranks 4-7 is rank 6): where the group's ranks are 0..N-1 they are global already; else, with every member on
-    record, group rank i is the i-th lowest; else None (which rank is meant is not known)."""
+    ranks 4-7 is rank 6): where the group's ranks are 0..N-1 they are global already, as they are where the
+    report names as many ranks as the job has (`job`: every rank any line is from; the group is the world); else,
+    with every member on record, group rank i is the i-th lowest; else None (which rank is meant is not known)."""
     if members == set(range(len(members))):
+        return report.lagging
+    named_all = set(report.group_ranks)
+    if named_all and named_all == set(range(len(named_all))) == job:
         return report.lagging
     order = sorted(members)
     named = {r for ranks, _, _ in report.lagging for r in ranks}
-    if not named or max(named) >= len(order):
-        return None
+    if not named or max(named) >= len(order) or named_all and len(named_all) != len(order):
+        return None  # (a member with no line of its own would shift every rank after it)
     return tuple((tuple(order[r] for r in ranks), number, joined) for ranks, number, joined in report.lagging)
 
 
@@ -123,6 +127,21 @@ def _reporting_group(report: WatchdogEvent, watchdog: list[WatchdogEvent]) -> st
     return max(before, key=lambda w: w.loc.line or 0).comm if before else None
 
 
+def _add_laggards(marks: EnqueueMarks, reporter: int | None, lagging: tuple, loc: Location) -> None:
+    """Laggards the `last enqueued` marks lack, counted as the report counts them, moved onto the marks' numbering
+    through the reporting rank: it joined the collective they did not, and its own mark says which one that is
+    (the two counters may differ by one, so only a rank that both count ties them)."""
+    mine = marks.launched.get(reporter) if reporter is not None else None
+    if mine is None or any(reporter in ranks for ranks, _, _ in lagging):
+        return
+    for ranks, number, joined in lagging:
+        added = [r for r in ranks if r not in marks.launched]
+        for rank in added if not joined else ():
+            marks.launched[rank] = mine - 1
+        if added and not joined:
+            marks.evidence.append(loc)
+
+
 def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str) -> None:
     """Counts from PyTorch's desync reports, for groups with no `last enqueued` marks: `[6] finished collective
     #19, but didn't join collective #20` says rank 6 launched 19 and the reporting rank (and every rank the report
@@ -131,6 +150,7 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
     by_group: dict[str, dict[int, int]] = {}
     evidence: dict[str, list[Location]] = {}
     members: dict[str, set[int]] = {}  # group -> the global ranks whose lines are about it
+    job = {event.rank for event in watchdog if event.rank is not None}
     for event in watchdog:
         group = event.comm or (_reporting_group(event, watchdog) if event.kind == "desync_report" else None)
         if group is not None and event.rank is not None:
@@ -139,11 +159,12 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
         if event.kind != "desync_report" or not event.lagging:
             continue
         group = event.comm or _reporting_group(event, watchdog) or default
-        if group in groups and len(groups[group].launched) > 1:
-            continue  # marks of two or more ranks: the report's own numbers are not mixed in
-        lagging = _global_lagging(event, members.get(group, set()))
+        lagging = _global_lagging(event, members.get(group, set()), job)
         if lagging is None:
             continue
+        if group in groups and len(groups[group].launched) > 1:
+            _add_laggards(groups[group], event.rank, lagging, event.loc)
+            continue  # marks of two or more ranks: the report's own numbers are not mixed in
         counts = by_group.setdefault(group, {})
         named = {r for ranks, _, _ in lagging for r in ranks}
         for ranks, number, joined in lagging:

@@ -219,6 +219,7 @@ class WatchdogEvent:
     # `[6] finished collective #19, but didn't join collective #20` is ((6,), 19, False); `[0, 1] joined but didn't
     # finish collective #18` is ((0, 1), 18, True). Its collective numbers may differ from the watchdog's SeqNum.
     lagging: tuple[tuple[tuple[int, ...], int, bool], ...] = ()
+    group_ranks: tuple[int, ...] = ()  # every rank (in its group) a desync report names, its snapshot included
 
     def __post_init__(self) -> None:
         WatchdogKind(self.kind)  # ValueError for a kind outside the closed set

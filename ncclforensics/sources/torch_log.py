@@ -291,6 +291,7 @@ class _Reader:
         lagging: list[tuple[tuple[int, ...], int, bool]] = []
         said: list[str] = []
         snapshot: list[str] = []
+        members: set[int] = set()
         group = ""
         position = index + 1
         while position < len(self.lines):
@@ -310,12 +311,14 @@ class _Reader:
                 group = f"#{match.group(1)} {match.group(2)}"
             elif kind == "member":
                 snapshot.append(f"{group}: [{match.group(1)}] {match.group(3)}" if group else text.strip())
+                members.update(_ranks(match.group(1)))
             position += 1
         message = "; ".join(said) or "the report names no lagging ranks"
         if snapshot:
             message += " | snapshot: " + "; ".join(snapshot)
         self.event(number, "desync_report", rank, None, seq=int(start.group(3)), op=normalize_op(start.group(2)),
-                   ranks=tuple(culprits), message=message, lagging=tuple(lagging))
+                   ranks=tuple(culprits), message=message, lagging=tuple(lagging),
+                   group_ranks=tuple(sorted(members | set(culprits))))
         return position
 
     def desync_failed(self, index: int, first: str, rank: int | None) -> int:

@@ -84,3 +84,48 @@ def test_a_desync_report_gives_counts_where_no_enqueued_line_does():
     root = marks_only_root({"0": group}, Streams())
     # Two groups of one rank each: the one behind is the outlier.
     assert (root.outlier_ranks, root.kind, root.pinned_by) == ([6], "missing", "PyTorch's desync report")
+
+
+def _desync_logs(tmp_path, laggard: int, ranks: int = 4) -> list[str]:
+    """Watchdog logs as PyTorch writes them: every rank but `laggard` times out in its TP group at work 10 with a
+    desync report naming the laggard, and says `last enqueued work: 10`; the laggard's log names no work of it."""
+    paths = []
+    for rank in range(ranks):
+        prefix = f"[rank{rank}]:[E1129 09:55:01.735106066 ProcessGroupNCCL.cpp"
+        if rank == laggard:
+            lines = [f"{prefix}:1849] [PG ID 0 PG GUID 0 Rank {rank}] Observed flight recorder dump signal from "
+                     "another rank via TCPStore."]
+        else:
+            others = ", ".join(str(r) for r in range(ranks) if r != laggard)
+            lines = [
+                f"{prefix}:689] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=10, "
+                "OpType=ALLREDUCE, NumelIn=16384, NumelOut=16384, Timeout(ms)=20000) ran for 20017 milliseconds "
+                "before timing out.",
+                f"{prefix}:2495] Rank {rank}",
+                "\t - [1] Timeout at collective: ALLREDUCE, #10",
+                "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+                f"\t     [{laggard}] finished collective #9, but didn't join collective #10 (count from 1)",
+                "\t - Snapshot of ranks' latest states:",
+                "\t   #9 finished ranks:",
+                f"\t     [{laggard}] finished ALLREDUCE",
+                "\t   #10 started ranks:",
+                f"\t     [{others}] started ALLREDUCE",
+                f"{prefix}:2303] [PG ID 1 PG GUID 1(tp) Rank {rank}]  failure detected by watchdog at work sequence "
+                "id: 10 PG status: last enqueued work: 10, last completed work: 9",
+            ]
+        path = tmp_path / f"torch_rank{rank}.log"
+        path.write_text("\n".join(lines) + "\n")
+        paths.append(str(path))
+    return paths
+
+
+def test_a_desync_report_adds_the_laggard_its_marks_lack(tmp_path):
+    from ncclforensics.api import diff_paths
+
+    _, diagnosis = diff_paths(_desync_logs(tmp_path, laggard=0))
+    root = diagnosis.root
+    assert root is not None and root.outlier_ranks == [0] and root.kind == "missing"
+    assert root.seq_range == (1, 10)
+    # The report numbers the ranks of its group; which global rank `[2]` is follows only where the group is known.
+    _, diagnosis = diff_paths(_desync_logs(tmp_path, laggard=2))
+    assert diagnosis.root is not None and diagnosis.root.outlier_ranks == [2]
