@@ -105,6 +105,32 @@ def test_stopped_rank_is_not_an_edit():
     assert proposal.stopped == [1] and proposal.placements[0].kind is EditKind.STOPPED
 
 
+def test_a_stream_cut_short_sides_with_no_group():
+    # Ranks 0 and 2 left out the collective at position 9 (op 1, where rank 1 has op 2 there and one more after);
+    # rank 3's file was cut at position 4, before they part: it may be on either side, so neither is the majority.
+    codes = {0: stream([1] * 8 + [3]), 2: stream([1] * 8 + [3]), 1: stream([1] * 8 + [2, 3]), 3: stream([1] * 4)}
+    proposal = propose(codes, 1, cut={3})
+    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3]
+    assert propose(codes, 1).outliers == [1]  # read as a whole stream, rank 3 sides with ranks 0 and 2
+    # Streams that differ in length only: rank 1 is ahead, and rank 3's cut stream might be ahead as well.
+    codes = {0: stream([1] * 9), 2: stream([1] * 9), 1: stream([1] * 10), 3: stream([1] * 4)}
+    assert propose(codes, 1).outliers == [1]
+    proposal = propose(codes, 1, cut={3})
+    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3]
+
+
+def test_a_stream_without_the_parting_field_joins_the_group_that_recorded_most():
+    # Ranks 0 and 1 recorded no call stacks (0): they agree with both sides and go with the larger one; they must
+    # not found a group that every other stream then joins.
+    sig = [1] * 6
+    codes = {r: stream(sig, [0] * 6) for r in (0, 1)}
+    codes.update({r: stream(sig, [5, 6, 7, 8, 9, 10]) for r in (2, 3, 4)})
+    codes.update({r: stream(sig, [5, 6, 7, 9, 8, 10]) for r in (6, 7)})
+    proposal = propose(codes, 1)
+    assert proposal.outliers == [6, 7] and proposal.majority
+    assert span(proposal.placements)[1] == 4
+
+
 def _solve(codes, constraints=()):
     return solve([("signatures", lambda: codes)], 1, list(constraints), lambda seq: (Location("log", seq),))
 
