@@ -54,4 +54,32 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
         # Right results in every earlier step mean aligned up to this one; merely equal ones do not.
         earlier = [row for s, ranks in by_step.items() if s < step for row in ranks.values()]
         return root, step if all(checked_right(row) for row in earlier) else None
-    return None
+    return _wrong_pair(fingerprints, known)
+
+
+def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) -> tuple[Root, int | None] | None:
+    """Results checked wrong where no sums part into sides: at the first step any rank read back a wrong value,
+    the ranks that did (or, where no rank was checked right in it, every rank with a trace) shared a misaligned
+    collective. With two of them, either may be the one that departed: the root names both, with the step and no
+    seq. With more, nothing says which departed, and there is no root."""
+    verdicts: dict[int, dict[int, bool]] = {}
+    for row in fingerprints:
+        right = checked_right(row)
+        if right is not None:
+            step = verdicts.setdefault(row.step, {})
+            step[row.rank] = step.get(row.rank, True) and right
+    wrong_steps = [step for step, ranks in verdicts.items() if not all(ranks.values())]
+    if not wrong_steps:
+        return None
+    step = min(wrong_steps)
+    wrong = {rank for rank, right in verdicts[step].items() if not right}
+    ranks = wrong if len(wrong) < len(verdicts[step]) else {row.rank for row in fingerprints}
+    if len(ranks) != 2:
+        return None
+    root = Root(
+        comm=comm_named_by(frozenset(ranks), known), seq=None, seq_range=None, outlier_ranks=sorted(ranks),
+        reference_ranks=sorted(ranks), kind=DIFFERENT_OPS, size=0, pinned_by="per-step checksums",
+        reason=RangeReason.STEP_SUMS, majority=False, ops={}, kinds=(DIFFERENT_OPS,), shown=True, step_bound=step,
+    )
+    earlier_right = all(all(ranks.values()) for s, ranks in verdicts.items() if s < step)
+    return root, step if earlier_right else None

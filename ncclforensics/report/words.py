@@ -159,9 +159,9 @@ def ambiguity(root: Root) -> str | None:
                                      for t, counts in root.counts_by_type.items()) + ")"
         text += f"; any seq up to {high} fits; {LOG_SETTINGS} or {FR_SETTINGS} would say which"
     elif root.reason is RangeReason.STEP_SUMS:
-        text = (f"only per-step checksums are on record: the results part at step {root.step_bound}, so the first "
-                f"divergent collective is in that step or before, and which one is on no record; per-collective "
-                f"fingerprints, {LOG_SETTINGS} or {FR_SETTINGS} would say which")
+        text = (f"only checksums place it, and no collective stream: the results part at step {root.step_bound}, so "
+                f"the first divergent collective is in that step or before, and which one is on no record; "
+                f"per-collective fingerprints with digests, {LOG_SETTINGS} or {FR_SETTINGS} would say which")
     elif root.reason is RangeReason.TYPE_COUNTS:
         said = "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(counts.items()))
                          for t, counts in root.counts_by_type.items())

@@ -112,3 +112,26 @@ def test_a_trace_carries_on_a_log_cut_short(tmp_path):
     d = answer(tmp_path)
     launched = {c["comm"]: c["launched"] for c in d["comms"]}[d["root"]["comm"]]
     assert launched["1"] == 88 and d["root"]["seq_range"] == [8, 8] and d["root"]["outlier_ranks"] == [1]
+
+
+def test_one_ranks_wrong_checksum_in_a_pair_names_both_and_the_step(tmp_path):
+    """long-window's per-step sums of ranks 0 and 1 only, rank 0's trace ending after step 1: at step 2 only rank
+    1 wrote a sum, and it is wrong. In a pair either rank may have departed: both, at step 2, no seq."""
+    for path in traces("long-window", ".jsonl"):
+        steps: dict[int, list[float]] = {}
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            total = steps.setdefault(record["step"], [0.0, 0.0])
+            total[0] += record["sum"]
+            total[1] += record["expected_sum"]
+        rank = json.loads(path.read_text().splitlines()[0])["rank"]
+        if rank > 1:
+            continue
+        kept = {step: sums for step, sums in steps.items() if rank == 1 or step < 2}
+        (tmp_path / path.name).write_text("".join(
+            json.dumps({"step": step, "rank": rank, "sum": got, "expected_sum": want}) + "\n"
+            for step, (got, want) in sorted(kept.items())))
+    d = answer(tmp_path)
+    root = d["root"]
+    assert d["verdict"] == "diverged" and root["outlier_ranks"] == [0, 1] and not root["majority"]
+    assert root["step"] == 2 and root["seq_range"] is None
