@@ -127,19 +127,23 @@ def _reporting_group(report: WatchdogEvent, watchdog: list[WatchdogEvent]) -> st
     return max(before, key=lambda w: w.loc.line or 0).comm if before else None
 
 
-def _add_laggards(marks: EnqueueMarks, reporter: int | None, lagging: tuple, loc: Location) -> None:
-    """Laggards the `last enqueued` marks lack, counted as the report counts them, moved onto the marks' numbering
-    through the reporting rank: it joined the collective they did not, and its own mark says which one that is
-    (the two counters may differ by one, so only a rank that both count ties them)."""
-    mine = marks.launched.get(reporter) if reporter is not None else None
-    if mine is None or any(reporter in ranks for ranks, _, _ in lagging):
-        return
-    for ranks, number, joined in lagging:
+def _add_laggards(marks: EnqueueMarks, report: WatchdogEvent, lagging: tuple) -> None:
+    """Laggards the `last enqueued` marks lack, counted as the report counts them and moved onto the marks'
+    numbering (the two counters may differ by one): through a laggard that both count, else through the reporting
+    rank, whose mark and the report's own collective number (`Timeout at collective #10`) are one collective."""
+    offsets = {marks.launched[r] - number for ranks, number, _ in lagging for r in ranks if r in marks.launched}
+    mine = marks.launched.get(report.rank) if report.rank is not None else None
+    if not offsets and mine is not None and report.seq is not None:
+        offsets = {mine - report.seq}
+    if len(offsets) != 1:
+        return  # nothing ties the two numberings, or they do not agree
+    offset = offsets.pop()
+    for ranks, number, _ in lagging:
         added = [r for r in ranks if r not in marks.launched]
-        for rank in added if not joined else ():
-            marks.launched[rank] = mine - 1
-        if added and not joined:
-            marks.evidence.append(loc)
+        for rank in added:
+            marks.launched[rank] = number + offset
+        if added:
+            marks.evidence.append(report.loc)
 
 
 def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str) -> None:
@@ -163,7 +167,7 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
         if lagging is None:
             continue
         if group in groups and len(groups[group].launched) > 1:
-            _add_laggards(groups[group], event.rank, lagging, event.loc)
+            _add_laggards(groups[group], event, lagging)
             continue  # marks of two or more ranks: the report's own numbers are not mixed in
         counts = by_group.setdefault(group, {})
         named = {r for ranks, _, _ in lagging for r in ranks}
