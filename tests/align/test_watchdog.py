@@ -129,3 +129,16 @@ def test_a_desync_report_adds_the_laggard_its_marks_lack(tmp_path):
     # The report numbers the ranks of its group; which global rank `[2]` is follows only where the group is known.
     _, diagnosis = diff_paths(_desync_logs(tmp_path, laggard=2))
     assert diagnosis.root is not None and diagnosis.root.outlier_ranks == [2]
+
+
+def test_a_laggard_is_counted_like_the_laggards_both_numberings_count():
+    # Rank 0 is ahead (34) and reports `[1, 2, 3] finished collective #32, but didn't join collective #33`; ranks 1
+    # and 2 say `last enqueued work: 32` themselves, rank 3 says nothing: it launched 32 too, not 33.
+    progress = [ProgressReport(loc=Location(f"torch_rank{r}.log", 3), rank=r, comm="0", last_enqueued=n,
+                               last_completed=31) for r, n in ((0, 34), (1, 32), (2, 32))]
+    report = WatchdogEvent(loc=Location("torch_rank0.log", 5), kind=WatchdogKind.DESYNC_REPORT.value, rank=0,
+                           comm="0", seq=34, op="AllGather", lagging=(((1, 2, 3), 32, False),),
+                           group_ranks=(0, 1, 2, 3))
+    marks = enqueue_marks(progress, [_timeout("torch_rank0.log", 2, 0, 34, "AllGather"), report])
+    assert marks["0"].launched == {0: 34, 1: 32, 2: 32, 3: 32}
+    assert Location("torch_rank0.log", 5) in marks["0"].evidence
