@@ -152,11 +152,9 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             groups[matching[0]] = (members, merged([stream, codes[rank]]))
         else:
             undecided.append((rank, [groups[i][0] for i in matching]))
-    # A stream that agrees with several groups (shorter, or lacking the field that parts them) tells none of them
-    # apart: it goes with the largest, so that it does not make a minority look like half the ranks. One that
-    # ends where its file was cut short might have gone either way: the largest group is the reference only if it
-    # would be even without it.
-    unknown = {rank for rank, _ in undecided if rank in (cut or ())}
+    # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
+    # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
+    # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
     for rank, matching in undecided:
         max(matching, key=len).append(rank)
     groups = [(sorted(m), merged(codes[r] for r in m)) for m, _ in groups]
@@ -165,8 +163,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
         return _with_behind(_lengths_only(codes, start, deviants, cut), codes, start, behind)
     groups.sort(key=lambda g: (-len(g[0]), -g[1].length, g[0]))
     # The reference is the strict majority, or, where the others split several ways, a group larger than each.
-    largest = len(set(groups[0][0]) - unknown)
-    majority = largest * 2 > total or (len(groups) > 2 and largest > len(set(groups[1][0]) | unknown))
+    majority = len(groups[0][0]) * 2 > total or (len(groups) > 2 and len(groups[0][0]) > len(groups[1][0]))
     sides = [groups[0]]
     if not majority and len(groups) == 2:
         chosen = [g for g in groups if deviants and set(g[0]) <= deviants]
@@ -250,23 +247,20 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
         return None
     longest = max(lengths.values())
     ahead = sorted(r for r, n in lengths.items() if n == longest)
-    # A stream that ends where its file was cut short may have gone on as far as any: it is on neither side.
+    # A stream that ends where its file was cut short may have gone on as far as any: it did not stop there.
     unknown = sorted(r for r in set(codes) - set(ahead) if r in (cut or ()))
     behind = sorted(set(codes) - set(ahead) - set(unknown))
     if not behind:
         return None  # the shorter streams end where their files were cut short: nothing differs on record
-    # Two ranks, one ahead: it launched more, or the other stopped short; nothing says which. Likewise where the
-    # cut streams could make the side that is ahead half the ranks or more.
-    tie = len(ahead) * 2 == len(codes) and len(codes) == 2 or \
-        len(ahead) * 2 < len(codes) <= (len(ahead) + len(unknown)) * 2
+    # Two ranks, one ahead: it launched more, or the other stopped short; nothing says which.
+    tie = len(ahead) * 2 == len(codes) and len(codes) == 2
     if len(ahead) * 2 < len(codes) or tie:
         reference = merged(codes[r] for r in behind)
         placements: list[Placement] = []
         for rank in ahead:
             found, _ = place_edits(rank, codes[rank], reference, start)
             placements.extend(found)
-        return Proposal(placements, sorted(codes) if tie else ahead, behind, not tie, True, shown=False,
-                        either_side=tie)
+        return Proposal(placements, sorted(codes) if tie else ahead, behind, not tie, True, shown=False)
     shortest = min(lengths[r] for r in behind)
     stopped = sorted(r for r in behind if lengths[r] == shortest)
     at = start + shortest

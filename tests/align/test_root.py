@@ -105,18 +105,15 @@ def test_stopped_rank_is_not_an_edit():
     assert proposal.stopped == [1] and proposal.placements[0].kind is EditKind.STOPPED
 
 
-def test_a_stream_cut_short_sides_with_no_group():
-    # Ranks 0 and 2 left out the collective at position 9 (op 1, where rank 1 has op 2 there and one more after);
-    # rank 3's file was cut at position 4, before they part: it may be on either side, so neither is the majority.
-    codes = {0: stream([1] * 8 + [3]), 2: stream([1] * 8 + [3]), 1: stream([1] * 8 + [2, 3]), 3: stream([1] * 4)}
+def test_a_stream_cut_short_is_never_the_one_that_stopped():
+    # Rank 3's file was cut at position 4, where ranks 0 and 2 go on to 9 and rank 1 to 8: rank 1 stopped (or
+    # skipped), rank 3's records merely end. Read as whole, rank 3 would be the one that stopped first.
+    codes = {0: stream([1] * 9), 2: stream([1] * 9), 1: stream([1] * 8), 3: stream([1] * 4)}
+    assert propose(codes, 1).outliers == [3]
     proposal = propose(codes, 1, cut={3})
-    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3]
-    assert propose(codes, 1).outliers == [1]  # read as a whole stream, rank 3 sides with ranks 0 and 2
-    # Streams that differ in length only: rank 1 is ahead, and rank 3's cut stream might be ahead as well.
-    codes = {0: stream([1] * 9), 2: stream([1] * 9), 1: stream([1] * 10), 3: stream([1] * 4)}
-    assert propose(codes, 1).outliers == [1]
-    proposal = propose(codes, 1, cut={3})
-    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3]
+    assert proposal.outliers == [1] and proposal.stopped == [1]
+    # Only the cut stream is shorter: nothing differs on record.
+    assert propose({0: stream([1] * 9), 1: stream([1] * 9), 2: stream([1] * 4)}, 1, cut={2}) is None
 
 
 def test_a_stream_without_the_parting_field_joins_the_group_that_recorded_most():
