@@ -19,6 +19,7 @@ from ..model import (
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words
 from .clocks import clock_disagreements
+from .consequences import Disagreement, consequences, held_up
 from .divergence import (
     DIFFERENT_OPS,
     EXTRA,
@@ -33,7 +34,7 @@ from .gates import GateDisagreement, first_gate_disagreement
 from .jobs import split_jobs
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
-from .ras_only import ras_only_root, ras_only_wedge, ras_rank_map
+from .ras_only import ras_only_roots, ras_only_wedge, ras_rank_map
 from .reconcile import Reconciliation, reconcile
 from .step_sums import step_sums_root
 from .streams import Streams, build_streams
@@ -42,7 +43,7 @@ from .unranked import unranked_streams
 from .watchdog import (
     STOP_EVENTS,
     enqueue_marks,
-    marks_only_root,
+    marks_only_roots,
     marks_only_wedge,
     with_watchdog_rows,
 )
@@ -124,11 +125,13 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
                           gate=gate, ras=ras, problems=problems)
     diagnosis.corrupted_fingerprints = corrupted(fingerprints)
     diagnosis.checksum_splits = diverging_steps(fingerprints)
-    root = _pick_root(analyses, gate)
+    root, comm_caveats = _pick_root(analyses, gate, streams)
     stops = _stop_evidence(streams, analyses, ras, watchdog, dead)
     marks = enqueue_marks(progress, watchdog)
     if root is None:
-        root = ras_only_root(ras, rank_map, streams, stops) or marks_only_root(marks, streams)
+        root, comm_caveats = _pick_counted(ras_only_roots(ras, rank_map, streams, stops)
+                                           or marks_only_roots(marks, streams))
+    unranked_caveats += comm_caveats
     sums_step = None
     if root is None:  # streams that show nothing leave the checksums' word: results mixed in some step
         found = step_sums_root(fingerprints, {**{c: set(r) for c, r in streams.expected_members.items()},
@@ -269,20 +272,63 @@ def _recorded_step(root: Root, streams: Streams) -> int | None:
     return steps.pop() if len(steps) == 1 else None
 
 
-def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None) -> Root | None:
-    """Among communicators with a root, the cause rather than its consequences: collectives gained or changed
-    beat collectives missing or stopped (a rank stuck elsewhere stops launching in its other comms)."""
-    roots = [a.root for a in analyses.values() if a.root is not None]
-    if not roots:
-        return None
+def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
+               streams: Streams) -> tuple[Root | None, list[str]]:
+    """Among communicators with a root, the cause rather than its consequences (consequences.py: a rank stuck in
+    one communicator stops launching in the others it belongs to), and the caveats of that choice. Then records
+    that differ beat lengths that differ, which beat a root only the gate journal places; collectives gained or
+    changed beat collectives missing or stopped."""
+    rooted = [a for a in analyses.values() if a.root is not None]
+    if not rooted:
+        return None, []
     deviants = set(gate.passed if gate and len(gate.passed) <= len(gate.skipped) else
                    (gate.skipped if gate else []))
     order = {EXTRA: 0, DIFFERENT_OPS: 1, MISSING: 2, STOPPED: 3}
     if gate is not None and deviants and deviants <= set(gate.skipped):
         order = {MISSING: 0, DIFFERENT_OPS: 1, EXTRA: 2, STOPPED: 3}  # ranks that skipped the drafter lack some
-    # A root whose records differ beats one where streams differ only in length (a rank stuck elsewhere).
-    return min(roots, key=lambda r: (not r.shown, r.told, not (set(r.outlier_ranks) & deviants), order[r.kind],
+    launched = {a.comm: {r: n for r, n in a.launched.items() if (a.comm, r) not in streams.cut} for a in rooted}
+    found = [Disagreement(a.comm, frozenset(a.ranks) | frozenset(streams.expected_members.get(a.comm, ())),
+                          held_up(launched[a.comm], set(a.root.outlier_ranks))) for a in rooted]
+    explained = consequences(found)
+
+    def evidence(r: Root) -> tuple:
+        # A root whose records differ beats one where streams differ only in length (a rank stuck elsewhere),
+        # which beats one on a communicator whose ranks all launched as many (only the gate journal places it).
+        return not r.shown, r.comm in explained, not (r.shown or len(set(launched[r.comm].values())) > 1)
+
+    roots = [a.root for a in rooted]
+    root = min(roots, key=lambda r: (*evidence(r), r.told, not (set(r.outlier_ranks) & deviants), order[r.kind],
                                      r.seq_range[1] - r.seq_range[0], r.seq, r.comm))
+    undecided = [r.comm for r in roots if r.comm != root.comm and evidence(r) == evidence(root)]
+    return root, _comm_caveats(root, roots, explained, undecided)
+
+
+def _pick_counted(found: list[tuple[Root, Disagreement]]) -> tuple[Root | None, list[str]]:
+    """Of the roots counts give (RAS, PyTorch's marks), one per communicator, the first that is no consequence of
+    another, and the caveats of that choice: counts alone never say which communicator diverged first."""
+    if not found:
+        return None, []
+    explained = consequences([d for _, d in found])
+    roots = [root for root, _ in found]
+    root = next(r for r in roots if r.comm not in explained)
+    return root, _comm_caveats(root, roots, explained, [r.comm for r in roots if r.comm not in explained])
+
+
+def _comm_caveats(root: Root, roots: list[Root], explained: dict[str, list[str]], undecided: list[str]) -> list[str]:
+    """What the choice of the root's communicator rests on: the others whose ranks disagree too, read as its
+    consequences, and those the evidence cannot rank against it."""
+    said = {EXTRA: "launched more", MISSING: "launched fewer", STOPPED: "stopped"}
+    caveats = []
+    for other in roots:
+        who = f"{ranks_words(other.outlier_ranks)} {said.get(other.kind, 'launched other collectives')} there"
+        if other.comm in explained:
+            caveats.append(f"comm {other.comm}'s ranks disagree too ({who}); read as a consequence of comm "
+                           f"{' and '.join(explained[other.comm])}: a rank stuck in one communicator stops "
+                           f"launching in the others it belongs to")
+        elif other.comm in undecided and other.comm != root.comm:
+            caveats.append(f"comm {other.comm}'s ranks disagree too ({who}), and nothing on record says whether "
+                           f"comm {root.comm} or comm {other.comm} diverged first; the root names comm {root.comm}")
+    return caveats
 
 
 def _resolve_tie(root: Root, gate: GateDisagreement | None) -> Root:

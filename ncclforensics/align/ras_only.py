@@ -4,9 +4,12 @@ global ranks."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 
 from ..model import Evidence, Location, WedgeKind
+from .consequences import Disagreement, candidates, held_up
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from .ras import RasHistory
 from .streams import Streams
@@ -24,60 +27,142 @@ def ras_rank_map(streams: Streams, evidence: list[Evidence], ras: dict[str, RasH
         for identity in item.identities:
             if identity.pid is not None and identity.rank is not None:
                 pid_rank[identity.pid] = identity.rank
+    world = max((len(m) for m in streams.members.values()), default=0)
+    # The one communicator larger than every other spans the job: its comm ranks are global ranks, and the
+    # processes it names are those ranks in every other communicator too (a TP group's rank 0 that is process 636,
+    # rank 2 of the world, is rank 2).
+    sizes = {comm: history.states[-1][1].size or 0 for comm, history in ras.items()}
+    largest = [comm for comm, size in sizes.items() if size and size == max(sizes.values())]
+    if len(largest) == 1 and sizes[largest[0]] >= world:
+        for _, block in ras[largest[0]].states:
+            for r in block.ranks:
+                if r.pid is not None:
+                    pid_rank.setdefault(r.pid, r.rank)
     for comm, history in ras.items():
         for _, block in history.states:
             for r in block.ranks:
                 if (comm, r.rank) not in mapping and r.pid in pid_rank:
                     mapping[(comm, r.rank)] = pid_rank[r.pid]
-    # A communicator spanning the whole job (the world) has comm ranks equal to global ranks.
-    world = max((len(m) for m in streams.members.values()), default=0)
+    # A communicator spanning the whole job (the world) has comm ranks equal to global ranks. (Without streams,
+    # only the one larger than every other is known to span it.)
     for comm, history in ras.items():
         size = history.states[-1][1].size
-        if size and size >= world:
+        if size and size >= world and (world or largest == [comm]):
             for rank in range(size):
                 mapping.setdefault((comm, rank), rank)
     return mapping
 
 
 def ras_only_root(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
-                   stops: dict[str, list[str]]) -> Root | None:
-    """Without streams, RAS counts still show which ranks launched more or fewer, but not where. NCCL 2.26+ counts
-    each collective type apart, so its counts place nothing in the communicator's launch order: the root names
-    the ranks and the types, with no seq. A single counter (2.24, 2.25) counts every collective: a range of seqs."""
+                  stops: dict[str, list[str]]) -> Root | None:
+    """Without streams, RAS counts still show which ranks launched more or fewer, but not where (see
+    ras_only_roots); of several communicators that disagree, the first that is no consequence of another."""
+    found = ras_only_roots(ras, rank_map, streams, stops)
+    if not found:
+        return None
+    chosen = candidates([d for _, d in found])
+    return next(root for root, d in found if d.comm in chosen)
+
+
+def ras_only_roots(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
+                   stops: dict[str, list[str]]) -> list[tuple[Root, Disagreement]]:
+    """Per communicator no stream covers whose RAS counts disagree and that stopped, its root, and who its
+    disagreement involves (for telling cause from consequence). NCCL 2.26+ counts each collective type apart, so
+    its counts place nothing in the communicator's launch order: the root names the ranks and the types, with no
+    seq. A single counter (2.24, 2.25) counts every collective: a range of seqs."""
+    found = []
     for comm, history in sorted(ras.items()):
         if comm in streams.members:
             continue
-        lost = sorted(set(history.missing_ranks) | set(history.dead_ranks))
-        counts = history.launched()
-        typed = history.by_type()
-        if lost and counts:
-            last = max(counts.values())
-            single = all(set(c) <= {"ops"} for c in typed.values())
-            return Root(
-                comm=comm, seq=1 if single else None, seq_range=(1, last) if single else None,
-                outlier_ranks=sorted(rank_map.get((comm, r), r) for r in lost),
-                reference_ranks=sorted(rank_map.get((comm, r), r) for r in counts), kind=STOPPED, size=0,
-                pinned_by="RAS counts", reason=RangeReason.NO_DATA, ops={},
-                counts_by_type=_global(typed, comm, rank_map),
-            )
-        if not history.disagree or not (history.stuck or stops.get(comm)) or len(typed) < 2:
-            continue
-        if all(set(c) <= {"ops"} for c in typed.values()):
-            root = root_from_counts(comm, {rank_map.get((comm, r), r): c.get("ops", 0) for r, c in typed.items()},
-                                    "RAS counts")
-            if root is not None:
-                return root
-            continue
-        root = _root_from_type_counts(comm, _global(typed, comm, rank_map), complete=bool(history.tabled()))
+        root = _comm_root(comm, history, rank_map, stops)
         if root is not None:
-            return root
-    return None
+            found.append((root, _disagreement(comm, history, rank_map, root)))
+    sizes = {comm: history.states[-1][1].size or 0 for comm, history in ras.items()}
+    largest = [comm for comm, size in sizes.items() if size and size == max(sizes.values())]
+    if len(largest) == 1:
+        found = [(root, _place_unlisted(d, [o for _, o in found])) if d.comm == largest[0] else (root, d)
+                 for root, d in found]
+    return found
 
 
-def _global(typed: dict[int, dict[str, int]], comm: str, rank_map: dict) -> dict[str, dict[int, int]]:
-    """comm rank -> type -> count, as type -> global rank -> count (every type any rank launched)."""
+def _place_unlisted(spanning: Disagreement, found: list[Disagreement]) -> Disagreement:
+    """The communicator that spans the job, with the ranks a reply gives only as `2 ranks have launched up to
+    operation 1` made the processes they must be: where the other communicators name exactly as many processes
+    it does not name, it holds those. Held up are all of them, where all those ranks are."""
+    unknown = {k for k in spanning.members if k[0] == "unknown"}
+    named = set().union(*(d.members for d in found)) - spanning.members
+    named = {k for k in named if k[0] != "unknown"}
+    if not unknown or len(named) != len(unknown):
+        return spanning
+    held = spanning.held
+    if unknown <= held:
+        held = (held - unknown) | named
+    elif unknown & held:
+        return spanning  # some of them held up, and which processes those are is not known
+    return Disagreement(spanning.comm, (spanning.members - unknown) | named, held)
+
+
+def _comm_root(comm: str, history: RasHistory, rank_map: dict, stops: dict[str, list[str]]) -> Root | None:
+    """The communicator's root by its RAS counts, its ranks named by _names."""
+    lost = sorted(set(history.missing_ranks) | set(history.dead_ranks))
+    counts = history.launched()
+    typed = history.by_type()
+    if lost and counts:
+        last = max(counts.values())
+        single = all(set(c) <= {"ops"} for c in typed.values())
+        root = Root(
+            comm=comm, seq=1 if single else None, seq_range=(1, last) if single else None,
+            outlier_ranks=lost, reference_ranks=sorted(counts), kind=STOPPED, size=0,
+            pinned_by="RAS counts", reason=RangeReason.NO_DATA, ops={}, counts_by_type=_by_type(typed),
+        )
+    elif not history.disagree or not (history.stuck or stops.get(comm)) or len(typed) < 2:
+        return None
+    elif all(set(c) <= {"ops"} for c in typed.values()):
+        root = root_from_counts(comm, {r: c.get("ops", 0) for r, c in typed.items()}, "RAS counts")
+    else:
+        root = _root_from_type_counts(comm, _by_type(typed), complete=bool(history.tabled()))
+    return _named(root, _names(comm, history, rank_map)) if root is not None else None
+
+
+def _names(comm: str, history: RasHistory, rank_map: dict) -> dict[int, int]:
+    """comm rank -> the rank the answer names it by: its global rank where that is known. Ranks of no known global
+    rank, in a communicator where others have one, are left out (one numbering per answer: a TP group's rank 0 is
+    not global rank 0); where none has one, every rank goes by its comm rank."""
+    ranks = {r.rank for _, b in history.states for r in b.ranks} | set(history.by_type()) | set(history.launched())
+    named = {r: rank_map[(comm, r)] for r in ranks if (comm, r) in rank_map}
+    return named or {r: r for r in ranks}
+
+
+def _named(root: Root, names: dict[int, int]) -> Root:
+    """`root` with its comm ranks renamed (those with no name left out), unless that would leave no outlier."""
+    if not any(r in names for r in root.outlier_ranks):
+        names = {r: r for r in [*root.outlier_ranks, *root.reference_ranks]}
+    return replace(root, outlier_ranks=sorted(names[r] for r in root.outlier_ranks if r in names),
+                   reference_ranks=sorted(names[r] for r in root.reference_ranks if r in names),
+                   counts_by_type={t: {names[r]: c for r, c in counts.items() if r in names}
+                                   for t, counts in root.counts_by_type.items()})
+
+
+def _disagreement(comm: str, history: RasHistory, rank_map: dict, root: Root) -> Disagreement:
+    """Who the communicator's disagreement involves, each process by the host and pid RAS names it by (the same
+    process in two communicators; a rank a reply lists only in a count of ranks is of no known process)."""
+    block = history.states[-1][1]
+    pids = {r.rank: (r.host, r.pid) for _, b in history.states for r in b.ranks if r.pid is not None}
+    size = max([block.size or 0, *(r.rank + 1 for r in block.ranks), *(r + 1 for r in history.by_type())])
+    key = {r: pids.get(r, ("unknown", comm, r)) for r in range(size)}  # (host, pid), or unknown
+    names = _names(comm, history, rank_map)
+    by_name = {names[r]: k for r, k in key.items() if r in names}
+    # by_type, not launched(): it also counts the ranks a reply gives only as `3 ranks have launched up to ...`
+    launched = {key[r]: sum(c.values()) for r, c in history.by_type().items() if r in key}
+    lost = {key[r] for r in set(history.missing_ranks) | set(history.dead_ranks) if r in key}
+    held = frozenset(lost) or held_up(launched, {by_name[r] for r in root.outlier_ranks if r in by_name})
+    return Disagreement(comm, frozenset(key.values()), held, unknown=sum(r not in pids for r in key))
+
+
+def _by_type(typed: dict[int, dict[str, int]]) -> dict[str, dict[int, int]]:
+    """rank -> type -> count, as type -> rank -> count (every type any rank launched)."""
     types = sorted({t for c in typed.values() for t in c})
-    return {t: {rank_map.get((comm, r), r): typed[r].get(t, 0) for r in sorted(typed)} for t in types}
+    return {t: {r: typed[r].get(t, 0) for r in sorted(typed)} for t in types}
 
 
 def _root_from_type_counts(comm: str, by_type: dict[str, dict[int, int]], complete: bool) -> Root | None:

@@ -23,6 +23,7 @@ from ..model import (
     conform,
 )
 from .comm_streams import comm_streams
+from .consequences import Disagreement, candidates, held_up
 from .divergence import Root, ops_at
 from .ras_only import root_from_counts, wedge_from_counts
 from .streams import Streams
@@ -197,15 +198,25 @@ def _compared(streams: Streams) -> bool:
 
 def marks_only_root(groups: dict[str, EnqueueMarks], streams: Streams) -> Root | None:
     """Where no streams compare ranks, for a group that stopped: the ranks that enqueued more or fewer work than
-    the others."""
+    the others; of several groups, the first that is no consequence of another (see marks_only_roots)."""
+    found = marks_only_roots(groups, streams)
+    chosen = candidates([d for _, d in found])
+    return next((root for root, d in found if d.comm in chosen), None)
+
+
+def marks_only_roots(groups: dict[str, EnqueueMarks], streams: Streams) -> list[tuple[Root, Disagreement]]:
+    """Where no streams compare ranks, per group that stopped and whose ranks enqueued different counts of work,
+    its root and who its disagreement involves (the ranks that reported on the group: its members on record)."""
     if _compared(streams):
-        return None
+        return []
+    found = []
     for comm, marks in sorted(groups.items()):
         if marks.stops:
             root = root_from_counts(comm, marks.launched, marks.source)
             if root is not None:
-                return root
-    return None
+                held = held_up(marks.launched, set(root.outlier_ranks))
+                found.append((root, Disagreement(comm, frozenset(marks.launched), held)))
+    return found
 
 
 def marks_only_wedge(groups: dict[str, EnqueueMarks], streams: Streams, dead: set[int]) -> Wedge | None:

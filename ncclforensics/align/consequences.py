@@ -1,0 +1,73 @@
+"""Which communicators' disagreements are consequences of a divergence in another one.
+
+A rank that is stuck in one communicator stops launching in every other one it belongs to, so one divergence
+shows in several communicators: a tensor-parallel group whose ranks diverged (a rank ran the drafter's
+collectives, the other did not) wedges, and the world group that contains it then sees those ranks launch fewer
+collectives than everyone else. Counts and lengths alone make the world group look like a root as well.
+
+Two rules tell the consequences, each from what every kind of evidence gives (who is in a communicator, and who
+is held up in it: the ranks that launched fewer than their peers, else the outliers the communicator's root
+names):
+
+- **nesting**: a communicator whose held-up ranks all belong to a smaller one inside it (all of whose members are
+  its members) that disagrees too is a consequence of that one. A divergence inside the outer group does not
+  make the inner one disagree, since collectives are enqueued without waiting: a rank that skipped a world
+  collective still enqueues its tensor-parallel ones, and its peers enqueue theirs behind the stuck one;
+- **one cause for all**: of the communicators left, those whose members do not include every rank held up in any
+  of them are consequences of those that do (one divergence there holds up every one of those ranks; no
+  divergence in the others can hold up ranks outside them).
+
+Where neither rule separates two communicators, both stay candidates: the caller names one and says that the
+evidence cannot tell which diverged first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One communicator's disagreement, as the rules read it."""
+
+    comm: str
+    members: frozenset[Hashable]  # the processes in it: global ranks, or (host, pid) where RAS gives no global ranks
+    held: frozenset[Hashable]  # those that launched fewer than their peers, else the outliers its root names
+    unknown: int = 0  # members of which process they are is not on record (counted in `members` by a key of their own)
+
+    def may_contain(self, other: Disagreement) -> bool:
+        """Whether `other` has fewer members, each of them one of this communicator's, as far as the record goes."""
+        return len(other.members) < len(self.members) and len(other.members - self.members) <= self.unknown
+
+
+def held_up(launched: Mapping[Hashable, int], outliers: set[Hashable]) -> frozenset[Hashable]:
+    """The processes that launched fewer collectives than the most any process of the communicator launched;
+    `outliers` where every process launched as many (records that differ, not lengths)."""
+    most = max(launched.values(), default=0)
+    behind = frozenset(p for p, n in launched.items() if n < most)
+    return behind or frozenset(outliers)
+
+
+def consequences(found: list[Disagreement]) -> dict[str, list[str]]:
+    """comm -> the communicators whose divergence explains its disagreement (only comms that are consequences)."""
+    explained: dict[str, list[str]] = {}
+    for outer in found:
+        inner = [d for d in found if d.comm != outer.comm and outer.may_contain(d)]
+        causes = {p: [d.comm for d in inner if p in d.members] for p in outer.held}
+        if outer.held and all(causes.values()):
+            explained[outer.comm] = sorted({c for comms in causes.values() for c in comms})
+    left = [d for d in found if d.comm not in explained]
+    every = frozenset().union(*(d.held for d in left)) if left else frozenset()
+    covering = [d.comm for d in left if every and every <= d.members]
+    if covering:
+        for d in left:
+            if d.comm not in covering:
+                explained[d.comm] = covering
+    return explained
+
+
+def candidates(found: list[Disagreement]) -> list[str]:
+    """The communicators that no rule shows to be a consequence, in the order given."""
+    explained = consequences(found)
+    return [d.comm for d in found if d.comm not in explained]

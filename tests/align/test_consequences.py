@@ -1,0 +1,121 @@
+"""align/consequences.py: a rank stuck in one communicator stops launching in its others; the root is where it
+diverged, not where that shows. On the rules' own values, on PyTorch's enqueued counts and on a real-format RAS
+reply of a tensor-parallel group inside a world group."""
+
+from __future__ import annotations
+
+from ncclforensics.align.consequences import Disagreement, candidates, consequences, held_up
+from ncclforensics.align.ras import ras_histories
+from ncclforensics.align.ras_only import ras_only_root, ras_only_roots, ras_rank_map
+from ncclforensics.align.streams import Streams
+from ncclforensics.align.watchdog import EnqueueMarks, marks_only_root
+from ncclforensics.sources import InputFile, parse_file
+
+
+def _d(comm: str, members, held, unknown: int = 0) -> Disagreement:
+    return Disagreement(comm, frozenset(members), frozenset(held), unknown)
+
+
+def test_held_up_ranks_are_those_behind_else_the_outliers():
+    assert held_up({0: 3, 1: 2, 2: 3, 3: 3}, {1}) == {1}
+    assert held_up({0: 10, 1: 12}, {0, 1}) == {0}  # a tie: the side behind is the one held up
+    assert held_up({0: 2, 1: 2}, {1}) == {1}  # records that differ, not lengths: the outliers
+
+
+def test_a_world_group_behind_only_where_its_tp_group_diverged_is_a_consequence():
+    world = _d("world", range(4), {1})  # rank 1 launched one world collective fewer
+    tp = _d("tp", [0, 1], {0})  # rank 0 launched fewer in the TP group of ranks 0 and 1
+    assert consequences([world, tp]) == {"world": ["tp"]}
+    assert candidates([world, tp]) == ["tp"]
+
+
+def test_two_tp_groups_that_diverged_both_stay_candidates_and_the_world_does_not():
+    world = _d("world", range(4), {1, 2})
+    assert candidates([world, _d("tp0", [0, 1], {1}), _d("tp1", [2, 3], {2})]) == ["tp0", "tp1"]
+
+
+def test_of_groups_side_by_side_the_one_that_holds_every_held_up_rank_is_the_cause():
+    # Serving layout: TP groups (0,1) (2,3), DP groups (0,2) (1,3). The TP group's ranks 0 and 1 are each behind in
+    # their DP group; only the TP group holds both.
+    found = [_d("tp0", [0, 1], {0}), _d("dp0", [0, 2], {0}), _d("dp1", [1, 3], {1})]
+    assert consequences(found) == {"dp0": ["tp0"], "dp1": ["tp0"]}
+
+
+def test_groups_no_rule_separates_are_both_candidates():
+    found = [_d("a", [0, 1], {0}), _d("b", [0, 2], {0})]
+    assert consequences(found) == {} and candidates(found) == ["a", "b"]
+
+
+def test_a_group_of_unknown_processes_may_hold_a_smaller_one():
+    # RAS lists the world's ranks 0, 1, 3 only as "3 ranks have launched up to operation 3": the TP group's
+    # process 637 may be one of them.
+    world = _d("world", [("h", 636), ("u", 0), ("u", 1), ("u", 3)], {("h", 636)}, unknown=3)
+    tp = _d("tp", [("h", 636), ("h", 637)], {("h", 636)})
+    assert consequences([world, tp]) == {"world": ["tp"]}
+    assert not world.may_contain(_d("big", [("h", 1), ("h", 2), ("h", 3), ("h", 4)], set()))
+
+
+def test_enqueued_counts_name_the_tp_group_not_the_world_it_stalls():
+    marks = {
+        "0": EnqueueMarks(launched={0: 3, 1: 2, 2: 3, 3: 3}, stops=["watchdog timeout (torch_rank0.log:2)"]),
+        "1": EnqueueMarks(launched={0: 9, 1: 10}, stops=["watchdog timeout (torch_rank0.log:20)"]),
+        "2": EnqueueMarks(launched={2: 12, 3: 12}, stops=["watchdog timeout (torch_rank2.log:20)"]),
+    }
+    root = marks_only_root(marks, Streams())
+    assert (root.comm, root.outlier_ranks, root.seq_range) == ("1", [0], (1, 10))
+
+
+WORLD, TP = "93baa577cadc15c4", "b5733b135e4f7f71"
+REPLY = f"""NCCL version 2.28.9 compiled with CUDA 13.0
+CUDA runtime version 13000, driver version 13000
+
+Job summary
+===========
+
+  Nodes  Processes         GPUs  Processes     GPUs
+(total)   per node  per process    (total)  (total)
+      1          4            1          4        4
+
+Communicators... (0.000s)
+=============
+
+Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors
+    #  in group  per comm  per node  per comm  in group
+    0         1         1         4         4         4   RUNNING  MISMATCH
+    1         2         1         2         2         4   RUNNING  MISMATCH
+
+Errors
+======
+
+Warnings
+========
+
+#0-0 ({WORLD}) MISMATCH
+  Communicator ranks have different AllReduce operation counts
+  3 ranks have launched up to operation 3
+  Rank 2 has launched up to operation 2 -- GPU 2 managed by process 636 on node 192.0.2.2
+
+#1-0 ({TP}) MISMATCH
+  Communicator ranks have different AllReduce operation counts
+  Rank 0 has launched up to operation 8 -- GPU 2 managed by process 636 on node 192.0.2.2
+  Rank 1 has launched up to operation 10 -- GPU 3 managed by process 637 on node 192.0.2.2
+"""
+
+
+def test_ras_counts_name_the_tp_group_and_its_ranks_by_the_world_groups_processes(tmp_path):
+    evidence = []
+    for name in ("ras_status_q0.txt", "ras_status_q1.txt"):  # two replies with the same counts: stuck
+        (tmp_path / name).write_text(REPLY)
+        item = parse_file(InputFile(tmp_path / name, name))
+        assert not item.has_errors, item.problems
+        evidence.append(item)
+    histories = ras_histories([(e.format.value, s) for e in evidence for s in e.ras])
+    rank_map = ras_rank_map(Streams(), evidence, histories)
+    # Process 636 is the world group's rank 2, so it is rank 2 in the TP group too; process 637 is of no rank on
+    # record, and is left out rather than named by its comm rank 1.
+    assert rank_map[("0x" + TP, 0)] == 2 and ("0x" + TP, 1) not in rank_map
+    # Both disagree; the world group comes first by its hash, and is the consequence.
+    assert [root.comm for root, _ in ras_only_roots(histories, rank_map, Streams(), stops={})] == ["0x" + WORLD,
+                                                                                                  "0x" + TP]
+    root = ras_only_root(histories, rank_map, Streams(), stops={})
+    assert (root.comm, root.outlier_ranks, root.majority) == ("0x" + TP, [2], False)
