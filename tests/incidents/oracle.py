@@ -18,7 +18,10 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   comm ranks are right too;
 - `root_on_unfaulted_comm`: the root is on a comm whose ranks all ran the same program (a consequence of a hang
   elsewhere) while a comm that diverged shows it;
-- `unknown_comm`: the root's comm is none of the incident's (by NCCL commId or process-group name);
+- `unknown_comm`: the root's comm is none of the incident's (by NCCL commId or process-group name); a root on
+  per-step checksums alone that names the ranks it compared (`[ranks=1,2]`) where no comm has exactly those ranks
+  is read as on the comm that diverged holding the most of them (a step's checksum sums what a rank read back
+  from every comm it is in, so such evidence names ranks, never a communicator);
 - `parse_error`: a file that was written whole has an error-severity problem (a writer or parser bug);
 - `crash`: `diff` raised (or the answer could not be read: a changed JSON contract).
 
@@ -85,6 +88,16 @@ def resolve_comm(incident: Incident, name: str) -> str | None:
     return next(iter(comms)) if len(comms) == 1 else None
 
 
+def _comm_of_ranks_compared(incident: Incident, name: str) -> str | None:
+    """The comm that diverged holding the most of the ranks a `[ranks=...]` name lists (None when none)."""
+    if not (name.startswith("[ranks=") and name.endswith("]")):
+        return None
+    ranks = {int(r) for r in name[len("[ranks="):-1].split(",")}
+    overlap = {c: len(ranks & set(incident.program.comms[c].ranks)) for c in incident.truth.roots}
+    best = max(overlap, key=lambda c: (overlap[c], -len(incident.program.comms[c].ranks)), default=None)
+    return best if best is not None and overlap[best] else None
+
+
 def _cut_ranks(written: Written) -> set[int]:
     return {rank for _, rank in written.cut}
 
@@ -123,6 +136,8 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
                                     f"verdict {answer.get('verdict')}, no root"))
         return outcome
     comm = resolve_comm(incident, str(root.get("comm")))
+    if comm is None and root.get("pinned_by") == "per-step checksums":
+        comm = _comm_of_ranks_compared(incident, str(root.get("comm")))
     if comm is None:
         add(Violation("unknown_comm", f"root comm {root['comm']!r} is none of the incident's"))
         return outcome
