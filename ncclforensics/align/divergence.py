@@ -178,7 +178,9 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     ranks = analysis.ranks
     if len(ranks) < 2 or is_p2p_comm(comm):  # (p2p streams differ by design: see model/kinds.py)
         return analysis
-    start = max(analysis.first_seq.values())
+    # Positions from the earliest record of any rank: a ring that kept fewer entries has nothing recorded before
+    # its first one, which pairs with anything, while the others' records there still tell collectives apart.
+    start = min(analysis.first_seq.values())
     rows.start = analysis.start = start
     columns, without = _informative_columns(rows)
     signature = [c for c in SIGNATURE if c in columns]
