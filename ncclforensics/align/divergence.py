@@ -181,6 +181,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     # Positions from the earliest record of any rank: a ring that kept fewer entries has nothing recorded before
     # its first one, which pairs with anything, while the others' records there still tell collectives apart.
     start = min(analysis.first_seq.values())
+    if max(analysis.first_seq.values()) - start > MAX_GAP:
+        start = max(analysis.first_seq.values())  # (positions are seqs: memory stays bounded, as for gaps)
     rows.start = analysis.start = start
     columns, without = _informative_columns(rows)
     signature = [c for c in SIGNATURE if c in columns]
