@@ -35,13 +35,21 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
             continue
         wrong = [r for r, row in rows.items() if checked_right(row) is False]
         checked = all(checked_right(row) is not None for row in rows.values())
+        if checked and not wrong:
+            continue  # right sums are aligned, whatever they are
+        if checked and len(wrong) < len(rows):
+            # The ranks that read back wrong values shared the misaligned collective; the others' right sums
+            # (which may differ by design: replicas) say nothing of who in it departed.
+            rows = {rank: rows[rank] for rank in wrong}
+            if len(rows) < 2:
+                continue
         groups: dict[str, list[int]] = {}
         for rank, row in sorted(rows.items()):
             groups.setdefault(repr(row.sum), []).append(rank)
-        if checked and not wrong or len(groups) < 2:
-            continue  # right sums are aligned, whatever they are; equal ones say nothing
+        if len(groups) < 2 and not (checked and len(rows) == 2):
+            continue  # equal sums say nothing (two ranks that both read back wrong: either departed)
         ordered = sorted(groups.values(), key=lambda ranks: (-len(ranks), ranks))
-        majority = len(ordered[0]) * 2 > len(rows)
+        majority = len(ordered) > 1 and len(ordered[0]) * 2 > len(rows)
         if not majority and len(rows) > 2:
             return None
         outliers = sorted(r for ranks in ordered[1:] for r in ranks) if majority else sorted(rows)

@@ -135,3 +135,18 @@ def test_one_ranks_wrong_checksum_in_a_pair_names_both_and_the_step(tmp_path):
     root = d["root"]
     assert d["verdict"] == "diverged" and root["outlier_ranks"] == [0, 1] and not root["majority"]
     assert root["step"] == 2 and root["seq_range"] is None
+
+
+def test_per_step_checksums_of_replicas_part_only_among_the_ranks_that_read_back_wrong(tmp_path):
+    """serving-tp-in-dp-8rank's per-step sums differ by design between replicas, each equal to its expected
+    value; ranks 2 and 3 made to read back wrong values at step 1 are the ones named, at step 1."""
+    for path in traces("serving-tp-in-dp-8rank", ".jsonl"):
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        for record in records:
+            if record["rank"] in (2, 3) and record["step"] == 1:
+                record["sum"] += 100.0 * (record["rank"] - 1)
+        (tmp_path / path.name).write_text("".join(json.dumps(r) + "\n" for r in records))
+    d = answer(tmp_path)
+    root = d["root"]
+    assert d["verdict"] == "diverged" and root["outlier_ranks"] == [2, 3] and not root["majority"]
+    assert root["step"] == 1 and root["seq_range"] is None and root["comm"] == "[ranks=2,3]"
