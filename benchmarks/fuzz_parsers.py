@@ -623,12 +623,18 @@ def _init_worker(workdir: str) -> None:
 
 def run_parser(parser: str, path: Path, name: str):
     """Parse one file with one parser (or parse_file) and return the Evidence."""
+    from ncclforensics.errors import SourceError
     from ncclforensics.sources import SOURCES, InputFile, parse_file
+    from ncclforensics.sources.base import unreadable
 
     file = InputFile(path, name)
     if parser == PARSE_FILE:
         return parse_file(file)
-    return next(s for s in SOURCES if s.format.value == parser).parse(file)
+    source = next(s for s in SOURCES if s.format.value == parser)
+    try:
+        return source.parse(file)
+    except SourceError as e:  # the one exception a Source may raise: a refusal, one line as parse_file reports it
+        return unreadable(file, source.facts, e)
 
 
 def run_pipeline(path: Path, name: str, index: int) -> str | None:
@@ -888,6 +894,8 @@ def replay(spec: str, seed: int, cases: int, big_size: int) -> None:
                                   sparse_indices(cases))
     path = Path("fuzz-case.bin")
     path.write_bytes(data)
+    if label == "sparse":  # as run_chunk makes it: the content, then a hole
+        os.truncate(path, SPARSE_SIZE)
     print(f"case {index} of {parser}: {label}, {len(data)} bytes -> {path} (named {name})")
     evidence = run_parser(parser, path, name)
     print(check_evidence(evidence, name) or f"ok: {evidence.record_count} records, {len(evidence.problems)} problems")

@@ -132,7 +132,7 @@ def companions(file: InputFile, primary: SourceFormat | None) -> list[SourceForm
         limit = STREAMED_COMPANION_MAX_BYTES if known[primary].streamed else COMPANION_MAX_BYTES
         if file.path.stat().st_size > limit:
             return []
-        data = file.read_bytes()[0]
+        data = file.read_bytes(max_size=limit)[0]  # a .gz too: inflated past the limit, it is searched no further
     except (SourceError, OSError):
         return []
     return [fmt for fmt, facts in known.items()

@@ -56,21 +56,38 @@ class InputFile:
                     self._head = f.read(HEAD_BYTES)
         return self._head
 
-    def read_bytes(self, max_line: int | None = MAX_LINE_BYTES) -> tuple[bytes, list[Diagnostic]]:
+    def read_bytes(self, max_line: int | None = MAX_LINE_BYTES, max_size: int | None = None,
+                   max_lines: int | None = None) -> tuple[bytes, list[Diagnostic]]:
         """The whole content, decompressed with a size limit; a gzip that stops early yields what it had.
-        `max_line`: refuse (SourceError) content with a line longer than this (None for binary formats)."""
+        `max_line`: refuse (SourceError) content with a line longer than this (None for binary formats).
+        `max_size`: refuse content larger than this, as it inflates (a format read in memory: MAX_TEXT_BYTES).
+        `max_lines`: refuse content of more line feeds than this, as it inflates (a format of one record a line)."""
         if self.compressed:
-            data, problem = _gunzip(self.path, self.max_decompressed, truncate=False, max_line=max_line)
+            if max_size is not None and max_size < self.max_decompressed:
+                try:
+                    data, problem = _gunzip(self.path, max_size, False, max_line, max_lines)
+                except HostileInputError:
+                    raise SourceError(f"{self.path}: gzip expands past {max_size >> 20} MiB, more than a file read in "
+                                      f"memory may have; refusing the file (see MAX_TEXT_BYTES)") from None
+            else:
+                data, problem = _gunzip(self.path, self.max_decompressed, False, max_line, max_lines)
             return data, ([Diagnostic(Location(self.name), problem)] if problem else [])
         if max_line is not None:
             at = long_line_at(self.path, max_line)
             if at is not None:
                 raise SourceError(long_line_message(self.path, at, max_line))
-        return self.path.read_bytes(), []
+        if max_size is not None and (size := os.path.getsize(self.path)) > max_size:
+            raise SourceError(f"{self.path}: {size} bytes, over the {max_size >> 20} MiB a file read in memory may "
+                              f"have; refusing the file (see MAX_TEXT_BYTES)")
+        data = self.path.read_bytes()
+        if max_lines is not None and data.count(b"\n") > max_lines:
+            raise SourceError(too_many_lines_message(self.path, max_lines))
+        return data, []
 
     def read_text(self) -> tuple[str, list[Diagnostic]]:
-        """The content as text: UTF-8, or UTF-16 with a BOM; undecodable bytes are replaced and reported."""
-        data, problems = self.read_bytes()
+        """The content as text: UTF-8, or UTF-16 with a BOM; undecodable bytes are replaced and reported.
+        Read in memory, so at most MAX_TEXT_BYTES (a .gz too, as it inflates)."""
+        data, problems = self.read_bytes(max_size=MAX_TEXT_BYTES)
         text, problem = decode(data, self.name)
         if problem:
             problems.append(problem)
@@ -80,6 +97,12 @@ class InputFile:
         """The content split into lines (CR, LF or CRLF), line i+1 at index i."""
         text, problems = self.read_text()
         return split_lines(text), problems
+
+
+def too_many_lines_message(path: Path, limit: int) -> str:
+    return (f"{path}: more than {limit:,} lines, more than a file of records may have (one object a line, held in "
+            f"memory); refusing the file (see MAX_RECORD_LINES): cut it to the steps in question (its last "
+            f"{limit // 2:,} lines, say)")
 
 
 def long_line_message(path: Path, at: int, limit: int) -> str:
@@ -106,17 +129,20 @@ def long_line_at(path: Path, limit: int) -> int | None:
     return None
 
 
-def _gunzip(path: Path, limit: int, truncate: bool, max_line: int | None = None) -> tuple[bytes, str | None]:
+def _gunzip(path: Path, limit: int, truncate: bool, max_line: int | None = None,
+            max_lines: int | None = None) -> tuple[bytes, str | None]:
     """Decompress at most `limit` bytes; over the limit is hostile unless `truncate` (reading a head)."""
     try:
-        return _gunzip_stream(path, limit, truncate, max_line)
+        return _gunzip_stream(path, limit, truncate, max_line, max_lines)
     except zlib.error as e:
         # Corrupt data is a problem with this file, not a reason to stop: report it, read nothing from it.
         return b"", f"corrupt gzip data ({e})"
 
 
-def _gunzip_stream(path: Path, limit: int, truncate: bool, max_line: int | None = None) -> tuple[bytes, str | None]:
+def _gunzip_stream(path: Path, limit: int, truncate: bool, max_line: int | None = None,
+                   max_lines: int | None = None) -> tuple[bytes, str | None]:
     out = io.BytesIO()
+    line_feeds = 0
     decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
     fed = False  # whether the current gzip member has been given any input
     run = 0  # bytes since the last line break (with max_line: one 2 GiB line in 2 MB stops at max_line)
@@ -136,6 +162,10 @@ def _gunzip_stream(path: Path, limit: int, truncate: bool, max_line: int | None 
                 if run + first > max_line:
                     raise SourceError(long_line_message(path, out.tell() - run, max_line))
                 run = run + len(piece) if last < 0 else len(piece) - last - 1
+            if max_lines is not None:
+                line_feeds += piece.count(b"\n")
+                if line_feeds > max_lines:
+                    raise SourceError(too_many_lines_message(path, max_lines))
             out.write(piece)
             fed = True
             if out.tell() > limit:

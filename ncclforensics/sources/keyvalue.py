@@ -20,7 +20,7 @@ import polars as pl
 
 from ..errors import SourceError
 from ..model import Diagnostic, Evidence, FormatFacts, Location, Severity
-from .base import HEAD_BYTES, InputFile, looks_binary, split_lines, unreadable
+from .base import HEAD_BYTES, MAX_TEXT_BYTES, InputFile, decode, looks_binary, split_lines, unreadable
 
 # `key=value` with the key not glued to a word, dot or dash before it (so `nranks=4` is `nranks`, never `rank`,
 # and `--step=3` is not a token). A value runs to a blank, `,` `;` or a closing bracket, so `[rank=0]:` gives
@@ -58,11 +58,23 @@ def read_lines(file: InputFile, facts: FormatFacts) -> tuple[list[str], Evidence
     return lines, evidence
 
 
-def read_lines_cut(file: InputFile, facts: FormatFacts) -> tuple[list[str], Evidence, bool]:
+# Record formats (gate journals, fingerprint traces) make one object per line: about 0.75 GiB and a minute per
+# million lines, so a file of more lines is refused before it is decoded (a .gz of one repeated line, 700 MB
+# inflated, took 3 GiB and over 15 minutes). README, "Per-file limits".
+MAX_RECORD_LINES = 2_000_000
+
+
+def read_lines_cut(file: InputFile, facts: FormatFacts,
+                   max_lines: int | None = None) -> tuple[list[str], Evidence, bool]:
     """read_lines, and whether the last line has no newline after it: a file written line by line and cut
-    short (the process killed mid-write, a copy stopped early) ends inside its last line."""
+    short (the process killed mid-write, a copy stopped early) ends inside its last line. `max_lines`: refuse a
+    file of more line feeds (MAX_RECORD_LINES)."""
     try:
-        text, problems = file.read_text()
+        data, problems = file.read_bytes(max_size=MAX_TEXT_BYTES, max_lines=max_lines)
+        text, problem = decode(data, file.name)
+        del data
+        if problem:
+            problems.append(problem)
     except (SourceError, zlib.error, EOFError) as e:  # gzip magic, then bytes that do not inflate
         return [], unreadable(file, facts, e), False
     evidence = Evidence(path=file.name, format=facts.format, problems=problems, facts=facts)
@@ -122,7 +134,7 @@ def parse_records(
     With `columns`, a file of COLUMNAR_MIN_LINES lines or more is read column-wise first (see `Columns`): the lines
     whose every field reads cleanly become values without Python per field; the others, and the last line of a
     file cut short, go through `convert` as above. Same values and problems either way, in line order."""
-    lines, evidence, cut = read_lines_cut(file, facts)
+    lines, evidence, cut = read_lines_cut(file, facts, MAX_RECORD_LINES)
     cut_last = cut and len(lines) > 1
     fast: dict[int, object] = {}
     if columns is not None and len(lines) >= COLUMNAR_MIN_LINES:

@@ -48,11 +48,11 @@ from __future__ import annotations
 import polars as pl
 
 from ...model import Evidence, FormatFacts, Location, SourceFormat
-from ..base import InputFile
+from ..base import MAX_TEXT_BYTES, InputFile
 from .comm_hash import child_comm_hash, hash_name
 from .history import History
 from .keyed import read_keyed
-from .lines import read_lines
+from .lines import read_lines, report_long_lines
 from .patterns import SNIFF, Problems
 from .table import LogLines, collectives
 
@@ -79,12 +79,15 @@ class NcclLogSource:
                 return _evidence(file.name, found, Problems(file.name, []), self.facts)
             except pl.exceptions.PolarsError:  # a line read again that no longer reads: the line reader says what
                 pass
-        data, diagnostics = file.read_bytes()
+        # The line reader holds the content in memory (a few times its size): MAX_TEXT_BYTES at most, as every
+        # format read in memory. The logs it gets are small, compressed or odd (UTF-16, CR line ends, bad UTF-8).
+        data, diagnostics = file.read_bytes(max_size=MAX_TEXT_BYTES)
         problems = Problems(file.name, diagnostics)
         return _evidence(file.name, read_lines(data, problems), problems, self.facts)
 
 
 def _evidence(name: str, found: LogLines, problems: Problems, facts: FormatFacts) -> Evidence:
+    report_long_lines(problems, found.long_lines)
     history = History(problems)
     history.read(found.misc)
     evidence = Evidence(path=name, format=facts.format, collectives=collectives(found, history, problems), facts=facts)

@@ -20,12 +20,13 @@ from pathlib import Path
 
 import polars as pl
 
-from ..base import InputFile
+from ..base import MAX_LINE_BYTES as MAX_TEXT_LINE_BYTES
+from ..base import InputFile, long_line_at
 from .lines import COMPRESSED_MAGIC
 from .patterns import (
     COLL_MARK, COUNT, MAX_LINE_BYTES, MISC_MARK, STAMP, cut_shape, huge_count, misc_groups, unreadable,
 )
-from .table import LogLines
+from .table import LONG_LINES_SCHEMA, LogLines
 
 _OPCOUNT = COLL_MARK + "[0-9a-fA-F]+ "
 _LEAD_STAMP = "^" + STAMP
@@ -36,6 +37,10 @@ def read_keyed(file: InputFile, min_bytes: int) -> LogLines | None:
     """What the lines of a big plain log hold, read by keys; None to read it line by line (same result)."""
     try:
         if file.path.stat().st_size < min_bytes or file.compressed:
+            return None
+        if long_line_at(file.path, MAX_TEXT_LINE_BYTES) is not None:
+            # polars would build the whole line (a hole of 3 GiB is one line of NULs: 16 GiB of RSS) before any
+            # length could be checked; the line reader refuses such a file unread
             return None
         with open(file.path, "rb") as f:
             head = f.read(1 << 16)
@@ -73,6 +78,7 @@ class _KeyedReader:
         self.complete = complete
         self.stamps = stamps  # mask leading timestamps of COLL lines too
         self._texts: dict[int, str] = {}
+        self._long = LONG_LINES_SCHEMA.to_frame()
 
     def run(self) -> LogLines | None:
         text = pl.col("text")
@@ -82,12 +88,14 @@ class _KeyedReader:
         if self.stamps:
             key = pl.when(coll).then(key.str.replace(_LEAD_STAMP, _STAND_IN)).otherwise(key)
             lead = pl.when(coll).then(text.str.extract(_LEAD_STAMP, 1))
+        long = text.str.len_bytes() > MAX_LINE_BYTES  # no NCCL output: keyed as nothing, reported by its size
         lines = _scan_lines(self.path).select(
-            "line", key.cast(pl.Categorical(pl.Categories.random())).alias("key"),
-            (text.str.len_bytes() > MAX_LINE_BYTES).alias("long"), lead.alias("lead"),
+            "line", pl.when(long).then(None).otherwise(key).cast(pl.Categorical(pl.Categories.random())).alias("key"),
+            pl.when(long).then(text.str.len_bytes()).alias("long"), lead.alias("lead"),
         ).collect(engine="streaming")
-        if lines.height == 0 or lines["long"].any():
-            return None  # over-long lines: the line reader reports them
+        if lines.height == 0:
+            return None
+        self._long = lines.filter(pl.col("long").is_not_null()).select("line", pl.col("long").alias("size"))
         cut_line = None if self.complete else lines.height
         present = lines.select(pl.col("key").unique().drop_nulls())["key"]
         keys = pl.DataFrame({"kid": present.to_physical(), "key": present.cast(pl.String)})
@@ -154,7 +162,7 @@ class _KeyedReader:
         rows = lines.filter(pl.col("kid").is_in(coll["kid"].implode()))
         if rows.height == 0:
             shapes = pl.DataFrame(schema={"sid": pl.UInt32, "shape": pl.String})
-            return LogLines(misc, rows, shapes, cut_line, self._originals)
+            return LogLines(misc, rows, shapes, cut_line, self._originals, self._long)
         k = pl.col("key")
         stamped = bool(coll.select(k.str.contains(STAMP).any()).item())
         keys = keys.with_columns(
@@ -180,4 +188,4 @@ class _KeyedReader:
             ts = pl.when(per_key("restamped")).then(pl.col("lead")).otherwise(ts).alias("ts")
         rows = rows.select("line", per_key("count"), per_key("huge"), per_key("unreadable"), ts, per_key("merged"),
                            per_key("sid"))
-        return LogLines(misc, rows, shapes, cut_line, self._originals)
+        return LogLines(misc, rows, shapes, cut_line, self._originals, self._long)

@@ -29,7 +29,9 @@ def read_lines(data: bytes, problems: Problems) -> LogLines:
     frame, complete = line_frame(data, problems.name, problems.items)
     del data
     cut_line = None if complete or frame.height == 0 else frame["line"][-1]
-    frame = _drop_long_lines(frame, problems)
+    long = pl.col("text").str.len_bytes() > MAX_LINE_BYTES
+    long_lines = frame.filter(long).select("line", pl.col("text").str.len_bytes().alias("size"))
+    frame = frame.filter(~long.fill_null(False))
     text = pl.col("text")
     marked = frame.with_columns(
         text.str.contains(COLL_MARK, literal=True).fill_null(False).alias("coll"),
@@ -54,18 +56,14 @@ def read_lines(data: bytes, problems: Problems) -> LogLines:
         pl.col("shape").replace_strict(shapes["shape"], shapes["sid"], return_dtype=pl.UInt32).alias("sid")
     ).drop("shape")
     return LogLines(misc=misc, rows=rows, shapes=shapes, cut_line=cut_line,
-                    texts=lambda lines: candidates.filter(pl.col("line").is_in(lines.implode())))
+                    texts=lambda lines: candidates.filter(pl.col("line").is_in(lines.implode())), long_lines=long_lines)
 
 
-def _drop_long_lines(frame: pl.DataFrame, problems: Problems) -> pl.DataFrame:
-    long = pl.col("text").str.len_bytes() > MAX_LINE_BYTES
-    too_long = frame.filter(long).select("line", pl.col("text").str.len_bytes().alias("size"))
-    if too_long.height == 0:
-        return frame
-    for line, size in too_long.head(DIAGNOSTIC_LIMIT).iter_rows():
+def report_long_lines(problems: Problems, long_lines: pl.DataFrame) -> None:
+    """A warning for each line over MAX_LINE_BYTES (skipped by both readers)."""
+    for line, size in long_lines.head(DIAGNOSTIC_LIMIT).iter_rows():
         problems.warn(line, f"line of {size} bytes is not NCCL debug output; skipped")
-    problems.summarise(too_long.height, "over-long lines skipped")
-    return frame.filter(~long.fill_null(False))
+    problems.summarise(long_lines.height, "over-long lines skipped")
 
 
 def line_frame(data: bytes, name: str, problems: list[Diagnostic]) -> tuple[pl.DataFrame, bool]:

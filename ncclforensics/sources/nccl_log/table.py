@@ -29,6 +29,10 @@ class LogLines:
     shapes: pl.DataFrame  # one per distinct shape: sid (UInt32), shape
     cut_line: int | None  # the last line, where it has no line feed (cut short)
     texts: Callable[[pl.Series], pl.DataFrame]  # (line, text) of some COLL lines, to quote bad ones
+    long_lines: pl.DataFrame  # (line, size) of the lines over MAX_LINE_BYTES, skipped
+
+
+LONG_LINES_SCHEMA = pl.Schema({"line": pl.Int64, "size": pl.UInt32})
 
 
 def collectives(found: LogLines, history: History, problems: Problems) -> pl.DataFrame:
