@@ -7,6 +7,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import importlib.util
+import itertools
 import json
 import os
 import pickle
@@ -18,11 +19,14 @@ import time
 import zlib
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from cli_helpers import FIXTURES, diff_json, real, run_cli
 from ncclforensics.sources import InputFile, SOURCES, parse_file
 from ncclforensics.sources import base
+from ncclforensics.sources.keyvalue import MAX_RECORD_LINES
+from ncclforensics.sources.nccl_log import NcclLogSource
 from ncclforensics.sources.safe_pickle import load_pickle
 
 EXTRA_OP = real("extra-op-4rank")
@@ -275,6 +279,25 @@ def test_one_unreadable_count_is_reported_and_moves_nothing(tmp_path, logs_only)
     assert root["outlier_ranks"] == [0] and (logs_only or root["seq"] == ROOT_SEQ)
     [problem] = [p for p in found["problems"] if p["file"] == str(log)]
     assert (problem["line"], problem["severity"]) == (43, "error") and problem["message"].endswith("count '-4096'")
+
+
+def test_streams_that_agree_up_to_a_cut_are_not_said_to_be_nothing_compared(tmp_path):
+    """Rank 0's NCCL log cut inside a COLL line: the answer is inconclusive (what rank 0 did after the cut is
+    unknown), but its headline said "Nothing here gives the collectives of two or more ranks ... to compare" while
+    four ranks' 864 collectives were compared and agree."""
+    folder = tmp_path / "ev"
+    folder.mkdir()
+    for path in real("transient-skew").glob("nccl.*.log"):
+        (folder / path.name).write_bytes(path.read_bytes())
+    log = folder / "nccl.vm.592.log"
+    lines = log.read_bytes().splitlines(keepends=True)
+    cut = next(i for i in range(900, len(lines)) if b": opCount " in lines[i])
+    log.write_bytes(b"".join(lines[:cut]) + lines[cut][:60])
+    code, found = diff_json(folder)
+    assert (code, found["verdict"]) == (0, "inconclusive")
+    assert found["summary"].startswith("The collective streams of 4 ranks agree wherever their records overlap, but "
+                                       "that is not enough to call the job consistent"), found["summary"]
+    assert any(f"({log}:{cut + 1})" in caveat for caveat in found["caveats"])
 
 
 # --- a 64 MiB line, and lines built to make regexes slow ------------------------------------------------------------
@@ -885,6 +908,79 @@ def test_sparse_and_one_line_files_are_refused_in_bounded_memory(tmp_path):
     assert f"{folder / 'one-line.log.gz'}: a line of more than 64 MiB" in problems
     assert result["outlier"] == [0]  # ranks 1-3 and rank 0's dump still tell the story
     assert result["growth_mib"] < 400, result
+
+
+def sparse_nccl_log(path: Path, apart: int | None) -> Path:
+    """A real log's head, then holes: one to 3 GiB (`apart` None), or lines `apart` bytes apart up to 1 GiB."""
+    lines = (EXTRA_OP / "nccl.vm.442.log").read_bytes().splitlines(keepends=True)
+    with open(path, "wb") as out:
+        out.write(b"".join(lines[:60]))
+        if apart is None:
+            out.truncate(3 << 30)
+            return path
+        for line in itertools.cycle(lines[60:]):
+            if out.tell() > (1 << 30) - apart:
+                break
+            out.seek(out.tell() + apart)  # a hole: a line of NULs, no disk and no memory here
+            out.write(line)
+    return path
+
+
+@pytest.mark.parametrize("apart", [None, 8 << 20], ids=["one-hole-to-3-GiB", "lines-8-MiB-apart"])
+def test_a_sparse_nccl_log_costs_bounded_memory_in_its_own_parser(tmp_path, apart):
+    """`parse_file` refused a sparse 3 GiB log before reading it, but the NCCL log parser itself handed it to
+    polars, which built the hole as one 3 GiB line: 15.6 GiB of RSS before the refusal. A 1 GiB log whose lines
+    are 8 MiB of NULs apart was read whole in memory: 3.1 GiB. Now the first is refused unread and the second is
+    streamed, its long lines skipped with a warning each."""
+    log = sparse_nccl_log(tmp_path / "nccl.vm.442.log", apart)
+    script = (
+        "from pathlib import Path\n"
+        "from ncclforensics.errors import SourceError\n"
+        "from ncclforensics.sources import InputFile\n"
+        "from ncclforensics.sources.nccl_log import NcclLogSource\n"
+        "try:\n"
+        "    e = NcclLogSource().parse(InputFile(Path(sys.argv[1]), 'nccl.vm.442.log'))\n"
+        "    result = {'rows': e.collectives.height, 'problems': [str(p) for p in e.problems]}\n"
+        "except SourceError as error:\n"
+        "    result = {'refused': str(error)}\n"
+    )
+    result = rss_growth_mib(script, str(log))
+    if apart is None:
+        assert result["refused"] == f"{log}: a line of more than 64 MiB (from byte 67108864 of the content on); " \
+                                    "refusing the file (see MAX_LINE_BYTES)"
+        assert result["growth_mib"] < 100, result
+    else:
+        head = NcclLogSource().parse(InputFile(EXTRA_OP / "nccl.vm.442.log", "x")).collectives
+        assert result["rows"] == head.filter(pl.col("line") <= 60).height > 0  # the head's; every later line is long
+        skipped = [p for p in result["problems"] if "bytes is not NCCL debug output; skipped" in p]
+        assert skipped[0].startswith("nccl.vm.442.log:61: line of 83887") and len(skipped) == 50
+        assert any(p.endswith(" over-long lines skipped not listed") for p in result["problems"])
+        assert result["growth_mib"] < 800, result
+
+
+def test_a_gz_of_millions_of_one_repeated_journal_line_is_refused_as_it_inflates(tmp_path):
+    """A 2 MB .gz inflating to 700 MB of one gate journal line (16M records) took over 15 minutes and 3.5 GiB
+    (it is under the 1 GiB of a format read in memory); every line becomes a record object. A record file of
+    more than MAX_RECORD_LINES lines is refused as it inflates: one error line, exit 2, the rest analysed."""
+    line = (EXTRA_OP / "gate_journal_rank0.log").read_bytes().splitlines(keepends=True)[0]
+    journal = tmp_path / "more" / "gate_journal_rank0.log.gz"
+    journal.parent.mkdir()
+    write_gzip(journal, line * 10_000, MAX_RECORD_LINES // 10_000 + 10)
+    script = (
+        "from pathlib import Path\n"
+        "e = ncclforensics.sources.parse_file(ncclforensics.sources.InputFile(Path(sys.argv[1]), 'j.gz'))\n"
+        "result = {'problems': [p.message for p in e.problems], 'gates': len(e.gates)}\n"
+    )
+    started = time.perf_counter()
+    result = rss_growth_mib(script, str(journal))
+    assert time.perf_counter() - started < 30
+    assert result["gates"] == 0 and result["growth_mib"] < 150, result
+    assert result["problems"] == [f"more than {MAX_RECORD_LINES:,} lines, more than a file of records may have (one "
+                                  "object a line, held in memory); refusing the file (see MAX_RECORD_LINES): cut it "
+                                  f"to the steps in question (its last {MAX_RECORD_LINES // 2:,} lines, say)"]
+    code, found = diff_json(EXTRA_OP, journal)
+    assert code == 2 and found["root"]["seq"] == ROOT_SEQ
+    assert [p["file"] for p in found["problems"] if p["severity"] == "error"] == [str(journal)]
 
 
 def test_an_empty_file_costs_no_parse(tmp_path):

@@ -302,6 +302,11 @@ def summary(d: Diagnosis) -> str:
     for comm, history in sorted(d.ras.items()):
         if not parts and history.disagree and history.moving is None:
             parts.append(one_reply_words(comm, history))
+    if not parts and compared:  # inconclusive although the streams agree: what they cannot show is in the caveats
+        ranks = len({r for a in compared for r in a.ranks})
+        parts.append(f"The collective streams of {plural(ranks, 'rank')} agree wherever their records overlap, but "
+                     "that is not enough to call the job consistent (see the caveats" + (
+                         " and the evidence)." if d.evidence else ")."))
     if not parts:
         parts.append("Nothing here gives the collectives of two or more ranks of one communicator to compare"
                      + ("; the evidence table lists what the files do say." if d.evidence else "."))
