@@ -19,13 +19,14 @@ from ..model import (
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words
 from .clocks import clock_disagreements
-from .consequences import Disagreement, consequences, held_up
+from .consequences import Disagreement, consequences, odd_ones
 from .divergence import (
     DIFFERENT_OPS,
     EXTRA,
     MISSING,
     STOPPED,
     CommAnalysis,
+    RangeReason,
     Root,
     analyze_comm,
 )
@@ -36,7 +37,7 @@ from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
 from .ras_only import ras_only_roots, ras_only_wedge, ras_rank_map
 from .reconcile import Reconciliation, reconcile
-from .step_sums import step_sums_root
+from .step_sums import step_sums_root, with_checksum_outliers
 from .streams import Streams, build_streams
 from .traces import with_trace_rows
 from .unranked import unranked_streams
@@ -133,11 +134,16 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
                                            or marks_only_roots(marks, streams))
     unranked_caveats += comm_caveats
     sums_step = None
-    if root is None:  # streams that show nothing leave the checksums' word: results mixed in some step
+    if root is None or root.reason in (RangeReason.COUNTS, RangeReason.TYPE_COUNTS):
+        # Streams that show nothing leave the checksums' word (results mixed in some step); counts that place
+        # nothing leave them the say on who else departed.
         found = step_sums_root(fingerprints, {**{c: set(r) for c, r in streams.expected_members.items()},
                                               **{c: set(r) for c, r in streams.members.items()}})
-        if found is not None:
+        if found is not None and root is None:
             root, sums_step = found
+        elif found is not None:
+            root, said = with_checksum_outliers(root, found[0])
+            unranked_caveats += said
     if root is not None:
         root = _resolve_tie(root, gate)
         if root.kind == STOPPED and _death_evidence(ras, rank_map, watchdog):

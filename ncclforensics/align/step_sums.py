@@ -14,7 +14,10 @@ agree (inputs alike on every rank make them agree even misaligned), it is in ste
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..model import FingerprintRow
+from ..model.phrases import ranks_words
 from .divergence import DIFFERENT_OPS, RangeReason, Root
 from .fingerprints import checked_right
 from .traces import comm_named_by
@@ -91,3 +94,19 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) 
     )
     earlier_right = all(all(ranks.values()) for s, ranks in verdicts.items() if s < step)
     return root, step if earlier_right else None
+
+
+def with_checksum_outliers(root: Root, sums: Root) -> tuple[Root, list[str]]:
+    """A root from launch counts (which say who launched more or fewer, and place nothing) with the ranks whose
+    per-step checksums part from the others' added: they departed too, and nothing says which came first."""
+    members = set(root.outlier_ranks) | set(root.reference_ranks)
+    added = sorted(set(sums.outlier_ranks) - set(root.outlier_ranks))
+    if not sums.majority or not root.majority or not added or not set(sums.outlier_ranks) <= members:
+        return root, []
+    outliers = sorted(set(root.outlier_ranks) | set(added))
+    merged = replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
+                     majority=len(outliers) * 2 < len(members))
+    said = (f"{ranks_words(added)} read back per-step checksums that part from the others' at step "
+            f"{sums.step_bound}: {'they' if len(added) > 1 else 'it'} departed too, and the counts do not say "
+            f"whose departure came first, so the root names {ranks_words(outliers)}")
+    return merged, [said]

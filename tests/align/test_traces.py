@@ -150,3 +150,21 @@ def test_per_step_checksums_of_replicas_part_only_among_the_ranks_that_read_back
     root = d["root"]
     assert d["verdict"] == "diverged" and root["outlier_ranks"] == [2, 3] and not root["majority"]
     assert root["step"] == 1 and root["seq_range"] is None and root["comm"] == "[ranks=2,3]"
+
+
+def test_checksums_add_the_ranks_they_part_on_to_a_root_from_launch_counts(tmp_path):
+    """PyTorch's watchdog says rank 0 launched one collective fewer (its marks and a desync report), which places
+    nothing; the per-step checksums part at step 1 on rank 2: it departed too, and the root names both."""
+    from tests.align.test_watchdog import _desync_logs
+
+    paths = _desync_logs(tmp_path, laggard=0)
+    for rank in range(4):
+        sums = [(0, 100.0, 100.0), (1, 250.0 if rank == 2 else 200.0, 210.0)]
+        path = tmp_path / f"fingerprint_rank{rank}.jsonl"
+        path.write_text("".join(json.dumps({"step": s, "rank": rank, "sum": got, "expected_sum": want}) + "\n"
+                                for s, got, want in sums))
+        paths.append(str(path))
+    d = answer(*paths)
+    root = d["root"]
+    assert d["verdict"] == "diverged" and root["outlier_ranks"] == [0, 2] and root["kind"] == "missing"
+    assert any("rank 2 read back per-step checksums that part" in c for c in d["caveats"])
