@@ -19,7 +19,7 @@ from ..model import (
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words
 from .clocks import clock_disagreements
-from .consequences import Disagreement, consequences, odd_ones
+from .consequences import Disagreement, consequences, held_up
 from .divergence import (
     DIFFERENT_OPS,
     EXTRA,
