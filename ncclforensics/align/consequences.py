@@ -3,19 +3,20 @@
 A rank that is stuck in one communicator stops launching in every other one it belongs to, so one divergence
 shows in several communicators: a tensor-parallel group whose ranks diverged (a rank ran the drafter's
 collectives, the other did not) wedges, and the world group that contains it then sees those ranks launch fewer
-collectives than everyone else. Counts and lengths alone make the world group look like a root as well.
+collectives than everyone else; a rank the divergence let run on enqueues a collective in its data-parallel
+group that its peers, stuck behind, never reach. Counts and lengths alone make those groups look like roots too.
 
-Two rules tell the consequences, each from what every kind of evidence gives (who is in a communicator, and who
-is held up in it: the ranks that launched fewer than their peers, else the outliers the communicator's root
-names):
+Two rules tell the consequences, each from what every kind of evidence gives: who is in a communicator, and whom
+its disagreement singles out (the *odd* ranks: the minority that departs from a majority, ahead or behind; where
+no side is a majority, the side that launched fewer; else the outliers its root names):
 
-- **nesting**: a communicator whose held-up ranks all belong to a smaller one inside it (all of whose members are
-  its members) that disagrees too is a consequence of that one. A divergence inside the outer group does not
-  make the inner one disagree, since collectives are enqueued without waiting: a rank that skipped a world
-  collective still enqueues its tensor-parallel ones, and its peers enqueue theirs behind the stuck one;
-- **one cause for all**: of the communicators left, those whose members do not include every rank held up in any
-  of them are consequences of those that do (one divergence there holds up every one of those ranks; no
-  divergence in the others can hold up ranks outside them).
+- **nesting**: a communicator whose odd ranks all belong to a smaller one inside it (all of whose members are its
+  members) that disagrees too is a consequence of that one. A divergence inside the outer group does not make
+  the inner one disagree, since collectives are enqueued without waiting: a rank that skipped a world collective
+  still enqueues its tensor-parallel ones, and its peers enqueue theirs behind the stuck one;
+- **one cause for all**: of the communicators left, those whose members do not include every odd rank of any of
+  them are consequences of those that do (one divergence there involves every one of those ranks; no divergence
+  in the others can involve ranks outside them).
 
 Where neither rule separates two communicators, both stay candidates: the caller names one and says that the
 evidence cannot tell which diverged first.
@@ -33,7 +34,7 @@ class Disagreement:
 
     comm: str
     members: frozenset[Hashable]  # the processes in it: global ranks, or (host, pid) where RAS gives no global ranks
-    held: frozenset[Hashable]  # those that launched fewer than their peers, else the outliers its root names
+    odd: frozenset[Hashable]  # the ranks its disagreement singles out (see odd_ones)
     unknown: int = 0  # members of which process they are is not on record (counted in `members` by a key of their own)
 
     def may_contain(self, other: Disagreement) -> bool:
@@ -41,9 +42,11 @@ class Disagreement:
         return len(other.members) < len(self.members) and len(other.members - self.members) <= self.unknown
 
 
-def held_up(launched: Mapping[Hashable, int], outliers: set[Hashable]) -> frozenset[Hashable]:
-    """The processes that launched fewer collectives than the most any process of the communicator launched;
-    `outliers` where every process launched as many (records that differ, not lengths)."""
+def odd_ones(launched: Mapping[Hashable, int], outliers: set[Hashable], majority: bool) -> frozenset[Hashable]:
+    """The ranks a communicator's disagreement singles out: its root's outliers where they depart from a majority;
+    else (no side is a majority) those that launched fewer than the most any rank launched; else the outliers."""
+    if majority and outliers:
+        return frozenset(outliers)
     most = max(launched.values(), default=0)
     behind = frozenset(p for p, n in launched.items() if n < most)
     return behind or frozenset(outliers)
@@ -54,11 +57,11 @@ def consequences(found: list[Disagreement]) -> dict[str, list[str]]:
     explained: dict[str, list[str]] = {}
     for outer in found:
         inner = [d for d in found if d.comm != outer.comm and outer.may_contain(d)]
-        causes = {p: [d.comm for d in inner if p in d.members] for p in outer.held}
-        if outer.held and all(causes.values()):
+        causes = {p: [d.comm for d in inner if p in d.members] for p in outer.odd}
+        if outer.odd and all(causes.values()):
             explained[outer.comm] = sorted({c for comms in causes.values() for c in comms})
     left = [d for d in found if d.comm not in explained]
-    every = frozenset().union(*(d.held for d in left)) if left else frozenset()
+    every = frozenset().union(*(d.odd for d in left)) if left else frozenset()
     covering = [d.comm for d in left if every and every <= d.members]
     if covering:
         for d in left:

@@ -19,7 +19,7 @@ from ..model import (
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words
 from .clocks import clock_disagreements
-from .consequences import Disagreement, consequences, held_up
+from .consequences import Disagreement, consequences, odd_ones
 from .divergence import (
     DIFFERENT_OPS,
     EXTRA,
@@ -294,7 +294,7 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
         order = {MISSING: 0, DIFFERENT_OPS: 1, EXTRA: 2, STOPPED: 3}  # ranks that skipped the drafter lack some
     launched = {a.comm: {r: n for r, n in a.launched.items() if (a.comm, r) not in streams.cut} for a in rooted}
     found = [Disagreement(a.comm, frozenset(a.ranks) | frozenset(streams.expected_members.get(a.comm, ())),
-                          held_up(launched[a.comm], set(a.root.outlier_ranks))) for a in rooted]
+                          odd_ones(launched[a.comm], set(a.root.outlier_ranks), a.root.majority)) for a in rooted]
     explained = consequences(found)
 
     def evidence(r: Root) -> tuple:
@@ -306,7 +306,19 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
     root = min(roots, key=lambda r: (*evidence(r), r.told, not (set(r.outlier_ranks) & deviants), order[r.kind],
                                      r.seq_range[1] - r.seq_range[0], r.seq, r.comm))
     undecided = [r.comm for r in roots if r.comm != root.comm and evidence(r) == evidence(root)]
-    return root, _comm_caveats(root, roots, explained, undecided)
+    odd = next(d.odd for d in found if d.comm == root.comm)
+    return root, _comm_caveats(root, roots, explained, undecided) + _unseen_causes(root, odd, streams)
+
+
+def _unseen_causes(root: Root, odd: frozenset, streams: Streams) -> list[str]:
+    """Where the root's streams differ only in length, the other communicators of its odd ranks that no two ranks'
+    records compare: a divergence there would show in the root's communicator just so."""
+    if root.shown:
+        return []
+    unseen = sorted(c for c, ranks in streams.members.items()
+                    if c != root.comm and len(ranks) < 2 and set(ranks) & odd and not is_p2p_comm(c))
+    return [f"{ranks_words(sorted(set(streams.members[c]) & odd))} also runs in comm {c}, and no other rank of it "
+            f"is on record: a divergence there would show in comm {root.comm} just so" for c in unseen]
 
 
 def _pick_counted(found: list[tuple[Root, Disagreement]]) -> tuple[Root | None, list[str]]:

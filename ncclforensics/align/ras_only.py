@@ -9,7 +9,7 @@ from dataclasses import replace
 import polars as pl
 
 from ..model import Evidence, Location, WedgeKind
-from .consequences import Disagreement, candidates, held_up
+from .consequences import Disagreement, candidates, odd_ones
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from .ras import RasHistory
 from .streams import Streams
@@ -74,9 +74,9 @@ def ras_only_roots(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
     for comm, history in sorted(ras.items()):
         if comm in streams.members:
             continue
-        root = _comm_root(comm, history, rank_map, stops)
+        root = _comm_root(comm, history, stops)
         if root is not None:
-            found.append((root, _disagreement(comm, history, rank_map, root)))
+            found.append((_named(root, _names(comm, history, rank_map)), _disagreement(comm, history, root)))
     sizes = {comm: history.states[-1][1].size or 0 for comm, history in ras.items()}
     largest = [comm for comm, size in sizes.items() if size and size == max(sizes.values())]
     if len(largest) == 1:
@@ -88,40 +88,38 @@ def ras_only_roots(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
 def _place_unlisted(spanning: Disagreement, found: list[Disagreement]) -> Disagreement:
     """The communicator that spans the job, with the ranks a reply gives only as `2 ranks have launched up to
     operation 1` made the processes they must be: where the other communicators name exactly as many processes
-    it does not name, it holds those. Held up are all of them, where all those ranks are."""
+    it does not name, it holds those. Odd are all of them, where all those ranks are."""
     unknown = {k for k in spanning.members if k[0] == "unknown"}
     named = set().union(*(d.members for d in found)) - spanning.members
     named = {k for k in named if k[0] != "unknown"}
     if not unknown or len(named) != len(unknown):
         return spanning
-    held = spanning.held
-    if unknown <= held:
-        held = (held - unknown) | named
-    elif unknown & held:
-        return spanning  # some of them held up, and which processes those are is not known
-    return Disagreement(spanning.comm, (spanning.members - unknown) | named, held)
+    odd = spanning.odd
+    if unknown <= odd:
+        odd = (odd - unknown) | named
+    elif unknown & odd:
+        return spanning  # some of them odd, and which processes those are is not known
+    return Disagreement(spanning.comm, (spanning.members - unknown) | named, odd)
 
 
-def _comm_root(comm: str, history: RasHistory, rank_map: dict, stops: dict[str, list[str]]) -> Root | None:
-    """The communicator's root by its RAS counts, its ranks named by _names."""
+def _comm_root(comm: str, history: RasHistory, stops: dict[str, list[str]]) -> Root | None:
+    """The communicator's root by its RAS counts, its ranks by their comm ranks."""
     lost = sorted(set(history.missing_ranks) | set(history.dead_ranks))
     counts = history.launched()
     typed = history.by_type()
     if lost and counts:
         last = max(counts.values())
         single = all(set(c) <= {"ops"} for c in typed.values())
-        root = Root(
+        return Root(
             comm=comm, seq=1 if single else None, seq_range=(1, last) if single else None,
             outlier_ranks=lost, reference_ranks=sorted(counts), kind=STOPPED, size=0,
             pinned_by="RAS counts", reason=RangeReason.NO_DATA, ops={}, counts_by_type=_by_type(typed),
         )
-    elif not history.disagree or not (history.stuck or stops.get(comm)) or len(typed) < 2:
+    if not history.disagree or not (history.stuck or stops.get(comm)) or len(typed) < 2:
         return None
-    elif all(set(c) <= {"ops"} for c in typed.values()):
-        root = root_from_counts(comm, {r: c.get("ops", 0) for r, c in typed.items()}, "RAS counts")
-    else:
-        root = _root_from_type_counts(comm, _by_type(typed), complete=bool(history.tabled()))
-    return _named(root, _names(comm, history, rank_map)) if root is not None else None
+    if all(set(c) <= {"ops"} for c in typed.values()):
+        return root_from_counts(comm, {r: c.get("ops", 0) for r, c in typed.items()}, "RAS counts")
+    return _root_from_type_counts(comm, _by_type(typed), complete=bool(history.tabled()))
 
 
 def _names(comm: str, history: RasHistory, rank_map: dict) -> dict[int, int]:
@@ -143,20 +141,19 @@ def _named(root: Root, names: dict[int, int]) -> Root:
                                    for t, counts in root.counts_by_type.items()})
 
 
-def _disagreement(comm: str, history: RasHistory, rank_map: dict, root: Root) -> Disagreement:
-    """Who the communicator's disagreement involves, each process by the host and pid RAS names it by (the same
-    process in two communicators; a rank a reply lists only in a count of ranks is of no known process)."""
+def _disagreement(comm: str, history: RasHistory, root: Root) -> Disagreement:
+    """Who the communicator's disagreement involves (`root` in comm ranks), each process by the host and pid RAS
+    names it by (the same process in two communicators; a rank a reply lists only in a count of ranks is of no
+    known process)."""
     block = history.states[-1][1]
     pids = {r.rank: (r.host, r.pid) for _, b in history.states for r in b.ranks if r.pid is not None}
     size = max([block.size or 0, *(r.rank + 1 for r in block.ranks), *(r + 1 for r in history.by_type())])
     key = {r: pids.get(r, ("unknown", comm, r)) for r in range(size)}  # (host, pid), or unknown
-    names = _names(comm, history, rank_map)
-    by_name = {names[r]: k for r, k in key.items() if r in names}
     # by_type, not launched(): it also counts the ranks a reply gives only as `3 ranks have launched up to ...`
     launched = {key[r]: sum(c.values()) for r, c in history.by_type().items() if r in key}
     lost = {key[r] for r in set(history.missing_ranks) | set(history.dead_ranks) if r in key}
-    held = frozenset(lost) or held_up(launched, {by_name[r] for r in root.outlier_ranks if r in by_name})
-    return Disagreement(comm, frozenset(key.values()), held, unknown=sum(r not in pids for r in key))
+    odd = frozenset(lost) or odd_ones(launched, {key[r] for r in root.outlier_ranks if r in key}, root.majority)
+    return Disagreement(comm, frozenset(key.values()), odd, unknown=sum(r not in pids for r in key))
 
 
 def _by_type(typed: dict[int, dict[str, int]]) -> dict[str, dict[int, int]]:

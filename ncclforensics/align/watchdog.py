@@ -23,7 +23,7 @@ from ..model import (
     conform,
 )
 from .comm_streams import comm_streams
-from .consequences import Disagreement, candidates, held_up
+from .consequences import Disagreement, candidates, odd_ones
 from .divergence import Root, ops_at
 from .ras_only import root_from_counts, wedge_from_counts
 from .streams import Streams
@@ -191,8 +191,9 @@ def _compared(streams: Streams) -> bool:
     """Whether the streams let two ranks of some communicator be compared. Then they speak, not the counts: a
     group's PyTorch name and the communicator's hash cannot be told to be one, and the counts would only echo
     (or, where PyTorch counts work NCCL's lines do not, muddle) what the streams say."""
-    # Rows made from timeout lines alone (one per rank) compare nothing but the op each rank waits in.
-    return any(len(members) > 1 for members in streams.members.values()) and any(
+    # Rows made from timeout lines alone (one per rank) compare nothing but the op each rank waits in; streams
+    # that end where a file was cut short speak only up to the cut, and past it the counts do.
+    return not streams.cut and any(len(members) > 1 for members in streams.members.values()) and any(
         part.height > 1 for part in streams.parts.values())
 
 
@@ -214,8 +215,8 @@ def marks_only_roots(groups: dict[str, EnqueueMarks], streams: Streams) -> list[
         if marks.stops:
             root = root_from_counts(comm, marks.launched, marks.source)
             if root is not None:
-                held = held_up(marks.launched, set(root.outlier_ranks))
-                found.append((root, Disagreement(comm, frozenset(marks.launched), held)))
+                odd = odd_ones(marks.launched, set(root.outlier_ranks), root.majority)
+                found.append((root, Disagreement(comm, frozenset(marks.launched), odd)))
     return found
 
 

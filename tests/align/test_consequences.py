@@ -4,7 +4,7 @@ reply of a tensor-parallel group inside a world group."""
 
 from __future__ import annotations
 
-from ncclforensics.align.consequences import Disagreement, candidates, consequences, held_up
+from ncclforensics.align.consequences import Disagreement, candidates, consequences, odd_ones
 from ncclforensics.align.ras import ras_histories
 from ncclforensics.align.ras_only import ras_only_root, ras_only_roots, ras_rank_map
 from ncclforensics.align.streams import Streams
@@ -16,10 +16,11 @@ def _d(comm: str, members, held, unknown: int = 0) -> Disagreement:
     return Disagreement(comm, frozenset(members), frozenset(held), unknown)
 
 
-def test_held_up_ranks_are_those_behind_else_the_outliers():
-    assert held_up({0: 3, 1: 2, 2: 3, 3: 3}, {1}) == {1}
-    assert held_up({0: 10, 1: 12}, {0, 1}) == {0}  # a tie: the side behind is the one held up
-    assert held_up({0: 2, 1: 2}, {1}) == {1}  # records that differ, not lengths: the outliers
+def test_the_odd_ranks_are_a_majoritys_outliers_else_those_behind():
+    assert odd_ones({0: 3, 1: 2, 2: 3, 3: 3}, {1}, majority=True) == {1}
+    assert odd_ones({0: 3, 2: 3, 4: 4, 6: 3}, {4}, majority=True) == {4}  # ahead of the others: waits for them
+    assert odd_ones({0: 10, 1: 12}, {0, 1}, majority=False) == {0}  # a tie: the side behind
+    assert odd_ones({0: 2, 1: 2}, {0, 1}, majority=False) == {0, 1}  # records that differ, not lengths
 
 
 def test_a_world_group_behind_only_where_its_tp_group_diverged_is_a_consequence():
