@@ -19,9 +19,9 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
 - `root_on_unfaulted_comm`: the root is on a comm whose ranks all ran the same program (a consequence of a hang
   elsewhere) while a comm that diverged shows it;
 - `unknown_comm`: the root's comm is none of the incident's (by NCCL commId or process-group name); a root on
-  per-step checksums alone that names the ranks it compared (`[ranks=1,2]`) where no comm has exactly those ranks
-  is read as on the comm that diverged holding the most of them (a step's checksum sums what a rank read back
-  from every comm it is in, so such evidence names ranks, never a communicator);
+  per-step checksums alone that names the ranks it compared (`[ranks=1,2]`) is read as on the comm that diverged
+  holding the most of them, whether or not some comm has exactly those ranks (a step's checksum sums what a rank
+  read back from every comm it is in, so such evidence names ranks, never a communicator);
 - `parse_error`: a file that was written whole has an error-severity problem (a writer or parser bug);
 - `crash`: `diff` raised (or the answer could not be read: a changed JSON contract).
 
@@ -136,7 +136,7 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
                                     f"verdict {answer.get('verdict')}, no root"))
         return outcome
     comm = resolve_comm(incident, str(root.get("comm")))
-    if comm is None and root.get("pinned_by") == "per-step checksums":
+    if root.get("pinned_by") == "per-step checksums" and str(root.get("comm")).startswith("[ranks="):
         comm = _comm_of_ranks_compared(incident, str(root.get("comm")))
     if comm is None:
         add(Violation("unknown_comm", f"root comm {root['comm']!r} is none of the incident's"))
