@@ -49,3 +49,18 @@ def test_a_log_cut_inside_its_last_line_is_said_and_claims_nothing_past_it(tmp_p
     assert any("nccl.vm.431.log" in c and "cut short" in c for c in d["caveats"])
     assert any(p["file"].endswith("nccl.vm.431.log") and p["line"] == at + 1 and "cut short" in p["message"]
                for p in d["problems"])
+
+
+def test_where_the_logs_are_cut_short_pytorchs_counts_speak_past_the_cut(tmp_path):
+    """extra-op-4rank's NCCL logs and watchdog logs, rank 0's log cut inside its 14th collective (the extra one is
+    25): the logs agree up to the cut, and PyTorch's `last enqueued work` marks say rank 0 launched 50 where the
+    others launched 49."""
+    folder = copy(tmp_path, "extra-op-4rank", "nccl.", "torch_rank")
+    log = folder / "nccl.vm.442.log"
+    lines = log.read_text().split("\n")
+    log.write_text("\n".join(lines[:66]) + "\n" + lines[66][:40])
+    code, d = diff_json(str(folder))
+    root = d["root"]
+    assert code == 1 and d["verdict"] == "diverged"
+    assert root["outlier_ranks"] == [0] and root["kind"] == "extra" and root["seq_range"][0] <= 25 <= root["seq_range"][1]
+    assert root["pinned_by"] == "PyTorch's enqueued counts"
