@@ -35,7 +35,7 @@ from .gates import GateDisagreement, first_gate_disagreement
 from .jobs import split_jobs
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
-from .ras_only import ras_only_roots, ras_only_wedge, ras_rank_map
+from .ras_only import ras_only_roots, ras_only_wedge, ras_rank_map, unnamed_ranks
 from .reconcile import Reconciliation, reconcile
 from .step_sums import step_sums_root, with_checksum_outliers
 from .streams import Streams, build_streams
@@ -132,6 +132,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     if root is None:
         root, comm_caveats = _pick_counted(ras_only_roots(ras, rank_map, streams, stops)
                                            or marks_only_roots(marks, streams))
+        if root is not None and root.pinned_by == "RAS counts":
+            comm_caveats += unnamed_ranks(root.comm, ras, rank_map)
     unranked_caveats += comm_caveats
     sums_step = None
     if root is None or root.reason in (RangeReason.COUNTS, RangeReason.TYPE_COUNTS):

@@ -131,6 +131,21 @@ def _names(comm: str, history: RasHistory, rank_map: dict) -> dict[int, int]:
     return named or {r: r for r in ranks}
 
 
+def unnamed_ranks(comm: str, ras: dict[str, RasHistory], rank_map: dict) -> list[str]:
+    """Caveats for the ranks of `comm` that a root from its RAS counts leaves out (see _names)."""
+    history = ras.get(comm)
+    if history is None:
+        return []
+    names = _names(comm, history, rank_map)
+    processes = {r.rank: (r.host, r.pid) for _, b in history.states for r in b.ranks if r.pid is not None}
+    counts = history.by_type()
+    left = sorted({*counts, *processes} - set(names))
+    return [f"comm {comm}'s rank {r}" + (f" (process {processes[r][1]} on {processes[r][0]})" if r in processes
+                                         else "")
+            + (" launched " + ", ".join(f"{t} {n}" for t, n in sorted(counts[r].items())) if counts.get(r) else "")
+            + "; no record gives its global rank, so the ranks named leave it out" for r in left]
+
+
 def _named(root: Root, names: dict[int, int]) -> Root:
     """`root` with its comm ranks renamed (those with no name left out), unless that would leave no outlier."""
     if not any(r in names for r in root.outlier_ranks):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ncclforensics.align.consequences import Disagreement, candidates, consequences, odd_ones
 from ncclforensics.align.ras import ras_histories
-from ncclforensics.align.ras_only import ras_only_root, ras_only_roots, ras_rank_map
+from ncclforensics.align.ras_only import ras_only_root, ras_only_roots, ras_rank_map, unnamed_ranks
 from ncclforensics.align.streams import Streams
 from ncclforensics.align.watchdog import EnqueueMarks, marks_only_root
 from ncclforensics.sources import InputFile, parse_file
@@ -120,3 +120,6 @@ def test_ras_counts_name_the_tp_group_and_its_ranks_by_the_world_groups_processe
                                                                                                   "0x" + TP]
     root = ras_only_root(histories, rank_map, Streams(), stops={})
     assert (root.comm, root.outlier_ranks, root.majority) == ("0x" + TP, [2], False)
+    assert unnamed_ranks(root.comm, histories, rank_map) == [
+        f"comm 0x{TP}'s rank 1 (process 637 on 192.0.2.2) launched AllReduce 10; no record gives its global rank, "
+        "so the ranks named leave it out"]
