@@ -57,7 +57,7 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
             return None
         outliers = sorted(r for ranks in ordered[1:] for r in ranks) if majority else sorted(rows)
         root = Root(
-            comm=comm_named_by(frozenset(rows), known), seq=None, seq_range=None, outlier_ranks=outliers,
+            comm=_comm_summed(frozenset(rows), known), seq=None, seq_range=None, outlier_ranks=outliers,
             reference_ranks=ordered[0] if majority else sorted(rows), kind=DIFFERENT_OPS, size=0,
             pinned_by="per-step checksums", reason=RangeReason.STEP_SUMS, majority=majority, ops={},
             kinds=(DIFFERENT_OPS,), shown=True, step_bound=step,
@@ -66,6 +66,16 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
         earlier = [row for s, ranks in by_step.items() if s < step for row in ranks.values()]
         return root, step if all(checked_right(row) for row in earlier) else None
     return _wrong_pair(fingerprints, known)
+
+
+def _comm_summed(ranks: frozenset[int], known: dict[str, set[int]]) -> str:
+    """The comm a step's checksums are of: a rank's checksum sums what it read back from every comm it is in, so
+    it names a comm only where that is the one known comm of these ranks; else the ranks (`[ranks=0,1]`)."""
+    touching = {comm: members for comm, members in known.items() if members & ranks}
+    member_sets = {frozenset(members) for members in touching.values()}  # (one comm may be known by two names)
+    if len(member_sets) == 1 and ranks <= (members := next(iter(member_sets))):
+        return comm_named_by(members, touching)
+    return comm_named_by(ranks, {})
 
 
 def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) -> tuple[Root, int | None] | None:
@@ -88,7 +98,7 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) 
     if len(ranks) != 2:
         return None
     root = Root(
-        comm=comm_named_by(frozenset(ranks), known), seq=None, seq_range=None, outlier_ranks=sorted(ranks),
+        comm=_comm_summed(frozenset(ranks), known), seq=None, seq_range=None, outlier_ranks=sorted(ranks),
         reference_ranks=sorted(ranks), kind=DIFFERENT_OPS, size=0, pinned_by="per-step checksums",
         reason=RangeReason.STEP_SUMS, majority=False, ops={}, kinds=(DIFFERENT_OPS,), shown=True, step_bound=step,
     )
