@@ -49,6 +49,7 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
         if len(matches) == 1 and matches[0] not in mapping.values():
             mapping[process] = matches[0]
     mapping.update(_by_members(logs, evidence, processes, mapping))
+    mapping.update(_by_layout(logs, evidence, processes, mapping, set(dumps)))
     unmatched = [p for p in processes if p not in mapping]
     next_rank = max([*mapping.values(), *dumps, -1]) + 1
     stand_ins = {p: next_rank + i for i, p in enumerate(unmatched)}
@@ -163,6 +164,45 @@ def _by_members(logs: list[Evidence], evidence: list[Evidence], processes: list[
                  if (i.host, i.pid) == process and len(members.get(i.comm, ())) == 1}
         if len(named) == 1 and not (named & taken):
             found[process] = named.pop()
+            taken.add(found[process])
+    return found
+
+
+def _by_layout(logs: list[Evidence], evidence: list[Evidence], processes: list[tuple], mapping: dict[tuple, int],
+               dumped: set[int]) -> dict[tuple, int]:
+    """Processes still unplaced, placed by the job's group layout alone: every dump's `pg_config` lists every
+    group's global ranks, so each of a process's communicators (its size, its comm rank) allows the global ranks
+    at that position of a group of that size, and one rank left over them all is the process's. Worked example:
+    TP groups (0, 1, 2, 3), (4, 5, 6, 7) and DP groups (0, 4), (1, 5), (2, 6), (3, 7); comm rank 2 of a 4-rank
+    comm allows ranks 2 and 6, comm rank 1 of a 2-rank comm allows 4, 5, 6 and 7: rank 6."""
+    layouts = {tuple(info.ranks) for item in evidence if _recorder(item) for info in item.comm_infos
+               if len(info.ranks) > 1}
+    job = set(range(_job_size(evidence)))
+    # Only sizes whose groups, as the dumps list them, cover the whole job: a group no dump lists would otherwise
+    # leave its true ranks out and a wrong one over.
+    complete = {size for size in {len(g) for g in layouts}
+                if {r for g in layouts if len(g) == size for r in g} >= job}
+    if not layouts or not job:
+        return {}
+    taken = set(mapping.values())
+    found: dict[tuple, int] = {}
+    for process in processes:
+        if process in mapping:
+            continue
+        places = [(i.comm_size, i.comm_rank) for item in logs for i in item.identities
+                  if (i.host, i.pid) == process and i.comm_size and i.comm_size > 1 and i.comm_rank is not None]
+        places = [(size, comm_rank) for size, comm_rank in places if size in complete]
+        if not places:
+            continue
+        allowed: set[int] | None = None
+        for size, comm_rank in places:
+            here = {group[comm_rank] for group in layouts if len(group) == size and comm_rank < size}
+            allowed = here if allowed is None else allowed & here
+        allowed = (allowed or set()) - taken
+        if len(allowed) > 1:
+            allowed -= dumped  # a process with a dump of its own would have matched it
+        if len(allowed) == 1:
+            found[process] = allowed.pop()
             taken.add(found[process])
     return found
 
