@@ -14,8 +14,8 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   every rank that diverged on that comm; or the same among the outliers the evidence shows, visibility.py);
   where the outliers are no strict minority of the ranks on record (two ranks, or an even split), naming the
   other side or both sides is right too (`Root.majority` is then false);
-  where nothing in the evidence names global ranks (NCCL logs and RAS of a job without a comm over every rank),
-  comm ranks are right too;
+  where nothing in the evidence names global ranks (NCCL logs of a job without a comm over every rank, RAS
+  replies alone), comm ranks are right too;
 - `root_on_unfaulted_comm`: the root is on a comm whose ranks all ran the same program (a consequence of a hang
   elsewhere) while a comm that diverged shows it;
 - `unknown_comm`: the root's comm is none of the incident's (by NCCL commId or process-group name); a root on
@@ -204,10 +204,14 @@ def _or(seqs: list[int]) -> str:
 
 def _names_global_ranks(incident: Incident, written: Written) -> bool:
     """Whether the evidence says which global rank a collective stream is: Flight Recorder dumps and watchdog logs
-    (`[rankR]:`) do; NCCL logs and RAS replies only through a comm over every rank (gate journals and fingerprint
-    traces name global ranks, but nothing ties them to a log's comm ranks)."""
+    (`[rankR]:`) do; NCCL logs only through a comm over every rank (its INIT lines give each process its rank
+    there); RAS replies alone never (a reply lists a comm's ranks with their processes only for a comm in
+    trouble, so a world comm that is fine ties no process to a global rank). Gate journals and fingerprint traces
+    name global ranks, but nothing ties them to a log's comm ranks."""
     if any(written.ranks.get(kind) for kind in ("fr", "torch")):
         return True
+    if not written.ranks.get("nccl"):
+        return False
     world = tuple(incident.program.ranks)
     return any(comm.ranks == world for comm in incident.program.comms.values())
 
