@@ -314,13 +314,16 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
 
 def _unseen_causes(root: Root, odd: frozenset, streams: Streams) -> list[str]:
     """Where the root's streams differ only in length, the other communicators of its odd ranks that no two ranks'
-    records compare: a divergence there would show in the root's communicator just so."""
+    whole records compare (one rank on record, or the others' files cut short): a divergence there would show in
+    the root's communicator just so."""
     if root.shown:
         return []
+    whole = {c: set(ranks) - {r for (cut, r) in streams.cut if cut == c} for c, ranks in streams.members.items()}
     unseen = sorted(c for c, ranks in streams.members.items()
-                    if c != root.comm and len(ranks) < 2 and set(ranks) & odd and not is_p2p_comm(c))
-    return [f"{ranks_words(sorted(set(streams.members[c]) & odd))} also runs in comm {c}, and no other rank of it "
-            f"is on record: a divergence there would show in comm {root.comm} just so" for c in unseen]
+                    if c != root.comm and len(whole[c]) < 2 and set(ranks) & odd and not is_p2p_comm(c))
+    return [f"{ranks_words(sorted(set(streams.members[c]) & odd))} also runs in comm {c}, where no other rank's "
+            f"records are whole to compare with: a divergence there would show in comm {root.comm} just so"
+            for c in unseen]
 
 
 def _pick_counted(found: list[tuple[Root, Disagreement]]) -> tuple[Root | None, list[str]]:

@@ -5,10 +5,13 @@ reply of a tensor-parallel group inside a world group."""
 from __future__ import annotations
 
 from ncclforensics.align.consequences import Disagreement, candidates, consequences, odd_ones
+from ncclforensics.align.diagnosis import _unseen_causes
+from ncclforensics.align.divergence import MISSING, RangeReason, Root
 from ncclforensics.align.ras import ras_histories
 from ncclforensics.align.ras_only import ras_only_root, ras_only_roots, ras_rank_map, unnamed_ranks
 from ncclforensics.align.streams import Streams
 from ncclforensics.align.watchdog import EnqueueMarks, marks_only_root
+from ncclforensics.model import Location
 from ncclforensics.sources import InputFile, parse_file
 
 
@@ -123,3 +126,15 @@ def test_ras_counts_name_the_tp_group_and_its_ranks_by_the_world_groups_processe
     assert unnamed_ranks(root.comm, histories, rank_map) == [
         f"comm 0x{TP}'s rank 1 (process 637 on 192.0.2.2) launched AllReduce 10; no record gives its global rank, "
         "so the ranks named leave it out"]
+
+
+def test_a_root_of_lengths_names_the_other_comm_of_its_ranks_that_nothing_compares():
+    root = Root(comm="world", seq=1, seq_range=(1, 3), outlier_ranks=[1], reference_ranks=[0, 2, 3], kind=MISSING,
+                size=1, pinned_by="signatures", reason=RangeReason.LOOKALIKE)
+    # Rank 1's TP group: rank 0's log was cut short, so nothing compares the two there.
+    streams = Streams(members={"world": [0, 1, 2, 3], "tp0": [0, 1], "tp1": [2, 3]},
+                      cut={("tp0", 0): Location("nccl_rank0.log", 812)})
+    assert _unseen_causes(root, frozenset({1}), streams) == [
+        "rank 1 also runs in comm tp0, where no other rank's records are whole to compare with: a divergence there "
+        "would show in comm world just so"]
+    assert _unseen_causes(root, frozenset({1}), Streams(members=streams.members)) == []
