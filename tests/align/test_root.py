@@ -141,6 +141,18 @@ def test_right_and_wrong_results_narrow_a_shift():
     assert solution.seq_range == (8, 9) and solution.pinned_by == "fingerprints"
 
 
+def test_a_longer_stream_whose_results_all_check_right_is_no_edit():
+    # Rank 3's trace goes on to 9 where the others' stop at 5 (flushed per step), and every result it read back
+    # is right: no extra collective fits, and the others' records merely stop short.
+    codes = {r: stream([1] * 5) for r in (0, 1, 2)}
+    codes[3] = stream([1] * 9)
+    assert _solve(codes).seq_range == (1, 9)
+    assert _solve(codes, [ResultChecks(frozenset(range(1, 10)), frozenset(), (Location("fp", 1),))]) is None
+    # A wrong one among them keeps the records' answer, with the contradiction said.
+    wrong = ResultChecks(frozenset(range(1, 9)), frozenset({9}), (Location("fp", 1),))
+    assert _solve(codes, [wrong]).seq_range == (9, 9)
+
+
 def test_gate_step_narrows_to_the_deviant_records_of_that_step():
     codes = {r: stream([1] * 20) for r in (0, 1, 2)}
     codes[3] = stream([1] * 21)
