@@ -1,4 +1,5 @@
-"""A root from per-step checksums, where no collective stream is on record.
+"""A root from per-step checksums, where no collective stream gives one; and the ranks they add to a root from
+launch counts.
 
 A per-step checksum (`step=9 rank=0 checksum=11776.0`) sums what a rank read back in one step. Where the trace also
 writes the value a consistent world gives, a wrong one says the rank's results were mixed in that step; where it
@@ -10,6 +11,10 @@ Worked example: ranks 0-7 read back the right sum at step 0; at step 1 all eight
 on 4604928 and rank 2 alone has 33331200 (it launched a drafter pass the others did not): rank 2 is the outlier,
 at step 1, seq unknown. Step 0's sums were checked right, so the root is in step 1; where earlier sums merely
 agree (inputs alike on every rank make them agree even misaligned), it is in step 1 or before.
+
+Where the ranks that read back wrong values are two (a pair of a TP group, or the only two ranks of the job),
+either may have departed, and the root names both. Beside a root from launch counts (RAS, PyTorch's marks),
+which place nothing, the ranks whose checksums part from the others' departed too: the root names them as well.
 """
 
 from __future__ import annotations
@@ -87,8 +92,8 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) 
     for row in fingerprints:
         right = checked_right(row)
         if right is not None:
-            step = verdicts.setdefault(row.step, {})
-            step[row.rank] = step.get(row.rank, True) and right
+            per_rank = verdicts.setdefault(row.step, {})
+            per_rank[row.rank] = per_rank.get(row.rank, True) and right
     wrong_steps = [step for step, ranks in verdicts.items() if not all(ranks.values())]
     if not wrong_steps:
         return None
