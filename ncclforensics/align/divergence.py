@@ -176,7 +176,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
     analysis = _marked(comm, marks)
     ranks = analysis.ranks
-    if len(ranks) < 2 or is_p2p_comm(comm):  # (p2p streams differ by design: see model/kinds.py)
+    silent = [] if is_p2p_comm(comm) else _silent_ranks(streams, comm)
+    if len(ranks) + len(silent) < 2 or is_p2p_comm(comm):  # (p2p streams differ by design: see model/kinds.py)
         return analysis
     # Positions from the earliest record of any rank: a ring that kept fewer entries has nothing recorded before
     # its first one, which pairs with anything, while the others' records there still tell collectives apart.
@@ -187,6 +188,10 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     columns, without = _informative_columns(rows)
     signature = [c for c in SIGNATURE if c in columns]
     book = CodeBook(rows, start)
+    for rank in silent:
+        analysis.ranks.append(rank)
+        analysis.launched[rank], analysis.first_seq[rank] = 0, start
+        analysis.completed[rank] = 0 if analysis.has_states else None
     visible = _first_visible(book.codes(signature)) if signature else None
     if visible is not None:
         analysis.first_visible = start + visible
@@ -199,7 +204,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
             continue
         used = used + added
         stages.append((_stage_label(label, added, without, ranks),
-                       lambda fields=tuple(used): book.codes(list(fields))))
+                       lambda fields=tuple(used): book.codes(list(fields)) | _empty_codes(silent, fields)))
     deviants = _deviants(gate, ranks)
     prefer = None
     if deviants:
@@ -210,6 +215,26 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     if solution is not None:
         analysis.root = _as_root(comm, solution, rows, start)
     return analysis
+
+
+def _silent_ranks(streams: Streams, comm: str) -> list[int]:
+    """Members of `comm` (by a dump's group config) with no records in it, whose dump kept every collective of
+    theirs from the first on (each of their comms' records begins at seq 1, so the ring lost nothing): as of their
+    dump, they launched none in it."""
+    on_record = set(streams.members.get(comm, []))
+    silent = []
+    for rank in streams.expected_members.get(comm, []):
+        if rank in on_record:
+            continue
+        theirs = [part for (c, r), part in streams.parts.items() if r == rank and c != comm and part.height]
+        if theirs and all(part.get_column("fr_file").is_not_null().all() and part.get_column("seq").min() == 1
+                          for part in theirs):
+            silent.append(rank)
+    return silent
+
+
+def _empty_codes(ranks: list[int], fields: tuple[str, ...]) -> dict[int, Codes]:
+    return {rank: Codes({name: np.zeros(0, dtype=np.uint64) for name in fields}, 0) for rank in ranks}
 
 
 def _informative_columns(rows: CommStreams) -> tuple[set[str], dict[str, list[int]]]:

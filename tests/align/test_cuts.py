@@ -64,3 +64,24 @@ def test_where_the_logs_are_cut_short_pytorchs_counts_speak_past_the_cut(tmp_pat
     assert code == 1 and d["verdict"] == "diverged"
     assert root["outlier_ranks"] == [0] and root["kind"] == "extra" and root["seq_range"][0] <= 25 <= root["seq_range"][1]
     assert root["pinned_by"] == "PyTorch's enqueued counts"
+
+
+def test_a_dump_that_kept_everything_and_holds_nothing_of_a_group_it_is_in_launched_none_there(tmp_path):
+    """serving-tp-in-dp-8rank's dumps of ranks 0 and 4 (DP group '3' is the two of them), rank 4's five DP
+    collectives taken out of its dump: its TP records begin at seq 1, so its ring lost nothing, and it launched
+    nothing in the DP group where rank 0 launched five. Once, rank 4 was simply not in the group's comparison."""
+    import pickle
+
+    source = REAL / "serving-tp-in-dp-8rank"
+    (tmp_path / "fr_rank0").write_bytes((source / "fr_rank0").read_bytes())
+    dump = pickle.loads((source / "fr_rank4").read_bytes())  # our own capture, not an input under analysis
+    dump["entries"] = [e for e in dump["entries"] if e["process_group"][0] != "3"]
+    dump["pg_status"] = {key: status for key, status in dump["pg_status"].items()
+                         if status["last_enqueued_collective"] != 5}  # (the DP group's: 5 collectives)
+    (tmp_path / "fr_rank4").write_bytes(pickle.dumps(dump))
+    _, d = diff_json(str(tmp_path))
+    root = d["root"]
+    # (Rank 0's five completed there say its partner launched them: the verdict is the tool's to weigh.)
+    assert root["comm"] == "3" and 4 in root["outlier_ranks"]
+    assert root["seq_range"][0] <= 1 <= root["seq_range"][1]
+    assert {c["comm"]: c["ranks"] for c in d["comms"]}["3"] == [0, 4]
