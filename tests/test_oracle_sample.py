@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import real
+from cli_helpers import diff_json, real
 
 _SPEC = importlib.util.spec_from_file_location(
     "oracle_cuts", Path(__file__).resolve().parent.parent / "benchmarks" / "oracle_cuts.py")
@@ -71,3 +71,17 @@ def test_the_oracle_tells_a_changed_answer_from_an_honest_range():
     for wrong in (moved, blamed, oracle.Answer("CONSISTENT")):
         assert oracle.judge(wrong, whole, reported=True, cut=True)[0] == "violation"
     assert oracle.judge(whole, oracle.Answer("CONSISTENT"), reported=True, cut=True)[0] == "violation"
+
+
+def test_a_trace_that_ends_while_the_others_go_on_is_never_consistent(tmp_path):
+    """killed-rank's fingerprint traces alone all end at the same record (the strict xfail above: nothing in them
+    shows rank 1's death). Where one rank's trace does end early, the answer names that rank and is no agreement."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    for path in sorted(real("killed-rank").glob("fingerprint_rank*.jsonl")):
+        lines = path.read_text().splitlines(keepends=True)
+        (folder / path.name).write_text("".join(lines[:100] if path.name == "fingerprint_rank1.jsonl" else lines))
+    code, found = diff_json(folder)
+    assert found["verdict"] != "consistent" and code in (0, 1)
+    assert found["root"]["outlier_ranks"] == [1] and found["summary"].startswith("Rank 1 ")
+    assert found["wedge"]["launched"] == {"0": 124, "1": 100, "2": 124, "3": 124}
