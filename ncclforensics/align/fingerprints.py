@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..model import EventState, FingerprintRow, SourceFormat
+from ..model import COLLECTIVE_SCHEMA, EventState, FingerprintRow, SourceFormat
 from ..model.kinds import normalize_op
 from .streams import Streams
 
@@ -91,7 +91,8 @@ def _beyond(head: pl.DataFrame, rest: list[FingerprintRow]) -> pl.DataFrame:
         "checked": [checked_right(f) for f in rest], "checked_at": [str(f.loc) for f in rest],
         "sources": [[SourceFormat.FINGERPRINT.value]] * len(rest),
     }, schema_overrides={"line": pl.Int64, "count": pl.Int64, "step": pl.Int64, "rank": pl.Int64, "seq": pl.Int64,
-                         "checked": pl.Boolean, "sources": pl.List(pl.String)})
+                         "checked": pl.Boolean, "sources": pl.List(pl.String),
+                         "state": COLLECTIVE_SCHEMA["state"]})
 
 
 def checked_right(row: FingerprintRow) -> bool | None:

@@ -10,7 +10,9 @@ import polars as pl
 from .event import CollectiveEvent
 from .location import Location
 
-# Column names are CollectiveEvent field names; `file`, `line` and `record` spell out its Location.
+# Column names are CollectiveEvent field names; `file`, `line` and `record` spell out its Location. `state`,
+# `callsite` and `stack` are categoricals: a stream has a handful of distinct call stacks, and as text each row
+# would cost a 16-byte view (1024 dumps of 20,000 entries: 0.7 GiB of 3); as categoricals 4 bytes.
 COLLECTIVE_SCHEMA: dict[str, pl.DataType] = {
     "file": pl.String,
     "line": pl.Int64,
@@ -26,11 +28,11 @@ COLLECTIVE_SCHEMA: dict[str, pl.DataType] = {
     "dtype": pl.String,
     "redop": pl.String,
     "root": pl.Int64,
-    "state": pl.String,
+    "state": pl.Categorical,
     "step": pl.Int64,
     "tag": pl.String,
-    "callsite": pl.String,
-    "stack": pl.String,
+    "callsite": pl.Categorical,
+    "stack": pl.Categorical,
     "time": pl.Float64,
     "host": pl.String,
     "pid": pl.Int64,

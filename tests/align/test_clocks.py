@@ -100,3 +100,17 @@ def test_diagnose_reports_it_as_a_warning_beside_the_diagnosis():
     clocks = [p for p in d.problems if p.message.startswith("clocks disagree")]
     assert len(clocks) == 1 and clocks[0].severity is Severity.WARNING
     assert d.root is None  # times change nothing in how collectives pair up
+
+
+def test_the_file_by_file_check_agrees_with_the_check_of_every_stamp():
+    from ncclforensics.align.clocks import _collective_stamps, _nobody_off, _one_file_each_and_nobody_off
+
+    for offset in (0.0, ACROSS_RANKS_S - 1, ACROSS_RANKS_S + 1, 2 * ACROSS_RANKS_S):
+        for n in (1, 2, 20):
+            evidence = [dump(r, times(n)) for r in range(3)] + [dump(3, times(n, offset=offset))]
+            streams = build_streams(evidence)
+            expected = _nobody_off(_collective_stamps(evidence, streams))
+            assert _one_file_each_and_nobody_off(evidence, streams) == expected, (offset, n)
+            assert expected == (offset <= ACROSS_RANKS_S)
+    two_files = [dump(0, times()), log(0, times())]  # one rank, two files: left to the full computation
+    assert not _one_file_each_and_nobody_off(two_files, build_streams(two_files))
