@@ -37,7 +37,7 @@ from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
 from .ras_only import ras_only_roots, ras_only_wedge, ras_rank_map, unnamed_ranks
 from .reconcile import Reconciliation, reconcile
-from .step_sums import step_sums_root, with_checksum_outliers
+from .step_sums import step_sums_root, with_checksum_outliers, with_counted_outliers
 from .streams import Streams, build_streams
 from .traces import with_trace_rows
 from .unranked import unranked_streams
@@ -145,6 +145,13 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
             root, sums_step = found
         elif found is not None:
             root, said = with_checksum_outliers(root, found[0])
+            unranked_caveats += said
+    elif root.reason is RangeReason.BEFORE_RECORDS:
+        # Records that begin after the ranks already disagree say who differs there; PyTorch's counts may show
+        # others that launched more or fewer before it.
+        counted = [r for r, _ in marks_only_roots(marks, streams) if r.comm == root.comm]
+        if counted:
+            root, said = with_counted_outliers(root, counted[0])
             unranked_caveats += said
     if root is not None:
         root = _resolve_tie(root, gate)

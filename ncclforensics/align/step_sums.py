@@ -15,6 +15,8 @@ agree (inputs alike on every rank make them agree even misaligned), it is in ste
 Where the ranks that read back wrong values are two (a pair of a TP group, or the only two ranks of the job),
 either may have departed, and the root names both. Beside a root from launch counts (RAS, PyTorch's marks),
 which place nothing, the ranks whose checksums part from the others' departed too: the root names them as well.
+The same holds the other way round for a root whose records begin after the ranks already disagree: the ranks
+launch counts show launching more or fewer join it (`with_counted_outliers`).
 """
 
 from __future__ import annotations
@@ -124,4 +126,20 @@ def with_checksum_outliers(root: Root, sums: Root) -> tuple[Root, list[str]]:
     said = (f"{ranks_words(added)} read back per-step checksums that part from the others' at step "
             f"{sums.step_bound}: {'they' if len(added) > 1 else 'it'} departed too, and the counts do not say "
             f"whose departure came first, so the root names {ranks_words(outliers)}")
+    return merged, [said]
+
+
+def with_counted_outliers(root: Root, counted: Root) -> tuple[Root, list[str]]:
+    """A root whose records begin after the ranks already disagree, with the ranks that launch counts show
+    launching more or fewer added: they departed before the records begin, or the records would show it."""
+    ours = set(root.outlier_ranks) | set(root.reference_ranks)
+    members = set(counted.outlier_ranks) | set(counted.reference_ranks)
+    added = sorted(set(counted.outlier_ranks) - set(root.outlier_ranks))
+    if not counted.majority or not added or not ours <= members:
+        return root, []
+    outliers = sorted(set(root.outlier_ranks) | set(added))
+    merged = replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
+                     majority=len(outliers) * 2 < len(members))
+    said = (f"{ranks_words(added)} launched {'fewer' if counted.kind == 'missing' else 'more'} collectives than "
+            f"the others by {counted.pinned_by}, before the records begin: the root names {ranks_words(outliers)}")
     return merged, [said]

@@ -142,3 +142,16 @@ def test_a_laggard_is_counted_like_the_laggards_both_numberings_count():
     marks = enqueue_marks(progress, [_timeout("torch_rank0.log", 2, 0, 34, "AllGather"), report])
     assert marks["0"].launched == {0: 34, 1: 32, 2: 32, 3: 32}
     assert Location("torch_rank0.log", 5) in marks["0"].evidence
+
+
+def test_ranks_the_counts_show_join_a_root_whose_records_begin_late(tmp_path):
+    # Timeout lines alone: rank 3 waits in an AllGather at work 10 where ranks 1 and 2 wait in an AllReduce (a
+    # root at or before 10, records beginning there); the desync report says rank 0 never joined work 10.
+    from ncclforensics.api import diff_paths
+
+    paths = _desync_logs(tmp_path, laggard=0)
+    log = tmp_path / "torch_rank3.log"
+    log.write_text(log.read_text().replace("OpType=ALLREDUCE", "OpType=ALLGATHER"))
+    _, diagnosis = diff_paths(paths)
+    assert diagnosis.root is not None and diagnosis.root.outlier_ranks == [0, 3]
+    assert any("rank 0 launched fewer collectives" in note for note in diagnosis.notes)
