@@ -418,7 +418,9 @@ class TorchLogSource:
 
 def _name_groups(evidence: Evidence) -> None:
     """Give a timeout (or desync report) whose line names no process group the group of the `failure detected by
-    watchdog at work sequence id: N` line that the same rank wrote for the same seq, when only one group did."""
+    watchdog at work sequence id: N` line that the same rank wrote for the same seq: the one that follows it before
+    the next timeout (a rank whose groups all timed out at SeqNum 1 writes one such line after each timeout), else
+    the only one."""
     groups: dict[tuple, set[str]] = {}
     for event in evidence.watchdog:
         if event.kind == "pg_status" and event.comm is not None and event.seq is not None:
@@ -426,6 +428,20 @@ def _name_groups(evidence: Evidence) -> None:
     for index, event in enumerate(evidence.watchdog):
         if event.comm is None and event.kind in _WORK_KINDS | {"desync_report"}:
             found = groups.get((event.rank, event.seq), set())
+            if len(found) > 1:
+                found = {_following_status(evidence.watchdog, index)} & found
             if len(found) == 1:
                 evidence.watchdog[index] = replace(event, comm=next(iter(found)))
+
+
+def _following_status(events: list[WatchdogEvent], index: int) -> str | None:
+    """The group of the first `failure detected` line after events[index] about the same rank and seq, before
+    the next event about a work item."""
+    event = events[index]
+    for later in events[index + 1:]:
+        if later.kind == "pg_status" and (later.rank, later.seq) == (event.rank, event.seq):
+            return later.comm
+        if later.kind in _WORK_KINDS:
+            return None
+    return None
 

@@ -331,3 +331,24 @@ def test_shuffled_message_pieces_never_raise(tmp_path, pieces):
     for event in evidence.watchdog:
         for value in (event.rank, event.seq, event.ran_ms, event.last_enqueued):
             assert value is None or -2**63 <= value < 2**63
+
+
+def test_timeouts_of_several_groups_at_one_seq_take_the_group_line_that_follows_each(tmp_path):
+    """A rank whose world group and TP group both time out at SeqNum 1 writes two timeout lines that name no
+    group, each followed by its own `failure detected by watchdog` line: each timeout is of the group after it."""
+    prefix = "[rank0]:[E1129 09:55:01.735106066 ProcessGroupNCCL.cpp"
+    text = "\n".join([
+        f"{prefix}:689] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "
+        "NumelIn=1, NumelOut=1, Timeout(ms)=20000) ran for 20017 milliseconds before timing out.",
+        f"{prefix}:2303] [PG ID 0 PG GUID 0(default_pg) Rank 0]  failure detected by watchdog at work sequence id: 1 "
+        "PG status: last enqueued work: 1, last completed work: 0",
+        f"{prefix}:689] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "
+        "NumelIn=512, NumelOut=512, Timeout(ms)=20000) ran for 20017 milliseconds before timing out.",
+        f"{prefix}:2303] [PG ID 1 PG GUID 1(tp) Rank 0]  failure detected by watchdog at work sequence id: 1 "
+        "PG status: last enqueued work: 3, last completed work: 0",
+    ]) + "\n"
+    evidence = parse_text(tmp_path, text, "torch_rank0.log")
+    timeouts = sorted(of_kind(evidence, "timeout"), key=lambda e: e.loc.line)
+    groups = [e.comm for e in sorted(of_kind(evidence, "pg_status"), key=lambda e: e.loc.line)]
+    assert [e.numel_in for e in timeouts] == [1, 512]
+    assert [e.comm for e in timeouts] == groups and len(set(groups)) == 2
