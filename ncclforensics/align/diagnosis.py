@@ -8,6 +8,7 @@ import polars as pl
 
 from ..model import (
     Diagnostic,
+    EventState,
     Evidence,
     FingerprintRow,
     Location,
@@ -182,6 +183,15 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     if diagnosis.verdict is Verdict.CONSISTENT and streams.cut:
         # Agreement up to where a file was cut short says nothing of what that rank launched after it.
         diagnosis.verdict = Verdict.INCONCLUSIVE
+    traces = _completions_only(evidence)
+    if diagnosis.verdict is Verdict.CONSISTENT and not ras and traces:
+        # A record made once a collective completed cannot show one in flight: a hang (a collective every rank
+        # launched and none completed), or a rank that died in it, leaves no record at all.
+        diagnosis.verdict = Verdict.INCONCLUSIVE
+        unranked_caveats.append(f"Only {traces} describe the collectives, and they record a collective once it "
+                                "completed: a collective every rank launched and none completed (a hang), or a rank "
+                                "that died in it, leaves no record, so the ranks' agreement up to where their records "
+                                "end says nothing of what came after")
     unranked_caveats += [f"{ranks_words(sorted(r for (c, r) in streams.cut if c == comm))}'s records in comm {comm} "
                          f"end where a file was cut short ({loc}): what came after is unknown"
                          for comm, loc in sorted({c: loc for (c, _), loc in streams.cut.items()}.items())]
@@ -190,6 +200,18 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.text_ras_replies = sum(1 for e in evidence if e.format is SourceFormat.RAS_TEXT and e.ras)
     diagnosis.evidence = _receipts(diagnosis, watchdog) + _job_level_ras(evidence)
     return diagnosis
+
+
+def _completions_only(evidence: list[Evidence]) -> str | None:
+    """The formats (in words, plural) of the collectives on record, where every one is a completed collective from
+    a trace (rows a format makes from its own records, as fingerprint traces do); None where any is a format's own
+    launch or in-flight record (NCCL logs, dumps) or a timeout line's."""
+    described = [e for e in evidence if e.collectives.height]
+    if not described or any(e.facts is None or e.facts.records == "collectives" for e in described):
+        return None
+    if any(not (e.collectives.get_column("state") == EventState.COMPLETED.value).all() for e in described):
+        return None
+    return " and ".join(sorted({e.facts.label + "s" for e in described}))
 
 
 def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateDisagreement | None,

@@ -178,3 +178,11 @@ def test_per_step_checksums_name_a_comm_only_where_it_is_the_one_comm_of_their_r
     assert _comm_summed(frozenset({0, 1}), tp_in_world) == "[ranks=0,1]"
     assert _comm_summed(frozenset({0, 1}), {"0xtp0": {0, 1}, "tp": {0, 1}, "0xtp1": {2, 3}}) == "0xtp0"
     assert _comm_summed(frozenset({2}), {"0xworld": {0, 1, 2, 3}}) == "0xworld"
+
+
+def test_traces_of_completed_collectives_alone_are_never_consistent():
+    """killed-rank's traces: all four end at the same record (rank 1 died in the 125th collective, which no
+    rank completed, so no trace holds it): agreement is all they can show, and it is not consistency."""
+    d = answer(*traces("killed-rank", ".jsonl"))
+    assert d["verdict"] == "inconclusive" and d["root"] is None
+    assert any("record a collective once it completed" in c for c in d["caveats"])
