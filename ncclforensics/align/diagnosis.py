@@ -195,11 +195,32 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     unranked_caveats += [f"{ranks_words(sorted(r for (c, r) in streams.cut if c == comm))}'s records in comm {comm} "
                          f"end where a file was cut short ({loc}): what came after is unknown"
                          for comm, loc in sorted({c: loc for (c, _), loc in streams.cut.items()}.items())]
+    unranked_caveats += _uncompared(analyses, root)
     diagnosis.streams = streams
     diagnosis.notes = unranked_caveats
     diagnosis.text_ras_replies = sum(1 for e in evidence if e.format is SourceFormat.RAS_TEXT and e.ras)
     diagnosis.evidence = _receipts(diagnosis, watchdog) + _job_level_ras(evidence)
     return diagnosis
+
+
+FIELD_WORDS = {"op": "collective type", "count": "count", "dtype": "data type", "redop": "reduction",
+               "root": "root rank", "stack": "call stack", "tag": "tag", "step": "step"}
+
+
+def _uncompared(analyses: dict[str, CommAnalysis], root: Root | None) -> list[str]:
+    """What could not be compared because only some ranks' evidence carries it, for the root's communicator (or,
+    with no root, each one compared): those fields constrain only the pairs that both recorded them."""
+    comms = [root.comm] if root is not None and root.comm in analyses else sorted(analyses)
+    said = []
+    for comm in comms:
+        by_ranks: dict[tuple, list[str]] = {}
+        for name, ranks in analyses[comm].unrecorded.items():
+            by_ranks.setdefault(tuple(ranks), []).append(FIELD_WORDS[name])
+        for ranks, names in sorted(by_ranks.items()):
+            said.append(f"In comm {comm}, {ranks_words(list(ranks))}'s evidence carries no {' or '.join(names)}: "
+                        f"{'those were' if len(names) > 1 else 'that was'} compared only between ranks that "
+                        f"recorded {'them' if len(names) > 1 else 'it'}")
+    return said[:6]
 
 
 def _completions_only(evidence: list[Evidence]) -> str | None:

@@ -117,6 +117,8 @@ class CommAnalysis:
     root: Root | None = None
     has_states: bool = False
     start: int = 1  # the first seq every rank has records for
+    # fields some ranks recorded and others did not (field -> the ranks without): compared only where both did
+    unrecorded: dict[str, list[int]] = field(default_factory=dict)
 
 
 def op_at(row: dict) -> OpAt:
@@ -186,6 +188,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         start = max(analysis.first_seq.values())  # (positions are seqs: memory stays bounded, as for gaps)
     rows.start = analysis.start = start
     columns, without = _informative_columns(rows)
+    analysis.unrecorded = _unrecorded(rows)
     signature = [c for c in SIGNATURE if c in columns]
     book = CodeBook(rows, start)
     for rank in silent:
@@ -215,6 +218,21 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     if solution is not None:
         analysis.root = _as_root(comm, solution, rows, start)
     return analysis
+
+
+COMPARED = (*SIGNATURE, "stack", "tag", "step")  # the fields a pairing compares, for saying which went uncompared
+
+
+def _unrecorded(rows: CommStreams) -> dict[str, list[int]]:
+    """Per field a pairing compares: the ranks that recorded none of it, where other ranks did (a Flight Recorder
+    dump carries no reduction or root, an NCCL log no call stack)."""
+    found = {}
+    for name in COMPARED:
+        lacking = [rank for rank, part in rows.parts.items()
+                   if name not in part.columns or part.get_column(name).null_count() == part.height]
+        if lacking and len(lacking) < len(rows.parts):
+            found[name] = lacking
+    return found
 
 
 def _silent_ranks(streams: Streams, comm: str) -> list[int]:

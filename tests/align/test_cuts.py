@@ -85,3 +85,13 @@ def test_a_dump_that_kept_everything_and_holds_nothing_of_a_group_it_is_in_launc
     assert root["comm"] == "3" and 4 in root["outlier_ranks"]
     assert root["seq_range"][0] <= 1 <= root["seq_range"][1]
     assert {c["comm"]: c["ranks"] for c in d["comms"]}["3"] == [0, 4]
+
+
+def test_dumps_beside_logs_say_which_fields_only_one_side_carries(tmp_path):
+    """extra-op-4rank, dumps of ranks 0 and 1 and NCCL logs of 2 and 3: the dumps carry no reduction or root,
+    the logs no call stacks; each is compared only where both sides recorded it, and the caveats say so."""
+    folder = copy(tmp_path, "extra-op-4rank", "fr_rank0", "fr_rank1", "nccl.vm.444", "nccl.vm.445")
+    _, d = diff_json(str(folder))
+    assert answer(d)[:3] == ("diverged", [25, 25], [0])
+    assert any("ranks 0 and 1's evidence carries no reduction or root rank" in c for c in d["caveats"])
+    assert any("ranks 2 and 3's evidence carries no call stack" in c for c in d["caveats"])
