@@ -139,6 +139,12 @@ def unnamed_ranks(comm: str, ras: dict[str, RasHistory], rank_map: dict) -> list
     names = _names(comm, history, rank_map)
     processes = {r.rank: (r.host, r.pid) for _, b in history.states for r in b.ranks if r.pid is not None}
     counts = history.by_type()
+    if not any((comm, r) in rank_map for r in names):
+        # No rank of it has a known global rank: the answer names its comm ranks, which a reader must not take
+        # for the job's.
+        who = ", ".join(f"rank {r} is process {processes[r][1]} on {processes[r][0]}" for r in sorted(processes))
+        return [f"comm {comm}'s ranks are named by their rank in it, not the job's: no record gives their global "
+                f"ranks" + (f" ({who})" if who else "")]
     left = sorted({*counts, *processes} - set(names))
     return [f"comm {comm}'s rank {r}" + (f" (process {processes[r][1]} on {processes[r][0]})" if r in processes
                                          else "")

@@ -64,3 +64,14 @@ def test_the_wedge_is_the_first_collective_not_every_rank_launched():
     assert wedge.evidence == where and wedge.completed == {0: 49, 1: 49, 2: None}
     dead = wedge_from_counts("0xab", {0: 50, 1: 49, 2: 50}, {}, {1}, [], where)
     assert dead.kind is WedgeKind.DEAD_RANK
+
+
+def test_comm_ranks_named_for_want_of_global_ones_are_said_to_be_comm_ranks():
+    from tests.cli_helpers import diff_json
+    from fixture_paths import FIXTURES
+
+    replies = sorted(str(p) for p in (FIXTURES / "constructed" / "ras").glob("tp-pair-mismatch-2.28.9-q*.txt"))
+    _, d = diff_json(*replies)
+    assert d["root"]["comm"] == "0x3c8e95904ecc4c46" and d["root"]["outlier_ranks"] == [0, 1]
+    assert any("ranks are named by their rank in it, not the job's" in c and "rank 0 is process 21428" in c
+               for c in d["caveats"])
