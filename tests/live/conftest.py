@@ -1,4 +1,4 @@
-"""Fixtures for the live tests: CLI runs in forked processes (torch imported once, in the test process)."""
+"""Fixtures for the live tests: CLI runs in processes forked from a server that imported torch once."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ from live_helpers import CliProcess, run_cli_child
 def cli_fork(tmp_path):
     """Start `ncclforensics live ARGS` in a forked process; returns a CliProcess."""
     pytest.importorskip("torch")
-    import torch.distributed  # noqa: F401 - imported before forking, so each child starts in milliseconds
-
-    ctx = mp.get_context("fork")
+    # Children fork from a server process that holds no threads (this one runs polars' thread pool, and a fork
+    # taken while one of its threads holds a lock can hang the child before it prints anything); the server
+    # imports torch once, so each child still starts in milliseconds.
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch.distributed", "ncclforensics.live.cli", "live_helpers"])
     started: list[CliProcess] = []
 
     def start(args: list[str], name: str) -> CliProcess:
