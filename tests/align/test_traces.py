@@ -72,17 +72,22 @@ def test_per_step_checksums_alone_name_the_outlier_and_bound_the_step():
     assert "step 9" in root["ambiguity"] and "or before" in root["ambiguity"]
 
 
+def per_step_sums(path: Path) -> tuple[int, dict[int, list[float]]]:
+    """A per-collective trace's rank and, per step, [sum of its results, sum of their expected values]."""
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    steps: dict[int, list[float]] = {}
+    for record in records:
+        total = steps.setdefault(record["step"], [0.0, 0.0])
+        total[0] += record["sum"]
+        total[1] += record["expected_sum"]
+    return records[0]["rank"], steps
+
+
 def test_per_step_checksums_checked_right_before_the_split_pin_the_step(tmp_path):
     """long-window's per-collective traces summed per step, with the expected sums: steps 0 and 1 are right on
     every rank, so the root is in step 2 (rank 1's extra collective)."""
     for path in traces("long-window", ".jsonl"):
-        steps: dict[int, list[float]] = {}
-        for line in path.read_text().splitlines():
-            record = json.loads(line)
-            total = steps.setdefault(record["step"], [0.0, 0.0])
-            total[0] += record["sum"]
-            total[1] += record["expected_sum"]
-        rank = json.loads(path.read_text().splitlines()[0])["rank"]
+        rank, steps = per_step_sums(path)
         (tmp_path / path.name).write_text("".join(
             json.dumps({"step": step, "rank": rank, "sum": got, "expected_sum": want}) + "\n"
             for step, (got, want) in sorted(steps.items())))
@@ -118,13 +123,7 @@ def test_one_ranks_wrong_checksum_in_a_pair_names_both_and_the_step(tmp_path):
     """long-window's per-step sums of ranks 0 and 1 only, rank 0's trace ending after step 1: at step 2 only rank
     1 wrote a sum, and it is wrong. In a pair either rank may have departed: both, at step 2, no seq."""
     for path in traces("long-window", ".jsonl"):
-        steps: dict[int, list[float]] = {}
-        for line in path.read_text().splitlines():
-            record = json.loads(line)
-            total = steps.setdefault(record["step"], [0.0, 0.0])
-            total[0] += record["sum"]
-            total[1] += record["expected_sum"]
-        rank = json.loads(path.read_text().splitlines()[0])["rank"]
+        rank, steps = per_step_sums(path)
         if rank > 1:
             continue
         kept = {step: sums for step, sums in steps.items() if rank == 1 or step < 2}
