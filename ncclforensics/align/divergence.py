@@ -236,17 +236,19 @@ def _unrecorded(rows: CommStreams) -> dict[str, list[int]]:
 
 
 def _silent_ranks(streams: Streams, comm: str) -> list[int]:
-    """Members of `comm` (by a dump's group config) with no records in it, whose dump kept every collective of
-    theirs from the first on (each of their comms' records begins at seq 1, so the ring lost nothing): as of their
-    dump, they launched none in it."""
+    """Members of `comm` with no records in it that launched none in it as far as their files go: by a dump's group
+    config, a rank whose dump kept every collective of theirs from the first on (each of their comms' records
+    begins at seq 1, so the ring lost nothing); by an INIT line, a rank whose whole log has collectives of other
+    comms (it logged collectives, and none of this one)."""
     on_record = set(streams.members.get(comm, []))
+    logged = set(streams.initialized.get(comm, []))
     silent = []
-    for rank in streams.expected_members.get(comm, []):
+    for rank in sorted(set(streams.expected_members.get(comm, [])) | logged):
         if rank in on_record:
             continue
         theirs = [part for (c, r), part in streams.parts.items() if r == rank and c != comm and part.height]
-        if theirs and all(part.get_column("fr_file").is_not_null().all() and part.get_column("seq").min() == 1
-                          for part in theirs):
+        if theirs and (rank in logged or all(part.get_column("fr_file").is_not_null().all()
+                                             and part.get_column("seq").min() == 1 for part in theirs)):
             silent.append(rank)
     return silent
 

@@ -39,6 +39,9 @@ class Streams:
     # (comm, rank, source format) -> (last seq, first file) as each source alone saw it, for reconciling
     launched_by_source: dict[tuple[str, int, str], tuple[int, str]] = field(default_factory=dict)
     expected_members: dict[str, list[int]] = field(default_factory=dict)  # comm -> ranks its config names
+    # comm -> ranks whose own log, whole (not cut short), initialized it (an INIT line): a rank logging collectives
+    # of other comms there and none of this one launched none in it
+    initialized: dict[str, list[int]] = field(default_factory=dict)
     # (comm, rank) -> where the file that holds its last records was cut short: the stream ends there because the
     # file does, so its end says nothing of where the rank stopped
     cut: dict[tuple[str, int], Location] = field(default_factory=dict)
@@ -166,7 +169,23 @@ def build_streams(evidence: list[Evidence]) -> Streams:
     return Streams(parts=parts, members=members, aliases=aliases, problems=problems,
                    launched_by_source=launched_by_source, excluded_files=excluded,
                    expected_members={c: sorted(r) for c, r in expected.items()},
+                   initialized=_initialized(evidence, aliases),
                    cut=_cut_ends(by_key, {item.path: item.cut for item in evidence if item.cut is not None}))
+
+
+def _initialized(evidence: list[Evidence], aliases: dict[str, str]) -> dict[str, list[int]]:
+    """comm -> ranks whose own whole log (the INIT lines of a process that logs its collectives) initialized it."""
+    found: dict[str, set[int]] = {}
+    for item in evidence:
+        if item.cut is not None or item.collectives.height == 0 or not item.identities or item.declares("recorder"):
+            continue
+        ranks = item.collectives.get_column("rank").drop_nulls().unique()
+        if len(ranks) != 1:
+            continue  # (a log of several processes: which process initialized which comm is in the identities)
+        for identity in item.identities:
+            if identity.comm is not None:
+                found.setdefault(aliases.get(identity.comm, identity.comm), set()).add(int(ranks[0]))
+    return {comm: sorted(ranks) for comm, ranks in found.items()}
 
 
 def _cut_ends(by_key: dict[tuple[str, int], list[_Piece]], cut_files: dict[str, Location]

@@ -33,7 +33,7 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
     mine = sorted({f.rank for f in traced} - described)
     if not mine:
         return evidence, []
-    holders = _holders(traced)
+    holders, tags_of = _holders(traced)
     traces: dict[int, list[FingerprintRow]] = {}  # rank -> its records in issue order
     for row in sorted(traced, key=lambda f: (f.rank, f.step, f.op, f.loc.line or 0)):
         traces.setdefault(row.rank, []).append(row)
@@ -45,7 +45,7 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
     unplaced: list[int] = []  # ranks whose traces share no result and whose comm nothing names
     for rank in mine:
         trace = traces[rank]
-        groups = _groups(trace, holders, rank, last_keys)
+        groups = _groups(trace, holders, tags_of, rank, last_keys)
         if groups is MIXED:
             mixed.append(rank)
             continue
@@ -98,32 +98,39 @@ def _key(row: FingerprintRow) -> tuple | None:
     return None
 
 
-def _holders(traced: list[FingerprintRow]) -> dict[tuple, set[int]]:
+def _holders(traced: list[FingerprintRow]) -> tuple[dict[tuple, set[int]], dict[tuple, set[str | None]]]:
+    """Per result: the ranks that read it back, and the tags they gave it."""
     holders: dict[tuple, set[int]] = {}
+    tags_of: dict[tuple, set[str | None]] = {}
     for row in traced:
         key = _key(row)
         if key is not None:
             holders.setdefault(key, set()).add(row.rank)
-    return holders
+            tags_of.setdefault(key, set()).add(row.tag)
+    return holders, tags_of
 
 
-def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], rank: int,
-            last_keys: dict[int, tuple | None]) -> list[Members] | None:
+def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of: dict[tuple, set[str | None]],
+            rank: int, last_keys: dict[int, tuple | None]) -> list[Members] | None:
     """The members of each record's collective; None when no record shares its result with another rank; MIXED
     when sums, lacking digests, point to several comms.
 
     A record's members are the ranks that share its result (for sums, where that set recurs in the trace), unless
     they are the tail of a wider set whose other members' traces stopped sooner. Otherwise (a coincidence of sums,
-    partners whose traces are missing) the record goes to the one such set that holds every rank sharing it;
-    failing that, to the set its tag went to; failing that, to the set of the record before it (the one after, at
+    partners whose traces are missing) the record goes to the one set its tag went to; failing that, to the one
+    such set that holds every rank sharing it; failing that, to the set of the record before it (the one after, at
     the start): neighbours are usually of one comm, and when that guess is wrong every rank of the comm that
     recorded it makes the same one."""
     keys = [_key(row) for row in trace]
     own = [frozenset(holders.get(key, ())) | {rank} if key is not None else frozenset({rank}) for key in keys]
+    # A result whose holders gave it one tag is one collective they all issued; one given several tags is a
+    # misaligned pairing (within one comm) or a coincidence of sums (across comms): it names comms only where
+    # nothing else does.
+    alike = [key is not None and len(tags_of.get(key, ())) == 1 for key in keys]
+    shared = [i for i, members in enumerate(own) if len(members) > 1]
     seen: dict[Members, int] = {}
-    for members in own:
-        if len(members) > 1:
-            seen[members] = seen.get(members, 0) + 1
+    for i in [i for i in shared if alike[i]] or shared:
+        seen[own[i]] = seen.get(own[i], 0) + 1
     if not seen:
         return None
     digests = any(row.digest for row in trace)
@@ -137,21 +144,23 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], rank: i
     comms = {m for m in comms if not any(m < wider and _stopped_before(wider - m, m, own, at, last_keys)
                                          for wider in comms)}
     if len(comms) > 1 and not digests:
-        comms = _one_comm_of_sums(comms, trace, own)
+        comms = _one_comm_of_sums(comms, trace, own, alike)
         if comms is None:
             return MIXED
     by_tag: dict[str | None, set[Members]] = {}
-    for row, members in zip(trace, own):
-        if members in comms:
+    for row, members, one in zip(trace, own, alike):
+        if members in comms and one:
             by_tag.setdefault(row.tag, set()).add(members)
     placed: list[Members | None] = []
-    for row, members in zip(trace, own):
-        if members in comms:
+    for row, members, one in zip(trace, own, alike):
+        if members in comms and one:
             placed.append(members)
             continue
         holding = [c for c in comms if members <= c]
-        tagged = [c for c in by_tag.get(row.tag, ()) if members <= c] if row.tag is not None else []
-        placed.append(holding[0] if len(holding) == 1 else tagged[0] if len(tagged) == 1 else None)
+        tagged = list(by_tag.get(row.tag, ())) if row.tag is not None else []
+        # A tag names the collective the rank issued, and so its comm; a sum shared beyond it may be a coincidence.
+        placed.append(tagged[0] if len(tagged) == 1 else members if members in comms else
+                      holding[0] if len(holding) == 1 else None)
     first = next((m for m in placed if m is not None), next(iter(comms)))
     out: list[Members] = []
     for members in placed:
@@ -159,18 +168,30 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], rank: i
     return out
 
 
-def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: list[Members]) -> set[Members] | None:
+def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: list[Members],
+                      alike: list[bool]) -> set[Members] | None:
     """Several sets of ranks sharing sums, as one comm where they are: ranks whose counts differ in a misaligned
     pairing each read back their own sum, which splits one collective's members, but the records of such a split
     carry tags the whole set's records carry too; a set whose tags are its own is a comm of its own. Sums of two
     groups can also be equal by design (replicas fed alike), so a trace of several comms cannot be split by its
     sums: None."""
+    tags: dict[Members, set[str | None]] = {}
+    sets_of_tag: dict[str | None, set[Members]] = {}
+    for row, members, one in zip(trace, own, alike):
+        tags.setdefault(members, set()).add(row.tag)
+        if members in comms and one:
+            sets_of_tag.setdefault(row.tag, set()).add(members)
+    tags_shared = {row.tag for row, members in zip(trace, own) if len(members) > 1}
+    if (None not in sets_of_tag and tags_shared <= set(sets_of_tag)
+            and all(len(sets) == 1 for sets in sets_of_tag.values())):
+        # Every tag's results are shared by one set of ranks, each time: a program issues each tagged collective
+        # on one comm, so the sets are comms (replicas fed alike would share a tag's sums with both sets). A
+        # result shared under a tag no aligned result confirms (a coincidence of sums across comms, a misaligned
+        # pairing) could be either's: then the sums cannot split the trace.
+        return comms
     widest = [m for m in comms if not any(m < other for other in comms)]
     if len(widest) != 1:
         return None
-    tags: dict[Members, set[str | None]] = {}
-    for row, members in zip(trace, own):
-        tags.setdefault(members, set()).add(row.tag)
     whole = tags.get(widest[0], set()) - {None}
     if any(not (tags.get(m, set()) & whole) for m in comms if m != widest[0]):
         return None

@@ -75,3 +75,21 @@ def test_a_process_group_name_resolves_to_the_comm_with_its_ranks_and_ops():
     streams = build_streams([*logs, *dumps])
     assert streams.aliases == {"0": COMM} and streams.members == {COMM: [0, 1]}
     assert streams.expected_members == {COMM: [0, 1]}
+
+
+def test_a_whole_log_that_initialized_a_comm_and_logged_none_of_its_collectives_launched_none_there(tmp_path):
+    """subcomm-divergence's NCCL logs with rank 3's world COLL lines taken out: its log still has the world comm's
+    INIT line and its tp comm's collectives, so it launched none in the world comm (0 where the others have 6),
+    rather than being left out of it and the world called consistent."""
+    from tests.cli_helpers import diff_json
+    from fixture_paths import REAL
+
+    source = REAL / "subcomm-divergence"
+    for log in sorted(source.glob("nccl.vm.43*.log")):
+        lines = log.read_text().splitlines(keepends=True)
+        if log.name == "nccl.vm.438.log":  # rank 3; 0x1f332fc0 is its world comm 0x78ab2c529d3bb1d0
+            lines = [line for line in lines if "comm 0x1f332fc0 [nranks" not in line]
+        (tmp_path / log.name).write_text("".join(lines))
+    world = next(c for c in diff_json(str(tmp_path))[1]["comms"] if c["comm"] == "0x78ab2c529d3bb1d0")
+    assert world["ranks"] == [0, 1, 2, 3] and world["launched"] == {"0": 6, "1": 6, "2": 6, "3": 0}
+    assert world["root_seq_range"] == [1, 1]

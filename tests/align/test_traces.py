@@ -185,3 +185,37 @@ def test_traces_of_completed_collectives_alone_are_never_consistent():
     d = answer(*traces("killed-rank", ".jsonl"))
     assert d["verdict"] == "inconclusive" and d["root"] is None
     assert any("record a collective once it completed" in c for c in d["caveats"])
+
+
+def _without_digests(scenario: str, to: Path, change=None) -> None:
+    for path in traces(scenario, ".jsonl"):
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        for record in records:
+            record.pop("digest", None)
+            if change:
+                change(record)
+        (to / path.name).write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_traces_of_several_comms_with_sums_only_are_split_where_each_tag_is_shared_by_one_set_of_ranks(tmp_path):
+    """subcomm-divergence's traces without digests: the world records (embed, ...) share their sums with ranks
+    0-3 and the tp records with the rank's tp group, tag for tag, so the sums split them as the digests do, and
+    rank 3's tp_draft places the root at tp{2,3} seq 10 (a comm of two: both ranks named)."""
+    _without_digests("subcomm-divergence", tmp_path)
+    root = answer(tmp_path)["root"]
+    assert root["comm"] == "[ranks=2,3]" and root["seq_range"] == [10, 10] and 3 in root["outlier_ranks"]
+
+
+def test_a_sum_that_two_comms_share_by_coincidence_follows_its_tag(tmp_path):
+    """The same, with rank 2 and 3's tp_attn sum of step 1 made equal to ranks 0 and 1's tp_mlp sum: a result
+    shared by all four under two tags is no world collective; its tag keeps it in the tp stream, and the root
+    stays."""
+    records = [json.loads(line) for line in (traces("subcomm-divergence", ".jsonl")[0]).read_text().splitlines()]
+    theirs = next(r["sum"] for r in records if r["step"] == 1 and r["tag"] == "tp_mlp")
+
+    def coincide(record):
+        if record["rank"] in (2, 3) and record["step"] == 1 and record["tag"] == "tp_attn":
+            record["sum"] = record["expected_sum"] = theirs
+    _without_digests("subcomm-divergence", tmp_path, coincide)
+    root = answer(tmp_path)["root"]
+    assert root["comm"] == "[ranks=2,3]" and root["seq_range"] == [10, 10] and 3 in root["outlier_ranks"]
