@@ -42,7 +42,7 @@ KNOWN = {
     149: "one rank's per-step checksum read back wrong, beside another rank's log: no root from one rank's sums",
     156: "the divergence shows only in records the tool reads as a cut",
     356: "the watchdog marks show the ranks that lag in a deadlock across communicators, not the one that ran extra",
-    **dict.fromkeys((352, 471), "outliers wrong where logs are cut short, several ranks diverge in different ways, "
+    **dict.fromkeys((471,), "outliers wrong where logs are cut short, several ranks diverge in different ways, "
                                 "or only counts are on record"),
     496: "a rank that ran a lookalike extra collective and then blocked in another communicator looks stopped: the "
          "root is its stop, after the true one",

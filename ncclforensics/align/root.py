@@ -158,12 +158,17 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     for rank, matching in undecided:
         max(matching, key=len).append(rank)
     groups = [(sorted(m), merged(codes[r] for r in m)) for m, _ in groups]
-    total = len(codes)
     if len(groups) == 1:
         return _with_behind(_lengths_only(codes, start, deviants, cut), codes, start, behind)
-    groups.sort(key=lambda g: (-len(g[0]), -g[1].length, g[0]))
+    # Who is the majority is counted over the ranks whose records tell the groups apart: one that sides with
+    # either could make the smaller side as large as the larger.
+    loose = {rank for rank, _ in undecided}
+    decided = [len(set(members) - loose) for members, _ in groups]
+    order = sorted(range(len(groups)), key=lambda i: (-decided[i], -len(groups[i][0]), -groups[i][1].length,
+                                                      groups[i][0]))
+    groups, decided = [groups[i] for i in order], [decided[i] for i in order]
     # The reference is the strict majority, or, where the others split several ways, a group larger than each.
-    majority = len(groups[0][0]) * 2 > total or (len(groups) > 2 and len(groups[0][0]) > len(groups[1][0]))
+    majority = decided[0] * 2 > sum(decided) or (len(groups) > 2 and decided[0] > decided[1])
     sides = [groups[0]]
     if not majority and len(groups) == 2:
         chosen = [g for g in groups if deviants and set(g[0]) <= deviants]

@@ -128,6 +128,20 @@ def test_a_stream_without_the_parting_field_joins_the_group_that_recorded_most()
     assert span(proposal.placements)[1] == 4
 
 
+def test_streams_that_side_with_either_group_make_no_majority_of_an_even_split():
+    # Ranks 0 and 1 part at seq 4 (call stacks 8 and 9); ranks 2 and 3 recorded no call stacks. One against one is
+    # a tie, whichever side the two would join: both sides are named, and no majority is claimed.
+    sig = [1] * 6
+    codes = {0: stream(sig, [5, 6, 7, 8, 9, 10]), 1: stream(sig, [5, 6, 7, 9, 8, 10])}
+    codes.update({r: stream(sig, [0] * 6) for r in (2, 3)})
+    proposal = propose(codes, 1)
+    assert not proposal.majority and proposal.either_side and proposal.outliers == [0, 1, 2, 3]
+    # With a third rank recording rank 0's stacks, rank 1 is the minority of the ranks that tell them apart.
+    codes[4] = stream(sig, [5, 6, 7, 8, 9, 10])
+    proposal = propose(codes, 1)
+    assert proposal.majority and proposal.outliers == [1]
+
+
 def _solve(codes, constraints=()):
     return solve([("signatures", lambda: codes)], 1, list(constraints), lambda seq: (Location("log", seq),))
 

@@ -13,7 +13,8 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
 - `wrong_outliers`: `root.outlier_ranks` is not the true outliers (those whose divergence starts at the root, or
   every rank that diverged on that comm; or the same among the outliers the evidence shows, visibility.py);
   where the outliers are no strict minority of the ranks on record (two ranks, or an even split), naming the
-  other side or both sides is right too (`Root.majority` is then false);
+  other side or both sides is right too (`Root.majority` is then false); a rank whose only records of the comm
+  are NCCL logs cut short before the root is not on record for this (its records side with either);
   where nothing in the evidence names global ranks (NCCL logs of a job without a comm over every rank, RAS
   replies alone), comm ranks are right too;
 - `root_on_unfaulted_comm`: the root is on a comm whose ranks all ran the same program (a consequence of a hang
@@ -96,6 +97,12 @@ def _comm_of_ranks_compared(incident: Incident, name: str) -> str | None:
     overlap = {c: len(ranks & set(incident.program.comms[c].ranks)) for c in incident.truth.roots}
     best = max(overlap, key=lambda c: (overlap[c], -len(incident.program.comms[c].ranks)), default=None)
     return best if best is not None and overlap[best] else None
+
+
+def _cut_before(written: Written, rank: int, comm: str, seq: int) -> bool:
+    """Whether every record the rank has of `comm` is in NCCL logs cut short before `seq`."""
+    kinds = [k for k in ("nccl", "fr", "torch", "fp", "ras") if written.has(k, rank)]
+    return kinds == ["nccl"] and ("nccl", rank) in written.cut and written.nccl_kept.get(rank, {}).get(comm, 0) < seq
 
 
 def _cut_ranks(written: Written) -> set[int]:
@@ -182,9 +189,11 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     evident = {r for r in members if any(written.has(k, r) for k in ("nccl", "fr", "torch", "fp", "ras"))}
     sides = [set(true.outliers), set(true.faulted), seen_outliers, set(seen)]
     accepted = sides + [side & evident for side in sides]
-    for side in [side & evident for side in sides]:
-        if len(side) * 2 >= len(evident):  # no strict majority among the ranks on record: either side, or both
-            accepted += [evident - side, evident, members - side, members]
+    # A rank whose only records of the comm end where its files were cut, before the root, sides with nobody.
+    deciding = {r for r in evident if not _cut_before(written, r, comm, true.seq)} or evident
+    for side in [side & deciding for side in sides]:
+        if len(side) * 2 >= len(deciding):  # no strict majority among the ranks on record: either side, or both
+            accepted += [evident - side, evident, deciding - side, members - side, members]
     if not _names_global_ranks(incident, written):
         # NCCL logs and RAS replies of a job with no communicator over every rank give comm ranks only
         order = incident.program.comms[comm].ranks
