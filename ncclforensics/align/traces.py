@@ -37,7 +37,7 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
     traces: dict[int, list[FingerprintRow]] = {}  # rank -> its records in issue order
     for row in sorted(traced, key=lambda f: (f.rank, f.step, f.op, f.loc.line or 0)):
         traces.setdefault(row.rank, []).append(row)
-    last_keys = {r: _key(trace[-1]) for r, trace in traces.items()}
+    last_rows = {r: trace[-1] for r, trace in traces.items()}
     known = _known_members(evidence)
     rows: dict[str, list[dict]] = {}
     caveats: list[str] = []
@@ -45,7 +45,7 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
     unplaced: list[int] = []  # ranks whose traces share no result and whose comm nothing names
     for rank in mine:
         trace = traces[rank]
-        groups = _groups(trace, holders, tags_of, rank, last_keys)
+        groups = _groups(trace, holders, tags_of, rank, last_rows)
         if groups is MIXED:
             mixed.append(rank)
             continue
@@ -111,7 +111,7 @@ def _holders(traced: list[FingerprintRow]) -> tuple[dict[tuple, set[int]], dict[
 
 
 def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of: dict[tuple, set[str | None]],
-            rank: int, last_keys: dict[int, tuple | None]) -> list[Members] | None:
+            rank: int, last_rows: dict[int, FingerprintRow]) -> list[Members] | None:
     """The members of each record's collective; None when no record shares its result with another rank; MIXED
     when sums, lacking digests, point to several comms.
 
@@ -141,7 +141,7 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
     # by the rest only: that subset is the tail of the wider comm, not a comm of its own. A sub-communicator's
     # other members carry on with records of their own.
     at = {key: i for i, key in enumerate(keys) if key is not None}
-    comms = {m for m in comms if not any(m < wider and _stopped_before(wider - m, m, own, at, last_keys)
+    comms = {m for m in comms if not any(m < wider and _stopped_before(wider - m, m, trace, own, at, last_rows)
                                          for wider in comms)}
     if len(comms) > 1 and not digests:
         comms = _one_comm_of_sums(comms, trace, own, alike)
@@ -198,12 +198,22 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
     return {widest[0]}
 
 
-def _stopped_before(gone: Members, subset: Members, own: list[Members], at: dict[tuple, int],
-                    last_keys: dict[int, tuple | None]) -> bool:
-    """Whether every rank of `gone` recorded its last result, as one this trace shares, before this trace's first
-    record of `subset`."""
+def _stopped_before(gone: Members, subset: Members, trace: list[FingerprintRow], own: list[Members],
+                    at: dict[tuple, int], last_rows: dict[int, FingerprintRow]) -> bool:
+    """Whether every rank of `gone` recorded its last result before this trace's first record of `subset`: as a
+    result this trace shares, or, where it shares none of theirs (their last was in another comm), at an earlier
+    step (the ranks of one job count steps alike)."""
     first = own.index(subset)
-    return all(last_keys.get(r) in at and at[last_keys[r]] < first for r in gone)
+
+    def before(rank: int) -> bool:
+        last = last_rows.get(rank)
+        if last is None:
+            return False
+        key = _key(last)
+        if key in at:
+            return at[key] < first
+        return last.step is not None and trace[first].step is not None and last.step < trace[first].step
+    return all(before(r) for r in gone)
 
 
 def _known_members(evidence: list[Evidence]) -> dict[str, set[int]]:

@@ -19,6 +19,7 @@ from ..model import (
     Evidence,
     Location,
     ProgressReport,
+    SourceFormat,
     WatchdogEvent,
     conform,
 )
@@ -192,9 +193,17 @@ def _compared(streams: Streams) -> bool:
     group's PyTorch name and the communicator's hash cannot be told to be one, and the counts would only echo
     (or, where PyTorch counts work NCCL's lines do not, muddle) what the streams say."""
     # Rows made from timeout lines alone (one per rank) compare nothing but the op each rank waits in; streams
-    # that end where a file was cut short speak only up to the cut, and past it the counts do.
+    # that end where a file was cut short speak only up to the cut, and past it the counts do. So do streams of
+    # fingerprint traces alone: a trace records a collective once its result was read back (and is written out
+    # per step), so it ends before whatever was in flight.
     return not streams.cut and any(len(members) > 1 for members in streams.members.values()) and any(
-        part.height > 1 for part in streams.parts.values())
+        part.height > 1 and not _traced(part) for part in streams.parts.values())
+
+
+def _traced(part: pl.DataFrame) -> bool:
+    """Whether a stream's rows come from a fingerprint trace (a rank's trace is its stream only where no log or
+    dump describes it, so its first row says)."""
+    return "sources" in part.columns and part.get_column("sources")[0].to_list() == [SourceFormat.FINGERPRINT.value]
 
 
 def marks_only_root(groups: dict[str, EnqueueMarks], streams: Streams) -> Root | None:
