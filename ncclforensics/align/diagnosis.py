@@ -476,6 +476,8 @@ def _verdict(diagnosis: Diagnosis, ras: dict[str, RasHistory]) -> Verdict:
         return Verdict.INCONCLUSIVE  # no two ranks' collectives were compared
     if any(h.missing_ranks or h.dead_ranks for h in ras.values()):
         return Verdict.INCONCLUSIVE  # RAS says a rank is gone: whatever else agrees, that is no consistent job
+    if diagnosis.corrupted_fingerprints:
+        return Verdict.INCONCLUSIVE  # results read back wrong: something was misaligned, though nothing says where
     return Verdict.CONSISTENT
 
 

@@ -5,7 +5,10 @@ A per-step checksum (`step=9 rank=0 checksum=11776.0`) sums what a rank read bac
 writes the value a consistent world gives, a wrong one says the rank's results were mixed in that step; where it
 does not, ranks whose checksums a correct run makes equal differing say the same. Every rank of a misaligned
 collective reads back the same mixed result, so the ranks that part from the others' checksum at the first bad
-step are the outliers. The collective itself is on no record: the root has a step, and no seq.
+step are the outliers (with expected values, the others' by how far each is off: a rank's own inputs are in its
+expected value too). Where one rank alone read back a wrong value and every other one's checked right, its
+collective paired with the others' of the step before or after: it is the outlier. The collective itself is on
+no record: the root has a step, and no seq.
 
 Worked example: ranks 0-7 read back the right sum at step 0; at step 1 all eight are wrong, ranks 0, 1, 3-7 agree
 on 4604928 and rank 2 alone has 33331200 (it launched a drafter pass the others did not): rank 2 is the outlier,
@@ -39,6 +42,7 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
     for row in fingerprints:
         if row.op is None and row.sum is not None:
             by_step.setdefault(row.step, {}).setdefault(row.rank, row)
+    traced = {rank for rows in by_step.values() for rank in rows}
     for step in sorted(by_step):
         rows = by_step[step]
         if len(rows) < 2:
@@ -47,6 +51,13 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
         checked = all(checked_right(row) is not None for row in rows.values())
         if checked and not wrong:
             continue  # right sums are aligned, whatever they are
+        if checked and len(wrong) == 1 and len(rows) == len(traced):
+            # One rank alone read back a mixed result, every other one's checked right: its collective paired
+            # with the others' of the next step (or the one before), which they file under that step. It ran
+            # one more, or every other rank one fewer: the fewest departing is the one. With one other rank on
+            # record, the one it paired with may have no trace here: no majority says which.
+            root = _root(wrong, sorted(set(rows) - set(wrong)), len(rows) > 2, step, known)
+            return root, step if _earlier_right(by_step, step) else None
         if checked and len(wrong) < len(rows):
             # The ranks that read back wrong values shared the misaligned collective; the others' right sums
             # (which may differ by design: replicas) say nothing of who in it departed.
@@ -55,7 +66,9 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
                 continue
         groups: dict[str, list[int]] = {}
         for rank, row in sorted(rows.items()):
-            groups.setdefault(repr(row.sum), []).append(rank)
+            # Checked sums part by how far each is off: what a rank adds of its own (replicas' inputs) is in its
+            # expected value too, and ranks that read back the same mixed results are off by the same amount.
+            groups.setdefault(repr(row.sum - row.expected_sum if checked else row.sum), []).append(rank)
         if len(groups) < 2 and not (checked and len(rows) == 2):
             continue  # equal sums say nothing (two ranks that both read back wrong: either departed)
         ordered = sorted(groups.values(), key=lambda ranks: (-len(ranks), ranks))
@@ -63,16 +76,25 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
         if not majority and len(rows) > 2:
             return None
         outliers = sorted(r for ranks in ordered[1:] for r in ranks) if majority else sorted(rows)
-        root = Root(
-            comm=_comm_summed(frozenset(rows), known), seq=None, seq_range=None, outlier_ranks=outliers,
-            reference_ranks=ordered[0] if majority else sorted(rows), kind=DIFFERENT_OPS, size=0,
-            pinned_by="per-step checksums", reason=RangeReason.STEP_SUMS, majority=majority, ops={},
-            kinds=(DIFFERENT_OPS,), shown=True, step_bound=step,
-        )
-        # Right results in every earlier step mean aligned up to this one; merely equal ones do not.
-        earlier = [row for s, ranks in by_step.items() if s < step for row in ranks.values()]
-        return root, step if all(checked_right(row) for row in earlier) else None
+        root = _root(outliers, ordered[0] if majority else sorted(rows), majority, step, known, rows)
+        return root, step if _earlier_right(by_step, step) else None
     return _wrong_pair(fingerprints, known)
+
+
+def _root(outliers: list[int], reference: list[int], majority: bool, step: int, known: dict[str, set[int]],
+          compared: dict | None = None) -> Root:
+    ranks = frozenset(compared) if compared is not None else frozenset(outliers) | frozenset(reference)
+    return Root(
+        comm=_comm_summed(ranks, known), seq=None, seq_range=None, outlier_ranks=sorted(outliers),
+        reference_ranks=sorted(reference), kind=DIFFERENT_OPS, size=0, pinned_by="per-step checksums",
+        reason=RangeReason.STEP_SUMS, majority=majority, ops={}, kinds=(DIFFERENT_OPS,), shown=True,
+        step_bound=step,
+    )
+
+
+def _earlier_right(by_step: dict[int, dict[int, FingerprintRow]], step: int) -> bool:
+    """Right results in every earlier step mean aligned up to this one; merely equal ones do not."""
+    return all(checked_right(row) for s, ranks in by_step.items() if s < step for row in ranks.values())
 
 
 def _comm_summed(ranks: frozenset[int], known: dict[str, set[int]]) -> str:

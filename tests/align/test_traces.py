@@ -151,6 +151,35 @@ def test_per_step_checksums_of_replicas_part_only_among_the_ranks_that_read_back
     assert root["step"] == 1 and root["seq_range"] is None and root["comm"] == "[ranks=2,3]"
 
 
+def _replica_sums_off(tmp_path: Path, off: dict[int, float], step: int = 1) -> dict:
+    """serving-tp-in-dp-8rank's per-step sums (each replica's differ by design, each equal to its expected value)
+    with the given ranks' sum at `step` off by the given amounts; the answer of diff."""
+    for path in traces("serving-tp-in-dp-8rank", ".jsonl"):
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        for record in records:
+            if record["step"] == step:
+                record["sum"] += off.get(record["rank"], 0.0)
+        (tmp_path / path.name).write_text("".join(json.dumps(r) + "\n" for r in records))
+    return answer(tmp_path)
+
+
+def test_checked_checksums_part_by_how_far_each_is_off():
+    """Ranks 4-7 read back wrong values at step 1: 4, 5 and 7 are off by the same amount (the same mixed results
+    on top of inputs of their own), 6 by another: rank 6 departed, though every sum differs from every other."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        root = _replica_sums_off(Path(folder), {4: -512.0, 5: -512.0, 6: 1536.0, 7: -512.0})["root"]
+    assert root["outlier_ranks"] == [6] and root["majority"] and root["step"] == 1
+
+
+def test_one_rank_alone_reading_back_a_wrong_checksum_among_ranks_checked_right_is_the_outlier(tmp_path):
+    """Rank 5 alone is off at step 1, every other rank checked right there: its collective paired with the
+    others' of another step; it is named, at step 1."""
+    d = _replica_sums_off(tmp_path, {5: 2048.0})
+    assert d["verdict"] == "diverged" and d["root"]["outlier_ranks"] == [5] and d["root"]["step"] == 1
+
+
 def test_checksums_add_the_ranks_they_part_on_to_a_root_from_launch_counts(tmp_path):
     """PyTorch's watchdog says rank 0 launched one collective fewer (its marks and a desync report), which places
     nothing; the per-step checksums part at step 1 on rank 2: it departed too, and the root names both."""
