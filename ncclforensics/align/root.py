@@ -257,9 +257,11 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
     behind = sorted(set(codes) - set(ahead) - set(unknown))
     if not behind:
         return None  # the shorter streams end where their files were cut short: nothing differs on record
-    # Two ranks, one ahead: it launched more, or the other stopped short; nothing says which.
-    tie = len(ahead) * 2 == len(codes) and len(codes) == 2
-    if len(ahead) * 2 < len(codes) or tie:
+    # Two ranks, one ahead: it launched more, or the other stopped short; nothing says which. The streams cut
+    # short side with neither, so they are not counted.
+    deciding = len(ahead) + len(behind)
+    tie = len(ahead) * 2 == deciding and deciding == 2
+    if len(ahead) * 2 < deciding or tie:
         reference = merged(codes[r] for r in behind)
         placements: list[Placement] = []
         for rank in ahead:
@@ -270,7 +272,7 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
     stopped = sorted(r for r in behind if lengths[r] == shortest)
     at = start + shortest
     return Proposal([Placement(r, EditKind.STOPPED, longest - shortest, at, at) for r in stopped], stopped,
-                    sorted(set(codes) - set(stopped)), len(stopped) * 2 < len(codes), True, stopped, shown=False)
+                    sorted(set(codes) - set(stopped)), len(stopped) * 2 < deciding, True, stopped, shown=False)
 
 
 # -- other evidence narrows --------------------------------------------------------------------------------------

@@ -116,6 +116,17 @@ def test_a_stream_cut_short_is_never_the_one_that_stopped():
     assert propose({0: stream([1] * 9), 1: stream([1] * 9), 2: stream([1] * 4)}, 1, cut={2}) is None
 
 
+def test_streams_cut_short_count_for_neither_side_of_a_length_difference():
+    # Rank 0 goes on one past rank 1; ranks 2 and 3 end early where their files were cut. One against one: rank
+    # 0 launched more or rank 1 stopped short, and no majority says which.
+    codes = {0: stream([1] * 9), 1: stream([1] * 8), 2: stream([1] * 4), 3: stream([1] * 4)}
+    proposal = propose(codes, 1, cut={2, 3})
+    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3]
+    codes[4] = stream([1] * 8)  # a second rank where rank 1 stops: rank 0 is the one ahead
+    proposal = propose(codes, 1, cut={2, 3})
+    assert proposal.majority and proposal.outliers == [0]
+
+
 def test_a_stream_without_the_parting_field_joins_the_group_that_recorded_most():
     # Ranks 0 and 1 recorded no call stacks (0): they agree with both sides and go with the larger one; they must
     # not found a group that every other stream then joins.

@@ -87,7 +87,8 @@ def _nccl_views(incident: Incident, written: Written, comm: str) -> dict[int, Vi
     views = {}
     for r in _ranks(incident, written, "nccl", comm):
         launches = incident.run.comm_launches(r, comm)
-        kept = written.nccl_kept.get(r, {}).get(comm, len(launches))
+        # (a log cut before its first line of the comm kept none of it)
+        kept = written.nccl_kept.get(r, {}).get(comm, 0 if ("nccl", r) in written.cut else len(launches))
         tokens = tuple((x.op.kind, x.op.count, x.op.dtype) for x in launches[:kept])
         views[r] = ((tokens, ("nccl", r) not in written.cut), False)
     return views
