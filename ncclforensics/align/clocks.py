@@ -32,6 +32,7 @@ _TIME_ZONE_STEP_S = 900.0  # time zones are whole quarter hours from UTC
 _STAMP = {"rank": pl.Int64, "key_comm": pl.String, "key_num": pl.Int64, "time": pl.Float64, "file": pl.String,
           "line": pl.Int64, "record": pl.Int64, "step": pl.Int64}
 KEY = ["key_comm", "key_num"]
+STAMPS_PER_PASS = 1 << 20  # stamps grouped at once (~35 MB) by the file-by-file check: a big job takes a few passes
 
 
 def _key_text(row: dict, suffix: str = "") -> str:
@@ -182,12 +183,14 @@ def _nobody_off(stamps: pl.DataFrame) -> bool:
     return not medians.select((pl.col("offset").abs() > ACROSS_RANKS_S).any()).item()
 
 
-def _one_file_each_and_nobody_off(evidence: list[Evidence], streams: Streams) -> bool:
+def _one_file_each_and_nobody_off(evidence: list[Evidence], streams: Streams,
+                                  per_pass: int = STAMPS_PER_PASS) -> bool:
     """True when clock_disagreements has nothing to say and that is seen file by file: no gate decisions, every
     rank stamped by one file, and _nobody_off true of the stamps. The stamps of a big job are tens of millions of
-    rows; this reads each file's own columns (no copy where nothing is null) and concatenates only a key and a
-    time per stamp, where building every stamp with its file, line and record would cost ~100 bytes a row. False
-    also where it cannot tell: the full computation decides then."""
+    rows; this reads each file's own columns (no copy where nothing is null), never holds a key per stamp, and
+    takes the medians per key over a range of seqs at a time (about `per_pass` stamps), where building every stamp
+    with its file, line and record would cost ~100 bytes a row. False also where it cannot tell: the full
+    computation decides then."""
     if any(g.time is not None for item in evidence for g in item.gates):
         return False
     pieces = []  # (file's timed rows: rank, comm, seq, time), one per file with any
@@ -196,46 +199,55 @@ def _one_file_each_and_nobody_off(evidence: list[Evidence], streams: Streams) ->
         frame = item.collectives
         if frame.height == 0:
             continue
-        if frame.get_column("time").null_count() or frame.get_column("rank").null_count():
-            frame = frame.filter(pl.col("time").is_not_null() & pl.col("rank").is_not_null())
+        # (Counted in a query: a column of one value per file, a dump's rank, stays one value; get_column would
+        # spell it out per row in the evidence's own frame, for the rest of the run.)
+        if any(frame.select(pl.col("time").null_count(), pl.col("rank").null_count()).row(0)):
+            frame = frame.select("rank", "comm", "seq", "time", "file").filter(
+                pl.col("time").is_not_null() & pl.col("rank").is_not_null())
             if frame.height == 0:
                 continue
         for rank, file in frame.select("rank", pl.col("file").fill_null(item.path)).unique().iter_rows():
             if files_of.setdefault(rank, file) != file:
                 return False  # a rank stamped by two files: their stamps pair up (_pairs)
-        timed = frame.select("rank", "comm", "seq", "time")
-        if streams.aliases:
-            timed = timed.with_columns(pl.col("comm").replace(streams.aliases))
-        pieces.append(timed)
+        pieces.append(frame.select("rank", "comm", "seq", "time"))
     if not pieces:
         return True
     ranks_seen: set[int] = set()
     for piece in pieces:  # a rank in two pieces (two Evidence of one file) could stamp one key twice
-        ranks = set(piece.get_column("rank").unique().to_list())
+        ranks = set(piece.select(pl.col("rank").unique()).to_series().to_list())
         if ranks & ranks_seen:
             return False
         ranks_seen |= ranks
+    # Comms as the streams name them (aliases resolved), in each use of `comm`: no column of them is kept.
+    named = pl.col("comm").replace(streams.aliases) if streams.aliases else pl.col("comm")
     bounds = pl.concat([p.select(pl.col("rank").min().alias("a"), pl.col("rank").max().alias("b"),
                                  pl.col("seq").min().alias("c"), pl.col("seq").max().alias("d")) for p in pieces])
     low_rank, high_rank, low_num, high_num = bounds.select(pl.col("a").min(), pl.col("b").max(), pl.col("c").min(),
                                                            pl.col("d").max()).row(0)
-    comms = sorted({c for p in pieces for c in p.select(pl.col("comm").drop_nulls().unique()).to_series().to_list()})
+    comms = sorted({c for p in pieces for c in p.select(named.drop_nulls().unique()).to_series().to_list()})
     if None in (low_rank, low_num) or low_rank < 0 or low_num < 0 or \
             (len(comms) + 1) * (high_num + 1) * (high_rank + 1) >= 1 << 62:
         return False  # what _nobody_off says of such stamps
-    comm = pl.col("comm").replace_strict(comms, list(range(1, len(comms) + 1)), default=0, return_dtype=pl.Int64)
-    keyed = [p.select("rank", (comm * (high_num + 1) + pl.col("seq")).alias("key"), "time") for p in pieces]
-    for piece in keyed:  # ranks are in one piece each: a key stamped twice by a rank is twice in its piece
-        if piece.select((pl.col("key") * (high_rank + 1) + pl.col("rank")).n_unique()).item() != piece.height:
+    comm = named.replace_strict(comms, list(range(1, len(comms) + 1)), default=0, return_dtype=pl.Int64)
+    key = (comm * (high_num + 1) + pl.col("seq")).alias("key")
+    for piece in pieces:  # ranks are in one piece each: a key stamped twice by a rank is twice in its piece
+        if piece.select((key * (high_rank + 1) + pl.col("rank")).n_unique()).item() != piece.height:
             return False
-    per_key = pl.concat([k.select("key", "time") for k in keyed]).group_by("key").agg(
-        pl.len().alias("n"), pl.col("time").median().alias("median"))
+    # A key is (comm, seq): the keys of a range of seqs are grouped apart from the others'.
+    stamps = sum(piece.height for piece in pieces)
+    passes = max(1, -(-stamps // per_pass))
+    width = -(-(high_num - low_num + 1) // passes)
+    every = pl.concat([piece.lazy() for piece in pieces])
+    per_key = pl.concat([
+        every.filter(pl.col("seq").is_between(first, first + width - 1)).select(key, "time").group_by("key").agg(
+            pl.len().alias("n"), pl.col("time").median().alias("median")).collect()
+        for first in range(low_num, high_num + 1, width)])
     shared = per_key.filter(pl.col("n") >= 2)
     if shared.height == 0:
         return True
     medians = shared.select("key", "median")
-    for piece in keyed:  # each rank's median offset from the keys' medians, over the keys it shares
-        offsets = piece.join(medians, on="key", how="inner").select(
+    for piece in pieces:  # each rank's median offset from the keys' medians, over the keys it shares
+        offsets = piece.select("rank", key, "time").join(medians, on="key", how="inner").select(
             "rank", (pl.col("time") - pl.col("median")).alias("offset"))
         if offsets.group_by("rank").agg(pl.col("offset").median()).select(
                 (pl.col("offset").abs() > ACROSS_RANKS_S).any()).item():

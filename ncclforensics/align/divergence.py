@@ -294,8 +294,8 @@ def _stage_label(label: str, added: list[str], without: dict[str, list[int]], ra
 
 
 class CodeBook:
-    """Each rank's records from `start` as codes, one field at a time, for every rank in one query: the stages
-    of the analysis ask for the same fields again (signatures, then signatures and call sites, ...)."""
+    """Each rank's records from `start` as codes, one field at a time, kept: the stages of the analysis ask for
+    the same fields again (signatures, then signatures and call sites, ...)."""
 
     def __init__(self, rows: CommStreams, start: int) -> None:
         self.start = start
@@ -328,21 +328,17 @@ class CodeBook:
         if name == "stack":
             column = pl.coalesce(pl.col("stack"), pl.col("callsite"))
         code = pl.when(column.is_null()).then(pl.lit(0, pl.UInt64)).otherwise(column.hash() | 1)
-        sources = ["stack", "callsite"] if name == "stack" else [name]
-        # One frame of every rank's column(s), hashed at once, then cut back into ranks.
-        joined = pl.concat([part.select(sources + ["seq"]) for part in parts.values()])
-        values = joined.select(code.alias("code")).get_column("code").to_numpy()
-        seqs = joined.get_column("seq").to_numpy()
-        out, offset = {}, 0
+        out = {}
+        # Rank by rank (a value's hash is the same in any frame): no frame of every rank's rows is built, and a
+        # rank's seqs are read only where its positions are not its rows.
         for rank, part in parts.items():
-            mine, where = values[offset:offset + part.height], seqs[offset:offset + part.height] - self.start
-            offset += part.height
+            mine = part.select(code.alias("code")).get_column("code").to_numpy()
             length = self._lengths[rank]
             if part.height == length and self._rows.contiguous:
                 out[rank] = mine
             else:
                 filled = np.zeros(length, dtype=np.uint64)
-                filled[where] = mine
+                filled[part.get_column("seq").to_numpy() - self.start] = mine
                 out[rank] = filled
         return out
 
@@ -358,6 +354,9 @@ def _before_wide_gap(part: pl.DataFrame) -> pl.DataFrame:
     return part.head(int(wide[0]) + 1) if wide.size else part
 
 
+_UNRECORDED_HIGH = np.uint64(np.iinfo(np.uint64).max)  # an unrecorded code (0) where the smallest is sought
+
+
 def _first_visible(codes: dict[int, Codes], chunk: int = 65536) -> int | None:
     """The first position where two ranks recorded different values of a field (what a position-by-position
     comparison reports first)."""
@@ -366,12 +365,15 @@ def _first_visible(codes: dict[int, Codes], chunk: int = 65536) -> int | None:
         end = min(longest, begin + chunk)
         differs = np.zeros(end - begin, dtype=bool)
         for name in next(iter(codes.values())).fields:
-            stacked = np.zeros((len(codes), end - begin), dtype=np.uint64)
-            for i, c in enumerate(codes.values()):
+            # The largest value and the smallest recorded one (0 is unrecorded) over the ranks, kept as each rank
+            # is read: arrays of one chunk, never of every rank's.
+            top = np.zeros(end - begin, dtype=np.uint64)
+            low = np.full(end - begin, _UNRECORDED_HIGH, dtype=np.uint64)
+            for c in codes.values():
                 part = c.fields[name][begin:end]
-                stacked[i, :len(part)] = part
-            top = stacked.max(axis=0)
-            low = np.where(stacked == 0, np.uint64(np.iinfo(np.uint64).max), stacked).min(axis=0)
+                n = len(part)
+                np.maximum(top[:n], part, out=top[:n])
+                np.minimum(low[:n], np.where(part == 0, _UNRECORDED_HIGH, part), out=low[:n])
             differs |= (top != 0) & (low != top)
         hit = np.flatnonzero(differs)
         if hit.size:

@@ -90,22 +90,29 @@ def _pairings_by_rank(rows: CommStreams, first: int, last: int) -> list[PairingR
     spans = [rows.span(rank, first, last) for rank in rows.parts]
     if any(span is None for span in spans):
         return None
-    fields = ["op", "dtype", "redop", "root"]
-    # Every rank's rows of [first, last], one after the other, as arrays of shape (ranks, seqs).
-    window = pl.concat(spans).select(pl.struct(fields).hash().alias("type"),
-                                            pl.col("count").is_null().alias("null"),
-                                            pl.col("count").fill_null(0).alias("count"))
-    shape = (len(rows.parts), last - first + 1)
-    types = window.get_column("type").to_numpy().reshape(shape)
-    nulls = window.get_column("null").to_numpy().reshape(shape)
-    counts = window.get_column("count").to_numpy().reshape(shape)
-    type_differs = (types != types[0]).any(axis=0)
-    count_differs = ((nulls != nulls[0]) | (~nulls & (counts != counts[0]))).any(axis=0)
+    # Each rank's rows of [first, last] against the first rank's, one rank at a time: arrays of one rank's seqs,
+    # never of every rank's (a window of 10,000 seqs on 1,024 ranks is 10 M rows). A row's hash is the same in
+    # any frame.
+    types0, nulls0, counts0 = _type_and_count(spans[0])
+    type_differs = np.zeros(len(types0), dtype=bool)
+    count_differs = np.zeros(len(types0), dtype=bool)
+    for span in spans[1:]:
+        types, nulls, counts = _type_and_count(span)
+        type_differs |= types != types0
+        count_differs |= (nulls != nulls0) | (~nulls & (counts != counts0))
     kinds = np.where(type_differs, 2, np.where(count_differs, 1, 0))
     cuts = np.flatnonzero(np.diff(kinds)) + 1
     starts = np.r_[0, cuts]
     ends = np.r_[cuts, len(kinds)] - 1
     return [PairingRun(first + int(a), first + int(b), _KINDS[int(kinds[a])]) for a, b in zip(starts, ends)]
+
+
+def _type_and_count(span: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of `span`: the hash of its type (op, dtype, reduction, root), whether its count is null, its count
+    (0 where null)."""
+    window = span.select(pl.struct("op", "dtype", "redop", "root").hash().alias("type"),
+                         pl.col("count").is_null().alias("null"), pl.col("count").fill_null(0).alias("count"))
+    return tuple(window.get_column(name).to_numpy() for name in ("type", "null", "count"))
 
 
 def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root) -> Window:

@@ -111,6 +111,8 @@ def test_the_file_by_file_check_agrees_with_the_check_of_every_stamp():
             streams = build_streams(evidence)
             expected = _nobody_off(_collective_stamps(evidence, streams))
             assert _one_file_each_and_nobody_off(evidence, streams) == expected, (offset, n)
+            # the medians per key taken over a few seqs at a time (as a big job takes them, 2^20 stamps a pass)
+            assert _one_file_each_and_nobody_off(evidence, streams, per_pass=5) == expected, (offset, n)
             assert expected == (offset <= ACROSS_RANKS_S)
     two_files = [dump(0, times()), log(0, times())]  # one rank, two files: left to the full computation
     assert not _one_file_each_and_nobody_off(two_files, build_streams(two_files))
