@@ -22,8 +22,11 @@ Cases, each run through the whole diagnosis and `diff --json` (which must be str
 - `job`: another capture's folder added beside this one.
 
 An answer holds when it is the reference, or widens it honestly: the same communicator, a seq range that contains
-the reference's, the same outliers (or a tie that names them), the wedge the same or unknown; or no root at all with
-a verdict that claims nothing (inconclusive, nothing compared). A cut the file shows (its last line without a line
+the reference's, the same outliers (or a tie that names them), the wedge the same, unknown, or a range of seqs in the
+same communicator that contains the reference's (at or after a seq, where records of completed collectives end; at or
+before one, where only launches are on record); or no root at all with a verdict that claims nothing (inconclusive,
+nothing compared). (The wedge was held to the same seq or none until the diagnosis could say a bound: a bound that
+contains the reference is as honest as the root's range, so the rule for the root's range now holds for it too.) A cut the file shows (its last line without a line
 break, a pickle without its end) that widens the answer must be reported (a problem naming the cut file); a cut
 exactly at a line break leaves a file like a complete one. With another job's folder added, the answer is one job's
 own (the one with more files naming communicators), never a mix. Anything else is a violation: a cut changed the
@@ -68,15 +71,25 @@ class Answer:
     outliers: frozenset = frozenset()
     tie: bool = False
     wedge_comm: str | None = None
-    wedge_seq: int | None = None
+    wedge_seq: int | None = None  # the lowest seq the wedge can be at
+    wedge_hi: float | None = None  # the highest (inf: at or after wedge_seq); None: wedge_seq itself
+
+    def wedge_range(self) -> tuple[float, float]:
+        return self.wedge_seq, self.wedge_seq if self.wedge_hi is None else self.wedge_hi
+
+    def wedge_short(self) -> str:
+        if self.wedge_seq is None:
+            return "?"
+        lo, hi = self.wedge_range()
+        return str(lo) if lo == hi else f"{lo}.." if math.isinf(hi) else f"{lo}..{int(hi)}"
 
     def short(self) -> str:
         if self.root_comm is None:
-            return f"{self.label}, no root" + (f", wedge {self.wedge_seq}" if self.wedge_seq is not None else "")
+            return f"{self.label}, no root" + (f", wedge {self.wedge_short()}" if self.wedge_seq is not None else "")
         lo, hi = (int(x) if math.isfinite(x) else "?" for x in (self.seq_lo, self.seq_hi))
         seqs = f"seq {lo}" if lo == hi else f"seq {lo}..{hi}"
         return (f"{self.label}, root {self.root_comm} {seqs} outliers {sorted(self.outliers)}"
-                f"{' (tie)' if self.tie else ''}, wedge {self.wedge_seq if self.wedge_seq is not None else '?'}")
+                f"{' (tie)' if self.tie else ''}, wedge {self.wedge_short()}")
 
 
 def answer_of(diagnosis) -> Answer:
@@ -85,7 +98,11 @@ def answer_of(diagnosis) -> Answer:
     root, wedge = diagnosis.root, diagnosis.wedge
     label = words.verdict_label(diagnosis)
     shown = wedge is not None and words.shows_wedge(diagnosis)  # a healthy run's records end: no wedge is said
-    wedge_part = {"wedge_comm": wedge.comm if shown else None, "wedge_seq": wedge.seq if shown else None}
+    wedge_part = {}
+    if shown:
+        low, high = wedge.seq_range
+        wedge_part = {"wedge_comm": wedge.comm, "wedge_seq": low,
+                      "wedge_hi": None if high == low else math.inf if high is None else high}
     if root is None:
         return Answer(label, **wedge_part)
     lo, hi = root.seq_range if root.seq_range is not None else (-math.inf, math.inf)
@@ -110,9 +127,10 @@ def judge(case: Answer, whole: Answer, reported: bool, cut: bool) -> tuple[str, 
         return "violation", "root range leaves out the whole evidence's root"
     if case.outliers != whole.outliers and not (case.tie and whole.outliers <= case.outliers):
         return "violation", f"outliers {sorted(case.outliers)}, not {sorted(whole.outliers)}"
-    if case.wedge_seq is not None and not (same_comm(case.wedge_comm, whole.wedge_comm)
-                                           and case.wedge_seq == whole.wedge_seq):
-        return "violation", f"wedge at {case.wedge_comm} seq {case.wedge_seq}, not {whole.wedge_seq}"
+    if case.wedge_seq is not None and not (same_comm(case.wedge_comm, whole.wedge_comm) and whole.wedge_seq is not None
+                                           and case.wedge_range()[0] <= whole.wedge_range()[0]
+                                           and case.wedge_range()[1] >= whole.wedge_range()[1]):
+        return "violation", f"wedge at {case.wedge_comm} seq {case.wedge_short()}, not {whole.wedge_short()}"
     if case == whole:
         return "same", ""
     return _widened(reported, cut, "a wider answer")
@@ -211,7 +229,7 @@ def build_case(folder: Path, case: tuple, kinds: dict[str, str], ranks: dict[str
         elif kind == "kinds" and kinds[name] not in case[1].split("+"):
             continue
         elif kind == "split" and len(ranks.get(name, [])) == 1:
-            fr_ranks = {int(r) for r in case[1].split(",")}
+            fr_ranks = {int(r) for r in str(case[1]).split(",")}  # one rank replays as an int
             if kinds[name] == "nccl-log" and ranks[name][0] in fr_ranks:
                 continue
             if kinds[name] == "flight-recorder" and ranks[name][0] not in fr_ranks:

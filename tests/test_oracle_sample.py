@@ -72,6 +72,19 @@ def test_the_oracle_tells_a_changed_answer_from_an_honest_range():
     assert oracle.judge(whole, oracle.Answer("CONSISTENT"), reported=True, cut=True)[0] == "violation"
 
 
+def test_a_wedge_bound_holds_where_it_contains_the_whole_evidences_wedge():
+    whole = oracle.Answer("DIVERGED", "0xabc", 25, 25, frozenset({0}), False, "0xabc", 50)
+    def bound(low, high):
+        return oracle.Answer("DIVERGED", "0xabc", 25, 25, frozenset({0}), False, "0xabc", low, high)
+    assert oracle.judge(bound(48, math.inf), whole, reported=True, cut=False)[0] == "widened"  # at or after 48
+    assert oracle.judge(bound(1, 50), whole, reported=True, cut=False)[0] == "widened"  # at or before 50
+    assert oracle.judge(bound(51, math.inf), whole, reported=True, cut=False)[0] == "violation"
+    assert oracle.judge(bound(1, 49), whole, reported=True, cut=False)[0] == "violation"
+    other = oracle.Answer("DIVERGED", "0xabc", 25, 25, frozenset({0}), False, "0xdef", 1, 60)
+    assert oracle.judge(other, whole, reported=True, cut=False)[0] == "violation"  # another communicator
+    assert oracle.judge(whole, bound(1, 50), reported=True, cut=False)[0] == "violation"  # narrower than the whole's
+
+
 def test_a_trace_that_ends_while_the_others_go_on_is_never_consistent(tmp_path):
     """killed-rank's fingerprint traces alone all end at the same record (the strict xfail above: nothing in them
     shows rank 1's death). Where one rank's trace does end early, the answer names that rank and is no agreement."""

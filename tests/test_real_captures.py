@@ -48,7 +48,8 @@ def test_extra_op_logs_only_gives_an_honest_range():
     lo, hi = root["seq_range"]
     assert lo <= 25 <= hi and hi == 41 and lo < hi and root["ambiguity"]
     assert d["first_visible_mismatch"]["seq"] == 41
-    assert d["wedge"]["seq"] == 50 and d["wedge"]["kind"] == "no_partner"
+    # Logs record launches only: seq 50 is the first collective rank 1..3 did not launch, the latest the stop can be.
+    assert d["wedge"]["seq"] is None and d["wedge"]["seq_range"] == [1, 50] and d["wedge"]["kind"] == "no_partner"
 
 
 def test_extra_op_logs_and_journals_take_the_step_from_the_journal():
@@ -98,7 +99,7 @@ def test_extra_op_ras_only_says_who_and_that_it_is_stuck_but_not_where():
     code, d = diff_json(*files("extra-op-4rank", "ras_status"))  # the plain replies' MISMATCH lines alone
     assert code == 1 and d["root"]["outlier_ranks"] == [0] and d["root"]["seq_range"] is None
     assert "each collective type apart" in d["root"]["ambiguity"]
-    assert d["wedge"]["seq"] == 50 and d["wedge"]["kind"] == "no_partner"
+    assert d["wedge"]["seq_range"] == [1, 50] and d["wedge"]["kind"] == "no_partner"  # RAS counts launches only
     assert d["ras"][0]["stuck"] is True
 
 

@@ -13,7 +13,7 @@ from .consequences import Disagreement, candidates, odd_ones
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from .ras import RasHistory
 from .streams import Streams
-from .wedge import Wedge
+from .wedge import LAUNCHES_ONLY, Wedge
 
 
 def ras_rank_map(streams: Streams, evidence: list[Evidence], ras: dict[str, RasHistory]) -> dict[tuple[str, int], int]:
@@ -215,8 +215,11 @@ def _root_from_type_counts(comm: str, by_type: dict[str, dict[int, int]], comple
 
 def ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str, list[str]],
                     dead: set[int], streams: Streams) -> Wedge | None:
-    """Without streams for a comm, RAS counts still show who waits on whom."""
-    for comm, history in sorted(ras.items()):
+    """Without streams for a comm, RAS counts still show who waits on whom. RAS counts launches, not completions:
+    the wedge is at or before the first collective not every rank launched. Of several communicators, the root's
+    (the first whose disagreement is no consequence of another's) comes first."""
+    root = ras_only_root(ras, rank_map, streams, stops)
+    for comm, history in sorted(ras.items(), key=lambda item: (root is None or item[0] != root.comm, item[0])):
         counts = history.launched()
         if comm in streams.members or not counts or not (history.stuck or stops.get(comm)):
             continue
@@ -236,7 +239,7 @@ def ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str, 
         kind = WedgeKind.DEAD_RANK if (set(missing) | (dead & set(absent))) else WedgeKind.NO_PARTNER
         return Wedge(comm=comm, seq=seq, kind=kind, launched=global_counts, completed={},
                      waiting_ranks=inside, absent_ranks=absent, confirmed_by=list(stops.get(comm, [])),
-                     evidence=history.locations)
+                     evidence=history.locations, seq_range=(1, seq), bounded_by=LAUNCHES_ONLY if seq > 1 else None)
     return None
 
 
@@ -262,11 +265,15 @@ def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str) -> Root 
 def wedge_from_counts(comm: str, counts: dict[int, int], completed: dict[int, int | None], dead: set[int],
                       confirmed_by: list[str], evidence: list[Location], ops: dict | None = None) -> Wedge:
     """The first collective not every rank launched (global rank -> launched count): who waits in it, who is
-    absent."""
-    seq = min(counts.values()) + 1
+    absent. Counts of launches bound the stop from above: a collective every rank launched before it may be where
+    the group hung, unless every rank's completions (global rank -> last completed) say it went past."""
+    # Where every rank launched as many, none launched the next: a group that stopped waits in one of those.
+    seq = min(counts.values()) + (1 if len(set(counts.values())) > 1 else 0)
+    done = [c for r, c in completed.items() if r in counts]
+    low = min(seq, min(done) + 1) if done and None not in done else 1
     inside = sorted(r for r, c in counts.items() if c >= seq)
     absent = sorted(r for r, c in counts.items() if c < seq)
-    kind = WedgeKind.DEAD_RANK if dead & set(absent) else WedgeKind.NO_PARTNER
+    kind = WedgeKind.DEAD_RANK if dead & set(absent) else WedgeKind.NO_PARTNER if absent else WedgeKind.UNKNOWN
     return Wedge(comm=comm, seq=seq, kind=kind, launched=dict(counts), completed=dict(completed),
                  waiting_ranks=inside, absent_ranks=absent, confirmed_by=confirmed_by, evidence=evidence,
-                 ops=dict(ops or {}))
+                 ops=dict(ops or {}), seq_range=(low, seq), bounded_by=LAUNCHES_ONLY if low < seq else None)

@@ -56,6 +56,29 @@ class Wedge:
     cycle: list[tuple[int, str, int]] = field(default_factory=list)  # (rank, comm, seq) around a deadlock
     confirmed_by: list[str] = field(default_factory=list)  # what shows that it stopped (not merely lags)
     evidence: list[Location] = field(default_factory=list)
+    # Every seq the stop can be at: (seq, seq) where the records pin it. The high end is None where they bound it
+    # from below only (records of completed collectives that end, files cut short: later ones may have run). `seq`
+    # is then where the records place it, the collective that the ranks' fields describe.
+    seq_range: tuple[int, int | None] | None = None
+    bounded_by: str | None = None  # why it is a range: COMPLETIONS_END or LAUNCHES_ONLY
+
+    def __post_init__(self) -> None:
+        if self.seq_range is None:
+            self.seq_range = (self.seq, self.seq)
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the evidence places the stop at one seq."""
+        return self.seq_range == (self.seq, self.seq)
+
+
+# Why a wedge is a range. The records of some rank end with collectives that completed, and nothing records
+# what it launched after them (traces written once a collective completed, a file cut short): the bound from
+# below is the first collective not on record as completed by every rank.
+COMPLETIONS_END = "completions end"
+# No source records which collectives completed (NCCL logs and RAS count launches): the first collective not
+# every rank launched bounds it from above, and one every rank launched before it may be where it hung.
+LAUNCHES_ONLY = "launches only"
 
 
 def classify_pairings(rows: CommStreams, first: int, last: int) -> list[PairingRun]:
@@ -178,6 +201,19 @@ def find_wedge(streams: Streams, analyses: dict[str, CommAnalysis], dead_ranks: 
         candidates.append(wedge)
     if not candidates:
         return None
+    root_comm = streams.aliases.get(root_comm, root_comm)  # a root named by process group, the wedges by hash
+    at_root = next((w for w in candidates if w.comm == root_comm), None)
+    if at_root is not None:
+        # A communicator whose absent ranks are all stuck in the root's (or their records there end where a file
+        # was cut) waits on the root's: its stop, however confirmed, is a consequence, and says the job stopped.
+        cut = {rank for (comm, rank) in streams.cut if comm == root_comm}
+        stuck = set(at_root.waiting_ranks) | cut
+        follows = [w for w in candidates if w is not at_root and w.absent_ranks and set(w.absent_ranks) <= stuck
+                   and w.kind is not WedgeKind.CROSS_COMM_DEADLOCK]
+        for w in follows:
+            at_root.confirmed_by += [f"{reason}, in comm {w.comm}, which waits on it" for reason in w.confirmed_by
+                                     if reason not in at_root.confirmed_by]
+        candidates = [w for w in candidates if w not in follows]
     # A confirmed stop beats an inferred one; then the kind that explains most (a cycle, a death); then the
     # root's own communicator (where the misalignment stopped it first, before others waited on it).
     rank = {WedgeKind.CROSS_COMM_DEADLOCK: 0, WedgeKind.DEAD_RANK: 1}
@@ -205,6 +241,16 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
     hang = _first_hanging_pairing(frame, max(analysis.first_seq.values()), min(seq, lowest))
     if hang is not None and hang < seq:
         seq = hang  # a pairing NCCL does not complete stops the group there, whatever was launched after it
+    low, high, bounded_by = _stop_bounds(frame, analysis, cut, hang)
+    seq = max(low, seq if high is None else min(seq, high))
+    if high is None:
+        # Nothing on record is where the ranks stopped: who waits and who never launched it is not known.
+        kind = WedgeKind.DEAD_RANK if set(analysis.ranks) & dead_ranks else WedgeKind.UNKNOWN
+        ends = {rank: frame.last(rank) for rank in frame.parts}
+        return Wedge(comm=analysis.comm, seq=seq, kind=kind, launched=dict(launched), completed=dict(completed),
+                     waiting_ranks=[], absent_ranks=[], seq_range=(low, None), bounded_by=bounded_by,
+                     evidence=[op.loc for last in sorted(set(ends.values()))
+                               for rank, op in ops_at(frame, last).items() if ends[rank] == last])
     inside = sorted(r for r, last in launched.items() if last >= seq)
     # Ranks the comm's configuration names but no file speaks for (a rank that died writes no dump).
     silent = sorted(set(streams.expected_members.get(analysis.comm, [])) - set(analysis.ranks))
@@ -228,8 +274,50 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
     return Wedge(
         comm=analysis.comm, seq=seq, kind=kind, launched=dict(launched), completed=dict(completed),
         waiting_ranks=inside, absent_ranks=absent, ops=ops, cycle=cycle,
-        evidence=[o.loc for o in ops.values()],
+        evidence=[o.loc for o in ops.values()], seq_range=(low, high), bounded_by=bounded_by if low < high else None,
     )
+
+
+def _stop_bounds(rows: CommStreams, analysis: CommAnalysis, cut: set[int], hang: int | None
+                 ) -> tuple[int, int | None, str | None]:
+    """(low, high, why): the seqs the group's stop can be at, the first collective not every rank completed.
+
+    From below: where a rank's completions are final (a dump's states: a collective in flight, or every one it
+    launched completed; a timeout line), the stop is past the fewest such a rank completed. Where none is, a
+    collective some rank completed had every rank in it (NCCL completes none without every rank's part), so the
+    stop is past the last one any rank is on record as completing. From above: a rank seen in flight stopped
+    there; a rank whose last record is its launch of a collective (an NCCL log line, a dump's entry) launched
+    nothing after it; a pairing NCCL never completes hangs. A rank whose records end with a completed collective
+    of a format that records only completions (fingerprint traces, flushed per step), or whose file was cut
+    short, bounds nothing from above and its end nothing from below: it may have gone on.
+    """
+    completed, launched = analysis.completed, analysis.launched
+    final: list[int] = []
+    highs = [hang] if hang is not None else []
+    for rank, part in rows.parts.items():
+        if rank in cut or not part.height:
+            continue
+        done = completed.get(rank)
+        after = rows.rows_at(done + 1) if done is not None else []
+        in_flight = [row for row in after if row["rank"] == rank and (
+            row["state"] == "started" or (row["fr_file"] is not None and row["state"] != "completed"))]
+        last = part.row(part.height - 1, named=True)
+        if in_flight:
+            highs.append(done + 1)
+            final.append(done)
+        elif last["fr_file"] is not None and done is not None:  # the dump saw every collective it launched end
+            highs.append(launched[rank] + 1)
+            final.append(done)
+        elif last["state"] != "completed":
+            highs.append(launched[rank] + 1)
+    on_record = [done for done in completed.values() if done is not None]
+    low = min(final) + 1 if final else max(on_record) + 1 if on_record else 1
+    high = min(highs) if highs else None
+    if high is not None and high < low:
+        low = high  # a rank launched less than another completed: the launches are the firmer record
+    if high is not None and low == high:
+        return low, high, None
+    return low, high, LAUNCHES_ONLY if high is not None and None in completed.values() else COMPLETIONS_END
 
 
 # NCCL 2.28.9 on an H200, as measured: collectives of one type pair and complete whatever their counts; an

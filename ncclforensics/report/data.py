@@ -80,7 +80,7 @@ def gate_dict(gate: GateDisagreement) -> dict:
     }
 
 
-SCHEMA_VERSION = 3  # of `diff --json`; raised when a key changes meaning or goes away (README, JSON output)
+SCHEMA_VERSION = 4  # of `diff --json`; raised when a key changes meaning or goes away (README, JSON output)
 PAIRING_RUNS = 20  # window pairing runs listed by default (the rest summed per kind; all with full_window)
 
 
@@ -151,7 +151,8 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
     if d.wedge is not None:
         w = d.wedge
         wedge = {
-            "comm": w.comm, "seq": w.seq, "kind": w.kind.value, "launched": _ranks(w.launched),
+            "comm": w.comm, "seq": w.seq if w.pinned else None, "seq_range": list(w.seq_range),
+            "bounded_by": w.bounded_by, "kind": w.kind.value, "launched": _ranks(w.launched),
             "completed": _ranks(w.completed), "waiting_ranks": w.waiting_ranks, "absent_ranks": w.absent_ranks,
             "ops": {str(k): op_dict(v) for k, v in sorted(w.ops.items())},
             "cycle": [{"rank": r, "comm": c, "seq": s} for r, c, s in w.cycle],

@@ -135,7 +135,8 @@ def _verdict(d: Diagnosis) -> list[Block]:
         count = str(w.collectives) if w.collectives == w.collectives_min else f"{w.collectives_min}..{w.collectives}"
         facts.append(f"Corrupt-and-continue window: {count} collectives, seq {w.first_seq}..{w.last_seq}")
     if words.shows_wedge(d):
-        facts.append(f"Wedge: comm {d.wedge.comm} seq {d.wedge.seq} ({words.wedge_kind_words(d.wedge.kind)})")
+        facts.append(f"Wedge: comm {d.wedge.comm} {words.wedge_seq_words(d.wedge)} "
+                     f"({words.wedge_kind_words(d.wedge.kind)})")
     facts.append(f"Ranks with evidence: {', '.join(map(str, d.ranks)) or 'none'}")
     out.append(Bullets(tuple(facts)))
     return out
@@ -243,10 +244,14 @@ def _wedge(d: Diagnosis, images: dict[str, Image]) -> list[Block]:
     elif not words.shows_wedge(d):
         out.append(Para(words.records_end_words(w)))
     else:
-        out.append(Para(f"Comm {w.comm} stopped at seq {w.seq}: {words.wedge_kind_words(w.kind)}."))
-        out.append(Table(("rank", "last launched", "last completed", "at the wedge"), tuple(
+        out.append(Para(f"Comm {w.comm} stopped {words.wedge_where(w)}: {words.wedge_kind_words(w.kind)}."))
+        if text := words.wedge_range_words(w):
+            out.append(Para(text))
+        at = "at the wedge" if w.pinned else f"at seq {w.seq}"
+        out.append(Table(("rank", "last launched", "last completed", at), tuple(
             (str(rank), str(w.launched[rank]), _v(w.completed.get(rank)),
-             w.ops[rank].describe() if rank in w.ops else "never launched")
+             w.ops[rank].describe() if rank in w.ops else
+             "never launched" if rank in w.absent_ranks else "records end before it")
             for rank in sorted(w.launched))))
         if w.cycle:
             out.append(Para("Wait-for cycle: " + " -> ".join(f"rank {r} in {c} seq {s}" for r, c, s in w.cycle)))

@@ -9,7 +9,7 @@ from ..align.divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReas
 from ..align.gates import decision_tuple
 from ..align.ras import RasHistory
 from ..align.reconcile import CUDA_GRAPH_NOTE
-from ..align.wedge import Wedge, Window
+from ..align.wedge import LAUNCHES_ONLY, Wedge, Window
 from ..model import Verdict, WedgeKind
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words
@@ -59,6 +59,42 @@ def wedge_kind_words(kind: WedgeKind) -> str:
     """`no partner`, `count mismatch`, `a cross-communicator deadlock`, `cause unknown`."""
     return {WedgeKind.UNKNOWN: "cause unknown", WedgeKind.CROSS_COMM_DEADLOCK: "cross-communicator deadlock",
             WedgeKind.DEAD_RANK: "a rank died"}.get(kind, kind.value.replace("_", " "))
+
+
+def wedge_where(wedge: Wedge) -> str:
+    """`at seq 50`, `at or after seq 89`, `at or before seq 12`, `somewhere in seq 5..12`."""
+    low, high = wedge.seq_range
+    if high is None:
+        return f"at or after seq {low}"
+    if low == high:
+        return f"at seq {low}"
+    return f"at or before seq {high}" if low == 1 else f"somewhere in seq {low}..{high}"
+
+
+def wedge_seq_words(wedge: Wedge) -> str:
+    """`seq 50` where the wedge is pinned, else where it can be (`at or after seq 89`)."""
+    return f"seq {wedge.seq}" if wedge.pinned else wedge_where(wedge)
+
+
+def wedge_range_words(wedge: Wedge) -> str | None:
+    """Why the wedge is a range of seqs, and what would pin it; None where it is pinned."""
+    low, high = wedge.seq_range
+    if wedge.pinned:
+        return None
+    if high is None:
+        return (f"Where comm {wedge.comm} stopped is not on record: each rank's records there end with a collective "
+                f"that completed (a trace written once a collective completed) or where a file was cut short, and "
+                f"what a rank launched after its last record is unknown, so the wedge is at or after seq {low}, past "
+                f"the last collective a rank is on record as completing (every rank took part in it); an NCCL log or a "
+                f"Flight Recorder dump of every rank would place it.")
+    if wedge.bounded_by != LAUNCHES_ONLY:
+        return (f"Where comm {wedge.comm} stopped is not pinned: some rank's records there end before the stop (a "
+                f"file cut short, a trace written once a collective completed), so the wedge is {wedge_where(wedge)}, "
+                f"up to the first collective that a rank did not launch or was seen in flight in.")
+    return (f"No source records which collectives of comm {wedge.comm} completed (NCCL logs and RAS count "
+            f"launches only): seq {high} is the first collective not every rank launched, and one that every "
+            f"rank launched before it may be where the group hung, so the wedge is {wedge_where(wedge)}; "
+            f"Flight Recorder dumps (their states) would pin it.")
 
 
 def shows_wedge(d: Diagnosis) -> bool:
@@ -295,10 +331,14 @@ def summary(d: Diagnosis) -> str:
                      f"{wedge.comm} seq {wedge.seq} ({op.describe()}): nothing here shows them disagreeing or whom "
                      f"they wait for (a rank with no file here, the network?).")
     elif wedge is not None and wedge.confirmed_by:
-        parts.append(f"It wedged at seq {wedge.seq} in comm {wedge.comm} ({wedge_kind_words(wedge.kind)}).")
-    elif wedge is not None:
+        parts.append(f"It wedged {wedge_where(wedge)} in comm {wedge.comm} ({wedge_kind_words(wedge.kind)}).")
+    elif wedge is not None and wedge.pinned:
         parts.append(f"The records stop at seq {wedge.seq} in comm {wedge.comm} ({wedge_kind_words(wedge.kind)}); nothing "
                      f"confirms a hang there (no timeout, no RAS counts that stay).")
+    elif wedge is not None:
+        parts.append(f"The records place no stop in comm {wedge.comm}: it would be {wedge_where(wedge)} "
+                     f"({wedge_kind_words(wedge.kind)}), and nothing confirms a hang (no timeout, no RAS counts that "
+                     f"stay).")
     for comm, history in sorted(d.ras.items()):
         if not parts and history.disagree and history.moving is None:
             parts.append(one_reply_words(comm, history))
@@ -343,6 +383,8 @@ def caveats(d: Diagnosis) -> list[str]:
     if d.wedge is not None and not d.wedge.confirmed_by and shows_wedge(d):
         found.append("Nothing in the evidence (watchdog timeout, repeated RAS replies, Flight Recorder states) "
                      "confirms that the job stopped; the wedge is where it would stop.")
+    if d.wedge is not None and shows_wedge(d) and (text := wedge_range_words(d.wedge)):
+        found.append(text)
     p2p = sorted(comm for comm in d.comms if is_p2p_comm(comm))
     if p2p:
         found.append(f"Send/Recv are kept apart from the collectives ({', '.join(p2p[:4])}"
