@@ -85,6 +85,7 @@ class Diagnosis:
     death: list[Finding] = field(default_factory=list)  # receipts that a process died
     gate_ties: list[int] = field(default_factory=list)  # outliers whose gate decision explains the root
     notes: list[str] = field(default_factory=list)  # caveats of the evidence's own (stand-in ranks, ...)
+    stand_in_ranks: dict[int, str] = field(default_factory=dict)  # rank numbered for a process: its host:pid
     text_ras_replies: int = 0
     streams: Streams | None = None  # the merged per-(comm, rank) streams, for plots and reports
 
@@ -95,7 +96,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     evidence, foreign = split_jobs(evidence)
     evidence = with_watchdog_rows(evidence)
     evidence, unranked_caveats = unranked_streams(evidence)
-    evidence, rank_caveats = resolve_global_ranks(evidence)
+    evidence, rank_caveats, stand_ins = resolve_global_ranks(evidence)
     unranked_caveats += rank_caveats
     evidence, trace_caveats = with_trace_rows(evidence)
     unranked_caveats += trace_caveats
@@ -124,7 +125,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     if not _death_evidence(ras, rank_map, watchdog):
         _behind_ranks(analyses, streams, gate, _stop_evidence(streams, analyses, ras, watchdog, dead), dead)
     diagnosis = Diagnosis(verdict=Verdict.CONSISTENT, ranks=_all_ranks(evidence, streams), comms=analyses,
-                          gate=gate, ras=ras, problems=problems)
+                          gate=gate, ras=ras, problems=problems, stand_in_ranks=stand_ins)
     diagnosis.corrupted_fingerprints = corrupted(fingerprints)
     diagnosis.checksum_splits = diverging_steps(fingerprints)
     root, comm_caveats = _pick_root(analyses, gate, streams)

@@ -25,8 +25,9 @@ from ..model import Evidence
 HEAD = 8  # first collectives of a stream compared when matching a process to a dump
 
 
-def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]]:
-    """`evidence` with NCCL log ranks made global where two processes claim one rank; and the caveats."""
+def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list[str], dict[int, str]]:
+    """`evidence` with NCCL log ranks made global where two processes claim one rank; the caveats; and the ranks
+    that are stand-ins, each with its process (`host:pid`)."""
     # Processes that claim ranks in their communicators (a log's INIT lines), not a recorder's own rank.
     logs = [item for item in evidence if _claims_comm_ranks(item)]
     claims: dict[int, set[tuple]] = {}
@@ -35,10 +36,10 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
             if identity.rank is not None and identity.pid is not None:
                 claims.setdefault(identity.rank, set()).add((identity.host, identity.pid))
     if not logs:
-        return evidence, []
+        return evidence, [], {}
     widest = max((i.comm_size or 0 for item in logs for i in item.identities), default=0)
     if not any(len(processes) > 1 for processes in claims.values()) and _job_size(evidence) <= widest:
-        return evidence, []
+        return evidence, [], {}
     processes = sorted({p for ps in claims.values() for p in ps}, key=lambda p: (str(p[0]), p[1]))
     dumps = _dump_groups(evidence)
     wanted = sorted({seq for groups in dumps.values() for _, _, head in groups for seq, _ in head})
@@ -51,6 +52,9 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
     mapping.update(_by_members(logs, evidence, processes, mapping))
     mapping.update(_by_layout(logs, evidence, processes, mapping, set(dumps)))
     unmatched = [p for p in processes if p not in mapping]
+    free = sorted(set(range(_job_size(evidence))) - set(mapping.values()))
+    if len(unmatched) == 1 and len(free) == 1:
+        mapping[unmatched.pop()] = free[0]  # the one process left over is the one rank left over
     next_rank = max([*mapping.values(), *dumps, -1]) + 1
     stand_ins = {p: next_rank + i for i, p in enumerate(unmatched)}
     mapping.update(stand_ins)
@@ -62,7 +66,7 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
                + ("; the others are stand-ins numbered by host, then pid ("
                   + ", ".join(f"rank {r} = {h}:{pid}" for (h, pid), r in list(stand_ins.items())[:8])
                   + (", ..." if len(stand_ins) > 8 else "") + ")" if stand_ins else "") + "."]
-    return changed, caveats
+    return changed, caveats, {rank: f"{host}:{pid}" for (host, pid), rank in stand_ins.items()}
 
 
 def _claims_comm_ranks(item: Evidence) -> bool:
