@@ -25,7 +25,10 @@ An answer holds when it is the reference, or widens it honestly: the same commun
 the reference's, the same outliers (or a tie that names them), the wedge the same, unknown, or a range of seqs in the
 same communicator that contains the reference's (at or after a seq, where records of completed collectives end; at or
 before one, where only launches are on record); or no root at all with a verdict that claims nothing (inconclusive,
-nothing compared). (The wedge was held to the same seq or none until the diagnosis could say a bound: a bound that
+nothing compared). Outliers are ranks of the job, except where the answer says it names them by their rank in
+the root's communicator (RAS replies alone, no record of their global ranks): those are compared as the processes
+the replies list for them (the rule compared them as the job's ranks, which the answer says they are not). (The
+wedge was held to the same seq or none until the diagnosis could say a bound: a bound that
 contains the reference is as honest as the root's range, so the rule for the root's range now holds for it too.) A cut the file shows (its last line without a line
 break, a pickle without its end) that widens the answer must be reported (a problem naming the cut file); a cut
 exactly at a line break leaves a file like a complete one. With another job's folder added, the answer is one job's
@@ -49,7 +52,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,6 +76,10 @@ class Answer:
     wedge_comm: str | None = None
     wedge_seq: int | None = None  # the lowest seq the wedge can be at
     wedge_hi: float | None = None  # the highest (inf: at or after wedge_seq); None: wedge_seq itself
+    # The outliers' processes (pids), where the answer names them by their rank in the root's communicator, as a
+    # caveat says, since no record gives their global ranks; and each process's global rank, as the evidence gives.
+    outlier_pids: frozenset | None = field(default=None, compare=False)
+    pid_ranks: tuple = field(default=(), compare=False)
 
     def wedge_range(self) -> tuple[float, float]:
         return self.wedge_seq, self.wedge_seq if self.wedge_hi is None else self.wedge_hi
@@ -92,7 +99,8 @@ class Answer:
                 f"{' (tie)' if self.tie else ''}, wedge {self.wedge_short()}")
 
 
-def answer_of(diagnosis) -> Answer:
+def answer_of(diagnosis, evidence: list, whole: bool = False) -> Answer:
+    """The answer to compare; `whole`: the reference's, with every process's global rank."""
     from ncclforensics.report import words
 
     root, wedge = diagnosis.root, diagnosis.wedge
@@ -106,7 +114,35 @@ def answer_of(diagnosis) -> Answer:
     if root is None:
         return Answer(label, **wedge_part)
     lo, hi = root.seq_range if root.seq_range is not None else (-math.inf, math.inf)
-    return Answer(label, root.comm, lo, hi, frozenset(root.outlier_ranks), not root.majority, **wedge_part)
+    return Answer(label, root.comm, lo, hi, frozenset(root.outlier_ranks), not root.majority, **wedge_part,
+                  outlier_pids=_comm_rank_pids(diagnosis, evidence), pid_ranks=_pid_ranks(evidence) if whole else ())
+
+
+def _comm_rank_pids(diagnosis, evidence: list) -> frozenset | None:
+    """The outliers' pids, where the root (from RAS counts) names ranks of a communicator none of whose ranks has a
+    known global rank: the answer then names comm ranks, each a process the replies list."""
+    from ncclforensics.align.ras_only import ras_rank_map
+
+    root, history = diagnosis.root, diagnosis.ras.get(diagnosis.root.comm)
+    if history is None or root.pinned_by != "RAS counts":
+        return None
+    if any(comm == root.comm for comm, _ in ras_rank_map(diagnosis.streams, evidence, diagnosis.ras)):
+        return None
+    pids = {r.rank: r.pid for _, block in history.states for r in block.ranks if r.pid is not None}
+    return frozenset(pids.get(rank) for rank in root.outlier_ranks)
+
+
+def _pid_ranks(evidence: list) -> tuple:
+    """(pid, global rank) of every process the evidence gives a global rank (NCCL logs placed through the dumps;
+    a pid that two ranks claim, on two hosts, is left out)."""
+    from ncclforensics.align.ranks import resolve_global_ranks
+
+    found: dict[int, set[int]] = {}
+    for item in resolve_global_ranks(evidence)[0]:
+        for identity in item.identities:
+            if identity.pid is not None and identity.rank is not None:
+                found.setdefault(identity.pid, set()).add(identity.rank)
+    return tuple(sorted((pid, ranks.pop()) for pid, ranks in found.items() if len(ranks) == 1))
 
 
 def judge(case: Answer, whole: Answer, reported: bool, cut: bool) -> tuple[str, str]:
@@ -125,7 +161,11 @@ def judge(case: Answer, whole: Answer, reported: bool, cut: bool) -> tuple[str, 
         return "violation", f"root in comm {case.root_comm}, not {whole.root_comm}"
     if not (case.seq_lo <= whole.seq_lo and case.seq_hi >= whole.seq_hi):
         return "violation", "root range leaves out the whole evidence's root"
-    if case.outliers != whole.outliers and not (case.tie and whole.outliers <= case.outliers):
+    outliers = case.outliers
+    if case.outlier_pids is not None:  # comm ranks, as the answer says: compared as the processes they are
+        by_pid = dict(whole.pid_ranks)
+        outliers = frozenset(by_pid.get(pid, f"process {pid}") for pid in case.outlier_pids)
+    if outliers != whole.outliers and not (case.tie and whole.outliers <= outliers):
         return "violation", f"outliers {sorted(case.outliers)}, not {sorted(whole.outliers)}"
     if case.wedge_seq is not None and not (same_comm(case.wedge_comm, whole.wedge_comm) and whole.wedge_seq is not None
                                            and case.wedge_range()[0] <= whole.wedge_range()[0]
@@ -274,7 +314,7 @@ def profile(folder: Path) -> tuple[dict[str, str], dict[str, list[int]], Answer]
         name = Path(item.path).name
         kinds[name] = item.format.value if item.format else "unrecognised"
         ranks[name] = item.ranks
-    return kinds, ranks, answer_of(diagnosis)
+    return kinds, ranks, answer_of(diagnosis, parsed.evidence, whole=True)
 
 
 def truth_of(folder: Path) -> str:
@@ -296,7 +336,7 @@ def run_case(folder: Path, case: tuple, kinds: dict[str, str], ranks: dict[str, 
     except Exception as e:  # noqa: BLE001 - a crash is a violation of its own, recorded with the case
         return "violation", f"raised {type(e).__name__}: {e}", None
     reported = any(Path(p.loc.path).name in cut_files for p in parsed.all_problems)
-    got = answer_of(diagnosis)
+    got = answer_of(diagnosis, parsed.evidence)
     # A cut the file itself shows (no line break at its end, a pickle without its STOP) must be reported; one
     # exactly at a line break leaves a file like a complete one, so an honest wider answer is all one can ask.
     shows_cut = case[0] == "cut" and case[2] in ("mid", "byte")

@@ -34,6 +34,11 @@ SAMPLE = [
     ("extra-op-4rank", ("rank", 1, 10)),  # every file of rank 1 cut at half
     ("pipeline-healthy", ("cut", "nccl.vm.431.log", "mid", 31)),  # an NCCL log cut inside its last line
     ("extra-op-4rank", ("rank", 0, 5)),  # every file of rank 0 cut before the root: no agreement claimed
+    ("long-window", ("kinds", "fingerprint")),  # traces end before the stop: at or after seq 91
+    ("subcomm-divergence", ("kinds", "nccl-log")),  # launches only: at or before seq 12 (the wedge is 11)
+    ("type-mismatch", ("kinds", "ras-json+ras-text")),  # RAS counts: at or before seq 18 (the wedge is 17)
+    ("serving-tp-in-dp-8rank", ("kinds", "nccl-log")),  # the DP comm that waits on the TP comm is no wedge
+    ("serving-tp-in-dp-8rank", ("kinds", "ras-json+ras-text")),  # TP comm ranks, compared as their processes
     *KNOWN,
 ]
 _PROFILES: dict[str, tuple] = {}
@@ -83,6 +88,18 @@ def test_a_wedge_bound_holds_where_it_contains_the_whole_evidences_wedge():
     other = oracle.Answer("DIVERGED", "0xabc", 25, 25, frozenset({0}), False, "0xdef", 1, 60)
     assert oracle.judge(other, whole, reported=True, cut=False)[0] == "violation"  # another communicator
     assert oracle.judge(whole, bound(1, 50), reported=True, cut=False)[0] == "violation"  # narrower than the whole's
+
+
+def test_outliers_named_by_comm_rank_are_compared_as_their_processes():
+    """RAS replies alone name a TP group's ranks by their rank in it (a caveat says so): comm rank 2 is process
+    1169, which the whole evidence gives global rank 6."""
+    whole = oracle.Answer("DIVERGED", "0xabc", 30, 30, frozenset({6}), False, pid_ranks=((1167, 4), (1169, 6)))
+    named = oracle.Answer("DIVERGED", "0xabc", 1, 33, frozenset({2}), False, outlier_pids=frozenset({1169}))
+    other = oracle.Answer("DIVERGED", "0xabc", 1, 33, frozenset({0}), False, outlier_pids=frozenset({1167}))
+    assert oracle.judge(named, whole, reported=True, cut=False)[0] == "widened"
+    assert oracle.judge(other, whole, reported=True, cut=False)[0] == "violation"
+    assert oracle.judge(oracle.Answer("DIVERGED", "0xabc", 1, 33, frozenset({2}), False), whole, reported=True,
+                        cut=False)[0] == "violation"  # the same number, said to be the job's rank
 
 
 def test_a_trace_that_ends_while_the_others_go_on_is_never_consistent(tmp_path):
