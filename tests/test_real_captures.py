@@ -283,6 +283,9 @@ def test_serving_tp_in_dp_logs_alone_give_the_range_with_stand_in_ranks():
     assert code == 1 and d["root"]["comm"] == "0x7e967d1df7760487" and d["root"]["outlier_ranks"] == [6]
     assert d["root"]["seq_range"][0] <= 30 <= d["root"]["seq_range"][1]
     assert any("stand-ins" in c for c in d["caveats"])
+    # each stand-in rank names its process, as the caveat does, for tools that read the JSON
+    assert d["stand_in_ranks"] and all(p.startswith("vm:") for p in d["stand_in_ranks"].values())
+    assert all(f"rank {r} = {p}" in " ".join(d["caveats"]) for r, p in list(d["stand_in_ranks"].items())[:8])
 
 
 def test_logs_of_one_replica_beside_dumps_of_the_others_get_the_jobs_ranks():

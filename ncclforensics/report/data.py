@@ -164,6 +164,7 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
         "verdict": d.verdict.value,
         "summary": words.summary(d),
         "ranks": d.ranks,
+        "stand_in_ranks": {str(rank): process for rank, process in sorted(d.stand_in_ranks.items())},
         "root": root,
         "first_visible_mismatch": visible,
         "window": window,

@@ -16,7 +16,8 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   other side or both sides is right too (`Root.majority` is then false); a rank whose only records of the comm
   are NCCL logs cut short before the root is not on record for this (its records side with either);
   where nothing in the evidence names global ranks (NCCL logs of a job without a comm over every rank, RAS
-  replies alone), comm ranks are right too;
+  replies alone), comm ranks are right too; a rank the answer numbers as a stand-in (`stand_in_ranks`) is read
+  as the rank of the process it names;
 - `root_on_unfaulted_comm`: the root is on a comm whose ranks all ran the same program (a consequence of a hang
   elsewhere) while a comm that diverged shows it;
 - `unknown_comm`: the root's comm is none of the incident's (by NCCL commId or process-group name); a root on
@@ -97,6 +98,14 @@ def _comm_of_ranks_compared(incident: Incident, name: str) -> str | None:
     overlap = {c: len(ranks & set(incident.program.comms[c].ranks)) for c in incident.truth.roots}
     best = max(overlap, key=lambda c: (overlap[c], -len(incident.program.comms[c].ranks)), default=None)
     return best if best is not None and overlap[best] else None
+
+
+def _job_ranks(incident: Incident, answer: dict, ranks: list[int]) -> list[int]:
+    """The answer's ranks as the job's: a stand-in rank (`stand_in_ranks`, numbered for a process no evidence
+    placed) is the rank of that process."""
+    stand_ins = answer.get("stand_in_ranks") or {}
+    by_process = {f"{who.host}:{who.pid}": rank for rank, who in incident.identity.items()}
+    return [by_process.get(stand_ins.get(str(r), ""), r) if str(r) in stand_ins else r for r in ranks]
 
 
 def _cut_before(written: Written, rank: int, comm: str, seq: int) -> bool:
@@ -198,7 +207,7 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
         # NCCL logs and RAS replies of a job with no communicator over every rank give comm ranks only
         order = incident.program.comms[comm].ranks
         accepted += [{order.index(r) for r in side} for side in accepted]
-    got = set(root.get("outlier_ranks") or [])
+    got = set(_job_ranks(incident, answer, root.get("outlier_ranks") or []))
     if got not in accepted and not _explained_by_cut(root, written):
         add(Violation("wrong_outliers", f"outlier_ranks {sorted(got)}; true outliers {list(true.outliers)} "
                                         f"(diverged on the comm: {list(true.faulted)}, of which the evidence shows "
