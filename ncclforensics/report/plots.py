@@ -123,7 +123,7 @@ def _mark_label(mark: str, root: Root | None, wedge: Wedge | None) -> str:
     if mark == "root" and root:
         where = f"seq {root.seq}" if _pinned(root) else f"somewhere in seq {root.seq_range[0]}..{root.seq_range[1]}"
         return f"root ({words.kind_words(root)}), {where}, {words.ranks_words(root.outlier_ranks)}"
-    return f"wedge ({words.wedge_kind_words(wedge.kind)}), seq {wedge.seq}" if wedge else ""
+    return f"wedge ({words.wedge_kind_words(wedge.kind)}), {words.wedge_seq_words(wedge)}" if wedge else ""
 
 
 def _patch(color: str, label: str, alpha: float = 1.0, hatch: str | None = None, edgecolor: str | None = None):
@@ -177,7 +177,7 @@ def _draw_lanes(ax: Axes, lanes: CommLanes, colors: dict[str, str], root: Root |
                 ax.plot([wedge.seq], [y[rank]], marker="o", markerfacecolor="white", markeredgecolor="black",
                         markersize=9, linestyle="none", gid="wedge-absent", zorder=5, clip_on=False)
     elif wedge and wedge.seq >= xlim[1]:
-        ax.annotate(f"wedge at seq {wedge.seq} \u2192", (1.0, 1.0), xycoords="axes fraction", ha="right",
+        ax.annotate(f"wedge {words.wedge_where(wedge)} \u2192", (1.0, 1.0), xycoords="axes fraction", ha="right",
                     va="bottom", fontsize=8, gid="wedge-beyond")
     ax.set_yticks(range(len(lanes.ranks)), [f"rank {r}" for r in lanes.ranks])
     if root:
