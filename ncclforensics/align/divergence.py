@@ -229,7 +229,7 @@ def _unrecorded(rows: CommStreams) -> dict[str, list[int]]:
     found = {}
     for name in COMPARED:
         lacking = [rank for rank, part in rows.parts.items()
-                   if name not in part.columns or part.get_column(name).null_count() == part.height]
+                   if name not in part.columns or part.select(pl.col(name).null_count()).item() == part.height]
         if lacking and len(lacking) < len(rows.parts):
             found[name] = lacking
     return found
@@ -263,17 +263,14 @@ def _informative_columns(rows: CommStreams) -> tuple[set[str], dict[str, list[in
     wanted = [*SIGNATURE, "stack", "callsite", "tag", "step"]
     present = [c for c in wanted if all(c in part.columns for part in rows.parts.values())]
     ranks = list(rows.parts)
-    # One frame of every rank's columns: per column, its distinct values overall and the ranks with none.
-    joined = pl.concat([part.select(present) for part in rows.parts.values()])
-    heights = [part.height for part in rows.parts.values()]
-    owner = np.repeat(np.arange(len(ranks)), heights)
-    distinct = joined.select(pl.col(c).drop_nulls().n_unique() for c in present).row(0)
+    # Per column, its distinct values overall (from each rank's own distinct values) and the ranks with none.
+    distinct = [pl.concat([part.select(pl.col(c).drop_nulls().unique()) for part in rows.parts.values()])
+                .get_column(c).n_unique() for c in present]
     found, without = set(), {}
     for c, n in zip(present, distinct):
         if n > 1:  # one value, even with gaps, tells nothing apart
             found.add(c)
-            recorded = np.bincount(owner[joined.get_column(c).is_not_null().to_numpy()], minlength=len(ranks))
-            without[c] = [r for r, k in zip(ranks, recorded) if not k]
+            without[c] = [r for r in ranks if not rows.parts[r].select(pl.col(c).is_not_null().any()).item()]
     if "stack" not in found and "callsite" in found:
         found.add("stack")  # a source with one frame only: that frame is the stack it knows
     if "stack" in found:

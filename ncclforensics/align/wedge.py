@@ -340,11 +340,26 @@ def _first_hanging_pairing(rows: CommStreams, low: int, high: int) -> int | None
     completes (where no rank records completing it)."""
     if high < low or not rows.parts:
         return None
-    joined = rows.frame(low, high, ["seq", "op"])
-    mixed = joined.group_by("seq").agg(pl.col("op").n_unique().alias("n"), pl.len().alias("ranks")).filter(
-        (pl.col("n") > 1) & (pl.col("ranks") == len(rows.parts))).sort("seq")
     size = len(rows.parts)
-    for seq in mixed.get_column("seq").to_list()[:64]:
+    low = max(low, rows.start) if rows.start is not None else low
+    if high < low:
+        return None
+    # Rank by rank: per seq, how many ranks launched it and whether their ops differ (arrays of the seqs only).
+    codes: dict = {}
+    reference = np.full(high - low + 1, -1, dtype=np.int64)
+    launched = np.zeros(high - low + 1, dtype=np.int64)
+    differs = np.zeros(high - low + 1, dtype=bool)
+    for part in rows.parts.values():
+        mine = part.filter(pl.col("seq").is_between(low, high)).select("seq", "op")
+        names = mine.get_column("op").to_list()
+        at = mine.get_column("seq").to_numpy() - low
+        op = np.array([codes.setdefault(n, len(codes)) for n in names], dtype=np.int64)
+        first = reference[at] == -1
+        reference[at[first]] = op[first]
+        differs[at] |= reference[at] != op
+        launched[at] += 1
+    mixed_seqs = (np.flatnonzero(differs & (launched == size)) + low).tolist()
+    for seq in mixed_seqs[:64]:
         ops = list(ops_at(rows, seq).values())
         if any(op.state == "completed" for op in ops):
             continue
@@ -355,8 +370,8 @@ def _first_hanging_pairing(rows: CommStreams, low: int, high: int) -> int | None
 
 
 def _comm_size(rows: CommStreams, rank: int) -> int | None:
-    sizes = rows.parts[rank].get_column("comm_size").drop_nulls()
-    return int(sizes[0]) if len(sizes) else None
+    sizes = rows.parts[rank].select(pl.col("comm_size").drop_nulls().first()).item()
+    return int(sizes) if sizes is not None else None
 
 
 def _blocked_ops(streams: Streams, analyses: dict[str, CommAnalysis]) -> dict[int, tuple[str, int]]:
