@@ -27,7 +27,8 @@ same communicator that contains the reference's (at or after a seq, where record
 before one, where only launches are on record); or no root at all with a verdict that claims nothing (inconclusive,
 nothing compared). Outliers are ranks of the job, except where the answer says it names them by their rank in
 the root's communicator (RAS replies alone, no record of their global ranks): those are compared as the processes
-the replies list for them (the rule compared them as the job's ranks, which the answer says they are not). (The
+the replies list for them (the rule compared them as the job's ranks, which the answer says they are not), and
+stand-in ranks (`stand_in_ranks`: numbered for a process no evidence placed), compared as the processes named. (The
 wedge was held to the same seq or none until the diagnosis could say a bound: a bound that
 contains the reference is as honest as the root's range, so the rule for the root's range now holds for it too.) A cut the file shows (its last line without a line
 break, a pickle without its end) that widens the answer must be reported (a problem naming the cut file); a cut
@@ -114,8 +115,21 @@ def answer_of(diagnosis, evidence: list, whole: bool = False) -> Answer:
     if root is None:
         return Answer(label, **wedge_part)
     lo, hi = root.seq_range if root.seq_range is not None else (-math.inf, math.inf)
+    pids = _comm_rank_pids(diagnosis, evidence)
     return Answer(label, root.comm, lo, hi, frozenset(root.outlier_ranks), not root.majority, **wedge_part,
-                  outlier_pids=_comm_rank_pids(diagnosis, evidence), pid_ranks=_pid_ranks(evidence) if whole else ())
+                  outlier_pids=pids if pids is not None else _stand_in_pids(diagnosis, evidence),
+                  pid_ranks=_pid_ranks(evidence) if whole else ())
+
+
+def _stand_in_pids(diagnosis, evidence: list) -> frozenset | None:
+    """The outliers' pids, where the root names a stand-in rank (`stand_in_ranks`: numbered for a process no
+    evidence placed): compared as the processes they are, the others through the ranks the evidence gives."""
+    stand_ins = diagnosis.stand_in_ranks
+    if not set(diagnosis.root.outlier_ranks) & set(stand_ins):
+        return None
+    pid_of = {rank: pid for pid, rank in _pid_ranks(evidence)}
+    return frozenset(int(stand_ins[r].rsplit(":", 1)[1]) if r in stand_ins else pid_of.get(r, f"rank {r}")
+                     for r in diagnosis.root.outlier_ranks)
 
 
 def _comm_rank_pids(diagnosis, evidence: list) -> frozenset | None:

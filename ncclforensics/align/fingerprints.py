@@ -35,18 +35,22 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             candidates.append(issued)
         matches = []
         for stream in candidates:
-            if stream.height < len(trace) and not (len(mine) == 1 and _cut_sooner(stream)):
+            skip = _lost_head(stream, trace)
+            if skip is None:
                 continue
-            head = stream.head(len(trace))
+            ours = trace[skip:]
+            if stream.height < len(ours) and not (len(mine) == 1 and _cut_sooner(stream)):
+                continue
+            head = stream.head(len(ours))
             ops = list(zip(head.get_column("op").to_list(), head.get_column("count").to_list()))
-            if all((k is None or k == o) and (n is None or n == c) for (k, n), (o, c) in zip(kinds, ops)):
-                matches.append(head)
+            if all((k is None or k == o) and (n is None or n == c) for (k, n), (o, c) in zip(kinds[skip:], ops)):
+                matches.append((head, ours))
         if len(matches) == 1:
-            head = matches[0]
+            head, ours = matches[0]
             rows.extend((comm, rank, seq, f.step, f.tag, checked_right(f), str(f.loc)) for comm, seq, f in zip(
-                head.get_column("comm").to_list(), head.get_column("seq").to_list(), trace))
-            if head.height < len(trace):
-                extensions[(head.get_column("comm")[0], rank)] = _beyond(head, trace[head.height:])
+                head.get_column("comm").to_list(), head.get_column("seq").to_list(), ours))
+            if head.height < len(ours):
+                extensions[(head.get_column("comm")[0], rank)] = _beyond(head, ours[head.height:])
     if not rows:
         return streams
     known = pl.DataFrame(rows, schema={"comm": pl.String, "rank": pl.Int64, "seq": pl.Int64,
@@ -69,6 +73,18 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
 
     streams.map_parts(attach)
     return streams
+
+
+def _lost_head(stream: pl.DataFrame, trace: list[FingerprintRow]) -> int | None:
+    """How many of the trace's first records come before the stream's first (0 for a stream from seq 1); None
+    where that cannot be told. A trace begins at the rank's first collective; a Flight Recorder ring that wrapped
+    begins later, at its first entry's seq, so the trace lines up with it by seq, not head to head."""
+    first = stream.get_column("seq").min() if stream.height else None
+    if first is None or first <= 1:
+        return 0
+    if stream.get_column("comm").n_unique() != 1 or (trace[0].step, trace[0].op) != (0, 0):
+        return None  # (a trace that does not begin at step 0 could begin anywhere)
+    return first - 1 if first - 1 < len(trace) else None
 
 
 def _cut_sooner(stream: pl.DataFrame) -> bool:

@@ -248,3 +248,15 @@ def test_a_sum_that_two_comms_share_by_coincidence_follows_its_tag(tmp_path):
     _without_digests("subcomm-divergence", tmp_path, coincide)
     root = answer(tmp_path)["root"]
     assert root["comm"] == "[ranks=2,3]" and root["seq_range"] == [10, 10] and 3 in root["outlier_ranks"]
+
+
+def test_a_trace_lines_up_with_a_ring_that_lost_its_beginning_by_seq(tmp_path):
+    """wrapped-ring with rank 0's NCCL log empty: its stream is its ring (seqs 61..90) and its trace (seqs 1..90,
+    from step 0). The trace's record of seq 61 goes with the ring's first entry, not its first record: rank 0
+    launched 90 (not 150) and is no outlier."""
+    source = REAL / "wrapped-ring"
+    for path in source.iterdir():
+        (tmp_path / path.name).write_bytes(b"" if path.name == "nccl.vm.448.log" else path.read_bytes())
+    d = answer(tmp_path)
+    launched = {c["comm"]: c["launched"] for c in d["comms"]}["0x3356658ba8c836ef"]
+    assert launched["0"] == 90 and d["root"]["outlier_ranks"] == [1] and d["root"]["seq_range"] == [8, 8]
