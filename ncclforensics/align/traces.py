@@ -128,12 +128,20 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
     # nothing else does.
     alike = [key is not None and len(tags_of.get(key, ())) == 1 for key in keys]
     shared = [i for i, members in enumerate(own) if len(members) > 1]
+    digests = any(row.digest for row in trace)
+    # A digest is one physical collective's, misaligned or not: every shared one names a comm. A sum given several
+    # tags names one only as the wider set of a comm its aligned results name (a misaligned pairing in it).
+    pool = [i for i in shared if alike[i]]
+    if digests or not pool:
+        pool = shared
+    else:
+        named = {own[i] for i in pool}
+        pool += [i for i in shared if not alike[i] and any(own[i] > members for members in named)]
     seen: dict[Members, int] = {}
-    for i in [i for i in shared if alike[i]] or shared:
+    for i in pool:
         seen[own[i]] = seen.get(own[i], 0) + 1
     if not seen:
         return None
-    digests = any(row.digest for row in trace)
     # A digest is one physical collective's; a sum may recur by coincidence, so a set of ranks that shares sums
     # once is no comm.
     comms = set(seen) if digests else {m for m, n in seen.items() if n > 1} or set(seen)

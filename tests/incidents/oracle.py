@@ -14,7 +14,8 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   every rank that diverged on that comm; or the same among the outliers the evidence shows, visibility.py);
   where the outliers are no strict minority of the ranks on record (two ranks, or an even split), naming the
   other side or both sides is right too (`Root.majority` is then false); a rank whose only records of the comm
-  are NCCL logs cut short before the root is not on record for this (its records side with either);
+  are NCCL logs cut short before the root, or that has no evidence of a kind that shows the divergence, is not on
+  record for this (its records side with either);
   where nothing in the evidence names global ranks (NCCL logs of a job without a comm over every rank, RAS
   replies alone), comm ranks are right too; a rank the answer numbers as a stand-in (`stand_in_ranks`) is read
   as the rank of the process it names;
@@ -198,11 +199,16 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     evident = {r for r in members if any(written.has(k, r) for k in ("nccl", "fr", "torch", "fp", "ras"))}
     sides = [set(true.outliers), set(true.faulted), seen_outliers, set(seen)]
     accepted = sides + [side & evident for side in sides]
-    # A rank whose only records of the comm end where its files were cut, before the root, sides with nobody.
-    deciding = {r for r in evident if not _cut_before(written, r, comm, true.seq)} or evident
-    for side in [side & deciding for side in sides]:
-        if len(side) * 2 >= len(deciding):  # no strict majority among the ranks on record: either side, or both
-            accepted += [evident - side, evident, deciding - side, members - side, members]
+    # A rank whose only records of the comm end where its files were cut, before the root, sides with nobody; nor
+    # does one with no evidence of a kind that shows the divergence (NCCL logs beside dumps whose call stacks alone
+    # part the ranks).
+    showing = outcome.visible.get(comm, [])
+    deciding = {r for r in evident if not _cut_before(written, r, comm, true.seq)
+                and any(written.has(kind, r) for kind in showing)} or evident
+    for pool in {frozenset(evident), frozenset(deciding)}:
+        for side in [side & pool for side in sides]:
+            if len(side) * 2 >= len(pool):  # no strict majority among the ranks on record: either side, or both
+                accepted += [evident - side, evident, pool - side, members - side, members]
     if not _names_global_ranks(incident, written):
         # NCCL logs and RAS replies of a job with no communicator over every rank give comm ranks only
         order = incident.program.comms[comm].ranks
