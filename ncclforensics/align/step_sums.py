@@ -65,10 +65,13 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
             if len(rows) < 2:
                 continue
         groups: dict[str, list[int]] = {}
+        # (offs equal up to the tolerance a sum is checked to: floating sums of one result may differ in the last bits)
+        scale = 1e-6 * max([1.0, *(abs(row.expected_sum) for row in rows.values() if checked)])
         for rank, row in sorted(rows.items()):
             # Checked sums part by how far each is off: what a rank adds of its own (replicas' inputs) is in its
             # expected value too, and ranks that read back the same mixed results are off by the same amount.
-            groups.setdefault(repr(row.sum - row.expected_sum if checked else row.sum), []).append(rank)
+            key = round((row.sum - row.expected_sum) / scale) if checked else row.sum
+            groups.setdefault(repr(key), []).append(rank)
         if len(groups) < 2 and not (checked and len(rows) == 2):
             continue  # equal sums say nothing (two ranks that both read back wrong: either departed)
         ordered = sorted(groups.values(), key=lambda ranks: (-len(ranks), ranks))
@@ -83,6 +86,8 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
 
 def _root(outliers: list[int], reference: list[int], majority: bool, step: int, known: dict[str, set[int]],
           compared: dict | None = None) -> Root:
+    """A root from per-step checksums at `step`, on the comm of the ranks compared (all named where `compared` is
+    not given)."""
     ranks = frozenset(compared) if compared is not None else frozenset(outliers) | frozenset(reference)
     return Root(
         comm=_comm_summed(ranks, known), seq=None, seq_range=None, outlier_ranks=sorted(outliers),
