@@ -10,7 +10,6 @@ from __future__ import annotations
 from ..align.acceptance import AcceptanceReport, RunAcceptance
 from ..align.coverage import GateCoverage
 from ..align.diagnosis import Diagnosis
-from ..align.wedge import Wedge
 from ..model import Evidence
 from . import words
 from .escape import printable
@@ -179,29 +178,13 @@ def wedge_lines(d: Diagnosis) -> list[str]:
     for rank in sorted(w.launched):
         op = w.ops.get(rank)
         done = w.completed.get(rank)
-        at = f"{wedge_at(w)} {_p(op.describe())}" if op else never_launched(w, rank)
+        at = f"{words.wedge_at(w)} {_p(op.describe())}" if op else words.never_launched(w, rank)
         out.append(f"  rank {rank}: last launched {w.launched[rank]}, last completed {'?' if done is None else done}; "
                    f"{at}")
     if w.cycle:
         out.append("  wait-for cycle: " + " -> ".join(f"rank {r} in {_p(c)} seq {q}" for r, c, q in w.cycle))
     out += [f"  stopped: {_p(reason)}" for reason in w.confirmed_by]
     return out
-
-
-def wedge_at(w: Wedge) -> str:
-    """What a rank's collective at the wedge's seq is called: the wedge itself only where it is pinned."""
-    return "at the wedge" if w.pinned else f"at seq {w.seq}"
-
-
-def never_launched(w: Wedge, rank: int) -> str:
-    """A rank with no collective on record at the wedge's seq: it never launched it, it launched it by a count
-    (RAS counts launches, not which collective), or its records end before it (a file cut short, records of
-    completed collectives only)."""
-    if w.launched.get(rank, 0) >= w.seq:
-        return f"launched seq {w.seq} (by its count; no record says which collective)"
-    if rank in w.absent_ranks:
-        return f"never launched seq {w.seq}"
-    return "records end before it"
 
 
 def per_rank(values: dict) -> str:

@@ -247,8 +247,7 @@ def _wedge(d: Diagnosis, images: dict[str, Image]) -> list[Block]:
         out.append(Para(f"Comm {w.comm} stopped {words.wedge_where(w)}: {words.wedge_kind_words(w.kind)}."))
         if text := words.wedge_range_words(w):
             out.append(Para(text))
-        at = "at the wedge" if w.pinned else f"at seq {w.seq}"
-        out.append(Table(("rank", "last launched", "last completed", at), tuple(
+        out.append(Table(("rank", "last launched", "last completed", words.wedge_at(w)), tuple(
             (str(rank), str(w.launched[rank]), _v(w.completed.get(rank)),
              w.ops[rank].describe() if rank in w.ops else
              "never launched" if rank in w.absent_ranks else "records end before it")

@@ -71,6 +71,22 @@ def wedge_where(wedge: Wedge) -> str:
     return f"at or before seq {high}" if low == 1 else f"somewhere in seq {low}..{high}"
 
 
+def wedge_at(w: Wedge) -> str:
+    """What a rank's collective at the wedge's seq is called: the wedge itself only where it is pinned."""
+    return "at the wedge" if w.pinned else f"at seq {w.seq}"
+
+
+def never_launched(w: Wedge, rank: int) -> str:
+    """A rank with no collective on record at the wedge's seq: it never launched it, it launched it by a count
+    (RAS counts launches, not which collective), or its records end before it (a file cut short, records of
+    completed collectives only)."""
+    if w.launched.get(rank, 0) >= w.seq:
+        return f"launched seq {w.seq} (by its count; no record says which collective)"
+    if rank in w.absent_ranks:
+        return f"never launched seq {w.seq}"
+    return "records end before it"
+
+
 def wedge_seq_words(wedge: Wedge) -> str:
     """`seq 50` where the wedge is pinned, else where it can be (`at or after seq 89`)."""
     return f"seq {wedge.seq}" if wedge.pinned else wedge_where(wedge)
