@@ -179,7 +179,8 @@ def _initialized(evidence: list[Evidence], aliases: dict[str, str]) -> dict[str,
     for item in evidence:
         if item.cut is not None or item.collectives.height == 0 or not item.identities or item.declares("recorder"):
             continue
-        ranks = item.collectives.get_column("rank").drop_nulls().unique()
+        # (a query, not get_column: a column of one value per file would be written out per row and kept)
+        ranks = item.collectives.select(pl.col("rank").drop_nulls().unique()).to_series()
         if len(ranks) != 1:
             continue  # (a log of several processes: which process initialized which comm is in the identities)
         for identity in item.identities:

@@ -203,7 +203,8 @@ def _compared(streams: Streams) -> bool:
 def _traced(part: pl.DataFrame) -> bool:
     """Whether a stream's rows come from a fingerprint trace (a rank's trace is its stream only where no log or
     dump describes it, so its first row says)."""
-    return "sources" in part.columns and part.get_column("sources")[0].to_list() == [SourceFormat.FINGERPRINT.value]
+    return "sources" in part.columns and part.select(pl.col("sources").first()).item().to_list() == [
+        SourceFormat.FINGERPRINT.value]
 
 
 def marks_only_root(groups: dict[str, EnqueueMarks], streams: Streams) -> Root | None:
