@@ -351,9 +351,11 @@ def _first_hanging_pairing(rows: CommStreams, low: int, high: int) -> int | None
     differs = np.zeros(high - low + 1, dtype=bool)
     for part in rows.parts.values():
         mine = part.filter(pl.col("seq").is_between(low, high)).select("seq", "op")
-        names = mine.get_column("op").to_list()
+        names = mine.get_column("op").fill_null("")  # no op recorded: a code of its own, as a name no op has
+        for name in names.unique().to_list():  # a handful of names: coded in Python, the rows by polars
+            codes.setdefault(name, len(codes))
         at = mine.get_column("seq").to_numpy() - low
-        op = np.array([codes.setdefault(n, len(codes)) for n in names], dtype=np.int64)
+        op = names.replace_strict(codes, return_dtype=pl.Int64).to_numpy()
         first = reference[at] == -1
         reference[at[first]] = op[first]
         differs[at] |= reference[at] != op

@@ -9,6 +9,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from ncclforensics.sources import nccl_log
+from ncclforensics.sources.nccl_log import keyed
 from ncclforensics.sources.base import InputFile
 from fixture_paths import FIXTURES
 
@@ -60,4 +61,17 @@ VARIANTS = {
 def test_variants_read_alike(name, tmp_path, monkeypatch):
     path = tmp_path / f"{name}.log"
     path.write_bytes(VARIANTS[name](REAL.read_bytes()))
+    _same(path, monkeypatch)
+
+
+@pytest.mark.parametrize("block_bytes", [64, 1000])
+@pytest.mark.parametrize("name", ["stamped", "cut_last_line", "opcount_left_in_shape", "crlf", "blank_lines",
+                                  "no_final_newline", "warn_inside_coll"])
+def test_read_in_blocks_alike(name, block_bytes, tmp_path, monkeypatch):
+    """A big log is read a block of lines at a time (its memory bounded by a block, not the file): blocks shorter
+    than a line, and blocks that end mid-line, number and split the lines as one read of the whole file does."""
+    monkeypatch.setattr(keyed, "BLOCK_BYTES", block_bytes)
+    path = tmp_path / f"{name}.log"
+    path.write_bytes(VARIANTS[name](REAL.read_bytes()))
+    assert path.stat().st_size > 10 * block_bytes
     _same(path, monkeypatch)
