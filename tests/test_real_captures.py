@@ -265,6 +265,8 @@ def test_desync_report_alone_names_who_launched_more(tmp_path):
     ("serving-two-drafters-8rank", "0xec2dabdf1737e201", 27, [2, 5], 1, (28, "type_mismatch")),
     ("serving-tp-in-dp-8rank", "0x7e967d1df7760487", 30, [6], 2, (32, "type_mismatch")),
     ("serving-reorder-heals", "0x3c50eedf754e590e", 17, [0, 1, 2, 3], 2, None),  # 2 against 2: both sides named
+    ("serving-tp3-in-dp-6rank", "0x1454bb1343f63399", 38, [4], 2, (40, "type_mismatch")),
+    ("serving-skipped-16rank", "0xb09c3a6eb733723b", 21, [11], 3, (24, "type_mismatch")),
 ])
 def test_serving_captures_pin_the_root_with_all_their_evidence(scenario, comm, seq, outliers, window, wedge):
     """A serving-shaped program (wrappers, layers in a loop, a drafter through the same wrappers): the first
@@ -325,3 +327,18 @@ def test_torch_logs_of_one_tp_group_name_its_global_ranks():
     assert code == 1 and d["root"]["comm"] == "2" and d["root"]["outlier_ranks"] == [6]
     assert d["root"]["seq_range"][0] <= 30 <= d["root"]["seq_range"][1]
     assert {c["comm"]: c["ranks"] for c in d["comms"]}["2"] == [4, 5, 6, 7]
+
+
+@pytest.mark.parametrize("scenario, seq, outlier", [("serving-tp3-in-dp-6rank", 38, 4),
+                                                    ("serving-skipped-16rank", 21, 11)])
+@pytest.mark.parametrize("prefix", ["nccl.", "fr_rank", "torch_rank"])
+def test_serving_captures_one_kind_of_evidence_alone_gives_a_range_that_holds_the_root(scenario, seq, outlier,
+                                                                                       prefix):
+    """One kind of evidence alone may not pin the root (lookalike layers, a whole decode step that could have run
+    extra), but the range it gives holds the first divergent collective and names the rank that departed."""
+    code, d = diff_json(*files(scenario, prefix))
+    root = d["root"]
+    assert code == 1 and root is not None
+    low, high = root["seq_range"]
+    assert low <= seq <= high and outlier in root["outlier_ranks"]
+    assert (low == high) == (root["ambiguity"] is None)
