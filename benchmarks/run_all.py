@@ -109,7 +109,8 @@ def check_diff(run: dict, truth: Truth) -> dict:
     """Whether `diff --json` names the injected root (the outlier rank, an extra collective, a range holding the
     injected seq, exactly that seq where call sites pin it), the first visible mismatch, the window (from the
     root to the majority's last seq, with every step end after the root count-mismatched) and the wedge (the
-    outlier's last collective, which nobody else launched)."""
+    outlier's last collective, which nobody else launched: exactly where dumps record completions, the end of a
+    range where logs record launches only)."""
     problems = []
     try:
         result = json.loads(run["stdout"])
@@ -141,12 +142,19 @@ def check_diff(run: dict, truth: Truth) -> dict:
             or not (low or 0) <= start <= truth.root_seq or (pinned and start != truth.root_seq):
         problems.append(f"window {start}..{window.get('last_seq')} with {mismatched} count-mismatched collectives; "
                         f"expected from {truth.root_seq} to {expected['last_seq']} with {expected['count_mismatch']}")
+    # Dumps record completions, so they pin the wedge; logs record launches only, so the wedge is a range that
+    # ends at the outlier's last collective (at or before it: one every rank launched may be where it hung).
     wedge = result.get("wedge") or {}
-    if wedge.get("seq") != expected["wedge_seq"] or wedge.get("comm") != truth.comm:
-        problems.append(f"wedge {wedge.get('comm')} seq {wedge.get('seq')} != {truth.comm} seq {expected['wedge_seq']}")
+    wedge_low, wedge_high = wedge.get("seq_range") or (None, None)
+    wedge_ok = (wedge.get("seq") == expected["wedge_seq"] if pinned else
+                wedge_high == expected["wedge_seq"] and wedge_low is not None and wedge_low <= wedge_high)
+    if not wedge_ok or wedge.get("comm") != truth.comm:
+        problems.append(f"wedge {wedge.get('comm')} seq {wedge.get('seq')} (range {wedge_low}..{wedge_high}) != "
+                        f"{truth.comm} seq {expected['wedge_seq']}")
     return {"ok": not problems, "problems": problems, "root_seq": root.get("seq"), "seq_range": [low, high],
             "outlier_ranks": root.get("outlier_ranks"), "pinned_by": root.get("pinned_by"), "first_visible": visible,
-            "window": [window.get("first_seq"), window.get("last_seq"), mismatched], "wedge": wedge.get("seq")}
+            "window": [window.get("first_seq"), window.get("last_seq"), mismatched], "wedge": wedge.get("seq"),
+            "wedge_range": [wedge_low, wedge_high]}
 
 
 def check_fr_trace(run: dict, truth: Truth) -> dict:

@@ -45,7 +45,8 @@ def point(folder: Path, truth, workers: int) -> dict:
     return {"workers": workers, "wall_s": run["wall_s"], "rc": run["rc"], "maxrss_mib": run["maxrss_mib"],
             "tree_peak_mib": run["tree_peak_mib"], "user_s": run["user_s"], "sys_s": run["sys_s"], **phases,
             "ok": check["ok"], "problems": check["problems"],
-            "answer": {k: check.get(k) for k in ("seq_range", "outlier_ranks", "first_visible", "window", "wedge")},
+            "answer": {k: check.get(k) for k in ("seq_range", "outlier_ranks", "first_visible", "window", "wedge",
+                                                   "wedge_range")},
             "stderr_tail": "" if check["ok"] else run["stderr"][-600:]}
 
 

@@ -31,6 +31,9 @@ class CommStreams(Protocol):
     def rows_at(self, seq: int) -> list[dict]:
         """Each rank's row at `seq`, in rank order (ranks that never launched it are absent)."""
 
+    def row_at(self, rank: int, seq: int) -> dict | None:
+        """The rank's row at `seq`, or None."""
+
     def frame(self, low: int | None = None, high: int | None = None, columns: list[str] | None = None
               ) -> pl.DataFrame:
         """The rows from `start`, within [low, high] where given, rank by rank (only `columns`, where given)."""
@@ -67,14 +70,13 @@ class _Rows:
         raise NotImplementedError
 
     def rows_at(self, seq: int) -> list[dict]:
+        return [row for rank in self.parts if (row := self.row_at(rank, seq)) is not None]
+
+    def row_at(self, rank: int, seq: int) -> dict | None:
         if self.start is not None and seq < self.start:
-            return []
-        found = []
-        for rank, part in self.parts.items():
-            at = self._index(rank, seq)
-            if at is not None:
-                found.append(part.row(at, named=True))
-        return found
+            return None
+        at = self._index(rank, seq)
+        return self.parts[rank].row(at, named=True) if at is not None else None
 
     def _within(self, rank: int, low: int | None, high: int | None) -> pl.DataFrame:
         """The rank's rows of seqs in [low, high] (either bound open where None)."""

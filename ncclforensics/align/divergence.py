@@ -263,14 +263,15 @@ def _informative_columns(rows: CommStreams) -> tuple[set[str], dict[str, list[in
     wanted = [*SIGNATURE, "stack", "callsite", "tag", "step"]
     present = [c for c in wanted if all(c in part.columns for part in rows.parts.values())]
     ranks = list(rows.parts)
-    # Per column, its distinct values overall (from each rank's own distinct values) and the ranks with none.
-    distinct = [pl.concat([part.select(pl.col(c).drop_nulls().unique()) for part in rows.parts.values()])
-                .get_column(c).n_unique() for c in present]
+    # Per rank, one query: each column's distinct values (an empty list where the rank recorded none of it).
+    values = pl.concat([part.select(pl.col(c).drop_nulls().unique().implode() for c in present)
+                        for part in rows.parts.values()]) if present else pl.DataFrame()
     found, without = set(), {}
-    for c, n in zip(present, distinct):
-        if n > 1:  # one value, even with gaps, tells nothing apart
+    for c in present:
+        if values.get_column(c).explode().drop_nulls().n_unique() > 1:  # one value, even with gaps, tells nothing
             found.add(c)
-            without[c] = [r for r in ranks if not rows.parts[r].select(pl.col(c).is_not_null().any()).item()]
+            empty = values.get_column(c).list.len() == 0
+            without[c] = [r for r, none in zip(ranks, empty.to_list()) if none]
     if "stack" not in found and "callsite" in found:
         found.add("stack")  # a source with one frame only: that frame is the stack it knows
     if "stack" in found:

@@ -298,9 +298,9 @@ def _stop_bounds(rows: CommStreams, analysis: CommAnalysis, cut: set[int], hang:
         if rank in cut or not part.height:
             continue
         done = completed.get(rank)
-        after = rows.rows_at(done + 1) if done is not None else []
-        in_flight = [row for row in after if row["rank"] == rank and (
-            row["state"] == "started" or (row["fr_file"] is not None and row["state"] != "completed"))]
+        after = rows.row_at(rank, done + 1) if done is not None else None
+        in_flight = after is not None and (
+            after["state"] == "started" or (after["fr_file"] is not None and after["state"] != "completed"))
         last = part.row(part.height - 1, named=True)
         if in_flight:
             highs.append(done + 1)

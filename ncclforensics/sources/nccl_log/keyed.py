@@ -63,7 +63,7 @@ def read_keyed(file: InputFile, min_bytes: int) -> LogLines | None:
         return None
 
 
-BLOCK_BYTES = 16 << 20  # lines are read in blocks of about this size: the memory a big log costs while it is read
+BLOCK_BYTES = 4 << 20  # lines are read in blocks of about this size: the memory a big log costs while it is read
 
 
 def _read_blocks(path: Path, *columns: pl.Expr | str, where: pl.Expr | None = None) -> pl.DataFrame:
