@@ -83,10 +83,14 @@ def _blocks(path: Path) -> Iterator[memoryview]:
     longer than a block makes its block longer (long_line_at bounds it)."""
     with open(path, "rb") as f:
         while block := f.read(BLOCK_BYTES):
+            if b"\n" not in block:  # a long line: read on to its end, joined once (not copied again per block)
+                pieces = [block]
+                while more := f.read(BLOCK_BYTES):
+                    pieces.append(more)
+                    if b"\n" in more:
+                        break
+                block = b"".join(pieces)
             cut = block.rfind(b"\n") + 1
-            while cut == 0 and (more := f.read(BLOCK_BYTES)):
-                block += more
-                cut = block.rfind(b"\n") + 1
             if 0 < cut < len(block):  # the part line after the last break starts the next block
                 f.seek(cut - len(block), io.SEEK_CUR)
             else:
