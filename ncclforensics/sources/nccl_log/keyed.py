@@ -124,7 +124,7 @@ class _KeyedReader:
             key = pl.when(coll).then(key.str.replace(_LEAD_STAMP, _STAND_IN)).otherwise(key)
             lead = pl.when(coll).then(text.str.extract(_LEAD_STAMP, 1))
         long = text.str.len_bytes() > MAX_LINE_BYTES  # no NCCL output: keyed as nothing, reported by its size
-        categories = pl.Categories.random()  # one for every block: a key has one id in the whole file
+        categories = pl.Categories.random()  # one for all the blocks: a key has one id in the whole file
         columns = (pl.when(long).then(None).otherwise(key).cast(pl.Categorical(categories)).alias("key"),
                    pl.when(long).then(text.str.len_bytes()).alias("long"), lead.alias("lead"))
         lines = _read_blocks(self.path, *columns)
@@ -182,7 +182,8 @@ class _KeyedReader:
         """(line, text) of `lines`, read again."""
         wanted = [line for line in lines.to_list() if line not in self._texts]
         if wanted:
-            found = _read_blocks(self.path, "text", where=pl.col("line").is_in(pl.Series(wanted, dtype=pl.Int64).implode()))
+            wanted_lines = pl.Series(wanted, dtype=pl.Int64).implode()
+            found = _read_blocks(self.path, "text", where=pl.col("line").is_in(wanted_lines))
             self._texts.update(zip(found["line"].to_list(), found["text"].to_list()))
         return pl.DataFrame({"line": lines, "text": [self._texts.get(line) for line in lines.to_list()]},
                             schema={"line": pl.Int64, "text": pl.String})
