@@ -342,3 +342,18 @@ def test_serving_captures_one_kind_of_evidence_alone_gives_a_range_that_holds_th
     low, high = root["seq_range"]
     assert low <= seq <= high and outlier in root["outlier_ranks"]
     assert (low == high) == (root["ambiguity"] is None)
+
+
+def test_sharded_training_step_gives_the_range_equal_call_stacks_allow():
+    """sharded-frozen-layer-3rank: an FSDP-style step (per-layer AllGather, per-layer ReduceScatter in a loop, an
+    AllReduce of the norm); rank 2 left out one ReduceScatter (seq 33). The four ReduceScatters of a step have
+    equal call stacks, so every seq from the first of them (32) to the wedge (35) is as likely: the root is that
+    range, the window up to 3 collectives, and the caveat does not ask for the call stacks it was given."""
+    code, d = diff_json(real("sharded-frozen-layer-3rank"))
+    root = d["root"]
+    assert code == 1 and d["verdict"] == "diverged"
+    assert (root["comm"], root["seq_range"], root["outlier_ranks"], root["kind"]) == (
+        "0x953f890e68797e2a", [32, 35], [2], "missing")
+    assert (d["window"]["collectives_min"], d["window"]["collectives"]) == (0, 3)
+    assert (d["wedge"]["seq"], d["wedge"]["kind"]) == (35, "type_mismatch")
+    assert "call sites" in root["ambiguity"] and "dumps with call stacks" not in root["ambiguity"]

@@ -9,7 +9,7 @@ and the gate journal. This module turns a communicator's rows into what root.py 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 import numpy as np
@@ -101,6 +101,7 @@ class Root:
     told: bool = False  # the records agree; the edit is placed only because the gate journal names the outliers
     counts_by_type: dict[str, dict[int, int]] = field(default_factory=dict)  # type -> rank -> launched (RAS)
     step_bound: int | None = None  # per-step checksums: the step the results part at; the root is in it or before
+    compared: tuple[str, ...] = ()  # the evidence beyond signatures its records were compared by ("call sites", ...)
 
 
 @dataclass
@@ -216,7 +217,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     solution = solve(stages, start, _constraints(rows, start, gate, deviants),
                      lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut)
     if solution is not None:
-        analysis.root = _as_root(comm, solution, rows, start)
+        compared = tuple(label for label, fields in STAGES[1:] if any(c in columns for c in fields))
+        analysis.root = replace(_as_root(comm, solution, rows, start), compared=compared)
     return analysis
 
 

@@ -17,8 +17,11 @@ from ..model.phrases import ranks_words
 # What to turn on so that the next incident pins its root (named in every range answer; a test checks that each
 # kind of range names a setting).
 FR_SETTINGS = "Flight Recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE=20000 TORCH_NCCL_DUMP_ON_TIMEOUT=1)"
-SETTINGS = ("Flight Recorder dumps with call stacks (TORCH_NCCL_TRACE_BUFFER_SIZE=20000 TORCH_NCCL_DUMP_ON_TIMEOUT=1), "
-            "per-collective fingerprint traces with tags, steps and expected sums, or a gate journal with steps")
+# What would tell lookalike collectives apart, by the evidence it adds (a label of the root's `compared`).
+PINNING = (("call sites", "Flight Recorder dumps with call stacks (TORCH_NCCL_TRACE_BUFFER_SIZE=20000 "
+                          "TORCH_NCCL_DUMP_ON_TIMEOUT=1)"),
+           ("tags", "per-collective fingerprint traces with tags, steps and expected sums"),
+           ("steps", "a gate journal with steps"))
 LOG_SETTINGS = "NCCL debug logs (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL)"
 
 
@@ -189,6 +192,10 @@ def _kind_noun(kind: str) -> str:
         kind, kind)
 
 
+def _either(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + ", or " + items[-1]
+
+
 def ambiguity(root: Root) -> str | None:
     """Why the root is a range (None when it is pinned), and what would pin it."""
     if root.reason is None:
@@ -199,10 +206,16 @@ def ambiguity(root: Root) -> str | None:
                 f"alike back to it: the first divergent collective is at or before seq {high}; records from before "
                 f"seq {root.records_start} (a larger TORCH_NCCL_TRACE_BUFFER_SIZE, or {LOG_SETTINGS}) would tell")
     elif root.reason is RangeReason.LOOKALIKE:
-        basis = ", ".join(dict.fromkeys(["signatures", *root.narrowed_by]))
+        basis = ", ".join(dict.fromkeys(["signatures", *root.compared, *root.narrowed_by]))
         kinds = " or ".join(_kind_noun(k) for k in (root.kinds or (root.kind,)))
         text = (f"{kinds} anywhere in seq {root.seq_range[0]}..{high} explain every record ({basis}) equally well, "
-                f"since the collectives there look alike in everything recorded; {SETTINGS} would pin it")
+                f"since the collectives there look alike in everything recorded")
+        if "call sites" in root.compared:
+            text += " (their call stacks repeat too, as a loop's do)"
+        # Only evidence not already given is asked for: stacks that were compared and are equal would not help.
+        missing = [what for label, what in PINNING if label not in root.compared]
+        if missing:
+            text += f"; {_either(missing)} would pin it"
     elif root.reason is RangeReason.COUNTS:
         source = "RAS gives" if root.pinned_by == "RAS counts" else "PyTorch's marks give"
         text = f"{source} only how many collectives each rank launched, not which"
