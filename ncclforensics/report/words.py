@@ -213,9 +213,9 @@ def ambiguity(root: Root) -> str | None:
         if "call sites" in root.compared:
             text += " (their call stacks repeat too, as a loop's do)"
         # Only evidence not already given is asked for: stacks that were compared and are equal would not help.
-        missing = [what for label, what in PINNING if label not in root.compared]
-        if missing:
-            text += f"; {_either(missing)} would pin it"
+        missing = [what for label, what in PINNING if label not in root.compared] or [
+            "per-collective fingerprints with expected sums (a misaligned result is then wrong)"]
+        text += f"; {_either(missing)} would pin it"
     elif root.reason is RangeReason.COUNTS:
         source = "RAS gives" if root.pinned_by == "RAS counts" else "PyTorch's marks give"
         text = f"{source} only how many collectives each rank launched, not which"
