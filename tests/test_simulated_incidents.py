@@ -53,8 +53,9 @@ KNOWN = {
 # whole NCCL log that initialized a comm and logged none of its collectives (686, 783); traces of several comms
 # with sums only (9753); an even split of the ranks that tell the groups apart, the others cut or unrecorded
 # (1098, 2889, 6448); PyTorch's counts past where fingerprint traces end (3702, 8838); the one NCCL log process
-# no dump matches, where one rank of the job is left (2453).
-BEYOND = (686, 783, 1098, 2453, 2889, 3702, 6448, 8838, 9753)
+# no dump matches, where one rank of the job is left (2453); a wrong per-step checksum where the other ranks'
+# traces are cut short before it (1685, 2940: a divergence by that step, every rank named, no majority).
+BEYOND = (686, 783, 1098, 1685, 2453, 2889, 2940, 3702, 6448, 8838, 9753)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))

@@ -116,7 +116,8 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) 
     """Results checked wrong where no sums part into sides: at the first step any rank read back a wrong value,
     the ranks that did (or, where no rank was checked right in it, every rank with a trace) shared a misaligned
     collective. With two of them, either may be the one that departed: the root names both, with the step and no
-    seq. With more, nothing says which departed, and there is no root."""
+    seq. With one or more than two (the others' traces cut short, say), the group ran misaligned by that step and
+    nothing here says who departed: the root names every rank with a trace, and no majority."""
     verdicts: dict[int, dict[int, bool]] = {}
     for row in fingerprints:
         right = checked_right(row)
@@ -128,9 +129,12 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) 
         return None
     step = min(wrong_steps)
     wrong = {rank for rank, right in verdicts[step].items() if not right}
-    ranks = wrong if len(wrong) < len(verdicts[step]) else {row.rank for row in fingerprints}
+    traced = {row.rank for row in fingerprints}
+    ranks = wrong if len(wrong) < len(verdicts[step]) else traced
     if len(ranks) != 2:
-        return None
+        ranks = traced
+        if len(ranks) < 2:
+            return None
     root = Root(
         comm=_comm_summed(frozenset(ranks), known), seq=None, seq_range=None, outlier_ranks=sorted(ranks),
         reference_ranks=sorted(ranks), kind=DIFFERENT_OPS, size=0, pinned_by="per-step checksums",
