@@ -357,3 +357,12 @@ def test_sharded_training_step_gives_the_range_equal_call_stacks_allow():
     assert (d["window"]["collectives_min"], d["window"]["collectives"]) == (0, 3)
     assert (d["wedge"]["seq"], d["wedge"]["kind"]) == (35, "type_mismatch")
     assert "call sites" in root["ambiguity"] and "dumps with call stacks" not in root["ambiguity"]
+
+
+def test_a_lookalike_range_where_some_ranks_have_no_call_stacks_still_asks_for_the_dumps():
+    """extra-op-4rank, every log but the dumps of ranks 1 and 2 only: call stacks were compared for two ranks, not
+    for all, so the words neither say the stacks repeat nor stop asking for dumps with call stacks."""
+    code, d = diff_json(*files("extra-op-4rank", "nccl."), str(real("extra-op-4rank") / "fr_rank1"),
+                        str(real("extra-op-4rank") / "fr_rank2"))
+    text = d["root"]["ambiguity"]
+    assert code == 1 and "dumps with call stacks" in text and "repeat" not in text

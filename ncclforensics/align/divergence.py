@@ -217,7 +217,10 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     solution = solve(stages, start, _constraints(rows, start, gate, deviants),
                      lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut)
     if solution is not None:
-        compared = tuple(label for label, fields in STAGES[1:] if any(c in columns for c in fields))
+        # Evidence every rank recorded, in a stage the answer rests on (a stage of some ranks only is labelled
+        # with them, and tells the words nothing about the others).
+        full = {label for label, _ in STAGES[1:]}
+        compared = tuple(label for label in solution.compared if label in full)
         analysis.root = replace(_as_root(comm, solution, rows, start), compared=compared)
     return analysis
 

@@ -70,6 +70,7 @@ class Solution:
     either_side: bool = False  # a two-way split placed both ways: one side's edits or the other's
     shown: bool = True  # some record differs between the outliers and the reference (not lengths alone)
     told: bool = False  # placed only because the gate journal names the outliers
+    compared: list[str] = field(default_factory=list)  # the stages whose fields the answer rests on, in order
 
     @property
     def seq_range(self) -> tuple[int, int]:
@@ -357,15 +358,18 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     proposal: Proposal | None = None
     pinned_by = ""
     narrowed: list[str] = []
+    stages: list[str] = []  # every stage so far; each adds fields to the last
+    compared: list[str] = []  # the stages up to the last one whose proposal was kept
     for label, make in code_stages:
         codes = make()
         if codes is None:
             continue
+        stages.append(label)
         found = propose(codes, start, deviants, behind, cut)
         if found is None or not found.placements:
             continue
         if proposal is None or (proposal.stopped and not found.stopped):
-            proposal, pinned_by = found, label
+            proposal, pinned_by, compared = found, label, list(stages)
             continue
         added = set(found.outliers) - set(proposal.outliers)
         more = added and set(found.outliers) > set(proposal.outliers) and found.shown
@@ -375,7 +379,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if more:
             # A richer field shows more ranks departing (where the others' records may only have differed in
             # length): they do, and the first departure may be theirs.
-            proposal, pinned_by = found, label
+            proposal, pinned_by, compared = found, label, list(stages)
             narrowed.append(label)
             continue
         if set(found.outliers) != set(proposal.outliers) or not _within(found, proposal):
@@ -383,12 +387,13 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if _span(found.placements) != _span(proposal.placements):
             narrowed.append(label)
             pinned_by = label
-        proposal = found
+        proposal, compared = found, list(stages)
     if proposal is None:
         return None
     solution = Solution(proposal.placements, proposal.outliers, proposal.reference, proposal.majority,
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
-                        either_side=proposal.either_side, shown=proposal.shown, told=proposal.told)
+                        either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,
+                        compared=compared)
     if proposal.stopped:
         return solution
     for constraint in constraints:

@@ -117,7 +117,9 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) 
     the ranks that did (or, where no rank was checked right in it, every rank with a trace) shared a misaligned
     collective. With two of them, either may be the one that departed: the root names both, with the step and no
     seq. With one or more than two (the others' traces cut short, say), the group ran misaligned by that step and
-    nothing here says who departed: the root names every rank with a trace, and no majority."""
+    nothing here says who departed: the root names every rank with a trace, and no majority. A rank checked right
+    is not cleared: the one that departed reads back what its own program expects (a rank that left a collective
+    out sums one fewer), while the partners it paired with wrongly read back mixed results."""
     verdicts: dict[int, dict[int, bool]] = {}
     for row in fingerprints:
         right = checked_right(row)

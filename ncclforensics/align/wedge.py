@@ -345,7 +345,7 @@ def _first_hanging_pairing(rows: CommStreams, low: int, high: int) -> int | None
     if high < low:
         return None
     # Rank by rank: per seq, how many ranks launched it and whether their ops differ (arrays of the seqs only).
-    codes: dict = {}
+    codes: dict[str, int] = {}
     reference = np.full(high - low + 1, -1, dtype=np.int64)
     launched = np.zeros(high - low + 1, dtype=np.int64)
     differs = np.zeros(high - low + 1, dtype=bool)

@@ -14,8 +14,8 @@ from ..model import Verdict, WedgeKind
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words
 
-# What to turn on so that the next incident pins its root (named in every range answer; a test checks that each
-# kind of range names a setting).
+# What to turn on so that the next incident pins its root (named in every range answer: a setting, or the evidence
+# not given yet where the range already had the kinds a setting adds; tests check both).
 FR_SETTINGS = "Flight Recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE=20000 TORCH_NCCL_DUMP_ON_TIMEOUT=1)"
 # What would tell lookalike collectives apart, by the evidence it adds (a label of the root's `compared`).
 PINNING = (("call sites", "Flight Recorder dumps with call stacks (TORCH_NCCL_TRACE_BUFFER_SIZE=20000 "
@@ -193,6 +193,9 @@ def _kind_noun(kind: str) -> str:
 
 
 def _either(items: list[str]) -> str:
+    """`a`, `a or b`, `a, b, or c`."""
+    if len(items) == 2:
+        return f"{items[0]} or {items[1]}"
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + ", or " + items[-1]
 
 

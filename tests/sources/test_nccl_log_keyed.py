@@ -74,4 +74,5 @@ def test_read_in_blocks_alike(name, block_bytes, tmp_path, monkeypatch):
     path = tmp_path / f"{name}.log"
     path.write_bytes(VARIANTS[name](REAL.read_bytes()))
     assert path.stat().st_size > 10 * block_bytes
+    assert keyed.read_keyed(InputFile(path, path.name), 0) is not None  # read by blocks, not handed back
     _same(path, monkeypatch)

@@ -75,7 +75,9 @@ def _read_blocks(path: Path, *columns: pl.Expr | str, where: pl.Expr | None = No
         part = part.with_row_index("line", offset=first_line).with_columns(pl.col("line").cast(pl.Int64))
         first_line += part.height
         parts.append(part if where is None else part.filter(where))
-    return pl.concat(parts) if parts else pl.DataFrame()
+    if not parts:  # an empty file (or one emptied since it was first read)
+        return pl.DataFrame(schema={"line": pl.Int64, "text": pl.String})
+    return pl.concat(parts)
 
 
 def _blocks(path: Path) -> Iterator[memoryview]:
@@ -99,6 +101,7 @@ def _blocks(path: Path) -> Iterator[memoryview]:
 
 
 def _scan_bytes(block: memoryview) -> pl.LazyFrame:
+    """A block's lines as one column, `text`."""
     if hasattr(pl, "scan_lines"):  # newer polars: a third less work than the CSV reader, and no separator byte
         return pl.scan_lines(io.BytesIO(block), name="text")
     return pl.scan_csv(io.BytesIO(block), has_header=False, separator="\x1f", quote_char=None, new_columns=["text"],
