@@ -258,3 +258,16 @@ def test_sums_alike_across_replicas_are_not_taken_for_one_communicator(tmp_path)
     pairs read back equal sums (their inputs are alike), which once made them one communicator and a divergence."""
     (outcome,) = run_seeds([6199], tmp_path, workers=1)
     assert outcome.ok and outcome.verdict != "diverged", outcome.message
+
+
+def test_a_wrong_checksum_beside_traces_cut_short_is_a_divergence_that_names_no_one(tmp_path):
+    """Seed 1685: per-step checksums with expected values, ranks 1 and 3's traces cut before step 2, rank 0's step-2
+    result wrong. The job diverged by step 2 (not `inconclusive`); which rank departed is on no record, and the
+    words say so rather than that every rank read back results that part ways."""
+    from incidents.runner import run_seed
+
+    run_seed(1685, tmp_path, keep=True)
+    code, out, _ = run_cli("diff", "--json", str(tmp_path / "incident-1685"))
+    root = json.loads(out)["root"]
+    assert code == 1 and root["majority"] is False and root["step"] == 2 and root["seq_range"] is None
+    assert root["cause"].startswith("The per-step checksums of ranks 0, 1, 2 and 3 show results mixed by step 2")

@@ -156,8 +156,10 @@ def root_sentence(root: Root) -> str:
     at = where(root)
     if root.reason is RangeReason.STEP_SUMS:
         if not root.majority:
-            return f"{who.capitalize()} read back results that part ways in comm {root.comm}, and no majority " \
-                   f"says which side deviated; which collective is on no record."
+            # (Some of them may have read back nothing there: a trace cut short still puts its rank in the doubt.)
+            step = f" by step {root.step_bound}" if root.step_bound is not None else ""
+            return f"The per-step checksums of {who} show results mixed{step} in comm {root.comm}, and nothing " \
+                   f"says which of them deviated; which collective is on no record."
         return f"{who.capitalize()} read back results that part from the others' in comm {root.comm}: " \
                f"{'it' if len(root.outlier_ranks) == 1 else 'they'} ran other collectives than theirs; which " \
                f"collective is on no record."
