@@ -366,3 +366,22 @@ def test_a_lookalike_range_where_some_ranks_have_no_call_stacks_still_asks_for_t
                         str(real("extra-op-4rank") / "fr_rank2"))
     text = d["root"]["ambiguity"]
     assert code == 1 and "dumps with call stacks" in text and "repeat" not in text
+
+
+@pytest.mark.parametrize("kept", [0.25, 0.6])
+def test_a_rank_whose_files_all_end_early_at_a_line_end_did_not_stop_there(tmp_path, kept):
+    """killed-rank with every file of rank 1 (the one that died after seq 124) cut at a line's end, as a rank killed
+    mid-write leaves them: its records stop long before 124, but the others' dumps completed every collective
+    through 124, which NCCL completes only with every rank, so the stop is after them, not where the files end."""
+    import shutil
+
+    folder = tmp_path / "killed-rank"
+    shutil.copytree(real("killed-rank"), folder)
+    for name in ("nccl.vm.711.log", "torch_rank1.log", "fingerprint_rank1.jsonl"):
+        lines = (folder / name).read_bytes().splitlines(keepends=True)
+        (folder / name).write_bytes(b"".join(lines[:max(1, int(len(lines) * kept))]))
+    code, d = diff_json(str(folder))
+    root = d["root"]
+    low, high = root["seq_range"]
+    assert code == 1 and root["outlier_ranks"] == [1] and root["kind"] == "stopped" and low <= 125 <= high
+    assert "records are incomplete" in root["ambiguity"]

@@ -43,6 +43,7 @@ class RangeReason(str, Enum):
     TYPE_COUNTS = "type_counts"  # RAS counts per collective type: nothing places the root in launch order
     NO_DATA = "no_data"  # the outliers left no data at all (missing from RAS)
     STEP_SUMS = "step_sums"  # per-step checksums only: the step is known, the collective is on no record
+    PAST_RECORDS = "past_records"  # a rank's records stop before collectives the others completed with it
 
 
 @dataclass(frozen=True)
@@ -217,12 +218,33 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     solution = solve(stages, start, _constraints(rows, start, gate, deviants),
                      lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut)
     if solution is not None:
+        moved = _past_completions(solution, analysis)
         # Evidence every rank recorded, in a stage the answer rests on (a stage of some ranks only is labelled
         # with them, and tells the words nothing about the others).
         full = {label for label, _ in STAGES[1:]}
         compared = tuple(label for label in solution.compared if label in full)
         analysis.root = replace(_as_root(comm, solution, rows, start), compared=compared)
+        if moved and analysis.root.reason is not None:
+            analysis.root = replace(analysis.root, reason=RangeReason.PAST_RECORDS)
     return analysis
+
+
+def _past_completions(solution: Solution, analysis: CommAnalysis) -> bool:
+    """A rank whose records stop where others completed collectives after them did not stop there: NCCL completes
+    no collective without every rank's part, so it launched every one the others completed, and its records are
+    incomplete (a file cut at a line's end, a lost tail). Its stop is past the last collective any other rank
+    completed, and at most one past the last the others launched. Returns whether it moved a stop."""
+    if not solution.placements or any(p.kind is not EditKind.STOPPED for p in solution.placements):
+        return False
+    others = [r for r in analysis.ranks if r not in solution.outliers]
+    done = [analysis.completed[r] for r in others if analysis.completed.get(r) is not None]
+    if not done or all(p.high > max(done) for p in solution.placements):
+        return False
+    low = max(done) + 1
+    high = max(low, max(analysis.launched[r] for r in others) + 1)
+    solution.placements = [replace(p, low=max(p.low, low), high=max(p.high, high)) if p.high < low else p
+                           for p in solution.placements]
+    return True
 
 
 COMPARED = (*SIGNATURE, "stack", "tag", "step")  # the fields a pairing compares, for saying which went uncompared

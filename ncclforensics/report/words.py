@@ -221,6 +221,12 @@ def ambiguity(root: Root) -> str | None:
         missing = [what for label, what in PINNING if label not in root.compared] or [
             "per-collective fingerprints with expected sums (a misaligned result is then wrong)"]
         text += f"; {_either(missing)} would pin it"
+    elif root.reason is RangeReason.PAST_RECORDS:
+        who = ranks_words(root.outlier_ranks)
+        text = (f"the records of {who} end before collectives the others completed, and NCCL completes none "
+                f"without every rank: {who} launched those too, so the records are incomplete (cut at a line's "
+                f"end, or their tail lost), and the stop is in seq {root.seq_range[0]}..{high}; {who}'s whole "
+                f"{LOG_SETTINGS} or {FR_SETTINGS} would say where")
     elif root.reason is RangeReason.COUNTS:
         source = "RAS gives" if root.pinned_by == "RAS counts" else "PyTorch's marks give"
         text = f"{source} only how many collectives each rank launched, not which"
