@@ -142,7 +142,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         # Streams that show nothing leave the checksums' word (results mixed in some step); counts that place
         # nothing leave them the say on who else departed.
         found = step_sums_root(fingerprints, {**{c: set(r) for c, r in streams.expected_members.items()},
-                                              **{c: set(r) for c, r in streams.members.items()}})
+                                              **{c: set(r) for c, r in streams.members.items()}},
+                               frozenset(r for ranks in streams.members.values() for r in ranks))
         if found is not None and root is None:
             root, sums_step = found
         elif found is not None:

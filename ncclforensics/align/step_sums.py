@@ -34,21 +34,62 @@ from .traces import comm_named_by
 
 
 def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
-                   ) -> tuple[Root, int | None] | None:
-    """The root and its step (where the steps before were checked right): the ranks whose per-step checksum parts from the others' at the first step that
-    shows mixed data, in the comm of the ranks compared (named as `known` members allow); None where no step shows
-    it or no side is the minority of more than two ranks."""
+                   on_record: frozenset[int] = frozenset()) -> tuple[Root, int | None] | None:
+    """The root and its step (where the steps before were checked right): the ranks whose per-step checksum parts
+    from the others' at the first step that shows mixed data, in the comm of the ranks compared (named as `known`
+    members allow); None where no step shows it or no side is the minority of more than two ranks. `on_record`:
+    the ranks whose every comm is known (their own records list the comms they are in)."""
     by_step: dict[int, dict[int, FingerprintRow]] = {}
     for row in fingerprints:
         if row.op is None and row.sum is not None:
             by_step.setdefault(row.step, {}).setdefault(row.rank, row)
     traced = {rank for rows in by_step.values() for rank in rows}
+    replicas = _replica_classes(traced, known, on_record)
     for step in sorted(by_step):
-        rows = by_step[step]
+        for found in _step_roots(by_step, step, traced, replicas, known):
+            return found
+    return _wrong_pair(fingerprints, known)
+
+
+def _replica_classes(ranks: set[int], known: dict[str, set[int]], on_record: frozenset[int]) -> list[set[int]]:
+    """The ranks whose unchecked checksums a correct run makes equal, in classes: a step's checksum sums what a
+    rank read back from every comm it is in, so two ranks one of them shares a comm with and the other not (two TP
+    groups of a DP job) read back different results by design. A rank whose comms are not known joins the one
+    class of known ranks, or none where the known ranks part into several (it could be in any of them)."""
+    def apart(a: int, b: int) -> bool:
+        return any((a in members) != (b in members) and (a if b in members else b) in on_record
+                   for members in known.values())
+
+    classes: list[set[int]] = []
+    for rank in sorted(ranks & on_record):
+        home = next((c for c in classes if not apart(rank, next(iter(c)))), None)
+        if home is None:
+            classes.append({rank})
+        else:
+            home.add(rank)
+    unplaced = ranks - on_record
+    if len(classes) <= 1:
+        return [set(ranks)]
+    for rank in sorted(unplaced):
+        homes = [c for c in classes if not any(apart(rank, other) for other in c)]
+        if len(homes) == 1:
+            homes[0].add(rank)
+    return classes
+
+
+def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced: set[int],
+                replicas: list[set[int]], known: dict[str, set[int]]):
+    """The root the checksums of `step` give, if any (yielded: the first is the answer)."""
+    every = by_step[step]
+    if len(every) < 2:
+        return
+    checked = all(checked_right(row) is not None for row in every.values())
+    # Expected values take in each rank's own design; without them only replicas' sums can be compared.
+    for members in [set(every)] if checked else replicas:
+        rows = {rank: row for rank, row in every.items() if rank in members}
         if len(rows) < 2:
             continue
         wrong = [r for r, row in rows.items() if checked_right(row) is False]
-        checked = all(checked_right(row) is not None for row in rows.values())
         if checked and not wrong:
             continue  # right sums are aligned, whatever they are
         if checked and len(wrong) == 1 and len(rows) == len(traced):
@@ -57,7 +98,8 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
             # one more, or every other rank one fewer: the fewest departing is the one. With one other rank on
             # record, the one it paired with may have no trace here: no majority says which.
             root = _root(wrong, sorted(set(rows) - set(wrong)), len(rows) > 2, step, known)
-            return root, step if _earlier_right(by_step, step) else None
+            yield root, step if _earlier_right(by_step, step) else None
+            return
         if checked and len(wrong) < len(rows):
             # The ranks that read back wrong values shared the misaligned collective; the others' right sums
             # (which may differ by design: replicas) say nothing of who in it departed.
@@ -77,11 +119,12 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
         ordered = sorted(groups.values(), key=lambda ranks: (-len(ranks), ranks))
         majority = len(ordered) > 1 and len(ordered[0]) * 2 > len(rows)
         if not majority and len(rows) > 2:
-            return None
+            yield None  # sides that no majority tells apart: the checksums name no one
+            return
         outliers = sorted(r for ranks in ordered[1:] for r in ranks) if majority else sorted(rows)
         root = _root(outliers, ordered[0] if majority else sorted(rows), majority, step, known, rows)
-        return root, step if _earlier_right(by_step, step) else None
-    return _wrong_pair(fingerprints, known)
+        yield root, step if _earlier_right(by_step, step) else None
+        return
 
 
 def _root(outliers: list[int], reference: list[int], majority: bool, step: int, known: dict[str, set[int]],

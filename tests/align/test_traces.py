@@ -260,3 +260,35 @@ def test_a_trace_lines_up_with_a_ring_that_lost_its_beginning_by_seq(tmp_path):
     d = answer(tmp_path)
     launched = {c["comm"]: c["launched"] for c in d["comms"]}["0x3356658ba8c836ef"]
     assert launched["0"] == 90 and d["root"]["outlier_ranks"] == [1] and d["root"]["seq_range"] == [8, 8]
+
+
+def _step_sums(sums: dict[int, float], step: int = 0) -> list:
+    from ncclforensics.model import FingerprintRow
+    from ncclforensics.model.location import Location
+
+    return [FingerprintRow(loc=Location(f"fingerprint_rank{rank}.log", 1), rank=rank, step=step, sum=value)
+            for rank, value in sums.items()]
+
+
+def test_unchecked_checksums_are_compared_only_among_ranks_that_share_every_comm():
+    """A step's checksum sums what a rank read back from every comm it is in: ranks of two TP groups of a DP job
+    read back different results by design, and only a comm the records place a rank in (or out of) says so."""
+    from ncclforensics.align.step_sums import step_sums_root
+
+    tp_in_dp = {"0xworld": {0, 1, 2, 3}, "0xtp0": {0, 1}, "0xtp1": {2, 3}}
+    on_record = frozenset({0, 1, 2, 3})
+    # ranks 0 and 1 agree, rank 2 of the other TP group differs: no divergence
+    assert step_sums_root(_step_sums({0: 5.0, 1: 5.0, 2: 7.0}), tp_in_dp, on_record) is None
+    # within one TP group the sums must agree: three of one group, one departs
+    tp4 = {"0xworld": set(range(8)), "0xtp0": {0, 1, 2, 3}, "0xtp1": {4, 5, 6, 7}}
+    root, _ = step_sums_root(_step_sums({0: 5.0, 1: 5.0, 2: 6.0, 3: 5.0, 4: 7.0}), tp4, frozenset(range(8)))
+    assert root.outlier_ranks == [2] and root.reference_ranks == [0, 1, 3] and root.majority
+    # a rank whose comms nothing records cannot be placed among two TP groups, and is compared with neither
+    logged = {"0xworld": {0, 1, 4}, "0xtp0": {0, 1}, "0xtp1": {4}}  # the comms of the ranks with NCCL logs
+    assert step_sums_root(_step_sums({0: 5.0, 1: 5.0, 2: 9.0, 4: 7.0}), logged, frozenset({0, 1, 4})) is None
+    # where a comm's config names it, it is placed
+    root, _ = step_sums_root(_step_sums({0: 5.0, 1: 5.0, 2: 9.0, 4: 7.0}), tp4, frozenset({0, 1, 4}))
+    assert root.outlier_ranks == [2] and root.reference_ranks == [0, 1]
+    # with nothing known of the comms, every traced rank is a replica of every other
+    root, _ = step_sums_root(_step_sums({0: 5.0, 1: 5.0, 2: 7.0}), {}, frozenset())
+    assert root.outlier_ranks == [2]
