@@ -34,6 +34,7 @@ from .divergence import (
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
 from .interleave import issue_order_root
+from .journal_progress import with_journal_progress
 from .jobs import split_jobs
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
@@ -138,6 +139,9 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
                                            or marks_only_roots(marks, streams))
         if root is not None and root.pinned_by == "RAS counts":
             comm_caveats += unnamed_ranks(root.comm, ras, rank_map)
+        if root is not None and root.pinned_by == "RAS counts" and (gate is None or not gate.outlier_ranks):
+            # Journals that agree on every decision still say how far each rank got.
+            root = with_journal_progress(root, gates) or root
         if root is not None and root.kind == MISSING and ({*ras, *marks, *streams.members} - {root.comm}):
             # Launch counts of one communicator, in a job with others: the ranks behind may be held back elsewhere.
             root = replace(root, behind_may_be_held=True)

@@ -110,6 +110,9 @@ class Root:
     # Counts only, the outliers behind, in a job with other communicators: they may be held back in another one by
     # a rank ahead here that launched one more (see report/words.py ambiguity), which counts cannot tell apart.
     behind_may_be_held: bool = False
+    # Placed by launch counts against how far each rank's gate journal got (align/journal_progress.py): rank -> the
+    # last step it journaled.
+    journal_steps: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass

@@ -190,7 +190,7 @@ def root_sentence(root: Root) -> str:
         also = f" (or {' or '.join(_kind_noun(k) for k in others)}: the records fit both)"
     return {
         EXTRA: f"{who.capitalize()} launched {n} in comm {root.comm} that the others did not, {at}{also}."
-               + issue_order_words(root),
+               + issue_order_words(root) + journal_progress_words(root),
         MISSING: f"{who.capitalize()} did not launch {n} in comm {root.comm} that the others did, {at}{also}.",
         DIFFERENT_OPS: f"{who.capitalize()} launched a different collective in comm {root.comm}, {at}{also}.",
     }[root.kind]
@@ -217,6 +217,24 @@ def issue_order_words(root: Root) -> str:
                  f"collective here: held back there (a rank runs its collectives in issue order, so its peers' "
                  f"collectives there wait behind the extra one), not short of one here.")
     return text
+
+
+def journal_progress_words(root: Root) -> str:
+    """Why launch counts read against the gate journals name the root's outliers (empty where they did not)."""
+    if not root.journal_steps:
+        return ""
+    furthest = max(root.journal_steps.values())
+    ahead = sorted(r for r, s in root.journal_steps.items() if s == furthest)
+    mine = sorted({root.journal_steps[r] for r in root.outlier_ranks})
+    steps = " and ".join(f"step {s}" for s in mine)
+    counts = "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(by_rank.items()))
+                       for t, by_rank in root.counts_by_type.items())
+    who = ranks_words(root.outlier_ranks)
+    return (f" {who.capitalize()}'s gate journal ends at {steps}, while {ranks_words(ahead)}'s goes on to step "
+            f"{furthest}: those got through every read-back before that step's gate, so every collective they "
+            f"launched before it completed, and NCCL completes one only once every rank launched it; the program "
+            f"has no more there than the fewest any rank launched ({counts}), and {who}, which never got past it, "
+            f"launched more.")
 
 
 def _kind_noun(kind: str) -> str:

@@ -101,3 +101,31 @@ def test_counts_alone_say_the_rank_behind_may_be_held_back_elsewhere(tmp_path):
     assert d.root.outlier_ranks == [1] and d.root.kind == "missing" and d.root.behind_may_be_held
     assert "held back in another communicator" in words.cause(d)
     assert "may be held back elsewhere" in words.ambiguity(d.root)
+
+
+def test_gate_journals_say_who_launched_more_than_the_program_has_where_it_is(tmp_path):
+    # The same replies, with journals: ranks 2 and 3 journaled step 1, so they got through step 0's read-back and
+    # every collective they launched before it completed (each needs every rank: at most 1 world collective, the
+    # fewest any rank launched); rank 0 never got past step 0 and launched 2.
+    from ncclforensics.model import GateDecision
+    from ncclforensics.sources import InputFile, parse_file
+
+    evidence = []
+    for q in (0, 1):
+        path = tmp_path / f"ras_status_q{q}.txt"
+        path.write_text(RAS_REPLY)
+        evidence.append(parse_file(InputFile(path, path.name)))
+    for rank, steps in ((0, 1), (1, 1), (2, 2), (3, 2)):
+        name = f"gate{rank}.log"
+        evidence.append(Evidence(path=name, format=SourceFormat.GATE_JOURNAL, gates=[
+            GateDecision(loc=Location(name, s + 1), rank=rank, step=s, decision="skip") for s in range(steps)]))
+    d = diagnose(evidence)
+    assert d.root.outlier_ranks == [0] and d.root.kind == "extra" and not d.root.behind_may_be_held
+    assert d.root.journal_steps == {0: 0, 1: 0, 2: 1, 3: 1}
+    assert "Rank 0's gate journal ends at step 0" in words.cause(d)
+    # Journals that all end at the same step say nothing of it.
+    same = [e for e in evidence if e.format is not SourceFormat.GATE_JOURNAL] + [
+        Evidence(path=f"gate{r}.log", format=SourceFormat.GATE_JOURNAL,
+                 gates=[GateDecision(loc=Location(f"gate{r}.log", 1), rank=r, step=0, decision="skip")])
+        for r in range(4)]
+    assert diagnose(same).root.outlier_ranks == [1]
