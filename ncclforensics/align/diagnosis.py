@@ -141,7 +141,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
             comm_caveats += unnamed_ranks(root.comm, ras, rank_map)
         if root is not None and root.pinned_by == "RAS counts" and (gate is None or not gate.outlier_ranks):
             # Journals that agree on every decision still say how far each rank got.
-            root = with_journal_progress(root, gates) or root
+            named = {rank for (comm, _), rank in rank_map.items() if comm == root.comm}
+            root = with_journal_progress(root, gates, named) or root
         if root is not None and root.kind == MISSING and ({*ras, *marks, *streams.members} - {root.comm}):
             # Launch counts of one communicator, in a job with others: the ranks behind may be held back elsewhere.
             root = replace(root, behind_may_be_held=True)

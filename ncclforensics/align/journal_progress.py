@@ -18,12 +18,15 @@ from ..model import GateDecision
 from .divergence import EXTRA, RangeReason, Root
 
 
-def with_journal_progress(root: Root, gates: list[GateDecision]) -> Root | None:
+def with_journal_progress(root: Root, gates: list[GateDecision], global_ranks: set[int]) -> Root | None:
     """`root` (from RAS counts per collective type) with its outliers the ranks the journals show to have launched
-    more than the program allows where they are (see the module docstring); None where the journals do not cover
-    every rank counted, or no rank that launched more is behind another's journal."""
+    more than the program allows where they are (see the module docstring); None where the counts are not of
+    global ranks (`global_ranks`: those the comm's ranks are known to be; a journal names global ranks), the
+    journals do not cover every rank counted, or no rank that launched more is behind another's journal."""
     counts = root.counts_by_type
     ranks = {r for by_rank in counts.values() for r in by_rank}
+    if not ranks <= global_ranks:
+        return None
     last: dict[int, int] = {}
     for g in gates:
         last[g.rank] = max(last.get(g.rank, g.step), g.step)
