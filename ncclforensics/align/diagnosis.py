@@ -33,6 +33,8 @@ from .divergence import (
 )
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
+from .interleave import issue_order_root
+from .journal_progress import with_journal_progress
 from .jobs import split_jobs
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
@@ -124,6 +126,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     _apply_progress(analyses, streams, progress, watchdog)
     if not _death_evidence(ras, rank_map, watchdog):
         _behind_ranks(analyses, streams, gate, _stop_evidence(streams, analyses, ras, watchdog, dead), dead)
+        _issue_order_roots(analyses, streams)
     diagnosis = Diagnosis(verdict=Verdict.CONSISTENT, ranks=_all_ranks(evidence, streams), comms=analyses,
                           gate=gate, ras=ras, problems=problems, stand_in_ranks=stand_ins)
     diagnosis.corrupted_fingerprints = corrupted(fingerprints)
@@ -136,6 +139,13 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
                                            or marks_only_roots(marks, streams))
         if root is not None and root.pinned_by == "RAS counts":
             comm_caveats += unnamed_ranks(root.comm, ras, rank_map)
+        if root is not None and root.pinned_by == "RAS counts" and (gate is None or not gate.outlier_ranks):
+            # Journals that agree on every decision still say how far each rank got.
+            named = {rank for (comm, _), rank in rank_map.items() if comm == root.comm}
+            root = with_journal_progress(root, gates, named) or root
+        if root is not None and root.kind == MISSING and ({*ras, *marks, *streams.members} - {root.comm}):
+            # Launch counts of one communicator, in a job with others: the ranks behind may be held back elsewhere.
+            root = replace(root, behind_may_be_held=True)
     unranked_caveats += comm_caveats
     sums_step = None
     if root is None or root.reason in (RangeReason.COUNTS, RangeReason.TYPE_COUNTS):
@@ -256,6 +266,25 @@ def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: Gat
             and behind <= elsewhere
         if behind and not behind <= named and not caused and len(behind) * 2 <= len(set(analysis.ranks) - cut):
             analyses[comm] = analyze_comm(streams, comm, gate, behind)
+
+
+def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams) -> None:
+    """In a communicator whose ranks launched different numbers of collectives, and whose records show no
+    majority departing (only lengths, or no majority), the ranks' issue orders across their communicators may say
+    who launched an extra one and who is held back elsewhere (align/interleave.py). They count only where every
+    other communicator of its ranks is one program (no root there)."""
+    for comm, analysis in list(analyses.items()):
+        root = analysis.root
+        if root is not None and root.shown and root.majority and root.kind != STOPPED:
+            continue
+        if len(set(analysis.launched.values())) < 2:
+            continue
+        others = {c for c, members in streams.members.items() if c != comm and set(members) & set(analysis.ranks)}
+        if any(c in analyses and analyses[c].root is not None for c in others):
+            continue
+        found = issue_order_root(streams, comm, analysis.start)
+        if found is not None:
+            analysis.root = found
 
 
 def _apply_progress(analyses: dict[str, CommAnalysis], streams: Streams, progress: list,

@@ -103,6 +103,16 @@ class Root:
     counts_by_type: dict[str, dict[int, int]] = field(default_factory=dict)  # type -> rank -> launched (RAS)
     step_bound: int | None = None  # per-step checksums: the step the results part at; the root is in it or before
     compared: tuple[str, ...] = ()  # the evidence beyond signatures its records were compared by ("call sites", ...)
+    # Placed by the ranks' issue order across communicators (align/interleave.py): rank -> collectives of its other
+    # communicators it issued before the root's seq, and the ranks that launched fewer here, held back elsewhere.
+    issue_places: dict[int, int] = field(default_factory=dict)
+    blocked_elsewhere: tuple[int, ...] = ()
+    # Counts only, the outliers behind, in a job with other communicators: they may be held back in another one by
+    # a rank ahead here that launched one more (see report/words.py ambiguity), which counts cannot tell apart.
+    behind_may_be_held: bool = False
+    # Placed by launch counts against how far each rank's gate journal got (align/journal_progress.py): rank -> the
+    # last step it journaled.
+    journal_steps: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass

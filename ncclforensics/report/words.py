@@ -178,15 +178,63 @@ def root_sentence(root: Root) -> str:
         after = f" after seq {root.seq - 1}" if root.seq_range is not None and root.seq_range[0] == root.seq_range[1] \
             else ""
         return f"{who.capitalize()} stopped launching in comm {root.comm}{after}."
+    if root.kind == MISSING and root.behind_may_be_held:
+        one = len(root.outlier_ranks) == 1
+        return (f"{who.capitalize()} launched {n} fewer than the others in comm {root.comm}, {at}: "
+                f"{'it' if one else 'they'} skipped {'it' if root.size == 1 else 'them'}, or {'it is' if one else 'they are'} "
+                f"held back in another communicator by a rank ahead here that launched more; the counts cannot "
+                f"tell which.")
     also = ""
     others = [k for k in root.kinds if k != root.kind]
     if others:
         also = f" (or {' or '.join(_kind_noun(k) for k in others)}: the records fit both)"
     return {
-        EXTRA: f"{who.capitalize()} launched {n} in comm {root.comm} that the others did not, {at}{also}.",
+        EXTRA: f"{who.capitalize()} launched {n} in comm {root.comm} that the others did not, {at}{also}."
+               + issue_order_words(root) + journal_progress_words(root),
         MISSING: f"{who.capitalize()} did not launch {n} in comm {root.comm} that the others did, {at}{also}.",
         DIFFERENT_OPS: f"{who.capitalize()} launched a different collective in comm {root.comm}, {at}{also}.",
     }[root.kind]
+
+
+def issue_order_words(root: Root) -> str:
+    """Why the issue orders across communicators place the root (empty where they did not): where each side
+    issued it among its other communicators' collectives, and who is held back elsewhere."""
+    if not root.issue_places:
+        return ""
+    seq = root.seq_range[1] if root.seq_range else root.seq
+    by_place: dict[int, list[int]] = {}
+    for rank, n in sorted(root.issue_places.items()):
+        by_place.setdefault(n, []).append(rank)
+    said = "; ".join(f"{ranks_words(ranks)} after {plural(n, 'collective')}" for n, ranks in sorted(by_place.items()))
+    text = (f" Each rank's records give its collectives of every communicator in the order it issued them, and "
+            f"seq {seq} of comm {root.comm} comes after so many of their other communicators' ({said}): "
+            f"{ranks_words(root.outlier_ranks)} issued one there early.")
+    if root.blocked_elsewhere:
+        who = ranks_words(list(root.blocked_elsewhere))
+        one = len(root.blocked_elsewhere) == 1
+        text += (f" {who.capitalize()} launched fewer here, but {'its' if one else 'their'} records end no further "
+                 f"on in {'its' if one else 'their'} other communicators than the program goes before its next "
+                 f"collective here: held back there (a rank runs its collectives in issue order, so its peers' "
+                 f"collectives there wait behind the extra one), not short of one here.")
+    return text
+
+
+def journal_progress_words(root: Root) -> str:
+    """Why launch counts read against the gate journals name the root's outliers (empty where they did not)."""
+    if not root.journal_steps:
+        return ""
+    furthest = max(root.journal_steps.values())
+    ahead = sorted(r for r, s in root.journal_steps.items() if s == furthest)
+    mine = sorted({root.journal_steps[r] for r in root.outlier_ranks})
+    steps = " and ".join(f"step {s}" for s in mine)
+    counts = "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(by_rank.items()))
+                       for t, by_rank in root.counts_by_type.items())
+    who = ranks_words(root.outlier_ranks)
+    return (f" {who.capitalize()}'s gate journal ends at {steps}, while {ranks_words(ahead)}'s goes on to step "
+            f"{furthest}: those got through every read-back before that step's gate, so every collective they "
+            f"launched before it completed, and NCCL completes one only once every rank launched it; the program "
+            f"has no more there than the fewest any rank launched ({counts}), and {who}, which never got past it, "
+            f"launched more.")
 
 
 def _kind_noun(kind: str) -> str:
@@ -252,6 +300,14 @@ def ambiguity(root: Root) -> str | None:
         text += f"; {LOG_SETTINGS} or {FR_SETTINGS} would say where"
     if not root.majority and len(root.outlier_ranks) > 1:
         text += "; no majority says which side deviated"
+    if root.behind_may_be_held:
+        who = ranks_words(root.outlier_ranks)
+        text += (f"; nor do counts say that {who} deviated: a rank runs its collectives in issue order across its "
+                 f"communicators, so one that launched an extra collective here holds back its peers in another "
+                 f"communicator (they then launch fewer here), while ranks of other groups that got further launch "
+                 f"their next collective here, which pairs with the extra one; {who} may be held back elsewhere, and "
+                 f"the rank that launched one more then among those ahead; records of every rank's communicators "
+                 f"in the order it issued them ({LOG_SETTINGS} or {FR_SETTINGS}) would tell")
     return text
 
 

@@ -1,0 +1,161 @@
+"""A communicator's collectives placed in each rank's own issue order across its communicators.
+
+A rank's collectives run in issue order on its GPU whatever their communicator, so one that never completes holds
+back everything the rank enqueued after it, in every communicator. A rank that launched fewer collectives in one
+communicator may therefore be blocked in another: its peer there enqueued its collectives behind one that waits
+for it here. The launch counts of the one communicator cannot tell that rank from one that skipped a collective,
+nor can they tell which rank launched one too many: ranks that got further in the program (their own group of the
+other communicator completed) launch the next step's collective, which pairs with the outlier's extra one, so the
+extra rank looks like the majority.
+
+Where every rank's records give its collectives of all its communicators in one order (an NCCL log's lines, a
+Flight Recorder dump's records), the k-th collective of the communicator sits, for each rank, after some number of
+collectives of its other communicators. Ranks that run one program put it after as many (the other communicators
+are the same program's, on other ranks: TP groups of the same shape). A rank that puts it after fewer launched an
+extra one there; a rank whose records end with as many others as the program has before its next one stopped
+there, held back elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import polars as pl
+
+from ..model.kinds import is_p2p_comm
+from .comm_streams import comm_streams
+from .divergence import EXTRA, RangeReason, Root, ops_at
+from .streams import Streams
+
+
+@dataclass(frozen=True)
+class IssueOrderSplit:
+    """What the ranks' issue orders say of one communicator."""
+
+    comm: str
+    seq: int  # the first seq whose place in the issue order parts the ranks
+    low: int  # the earliest seq the extra collective can be (those before it sit at the same place, alike)
+    outliers: list[int]  # ranks that launched it after fewer collectives of their other communicators
+    reference: list[int]
+    before: dict[int, int]  # rank -> collectives of its other communicators before that seq (the outliers', theirs)
+    blocked: list[int]  # ranks with fewer launches here whose records stop where the program has more elsewhere
+
+
+_ORDER_KEYS = (("file", "line"), ("fr_file", "fr_record"), (None, "time"))
+
+
+def _issue_order(parts: dict[str, pl.DataFrame]) -> pl.DataFrame | None:
+    """One rank's collectives of every communicator (parts: comm -> rows) as (comm, seq) in the order it issued
+    them, or None where no one source orders all of them (rows from different files have no common order)."""
+    for source, position in _ORDER_KEYS:
+        columns = [position] if source is None else [source, position]
+        if any(c not in part.columns or part.get_column(c).null_count() for part in parts.values() for c in columns):
+            continue
+        rows = pl.concat([part.select(pl.lit(comm).alias("comm"), pl.col("seq"),
+                                      pl.col(position).cast(pl.Float64).alias("at"),
+                                      *([pl.col(source).alias("source")] if source else []))
+                          for comm, part in parts.items()], how="vertical_relaxed")
+        if source is not None and rows.get_column("source").n_unique() > 1:
+            continue
+        if rows.get_column("at").n_unique() != rows.height:
+            continue  # ties: no order
+        return rows.sort("at").select("comm", "seq")
+    return None
+
+
+def _places(order: pl.DataFrame, comm: str, firsts: dict[str, int]) -> dict[int, int]:
+    """seq in `comm` -> how many collectives of the rank's other communicators it issued before it (by their
+    seqs, so a ring that dropped its oldest entries still counts them); a seq before which some other
+    communicator's records have not begun is left out (what it issued there is unknown). The seq after its last
+    one here gives how many it issued in all."""
+    last = [pl.when(pl.col("comm") == c).then(pl.col("seq")).otherwise(None).forward_fill().fill_null(first - 1)
+            .alias(f"last{i}") for i, (c, first) in enumerate(sorted(firsts.items()))]
+    known = [(pl.col(f"last{i}") >= first) | pl.lit(first == 1) for i, (_, first) in enumerate(sorted(firsts.items()))]
+    marked = order.with_columns(last).with_columns(pl.sum_horizontal(*(pl.col(f"last{i}") for i in range(len(last))))
+                                                   .alias("place"), pl.all_horizontal(known).alias("known"))
+    mine = marked.filter((pl.col("comm") == comm) & pl.col("known"))
+    places = dict(zip(mine.get_column("seq").to_list(), mine.get_column("place").to_list()))
+    ends = order.filter(pl.col("comm") == comm).get_column("seq")
+    places[int(ends.max()) + 1] = int(marked.get_column("place").tail(1).item())
+    return places
+
+
+def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
+    """The ranks of `comm` parted by where they issued its collectives among their other communicators' (see the
+    module docstring), where that names a minority that launched one early while every rank with fewer here
+    stopped where the program goes on elsewhere. None where the records do not order each rank's collectives, the
+    ranks are in other communicators of different shapes, or no strict majority places every seq."""
+    if is_p2p_comm(comm):
+        return None
+    ranks = streams.members.get(comm, [])
+    if len(ranks) < 3 or any((comm, r) in streams.cut for r in ranks):
+        return None
+    places: dict[int, dict[int, int]] = {}
+    shapes = set()
+    for rank in ranks:
+        parts = {c: part for (c, r), part in streams.parts.items() if r == rank and not is_p2p_comm(c)
+                 and part.height}
+        others = [c for c in parts if c != comm]
+        if comm not in parts or not others or any((c, rank) in streams.cut for c in others):
+            return None
+        shapes.add(tuple(sorted(len(streams.members.get(c, [])) for c in others)))
+        order = _issue_order(parts)
+        if order is None:
+            return None
+        firsts = {c: int(parts[c].get_column("seq").min()) for c in others}
+        places[rank] = _places(order, comm, firsts)
+    if len(shapes) != 1:
+        return None  # other communicators of other shapes run other programs: their counts do not compare
+    launched = {r: max(s for s in p) - 1 for r, p in places.items()}
+    # The program's place of each seq: the strict majority of the ranks that launched it.
+    program: dict[int, int] = {}
+    for seq in range(1, max(launched.values()) + 2):
+        seen = Counter(p[seq] for r, p in places.items() if seq in p and seq <= launched[r])
+        if seen:
+            value, n = seen.most_common(1)[0]
+            if n * 2 <= sum(seen.values()):
+                return None
+            program[seq] = value
+    split = next((seq for seq in sorted(program)
+                  if any(seq in p and seq <= launched[r] and p[seq] != program[seq] for r, p in places.items())), None)
+    if split is None:
+        return None
+    outliers = sorted(r for r, p in places.items() if split in p and split <= launched[r] and p[split] != program[split])
+    if any(places[r][split] > program[split] for r in outliers):
+        return None  # launched later than the program: a skipped collective, which the counts already show
+    # Every rank that launched fewer must have stopped no further on elsewhere than the program allows before its
+    # next collective here: one that went on past it skipped that collective.
+    blocked = sorted(r for r in ranks if launched[r] < split)
+    for r in blocked:
+        end = launched[r] + 1
+        if end not in program or places[r][end] > program[end]:
+            return None
+    low = split
+    for r in outliers:
+        while low - 1 in places[r] and places[r][low - 1] == places[r][split] and low - 1 >= 1:
+            low -= 1
+    return IssueOrderSplit(comm=comm, seq=split, low=low, outliers=outliers,
+                           reference=sorted(r for r in ranks if r not in outliers),
+                           before={r: p[split] for r, p in places.items() if split in p and split <= launched[r]},
+                           blocked=blocked)
+
+
+ISSUE_ORDER = "issue order across communicators"
+
+
+def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None:
+    """The root the issue orders give `comm` (see issue_order_split): an extra collective of the outliers, at the
+    seq where they issued one earlier than the program, or at a seq before it where they issued the same
+    collectives in a row (alike: any of them may be the extra one)."""
+    split = issue_order_split(streams, comm)
+    if split is None:
+        return None
+    rows = comm_streams(streams.comm_parts(comm))
+    return Root(
+        comm=comm, seq=split.low, seq_range=(split.low, split.seq), outlier_ranks=split.outliers,
+        reference_ranks=split.reference, kind=EXTRA, size=1, pinned_by=ISSUE_ORDER,
+        reason=RangeReason.LOOKALIKE if split.low < split.seq else None, ops=ops_at(rows, max(split.seq, start)),
+        majority=True, kinds=(EXTRA,), records_start=start, shown=True, issue_places=dict(split.before),
+        blocked_elsewhere=tuple(split.blocked),
+    )

@@ -1,0 +1,131 @@
+"""The ranks' issue order across communicators: who launched an extra collective in a communicator whose counts
+alone make it look like the majority, and who is held back elsewhere."""
+
+from ncclforensics.align.diagnosis import diagnose
+from ncclforensics.align.interleave import ISSUE_ORDER
+from ncclforensics.model import CollectiveEvent, Evidence, Location, SourceFormat, collectives_to_frame
+from ncclforensics.report import words
+
+W, T1, T2 = "0xwor1d", "0x7e1", "0x7e2"
+ONE, LAYER = ("AllReduce", 1), ("AllReduce", 4096)
+
+
+def rank_log(rank, order):
+    """An NCCL log of one rank: (comm, (op, count)) in the order it issued them (one line each)."""
+    name = f"rank{rank}.log"
+    seqs, events = {}, []
+    for line, (comm, (op, count)) in enumerate(order, start=1):
+        seqs[comm] = seqs.get(comm, 0) + 1
+        events.append(CollectiveEvent(loc=Location(name, line), comm=comm, seq=seqs[comm], op=op, rank=rank,
+                                      count=count, dtype="float32", redop="sum", root=0))
+    return Evidence(path=name, format=SourceFormat.NCCL_LOG, collectives=collectives_to_frame(events))
+
+
+def step(tp, world=1, layers=3):
+    return [(W, ONE)] * world + [(tp, LAYER)] * layers
+
+
+def test_extra_world_collective_is_placed_by_issue_order_and_its_peer_is_held_back():
+    # Rank 3 issues one more world collective in step 0; its TP peer (rank 2) waits in TP for it, while ranks 0
+    # and 1 finish step 0 and launch step 1's, which pairs with rank 3's extra one: by counts, rank 2 is behind.
+    logs = [rank_log(0, step(T1) + step(T1)), rank_log(1, step(T1) + step(T1)),
+            rank_log(2, step(T2)), rank_log(3, step(T2, world=2))]
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER
+    assert d.root.outlier_ranks == [3] and d.root.kind == "extra" and d.root.majority
+    assert d.root.seq_range == (1, 2)  # its two world collectives in a row look alike: either is the extra one
+    assert d.root.blocked_elsewhere == (2,) and d.root.issue_places == {0: 3, 1: 3, 3: 0}
+    said = words.cause(d)
+    assert "rank 3 after 0 collectives" in said and "held back there" in said
+
+
+def test_a_rank_that_skipped_a_world_collective_stays_the_outlier():
+    # Rank 2 skipped step 1's world collective: its records go on in TP past where the program has the next one.
+    logs = [rank_log(0, step(T1) + step(T1)), rank_log(1, step(T1) + step(T1)),
+            rank_log(2, step(T2) + step(T2, world=0)), rank_log(3, step(T2) + step(T2))]
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.pinned_by != ISSUE_ORDER and d.root.outlier_ranks == [2]
+
+
+def test_a_collective_skipped_in_another_communicator_is_no_extra_one_here():
+    # Rank 0 skipped a TP collective, so its next world collective comes after fewer TP ones: that is TP's
+    # divergence (which shows there), not an extra world collective.
+    logs = [rank_log(0, step(T1) + step(T1, layers=2)), rank_log(1, step(T1) + step(T1)),
+            rank_log(2, step(T2) + step(T2)), rank_log(3, step(T2) + step(T2))]
+    d = diagnose(logs)
+    assert d.root is None or d.root.pinned_by != ISSUE_ORDER
+
+
+RAS_REPLY = """NCCL version 2.28.9 compiled with CUDA 13.0
+CUDA runtime version 13000, driver version 13000
+
+Job summary
+===========
+
+  Nodes  Processes         GPUs  Processes     GPUs
+(total)   per node  per process    (total)  (total)
+      1          4            1          4        4
+
+Communicators... (0.000s)
+=============
+
+Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors
+    #  in group  per comm  per node  per comm  in group
+    0         1         1         4         4         4   RUNNING  MISMATCH
+    1         2         1         2         2         4   RUNNING      OK
+
+Errors
+======
+
+Warnings
+========
+
+#0-0 (baee1c551abaee7b) MISMATCH
+  Communicator ranks have different AllReduce operation counts
+  3 ranks have launched up to operation 2
+  Rank 1 has launched up to operation 1 -- GPU 1 managed by process 21407 on node 10.1.0.2
+"""
+
+
+def test_counts_alone_say_the_rank_behind_may_be_held_back_elsewhere(tmp_path):
+    # The same replies come of rank 1 skipping a world collective, and of its TP peer launching one more while the
+    # other TP group's ranks ran ahead to the next step's: the answer names rank 1 and says it may be either.
+    from ncclforensics.sources import InputFile, parse_file
+
+    evidence = []
+    for q in (0, 1):
+        path = tmp_path / f"ras_status_q{q}.txt"
+        path.write_text(RAS_REPLY)
+        evidence.append(parse_file(InputFile(path, path.name)))
+    d = diagnose(evidence)
+    assert d.root.outlier_ranks == [1] and d.root.kind == "missing" and d.root.behind_may_be_held
+    assert "held back in another communicator" in words.cause(d)
+    assert "may be held back elsewhere" in words.ambiguity(d.root)
+
+
+def test_gate_journals_say_who_launched_more_than_the_program_has_where_it_is(tmp_path):
+    # The same replies, with journals: ranks 2 and 3 journaled step 1, so they got through step 0's read-back and
+    # every collective they launched before it completed (each needs every rank: at most 1 world collective, the
+    # fewest any rank launched); rank 0 never got past step 0 and launched 2.
+    from ncclforensics.model import GateDecision
+    from ncclforensics.sources import InputFile, parse_file
+
+    evidence = []
+    for q in (0, 1):
+        path = tmp_path / f"ras_status_q{q}.txt"
+        path.write_text(RAS_REPLY)
+        evidence.append(parse_file(InputFile(path, path.name)))
+    for rank, steps in ((0, 1), (1, 1), (2, 2), (3, 2)):
+        name = f"gate{rank}.log"
+        evidence.append(Evidence(path=name, format=SourceFormat.GATE_JOURNAL, gates=[
+            GateDecision(loc=Location(name, s + 1), rank=rank, step=s, decision="skip") for s in range(steps)]))
+    d = diagnose(evidence)
+    assert d.root.outlier_ranks == [0] and d.root.kind == "extra" and not d.root.behind_may_be_held
+    assert d.root.journal_steps == {0: 0, 1: 0, 2: 1, 3: 1}
+    assert "Rank 0's gate journal ends at step 0" in words.cause(d)
+    # Journals that all end at the same step say nothing of it.
+    same = [e for e in evidence if e.format is not SourceFormat.GATE_JOURNAL] + [
+        Evidence(path=f"gate{r}.log", format=SourceFormat.GATE_JOURNAL,
+                 gates=[GateDecision(loc=Location(f"gate{r}.log", 1), rank=r, step=0, decision="skip")])
+        for r in range(4)]
+    assert diagnose(same).root.outlier_ranks == [1]
