@@ -121,6 +121,8 @@ class CommAnalysis:
     start: int = 1  # the first seq every rank has records for
     # fields some ranks recorded and others did not (field -> the ranks without): compared only where both did
     unrecorded: dict[str, list[int]] = field(default_factory=dict)
+    # ranks whose records end where a file was cut short, with the last seq PyTorch counts them enqueueing
+    counted: dict[int, int] = field(default_factory=dict)
 
 
 def op_at(row: dict) -> OpAt:
@@ -169,16 +171,21 @@ STAGES = (("signatures", tuple(SIGNATURE)), ("call sites", ("stack",)), ("tags",
 
 
 def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = None,
-                 behind: set[int] | None = None) -> CommAnalysis:
+                 behind: set[int] | None = None, counted: dict[int, int] | None = None) -> CommAnalysis:
     """Launched and completed marks, the first visible mismatch and the root of one communicator.
 
     `gate`, the first step at which the drafter gates disagreed (if journaled), narrows the root to the
     deviating ranks' records of that step, and says which side of a tie deviated. `behind`: ranks that launched
-    fewer than the others of this stopped communicator and did not die (see root.propose).
+    fewer than the others of this stopped communicator and did not die (see root.propose). `counted`: ranks whose
+    records end at a cut file, with the last seq PyTorch's own count says they enqueued (past the cut): their
+    streams go on that far, unrecorded, and end there.
     """
     rows = comm_streams(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
     analysis = _marked(comm, marks)
+    counted = {r: n for r, n in (counted or {}).items() if r in analysis.launched and n > analysis.launched[r]}
+    analysis.counted = counted
+    analysis.launched.update(counted)
     ranks = analysis.ranks
     silent = [] if is_p2p_comm(comm) else _silent_ranks(streams, comm)
     if len(ranks) + len(silent) < 2 or is_p2p_comm(comm):  # (p2p streams differ by design: see model/kinds.py)
@@ -192,7 +199,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     columns, without = _informative_columns(rows)
     analysis.unrecorded = _unrecorded(rows)
     signature = [c for c in SIGNATURE if c in columns]
-    book = CodeBook(rows, start)
+    book = CodeBook(rows, start, counted)
     for rank in silent:
         analysis.ranks.append(rank)
         analysis.launched[rank], analysis.first_seq[rank] = 0, start
@@ -214,9 +221,10 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     prefer = None
     if deviants:
         prefer = EditKind.EXTRA if deviants <= set(gate.passed) else EditKind.MISSING
-    cut = {rank for (c, rank) in streams.cut if c == comm}
+    cut = {rank for (c, rank) in streams.cut if c == comm} - set(counted)
     solution = solve(stages, start, _constraints(rows, start, gate, deviants),
-                     lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut)
+                     lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut,
+                     set(counted))
     if solution is not None:
         moved = _past_completions(solution, analysis)
         # Evidence every rank recorded, in a stage the answer rests on (a stage of some ranks only is labelled
@@ -320,10 +328,12 @@ def _stage_label(label: str, added: list[str], without: dict[str, list[int]], ra
 
 class CodeBook:
     """Each rank's records from `start` as codes, one field at a time, kept: the stages of the analysis ask for
-    the same fields again (signatures, then signatures and call sites, ...)."""
+    the same fields again (signatures, then signatures and call sites, ...). `ends`: ranks known to have launched
+    up to a seq past their records; their streams run to it, unrecorded (code 0) past their last record."""
 
-    def __init__(self, rows: CommStreams, start: int) -> None:
+    def __init__(self, rows: CommStreams, start: int, ends: dict[int, int] | None = None) -> None:
         self.start = start
+        self._ends = ends or {}
         self._rows = rows
         self._cache: dict[str, dict[int, np.ndarray]] = {}
         self._parts: dict[int, pl.DataFrame] | None = None
@@ -334,8 +344,8 @@ class CodeBook:
             self._parts = {rank: _before_wide_gap(part.filter(pl.col("seq") >= start)
                                                   if rows.first(rank) < start or not rows.contiguous else part)
                            for rank, part in rows.parts.items()}
-            self._lengths = {rank: max(0, int(part.get_column("seq").max() - start + 1)) if part.height else 0
-                             for rank, part in self._parts.items()}
+            self._lengths = {rank: max(0, int(max(part.get_column("seq").max(), self._ends.get(rank, 0)) - start + 1))
+                             if part.height else 0 for rank, part in self._parts.items()}
         return self._parts
 
     def codes(self, fields: list[str]) -> dict[int, Codes]:

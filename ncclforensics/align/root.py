@@ -131,14 +131,20 @@ class Proposal:
 
 
 def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None,
-            behind: set[int] | None = None, cut: set[int] | None = None) -> Proposal | None:
+            behind: set[int] | None = None, cut: set[int] | None = None,
+            ended: set[int] | None = None) -> Proposal | None:
     """Group the ranks into streams that agree; the largest group is the reference, and every other group's
     edits are placed against it. With no strict majority, both sides of a two-way split are placed against each
     other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one.
 
     `behind`: ranks that launched fewer collectives than the others of a communicator that stopped, and that
     nothing says died. A stream that agrees with the others but ends sooner then is no mere cut: the rank
-    skipped collectives somewhere (lookalikes), or stopped launching (blocked elsewhere)."""
+    skipped collectives somewhere (lookalikes), or stopped launching (blocked elsewhere).
+
+    `ended`: ranks whose streams are known to end where their codes do (a count of what they launched runs past
+    their records): one whose records agree with several groups goes with the one group that ends where it does.
+    Any other stream that agrees with several groups may belong to either, so a group is the majority only if it
+    stays one whichever group such streams belong to."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
     # The streams that recorded most go first, and each group compares as everything its members recorded: a
@@ -151,6 +157,10 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             members, stream = groups[matching[0]]
             members.append(rank)
             groups[matching[0]] = (members, merged([stream, codes[rank]]))
+        elif rank in (ended or ()) and len(same := [i for i in matching if groups[i][1].length == codes[rank].length]) == 1:
+            members, stream = groups[same[0]]
+            members.append(rank)
+            groups[same[0]] = (members, merged([stream, codes[rank]]))
         else:
             undecided.append((rank, [groups[i][0] for i in matching]))
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
@@ -168,8 +178,11 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     order = sorted(range(len(groups)), key=lambda i: (-decided[i], -len(groups[i][0]), -groups[i][1].length,
                                                       groups[i][0]))
     groups, decided = [groups[i] for i in order], [decided[i] for i in order]
-    # The reference is the strict majority, or, where the others split several ways, a group larger than each.
-    majority = decided[0] * 2 > sum(decided) or (len(groups) > 2 and decided[0] > decided[1])
+    # The reference is the strict majority, or, where the others split several ways, a group larger than each,
+    # even where every stream that agrees with several groups belongs to another one (a stream's end is a cut: what
+    # it launched past its records may be either group's).
+    swing = len(loose)
+    majority = decided[0] * 2 > sum(decided) + swing or (len(groups) > 2 and decided[0] > decided[1] + swing)
     sides = [groups[0]]
     if not majority and len(groups) == 2:
         chosen = [g for g in groups if deviants and set(g[0]) <= deviants]
@@ -348,7 +361,8 @@ def apply(placements: list[Placement], constraint: Constraint) -> list[Placement
 def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], start: int,
           constraints: list[Constraint], basis: Callable[[int], tuple[Location, ...]],
           deviants: set[int] | None = None, prefer: EditKind | None = None,
-          behind: set[int] | None = None, cut: set[int] | None = None) -> Solution | None:
+          behind: set[int] | None = None, cut: set[int] | None = None,
+          ended: set[int] | None = None) -> Solution | None:
     """Propose from the records field set by field set (signatures first, then each richer field), keep each
     stage that narrows without changing who the outliers are, then narrow by every constraint.
 
@@ -365,7 +379,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if codes is None:
             continue
         stages.append(label)
-        found = propose(codes, start, deviants, behind, cut)
+        found = propose(codes, start, deviants, behind, cut, ended)
         if found is None or not found.placements:
             continue
         if proposal is None or (proposal.stopped and not found.stopped):
