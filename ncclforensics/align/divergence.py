@@ -500,7 +500,7 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
     if low != high:
         reason = RangeReason.BEFORE_RECORDS if low < start else RangeReason.LOOKALIKE
     return Root(
-        comm=comm, seq=low, seq_range=(low, high), outlier_ranks=solution.outliers,
+        comm=comm, seq=low, seq_range=(low, high), outlier_ranks=solution.leading,
         reference_ranks=solution.reference, kind=best.kind.value, size=best.size, pinned_by=solution.pinned_by,
         reason=reason, ops=ops_at(rows, max(low, start)), majority=solution.majority,
         kinds=tuple(k.value for k in solution.kinds), narrowed_by=tuple(solution.narrowed_by),

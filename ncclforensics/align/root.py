@@ -30,7 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from ..model import Location
-from .edits import MAX_EDIT, Codes, EditKind, Placement, agree, merged, place_edits
+from .edits import MAX_EDIT, Codes, EditKind, Placement, agree, compatible, merged, place_edits
 
 __all__ = [
     "MAX_EDIT",
@@ -71,6 +71,22 @@ class Solution:
     shown: bool = True  # some record differs between the outliers and the reference (not lengths alone)
     told: bool = False  # placed only because the gate journal names the outliers
     compared: list[str] = field(default_factory=list)  # the stages whose fields the answer rests on, in order
+    members: dict[int, list[int]] = field(default_factory=dict)  # a placement's rank -> the ranks it stands for
+
+    @property
+    def leading(self) -> list[int]:
+        """The outliers whose first edit may be the first divergent collective. Several outliers may depart
+        differently: one whose every explanation starts after the latest seq another outlier's first edit can be
+        at departed later, and is no outlier of the root. (With no majority, every rank stays named.)"""
+        if not self.majority or self.either_side or not self.placements:
+            return self.outliers
+        by_rank: dict[int, int] = {}
+        for p in self.placements:
+            by_rank[p.rank] = min(by_rank.get(p.rank, p.low), p.low)
+        first = self.seq_range[1]
+        keep = {r for rep, low in by_rank.items() if low <= first for r in self.members.get(rep, [rep])}
+        named = [r for r in self.outliers if r in keep]
+        return named or self.outliers
 
     @property
     def seq_range(self) -> tuple[int, int]:
@@ -128,6 +144,7 @@ class Proposal:
     either_side: bool = False
     shown: bool = True  # some record differs; False where the streams differ in length only
     told: bool = False  # an edit placed only because the gate journal names the rank (its records agree)
+    members: dict[int, list[int]] = field(default_factory=dict)  # a placement's rank -> the ranks it stands for
 
 
 def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None,
@@ -143,8 +160,8 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
 
     `ended`: ranks whose streams are known to end where their codes do (a count of what they launched runs past
     their records): one whose records agree with several groups goes with the one group that ends where it does.
-    Any other stream that agrees with several groups may belong to either, so a group is the majority only if it
-    stays one whichever group such streams belong to."""
+    A stream that ends before the groups it agrees with part may belong to any of them (its end is a cut), so a
+    group is the majority only if it stays one whichever group such streams belong to."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
     # The streams that recorded most go first, and each group compares as everything its members recorded: a
@@ -166,6 +183,8 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
+    swing = sum(1 for rank, matching in undecided
+                if codes[rank].length <= _parting(_groups_of_members(groups, matching)))
     for rank, matching in undecided:
         max(matching, key=len).append(rank)
     groups = [(sorted(m), merged(codes[r] for r in m)) for m, _ in groups]
@@ -181,7 +200,6 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     # The reference is the strict majority, or, where the others split several ways, a group larger than each,
     # even where every stream that agrees with several groups belongs to another one (a stream's end is a cut: what
     # it launched past its records may be either group's).
-    swing = len(loose)
     majority = decided[0] * 2 > sum(decided) + swing or (len(groups) > 2 and decided[0] > decided[1] + swing)
     sides = [groups[0]]
     if not majority and len(groups) == 2:
@@ -194,6 +212,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     placements: list[Placement] = []
     whole = True
     outliers: set[int] = set()
+    standing: dict[int, list[int]] = {}
     for reference_ranks, reference in sides:
         for members, stream in groups:
             if members is reference_ranks:
@@ -201,11 +220,29 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             found, held = place_edits(members[0], stream, reference, start, bool(deviants and set(members) & deviants))
             whole &= held
             outliers.update(members)
+            standing[members[0]] = list(members)
             placements.extend(replace(p, rank=members[0]) for p in found)
     reference_ranks = sorted(set(codes) - outliers) if len(sides) == 1 else sorted(codes)
     named = sorted(outliers) if majority else sorted(codes)
-    proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1)
+    proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1,
+                        members=standing)
     return _with_behind(proposal, codes, start, behind) if majority else proposal
+
+
+def _groups_of_members(groups: list[tuple[list[int], Codes]], matching: list[list[int]]) -> list[Codes]:
+    """The streams of the groups whose member lists are `matching`."""
+    return [stream for members, stream in groups if any(members is m for m in matching)]
+
+
+def _parting(streams: list[Codes]) -> int:
+    """The first position where the streams may not all pair (the shorter's end where they agree throughout)."""
+    first, at = streams[0], None
+    for other in streams[1:]:
+        n = min(first.length, other.length)
+        bad = np.flatnonzero(~compatible(first, 0, other, 0, n))
+        here = int(bad[0]) if bad.size else n
+        at = here if at is None else min(at, here)
+    return first.length if at is None else at
 
 
 def _recorded(stream: Codes) -> int:
@@ -243,8 +280,9 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
                         shown=bool(proposal and proposal.shown))
     earlier = [] if proposal is None or not proposal.majority or proposal.stopped else proposal.outliers
     outliers = sorted(set(earlier) | set(late))
+    standing = {rep: [r for r in ranks if r not in late or r == rep] for rep, ranks in (proposal.members if earlier else {}).items()}
     return Proposal(placements, outliers, keep, True, proposal.whole if proposal else True,
-                    shown=bool(proposal and proposal.shown))
+                    shown=bool(proposal and proposal.shown), members=standing)
 
 
 def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None,
@@ -407,7 +445,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     solution = Solution(proposal.placements, proposal.outliers, proposal.reference, proposal.majority,
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
                         either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,
-                        compared=compared)
+                        compared=compared, members=proposal.members)
     if proposal.stopped:
         return solution
     for constraint in constraints:
