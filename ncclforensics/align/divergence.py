@@ -183,12 +183,13 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     rows = comm_streams(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
     analysis = _marked(comm, marks)
+    unseen = {r: n for r, n in (counted or {}).items() if r not in analysis.launched}  # no records kept
     counted = {r: n for r, n in (counted or {}).items() if r in analysis.launched and n > analysis.launched[r]}
-    analysis.counted = counted
+    analysis.counted = {**counted, **unseen}
     analysis.launched.update(counted)
     ranks = analysis.ranks
-    silent = [] if is_p2p_comm(comm) else _silent_ranks(streams, comm)
-    if len(ranks) + len(silent) < 2 or is_p2p_comm(comm):  # (p2p streams differ by design: see model/kinds.py)
+    silent = [] if is_p2p_comm(comm) else [r for r in _silent_ranks(streams, comm) if r not in unseen]
+    if len(ranks) + len(silent) + len(unseen) < 2 or is_p2p_comm(comm):  # (p2p streams differ by design: see model/kinds.py)
         return analysis
     # Positions from the earliest record of any rank: a ring that kept fewer entries has nothing recorded before
     # its first one, which pairs with anything, while the others' records there still tell collectives apart.
@@ -204,6 +205,9 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         analysis.ranks.append(rank)
         analysis.launched[rank], analysis.first_seq[rank] = 0, start
         analysis.completed[rank] = 0 if analysis.has_states else None
+    for rank, n in unseen.items():  # launched up to n by count, none of it on record
+        analysis.ranks.append(rank)
+        analysis.launched[rank], analysis.first_seq[rank], analysis.completed[rank] = n, start, None
     visible = _first_visible(book.codes(signature)) if signature else None
     if visible is not None:
         analysis.first_visible = start + visible
@@ -216,7 +220,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
             continue
         used = used + added
         stages.append((_stage_label(label, added, without, ranks),
-                       lambda fields=tuple(used): book.codes(list(fields)) | _empty_codes(silent, fields)))
+                       lambda fields=tuple(used): book.codes(list(fields)) | _empty_codes(silent, fields)
+                       | _blank_codes(unseen, start, fields)))
     deviants = _deviants(gate, ranks)
     prefer = None
     if deviants:
@@ -224,7 +229,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     cut = {rank for (c, rank) in streams.cut if c == comm} - set(counted)
     solution = solve(stages, start, _constraints(rows, start, gate, deviants),
                      lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut,
-                     set(counted))
+                     set(counted) | set(unseen))
     if solution is not None:
         moved = _past_completions(solution, analysis)
         # Evidence every rank recorded, in a stage the answer rests on (a stage of some ranks only is labelled
@@ -286,6 +291,12 @@ def _silent_ranks(streams: Streams, comm: str) -> list[int]:
                                              and part.get_column("seq").min() == 1 for part in theirs)):
             silent.append(rank)
     return silent
+
+
+def _blank_codes(ends: dict[int, int], start: int, fields: tuple[str, ...]) -> dict[int, Codes]:
+    """Streams known only by how far they ran: unrecorded (code 0) from `start` to each end."""
+    return {rank: Codes({name: np.zeros(max(0, end - start + 1), dtype=np.uint64) for name in fields},
+                        max(0, end - start + 1)) for rank, end in ends.items()}
 
 
 def _empty_codes(ranks: list[int], fields: tuple[str, ...]) -> dict[int, Codes]:

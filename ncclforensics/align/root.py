@@ -76,15 +76,21 @@ class Solution:
     @property
     def leading(self) -> list[int]:
         """The outliers whose first edit may be the first divergent collective. Several outliers may depart
-        differently: one whose every explanation starts after the latest seq another outlier's first edit can be
-        at departed later, and is no outlier of the root. (With no majority, every rank stays named.)"""
+        differently: those whose every explanation starts after every seq where the others' first edits can be
+        departed later, and are no outliers of the root. Where the two overlap, which departed first is not
+        known, and every outlier stays named (as it does where no majority says who departed)."""
         if not self.majority or self.either_side or not self.placements:
             return self.outliers
-        by_rank: dict[int, int] = {}
+        spans: dict[int, tuple[int, int]] = {}
         for p in self.placements:
-            by_rank[p.rank] = min(by_rank.get(p.rank, p.low), p.low)
+            low, high = spans.get(p.rank, (p.low, p.high))
+            spans[p.rank] = (min(low, p.low), max(high, p.high))
         first = self.seq_range[1]
-        keep = {r for rep, low in by_rank.items() if low <= first for r in self.members.get(rep, [rep])}
+        leading = [rep for rep, (low, _) in spans.items() if low <= first]
+        later = [rep for rep in spans if rep not in leading]
+        if not later or max(spans[rep][1] for rep in leading) >= min(spans[rep][0] for rep in later):
+            return self.outliers
+        keep = {r for rep in leading for r in self.members.get(rep, [rep])}
         named = [r for r in self.outliers if r in keep]
         return named or self.outliers
 
@@ -423,6 +429,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if proposal is None or (proposal.stopped and not found.stopped):
             proposal, pinned_by, compared = found, label, list(stages)
             continue
+        found = _one_side(found, proposal)
         added = set(found.outliers) - set(proposal.outliers)
         more = added and set(found.outliers) > set(proposal.outliers) and found.shown
         if more and found.reference and set(found.reference).isdisjoint(added):
@@ -467,6 +474,23 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if getattr(constraint, "wrong", None):
             solution.shown, solution.told = True, False  # results read back wrong: misaligned, whatever records say
     return solution
+
+
+def _one_side(found: Proposal, proposal: Proposal) -> Proposal:
+    """A richer field that splits the ranks recording it evenly, where a poorer one already named a minority
+    that is one side of that split: that side departed (the richer field says where, not who), so the split's
+    placements of that side are kept, as a narrowing of the same outliers."""
+    if found.majority or not found.either_side or not proposal.majority or proposal.stopped:
+        return found
+    named = set(proposal.outliers)
+    sides = [rep for rep, ranks in found.members.items() if named <= set(ranks)]
+    if len(sides) != 1 or set(found.members[sides[0]]) == set(found.outliers):
+        return found
+    mine = [replace(p, rank=proposal.outliers[0]) for p in found.placements if p.rank == sides[0]]
+    if not mine:
+        return found
+    return Proposal(mine, proposal.outliers, proposal.reference, True, found.whole, shown=found.shown,
+                    members={proposal.outliers[0]: list(proposal.outliers)})
 
 
 def _span(placements: list[Placement]) -> tuple[int, int]:

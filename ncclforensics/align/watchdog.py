@@ -244,12 +244,14 @@ def marks_only_wedge(groups: dict[str, EnqueueMarks], streams: Streams, dead: se
 
 
 def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks]) -> dict[str, dict[int, int]]:
-    """comm -> {rank: last seq it enqueued} for ranks whose records of the comm end where a file was cut short
-    and whose PyTorch count of enqueued work goes further: what the rank launched past the cut, by count only.
+    """comm -> {rank: last seq it enqueued} for ranks whose records of the comm end where a file was cut short,
+    or that a configuration names as members with none of their records kept (a dump's ring lost them), and whose
+    PyTorch count of enqueued work goes further: what the rank launched past its records, by count only.
 
     A process group is taken for the communicator only where it is the one group whose ranks are the comm's
-    members and whose count for every rank with whole records is the last seq those records hold, and it fits no
-    other comm so (a group's name and a comm's hash are tied by nothing else)."""
+    members (those on record, and those the configuration names) and whose count for every rank with whole
+    records is the last seq those records hold, and it fits no other comm so (a group's name and a comm's hash
+    are tied by nothing else)."""
     def last(comm: str, rank: int) -> int | None:
         part = streams.parts.get((comm, rank))
         return int(part.get_column("seq").max()) if part is not None and part.height else None
@@ -260,16 +262,18 @@ def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks]) -> dict
     for comm, members in streams.members.items():
         cut = {r for (c, r) in streams.cut if c == comm}
         whole = set(members) - cut
+        named = set(members) | set(streams.expected_members.get(comm, ()))
         for name, launched in counts.items():
-            if whole and set(launched) == set(members) and all(launched[r] == last(comm, r) for r in whole):
+            if whole and set(members) <= set(launched) <= named and all(launched[r] == last(comm, r) for r in whole):
                 fits.setdefault(name, []).append(comm)
     found: dict[str, dict[int, int]] = {}
     for name, comms in fits.items():
         if len(comms) != 1 or sum(comms[0] in c for c in fits.values()) != 1:
             continue
         comm = comms[0]
-        ahead = {r: counts[name][r] for (c, r) in streams.cut if c == comm
-                 and counts[name][r] > (last(comm, r) or 0)}
+        unseen = {r for r in counts[name] if r not in streams.members[comm]}
+        ahead = {r: n for r, n in counts[name].items() if ((comm, r) in streams.cut or r in unseen)
+                 and n > (last(comm, r) or 0)}
         if ahead:
             found[comm] = ahead
     return found
