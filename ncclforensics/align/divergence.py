@@ -30,6 +30,8 @@ from .root import (
 )
 from .streams import SIGNATURE, Streams
 
+ENQUEUED_COUNTS = "PyTorch's enqueued counts"  # the label of an answer resting on PyTorch's count of enqueued work
+
 EXTRA, MISSING, DIFFERENT_OPS, STOPPED = (EditKind.EXTRA.value, EditKind.MISSING.value, EditKind.DIFFERENT.value,
                                           EditKind.STOPPED.value)
 
@@ -239,6 +241,9 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         analysis.root = replace(_as_root(comm, solution, rows, start), compared=compared)
         if moved and analysis.root.reason is not None:
             analysis.root = replace(analysis.root, reason=RangeReason.PAST_RECORDS)
+        if analysis.counted and not analysis.root.shown:
+            # Lengths part the ranks, and some ranks' lengths are PyTorch's counts past their records.
+            analysis.root = replace(analysis.root, pinned_by=ENQUEUED_COUNTS)
     return analysis
 
 

@@ -25,7 +25,7 @@ from ..model import (
 )
 from .comm_streams import comm_streams
 from .consequences import Disagreement, candidates, odd_ones
-from .divergence import Root, ops_at
+from .divergence import ENQUEUED_COUNTS, Root, ops_at
 from .ras_only import root_from_counts, wedge_from_counts
 from .streams import Streams
 from .wedge import Wedge
@@ -76,7 +76,7 @@ class EnqueueMarks:
     completed: dict[int, int | None] = field(default_factory=dict)  # rank -> last work completed
     evidence: list[Location] = field(default_factory=list)
     stops: list[str] = field(default_factory=list)  # timeouts and errors in the group
-    source: str = "PyTorch's enqueued counts"  # or "PyTorch's desync report", where the counts come from one
+    source: str = ENQUEUED_COUNTS  # or "PyTorch's desync report", where the counts come from one
 
 
 def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent]) -> dict[str, EnqueueMarks]:
@@ -257,7 +257,7 @@ def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks]) -> dict
         return int(part.get_column("seq").max()) if part is not None and part.height else None
 
     counts = {name: marks.launched for name, marks in groups.items()
-              if marks.source == EnqueueMarks.source and len(marks.launched) > 1}
+              if marks.source == ENQUEUED_COUNTS and len(marks.launched) > 1}
     fits: dict[str, list[str]] = {}
     for comm, members in streams.members.items():
         cut = {r for (c, r) in streams.cut if c == comm}
