@@ -246,10 +246,10 @@ def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: Gat
         if comm not in stops or len(analysis.ranks) < 3 or is_p2p_comm(comm):
             continue
         root = analysis.root
-        # Ranks that ran extra collectives launched more than the program has: the others are behind only if they
-        # launched fewer than the rest of the reference.
-        pacing = set(root.reference_ranks) if root is not None and root.majority and root.kind == EXTRA \
-            else set(analysis.ranks)
+        # Outliers that ran other collectives than the program (extra ones, say) launched as many as that made
+        # them: the others are behind only if they launched fewer than the rest of the reference.
+        pacing = set(root.reference_ranks) if root is not None and root.majority and root.kind != STOPPED \
+            and root.reference_ranks else set(analysis.ranks)
         most = max(n for r, n in analysis.launched.items() if r in pacing)
         # records ending at a cut file: not behind, unknown (unless PyTorch counts what they launched past it)
         cut = {r for (c, r) in streams.cut if c == comm} - set(analysis.counted)

@@ -429,7 +429,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if proposal is None or (proposal.stopped and not found.stopped):
             proposal, pinned_by, compared = found, label, list(stages)
             continue
-        found = _one_side(found, proposal)
+        found = _one_side(found, proposal, codes)
         added = set(found.outliers) - set(proposal.outliers)
         more = added and set(found.outliers) > set(proposal.outliers) and found.shown
         if more and found.reference and set(found.reference).isdisjoint(added):
@@ -476,9 +476,10 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     return solution
 
 
-def _one_side(found: Proposal, proposal: Proposal) -> Proposal:
+def _one_side(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> Proposal:
     """A richer field that splits the ranks recording it evenly, where a poorer one already named a minority
-    that is one side of that split: that side departed (the richer field says where, not who), so the split's
+    that is one side of that split, and the rest of that side recorded nothing that parts it from the other (it
+    sides with either): that side's named ranks departed (the richer field says where, not who), so the split's
     placements of that side are kept, as a narrowing of the same outliers."""
     if found.majority or not found.either_side or not proposal.majority or proposal.stopped:
         return found
@@ -486,6 +487,12 @@ def _one_side(found: Proposal, proposal: Proposal) -> Proposal:
     sides = [rep for rep, ranks in found.members.items() if named <= set(ranks)]
     if len(sides) != 1 or set(found.members[sides[0]]) == set(found.outliers):
         return found
+    others = [r for rep, ranks in found.members.items() if rep != sides[0] for r in ranks]
+    if not others:
+        return found
+    reference = merged(codes[r] for r in others)
+    if any(not agree(codes[r], reference) for r in found.members[sides[0]] if r not in named):
+        return found  # more ranks than those named depart with them
     mine = [replace(p, rank=proposal.outliers[0]) for p in found.placements if p.rank == sides[0]]
     if not mine:
         return found

@@ -218,6 +218,13 @@ def test_an_even_split_by_a_richer_field_narrows_the_minority_a_poorer_one_named
                      lambda seq: (Location("log", seq),))
     assert solution.outliers == [2] and solution.majority and solution.seq_range == (3, 3)
     assert solution.pinned_by == "call sites" and solution.best.kind is EditKind.EXTRA
+    # Where another rank of that side recorded stacks that part it from the other side too (rank 1, whose
+    # lookalike signatures did not show it), the split is two against two: no majority, every rank named.
+    signatures[4], stacks[4] = stream([1] * 9), stream([1] * 9, program)
+    stacks[1] = stream([1] * 9, (program[:2] + [90, 91] + program[2:])[:9])
+    solution = solve([("signatures", lambda: signatures), ("call sites", lambda: stacks)], 1, [],
+                     lambda seq: (Location("log", seq),))
+    assert not solution.majority and solution.outliers == [0, 1, 2, 3, 4]
 
 
 def _solve(codes, constraints=()):
