@@ -46,6 +46,7 @@ from .traces import with_trace_rows
 from .unranked import unranked_streams
 from .watchdog import (
     STOP_EVENTS,
+    counted_past_cuts,
     enqueue_marks,
     marks_only_roots,
     marks_only_wedge,
@@ -119,9 +120,11 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     rank_map = ras_rank_map(streams, evidence, ras)
     dead = _dead_ranks(ras, rank_map, watchdog)
 
+    marks = enqueue_marks(progress, watchdog)
+    counted = counted_past_cuts(streams, marks)
     analyses: dict[str, CommAnalysis] = {}
     for comm in sorted(streams.members):
-        analyses[comm] = analyze_comm(streams, comm, gate)
+        analyses[comm] = analyze_comm(streams, comm, gate, counted=counted.get(comm))
 
     _apply_progress(analyses, streams, progress, watchdog)
     if not _death_evidence(ras, rank_map, watchdog):
@@ -133,7 +136,6 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.checksum_splits = diverging_steps(fingerprints)
     root, comm_caveats = _pick_root(analyses, gate, streams)
     stops = _stop_evidence(streams, analyses, ras, watchdog, dead)
-    marks = enqueue_marks(progress, watchdog)
     if root is None:
         root, comm_caveats = _pick_counted(ras_only_roots(ras, rank_map, streams, stops)
                                            or marks_only_roots(marks, streams))
@@ -254,8 +256,14 @@ def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: Gat
     for comm, analysis in list(analyses.items()):
         if comm not in stops or len(analysis.ranks) < 3 or is_p2p_comm(comm):
             continue
-        most = max(analysis.launched.values())
-        cut = {r for (c, r) in streams.cut if c == comm}  # records ending at a cut file: not behind, unknown
+        root = analysis.root
+        # Outliers that ran other collectives than the program (extra ones, say) launched as many as that made
+        # them: the others are behind only if they launched fewer than the rest of the reference.
+        pacing = set(root.reference_ranks) if root is not None and root.majority and root.kind != STOPPED \
+            and root.reference_ranks else set(analysis.ranks)
+        most = max(n for r, n in analysis.launched.items() if r in pacing)
+        # records ending at a cut file: not behind, unknown (unless PyTorch counts what they launched past it)
+        cut = {r for (c, r) in streams.cut if c == comm} - set(analysis.counted)
         behind = {r for r, n in analysis.launched.items() if n < most} - dead - cut
         named = set(analysis.root.outlier_ranks) if analysis.root is not None and analysis.root.kind != STOPPED \
             else set()
@@ -265,7 +273,7 @@ def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: Gat
         caused = analysis.root is not None and analysis.root.shown and analysis.root.kind != STOPPED \
             and behind <= elsewhere
         if behind and not behind <= named and not caused and len(behind) * 2 <= len(set(analysis.ranks) - cut):
-            analyses[comm] = analyze_comm(streams, comm, gate, behind)
+            analyses[comm] = analyze_comm(streams, comm, gate, behind, analysis.counted)
 
 
 def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams) -> None:

@@ -30,6 +30,8 @@ from .root import (
 )
 from .streams import SIGNATURE, Streams
 
+ENQUEUED_COUNTS = "PyTorch's enqueued counts"  # the label of an answer resting on PyTorch's count of enqueued work
+
 EXTRA, MISSING, DIFFERENT_OPS, STOPPED = (EditKind.EXTRA.value, EditKind.MISSING.value, EditKind.DIFFERENT.value,
                                           EditKind.STOPPED.value)
 
@@ -131,6 +133,8 @@ class CommAnalysis:
     start: int = 1  # the first seq every rank has records for
     # fields some ranks recorded and others did not (field -> the ranks without): compared only where both did
     unrecorded: dict[str, list[int]] = field(default_factory=dict)
+    # ranks whose records end where a file was cut short, with the last seq PyTorch counts them enqueueing
+    counted: dict[int, int] = field(default_factory=dict)
 
 
 def op_at(row: dict) -> OpAt:
@@ -179,19 +183,25 @@ STAGES = (("signatures", tuple(SIGNATURE)), ("call sites", ("stack",)), ("tags",
 
 
 def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = None,
-                 behind: set[int] | None = None) -> CommAnalysis:
+                 behind: set[int] | None = None, counted: dict[int, int] | None = None) -> CommAnalysis:
     """Launched and completed marks, the first visible mismatch and the root of one communicator.
 
     `gate`, the first step at which the drafter gates disagreed (if journaled), narrows the root to the
     deviating ranks' records of that step, and says which side of a tie deviated. `behind`: ranks that launched
-    fewer than the others of this stopped communicator and did not die (see root.propose).
+    fewer than the others of this stopped communicator and did not die (see root.propose). `counted`: ranks whose
+    records end at a cut file, with the last seq PyTorch's own count says they enqueued (past the cut): their
+    streams go on that far, unrecorded, and end there.
     """
     rows = comm_streams(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
     analysis = _marked(comm, marks)
+    unseen = {r: n for r, n in (counted or {}).items() if r not in analysis.launched}  # no records kept
+    counted = {r: n for r, n in (counted or {}).items() if r in analysis.launched and n > analysis.launched[r]}
+    analysis.counted = {**counted, **unseen}
+    analysis.launched.update(counted)
     ranks = analysis.ranks
-    silent = [] if is_p2p_comm(comm) else _silent_ranks(streams, comm)
-    if len(ranks) + len(silent) < 2 or is_p2p_comm(comm):  # (p2p streams differ by design: see model/kinds.py)
+    silent = [] if is_p2p_comm(comm) else [r for r in _silent_ranks(streams, comm) if r not in unseen]
+    if len(ranks) + len(silent) + len(unseen) < 2 or is_p2p_comm(comm):  # (p2p streams differ by design: see model/kinds.py)
         return analysis
     # Positions from the earliest record of any rank: a ring that kept fewer entries has nothing recorded before
     # its first one, which pairs with anything, while the others' records there still tell collectives apart.
@@ -202,11 +212,14 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     columns, without = _informative_columns(rows)
     analysis.unrecorded = _unrecorded(rows)
     signature = [c for c in SIGNATURE if c in columns]
-    book = CodeBook(rows, start)
+    book = CodeBook(rows, start, counted)
     for rank in silent:
         analysis.ranks.append(rank)
         analysis.launched[rank], analysis.first_seq[rank] = 0, start
         analysis.completed[rank] = 0 if analysis.has_states else None
+    for rank, n in unseen.items():  # launched up to n by count, none of it on record
+        analysis.ranks.append(rank)
+        analysis.launched[rank], analysis.first_seq[rank], analysis.completed[rank] = n, start, None
     visible = _first_visible(book.codes(signature)) if signature else None
     if visible is not None:
         analysis.first_visible = start + visible
@@ -219,14 +232,16 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
             continue
         used = used + added
         stages.append((_stage_label(label, added, without, ranks),
-                       lambda fields=tuple(used): book.codes(list(fields)) | _empty_codes(silent, fields)))
+                       lambda fields=tuple(used): book.codes(list(fields)) | _empty_codes(silent, fields)
+                       | _blank_codes(unseen, start, fields)))
     deviants = _deviants(gate, ranks)
     prefer = None
     if deviants:
         prefer = EditKind.EXTRA if deviants <= set(gate.passed) else EditKind.MISSING
-    cut = {rank for (c, rank) in streams.cut if c == comm}
+    cut = {rank for (c, rank) in streams.cut if c == comm} - set(counted)
     solution = solve(stages, start, _constraints(rows, start, gate, deviants),
-                     lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut)
+                     lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut,
+                     set(counted) | set(unseen))
     if solution is not None:
         moved = _past_completions(solution, analysis)
         # Evidence every rank recorded, in a stage the answer rests on (a stage of some ranks only is labelled
@@ -236,6 +251,9 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         analysis.root = replace(_as_root(comm, solution, rows, start), compared=compared)
         if moved and analysis.root.reason is not None:
             analysis.root = replace(analysis.root, reason=RangeReason.PAST_RECORDS)
+        if analysis.counted and not analysis.root.shown:
+            # Lengths part the ranks, and some ranks' lengths are PyTorch's counts past their records.
+            analysis.root = replace(analysis.root, pinned_by=ENQUEUED_COUNTS)
     return analysis
 
 
@@ -290,6 +308,12 @@ def _silent_ranks(streams: Streams, comm: str) -> list[int]:
     return silent
 
 
+def _blank_codes(ends: dict[int, int], start: int, fields: tuple[str, ...]) -> dict[int, Codes]:
+    """Streams known only by how far they ran: unrecorded (code 0) from `start` to each end."""
+    return {rank: Codes({name: np.zeros(max(0, end - start + 1), dtype=np.uint64) for name in fields},
+                        max(0, end - start + 1)) for rank, end in ends.items()}
+
+
 def _empty_codes(ranks: list[int], fields: tuple[str, ...]) -> dict[int, Codes]:
     return {rank: Codes({name: np.zeros(0, dtype=np.uint64) for name in fields}, 0) for rank in ranks}
 
@@ -330,10 +354,12 @@ def _stage_label(label: str, added: list[str], without: dict[str, list[int]], ra
 
 class CodeBook:
     """Each rank's records from `start` as codes, one field at a time, kept: the stages of the analysis ask for
-    the same fields again (signatures, then signatures and call sites, ...)."""
+    the same fields again (signatures, then signatures and call sites, ...). `ends`: ranks known to have launched
+    up to a seq past their records; their streams run to it, unrecorded (code 0) past their last record."""
 
-    def __init__(self, rows: CommStreams, start: int) -> None:
+    def __init__(self, rows: CommStreams, start: int, ends: dict[int, int] | None = None) -> None:
         self.start = start
+        self._ends = ends or {}
         self._rows = rows
         self._cache: dict[str, dict[int, np.ndarray]] = {}
         self._parts: dict[int, pl.DataFrame] | None = None
@@ -344,8 +370,8 @@ class CodeBook:
             self._parts = {rank: _before_wide_gap(part.filter(pl.col("seq") >= start)
                                                   if rows.first(rank) < start or not rows.contiguous else part)
                            for rank, part in rows.parts.items()}
-            self._lengths = {rank: max(0, int(part.get_column("seq").max() - start + 1)) if part.height else 0
-                             for rank, part in self._parts.items()}
+            self._lengths = {rank: max(0, int(max(part.get_column("seq").max(), self._ends.get(rank, 0)) - start + 1))
+                             if part.height else 0 for rank, part in self._parts.items()}
         return self._parts
 
     def codes(self, fields: list[str]) -> dict[int, Codes]:
@@ -500,7 +526,7 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
     if low != high:
         reason = RangeReason.BEFORE_RECORDS if low < start else RangeReason.LOOKALIKE
     return Root(
-        comm=comm, seq=low, seq_range=(low, high), outlier_ranks=solution.outliers,
+        comm=comm, seq=low, seq_range=(low, high), outlier_ranks=solution.leading,
         reference_ranks=solution.reference, kind=best.kind.value, size=best.size, pinned_by=solution.pinned_by,
         reason=reason, ops=ops_at(rows, max(low, start)), majority=solution.majority,
         kinds=tuple(k.value for k in solution.kinds), narrowed_by=tuple(solution.narrowed_by),

@@ -30,7 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from ..model import Location
-from .edits import MAX_EDIT, Codes, EditKind, Placement, agree, merged, place_edits
+from .edits import MAX_EDIT, Codes, EditKind, Placement, agree, compatible, merged, place_edits
 
 __all__ = [
     "MAX_EDIT",
@@ -71,6 +71,28 @@ class Solution:
     shown: bool = True  # some record differs between the outliers and the reference (not lengths alone)
     told: bool = False  # placed only because the gate journal names the outliers
     compared: list[str] = field(default_factory=list)  # the stages whose fields the answer rests on, in order
+    members: dict[int, list[int]] = field(default_factory=dict)  # a placement's rank -> the ranks it stands for
+
+    @property
+    def leading(self) -> list[int]:
+        """The outliers whose first edit may be the first divergent collective. Several outliers may depart
+        differently: those whose every explanation starts after every seq where the others' first edits can be
+        departed later, and are no outliers of the root. Where the two overlap, which departed first is not
+        known, and every outlier stays named (as it does where no majority says who departed)."""
+        if not self.majority or self.either_side or not self.placements:
+            return self.outliers
+        spans: dict[int, tuple[int, int]] = {}
+        for p in self.placements:
+            low, high = spans.get(p.rank, (p.low, p.high))
+            spans[p.rank] = (min(low, p.low), max(high, p.high))
+        first = self.seq_range[1]
+        leading = [rep for rep, (low, _) in spans.items() if low <= first]
+        later = [rep for rep in spans if rep not in leading]
+        if not later or max(spans[rep][1] for rep in leading) >= min(spans[rep][0] for rep in later):
+            return self.outliers
+        keep = {r for rep in leading for r in self.members.get(rep, [rep])}
+        named = [r for r in self.outliers if r in keep]
+        return named or self.outliers
 
     @property
     def seq_range(self) -> tuple[int, int]:
@@ -128,17 +150,24 @@ class Proposal:
     either_side: bool = False
     shown: bool = True  # some record differs; False where the streams differ in length only
     told: bool = False  # an edit placed only because the gate journal names the rank (its records agree)
+    members: dict[int, list[int]] = field(default_factory=dict)  # a placement's rank -> the ranks it stands for
 
 
 def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None,
-            behind: set[int] | None = None, cut: set[int] | None = None) -> Proposal | None:
+            behind: set[int] | None = None, cut: set[int] | None = None,
+            ended: set[int] | None = None) -> Proposal | None:
     """Group the ranks into streams that agree; the largest group is the reference, and every other group's
     edits are placed against it. With no strict majority, both sides of a two-way split are placed against each
     other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one.
 
     `behind`: ranks that launched fewer collectives than the others of a communicator that stopped, and that
     nothing says died. A stream that agrees with the others but ends sooner then is no mere cut: the rank
-    skipped collectives somewhere (lookalikes), or stopped launching (blocked elsewhere)."""
+    skipped collectives somewhere (lookalikes), or stopped launching (blocked elsewhere).
+
+    `ended`: ranks whose streams are known to end where their codes do (a count of what they launched runs past
+    their records): one whose records agree with several groups goes with the one group that ends where it does.
+    A stream that ends before the groups it agrees with part may belong to any of them (its end is a cut), so a
+    group is the majority only if it stays one whichever group such streams belong to."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
     # The streams that recorded most go first, and each group compares as everything its members recorded: a
@@ -151,11 +180,17 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             members, stream = groups[matching[0]]
             members.append(rank)
             groups[matching[0]] = (members, merged([stream, codes[rank]]))
+        elif rank in (ended or ()) and len(same := [i for i in matching if groups[i][1].length == codes[rank].length]) == 1:
+            members, stream = groups[same[0]]
+            members.append(rank)
+            groups[same[0]] = (members, merged([stream, codes[rank]]))
         else:
             undecided.append((rank, [groups[i][0] for i in matching]))
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
+    swing = sum(1 for rank, matching in undecided
+                if codes[rank].length <= _parting(_groups_of_members(groups, matching)))
     for rank, matching in undecided:
         max(matching, key=len).append(rank)
     groups = [(sorted(m), merged(codes[r] for r in m)) for m, _ in groups]
@@ -168,8 +203,10 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     order = sorted(range(len(groups)), key=lambda i: (-decided[i], -len(groups[i][0]), -groups[i][1].length,
                                                       groups[i][0]))
     groups, decided = [groups[i] for i in order], [decided[i] for i in order]
-    # The reference is the strict majority, or, where the others split several ways, a group larger than each.
-    majority = decided[0] * 2 > sum(decided) or (len(groups) > 2 and decided[0] > decided[1])
+    # The reference is the strict majority, or, where the others split several ways, a group larger than each,
+    # even where every stream that agrees with several groups belongs to another one (a stream's end is a cut: what
+    # it launched past its records may be either group's).
+    majority = decided[0] * 2 > sum(decided) + swing or (len(groups) > 2 and decided[0] > decided[1] + swing)
     sides = [groups[0]]
     if not majority and len(groups) == 2:
         chosen = [g for g in groups if deviants and set(g[0]) <= deviants]
@@ -181,6 +218,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     placements: list[Placement] = []
     whole = True
     outliers: set[int] = set()
+    standing: dict[int, list[int]] = {}
     for reference_ranks, reference in sides:
         for members, stream in groups:
             if members is reference_ranks:
@@ -188,11 +226,29 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             found, held = place_edits(members[0], stream, reference, start, bool(deviants and set(members) & deviants))
             whole &= held
             outliers.update(members)
+            standing[members[0]] = list(members)
             placements.extend(replace(p, rank=members[0]) for p in found)
     reference_ranks = sorted(set(codes) - outliers) if len(sides) == 1 else sorted(codes)
     named = sorted(outliers) if majority else sorted(codes)
-    proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1)
+    proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1,
+                        members=standing)
     return _with_behind(proposal, codes, start, behind) if majority else proposal
+
+
+def _groups_of_members(groups: list[tuple[list[int], Codes]], matching: list[list[int]]) -> list[Codes]:
+    """The streams of the groups whose member lists are `matching`."""
+    return [stream for members, stream in groups if any(members is m for m in matching)]
+
+
+def _parting(streams: list[Codes]) -> int:
+    """The first position where the streams may not all pair (the shorter's end where they agree throughout)."""
+    first, at = streams[0], None
+    for other in streams[1:]:
+        n = min(first.length, other.length)
+        bad = np.flatnonzero(~compatible(first, 0, other, 0, n))
+        here = int(bad[0]) if bad.size else n
+        at = here if at is None else min(at, here)
+    return first.length if at is None else at
 
 
 def _recorded(stream: Codes) -> int:
@@ -230,8 +286,9 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
                         shown=bool(proposal and proposal.shown))
     earlier = [] if proposal is None or not proposal.majority or proposal.stopped else proposal.outliers
     outliers = sorted(set(earlier) | set(late))
+    standing = {rep: [r for r in ranks if r not in late or r == rep] for rep, ranks in (proposal.members if earlier else {}).items()}
     return Proposal(placements, outliers, keep, True, proposal.whole if proposal else True,
-                    shown=bool(proposal and proposal.shown))
+                    shown=bool(proposal and proposal.shown), members=standing)
 
 
 def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None,
@@ -348,7 +405,8 @@ def apply(placements: list[Placement], constraint: Constraint) -> list[Placement
 def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], start: int,
           constraints: list[Constraint], basis: Callable[[int], tuple[Location, ...]],
           deviants: set[int] | None = None, prefer: EditKind | None = None,
-          behind: set[int] | None = None, cut: set[int] | None = None) -> Solution | None:
+          behind: set[int] | None = None, cut: set[int] | None = None,
+          ended: set[int] | None = None) -> Solution | None:
     """Propose from the records field set by field set (signatures first, then each richer field), keep each
     stage that narrows without changing who the outliers are, then narrow by every constraint.
 
@@ -365,12 +423,13 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if codes is None:
             continue
         stages.append(label)
-        found = propose(codes, start, deviants, behind, cut)
+        found = propose(codes, start, deviants, behind, cut, ended)
         if found is None or not found.placements:
             continue
         if proposal is None or (proposal.stopped and not found.stopped):
             proposal, pinned_by, compared = found, label, list(stages)
             continue
+        found = _one_side(found, proposal, codes)
         added = set(found.outliers) - set(proposal.outliers)
         more = added and set(found.outliers) > set(proposal.outliers) and found.shown
         if more and found.reference and set(found.reference).isdisjoint(added):
@@ -393,7 +452,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     solution = Solution(proposal.placements, proposal.outliers, proposal.reference, proposal.majority,
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
                         either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,
-                        compared=compared)
+                        compared=compared, members=proposal.members)
     if proposal.stopped:
         return solution
     for constraint in constraints:
@@ -415,6 +474,30 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if getattr(constraint, "wrong", None):
             solution.shown, solution.told = True, False  # results read back wrong: misaligned, whatever records say
     return solution
+
+
+def _one_side(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> Proposal:
+    """A richer field that splits the ranks recording it evenly, where a poorer one already named a minority
+    that is one side of that split, and the rest of that side recorded nothing that parts it from the other (it
+    sides with either): that side's named ranks departed (the richer field says where, not who), so the split's
+    placements of that side are kept, as a narrowing of the same outliers."""
+    if found.majority or not found.either_side or not proposal.majority or proposal.stopped:
+        return found
+    named = set(proposal.outliers)
+    sides = [rep for rep, ranks in found.members.items() if named <= set(ranks)]
+    if len(sides) != 1 or set(found.members[sides[0]]) == set(found.outliers):
+        return found
+    others = [r for rep, ranks in found.members.items() if rep != sides[0] for r in ranks]
+    if not others:
+        return found
+    reference = merged(codes[r] for r in others)
+    if any(not agree(codes[r], reference) for r in found.members[sides[0]] if r not in named):
+        return found  # more ranks than those named depart with them
+    mine = [replace(p, rank=proposal.outliers[0]) for p in found.placements if p.rank == sides[0]]
+    if not mine:
+        return found
+    return Proposal(mine, proposal.outliers, proposal.reference, True, found.whole, shown=found.shown,
+                    members={proposal.outliers[0]: list(proposal.outliers)})
 
 
 def _span(placements: list[Placement]) -> tuple[int, int]:

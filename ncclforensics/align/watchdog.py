@@ -25,7 +25,7 @@ from ..model import (
 )
 from .comm_streams import comm_streams
 from .consequences import Disagreement, candidates, odd_ones
-from .divergence import Root, ops_at
+from .divergence import ENQUEUED_COUNTS, Root, ops_at
 from .ras_only import root_from_counts, wedge_from_counts
 from .streams import Streams
 from .wedge import Wedge
@@ -76,7 +76,7 @@ class EnqueueMarks:
     completed: dict[int, int | None] = field(default_factory=dict)  # rank -> last work completed
     evidence: list[Location] = field(default_factory=list)
     stops: list[str] = field(default_factory=list)  # timeouts and errors in the group
-    source: str = "PyTorch's enqueued counts"  # or "PyTorch's desync report", where the counts come from one
+    source: str = ENQUEUED_COUNTS  # or "PyTorch's desync report", where the counts come from one
 
 
 def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent]) -> dict[str, EnqueueMarks]:
@@ -241,3 +241,39 @@ def marks_only_wedge(groups: dict[str, EnqueueMarks], streams: Streams, dead: se
         wedge.ops = ops_at(comm_streams(streams.comm_parts(comm)), wedge.seq)  # a timed-out rank's own line
         return wedge
     return None
+
+
+def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks]) -> dict[str, dict[int, int]]:
+    """comm -> {rank: last seq it enqueued} for ranks whose records of the comm end where a file was cut short,
+    or that a configuration names as members with none of their records kept (a dump's ring lost them), and whose
+    PyTorch count of enqueued work goes further: what the rank launched past its records, by count only.
+
+    A process group is taken for the communicator only where it is the one group whose ranks are the comm's
+    members (those on record, and those the configuration names) and whose count for every rank with whole
+    records is the last seq those records hold, and it fits no other comm so (a group's name and a comm's hash
+    are tied by nothing else)."""
+    def last(comm: str, rank: int) -> int | None:
+        part = streams.parts.get((comm, rank))
+        return int(part.get_column("seq").max()) if part is not None and part.height else None
+
+    counts = {name: marks.launched for name, marks in groups.items()
+              if marks.source == ENQUEUED_COUNTS and len(marks.launched) > 1}
+    fits: dict[str, list[str]] = {}
+    for comm, members in streams.members.items():
+        cut = {r for (c, r) in streams.cut if c == comm}
+        whole = set(members) - cut
+        named = set(members) | set(streams.expected_members.get(comm, ()))
+        for name, launched in counts.items():
+            if whole and set(members) <= set(launched) <= named and all(launched[r] == last(comm, r) for r in whole):
+                fits.setdefault(name, []).append(comm)
+    found: dict[str, dict[int, int]] = {}
+    for name, comms in fits.items():
+        if len(comms) != 1 or sum(comms[0] in c for c in fits.values()) != 1:
+            continue
+        comm = comms[0]
+        unseen = {r for r in counts[name] if r not in streams.members[comm]}
+        ahead = {r: n for r, n in counts[name].items() if ((comm, r) in streams.cut or r in unseen)
+                 and n > (last(comm, r) or 0)}
+        if ahead:
+            found[comm] = ahead
+    return found

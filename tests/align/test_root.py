@@ -8,7 +8,9 @@ from ncclforensics.align.root import (
     Codes,
     EditKind,
     GateStep,
+    Placement,
     ResultChecks,
+    Solution,
     place_edits,
     propose,
     solve,
@@ -151,6 +153,78 @@ def test_streams_that_side_with_either_group_make_no_majority_of_an_even_split()
     codes[4] = stream(sig, [5, 6, 7, 8, 9, 10])
     proposal = propose(codes, 1)
     assert proposal.majority and proposal.outliers == [1]
+
+
+def test_a_stream_that_ends_before_the_groups_part_may_belong_to_either():
+    # Rank 1 parts from ranks 0 and 2 at seq 5; rank 3's records end at seq 3, before anything parts: it may be
+    # either side's (its end is a cut), so two against one is no majority.
+    codes = {r: stream([1] * 9) for r in (0, 2)}
+    codes[1] = stream([1] * 4 + [2] + [1] * 4)
+    codes[3] = stream([1] * 3)
+    proposal = propose(codes, 1)
+    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3]
+    codes[4] = stream([1] * 9)  # three against one, whichever side rank 3 is on
+    proposal = propose(codes, 1)
+    assert proposal.majority and proposal.outliers == [1]
+
+
+def test_a_stream_known_to_end_where_one_group_ends_goes_with_that_group():
+    # Ranks 0 and 1 went on to seq 8; rank 2 parts from them at seq 7 and ends there. Ranks 3 and 4 recorded up to
+    # seq 3 only, but a count says rank 3 launched 7 and rank 4 launched 8 (unrecorded past their records).
+    codes = {r: stream([1] * 8) for r in (0, 1)}
+    codes[2] = stream([1] * 6 + [2])
+    codes[3] = stream([1] * 3 + [0] * 4)
+    codes[4] = stream([1] * 3 + [0] * 5)
+    assert propose(codes, 1).outliers == [2]  # unrecorded alike, without the counts they go with the largest
+    proposal = propose(codes, 1, ended={3, 4})
+    assert proposal.majority and proposal.outliers == [2, 3]
+
+
+def test_an_outlier_that_departs_after_another_is_no_outlier_of_the_root():
+    # Rank 1's edit is at seq 5; rank 0's stop can only be at seq 9: it departed later, the root is rank 1's.
+    placements = [Placement(1, EditKind.MISSING, 1, 5, 5), Placement(0, EditKind.STOPPED, 1, 9, 9)]
+    solution = Solution(placements, [0, 1], [2, 3], True, "call sites")
+    assert solution.seq_range == (5, 5) and solution.leading == [1]
+    # A group's placement stands for every rank of the group.
+    solution.members = {1: [1, 4]}
+    assert solution.leading == [1]
+    solution.outliers = [0, 1, 4]
+    assert solution.leading == [1, 4]
+    # An edit that may come first keeps its rank named; so does every rank where no majority says who departed.
+    solution.placements = [*placements, Placement(0, EditKind.MISSING, 1, 2, 9)]
+    assert solution.leading == [0, 1, 4]
+    solution.placements, solution.majority = placements, False
+    assert solution.leading == [0, 1, 4]
+    # Rank 1's first edit may be as late as seq 8, past where rank 0's may begin: which came first is not known.
+    solution.majority = True
+    solution.placements = [Placement(1, EditKind.MISSING, 1, 5, 5), Placement(1, EditKind.EXTRA, 3, 8, 8),
+                           Placement(2, EditKind.DIFFERENT, 1, 3, 6), Placement(0, EditKind.STOPPED, 1, 7, 9)]
+    solution.outliers, solution.members = [0, 1, 2], {}
+    assert solution.seq_range == (3, 6) and solution.leading == [0, 1, 2]
+
+
+def test_an_even_split_by_a_richer_field_narrows_the_minority_a_poorer_one_named():
+    # By signatures rank 2 launched two more lookalikes than ranks 0, 1 and 3. Only ranks 2 and 3 recorded call
+    # stacks, and they part at seq 3: one against one names no side, but the side is rank 2's, which the
+    # signatures already named; the stacks say where.
+    program = list(range(10, 19))
+    signatures = {r: stream([1] * 9) for r in (0, 1, 3)}
+    signatures[2] = stream([1] * 11)
+    stacks = {r: stream([1] * 9, [0] * 9) for r in (0, 1)}
+    stacks[3] = stream([1] * 9, program)
+    stacks[2] = stream([1] * 11, program[:2] + [90, 91] + program[2:])
+    assert not propose(stacks, 1).majority
+    solution = solve([("signatures", lambda: signatures), ("call sites", lambda: stacks)], 1, [],
+                     lambda seq: (Location("log", seq),))
+    assert solution.outliers == [2] and solution.majority and solution.seq_range == (3, 3)
+    assert solution.pinned_by == "call sites" and solution.best.kind is EditKind.EXTRA
+    # Where another rank of that side recorded stacks that part it from the other side too (rank 1, whose
+    # lookalike signatures did not show it), the split is two against two: no majority, every rank named.
+    signatures[4], stacks[4] = stream([1] * 9), stream([1] * 9, program)
+    stacks[1] = stream([1] * 9, (program[:2] + [90, 91] + program[2:])[:9])
+    solution = solve([("signatures", lambda: signatures), ("call sites", lambda: stacks)], 1, [],
+                     lambda seq: (Location("log", seq),))
+    assert not solution.majority and solution.outliers == [0, 1, 2, 3, 4]
 
 
 def _solve(codes, constraints=()):

@@ -3,9 +3,12 @@ rank's collectives are on record."""
 
 from __future__ import annotations
 
+import polars as pl
+
 from ncclforensics.align.streams import Streams, build_streams
 from ncclforensics.align.watchdog import (
-    STOP_EVENTS, UNNAMED_GROUP, enqueue_marks, marks_only_root, marks_only_wedge, with_watchdog_rows,
+    STOP_EVENTS, UNNAMED_GROUP, EnqueueMarks, counted_past_cuts, enqueue_marks, marks_only_root, marks_only_wedge,
+    with_watchdog_rows,
 )
 from ncclforensics.model import (
     EventState, Evidence, Location, ProgressReport, SourceFormat, WatchdogEvent, WatchdogKind, WedgeKind,
@@ -155,3 +158,30 @@ def test_ranks_the_counts_show_join_a_root_whose_records_begin_late(tmp_path):
     _, diagnosis = diff_paths(paths)
     assert diagnosis.root is not None and diagnosis.root.outlier_ranks == [0, 3]
     assert any("rank 0 launched fewer collectives" in note for note in diagnosis.notes)
+
+
+def _streams(lasts: dict[tuple[str, int], int], cut: set[tuple[str, int]]) -> Streams:
+    parts = {key: pl.DataFrame({"seq": list(range(1, last + 1))}) for key, last in lasts.items()}
+    members: dict[str, list[int]] = {}
+    for comm, rank in parts:
+        members.setdefault(comm, []).append(rank)
+    return Streams(parts=parts, members=members, cut={key: Location("nccl.log", 9) for key in cut})
+
+
+def test_counts_carry_a_cut_rank_past_its_cut_where_the_group_is_the_comm():
+    # Rank 3's log was cut at seq 7 in comm 0xa; group "0" counts every whole rank as its records end, so it is
+    # that comm, and rank 3 launched up to 15 there.
+    lasts = {("0xa", 0): 14, ("0xa", 1): 15, ("0xa", 2): 14, ("0xa", 3): 7, ("0xb", 0): 30, ("0xb", 1): 30}
+    streams = _streams(lasts, {("0xa", 3)})
+    marks = {"0": EnqueueMarks(launched={0: 14, 1: 15, 2: 14, 3: 15}), "1": EnqueueMarks(launched={0: 30, 1: 30})}
+    assert counted_past_cuts(streams, marks) == {"0xa": {3: 15}}
+    # A count of a whole rank that is not where its records end: not that comm's group.
+    marks["0"].launched[1] = 16
+    assert counted_past_cuts(streams, marks) == {}
+    # Two comms the group fits alike: nothing ties it to either.
+    marks["0"].launched[1] = 15
+    twin = _streams({**lasts, **{("0xc", r): n for (c, r), n in lasts.items() if c == "0xa"}}, {("0xa", 3), ("0xc", 3)})
+    assert counted_past_cuts(twin, marks) == {}
+    # Counts from a desync report number collectives their own way: not used.
+    marks["0"].source = "PyTorch's desync report"
+    assert counted_past_cuts(streams, marks) == {}
