@@ -37,9 +37,15 @@ class Disagreement:
     odd: frozenset[Hashable]  # the ranks its disagreement singles out (see odd_ones)
     unknown: int = 0  # members of which process they are is not on record (counted in `members` by a key of their own)
 
-    def may_contain(self, other: Disagreement) -> bool:
-        """Whether `other` has fewer members, each of them one of this communicator's, as far as the record goes."""
-        return len(other.members) < len(self.members) and len(other.members - self.members) <= self.unknown
+    def may_contain(self, other: Disagreement, processes: int) -> bool:
+        """Whether `other` has fewer members, each of them one of this communicator's: as far as the record goes
+        where this one has as many members as the `processes` on record (it spans them all), else by name (a
+        member not on record could be any process, so it places none inside)."""
+        if len(other.members) >= len(self.members):
+            return False
+        if len(self.members) >= processes:
+            return len(other.members - self.members) <= self.unknown
+        return other.members <= self.members
 
 
 def odd_ones(launched: Mapping[Hashable, int], outliers: set[Hashable], majority: bool) -> frozenset[Hashable]:
@@ -55,8 +61,9 @@ def odd_ones(launched: Mapping[Hashable, int], outliers: set[Hashable], majority
 def consequences(found: list[Disagreement]) -> dict[str, list[str]]:
     """comm -> the communicators whose divergence explains its disagreement (only comms that are consequences)."""
     explained: dict[str, list[str]] = {}
+    processes = len({p for d in found for p in d.members if not _unnamed(p)})
     for outer in found:
-        inner = [d for d in found if d.comm != outer.comm and outer.may_contain(d)]
+        inner = [d for d in found if d.comm != outer.comm and outer.may_contain(d, processes)]
         causes = {p: [d.comm for d in inner if p in d.members] for p in outer.odd}
         if outer.odd and all(causes.values()):
             explained[outer.comm] = sorted({c for comms in causes.values() for c in comms})
@@ -70,7 +77,37 @@ def consequences(found: list[Disagreement]) -> dict[str, list[str]]:
     return explained
 
 
+def _unnamed(process: Hashable) -> bool:
+    """Whether a member key stands for a rank of no known process (see ras_only._disagreement)."""
+    return isinstance(process, tuple) and bool(process) and process[0] == "unknown"
+
+
 def candidates(found: list[Disagreement]) -> list[str]:
-    """The communicators that no rule shows to be a consequence, in the order given."""
+    """The communicators that no rule shows to be a consequence, in the order given; except that where none is
+    known to hold every odd rank of them, the smallest one that may hold them all (as far as its members not on
+    record go) comes first: one divergence there can involve every one of those ranks (a RAS reply lists only the
+    ranks that depart from a majority, the others as a count)."""
     explained = consequences(found)
-    return [d.comm for d in found if d.comm not in explained]
+    left = [d for d in found if d.comm not in explained]
+    every = frozenset().union(*(d.odd for d in left)) if left else frozenset()
+    if every and not any(every <= d.members for d in left):
+        holding = [d for d in left if _may_hold(d, every)]
+        if holding:
+            first = min(holding, key=lambda d: len(d.members))
+            if sum(len(d.members) == len(first.members) for d in holding) == 1:
+                left = [first] + [d for d in left if d is not first]
+    return [d.comm for d in left]
+
+
+def _may_hold(comm: Disagreement, ranks: frozenset[Hashable]) -> bool:
+    """Whether `ranks` may all be members of `comm`: those named elsewhere fill its members not on record, and
+    the ones another communicator's reply gives only as a count (no process known) may be any of its members
+    that reply does not name."""
+    named = {p for p in ranks if not _unnamed(p)}
+    if len(named - comm.members) > comm.unknown:
+        return False
+    by_reply: dict[Hashable, int] = {}
+    for p in ranks:
+        if _unnamed(p) and p not in comm.members:
+            by_reply[p[1]] = by_reply.get(p[1], 0) + 1
+    return all(count <= len(comm.members) for count in by_reply.values())

@@ -20,7 +20,7 @@ from ..model import (
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words
 from .clocks import clock_disagreements
-from .consequences import Disagreement, consequences, odd_ones
+from .consequences import Disagreement, candidates, consequences, odd_ones
 from .divergence import (
     DIFFERENT_OPS,
     EXTRA,
@@ -421,9 +421,10 @@ def _pick_counted(found: list[tuple[Root, Disagreement]]) -> tuple[Root | None, 
     if not found:
         return None, []
     explained = consequences([d for _, d in found])
+    chosen = candidates([d for _, d in found])
     roots = [root for root, _ in found]
-    root = next(r for r in roots if r.comm not in explained)
-    return root, _comm_caveats(root, roots, explained, [r.comm for r in roots if r.comm not in explained])
+    root = next(r for r in roots if r.comm == chosen[0])
+    return root, _comm_caveats(root, roots, explained, chosen)
 
 
 def _comm_caveats(root: Root, roots: list[Root], explained: dict[str, list[str]], undecided: list[str]) -> list[str]:

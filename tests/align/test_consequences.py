@@ -53,10 +53,22 @@ def test_groups_no_rule_separates_are_both_candidates():
 def test_a_group_of_unknown_processes_may_hold_a_smaller_one():
     # RAS lists the world's ranks 0, 1, 3 only as "3 ranks have launched up to operation 3": the TP group's
     # process 637 may be one of them.
-    world = _d("world", [("h", 636), ("u", 0), ("u", 1), ("u", 3)], {("h", 636)}, unknown=3)
+    world = _d("world", [("h", 636), *(("unknown", "world", r) for r in (0, 1, 3))], {("h", 636)}, unknown=3)
     tp = _d("tp", [("h", 636), ("h", 637)], {("h", 636)})
     assert consequences([world, tp]) == {"world": ["tp"]}
-    assert not world.may_contain(_d("big", [("h", 1), ("h", 2), ("h", 3), ("h", 4)], set()))
+    assert not world.may_contain(_d("big", [("h", 1), ("h", 2), ("h", 3), ("h", 4)], set()), processes=4)
+
+
+def test_a_group_that_does_not_span_the_job_holds_by_name_only_and_may_hold_every_held_up_rank():
+    # RAS of TP groups of 4 inside 8 ranks, DP pairs across them: the TP group (4..7) where rank 6 launched one
+    # fewer lists only process 6 ("3 ranks have launched up to operation 12"); each DP pair lists both of its
+    # processes, the one of 4..7 behind. A DP pair is not inside the TP group by any name, while the TP group's
+    # three unnamed members may be the other three held back: one divergence there explains every pair.
+    unnamed = [("unknown", "tp1", r) for r in (0, 1, 3)]
+    tp1 = _d("tp1", [("h", 6), *unnamed], {("h", 6)}, unknown=3)
+    pairs = [_d(f"dp{r}", [("h", r), ("h", r + 4)], {("h", r + 4)}) for r in range(4)]
+    assert "tp1" not in consequences([*pairs, tp1])
+    assert candidates([*pairs, tp1])[0] == "tp1"
 
 
 def test_enqueued_counts_name_the_tp_group_not_the_world_it_stalls():
@@ -138,3 +150,13 @@ def test_a_root_of_lengths_names_the_other_comm_of_its_ranks_that_nothing_compar
         "rank 1 also runs in comm tp0, where no other rank's records are whole to compare with: a divergence there "
         "would show in comm world just so"]
     assert _unseen_causes(root, frozenset({1}), Streams(members=streams.members)) == []
+
+
+def test_of_groups_that_may_hold_every_held_up_rank_the_smallest_comes_first():
+    # RAS of TP groups of 4 in a world of 8: the world's reply names the four ahead and counts the four behind;
+    # the TP group where process 443 ran one more names only it. Both may hold every rank singled out; one
+    # divergence in the TP group explains the world's split, none in the world explains the TP group's.
+    world = _d("world", [*(("h", p) for p in range(446, 450)), *(("unknown", "world", r) for r in range(4))],
+               {("unknown", "world", r) for r in range(4)}, unknown=4)
+    tp = _d("tp0", [("h", 443), *(("unknown", "tp0", r) for r in (0, 2, 3))], {("h", 443)}, unknown=3)
+    assert candidates([world, tp])[0] == "tp0" and candidates([tp, world])[0] == "tp0"
