@@ -71,6 +71,7 @@ class Solution:
     shown: bool = True  # some record differs between the outliers and the reference (not lengths alone)
     told: bool = False  # placed only because the gate journal names the outliers
     compared: list[str] = field(default_factory=list)  # the stages whose fields the answer rests on, in order
+    unplaced: list[int] = field(default_factory=list)  # ranks whose incomplete records end before the sides part
 
     @property
     def seq_range(self) -> tuple[int, int]:
@@ -128,17 +129,24 @@ class Proposal:
     either_side: bool = False
     shown: bool = True  # some record differs; False where the streams differ in length only
     told: bool = False  # an edit placed only because the gate journal names the rank (its records agree)
+    unplaced: list[int] = field(default_factory=list)  # incomplete records that end before the groups part
 
 
 def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None,
-            behind: set[int] | None = None, cut: set[int] | None = None) -> Proposal | None:
+            behind: set[int] | None = None, cut: set[int] | None = None,
+            incomplete: set[int] | None = None) -> Proposal | None:
     """Group the ranks into streams that agree; the largest group is the reference, and every other group's
     edits are placed against it. With no strict majority, both sides of a two-way split are placed against each
     other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one.
 
     `behind`: ranks that launched fewer collectives than the others of a communicator that stopped, and that
     nothing says died. A stream that agrees with the others but ends sooner then is no mere cut: the rank
-    skipped collectives somewhere (lookalikes), or stopped launching (blocked elsewhere)."""
+    skipped collectives somewhere (lookalikes), or stopped launching (blocked elsewhere).
+
+    `incomplete`: ranks whose records are known to end short of what they launched (a file cut short, collectives
+    the others completed after their last record). One whose records end before the groups part sides with
+    nobody: it is neither an outlier nor of the reference, and a group is the majority only if it still is with
+    every such rank on the other side."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
     # The streams that recorded most go first, and each group compares as everything its members recorded: a
@@ -156,8 +164,10 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
+    unplaced = sorted(rank for rank, _ in undecided if rank in (incomplete or ()))
     for rank, matching in undecided:
-        max(matching, key=len).append(rank)
+        if rank not in unplaced:
+            max(matching, key=len).append(rank)
     groups = [(sorted(m), merged(codes[r] for r in m)) for m, _ in groups]
     if len(groups) == 1:
         return _with_behind(_lengths_only(codes, start, deviants, cut), codes, start, behind)
@@ -169,7 +179,8 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
                                                       groups[i][0]))
     groups, decided = [groups[i] for i in order], [decided[i] for i in order]
     # The reference is the strict majority, or, where the others split several ways, a group larger than each.
-    majority = decided[0] * 2 > sum(decided) or (len(groups) > 2 and decided[0] > decided[1])
+    free = len(unplaced)  # ranks that may be on any side
+    majority = decided[0] * 2 > sum(decided) + free or (len(groups) > 2 and decided[0] > decided[1] + free)
     sides = [groups[0]]
     if not majority and len(groups) == 2:
         chosen = [g for g in groups if deviants and set(g[0]) <= deviants]
@@ -189,9 +200,10 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             whole &= held
             outliers.update(members)
             placements.extend(replace(p, rank=members[0]) for p in found)
-    reference_ranks = sorted(set(codes) - outliers) if len(sides) == 1 else sorted(codes)
+    reference_ranks = sorted(set(codes) - outliers - set(unplaced)) if len(sides) == 1 else sorted(codes)
     named = sorted(outliers) if majority else sorted(codes)
-    proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1)
+    proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1,
+                        unplaced=unplaced if majority else [])
     return _with_behind(proposal, codes, start, behind) if majority else proposal
 
 
@@ -231,7 +243,7 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
     earlier = [] if proposal is None or not proposal.majority or proposal.stopped else proposal.outliers
     outliers = sorted(set(earlier) | set(late))
     return Proposal(placements, outliers, keep, True, proposal.whole if proposal else True,
-                    shown=bool(proposal and proposal.shown))
+                    shown=bool(proposal and proposal.shown), unplaced=proposal.unplaced if proposal else [])
 
 
 def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None,
@@ -335,10 +347,17 @@ def apply(placements: list[Placement], constraint: Constraint) -> list[Placement
     still departs somewhere: that is a contradiction, not a narrowing)."""
     kept: list[Placement] = []
     for rank in dict.fromkeys(p.rank for p in placements):
-        mine = [n for p in placements if p.rank == rank and (n := constraint.narrow(p)) is not None]
-        if not mine:
+        theirs = [p for p in placements if p.rank == rank]
+        found = [(p, n) for p in theirs if (n := constraint.narrow(p)) is not None]
+        if found and all(p.widest is not None for p, _ in found):
+            # The edits records confirmed are ruled out: an edit that runs off the records' end may start anywhere
+            # it could before they held it to where the records part.
+            found = [(p, n) for p in theirs
+                     if (n := constraint.narrow(replace(p, low=p.widest, widest=None) if p.widest is not None
+                                                else p)) is not None]
+        if not found:
             return None
-        kept.extend(mine)
+        kept.extend(n for _, n in found)
     return kept
 
 
@@ -348,7 +367,8 @@ def apply(placements: list[Placement], constraint: Constraint) -> list[Placement
 def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], start: int,
           constraints: list[Constraint], basis: Callable[[int], tuple[Location, ...]],
           deviants: set[int] | None = None, prefer: EditKind | None = None,
-          behind: set[int] | None = None, cut: set[int] | None = None) -> Solution | None:
+          behind: set[int] | None = None, cut: set[int] | None = None,
+          incomplete: set[int] | None = None) -> Solution | None:
     """Propose from the records field set by field set (signatures first, then each richer field), keep each
     stage that narrows without changing who the outliers are, then narrow by every constraint.
 
@@ -365,7 +385,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if codes is None:
             continue
         stages.append(label)
-        found = propose(codes, start, deviants, behind, cut)
+        found = propose(codes, start, deviants, behind, cut, incomplete)
         if found is None or not found.placements:
             continue
         if proposal is None or (proposal.stopped and not found.stopped):
@@ -393,7 +413,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     solution = Solution(proposal.placements, proposal.outliers, proposal.reference, proposal.majority,
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
                         either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,
-                        compared=compared)
+                        compared=compared, unplaced=proposal.unplaced)
     if proposal.stopped:
         return solution
     for constraint in constraints:
