@@ -28,7 +28,13 @@ before one, where only launches are on record); or no root at all with a verdict
 nothing compared). Outliers are ranks of the job, except where the answer says it names them by their rank in
 the root's communicator (RAS replies alone, no record of their global ranks): those are compared as the processes
 the replies list for them (the rule compared them as the job's ranks, which the answer says they are not), and
-stand-in ranks (`stand_in_ranks`: numbered for a process no evidence placed), compared as the processes named. (The
+stand-in ranks (`stand_in_ranks`: numbered for a process no evidence placed), compared as the processes named.
+Where the case cut a rank's files and the answer names that rank among `unplaced_ranks` (its records end before
+the sides part, and are incomplete: it sides with nobody), the outliers may leave it out: the rule held the
+answer to the whole evidence's outliers, which would count a rank of which the cut left no record at the root as
+an outlier, or as of the reference, and either is a claim the evidence left cannot make; an answer that names the
+rest and says which rank it cannot place is the honest range of outliers (no more than the whole's, and every
+whole's outlier either named or said to be unplaced). (The
 wedge was held to the same seq or none until the diagnosis could say a bound: a bound that
 contains the reference is as honest as the root's range, so the rule for the root's range now holds for it too.) A cut the file shows (its last line without a line
 break, a pickle without its end) that widens the answer must be reported (a problem naming the cut file); a cut
@@ -80,6 +86,7 @@ class Answer:
     # The outliers' processes (pids), where the answer names them by their rank in the root's communicator, as a
     # caveat says, since no record gives their global ranks; and each process's global rank, as the evidence gives.
     outlier_pids: frozenset | None = field(default=None, compare=False)
+    unplaced: frozenset = frozenset()  # ranks on neither side: incomplete records that end before the sides part
     pid_ranks: tuple = field(default=(), compare=False)
 
     def wedge_range(self) -> tuple[float, float]:
@@ -118,6 +125,7 @@ def answer_of(diagnosis, evidence: list, whole: bool = False) -> Answer:
     pids = _comm_rank_pids(diagnosis, evidence)
     return Answer(label, root.comm, lo, hi, frozenset(root.outlier_ranks), not root.majority, **wedge_part,
                   outlier_pids=pids if pids is not None else _stand_in_pids(diagnosis, evidence),
+                  unplaced=frozenset(root.unplaced_ranks),
                   pid_ranks=_pid_ranks(evidence) if whole else ())
 
 
@@ -159,8 +167,10 @@ def _pid_ranks(evidence: list) -> tuple:
     return tuple(sorted((pid, ranks.pop()) for pid, ranks in found.items() if len(ranks) == 1))
 
 
-def judge(case: Answer, whole: Answer, reported: bool, cut: bool) -> tuple[str, str]:
-    """(outcome, why): `same`, `widened` (honest, and reported where something was cut), or `violation`."""
+def judge(case: Answer, whole: Answer, reported: bool, cut: bool, cut_ranks: frozenset = frozenset()
+          ) -> tuple[str, str]:
+    """(outcome, why): `same`, `widened` (honest, and reported where something was cut), or `violation`.
+    `cut_ranks`: the ranks whose files the case cut short."""
     if whole.root_comm is None:
         if case.label == "DIVERGED":
             return "violation", "a divergence the whole evidence does not show"
@@ -179,7 +189,9 @@ def judge(case: Answer, whole: Answer, reported: bool, cut: bool) -> tuple[str, 
     if case.outlier_pids is not None:  # comm ranks, as the answer says: compared as the processes they are
         by_pid = dict(whole.pid_ranks)
         outliers = frozenset(by_pid.get(pid, f"process {pid}") for pid in case.outlier_pids)
-    if outliers != whole.outliers and not (case.tie and whole.outliers <= outliers):
+    unplaced = case.unplaced & cut_ranks  # the cut left no record of them where the sides part
+    if outliers != whole.outliers and not (case.tie and whole.outliers <= outliers) \
+            and not (outliers <= whole.outliers <= outliers | unplaced):
         return "violation", f"outliers {sorted(case.outliers)}, not {sorted(whole.outliers)}"
     if case.wedge_seq is not None and not (same_comm(case.wedge_comm, whole.wedge_comm) and whole.wedge_seq is not None
                                            and case.wedge_range()[0] <= whole.wedge_range()[0]
@@ -354,7 +366,8 @@ def run_case(folder: Path, case: tuple, kinds: dict[str, str], ranks: dict[str, 
     # A cut the file itself shows (no line break at its end, a pickle without its STOP) must be reported; one
     # exactly at a line break leaves a file like a complete one, so an honest wider answer is all one can ask.
     shows_cut = case[0] == "cut" and case[2] in ("mid", "byte")
-    outcome, why = judge(got, whole, reported, shows_cut)
+    cut_ranks = frozenset(r for name in cut_files for r in ranks.get(name, []))
+    outcome, why = judge(got, whole, reported, shows_cut, cut_ranks)
     if case[0] == "job" and outcome != "same":
         # The job under study is the one with more files naming communicators: the answer is that job's whole.
         _, _, theirs = profile(others[case[1]])

@@ -39,6 +39,12 @@ SAMPLE = [
     ("type-mismatch", ("kinds", "ras-json+ras-text")),  # RAS counts: at or before seq 18 (the wedge is 17)
     ("serving-tp-in-dp-8rank", ("kinds", "nccl-log")),  # the DP comm that waits on the TP comm is no wedge
     ("serving-tp-in-dp-8rank", ("kinds", "ras-json+ras-text")),  # TP comm ranks, compared as their processes
+    ("wrapped-ring", ("rank", 0, 14)),  # a trace beside a log cut short and a later ring lines up by seq
+    ("serving-reorder-heals", ("rank", 0, 5)),  # a rank cut before an even split cannot make it a majority
+    ("serving-two-drafters-8rank", ("rank", 2, 5)),  # an outlier cut before the root is on neither side
+    ("long-window", ("rank", 1, 1)),  # records short of the others' completions: the root is anywhere after
+    ("extra-op-4rank", ("rank", 0, 1)),  # no record of rank 0 in its comm: its RAS count still disagrees
+    ("serving-drafter-typeboundary", ("kinds", "fingerprint+gate-journal+nccl-log+torch-log")),  # extras off the end
     *KNOWN,
 ]
 _PROFILES: dict[str, tuple] = {}
@@ -75,6 +81,19 @@ def test_the_oracle_tells_a_changed_answer_from_an_honest_range():
     for wrong in (moved, blamed, oracle.Answer("CONSISTENT")):
         assert oracle.judge(wrong, whole, reported=True, cut=True)[0] == "violation"
     assert oracle.judge(whole, oracle.Answer("CONSISTENT"), reported=True, cut=True)[0] == "violation"
+
+
+def test_an_outlier_the_cut_left_unplaced_may_be_left_out_only_where_the_answer_says_so():
+    whole = oracle.Answer("DIVERGED", "0xabc", 27, 27, frozenset({2, 5}), False, "0xabc", 28)
+    said = oracle.Answer("DIVERGED", "0xabc", 27, 27, frozenset({5}), False, "0xabc", 28, unplaced=frozenset({2}))
+    unsaid = oracle.Answer("DIVERGED", "0xabc", 27, 27, frozenset({5}), False, "0xabc", 28)
+    assert oracle.judge(said, whole, reported=False, cut=False, cut_ranks=frozenset({2}))[0] == "widened"
+    assert oracle.judge(unsaid, whole, reported=False, cut=False, cut_ranks=frozenset({2}))[0] == "violation"
+    # Unplaced where the case cut nothing of it is no excuse; nor is naming a rank the whole does not.
+    assert oracle.judge(said, whole, reported=False, cut=False, cut_ranks=frozenset({3}))[0] == "violation"
+    extra = oracle.Answer("DIVERGED", "0xabc", 27, 27, frozenset({1, 5}), False, "0xabc", 28,
+                          unplaced=frozenset({2}))
+    assert oracle.judge(extra, whole, reported=False, cut=False, cut_ranks=frozenset({2}))[0] == "violation"
 
 
 def test_a_wedge_bound_holds_where_it_contains_the_whole_evidences_wedge():

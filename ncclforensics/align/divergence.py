@@ -115,6 +115,8 @@ class Root:
     # Placed by launch counts against how far each rank's gate journal got (align/journal_progress.py): rank -> the
     # last step it journaled.
     journal_steps: dict[int, int] = field(default_factory=dict)
+    # ranks whose records are incomplete and end before the outliers and the reference part: on neither side
+    unplaced_ranks: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -239,11 +241,13 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     if deviants:
         prefer = EditKind.EXTRA if deviants <= set(gate.passed) else EditKind.MISSING
     cut = {rank for (c, rank) in streams.cut if c == comm} - set(counted)
-    solution = solve(stages, start, _constraints(rows, start, gate, deviants),
+    constraints = _constraints(rows, start, gate, deviants)
+    solution = solve(stages, start, constraints,
                      lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut,
-                     set(counted) | set(unseen))
+                     set(counted) | set(unseen), cut | _short_of_completions(analysis))
     if solution is not None:
-        moved = _past_completions(solution, analysis)
+        right = frozenset().union(*(c.right for c in constraints if isinstance(c, ResultChecks)))
+        moved = _past_completions(solution, analysis, right)
         # Evidence every rank recorded, in a stage the answer rests on (a stage of some ranks only is labelled
         # with them, and tells the words nothing about the others).
         full = {label for label, _ in STAGES[1:]}
@@ -257,11 +261,21 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     return analysis
 
 
-def _past_completions(solution: Solution, analysis: CommAnalysis) -> bool:
+def _short_of_completions(analysis: CommAnalysis) -> set[int]:
+    """Ranks whose records end before a collective another rank completed: NCCL completes none without every
+    rank's part, so they launched it, and their records are incomplete."""
+    done = {r: c for r, c in analysis.completed.items() if c is not None}
+    return {r for r, last in analysis.launched.items()
+            if any(c > last for other, c in done.items() if other != r)}
+
+
+def _past_completions(solution: Solution, analysis: CommAnalysis, right: frozenset[int] = frozenset()) -> bool:
     """A rank whose records stop where others completed collectives after them did not stop there: NCCL completes
     no collective without every rank's part, so it launched every one the others completed, and its records are
-    incomplete (a file cut at a line's end, a lost tail). Its stop is past the last collective any other rank
-    completed, and at most one past the last the others launched. Returns whether it moved a stop."""
+    incomplete (a file cut at a line's end, a lost tail). A misaligned pairing completes too, so what it launched
+    there is unknown: where it departed is anywhere from its last record on (past the results checked right from
+    there, which were aligned) to one past the last collective the others launched. Returns whether it moved a
+    stop."""
     if not solution.placements or any(p.kind is not EditKind.STOPPED for p in solution.placements):
         return False
     others = [r for r in analysis.ranks if r not in solution.outliers]
@@ -270,9 +284,16 @@ def _past_completions(solution: Solution, analysis: CommAnalysis) -> bool:
         return False
     low = max(done) + 1
     high = max(low, max(analysis.launched[r] for r in others) + 1)
-    solution.placements = [replace(p, low=max(p.low, low), high=max(p.high, high)) if p.high < low else p
-                           for p in solution.placements]
+    solution.placements = [replace(p, low=_first_unchecked(p.low, right, high), high=max(p.high, high))
+                           if p.high < low else p for p in solution.placements]
     return True
+
+
+def _first_unchecked(seq: int, right: frozenset[int], high: int) -> int:
+    """The first seq from `seq` on whose results were not checked right (at most `high`)."""
+    while seq in right and seq < high:
+        seq += 1
+    return seq
 
 
 COMPARED = (*SIGNATURE, "stack", "tag", "step")  # the fields a pairing compares, for saying which went uncompared
@@ -531,5 +552,5 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
         reason=reason, ops=ops_at(rows, max(low, start)), majority=solution.majority,
         kinds=tuple(k.value for k in solution.kinds), narrowed_by=tuple(solution.narrowed_by),
         contradictions=tuple(solution.contradictions), departs_again=solution.departs_again, records_start=start,
-        shown=solution.shown, told=solution.told,
+        shown=solution.shown, told=solution.told, unplaced_ranks=list(solution.unplaced),
     )

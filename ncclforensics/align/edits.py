@@ -51,6 +51,9 @@ class Placement:
     low: int
     high: int
     score: int = 0
+    # An edit that runs off the end of the records, held to `high` because records elsewhere confirm an edit: the
+    # low it has where evidence rules those out (None: nothing held it)
+    widest: int | None = None
 
 
 def compatible(a: Codes, a_from: int, b: Codes, b_from: int, length: int) -> np.ndarray:
@@ -176,7 +179,7 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
         # Edits that run off the records count only at the first visible departure itself: where records after
         # it confirm an edit, a long block that swallows them is not taken (see MAX_EDIT).
         top = max(p.high for p in confirmed)
-        return confirmed + [replace(p, low=p.high) for p in off_end if p.high > top] + unseen, True
+        return confirmed + [replace(p, low=p.high, widest=p.low) for p in off_end if p.high > top] + unseen, True
     if off_end or unseen:
         return off_end + unseen, True
     if not failing:

@@ -39,18 +39,20 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             if skip is None:
                 continue
             ours = trace[skip:]
-            if stream.height < len(ours) and not (len(mine) == 1 and _cut_sooner(stream)):
+            head, paired = _paired(stream, len(ours))
+            reach = paired[-1] + 1 if len(paired) else 0  # the records up to the stream's last row
+            if reach < len(ours) and not (len(mine) == 1 and _cut_sooner(stream)):
                 continue
-            head = stream.head(len(ours))
             ops = list(zip(head.get_column("op").to_list(), head.get_column("count").to_list()))
-            if all((k is None or k == o) and (n is None or n == c) for (k, n), (o, c) in zip(kinds[skip:], ops)):
-                matches.append((head, ours))
+            if all((k is None or k == o) and (n is None or n == c)
+                   for (k, n), (o, c) in zip((kinds[skip + i] for i in paired), ops)):
+                matches.append((head, [ours[i] for i in paired], ours[reach:]))
         if len(matches) == 1:
-            head, ours = matches[0]
+            head, ours, rest = matches[0]
             rows.extend((comm, rank, seq, f.step, f.tag, checked_right(f), str(f.loc)) for comm, seq, f in zip(
                 head.get_column("comm").to_list(), head.get_column("seq").to_list(), ours))
-            if head.height < len(ours):
-                extensions[(head.get_column("comm")[0], rank)] = _beyond(head, ours[head.height:])
+            if rest:
+                extensions[(head.get_column("comm")[0], rank)] = _beyond(head, rest)
     if not rows:
         return streams
     known = pl.DataFrame(rows, schema={"comm": pl.String, "rank": pl.Int64, "seq": pl.Int64,
@@ -73,6 +75,22 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
 
     streams.map_parts(attach)
     return streams
+
+
+def _paired(stream: pl.DataFrame, length: int) -> tuple[pl.DataFrame, range | list[int]]:
+    """The stream's rows a trace of `length` records (from the stream's first seq on) describes, and for each the
+    index of its record. A trace lists the rank's collectives one after another, so in one comm its records line
+    up with the stream by seq: where the stream's records skip seqs (a log cut short beside a dump whose ring
+    begins later), record i is seq first + i, not the stream's i-th row. Across comms (seqs per comm) they line
+    up row by row."""
+    seq = stream.get_column("seq")
+    if stream.height == 0 or seq.null_count() or stream.get_column("comm").n_unique() != 1 \
+            or seq[-1] - seq[0] + 1 == stream.height:
+        head = stream.head(length)
+        return head, range(head.height)
+    first = seq[0]
+    head = stream.filter(pl.col("seq") < first + length)
+    return head, [s - first for s in head.get_column("seq").to_list()]
 
 
 def _lost_head(stream: pl.DataFrame, trace: list[FingerprintRow]) -> int | None:

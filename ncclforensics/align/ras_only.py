@@ -69,10 +69,12 @@ def ras_only_roots(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
     """Per communicator no stream covers whose RAS counts disagree and that stopped, its root, and who its
     disagreement involves (for telling cause from consequence). NCCL 2.26+ counts each collective type apart, so
     its counts place nothing in the communicator's launch order: the root names the ranks and the types, with no
-    seq. A single counter (2.24, 2.25) counts every collective: a range of seqs."""
+    seq. A single counter (2.24, 2.25) counts every collective: a range of seqs. (A communicator whose streams
+    leave out a rank the counts give counts too: the streams that agree say nothing of that rank.)"""
     found = []
     for comm, history in sorted(ras.items()):
-        if comm in streams.members:
+        if comm in streams.members and not (history.disagree and _counted_unstreamed(comm, history, rank_map,
+                                                                                      streams)):
             continue
         root = _comm_root(comm, history, stops)
         if root is not None:
@@ -83,6 +85,12 @@ def ras_only_roots(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
         found = [(root, _place_unlisted(d, [o for _, o in found])) if d.comm == largest[0] else (root, d)
                  for root, d in found]
     return found
+
+
+def _counted_unstreamed(comm: str, history: RasHistory, rank_map: dict, streams: Streams) -> bool:
+    """Whether the counts give a rank, known by its global rank, that no stream of the communicator covers."""
+    members = set(streams.members.get(comm, ()))
+    return any((comm, r) in rank_map and rank_map[(comm, r)] not in members for r in history.launched())
 
 
 def _place_unlisted(spanning: Disagreement, found: list[Disagreement]) -> Disagreement:

@@ -72,6 +72,7 @@ class Solution:
     told: bool = False  # placed only because the gate journal names the outliers
     compared: list[str] = field(default_factory=list)  # the stages whose fields the answer rests on, in order
     members: dict[int, list[int]] = field(default_factory=dict)  # a placement's rank -> the ranks it stands for
+    unplaced: list[int] = field(default_factory=list)  # ranks whose incomplete records end before the sides part
 
     @property
     def leading(self) -> list[int]:
@@ -151,11 +152,12 @@ class Proposal:
     shown: bool = True  # some record differs; False where the streams differ in length only
     told: bool = False  # an edit placed only because the gate journal names the rank (its records agree)
     members: dict[int, list[int]] = field(default_factory=dict)  # a placement's rank -> the ranks it stands for
+    unplaced: list[int] = field(default_factory=list)  # incomplete records that end before the groups part
 
 
 def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None,
             behind: set[int] | None = None, cut: set[int] | None = None,
-            ended: set[int] | None = None) -> Proposal | None:
+            ended: set[int] | None = None, incomplete: set[int] | None = None) -> Proposal | None:
     """Group the ranks into streams that agree; the largest group is the reference, and every other group's
     edits are placed against it. With no strict majority, both sides of a two-way split are placed against each
     other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one.
@@ -167,7 +169,11 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     `ended`: ranks whose streams are known to end where their codes do (a count of what they launched runs past
     their records): one whose records agree with several groups goes with the one group that ends where it does.
     A stream that ends before the groups it agrees with part may belong to any of them (its end is a cut), so a
-    group is the majority only if it stays one whichever group such streams belong to."""
+    group is the majority only if it stays one whichever group such streams belong to.
+
+    `incomplete`: ranks whose records are known to end short of what they launched (a file cut short, collectives
+    the others completed after their last record). One whose records agree with several groups sides with nobody:
+    it is neither an outlier nor of the reference, and may be on any side."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
     # The streams that recorded most go first, and each group compares as everything its members recorded: a
@@ -189,10 +195,12 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
+    unplaced = sorted(rank for rank, _ in undecided if rank in (incomplete or ()))
     swing = sum(1 for rank, matching in undecided
-                if codes[rank].length <= _parting(_groups_of_members(groups, matching)))
+                if rank in unplaced or codes[rank].length <= _parting(_groups_of_members(groups, matching)))
     for rank, matching in undecided:
-        max(matching, key=len).append(rank)
+        if rank not in unplaced:
+            max(matching, key=len).append(rank)
     groups = [(sorted(m), merged(codes[r] for r in m)) for m, _ in groups]
     if len(groups) == 1:
         return _with_behind(_lengths_only(codes, start, deviants, cut), codes, start, behind)
@@ -228,10 +236,10 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             outliers.update(members)
             standing[members[0]] = list(members)
             placements.extend(replace(p, rank=members[0]) for p in found)
-    reference_ranks = sorted(set(codes) - outliers) if len(sides) == 1 else sorted(codes)
+    reference_ranks = sorted(set(codes) - outliers - set(unplaced)) if len(sides) == 1 else sorted(codes)
     named = sorted(outliers) if majority else sorted(codes)
     proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1,
-                        members=standing)
+                        members=standing, unplaced=unplaced if majority else [])
     return _with_behind(proposal, codes, start, behind) if majority else proposal
 
 
@@ -288,7 +296,8 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
     outliers = sorted(set(earlier) | set(late))
     standing = {rep: [r for r in ranks if r not in late or r == rep] for rep, ranks in (proposal.members if earlier else {}).items()}
     return Proposal(placements, outliers, keep, True, proposal.whole if proposal else True,
-                    shown=bool(proposal and proposal.shown), members=standing)
+                    shown=bool(proposal and proposal.shown), members=standing,
+                    unplaced=proposal.unplaced if proposal else [])
 
 
 def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None,
@@ -392,10 +401,17 @@ def apply(placements: list[Placement], constraint: Constraint) -> list[Placement
     still departs somewhere: that is a contradiction, not a narrowing)."""
     kept: list[Placement] = []
     for rank in dict.fromkeys(p.rank for p in placements):
-        mine = [n for p in placements if p.rank == rank and (n := constraint.narrow(p)) is not None]
-        if not mine:
+        theirs = [p for p in placements if p.rank == rank]
+        found = [(p, n) for p in theirs if (n := constraint.narrow(p)) is not None]
+        if found and all(p.widest is not None for p, _ in found):
+            # The edits records confirmed are ruled out: an edit that runs off the records' end may start anywhere
+            # it could before they held it to where the records part.
+            found = [(p, n) for p in theirs
+                     if (n := constraint.narrow(replace(p, low=p.widest, widest=None) if p.widest is not None
+                                                else p)) is not None]
+        if not found:
             return None
-        kept.extend(mine)
+        kept.extend(n for _, n in found)
     return kept
 
 
@@ -406,7 +422,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
           constraints: list[Constraint], basis: Callable[[int], tuple[Location, ...]],
           deviants: set[int] | None = None, prefer: EditKind | None = None,
           behind: set[int] | None = None, cut: set[int] | None = None,
-          ended: set[int] | None = None) -> Solution | None:
+          ended: set[int] | None = None, incomplete: set[int] | None = None) -> Solution | None:
     """Propose from the records field set by field set (signatures first, then each richer field), keep each
     stage that narrows without changing who the outliers are, then narrow by every constraint.
 
@@ -423,7 +439,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if codes is None:
             continue
         stages.append(label)
-        found = propose(codes, start, deviants, behind, cut, ended)
+        found = propose(codes, start, deviants, behind, cut, ended, incomplete)
         if found is None or not found.placements:
             continue
         if proposal is None or (proposal.stopped and not found.stopped):
@@ -452,7 +468,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     solution = Solution(proposal.placements, proposal.outliers, proposal.reference, proposal.majority,
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
                         either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,
-                        compared=compared, members=proposal.members)
+                        compared=compared, members=proposal.members, unplaced=proposal.unplaced)
     if proposal.stopped:
         return solution
     for constraint in constraints:

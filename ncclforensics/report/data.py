@@ -132,7 +132,8 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
         root = {
             "comm": r.comm, "seq": r.seq, "seq_range": list(r.seq_range) if r.seq_range else None,
             "outlier_ranks": r.outlier_ranks,
-            "reference_ranks": r.reference_ranks, "step": d.root_step, "kind": r.kind, "size": r.size,
+            "reference_ranks": r.reference_ranks, "unplaced_ranks": r.unplaced_ranks, "step": d.root_step,
+            "kind": r.kind, "size": r.size,
             "pinned_by": r.pinned_by, "ambiguity": words.ambiguity(r), "majority": r.majority,
             "kinds": list(r.kinds), "narrowed_by": list(r.narrowed_by), "departs_again": r.departs_again,
             "where_stacks_part": _by_rank(words.where_stacks_part(r)),

@@ -174,6 +174,10 @@ def root_sentence(root: Root) -> str:
                 f"{'it' if len(root.outlier_ranks) == 1 else 'they'} skipped collectives {at}, or stopped launching "
                 f"after {'its' if len(root.outlier_ranks) == 1 else 'their'} last (blocked elsewhere); the records "
                 f"cannot tell which.")
+    if root.kind == STOPPED and root.reason is RangeReason.PAST_RECORDS:
+        return (f"{who.capitalize()} stopped launching in comm {root.comm}, or launched other collectives than the "
+                f"others, {at}: {'its' if len(root.outlier_ranks) == 1 else 'their'} records end short of what the "
+                f"others completed with {'it' if len(root.outlier_ranks) == 1 else 'them'}.")
     if root.kind == STOPPED:
         after = f" after seq {root.seq - 1}" if root.seq_range is not None and root.seq_range[0] == root.seq_range[1] \
             else ""
@@ -273,7 +277,8 @@ def ambiguity(root: Root) -> str | None:
         who = ranks_words(root.outlier_ranks)
         text = (f"the records of {who} end before collectives the others completed, and NCCL completes none "
                 f"without every rank: {who} launched those too, so the records are incomplete (cut at a line's "
-                f"end, or their tail lost), and the stop is in seq {root.seq_range[0]}..{high}; {who}'s whole "
+                f"end, or their tail lost); a misaligned pairing completes too, so what {who} launched there is not "
+                f"on record, and where {who} stopped or departed is in seq {root.seq_range[0]}..{high}; {who}'s whole "
                 f"{LOG_SETTINGS} or {FR_SETTINGS} would say where")
     elif root.reason is RangeReason.COUNTS:
         source = "RAS gives" if root.pinned_by == "RAS counts" else "PyTorch's marks give"
@@ -309,6 +314,18 @@ def ambiguity(root: Root) -> str | None:
                  f"the rank that launched one more then among those ahead; records of every rank's communicators "
                  f"in the order it issued them ({LOG_SETTINGS} or {FR_SETTINGS}) would tell")
     return text
+
+
+def unplaced_words(root: Root, analysis) -> str:
+    """What the records of the ranks on neither side of the root hide."""
+    who = ranks_words(root.unplaced_ranks)
+    ends = [analysis.launched[r] for r in root.unplaced_ranks if analysis is not None and r in analysis.launched]
+    at = f" at seq {max(ends)}" if len(set(ends)) == 1 else ""
+    one = len(root.unplaced_ranks) == 1
+    return (f"The records of {who} in comm {root.comm} end{at}, before the ranks part, and are incomplete (a file "
+            f"cut short, or collectives the others completed after them): whether {'it' if one else 'they'} "
+            f"deviated too, or went with the others, is not on record, so {'it is' if one else 'they are'} named "
+            f"on neither side.")
 
 
 def where_stacks_part(root: Root) -> dict[str, str] | None:
@@ -461,6 +478,8 @@ def caveats(d: Diagnosis) -> list[str]:
     if root is not None and not root.majority and len(root.outlier_ranks) > 1:
         found.append("No majority among the ranks of the root's comm; both sides are named, since nothing "
                      "in the evidence says which one deviated.")
+    if root is not None and root.unplaced_ranks:
+        found.append(unplaced_words(root, d.comms.get(root.comm)))
     if d.window is not None and d.window.collectives and not d.window.completion_known:
         found.append("No source records completion for every rank (NCCL logs and RAS count launches only), so "
                      "the window counts collectives every rank launched.")

@@ -227,6 +227,20 @@ def test_an_even_split_by_a_richer_field_narrows_the_minority_a_poorer_one_named
     assert not solution.majority and solution.outliers == [0, 1, 2, 3, 4]
 
 
+def test_a_stream_known_incomplete_that_ends_before_the_sides_part_sides_with_nobody():
+    # Ranks 0 and 2 against rank 1 at seq 5; rank 3's records end at seq 3 and are known incomplete (a file cut
+    # short): with it on rank 1's side the split would be even, so no majority is claimed.
+    codes = {0: stream([1] * 8), 2: stream([1] * 8), 1: stream([1] * 4 + [2] + [1] * 3), 3: stream([1] * 3)}
+    proposal = propose(codes, 1, incomplete={3})
+    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3]
+    # With two more ranks on the reference's side it is a majority whatever rank 3 did: the outlier is named,
+    # rank 3 on neither side.
+    codes.update({4: stream([1] * 8), 5: stream([1] * 8)})
+    proposal = propose(codes, 1, incomplete={3})
+    assert proposal.majority and proposal.outliers == [1] and proposal.unplaced == [3]
+    assert 3 not in proposal.reference
+
+
 def _solve(codes, constraints=()):
     return solve([("signatures", lambda: codes)], 1, list(constraints), lambda seq: (Location("log", seq),))
 
@@ -297,3 +311,14 @@ def test_random_single_edits_are_always_inside_the_range(seed):
     low, high = solution.seq_range
     assert solution.outliers == [3]
     assert low <= where + 1 <= high, (kind, where, size, solution.placements)
+
+
+def test_edits_off_the_end_of_the_records_regain_their_range_when_evidence_rules_out_the_confirmed_ones():
+    # Rank 3 ends [3, 2, 2, 3] where the others run [3, 2, 2, 2, 2, 3]: two missing collectives (the record after
+    # them confirms it) or extra ones running off the end of its records, from seq 8 on. Its gate passed (it ran
+    # collectives the others did not): none is missing, and the extra block may start anywhere it fits.
+    codes = {r: stream([1, 2] * 3 + [3, 2, 2, 2, 2, 3]) for r in (0, 1, 2)}
+    codes[3] = stream([1, 2] * 3 + [3, 2, 2, 3])
+    gate = GateStep({3: (8, 12)}, (8, 12), True, (Location("gate", 4),))
+    solution = _solve(codes, [gate])
+    assert EditKind.MISSING not in solution.kinds and solution.seq_range == (8, 10)
