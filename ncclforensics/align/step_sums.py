@@ -113,13 +113,18 @@ def _comm_summed(ranks: frozenset[int], known: dict[str, set[int]]) -> str:
 
 
 def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) -> tuple[Root, int | None] | None:
-    """Results checked wrong where no sums part into sides: at the first step any rank read back a wrong value,
-    the ranks that did (or, where no rank was checked right in it, every rank with a trace) shared a misaligned
-    collective. With two of them, either may be the one that departed: the root names both, with the step and no
-    seq. With one or more than two (the others' traces cut short, say), the group ran misaligned by that step and
-    nothing here says who departed: the root names every rank with a trace, and no majority. A rank checked right
-    is not cleared: the one that departed reads back what its own program expects (a rank that left a collective
-    out sums one fewer), while the partners it paired with wrongly read back mixed results."""
+    """Results checked wrong where no sums part into sides, at the first step any rank read back a wrong value.
+
+    Every rank of a misaligned collective reads back a mixed result, the one that departed too where the trace checks
+    each collective. So the ranks that may have departed are those that read back a wrong value in that step, those
+    with no check of it (their traces stop before it: a hang, a cut), and those checked right in it that are not
+    right all through the next step (a rank that left out the step's last collective pairs its next one with the
+    others' last: it reads back right in the step, wrong in the next). Where one rank alone read back a wrong value
+    and every other rank was checked right in that step, its collective paired with the others' of the step before
+    or after: it is the outlier (the fewest departing), as with per-step sums. Otherwise the root names every rank
+    that may have departed, and no majority: the ranks checked right all through both steps shared no misaligned
+    collective, so nothing places the departure on them.
+    """
     verdicts: dict[int, dict[int, bool]] = {}
     for row in fingerprints:
         right = checked_right(row)
@@ -130,20 +135,26 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) 
     if not wrong_steps:
         return None
     step = min(wrong_steps)
-    wrong = {rank for rank, right in verdicts[step].items() if not right}
+    checked = verdicts[step]
+    wrong = {rank for rank, right in checked.items() if not right}
     traced = {row.rank for row in fingerprints}
-    ranks = wrong if len(wrong) < len(verdicts[step]) else traced
-    if len(ranks) != 2:
+    earlier_right = all(all(ranks.values()) for s, ranks in verdicts.items() if s < step)
+    bound = step if earlier_right else None
+    if traced == wrong:
+        # One rank's trace alone: its results were mixed, so its communicator diverged; who in it departed is on
+        # no record (its partners left no trace).
+        return _root(sorted(wrong), sorted(wrong), False, step, known), bound
+    if len(wrong) == 1 and set(checked) == traced:
+        # (with one other rank on record, the one it paired with may have no trace here: no majority says which)
+        return _root(sorted(wrong), sorted(traced - wrong), len(traced) > 2, step, known), bound
+    after = verdicts.get(step + 1, {})
+    crossed = {rank for rank, right in checked.items() if right and after and not after.get(rank, False)}
+    ranks = wrong | (traced - set(checked)) | crossed
+    if len(ranks) < 2:
         ranks = traced
         if len(ranks) < 2:
             return None
-    root = Root(
-        comm=_comm_summed(frozenset(ranks), known), seq=None, seq_range=None, outlier_ranks=sorted(ranks),
-        reference_ranks=sorted(ranks), kind=DIFFERENT_OPS, size=0, pinned_by="per-step checksums",
-        reason=RangeReason.STEP_SUMS, majority=False, ops={}, kinds=(DIFFERENT_OPS,), shown=True, step_bound=step,
-    )
-    earlier_right = all(all(ranks.values()) for s, ranks in verdicts.items() if s < step)
-    return root, step if earlier_right else None
+    return _root(sorted(ranks), sorted(ranks), False, step, known), bound
 
 
 def with_checksum_outliers(root: Root, sums: Root) -> tuple[Root, list[str]]:
