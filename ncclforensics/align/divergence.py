@@ -232,8 +232,10 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
 def _past_completions(solution: Solution, analysis: CommAnalysis) -> bool:
     """A rank whose records stop where others completed collectives after them did not stop there: NCCL completes
     no collective without every rank's part, so it launched every one the others completed, and its records are
-    incomplete (a file cut at a line's end, a lost tail). Its stop is past the last collective any other rank
-    completed, and at most one past the last the others launched. Returns whether it moved a stop."""
+    incomplete (a file cut at a line's end, a lost tail, a trace whose last segment was never read back). What it
+    launched there is on no record: those collectives paired with the others' and completed, but nothing says they
+    were the others' (an extra one of the same shape completes just so). Its departure is anywhere from its first
+    unrecorded collective to one past the last the others launched. Returns whether it moved a stop."""
     if not solution.placements or any(p.kind is not EditKind.STOPPED for p in solution.placements):
         return False
     others = [r for r in analysis.ranks if r not in solution.outliers]
@@ -242,8 +244,7 @@ def _past_completions(solution: Solution, analysis: CommAnalysis) -> bool:
         return False
     low = max(done) + 1
     high = max(low, max(analysis.launched[r] for r in others) + 1)
-    solution.placements = [replace(p, low=max(p.low, low), high=max(p.high, high)) if p.high < low else p
-                           for p in solution.placements]
+    solution.placements = [replace(p, high=max(p.high, high)) if p.high < low else p for p in solution.placements]
     return True
 
 

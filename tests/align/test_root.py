@@ -223,3 +223,20 @@ def test_random_single_edits_are_always_inside_the_range(seed):
     low, high = solution.seq_range
     assert solution.outliers == [3]
     assert low <= where + 1 <= high, (kind, where, size, solution.placements)
+
+
+def test_a_wrong_result_before_a_stop_is_a_departure_at_or_before_it_not_the_stop():
+    # Rank 3 launched 8 where the others launched 10, its records one for one with theirs; by lengths alone it
+    # stopped after seq 8. But the others read back seq 5 wrong and seq 1..4 right: the group ran misaligned from
+    # seq 5, which no stop explains (a stop leaves everything before it aligned). Rank 3 left collectives out, or
+    # ran ones of its own and then blocked elsewhere, at seq 5.
+    codes = {r: stream([1] * 10) for r in (0, 1, 2)}
+    codes[3] = stream([1] * 8)
+    assert _solve(codes).placements[0].kind is EditKind.STOPPED
+    checks = ResultChecks(frozenset(range(1, 5)), frozenset({5, 6, 7}), (Location("fp", 9),))
+    solution = _solve(codes, [checks])
+    assert solution.outliers == [3] and solution.seq_range == (5, 5)
+    assert EditKind.STOPPED not in solution.kinds and set(solution.kinds) == {EditKind.MISSING, EditKind.EXTRA}
+    # Results checked right only leave the stop as it was.
+    right = ResultChecks(frozenset(range(1, 9)), frozenset(), (Location("fp", 9),))
+    assert _solve(codes, [right]).placements[0].kind is EditKind.STOPPED
