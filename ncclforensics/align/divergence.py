@@ -28,7 +28,7 @@ from .root import (
     Solution,
     solve,
 )
-from .streams import SIGNATURE, Streams
+from .streams import SIGNATURE, Streams, traced
 
 EXTRA, MISSING, DIFFERENT_OPS, STOPPED = (EditKind.EXTRA.value, EditKind.MISSING.value, EditKind.DIFFERENT.value,
                                           EditKind.STOPPED.value)
@@ -218,7 +218,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     solution = solve(stages, start, _constraints(rows, start, gate, deviants),
                      lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut)
     if solution is not None:
-        moved = _past_completions(solution, analysis)
+        moved = _past_completions(solution, analysis, {rank for rank, part in rows.parts.items() if traced(part)})
         # Evidence every rank recorded, in a stage the answer rests on (a stage of some ranks only is labelled
         # with them, and tells the words nothing about the others).
         full = {label for label, _ in STAGES[1:]}
@@ -229,13 +229,16 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     return analysis
 
 
-def _past_completions(solution: Solution, analysis: CommAnalysis) -> bool:
+def _past_completions(solution: Solution, analysis: CommAnalysis, traced: set[int]) -> bool:
     """A rank whose records stop where others completed collectives after them did not stop there: NCCL completes
     no collective without every rank's part, so it launched every one the others completed, and its records are
-    incomplete (a file cut at a line's end, a lost tail, a trace whose last segment was never read back). What it
-    launched there is on no record: those collectives paired with the others' and completed, but nothing says they
-    were the others' (an extra one of the same shape completes just so). Its departure is anywhere from its first
-    unrecorded collective to one past the last the others launched. Returns whether it moved a stop."""
+    incomplete (a file cut at a line's end, a lost tail). Its stop is past the last collective any other rank
+    completed, and at most one past the last the others launched.
+
+    A fingerprint trace (`traced`) is written once a step's results were read back: a rank whose trace ends a step
+    before the others', whose collectives of that step completed with theirs, did not get through that step's
+    read-back, so that step held more than the others' (its own collectives, paired with theirs) or it stopped
+    after them. Its departure is anywhere from its first unrecorded collective. Returns whether it moved a stop."""
     if not solution.placements or any(p.kind is not EditKind.STOPPED for p in solution.placements):
         return False
     others = [r for r in analysis.ranks if r not in solution.outliers]
@@ -244,7 +247,8 @@ def _past_completions(solution: Solution, analysis: CommAnalysis) -> bool:
         return False
     low = max(done) + 1
     high = max(low, max(analysis.launched[r] for r in others) + 1)
-    solution.placements = [replace(p, high=max(p.high, high)) if p.high < low else p for p in solution.placements]
+    solution.placements = [replace(p, low=p.low if p.rank in traced else max(p.low, low), high=max(p.high, high))
+                           if p.high < low else p for p in solution.placements]
     return True
 
 

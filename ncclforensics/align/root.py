@@ -372,7 +372,13 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         found = propose(codes, start, deviants, behind, cut)
         if found is None or not found.placements:
             continue
-        if proposal is None or (proposal.stopped and not found.stopped):
+        # Records that differ beat streams that differ in length only (a trace flushed per step, a cut), where
+        # they depart no later: the first departure is theirs.
+        earlier = found.shown and not proposal.shown and _span(found.placements)[0] <= _span(
+            proposal.placements)[0] if proposal is not None and proposal.placements else False
+        if proposal is None or (proposal.stopped and not found.stopped) or earlier:
+            if earlier:
+                narrowed.append(label)
             proposal, pinned_by, compared, chosen = found, label, list(stages), codes
             continue
         added = set(found.outliers) - set(proposal.outliers)

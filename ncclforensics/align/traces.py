@@ -39,6 +39,8 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
         traces.setdefault(row.rank, []).append(row)
     last_rows = {r: trace[-1] for r, trace in traces.items()}
     known = _known_members(evidence)
+    partly = _known_members([item for item in evidence if item.facts is not None and item.facts.records == "watchdog"])
+    partly = {comm: ranks for comm, ranks in partly.items() if ranks == known.get(comm)}
     rows: dict[str, list[dict]] = {}
     caveats: list[str] = []
     mixed: list[int] = []  # ranks whose traces hold several comms and no digests
@@ -63,7 +65,7 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
         seqs[(rank, members)] = seqs.get((rank, members), 0) + 1
         rows.setdefault(row.loc.path, []).append({
             "file": row.loc.path, "line": row.loc.line, "record": row.loc.record, "rank": rank,
-            "comm": comm_named_by(members, known, traced_sets), "seq": seqs[(rank, members)],
+            "comm": comm_named_by(members, known, traced_sets, partly), "seq": seqs[(rank, members)],
             "op": normalize_op(row.kind) if row.kind else None,
             "count": row.numel, "state": EventState.COMPLETED.value, "step": row.step, "tag": row.tag,
         })
@@ -253,19 +255,20 @@ def _only_comm(rank: int, known: dict[str, set[int]], traced: set[int]) -> Membe
     return None
 
 
-def comm_named_by(members: Members, known: dict[str, set[int]], traced: set[Members] | None = None) -> str:
+def comm_named_by(members: Members, known: dict[str, set[int]], traced: set[Members] | None = None,
+                  partly: dict[str, set[int]] | None = None) -> str:
     """The comm whose known members are exactly these (an NCCL hash before a process-group name), else the ranks.
 
-    With `traced` (every set of ranks the traces put in one comm): failing an exact match, the one known comm whose
-    members all lie in these and in no other traced set. Other evidence may know only some of a comm's members (a
-    watchdog line comes from the ranks that timed out), and the traces' comm holding all of them is that comm."""
+    With `traced` (every set of ranks the traces put in one comm) and `partly` (comms known only from watchdog
+    lines, which come from the ranks that timed out, so they may know only some of its members): failing an exact
+    match, the one such comm whose members all lie in these and in no other traced set."""
     same = [comm for comm, ranks in known.items() if ranks == members]
     hashed = [comm for comm in same if comm.startswith("0x")]
     for choice in (hashed, same):
         if len(choice) == 1:
             return choice[0]
-    if traced and not same:
-        within = [comm for comm, ranks in known.items() if ranks and ranks < members
+    if traced and partly and not same:
+        within = [comm for comm, ranks in partly.items() if ranks and ranks < members
                   and not any(ranks <= other for other in traced if other != members)]
         if len(within) == 1:
             return within[0]

@@ -181,8 +181,8 @@ def root_sentence(root: Root) -> str:
     if root.kind == STOPPED and root.reason is RangeReason.PAST_RECORDS and root.seq_range is not None:
         low, high = root.seq_range
         its = "its" if len(root.outlier_ranks) == 1 else "their"
-        return (f"{who.capitalize()}'s records in comm {root.comm} end at seq {low - 1}, before collectives the "
-                f"others completed with {'it' if len(root.outlier_ranks) == 1 else 'them'}: {who} departed "
+        return (f"{who.capitalize()}'s records in comm {root.comm} end before collectives the others completed "
+                f"with {'it' if len(root.outlier_ranks) == 1 else 'them'}: {who} departed "
                 f"somewhere in seq {low}..{high} (stopped launching, or launched collectives of {its} own), and "
                 f"{its} records do not say which.")
     if root.kind == STOPPED:
@@ -236,9 +236,8 @@ def ambiguity(root: Root) -> str | None:
         who = ranks_words(root.outlier_ranks)
         text = (f"the records of {who} end before collectives the others completed, and NCCL completes none "
                 f"without every rank: {who} launched those too, so the records are incomplete (cut at a line's "
-                f"end, their tail lost, or a trace's last step never read back), what {who} launched from seq "
-                f"{root.seq_range[0]} on is on no record, and the departure is in seq {root.seq_range[0]}..{high}; "
-                f"{who}'s whole {LOG_SETTINGS} or {FR_SETTINGS} would say where")
+                f"end, their tail lost, or a trace's last step never read back), and the departure is in seq "
+                f"{root.seq_range[0]}..{high}; {who}'s whole {LOG_SETTINGS} or {FR_SETTINGS} would say where")
     elif root.reason is RangeReason.COUNTS:
         source = "RAS gives" if root.pinned_by == "RAS counts" else "PyTorch's marks give"
         text = f"{source} only how many collectives each rank launched, not which"
