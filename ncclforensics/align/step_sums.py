@@ -56,7 +56,8 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
             # with the others' of the next step (or the one before), which they file under that step. It ran
             # one more, or every other rank one fewer: the fewest departing is the one. With one other rank on
             # record, the one it paired with may have no trace here: no majority says which.
-            root = _root(wrong, sorted(set(rows) - set(wrong)), len(rows) > 2, step, known)
+            after = {rank: checked_right(row) for rank, row in by_step.get(step + 1, {}).items()}
+            root = _alone(wrong[0], sorted(rows), after, step, known)
             return root, step if _earlier_right(by_step, step) else None
         if checked and len(wrong) < len(rows):
             # The ranks that read back wrong values shared the misaligned collective; the others' right sums
@@ -95,6 +96,20 @@ def _root(outliers: list[int], reference: list[int], majority: bool, step: int, 
         reason=RangeReason.STEP_SUMS, majority=majority, ops={}, kinds=(DIFFERENT_OPS,), shown=True,
         step_bound=step,
     )
+
+
+def _alone(wrong: int, ranks: list[int], after: dict[int, bool | None], step: int, known: dict[str, set[int]]) -> Root:
+    """The root where one rank alone read back a wrong result in `step` and every other rank on record read it
+    back right: its collective paired with others' of the next step, which read back wrong there (`after`: each
+    rank's verdict in the next step). It ran one more, or they one fewer: the fewest departing is the one, unless
+    one rank alone is wrong next: then the two may be a pair of their own whose other one left out its step's last
+    collective (pairing its next with this one's last), and either departed. With one other rank on record, the one
+    it paired with may have no trace here: no majority says which."""
+    crossed = [rank for rank in ranks if rank != wrong and after.get(rank) is False]
+    if len(crossed) == 1:
+        pair = sorted([wrong, *crossed])
+        return _root(pair, pair, False, step, known)
+    return _root([wrong], [r for r in ranks if r != wrong], len(ranks) > 2, step, known)
 
 
 def _earlier_right(by_step: dict[int, dict[int, FingerprintRow]], step: int) -> bool:
@@ -144,10 +159,9 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) 
         # One rank's trace alone: its results were mixed, so its communicator diverged; who in it departed is on
         # no record (its partners left no trace).
         return _root(sorted(wrong), sorted(wrong), False, step, known), bound
-    if len(wrong) == 1 and set(checked) == traced:
-        # (with one other rank on record, the one it paired with may have no trace here: no majority says which)
-        return _root(sorted(wrong), sorted(traced - wrong), len(traced) > 2, step, known), bound
     after = verdicts.get(step + 1, {})
+    if len(wrong) == 1 and set(checked) == traced:
+        return _alone(next(iter(wrong)), sorted(traced), after, step, known), bound
     crossed = {rank for rank, right in checked.items() if right and after and not after.get(rank, False)}
     ranks = wrong | (traced - set(checked)) | crossed
     if len(ranks) < 2:

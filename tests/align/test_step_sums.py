@@ -15,12 +15,21 @@ def trace(rank: int, steps: list[list[bool]]) -> list[FingerprintRow]:
 
 
 def test_one_rank_alone_wrong_where_every_rank_checked_the_step_is_the_outlier():
-    # Rank 1 read back a wrong result in step 0; ranks 0, 2 and 3 read back step 0 right (rank 3's pairing with
-    # rank 1's extra collective falls in its step 1).
+    # Rank 1 read back a wrong result in step 0; ranks 0, 2 and 3 read back step 0 right, and step 1 wrong: rank
+    # 1's extra collective paired with their next one.
+    rows = trace(1, [[True, False, True], [False] * 3])
+    rows += [r for rank in (0, 2, 3) for r in trace(rank, [[True] * 3, [False, True, True]])]
+    root, step = step_sums_root(rows, {})
+    assert root.outlier_ranks == [1] and root.majority and step == 0
+
+
+def test_one_rank_alone_wrong_and_one_other_wrong_only_next_may_be_a_pair_either_of_which_departed():
+    # Rank 1 wrong in step 0, rank 3 right in step 0 and wrong in step 1, ranks 0 and 2 right all through: rank 1
+    # ran an extra collective on a comm of ranks 1 and 3, or rank 3 left out its step's last one there.
     rows = trace(0, [[True] * 3, [True] * 3]) + trace(1, [[True, False, True], [False] * 3])
     rows += trace(2, [[True] * 3, [True] * 3]) + trace(3, [[True] * 3, [False, True, True]])
     root, step = step_sums_root(rows, {})
-    assert root.outlier_ranks == [1] and root.majority and step == 0
+    assert root.outlier_ranks == [1, 3] and not root.majority and step == 0 and root.comm == "[ranks=1,3]"
 
 
 def test_a_wrong_result_beside_a_trace_that_stops_before_the_step_names_both_ranks():
