@@ -39,13 +39,10 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
         traces.setdefault(row.rank, []).append(row)
     last_rows = {r: trace[-1] for r, trace in traces.items()}
     known = _known_members(evidence)
-    partly = _known_members([item for item in evidence if item.facts is not None and item.facts.records == "watchdog"])
-    partly = {comm: ranks for comm, ranks in partly.items() if ranks == known.get(comm)}
     rows: dict[str, list[dict]] = {}
     caveats: list[str] = []
     mixed: list[int] = []  # ranks whose traces hold several comms and no digests
     unplaced: list[int] = []  # ranks whose traces share no result and whose comm nothing names
-    placed: list[tuple[int, FingerprintRow, Members]] = []
     for rank in mine:
         trace = traces[rank]
         groups = _groups(trace, holders, tags_of, rank, last_rows)
@@ -58,17 +55,14 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
         if groups is None:
             unplaced.append(rank)
             continue
-        placed.extend((rank, row, members) for row, members in zip(trace, groups))
-    traced_sets = {members for _, _, members in placed}
-    seqs: dict[tuple[int, Members], int] = {}
-    for rank, row, members in placed:
-        seqs[(rank, members)] = seqs.get((rank, members), 0) + 1
-        rows.setdefault(row.loc.path, []).append({
-            "file": row.loc.path, "line": row.loc.line, "record": row.loc.record, "rank": rank,
-            "comm": comm_named_by(members, known, traced_sets, partly), "seq": seqs[(rank, members)],
-            "op": normalize_op(row.kind) if row.kind else None,
-            "count": row.numel, "state": EventState.COMPLETED.value, "step": row.step, "tag": row.tag,
-        })
+        seqs: dict[Members, int] = {}
+        for row, members in zip(trace, groups):
+            seqs[members] = seqs.get(members, 0) + 1
+            rows.setdefault(row.loc.path, []).append({
+                "file": row.loc.path, "line": row.loc.line, "record": row.loc.record, "rank": rank,
+                "comm": comm_named_by(members, known), "seq": seqs[members], "op": normalize_op(row.kind) if row.kind else None,
+                "count": row.numel, "state": EventState.COMPLETED.value, "step": row.step, "tag": row.tag,
+            })
     if mixed:
         caveats.append(f"the fingerprint traces of {ranks_words(mixed)} hold collectives of several communicators and no "
                        f"digests, so which is which cannot be told: left out of the comparison")
@@ -255,23 +249,13 @@ def _only_comm(rank: int, known: dict[str, set[int]], traced: set[int]) -> Membe
     return None
 
 
-def comm_named_by(members: Members, known: dict[str, set[int]], traced: set[Members] | None = None,
-                  partly: dict[str, set[int]] | None = None) -> str:
-    """The comm whose known members are exactly these (an NCCL hash before a process-group name), else the ranks.
-
-    With `traced` (every set of ranks the traces put in one comm) and `partly` (comms known only from watchdog
-    lines, which come from the ranks that timed out, so they may know only some of its members): failing an exact
-    match, the one such comm whose members all lie in these and in no other traced set."""
+def comm_named_by(members: Members, known: dict[str, set[int]]) -> str:
+    """The comm whose known members are exactly these (an NCCL hash before a process-group name), else the ranks."""
     same = [comm for comm, ranks in known.items() if ranks == members]
     hashed = [comm for comm in same if comm.startswith("0x")]
     for choice in (hashed, same):
         if len(choice) == 1:
             return choice[0]
-    if traced and partly and not same:
-        within = [comm for comm, ranks in partly.items() if ranks and ranks < members
-                  and not any(ranks <= other for other in traced if other != members)]
-        if len(within) == 1:
-            return within[0]
     return "[ranks=" + ",".join(map(str, sorted(members))) + "]"
 
 

@@ -261,16 +261,3 @@ def test_a_trace_lines_up_with_a_ring_that_lost_its_beginning_by_seq(tmp_path):
     launched = {c["comm"]: c["launched"] for c in d["comms"]}["0x3356658ba8c836ef"]
     assert launched["0"] == 90 and d["root"]["outlier_ranks"] == [1] and d["root"]["seq_range"] == [8, 8]
 
-
-def test_a_traced_comm_takes_the_name_of_the_one_comm_other_evidence_knows_some_of_its_ranks_in():
-    from ncclforensics.align.traces import comm_named_by
-
-    world, tp0, tp1 = frozenset({0, 1, 2, 3}), frozenset({0, 1}), frozenset({2, 3})
-    # Watchdog lines of ranks 0, 1 and 3 name process group "0": rank 2 timed out nowhere, and the traces' world
-    # comm is that group.
-    assert comm_named_by(world, {"0": {0, 1, 3}}, {world}, {"0": {0, 1, 3}}) == "0"
-    # Ranks 0 and 1 lie in the traces' world comm and in their TP comm alike: which one group "1" is, is not said.
-    assert comm_named_by(world, {"1": {0, 1}}, {world, tp0, tp1}, {"1": {0, 1}}) == "[ranks=0,1,2,3]"
-    # A comm NCCL logs know (their INIT lines list its members) is no part of a larger one.
-    assert comm_named_by(frozenset({0, 2}), {"0xtp": {0}}, {frozenset({0, 2})}, {}) == "[ranks=0,2]"
-    assert comm_named_by(world, {"0": {0, 1, 3}}) == "[ranks=0,1,2,3]"  # (without the traced sets: exact only)
