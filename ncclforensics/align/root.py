@@ -363,6 +363,9 @@ class ResultChecks:
                 low = max(low, max(self.right) + 1)
             if self.wrong:
                 high = min(high, min(self.wrong))
+        elif placement.kind is EditKind.STOPPED:
+            # A stop leaves everything before it aligned and nothing after it completes: no wrong result fits it.
+            return None if self.wrong else placement
         elif placement.kind is EditKind.DIFFERENT:
             # A block of `size` different collectives misaligns only itself.
             block = range(placement.low, placement.low + placement.size)
@@ -430,6 +433,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     locations at a seq, for contradictions.
     """
     proposal: Proposal | None = None
+    chosen: dict[int, Codes] = {}  # the codes the proposal was made from
     pinned_by = ""
     narrowed: list[str] = []
     stages: list[str] = []  # every stage so far; each adds fields to the last
@@ -442,8 +446,14 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         found = propose(codes, start, deviants, behind, cut, ended, incomplete)
         if found is None or not found.placements:
             continue
-        if proposal is None or (proposal.stopped and not found.stopped):
-            proposal, pinned_by, compared = found, label, list(stages)
+        # Records that differ beat streams that differ in length only (a trace flushed per step, a cut), where
+        # they depart no later: the first departure is theirs.
+        earlier = found.shown and not proposal.shown and _span(found.placements)[0] <= _span(
+            proposal.placements)[0] if proposal is not None and proposal.placements else False
+        if proposal is None or (proposal.stopped and not found.stopped) or earlier:
+            if earlier:
+                narrowed.append(label)
+            proposal, pinned_by, compared, chosen = found, label, list(stages), codes
             continue
         found = _one_side(found, proposal, codes)
         added = set(found.outliers) - set(proposal.outliers)
@@ -454,7 +464,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if more:
             # A richer field shows more ranks departing (where the others' records may only have differed in
             # length): they do, and the first departure may be theirs.
-            proposal, pinned_by, compared = found, label, list(stages)
+            proposal, pinned_by, compared, chosen = found, label, list(stages), codes
             narrowed.append(label)
             continue
         if set(found.outliers) != set(proposal.outliers) or not _within(found, proposal):
@@ -462,7 +472,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if _span(found.placements) != _span(proposal.placements):
             narrowed.append(label)
             pinned_by = label
-        proposal, compared = found, list(stages)
+        proposal, compared, chosen = found, list(stages), codes
     if proposal is None:
         return None
     solution = Solution(proposal.placements, proposal.outliers, proposal.reference, proposal.majority,
@@ -470,7 +480,15 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
                         either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,
                         compared=compared, members=proposal.members, unplaced=proposal.unplaced)
     if proposal.stopped:
-        return solution
+        if not any(getattr(c, "wrong", None) for c in constraints):
+            return solution
+        # Results read back wrong: the group ran misaligned, so the ranks that launched fewer did not merely stop
+        # after their last record; they left collectives out at or before the first wrong result (or ran others
+        # of their own and then blocked elsewhere, which their records cannot tell from it).
+        skipped = _skips(chosen, proposal, start)
+        if not skipped:
+            return solution
+        solution.placements = skipped + solution.placements
     for constraint in constraints:
         kept = apply(solution.placements, constraint)
         if kept is None and not solution.shown and not getattr(constraint, "wrong", True):
@@ -514,6 +532,17 @@ def _one_side(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> P
         return found
     return Proposal(mine, proposal.outliers, proposal.reference, True, found.whole, shown=found.shown,
                     members={proposal.outliers[0]: list(proposal.outliers)})
+def _skips(codes: dict[int, Codes], proposal: Proposal, start: int) -> list[Placement]:
+    """Collectives left out anywhere in the records of the ranks that stopped short, against the others'."""
+    keep = [r for r in proposal.reference if r not in proposal.stopped]
+    if not keep:
+        return []
+    reference = merged(codes[r] for r in keep)
+    skips = [p for rank in proposal.stopped for p in place_edits(rank, codes[rank], reference, start, known=True)[0]
+             if p.kind is EditKind.MISSING]
+    # The same ranks may instead have run collectives of their own there and then blocked elsewhere: their
+    # records, one for one with the others' up to their end, do not tell the two apart.
+    return skips + [replace(p, kind=EditKind.EXTRA, score=p.score - 1) for p in skips]
 
 
 def _span(placements: list[Placement]) -> tuple[int, int]:

@@ -97,7 +97,8 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             # with the others' of the next step (or the one before), which they file under that step. It ran
             # one more, or every other rank one fewer: the fewest departing is the one. With one other rank on
             # record, the one it paired with may have no trace here: no majority says which.
-            root = _root(wrong, sorted(set(rows) - set(wrong)), len(rows) > 2, step, known)
+            after = {rank: checked_right(row) for rank, row in by_step.get(step + 1, {}).items()}
+            root = _alone(wrong[0], sorted(rows), after, step, known)
             yield root, step if _earlier_right(by_step, step) else None
             return
         if checked and len(wrong) < len(rows):
@@ -140,6 +141,20 @@ def _root(outliers: list[int], reference: list[int], majority: bool, step: int, 
     )
 
 
+def _alone(wrong: int, ranks: list[int], after: dict[int, bool | None], step: int, known: dict[str, set[int]]) -> Root:
+    """The root where one rank alone read back a wrong result in `step` and every other rank on record read it
+    back right: its collective paired with others' of the next step, which read back wrong there (`after`: each
+    rank's verdict in the next step). It ran one more, or they one fewer: the fewest departing is the one, unless
+    one rank alone is wrong next: then the two may be a pair of their own whose other one left out its step's last
+    collective (pairing its next with this one's last), and either departed. With one other rank on record, the one
+    it paired with may have no trace here: no majority says which."""
+    crossed = [rank for rank in ranks if rank != wrong and after.get(rank) is False]
+    if len(crossed) == 1:
+        pair = sorted([wrong, *crossed])
+        return _root(pair, pair, False, step, known)
+    return _root([wrong], [r for r in ranks if r != wrong], len(ranks) > 2, step, known)
+
+
 def _earlier_right(by_step: dict[int, dict[int, FingerprintRow]], step: int) -> bool:
     """Right results in every earlier step mean aligned up to this one; merely equal ones do not."""
     return all(checked_right(row) for s, ranks in by_step.items() if s < step for row in ranks.values())
@@ -156,13 +171,18 @@ def _comm_summed(ranks: frozenset[int], known: dict[str, set[int]]) -> str:
 
 
 def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) -> tuple[Root, int | None] | None:
-    """Results checked wrong where no sums part into sides: at the first step any rank read back a wrong value,
-    the ranks that did (or, where no rank was checked right in it, every rank with a trace) shared a misaligned
-    collective. With two of them, either may be the one that departed: the root names both, with the step and no
-    seq. With one or more than two (the others' traces cut short, say), the group ran misaligned by that step and
-    nothing here says who departed: the root names every rank with a trace, and no majority. A rank checked right
-    is not cleared: the one that departed reads back what its own program expects (a rank that left a collective
-    out sums one fewer), while the partners it paired with wrongly read back mixed results."""
+    """Results checked wrong where no sums part into sides, at the first step any rank read back a wrong value.
+
+    Every rank of a misaligned collective reads back a mixed result, the one that departed too where the trace checks
+    each collective. So the ranks that may have departed are those that read back a wrong value in that step, those
+    with no check of it (their traces stop before it: a hang, a cut), and those checked right in it that are not
+    right all through the next step (a rank that left out the step's last collective pairs its next one with the
+    others' last: it reads back right in the step, wrong in the next). Where one rank alone read back a wrong value
+    and every other rank was checked right in that step, its collective paired with the others' of the step before
+    or after: it is the outlier (the fewest departing), as with per-step sums. Otherwise the root names every rank
+    that may have departed, and no majority: the ranks checked right all through both steps shared no misaligned
+    collective, so nothing places the departure on them.
+    """
     verdicts: dict[int, dict[int, bool]] = {}
     for row in fingerprints:
         right = checked_right(row)
@@ -173,20 +193,25 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) 
     if not wrong_steps:
         return None
     step = min(wrong_steps)
-    wrong = {rank for rank, right in verdicts[step].items() if not right}
+    checked = verdicts[step]
+    wrong = {rank for rank, right in checked.items() if not right}
     traced = {row.rank for row in fingerprints}
-    ranks = wrong if len(wrong) < len(verdicts[step]) else traced
-    if len(ranks) != 2:
+    earlier_right = all(all(ranks.values()) for s, ranks in verdicts.items() if s < step)
+    bound = step if earlier_right else None
+    if traced == wrong:
+        # One rank's trace alone: its results were mixed, so its communicator diverged; who in it departed is on
+        # no record (its partners left no trace).
+        return _root(sorted(wrong), sorted(wrong), False, step, known), bound
+    after = verdicts.get(step + 1, {})
+    if len(wrong) == 1 and set(checked) == traced:
+        return _alone(next(iter(wrong)), sorted(traced), after, step, known), bound
+    crossed = {rank for rank, right in checked.items() if right and after and not after.get(rank, False)}
+    ranks = wrong | (traced - set(checked)) | crossed
+    if len(ranks) < 2:
         ranks = traced
         if len(ranks) < 2:
             return None
-    root = Root(
-        comm=_comm_summed(frozenset(ranks), known), seq=None, seq_range=None, outlier_ranks=sorted(ranks),
-        reference_ranks=sorted(ranks), kind=DIFFERENT_OPS, size=0, pinned_by="per-step checksums",
-        reason=RangeReason.STEP_SUMS, majority=False, ops={}, kinds=(DIFFERENT_OPS,), shown=True, step_bound=step,
-    )
-    earlier_right = all(all(ranks.values()) for s, ranks in verdicts.items() if s < step)
-    return root, step if earlier_right else None
+    return _root(sorted(ranks), sorted(ranks), False, step, known), bound
 
 
 def with_checksum_outliers(root: Root, sums: Root) -> tuple[Root, list[str]]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from ..model import COLLECTIVE_SCHEMA, CommInfo, Diagnostic, Evidence, Location, Severity, conform
+from ..model import COLLECTIVE_SCHEMA, CommInfo, Diagnostic, Evidence, Location, Severity, SourceFormat, conform
 
 # Which source wins a field when two describe the same (comm, rank, seq) is what each format declares
 # (FormatFacts.stream_priority, recorder): NCCL's own line is exact about what was launched; a recorder (the
@@ -381,3 +381,12 @@ def _merge_rows(raw: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     bad = merged.filter((pl.col("_ops") > 1) | (pl.col("_counts") > 1))
     out = conform(merged).with_columns(merged.select("fr_file", "fr_record", "sources")).select(MERGED_COLUMNS)
     return out.sort(["comm", "rank", "seq"]), bad
+
+
+def traced(part: pl.DataFrame) -> bool:
+    """Whether a stream's rows come from a fingerprint trace (a rank's trace is its stream only where no log or
+    dump describes it, so its first row says)."""
+    if part.height == 0 or "sources" not in part.columns:
+        return False
+    first = part.select(pl.col("sources").first()).item()
+    return first is not None and first.to_list() == [SourceFormat.FINGERPRINT.value]

@@ -19,7 +19,6 @@ from ..model import (
     Evidence,
     Location,
     ProgressReport,
-    SourceFormat,
     WatchdogEvent,
     conform,
 )
@@ -27,7 +26,7 @@ from .comm_streams import comm_streams
 from .consequences import Disagreement, candidates, odd_ones
 from .divergence import ENQUEUED_COUNTS, Root, ops_at
 from .ras_only import root_from_counts, wedge_from_counts
-from .streams import Streams
+from .streams import Streams, traced
 from .wedge import Wedge
 
 TIMEOUT_KINDS = ("timeout", "blocking_wait_timeout")
@@ -197,14 +196,7 @@ def _compared(streams: Streams) -> bool:
     # fingerprint traces alone: a trace records a collective once its result was read back (and is written out
     # per step), so it ends before whatever was in flight.
     return not streams.cut and any(len(members) > 1 for members in streams.members.values()) and any(
-        part.height > 1 and not _traced(part) for part in streams.parts.values())
-
-
-def _traced(part: pl.DataFrame) -> bool:
-    """Whether a stream's rows come from a fingerprint trace (a rank's trace is its stream only where no log or
-    dump describes it, so its first row says)."""
-    return "sources" in part.columns and part.select(pl.col("sources").first()).item().to_list() == [
-        SourceFormat.FINGERPRINT.value]
+        part.height > 1 and not traced(part) for part in streams.parts.values())
 
 
 def marks_only_root(groups: dict[str, EnqueueMarks], streams: Streams) -> Root | None:

@@ -158,6 +158,10 @@ def root_sentence(root: Root) -> str:
         if not root.majority:
             # (Some of them may have read back nothing there: a trace cut short still puts its rank in the doubt.)
             step = f" by step {root.step_bound}" if root.step_bound is not None else ""
+            if len(root.outlier_ranks) == 1:
+                return f"The checksums of {who} (the one rank with a trace) show results mixed{step} in comm " \
+                       f"{root.comm}: the communicator diverged, and which of its ranks deviated, and in which " \
+                       f"collective, is on no record."
             return f"The per-step checksums of {who} show results mixed{step} in comm {root.comm}, and nothing " \
                    f"says which of them deviated; which collective is on no record."
         return f"{who.capitalize()} read back results that part from the others' in comm {root.comm}: " \
@@ -174,10 +178,13 @@ def root_sentence(root: Root) -> str:
                 f"{'it' if len(root.outlier_ranks) == 1 else 'they'} skipped collectives {at}, or stopped launching "
                 f"after {'its' if len(root.outlier_ranks) == 1 else 'their'} last (blocked elsewhere); the records "
                 f"cannot tell which.")
-    if root.kind == STOPPED and root.reason is RangeReason.PAST_RECORDS:
-        return (f"{who.capitalize()} stopped launching in comm {root.comm}, or launched other collectives than the "
-                f"others, {at}: {'its' if len(root.outlier_ranks) == 1 else 'their'} records end short of what the "
-                f"others completed with {'it' if len(root.outlier_ranks) == 1 else 'them'}.")
+    if root.kind == STOPPED and root.reason is RangeReason.PAST_RECORDS and root.seq_range is not None:
+        low, high = root.seq_range
+        its = "its" if len(root.outlier_ranks) == 1 else "their"
+        return (f"{who.capitalize()}'s records in comm {root.comm} end before collectives the others completed "
+                f"with {'it' if len(root.outlier_ranks) == 1 else 'them'}: {who} departed "
+                f"somewhere in seq {low}..{high} (stopped launching, or launched collectives of {its} own), and "
+                f"{its} records do not say which.")
     if root.kind == STOPPED:
         after = f" after seq {root.seq - 1}" if root.seq_range is not None and root.seq_range[0] == root.seq_range[1] \
             else ""
@@ -277,7 +284,7 @@ def ambiguity(root: Root) -> str | None:
         who = ranks_words(root.outlier_ranks)
         text = (f"the records of {who} end before collectives the others completed, and NCCL completes none "
                 f"without every rank: {who} launched those too, so the records are incomplete (cut at a line's "
-                f"end, or their tail lost); a misaligned pairing completes too, so what {who} launched there is not "
+                f"end, their tail lost, or a trace's last step never read back); a misaligned pairing completes too, so what {who} launched there is not "
                 f"on record, and where {who} stopped or departed is in seq {root.seq_range[0]}..{high}; {who}'s whole "
                 f"{LOG_SETTINGS} or {FR_SETTINGS} would say where")
     elif root.reason is RangeReason.COUNTS:

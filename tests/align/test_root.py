@@ -322,3 +322,34 @@ def test_edits_off_the_end_of_the_records_regain_their_range_when_evidence_rules
     gate = GateStep({3: (8, 12)}, (8, 12), True, (Location("gate", 4),))
     solution = _solve(codes, [gate])
     assert EditKind.MISSING not in solution.kinds and solution.seq_range == (8, 10)
+def test_a_wrong_result_before_a_stop_is_a_departure_at_or_before_it_not_the_stop():
+    # Rank 3 launched 8 where the others launched 10, its records one for one with theirs; by lengths alone it
+    # stopped after seq 8. But the others read back seq 5 wrong and seq 1..4 right: the group ran misaligned from
+    # seq 5, which no stop explains (a stop leaves everything before it aligned). Rank 3 left collectives out, or
+    # ran ones of its own and then blocked elsewhere, at seq 5.
+    codes = {r: stream([1] * 10) for r in (0, 1, 2)}
+    codes[3] = stream([1] * 8)
+    assert _solve(codes).placements[0].kind is EditKind.STOPPED
+    checks = ResultChecks(frozenset(range(1, 5)), frozenset({5, 6, 7}), (Location("fp", 9),))
+    solution = _solve(codes, [checks])
+    assert solution.outliers == [3] and solution.seq_range == (5, 5)
+    assert EditKind.STOPPED not in solution.kinds and set(solution.kinds) == {EditKind.MISSING, EditKind.EXTRA}
+    # Results checked right only leave the stop as it was.
+    right = ResultChecks(frozenset(range(1, 9)), frozenset(), (Location("fp", 9),))
+    assert _solve(codes, [right]).placements[0].kind is EditKind.STOPPED
+
+
+def test_records_that_differ_beat_a_length_difference_where_they_depart_no_later():
+    # By signatures, rank 5's trace merely goes on past the others' (read back one step more): an extra at 4..5.
+    # Tags show rank 6's first two collectives swapped: records that differ, from seq 1 on, and the root is theirs.
+    ops = [1, 1, 2]
+    tags = {r: [10, 11, 12] for r in range(5)}
+    tags[6] = [11, 10, 12]
+    codes_sig = {r: stream(ops) for r in (0, 1, 2, 3, 4, 6)}
+    codes_sig[5] = stream(ops + [1, 1])
+    codes_tags = {r: stream(ops, tags[r]) for r in (0, 1, 2, 3, 4, 6)}
+    codes_tags[5] = stream(ops + [1, 1], [10, 11, 12, 10, 11])
+    only_sig = solve([("signatures", lambda: codes_sig)], 1, [], lambda seq: ())
+    assert only_sig.outliers == [5] and only_sig.seq_range == (4, 5)
+    both = solve([("signatures", lambda: codes_sig), ("tags", lambda: codes_tags)], 1, [], lambda seq: ())
+    assert both.outliers == [6] and both.seq_range[0] == 1 and both.pinned_by == "tags"

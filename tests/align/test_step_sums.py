@@ -1,0 +1,58 @@
+"""Roots from checked results alone (align/step_sums.py): who may have departed, by what each rank read back."""
+
+from ncclforensics.align.step_sums import step_sums_root
+from ncclforensics.model import FingerprintRow, Location
+
+
+def checked(rank: int, step: int, op: int, right: bool) -> FingerprintRow:
+    """One per-collective record whose result was right or wrong."""
+    return FingerprintRow(Location(f"fp{rank}", step * 10 + op), rank, step, op, sum=1.0 if right else 2.0,
+                          expected_sum=1.0)
+
+
+def trace(rank: int, steps: list[list[bool]]) -> list[FingerprintRow]:
+    return [checked(rank, s, op, right) for s, ops in enumerate(steps) for op, right in enumerate(ops)]
+
+
+def test_one_rank_alone_wrong_where_every_rank_checked_the_step_is_the_outlier():
+    # Rank 1 read back a wrong result in step 0; ranks 0, 2 and 3 read back step 0 right, and step 1 wrong: rank
+    # 1's extra collective paired with their next one.
+    rows = trace(1, [[True, False, True], [False] * 3])
+    rows += [r for rank in (0, 2, 3) for r in trace(rank, [[True] * 3, [False, True, True]])]
+    root, step = step_sums_root(rows, {})
+    assert root.outlier_ranks == [1] and root.majority and step == 0
+
+
+def test_one_rank_alone_wrong_and_one_other_wrong_only_next_may_be_a_pair_either_of_which_departed():
+    # Rank 1 wrong in step 0, rank 3 right in step 0 and wrong in step 1, ranks 0 and 2 right all through: rank 1
+    # ran an extra collective on a comm of ranks 1 and 3, or rank 3 left out its step's last one there.
+    rows = trace(0, [[True] * 3, [True] * 3]) + trace(1, [[True, False, True], [False] * 3])
+    rows += trace(2, [[True] * 3, [True] * 3]) + trace(3, [[True] * 3, [False, True, True]])
+    root, step = step_sums_root(rows, {})
+    assert root.outlier_ranks == [1, 3] and not root.majority and step == 0 and root.comm == "[ranks=1,3]"
+
+
+def test_a_wrong_result_beside_a_trace_that_stops_before_the_step_names_both_ranks():
+    # Rank 2 read back step 1 wrong; rank 3's trace ends after step 0 (it hung); ranks 0 and 1 read back step 1
+    # right, so they shared no misaligned collective: the departure is rank 2's or rank 3's.
+    rows = trace(0, [[True] * 3] * 2) + trace(1, [[True] * 3] * 2)
+    rows += trace(2, [[True] * 3, [True, True, False]]) + trace(3, [[True] * 3])
+    root, _ = step_sums_root(rows, {})
+    assert root.outlier_ranks == [2, 3] and not root.majority and root.comm == "[ranks=2,3]"
+
+
+def test_ranks_wrong_together_name_themselves_and_a_rank_right_in_the_step_but_not_the_next():
+    # Ranks 0, 2 and 3 read back step 1 wrong; rank 1 read it back right and step 2 wrong (it left out the
+    # step's last collective, pairing its next one with theirs); ranks 4..7 right all through.
+    rows = [r for rank in (0, 2, 3) for r in trace(rank, [[True] * 2, [True, False], [False] * 2])]
+    rows += trace(1, [[True] * 2, [True] * 2, [False] * 2])
+    rows += [r for rank in range(4, 8) for r in trace(rank, [[True] * 2] * 3)]
+    root, step = step_sums_root(rows, {})
+    assert root.outlier_ranks == [0, 1, 2, 3] and not root.majority and step == 1
+
+
+def test_one_rank_with_a_trace_that_read_back_wrong_is_a_divergence_of_its_comm():
+    rows = trace(1, [[True] * 2, [True, False]])
+    root, step = step_sums_root(rows, {"0xabc": {0, 1}})
+    assert root.outlier_ranks == [1] and not root.majority and step == 1 and root.comm == "0xabc"
+    assert step_sums_root(trace(1, [[True] * 2] * 2), {"0xabc": {0, 1}}) is None
