@@ -446,6 +446,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         found = propose(codes, start, deviants, behind, cut, ended, incomplete)
         if found is None or not found.placements:
             continue
+        if proposal is not None:
+            found = _one_side(found, proposal, codes)
         # Records that differ beat streams that differ in length only (a trace flushed per step, a cut), where
         # they depart no later: the first departure is theirs.
         earlier = found.shown and not proposal.shown and _span(found.placements)[0] <= _span(
@@ -455,7 +457,6 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
                 narrowed.append(label)
             proposal, pinned_by, compared, chosen = found, label, list(stages), codes
             continue
-        found = _one_side(found, proposal, codes)
         added = set(found.outliers) - set(proposal.outliers)
         more = added and set(found.outliers) > set(proposal.outliers) and found.shown
         if more and found.reference and set(found.reference).isdisjoint(added):
