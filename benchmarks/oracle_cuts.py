@@ -191,7 +191,7 @@ def judge(case: Answer, whole: Answer, reported: bool, cut: bool, cut_ranks: fro
         outliers = frozenset(by_pid.get(pid, f"process {pid}") for pid in case.outlier_pids)
     unplaced = case.unplaced & cut_ranks  # the cut left no record of them where the sides part
     if outliers != whole.outliers and not (case.tie and whole.outliers <= outliers) \
-            and not (outliers <= whole.outliers <= outliers | unplaced):
+            and not (outliers and outliers <= whole.outliers <= outliers | unplaced):
         return "violation", f"outliers {sorted(case.outliers)}, not {sorted(whole.outliers)}"
     if case.wedge_seq is not None and not (same_comm(case.wedge_comm, whole.wedge_comm) and whole.wedge_seq is not None
                                            and case.wedge_range()[0] <= whole.wedge_range()[0]

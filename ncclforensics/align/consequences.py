@@ -61,7 +61,7 @@ def odd_ones(launched: Mapping[Hashable, int], outliers: set[Hashable], majority
 def consequences(found: list[Disagreement]) -> dict[str, list[str]]:
     """comm -> the communicators whose divergence explains its disagreement (only comms that are consequences)."""
     explained: dict[str, list[str]] = {}
-    processes = len({p for d in found for p in d.members if not _unnamed(p)})
+    processes = len({p for d in found for p in d.members if not unnamed_process(p)})
     for outer in found:
         inner = [d for d in found if d.comm != outer.comm and outer.may_contain(d, processes)]
         causes = {p: [d.comm for d in inner if p in d.members] for p in outer.odd}
@@ -77,7 +77,7 @@ def consequences(found: list[Disagreement]) -> dict[str, list[str]]:
     return explained
 
 
-def _unnamed(process: Hashable) -> bool:
+def unnamed_process(process: Hashable) -> bool:
     """Whether a member key stands for a rank of no known process (see ras_only._disagreement)."""
     return isinstance(process, tuple) and bool(process) and process[0] == "unknown"
 
@@ -91,7 +91,7 @@ def candidates(found: list[Disagreement]) -> list[str]:
     left = [d for d in found if d.comm not in explained]
     every = frozenset().union(*(d.odd for d in left)) if left else frozenset()
     if every and not any(every <= d.members for d in left):
-        holding = [d for d in left if _may_hold(d, every)]
+        holding = [d for d in left if _may_hold(d, every, found)]
         if holding:
             first = min(holding, key=lambda d: len(d.members))
             if sum(len(d.members) == len(first.members) for d in holding) == 1:
@@ -99,15 +99,17 @@ def candidates(found: list[Disagreement]) -> list[str]:
     return [d.comm for d in left]
 
 
-def _may_hold(comm: Disagreement, ranks: frozenset[Hashable]) -> bool:
+def _may_hold(comm: Disagreement, ranks: frozenset[Hashable], found: list[Disagreement]) -> bool:
     """Whether `ranks` may all be members of `comm`: those named elsewhere fill its members not on record, and
     the ones another communicator's reply gives only as a count (no process known) may be any of its members
     that reply does not name."""
-    named = {p for p in ranks if not _unnamed(p)}
+    named = {p for p in ranks if not unnamed_process(p)}
     if len(named - comm.members) > comm.unknown:
         return False
     by_reply: dict[Hashable, int] = {}
     for p in ranks:
-        if _unnamed(p) and p not in comm.members:
+        if unnamed_process(p) and p not in comm.members:
             by_reply[p[1]] = by_reply.get(p[1], 0) + 1
-    return all(count <= len(comm.members) for count in by_reply.values())
+    named_by = {d.comm: {p for p in d.members if not unnamed_process(p)} for d in found}
+    return all(count <= sum(1 for m in comm.members if m not in named_by.get(reply, ()))
+               for reply, count in by_reply.items())

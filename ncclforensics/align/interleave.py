@@ -131,10 +131,14 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
         end = launched[r] + 1
         if end not in program or places[r][end] > program[end]:
             return None
-    low = split
-    for r in outliers:
-        while low - 1 in places[r] and places[r][low - 1] == places[r][split] and low - 1 >= 1:
+    def back_over_alike(r: int) -> int:
+        # the world collectives the rank issued in a row before `split` look alike: the extra one may be any
+        low = split
+        while low - 1 >= 1 and places[r].get(low - 1) == places[r][split]:
             low -= 1
+        return low
+
+    low = min(back_over_alike(r) for r in outliers)
     return IssueOrderSplit(comm=comm, seq=split, low=low, outliers=outliers,
                            reference=sorted(r for r in ranks if r not in outliers),
                            before={r: p[split] for r, p in places.items() if split in p and split <= launched[r]},

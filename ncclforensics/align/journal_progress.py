@@ -37,7 +37,8 @@ def with_journal_progress(root: Root, gates: list[GateDecision], global_ranks: s
                     if n > min(by_rank.values()) and last[r] < furthest})
     if not extra or len(extra) * 2 >= len(ranks):
         return None
-    size = max(n - min(by_rank.values()) for by_rank in counts.values() for r, n in by_rank.items() if r in extra)
+    # the collectives of every type a rank launched past the fewest
+    size = max(sum(by_rank.get(r, 0) - min(by_rank.values()) for by_rank in counts.values()) for r in extra)
     return replace(root, outlier_ranks=extra, reference_ranks=sorted(ranks - set(extra)), kind=EXTRA, size=size,
                    majority=True, kinds=(EXTRA,), reason=root.reason or RangeReason.TYPE_COUNTS,
                    journal_steps={r: last[r] for r in sorted(ranks)}, behind_may_be_held=False)

@@ -9,7 +9,7 @@ from dataclasses import replace
 import polars as pl
 
 from ..model import Evidence, Location, WedgeKind
-from .consequences import Disagreement, candidates, odd_ones
+from .consequences import Disagreement, candidates, odd_ones, unnamed_process
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from .ras import RasHistory
 from .streams import Streams
@@ -97,9 +97,9 @@ def _place_unlisted(spanning: Disagreement, found: list[Disagreement]) -> Disagr
     """The communicator that spans the job, with the ranks a reply gives only as `2 ranks have launched up to
     operation 1` made the processes they must be: where the other communicators name exactly as many processes
     it does not name, it holds those. Odd are all of them, where all those ranks are."""
-    unknown = {k for k in spanning.members if k[0] == "unknown"}
+    unknown = {k for k in spanning.members if unnamed_process(k)}
     named = set().union(*(d.members for d in found)) - spanning.members
-    named = {k for k in named if k[0] != "unknown"}
+    named = {k for k in named if not unnamed_process(k)}
     if not unknown or len(named) != len(unknown):
         return spanning
     odd = spanning.odd

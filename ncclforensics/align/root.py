@@ -406,7 +406,7 @@ def apply(placements: list[Placement], constraint: Constraint) -> list[Placement
     for rank in dict.fromkeys(p.rank for p in placements):
         theirs = [p for p in placements if p.rank == rank]
         found = [(p, n) for p in theirs if (n := constraint.narrow(p)) is not None]
-        if found and all(p.widest is not None for p, _ in found):
+        if any(p.widest is not None for p in theirs) and all(p.widest is not None for p, _ in found):
             # The edits records confirmed are ruled out: an edit that runs off the records' end may start anywhere
             # it could before they held it to where the records part.
             found = [(p, n) for p in theirs
@@ -520,7 +520,7 @@ def _one_side(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> P
         return found
     named = set(proposal.outliers)
     sides = [rep for rep, ranks in found.members.items() if named <= set(ranks)]
-    if len(sides) != 1 or set(found.members[sides[0]]) == set(found.outliers):
+    if len(sides) != 1:
         return found
     others = [r for rep, ranks in found.members.items() if rep != sides[0] for r in ranks]
     if not others:
@@ -533,6 +533,8 @@ def _one_side(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> P
         return found
     return Proposal(mine, proposal.outliers, proposal.reference, True, found.whole, shown=found.shown,
                     members={proposal.outliers[0]: list(proposal.outliers)})
+
+
 def _skips(codes: dict[int, Codes], proposal: Proposal, start: int) -> list[Placement]:
     """Collectives left out anywhere in the records of the ranks that stopped short, against the others'."""
     keep = [r for r in proposal.reference if r not in proposal.stopped]

@@ -11,8 +11,8 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   counts name no seq, and the answer rightly gives none), or on per-step checksums alone (they give the step
   the results part at, which may not come before the step before the true root's, and no seq);
 - `wrong_outliers`: `root.outlier_ranks` is not the true outliers (those whose divergence starts at the root, or
-  every rank that diverged on that comm, or the first ones with some of the others that diverged there: where
-  several ranks depart in ranges that overlap, which departed first is not known, and naming one that did depart
+  every rank that diverged on that comm, or the first ones with some of the others that diverged there at a seq
+  inside the answer's range: where several ranks may each have departed first, naming one that did depart there
   names no rank that ran the comm's program; or the same among the outliers the evidence shows, visibility.py);
   where the outliers are no strict minority of the ranks on record (two ranks, or an even split), naming the
   other side or both sides is right too (`Root.majority` is then false); a rank whose only records of the comm
@@ -216,11 +216,12 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
         order = incident.program.comms[comm].ranks
         accepted += [{order.index(r) for r in side} for side in accepted]
     got = set(_job_ranks(incident, answer, root.get("outlier_ranks") or []))
-    # Several ranks that diverged on the comm, whose departures may each be the first (their ranges overlap):
-    # naming the first ones with some of the later ones names no rank that ran the comm's program.
-    between = any(first <= got <= set(faulted) for first, faulted in
-                  ((set(true.outliers), true.faulted), (seen_outliers, seen),
-                   (set(true.outliers) & evident, set(true.faulted) & evident)) if first)
+    # Several ranks that diverged on the comm, whose departures may each be the first: naming the first ones with
+    # others that diverged there, each within the answer's range, names no rank that ran the comm's program.
+    between = low is not None and any(
+        first <= got <= set(faulted) and all(low <= true.first.get(r, 0) <= high for r in got - first)
+        for first, faulted in ((set(true.outliers), true.faulted), (seen_outliers, seen),
+                               (set(true.outliers) & evident, set(true.faulted) & evident)) if first)
     if got not in accepted and not between and not _explained_by_cut(root, written):
         add(Violation("wrong_outliers", f"outlier_ranks {sorted(got)}; true outliers {list(true.outliers)} "
                                         f"(diverged on the comm: {list(true.faulted)}, of which the evidence shows "
