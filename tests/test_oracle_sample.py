@@ -18,7 +18,12 @@ _SPEC.loader.exec_module(oracle)
 
 # Cases the diagnosis still gets wrong, from benchmarks/results/oracle_cuts.md. Strict: when one is fixed, it fails
 # here until it is moved into SAMPLE.
-KNOWN: dict[tuple, str] = {}
+KNOWN: dict[tuple, str] = {
+    ("serving-reorder-heals", ("kinds", "nccl-log")): "a reorder of two shape-equal all-reduces that healed: NCCL "
+                                                        "logs record signatures only, equal on every rank",
+    ("subcomm-divergence", ("split", "0,1,2")): "some ranks' dumps beside others' logs: the root's comm is chosen "
+                                                 "between cause and consequence by lengths alone",
+}
 SAMPLE = [
     ("killed-rank", ("kinds", "fingerprint")),
     ("extra-op-4rank", ("cut", "gate_journal_rank0.log", "mid", 11)),
@@ -45,6 +50,8 @@ SAMPLE = [
     ("long-window", ("rank", 1, 1)),  # records short of the others' completions: the root is anywhere after
     ("extra-op-4rank", ("rank", 0, 1)),  # no record of rank 0 in its comm: its RAS count still disagrees
     ("serving-drafter-typeboundary", ("kinds", "fingerprint+gate-journal+nccl-log+torch-log")),  # extras off the end
+    ("serving-drafter-typeboundary", ("rank", 1, 5)),  # counted past its records: departed anywhere past them
+    ("serving-skipped-allreduce", ("rank", 0, 10)),  # the same, for a rank that skipped one
     *KNOWN,
 ]
 _PROFILES: dict[str, tuple] = {}

@@ -46,6 +46,7 @@ class RangeReason(str, Enum):
     NO_DATA = "no_data"  # the outliers left no data at all (missing from RAS)
     STEP_SUMS = "step_sums"  # per-step checksums only: the step is known, the collective is on no record
     PAST_RECORDS = "past_records"  # a rank's records stop before collectives the others completed with it
+    PAST_COUNTED = "past_counted"  # a rank's records stop before what PyTorch's counts say it launched
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     unseen = {r: n for r, n in (counted or {}).items() if r not in analysis.launched}  # no records kept
     counted = {r: n for r, n in (counted or {}).items() if r in analysis.launched and n > analysis.launched[r]}
     analysis.counted = {**counted, **unseen}
+    recorded = {r: analysis.launched[r] for r in counted}  # the last seq each counted rank's records hold
     analysis.launched.update(counted)
     ranks = analysis.ranks
     silent = [] if is_p2p_comm(comm) else [r for r in _silent_ranks(streams, comm) if r not in unseen]
@@ -248,6 +250,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     if solution is not None:
         right = frozenset().union(*(c.right for c in constraints if isinstance(c, ResultChecks)))
         moved = _past_completions(solution, analysis, right)
+        unrecorded_stop = _past_counted(solution, recorded, right)
         # Evidence every rank recorded, in a stage the answer rests on (a stage of some ranks only is labelled
         # with them, and tells the words nothing about the others).
         full = {label for label, _ in STAGES[1:]}
@@ -255,6 +258,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         analysis.root = replace(_as_root(comm, solution, rows, start), compared=compared)
         if moved and analysis.root.reason is not None:
             analysis.root = replace(analysis.root, reason=RangeReason.PAST_RECORDS)
+        elif unrecorded_stop:
+            analysis.root = replace(analysis.root, reason=RangeReason.PAST_COUNTED)
         if analysis.counted and not analysis.root.shown:
             # Lengths part the ranks, and some ranks' lengths are PyTorch's counts past their records.
             analysis.root = replace(analysis.root, pinned_by=ENQUEUED_COUNTS)
@@ -287,6 +292,26 @@ def _past_completions(solution: Solution, analysis: CommAnalysis, right: frozens
     solution.placements = [replace(p, low=_first_unchecked(p.low, right, high), high=max(p.high, high))
                            if p.high < low else p for p in solution.placements]
     return True
+
+
+def _past_counted(solution: Solution, recorded: dict[int, int], right: frozenset[int]) -> bool:
+    """A rank whose stream PyTorch's counts carry past its records (a file cut short) launched collectives there
+    that no record shows: the counts say how many, not which, so where it stopped or departed is anywhere from its
+    first unrecorded one (past results checked right from there), not only where its count ends. Returns whether
+    it widened a stop."""
+    if not solution.placements or any(p.kind is not EditKind.STOPPED for p in solution.placements):
+        return False
+    widened = False
+    placements = []
+    for p in solution.placements:
+        ranks = [r for r in solution.members.get(p.rank, [p.rank]) if r in recorded]
+        first = min((recorded[r] + 1 for r in ranks), default=None)
+        if first is not None and first < p.low:
+            p = replace(p, low=_first_unchecked(first, right, p.low))
+            widened = True
+        placements.append(p)
+    solution.placements = placements
+    return widened
 
 
 def _first_unchecked(seq: int, right: frozenset[int], high: int) -> int:

@@ -196,8 +196,10 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
     unplaced = sorted(rank for rank, _ in undecided if rank in (incomplete or ()))
+    # (a stream a count carries past its records is unrecorded there: it ends where its records do)
     swing = sum(1 for rank, matching in undecided
-                if rank in unplaced or codes[rank].length <= _parting(_groups_of_members(groups, matching)))
+                if rank in unplaced or rank in (ended or ())
+                or codes[rank].length <= _parting(_groups_of_members(groups, matching)))
     for rank, matching in undecided:
         if rank not in unplaced:
             max(matching, key=len).append(rank)

@@ -185,6 +185,13 @@ def root_sentence(root: Root) -> str:
                 f"with {'it' if len(root.outlier_ranks) == 1 else 'them'}: {who} departed "
                 f"somewhere in seq {low}..{high} (stopped launching, or launched collectives of {its} own), and "
                 f"{its} records do not say which.")
+    if root.kind == STOPPED and root.reason is RangeReason.PAST_COUNTED and root.seq_range is not None:
+        low, high = root.seq_range
+        its = "its" if len(root.outlier_ranks) == 1 else "their"
+        return (f"{who.capitalize()} launched fewer collectives than the others in comm {root.comm} by PyTorch's "
+                f"counts, which go on past {its} records: {who} departed somewhere in seq {low}..{high} (stopped "
+                f"launching, or launched collectives of {its} own), and what {who} launched past {its} records is "
+                f"on no record.")
     if root.kind == STOPPED:
         after = f" after seq {root.seq - 1}" if root.seq_range is not None and root.seq_range[0] == root.seq_range[1] \
             else ""
@@ -287,6 +294,11 @@ def ambiguity(root: Root) -> str | None:
                 f"end, their tail lost, or a trace's last step never read back); a misaligned pairing completes too, so what {who} launched there is not "
                 f"on record, and where {who} stopped or departed is in seq {root.seq_range[0]}..{high}; {who}'s whole "
                 f"{LOG_SETTINGS} or {FR_SETTINGS} would say where")
+    elif root.reason is RangeReason.PAST_COUNTED:
+        who = ranks_words(root.outlier_ranks)
+        text = (f"the records of {who} end before what PyTorch's counts say {who} launched: the counts say how "
+                f"many, not which, so where {who} stopped or departed is in seq {root.seq_range[0]}..{high}; "
+                f"{who}'s whole {LOG_SETTINGS} or {FR_SETTINGS} would say where")
     elif root.reason is RangeReason.COUNTS:
         source = "RAS gives" if root.pinned_by == "RAS counts" else "PyTorch's marks give"
         text = f"{source} only how many collectives each rank launched, not which"
