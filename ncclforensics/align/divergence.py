@@ -205,7 +205,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     analysis.launched.update(counted)
     ranks = analysis.ranks
     silent = [] if is_p2p_comm(comm) else [r for r in _silent_ranks(streams, comm) if r not in unseen]
-    if len(ranks) + len(silent) + len(unseen) < 2 or is_p2p_comm(comm):  # (p2p streams differ by design: see model/kinds.py)
+    # (p2p streams differ by design: see model/kinds.py)
+    if len(ranks) + len(silent) + len(unseen) < 2 or is_p2p_comm(comm):
         return analysis
     # Positions from the earliest record of any rank: a ring that kept fewer entries has nothing recorded before
     # its first one, which pairs with anything, while the others' records there still tell collectives apart.

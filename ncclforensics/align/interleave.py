@@ -121,7 +121,8 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
                   if any(seq in p and seq <= launched[r] and p[seq] != program[seq] for r, p in places.items())), None)
     if split is None:
         return None
-    outliers = sorted(r for r, p in places.items() if split in p and split <= launched[r] and p[split] != program[split])
+    outliers = sorted(r for r, p in places.items()
+                      if split in p and split <= launched[r] and p[split] != program[split])
     if any(places[r][split] > program[split] for r in outliers):
         return None  # launched later than the program: a skipped collective, which the counts already show
     # Every rank that launched fewer must have stopped no further on elsewhere than the program allows before its

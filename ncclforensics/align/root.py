@@ -186,7 +186,8 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             members, stream = groups[matching[0]]
             members.append(rank)
             groups[matching[0]] = (members, merged([stream, codes[rank]]))
-        elif rank in (ended or ()) and len(same := [i for i in matching if groups[i][1].length == codes[rank].length]) == 1:
+        elif rank in (ended or ()) and len(
+                same := [i for i in matching if groups[i][1].length == codes[rank].length]) == 1:
             members, stream = groups[same[0]]
             members.append(rank)
             groups[same[0]] = (members, merged([stream, codes[rank]]))
@@ -296,7 +297,8 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
                         shown=bool(proposal and proposal.shown))
     earlier = [] if proposal is None or not proposal.majority or proposal.stopped else proposal.outliers
     outliers = sorted(set(earlier) | set(late))
-    standing = {rep: [r for r in ranks if r not in late or r == rep] for rep, ranks in (proposal.members if earlier else {}).items()}
+    standing = {rep: [r for r in ranks if r not in late or r == rep]
+                for rep, ranks in (proposal.members if earlier else {}).items()}
     return Proposal(placements, outliers, keep, True, proposal.whole if proposal else True,
                     shown=bool(proposal and proposal.shown), members=standing,
                     unplaced=proposal.unplaced if proposal else [])

@@ -199,7 +199,8 @@ def root_sentence(root: Root) -> str:
     if root.kind == MISSING and root.behind_may_be_held:
         one = len(root.outlier_ranks) == 1
         return (f"{who.capitalize()} launched {n} fewer than the others in comm {root.comm}, {at}: "
-                f"{'it' if one else 'they'} skipped {'it' if root.size == 1 else 'them'}, or {'it is' if one else 'they are'} "
+                f"{'it' if one else 'they'} skipped {'it' if root.size == 1 else 'them'}, or "
+                f"{'it is' if one else 'they are'} "
                 f"held back in another communicator by a rank ahead here that launched more; the counts cannot "
                 f"tell which.")
     also = ""
@@ -291,9 +292,9 @@ def ambiguity(root: Root) -> str | None:
         who = ranks_words(root.outlier_ranks)
         text = (f"the records of {who} end before collectives the others completed, and NCCL completes none "
                 f"without every rank: {who} launched those too, so the records are incomplete (cut at a line's "
-                f"end, their tail lost, or a trace's last step never read back); a misaligned pairing completes too, so what {who} launched there is not "
-                f"on record, and where {who} stopped or departed is in seq {root.seq_range[0]}..{high}; {who}'s whole "
-                f"{LOG_SETTINGS} or {FR_SETTINGS} would say where")
+                f"end, their tail lost, or a trace's last step never read back); a misaligned pairing completes too, "
+                f"so what {who} launched there is not on record, and where {who} stopped or departed is in seq "
+                f"{root.seq_range[0]}..{high}; {who}'s whole {LOG_SETTINGS} or {FR_SETTINGS} would say where")
     elif root.reason is RangeReason.PAST_COUNTED:
         who = ranks_words(root.outlier_ranks)
         text = (f"the records of {who} end before what PyTorch's counts say {who} launched: the counts say how "
