@@ -178,20 +178,17 @@ def root_sentence(root: Root) -> str:
                 f"{'it' if len(root.outlier_ranks) == 1 else 'they'} skipped collectives {at}, or stopped launching "
                 f"after {'its' if len(root.outlier_ranks) == 1 else 'their'} last (blocked elsewhere); the records "
                 f"cannot tell which.")
-    if root.kind == STOPPED and root.reason is RangeReason.PAST_RECORDS and root.seq_range is not None:
+    if root.kind == STOPPED and root.reason in (RangeReason.PAST_RECORDS, RangeReason.PAST_COUNTED) \
+            and root.seq_range is not None:
         low, high = root.seq_range
-        its = "its" if len(root.outlier_ranks) == 1 else "their"
-        return (f"{who.capitalize()}'s records in comm {root.comm} end before collectives the others completed "
-                f"with {'it' if len(root.outlier_ranks) == 1 else 'them'}: {who} departed "
-                f"somewhere in seq {low}..{high} (stopped launching, or launched collectives of {its} own), and "
-                f"{its} records do not say which.")
-    if root.kind == STOPPED and root.reason is RangeReason.PAST_COUNTED and root.seq_range is not None:
-        low, high = root.seq_range
-        its = "its" if len(root.outlier_ranks) == 1 else "their"
-        return (f"{who.capitalize()} launched fewer collectives than the others in comm {root.comm} by PyTorch's "
-                f"counts, which go on past {its} records: {who} departed somewhere in seq {low}..{high} (stopped "
-                f"launching, or launched collectives of {its} own), and what {who} launched past {its} records is "
-                f"on no record.")
+        one = len(root.outlier_ranks) == 1
+        its = "its" if one else "their"
+        short = (f"{who.capitalize()}'s records in comm {root.comm} end before collectives the others completed "
+                 f"with {'it' if one else 'them'}") if root.reason is RangeReason.PAST_RECORDS else (
+                 f"{who.capitalize()} launched fewer collectives than the others in comm {root.comm} by PyTorch's "
+                 f"counts, which go on past {its} records")
+        return (f"{short}: {who} departed somewhere in seq {low}..{high} (stopped launching, or launched "
+                f"collectives of {its} own), and {its} records do not say which.")
     if root.kind == STOPPED:
         after = f" after seq {root.seq - 1}" if root.seq_range is not None and root.seq_range[0] == root.seq_range[1] \
             else ""

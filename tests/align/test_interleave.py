@@ -87,9 +87,8 @@ Warnings
 """
 
 
-def test_counts_alone_say_the_rank_behind_may_be_held_back_elsewhere(tmp_path):
-    # The same replies come of rank 1 skipping a world collective, and of its TP peer launching one more while the
-    # other TP group's ranks ran ahead to the next step's: the answer names rank 1 and says it may be either.
+def _ras_replies(tmp_path):
+    """Two queries' replies of RAS_REPLY (the counts stay: a stuck job), parsed."""
     from ncclforensics.sources import InputFile, parse_file
 
     evidence = []
@@ -97,6 +96,13 @@ def test_counts_alone_say_the_rank_behind_may_be_held_back_elsewhere(tmp_path):
         path = tmp_path / f"ras_status_q{q}.txt"
         path.write_text(RAS_REPLY)
         evidence.append(parse_file(InputFile(path, path.name)))
+    return evidence
+
+
+def test_counts_alone_say_the_rank_behind_may_be_held_back_elsewhere(tmp_path):
+    # The same replies come of rank 1 skipping a world collective, and of its TP peer launching one more while the
+    # other TP group's ranks ran ahead to the next step's: the answer names rank 1 and says it may be either.
+    evidence = _ras_replies(tmp_path)
     d = diagnose(evidence)
     assert d.root.outlier_ranks == [1] and d.root.kind == "missing" and d.root.behind_may_be_held
     assert "held back in another communicator" in words.cause(d)
@@ -108,13 +114,7 @@ def test_gate_journals_say_who_launched_more_than_the_program_has_where_it_is(tm
     # every collective they launched before it completed (each needs every rank: at most 1 world collective, the
     # fewest any rank launched); rank 0 never got past step 0 and launched 2.
     from ncclforensics.model import GateDecision
-    from ncclforensics.sources import InputFile, parse_file
-
-    evidence = []
-    for q in (0, 1):
-        path = tmp_path / f"ras_status_q{q}.txt"
-        path.write_text(RAS_REPLY)
-        evidence.append(parse_file(InputFile(path, path.name)))
+    evidence = _ras_replies(tmp_path)
     for rank, steps in ((0, 1), (1, 1), (2, 2), (3, 2)):
         name = f"gate{rank}.log"
         evidence.append(Evidence(path=name, format=SourceFormat.GATE_JOURNAL, gates=[
