@@ -25,7 +25,10 @@ An answer holds when it is the reference, or widens it honestly: the same commun
 the reference's, the same outliers (or a tie that names them), the wedge the same, unknown, or a range of seqs in the
 same communicator that contains the reference's (at or after a seq, where records of completed collectives end; at or
 before one, where only launches are on record); or no root at all with a verdict that claims nothing (inconclusive,
-nothing compared). Outliers are ranks of the job, except where the answer says it names them by their rank in
+nothing compared). A CONSISTENT answer holds for a `kinds` case that keeps only kinds recording no more
+than each collective's type, size and progress, where the capture's launch log says every rank launched the same
+collectives in the same order and finished: a run without the fault writes the same files (two shape-equal
+collectives issued in another order that healed), so nothing in them can show it. Outliers are ranks of the job, except where the answer says it names them by their rank in
 the root's communicator (RAS replies alone, no record of their global ranks): those are compared as the processes
 the replies list for them (the rule compared them as the job's ranks, which the answer says they are not), and
 stand-in ranks (`stand_in_ranks`: numbered for a process no evidence placed), compared as the processes named.
@@ -353,6 +356,28 @@ def truth_of(folder: Path) -> str:
     return f"root seq {first.get('seq', '-')}, wedge seq {wedge.get('seq', '-')}"
 
 
+# Kinds of evidence that record of each collective no more than its type, size and progress (no call site, tag or
+# value), and of a rank no more than its gate decisions.
+SIGNATURE_KINDS = frozenset({"nccl-log", "ras-json", "ras-text", "torch-log", "gate-journal"})
+
+
+def launches_alike(folder: Path) -> bool:
+    """Whether the capture's launch log says every rank launched the same types and sizes in the same order on
+    every communicator, and every rank finished: then evidence of SIGNATURE_KINDS alone is what a run without
+    the fault writes too, and cannot show the divergence."""
+    path = TRUTH_DIR / f"{folder.name}.json"
+    if not path.exists():
+        return False
+    truth = json.loads(path.read_text())
+    log, columns = truth.get("launch_log"), truth.get("launch_log_columns")
+    if not log or not columns:
+        return False
+    fields = [columns.index(name) for name in ("comm", "kind", "count")]
+    orders = {tuple(tuple(row[i] for i in fields) for row in rows) for rows in log.values()}
+    finished = all(rank.get("rc") == 0 and rank.get("finished_all_steps") for rank in truth["ranks"].values())
+    return len(orders) == 1 and finished
+
+
 def run_case(folder: Path, case: tuple, kinds: dict[str, str], ranks: dict[str, list[int]], whole: Answer,
              others: dict[str, Path], scratch: Path) -> tuple[str, str, Answer | None]:
     """One case: its evidence written under `scratch`, diagnosed and judged. (outcome, why, the answer)."""
@@ -368,6 +393,9 @@ def run_case(folder: Path, case: tuple, kinds: dict[str, str], ranks: dict[str, 
     shows_cut = case[0] == "cut" and case[2] in ("mid", "byte")
     cut_ranks = frozenset(r for name in cut_files for r in ranks.get(name, []))
     outcome, why = judge(got, whole, reported, shows_cut, cut_ranks)
+    if case[0] == "kinds" and got.label == "CONSISTENT" and set(case[1].split("+")) <= SIGNATURE_KINDS \
+            and launches_alike(folder):
+        outcome, why = "widened", "CONSISTENT: what the kinds kept record is alike on every rank"
     if case[0] == "job" and outcome != "same":
         # The job under study is the one with more files naming communicators: the answer is that job's whole.
         _, _, theirs = profile(others[case[1]])

@@ -19,8 +19,6 @@ _SPEC.loader.exec_module(oracle)
 # Cases the diagnosis still gets wrong, from benchmarks/results/oracle_cuts.md. Strict: when one is fixed, it fails
 # here until it is moved into SAMPLE.
 KNOWN: dict[tuple, str] = {
-    ("serving-reorder-heals", ("kinds", "nccl-log")): "a reorder of two shape-equal all-reduces that healed: NCCL "
-                                                        "logs record signatures only, equal on every rank",
     ("subcomm-divergence", ("split", "0,1,2")): "some ranks' dumps beside others' logs: the root's comm is chosen "
                                                  "between cause and consequence by lengths alone",
 }
@@ -52,6 +50,7 @@ SAMPLE = [
     ("serving-drafter-typeboundary", ("kinds", "fingerprint+gate-journal+nccl-log+torch-log")),  # extras off the end
     ("serving-drafter-typeboundary", ("rank", 1, 5)),  # counted past its records: departed anywhere past them
     ("serving-skipped-allreduce", ("rank", 0, 10)),  # the same, for a rank that skipped one
+    ("serving-reorder-heals", ("kinds", "nccl-log")),  # launches alike on every rank: nothing to show
     *KNOWN,
 ]
 _PROFILES: dict[str, tuple] = {}
@@ -88,6 +87,14 @@ def test_the_oracle_tells_a_changed_answer_from_an_honest_range():
     for wrong in (moved, blamed, oracle.Answer("CONSISTENT")):
         assert oracle.judge(wrong, whole, reported=True, cut=True)[0] == "violation"
     assert oracle.judge(whole, oracle.Answer("CONSISTENT"), reported=True, cut=True)[0] == "violation"
+
+
+def test_agreement_is_excused_only_where_the_launch_log_shows_nothing_those_kinds_record():
+    """A reorder that healed launched the same types and sizes on every rank; a skipped collective and a type
+    boundary did not, and a capture without a launch log proves nothing."""
+    assert oracle.launches_alike(real("serving-reorder-heals"))
+    for capture in ("serving-skipped-allreduce", "serving-drafter-typeboundary", "extra-op-4rank"):
+        assert not oracle.launches_alike(real(capture))
 
 
 def test_an_outlier_the_cut_left_unplaced_may_be_left_out_only_where_the_answer_says_so():
