@@ -415,7 +415,7 @@ def run_capture(task: tuple) -> dict:
     kinds, ranks, whole = profile(folder)
     cases = capture_cases(folder, kinds, ranks, list(others.values()), at_most)
     if only is not None:
-        cases = [c for c in cases if c == only]
+        cases = [c for c in cases if tuple(map(str, c)) == tuple(map(str, only))]  # `0` replays as an int
     counts = {"same": 0, "widened": 0, "violation": 0}
     by_kind: dict[str, dict[str, int]] = {}
     violations, slowest = [], 0.0

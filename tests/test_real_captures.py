@@ -290,6 +290,19 @@ def test_serving_tp_in_dp_logs_alone_give_the_range_with_stand_in_ranks():
     assert all(f"rank {r} = {p}" in " ".join(d["caveats"]) for r, p in list(d["stand_in_ranks"].items())[:8])
 
 
+def test_stand_in_ranks_take_no_number_that_other_evidence_gives_a_rank():
+    """serving-tp3-in-dp-6rank: rank 0's dump, the NCCL logs of ranks 1, 2, 4 and 5 (no log holds every process,
+    the dump matches none) and every rank's gate journal. The stand-ins are numbered past the journals' ranks 0-5:
+    stand-in 4 taken for the journals' rank 4 (who passed the gate) made a majority of a two-process tie."""
+    logs = [p for p in files("serving-tp3-in-dp-6rank", "nccl.") if not p.endswith(("478.log", "481.log"))]
+    code, d = diff_json(*logs, *files("serving-tp3-in-dp-6rank", "fr_rank0"),
+                        *files("serving-tp3-in-dp-6rank", "gate_journal"))
+    assert code == 1 and d["stand_in_ranks"] and min(map(int, d["stand_in_ranks"])) >= 6
+    root = d["root"]
+    assert root["comm"] == "0x1454bb1343f63399" and not root["majority"]
+    assert {d["stand_in_ranks"][str(r)] for r in root["outlier_ranks"]} == {"vm:482", "vm:483"}
+
+
 def test_logs_of_one_replica_beside_dumps_of_the_others_get_the_jobs_ranks():
     """The NCCL logs of ranks 4-7 alone claim ranks 0-3 (their TP group's), the very ranks the dumps of 0-3 name;
     the dumps show an 8-rank job, so the logs' ranks are comm ranks: 5, 6 and 7 match their dumps, and 4 (no dump)
