@@ -51,6 +51,7 @@ SAMPLE = [
     ("serving-drafter-typeboundary", ("rank", 1, 5)),  # counted past its records: departed anywhere past them
     ("serving-skipped-allreduce", ("rank", 0, 10)),  # the same, for a rank that skipped one
     ("serving-reorder-heals", ("kinds", "nccl-log")),  # launches alike on every rank: nothing to show
+    ("sharded-frozen-layer-3rank", ("rank", 2, 19)),  # counted past records that end in lookalikes: from their head
     *KNOWN,
 ]
 _PROFILES: dict[str, tuple] = {}

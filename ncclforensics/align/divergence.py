@@ -251,7 +251,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     if solution is not None:
         right = frozenset().union(*(c.right for c in constraints if isinstance(c, ResultChecks)))
         moved = _past_completions(solution, analysis, right)
-        unrecorded_stop = _past_counted(solution, recorded, right)
+        unrecorded_stop = _past_counted(solution, recorded, right, stages[-1][1](), start)
         # Evidence every rank recorded, in a stage the answer rests on (a stage of some ranks only is labelled
         # with them, and tells the words nothing about the others).
         full = {label for label, _ in STAGES[1:]}
@@ -295,24 +295,40 @@ def _past_completions(solution: Solution, analysis: CommAnalysis, right: frozens
     return True
 
 
-def _past_counted(solution: Solution, recorded: dict[int, int], right: frozenset[int]) -> bool:
+def _past_counted(solution: Solution, recorded: dict[int, int], right: frozenset[int],
+                  codes: dict[int, Codes] | None = None, start: int = 1) -> bool:
     """A rank whose stream PyTorch's counts carry past its records (a file cut short) launched collectives there
     that no record shows: the counts say how many, not which, so where it stopped or departed is anywhere from its
-    first unrecorded one (past results checked right from there), not only where its count ends. Returns whether
+    first unrecorded one (past results checked right from there), not only where its count ends. Nor from there
+    alone: where the others' collectives just before it look alike in everything recorded, its last records fit
+    theirs one seq on as well, so it may have left out (or added) one at the head of that run. Returns whether
     it widened a stop."""
     if not solution.placements or any(p.kind is not EditKind.STOPPED for p in solution.placements):
         return False
     widened = False
     placements = []
+    reference = [codes[r] for r in codes or {} if r not in solution.outliers and r not in recorded]
     for p in solution.placements:
         ranks = [r for r in solution.members.get(p.rank, [p.rank]) if r in recorded]
-        first = min((recorded[r] + 1 for r in ranks), default=None)
+        first = min((_head_of_lookalikes(recorded[r] + 1, reference, start, right) for r in ranks), default=None)
         if first is not None and first < p.low:
             p = replace(p, low=_first_unchecked(first, right, p.low))
             widened = True
         placements.append(p)
     solution.placements = placements
     return widened
+
+
+def _head_of_lookalikes(seq: int, reference: list[Codes], start: int, right: frozenset[int]) -> int:
+    """The first seq of the run of collectives that, in every reference stream, look alike in every field up to
+    `seq` (`seq` itself where the one before differs, is unrecorded, or had its results checked right)."""
+    while reference and seq - 1 >= start and seq - 1 not in right:
+        at, before = seq - start, seq - 1 - start
+        if not all(at < c.length and all(at < len(v) and v[at] != 0 and v[at] == v[before] for v in c.fields.values())
+                   for c in reference):
+            break
+        seq -= 1
+    return seq
 
 
 def _first_unchecked(seq: int, right: frozenset[int], high: int) -> int:

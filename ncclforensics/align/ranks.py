@@ -11,8 +11,8 @@ group, the global ranks in comm-rank order, so a process whose communicators hav
 the first collectives of one dump's groups is that dump's rank. Worked example: the process in tp comm
 0x7e96.. as comm rank 2 (size 4) and in dp comm 0x97c7.. as comm rank 1 (size 2) matches the dump whose group
 '2' is ranks (4, 5, 6, 7) and group '5' is (2, 6) with the same first collectives: global rank 6. Processes no
-dump matches are numbered after every rank the other evidence names, by host and pid, and a caveat says they are
-stand-ins.
+dump matches are stand-ins (a caveat says so), numbered by host and pid: into the ranks left over where they are as
+many, else past every rank the other evidence names.
 """
 
 from __future__ import annotations
@@ -53,13 +53,19 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
     mapping.update(_by_members(logs, evidence, processes, mapping))
     mapping.update(_by_layout(logs, evidence, processes, mapping, set(dumps)))
     unmatched = [p for p in processes if p not in mapping]
-    free = sorted(set(range(_job_size(evidence))) - set(mapping.values()))
+    job = max(_job_size(evidence), len(mapping) + len(unmatched))  # every process is a rank of the job
+    free = sorted(set(range(job)) - set(mapping.values()))
     if len(unmatched) == 1 and len(free) == 1:
         mapping[unmatched.pop()] = free[0]  # the one process left over is the one rank left over
-    # Stand-ins are numbered past every rank other evidence names (journals, traces, PyTorch logs): a stand-in
-    # that took a number of theirs would be read as that process.
-    next_rank = max([*mapping.values(), *dumps, _job_size(evidence) - 1]) + 1
-    stand_ins = {p: next_rank + i for i, p in enumerate(unmatched)}
+    if len(unmatched) == len(free):
+        # As many processes as ranks left: numbered into them by host, then pid (the order launchers start local
+        # ranks in), so the other evidence's records of those ranks meet them; still stand-ins, as the caveat says.
+        stand_ins = dict(zip(unmatched, free))
+    else:
+        # Else past every rank other evidence names (journals, traces, PyTorch logs): a stand-in that took a
+        # number of theirs would be read as that rank's process.
+        next_rank = max([*mapping.values(), *dumps, job - 1]) + 1
+        stand_ins = {p: next_rank + i for i, p in enumerate(unmatched)}
     mapping.update(stand_ins)
     renumber = {id(item) for item in logs}
     changed = [_renumbered(item, mapping) if id(item) in renumber else item for item in evidence]

@@ -295,7 +295,8 @@ def ambiguity(root: Root) -> str | None:
     elif root.reason is RangeReason.PAST_COUNTED:
         who = ranks_words(root.outlier_ranks)
         text = (f"the records of {who} end before what PyTorch's counts say {who} launched: the counts say how "
-                f"many, not which, so where {who} stopped or departed is in seq {root.seq_range[0]}..{high}; "
+                f"many, not which, so where {who} stopped or departed is in seq {root.seq_range[0]}..{high} (from "
+                f"the head of any run of lookalike collectives the records end in: they fit it one seq on too); "
                 f"{who}'s whole {LOG_SETTINGS} or {FR_SETTINGS} would say where")
     elif root.reason is RangeReason.COUNTS:
         source = "RAS gives" if root.pinned_by == "RAS counts" else "PyTorch's marks give"
