@@ -138,14 +138,15 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     stops = _stop_evidence(streams, analyses, ras, watchdog, dead)
     if root is None:
         root, comm_caveats = _pick_counted(ras_only_roots(ras, rank_map, streams, stops)
-                                           or marks_only_roots(marks, streams))
+                                           or marks_only_roots(marks, streams, stopped=bool(stops)))
         if root is not None and root.pinned_by == "RAS counts":
             comm_caveats += unnamed_ranks(root.comm, ras, rank_map)
         if root is not None and root.pinned_by == "RAS counts" and (gate is None or not gate.outlier_ranks):
             # Journals that agree on every decision still say how far each rank got.
             named = {rank for (comm, _), rank in rank_map.items() if comm == root.comm}
             root = with_journal_progress(root, gates, named) or root
-        if root is not None and root.kind == MISSING and ({*ras, *marks, *streams.members} - {root.comm}):
+        counted_comms = {streams.aliases.get(c, c) for c in marks}
+        if root is not None and root.kind == MISSING and ({*ras, *counted_comms, *streams.members} - {root.comm}):
             # Launch counts of one communicator, in a job with others: the ranks behind may be held back elsewhere.
             root = replace(root, behind_may_be_held=True)
     unranked_caveats += comm_caveats
@@ -495,6 +496,8 @@ def _unfinished_entries(streams: Streams, comm: str) -> bool:
 
 def _verdict(diagnosis: Diagnosis, ras: dict[str, RasHistory]) -> Verdict:
     root, wedge = diagnosis.root, diagnosis.wedge
+    if root is not None and root.unstopped:
+        return Verdict.INCONCLUSIVE  # counts of a job that may have been running: the ranks behind may only lag
     if root is not None:
         if root.kind in (EXTRA, MISSING, DIFFERENT_OPS) and (root.shown or diagnosis.first_visible or (
                 wedge and wedge.confirmed_by)):

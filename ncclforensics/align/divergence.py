@@ -118,6 +118,8 @@ class Root:
     journal_steps: dict[int, int] = field(default_factory=dict)
     # ranks whose records are incomplete and end before the outliers and the reference part: on neither side
     unplaced_ranks: list[int] = field(default_factory=list)
+    # Counts of dumps of a job that nothing says had stopped: the ranks behind may only lag (align/watchdog.py).
+    unstopped: bool = False
 
 
 @dataclass

@@ -24,6 +24,10 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
     traces: dict[int, list[FingerprintRow]] = {}  # rank -> its records by step, then op
     for row in sorted(per_collective, key=lambda f: (f.rank, f.step, f.op)):
         traces.setdefault(row.rank, []).append(row)
+    holders: dict[str, set[int]] = {}  # digest -> the ranks that read that result back
+    for row in per_collective:
+        if row.digest is not None:
+            holders.setdefault(row.digest, set()).add(row.rank)
     for rank, trace in traces.items():
         kinds = [(normalize_op(f.kind) if f.kind else None, f.numel) for f in trace]
         # Candidates: each comm's stream alone, and all of the rank's comms in its own issue order (a trace of
@@ -41,7 +45,9 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             ours = trace[skip:]
             head, paired = _paired(stream, len(ours))
             reach = paired[-1] + 1 if len(paired) else 0  # the records up to the stream's last row
-            if reach < len(ours) and not (len(mine) == 1 and _cut_sooner(stream)):
+            if reach < len(ours) and not (len(mine) == 1 and _cut_sooner(stream)) \
+                    and not (stream is issued and all(_cut_sooner(part) for part in mine)
+                             and any((comm, rank) in streams.cut for comm in streams.members)):
                 continue
             ops = list(zip(head.get_column("op").to_list(), head.get_column("count").to_list()))
             if all((k is None or k == o) and (n is None or n == c)
@@ -51,8 +57,10 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             head, ours, rest = matches[0]
             rows.extend((comm, rank, seq, f.step, f.tag, checked_right(f), str(f.loc)) for comm, seq, f in zip(
                 head.get_column("comm").to_list(), head.get_column("seq").to_list(), ours))
-            if rest:
+            if rest and head.get_column("comm").n_unique() == 1:
                 extensions[(head.get_column("comm")[0], rank)] = _beyond(head, rest)
+            elif rest:
+                extensions.update(_beyond_comms(streams, rank, rest, holders))
     if not rows:
         return streams
     known = pl.DataFrame(rows, schema={"comm": pl.String, "rank": pl.Int64, "seq": pl.Int64,
@@ -127,6 +135,24 @@ def _beyond(head: pl.DataFrame, rest: list[FingerprintRow]) -> pl.DataFrame:
     }, schema_overrides={"line": pl.Int64, "count": pl.Int64, "step": pl.Int64, "rank": pl.Int64, "seq": pl.Int64,
                          "checked": pl.Boolean, "sources": pl.List(pl.String),
                          "state": COLLECTIVE_SCHEMA["state"]})
+
+
+def _beyond_comms(streams: Streams, rank: int, rest: list[FingerprintRow], holders: dict[str, set[int]]
+                  ) -> dict[tuple[str, int], pl.DataFrame]:
+    """Rows for the trace records past the end of a rank's streams of several comms, cut sooner (a log cut short):
+    each record goes to the one comm of the rank whose members are exactly the ranks that read back the same
+    result (its digest's holders), up to the first record no digest places so (a comm with a member that left
+    no trace, or one the rank's records do not show: what follows may be anywhere)."""
+    mine = {comm: streams.parts[(comm, r)] for comm, r in streams.parts if r == rank}
+    members = {comm: set(streams.members.get(comm, ())) | set(streams.expected_members.get(comm, ())) for comm in mine}
+    placed: dict[str, list[FingerprintRow]] = {}
+    for row in rest:
+        sharing = holders.get(row.digest, set()) if row.digest is not None else set()
+        fits = [c for c in mine if len(sharing) > 1 and sharing == members[c]]
+        if len(fits) != 1:
+            break
+        placed.setdefault(fits[0], []).append(row)
+    return {(comm, rank): _beyond(mine[comm], rows) for comm, rows in placed.items()}
 
 
 def checked_right(row: FingerprintRow) -> bool | None:

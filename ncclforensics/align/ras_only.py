@@ -253,8 +253,9 @@ def ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str, 
 
 def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str) -> Root | None:
     """From how many collectives each rank launched (global rank -> count), the ranks that launched more or
-    fewer than the others: the smallest group of equal counts (of two equal groups, the one behind). Where the
-    odd collective is, counts cannot tell: the range is every seq up to the most the outliers launched."""
+    fewer than the others: the smallest group of equal counts (of two equal groups, the one behind, with no
+    majority). Where the odd collective is, counts cannot tell: the range is every seq up to the most the outliers
+    launched."""
     values = sorted(set(counts.values()))
     if len(values) < 2:
         return None
@@ -267,6 +268,7 @@ def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str) -> Root 
         comm=comm, seq=1, seq_range=(1, last), outlier_ranks=sorted(by_value[minority]),
         reference_ranks=sorted(r for r in counts if counts[r] != minority), kind=EXTRA if ahead else MISSING,
         size=abs(minority - others), pinned_by=pinned_by, reason=RangeReason.COUNTS, ops={},
+        majority=len(by_value[minority]) * 2 < len(counts),  # (of two equal groups, either may have departed)
     )
 
 

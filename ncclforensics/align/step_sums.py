@@ -119,9 +119,12 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             continue  # equal sums say nothing (two ranks that both read back wrong: either departed)
         ordered = sorted(groups.values(), key=lambda ranks: (-len(ranks), ranks))
         majority = len(ordered) > 1 and len(ordered[0]) * 2 > len(rows)
-        if not majority and len(rows) > 2:
-            yield None  # sides that no majority tells apart: the checksums name no one
+        if not majority and len(rows) > 2 and (len(ordered) > 2 or not checked):
+            # Several sides, none a majority, or two even sides of sums no expected value checks (two replicas'
+            # sums may differ by design): the checksums name no one.
+            yield None
             return
+        # Two even sides of results checked wrong: one side departed, and nothing says which; the root names both.
         outliers = sorted(r for ranks in ordered[1:] for r in ranks) if majority else sorted(rows)
         root = _root(outliers, ordered[0] if majority else sorted(rows), majority, step, known, rows)
         yield root, step if _earlier_right(by_step, step) else None

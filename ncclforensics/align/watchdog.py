@@ -39,12 +39,18 @@ def with_watchdog_rows(evidence: list[Evidence]) -> list[Evidence]:
     any collectives, or every one that does was cut short (their records end where the files do, before the
     timeouts). (Beside a whole dump or log, one row at the SeqNum of a timeout would make a rank's records start
     there and hide the others' earlier history from the comparison; the timeout still marks what completed.)
+    Beside such files, a group whose ranks time out at one SeqNum in different collectives still gets its rows,
+    where no file's collectives bear its name: a desync the timeouts show that the files may not (a log cut short
+    before it, or one that names the comm by its hash).
     The rows go into a copy of the Evidence of the file that holds the line; the state is `started`: it ran,
     and never finished."""
-    if any(item.collectives.height and item.cut is None for item in evidence):
-        return evidence
     timeouts = [(item.path, event) for item in evidence for event in item.watchdog
                 if event.kind in TIMEOUT_KINDS and event.seq is not None and event.rank is not None]
+    if any(item.collectives.height and item.cut is None for item in evidence):
+        recorded = {c for item in evidence if item.collectives.height
+                    for c in item.collectives.get_column("comm").drop_nulls().unique().to_list()}
+        desynced = _desynced_groups([event for _, event in timeouts])
+        timeouts = [(path, event) for path, event in timeouts if event.comm in desynced - recorded]
     if not timeouts:
         return evidence
     # Older PyTorch prints no group on the timeout line; where the other lines name exactly one, it is that one.
@@ -56,6 +62,15 @@ def with_watchdog_rows(evidence: list[Evidence]) -> list[Evidence]:
         if not any(key in by_file for by_file in rows.values()):  # the first line about a work wins
             rows.setdefault(path, {})[key] = event
     return [replace(item, collectives=_frame(rows[item.path])) if item.path in rows else item for item in evidence]
+
+
+def _desynced_groups(timeouts: list[WatchdogEvent]) -> set[str]:
+    """The named groups some two of whose ranks time out at one SeqNum in different collectives."""
+    seen: dict[tuple[str, int], set[tuple]] = {}
+    for event in timeouts:
+        if event.comm:
+            seen.setdefault((event.comm, event.seq), set()).add((event.op, event.numel_in))
+    return {comm for (comm, _), ops in seen.items() if len(ops) > 1}
 
 
 def _frame(rows: dict[tuple[int, str, int], WatchdogEvent]) -> pl.DataFrame:
@@ -76,6 +91,7 @@ class EnqueueMarks:
     evidence: list[Location] = field(default_factory=list)
     stops: list[str] = field(default_factory=list)  # timeouts and errors in the group
     source: str = ENQUEUED_COUNTS  # or "PyTorch's desync report", where the counts come from one
+    dumped: bool = False  # some count is a Flight Recorder dump's pg_status (a snapshot of every rank's progress)
 
 
 def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent]) -> dict[str, EnqueueMarks]:
@@ -93,6 +109,7 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
         if enqueued >= marks.launched.get(rank, -1):
             marks.launched[rank] = enqueued
             marks.evidence.append(loc)
+            marks.dumped |= loc.field == "pg_status"
         if completed is not None and completed >= (marks.completed.get(rank) or -1):
             marks.completed[rank] = completed
     _desync_marks(groups, watchdog, default)
@@ -199,27 +216,52 @@ def _compared(streams: Streams) -> bool:
         part.height > 1 and not traced(part) for part in streams.parts.values())
 
 
-def marks_only_root(groups: dict[str, EnqueueMarks], streams: Streams) -> Root | None:
-    """Where no streams compare ranks, for a group that stopped: the ranks that enqueued more or fewer work than
-    the others; of several groups, the first that is no consequence of another (see marks_only_roots)."""
-    found = marks_only_roots(groups, streams)
+def marks_only_root(groups: dict[str, EnqueueMarks], streams: Streams, stopped: bool = False) -> Root | None:
+    """Where no streams compare a group's ranks, for a group that stopped: the ranks that enqueued more or fewer
+    work than the others; of several groups, the first that is no consequence of another (see marks_only_roots)."""
+    found = marks_only_roots(groups, streams, stopped)
     chosen = candidates([d for _, d in found])
     return next((root for root, d in found if d.comm in chosen), None)
 
 
-def marks_only_roots(groups: dict[str, EnqueueMarks], streams: Streams) -> list[tuple[Root, Disagreement]]:
-    """Where no streams compare ranks, per group that stopped and whose ranks enqueued different counts of work,
-    its root and who its disagreement involves (the ranks that reported on the group: its members on record)."""
-    if _compared(streams):
-        return []
+def marks_only_roots(groups: dict[str, EnqueueMarks], streams: Streams,
+                     stopped: bool = False) -> list[tuple[Root, Disagreement]]:
+    """Per group that no streams compare (none compare any ranks, or none holds the ranks that report on the
+    group: the ring of every dump lost its entries, say), that stopped and whose ranks enqueued different counts
+    of work, its root and who its disagreement involves (the ranks that reported on the group: its members on
+    record). `stopped`: other evidence says the job stopped (a timeout, entries that never completed).
+
+    The pg_status of dumps is a snapshot of every rank's progress, so its counts speak where nothing says the job
+    stopped too; then the ranks behind may only lag (the dumps were taken while it ran), and the root says so
+    (`Root.unstopped`)."""
+    compared = _compared(streams)
     found = []
     for comm, marks in sorted(groups.items()):
-        if marks.stops:
-            root = root_from_counts(comm, marks.launched, marks.source)
-            if root is not None:
-                odd = odd_ones(marks.launched, set(root.outlier_ranks), root.majority)
-                found.append((root, Disagreement(comm, frozenset(marks.launched), odd)))
+        if compared and _covered(marks, streams):
+            continue
+        if not (marks.stops or marks.dumped):
+            continue
+        # (a group that records tie to an NCCL comm hash goes by the hash, as its streams do)
+        root = root_from_counts(streams.aliases.get(comm, comm), marks.launched, marks.source)
+        if root is not None:
+            if not (marks.stops or stopped):
+                root = replace(root, unstopped=True)
+            odd = odd_ones(marks.launched, set(root.outlier_ranks), root.majority)
+            found.append((root, Disagreement(root.comm, frozenset(marks.launched), odd)))
     return found
+
+
+def _covered(marks: EnqueueMarks, streams: Streams) -> bool:
+    """Whether some comm's streams already compare what the group's counts say: two or more ranks' records of a
+    comm that holds every rank the counts are of, each going as far as its count (a group's name and a comm's
+    hash are tied by nothing else). Counts past every such comm's records say what no stream compares."""
+    def reaches(comm: str, rank: int, count: int) -> bool:
+        part = streams.parts.get((comm, rank))
+        return part is not None and part.height > 0 and int(part.get_column("seq").max()) >= count
+
+    return any(len(members) > 1 and set(marks.launched) <= set(members)
+               and all(reaches(comm, rank, n) for rank, n in marks.launched.items())
+               for comm, members in streams.members.items())
 
 
 def marks_only_wedge(groups: dict[str, EnqueueMarks], streams: Streams, dead: set[int]) -> Wedge | None:

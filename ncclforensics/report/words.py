@@ -3,6 +3,8 @@ JSON, report) takes its words from here; align/ returns values only."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..align.coverage import GateCoverage, Jurisdiction
 from ..align.diagnosis import Diagnosis, Finding, agreeing_hang
 from ..align.divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
@@ -151,6 +153,11 @@ def where(root: Root) -> str:
 
 def root_sentence(root: Root) -> str:
     """What the root is, in one sentence."""
+    if root.unstopped:
+        behind = ranks_words(root.reference_ranks if root.kind == EXTRA else root.outlier_ranks)
+        return (f"{root_sentence(replace(root, unstopped=False))} Nothing here says the job had stopped when its "
+                f"dumps were written, so {behind} may only have lagged behind the others, not yet launched what they "
+                f"had; a timeout or entries that never complete would confirm it.")
     who = ranks_words(root.outlier_ranks)
     n = plural(root.size, "collective")
     at = where(root)
@@ -321,7 +328,7 @@ def ambiguity(root: Root) -> str | None:
         if high is not None:
             text += f": at or before seq {high}, the most any other rank launched"
         text += f"; {LOG_SETTINGS} or {FR_SETTINGS} would say where"
-    if not root.majority and len(root.outlier_ranks) > 1:
+    if not root.majority and (len(root.outlier_ranks) > 1 or root.reference_ranks):
         text += "; no majority says which side deviated"
     if root.behind_may_be_held:
         who = ranks_words(root.outlier_ranks)

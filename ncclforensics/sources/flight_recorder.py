@@ -174,6 +174,12 @@ def _progress(dump: dict, entries: list, rank: int | None, name: str, evidence: 
                 if len(names) == len(status):
                     break
     config = [c.comm for c in evidence.comm_infos]
+    # A pg_id no surviving entry names (the ring overwrote them all) is the one group of pg_config no other pg_id
+    # took, where exactly one of each is left: pg_status and pg_config list the same groups, by id and by name.
+    unnamed = [key for key in status if isinstance(key, str) and key not in names]
+    untaken = [comm for comm in config if comm not in names.values()]
+    if len(unnamed) == 1 and len(untaken) == 1 and len(status) == len(config):
+        names[unnamed[0]] = untaken[0]
     for key, value in status.items():
         loc = Location(name, record=int(key.strip()) if isinstance(key, str) and RANK_TEXT.fullmatch(key) else None,
                        field="pg_status")

@@ -54,7 +54,8 @@ def test_counts_name_the_minority_and_a_range_never_a_seq():
     ahead = root_from_counts("0xab", {0: 12, 1: 10, 2: 10}, "RAS counts")
     assert (ahead.outlier_ranks, ahead.kind, ahead.seq_range, ahead.size) == ([0], "extra", (1, 12), 2)
     halves = root_from_counts("0xab", {0: 5, 1: 5, 2: 6, 3: 6}, "RAS counts")  # of two equal groups, the one behind
-    assert (halves.outlier_ranks, halves.kind) == ([0, 1], "missing")
+    assert (halves.outlier_ranks, halves.kind, halves.majority) == ([0, 1], "missing", False)
+    assert behind.majority and not root_from_counts("0xab", {0: 7, 1: 4}, "RAS counts").majority
 
 
 def test_the_wedge_is_the_first_collective_not_every_rank_launched():

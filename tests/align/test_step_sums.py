@@ -56,3 +56,16 @@ def test_one_rank_with_a_trace_that_read_back_wrong_is_a_divergence_of_its_comm(
     root, step = step_sums_root(rows, {"0xabc": {0, 1}})
     assert root.outlier_ranks == [1] and not root.majority and step == 1 and root.comm == "0xabc"
     assert step_sums_root(trace(1, [[True] * 2] * 2), {"0xabc": {0, 1}}) is None
+
+
+def test_two_even_sides_of_wrong_results_name_both_with_no_majority():
+    # Ranks 0 and 3 read back one wrong sum at step 0, ranks 1 and 2 another: one pair departed, nothing says which.
+    def row(rank: int, got: float) -> FingerprintRow:
+        return FingerprintRow(Location(f"fp{rank}", 1), rank, 0, None, sum=got, expected_sum=10.0)
+
+    rows = [row(0, 12.0), row(1, 9.0), row(2, 9.0), row(3, 12.0)]
+    root, step = step_sums_root(rows, {})
+    assert root.outlier_ranks == [0, 1, 2, 3] and not root.majority and step == 0
+    # Unchecked sums of two even sides may be two replicas by design: no root.
+    unchecked = [FingerprintRow(r.loc, r.rank, r.step, None, sum=r.sum) for r in rows]
+    assert step_sums_root(unchecked, {}) is None

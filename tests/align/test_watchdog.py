@@ -185,3 +185,46 @@ def test_counts_carry_a_cut_rank_past_its_cut_where_the_group_is_the_comm():
     # Counts from a desync report number collectives their own way: not used.
     marks["0"].source = "PyTorch's desync report"
     assert counted_past_cuts(streams, marks) == {}
+
+
+def _dumped(rank: int, comm: str, enqueued: int) -> ProgressReport:
+    return ProgressReport(loc=Location(f"fr_rank{rank}", record=int(comm), field="pg_status"), rank=rank, comm=comm,
+                          last_enqueued=enqueued, last_completed=0)
+
+
+def _rows(comm: str, rank: int, seqs: range) -> pl.DataFrame:
+    return pl.DataFrame({"comm": comm, "rank": rank, "seq": list(seqs)})
+
+
+def test_dump_counts_speak_for_a_group_no_stream_compares():
+    # Every dump's ring lost the one world collective (group "0"); the tensor-parallel groups' streams compare
+    # ranks. pg_status says rank 3 enqueued none of it.
+    marks = enqueue_marks([_dumped(0, "0", 1), _dumped(1, "0", 1), _dumped(2, "0", 1), _dumped(3, "0", 0)], [])
+    parts = {(c, r): _rows(c, r, range(5, 11)) for c, ranks in (("1", (0, 1)), ("2", (2, 3))) for r in ranks}
+    streams = Streams(parts=parts, members={"1": [0, 1], "2": [2, 3]})
+    root = marks_only_root(marks, streams)
+    # Nothing says the job had stopped: rank 3 may only lag, and the root says so.
+    assert (root.comm, root.outlier_ranks, root.kind, root.unstopped) == ("0", [3], "missing", True)
+    assert not marks_only_root(marks, streams, stopped=True).unstopped
+    # A comm whose streams hold the group's ranks as far as their counts already compares what the counts say.
+    world = {("w", r): _rows("w", r, range(1, 3)) for r in range(4)}
+    covered = Streams(parts={**parts, **world}, members={"1": [0, 1], "2": [2, 3], "w": [0, 1, 2, 3]})
+    assert marks_only_root(marks, covered) is None
+    # Counts that go past every such comm's records say what no stream compares.
+    torch = enqueue_marks([_progress(2, 12, 0, 3), _progress(3, 4, 0, 3)], [_timeout("torch_rank2.log", 2, 2, 1, "A")])
+    assert marks_only_root(torch, covered).outlier_ranks == [3]
+    # Counts of a running job that no dump wrote are no root.
+    assert marks_only_root(enqueue_marks([_progress(0, 1, 0, 3), _progress(3, 0, 0, 3)], []), streams) is None
+
+
+def test_timeouts_that_disagree_at_one_seqnum_give_rows_beside_whole_files():
+    whole = Evidence(path="nccl.log", format=SourceFormat.NCCL_LOG, collectives=_rows("0xab", 0, range(1, 4)))
+    agree = [_log(f"t{r}.log", _timeout(f"t{r}.log", 1, r, 4, "AllGather", comm="1")) for r in range(3)]
+    assert with_watchdog_rows([whole, *agree])[1:] == agree
+    differ = [*agree[:2], _log("t2.log", _timeout("t2.log", 1, 2, 4, "AllReduce", comm="1"))]
+    rows = with_watchdog_rows([whole, *differ])
+    assert [item.collectives.height for item in rows] == [3, 1, 1, 1]
+    assert rows[3].collectives.row(0, named=True)["op"] == "AllReduce"
+    # A group a file's collectives already name gets none (its records speak).
+    named = Evidence(path="nccl.log", format=SourceFormat.NCCL_LOG, collectives=_rows("1", 0, range(1, 4)))
+    assert with_watchdog_rows([named, *differ])[1:] == differ

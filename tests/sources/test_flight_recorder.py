@@ -544,6 +544,22 @@ def test_arbitrary_dump_structures_never_raise(tmp_path, entries, config, status
     assert evidence.collectives.columns == list(pl.DataFrame(schema=evidence.collectives.schema).columns)
 
 
+def test_a_pg_id_whose_entries_the_ring_lost_is_the_one_group_no_other_pg_id_took(tmp_path):
+    # Rank 3 of groups "1" (pg_id 1) and "6" (pg_id 2): the ring kept only entries of pg_id 1, so pg_status "2"
+    # is group "6", not group "2" (another group, which rank 3 is not in).
+    entry = {"process_group": ("1", "undefined"), "pg_id": 1, "collective_seq_id": 9, "profiling_name":
+             "nccl:all_reduce", "input_sizes": [[4]], "input_dtypes": ["Float"], "state": "completed"}
+    status = {"1": {"last_enqueued_collective": 9, "last_started_collective": -1, "last_completed_collective": 9},
+              "2": {"last_enqueued_collective": 2, "last_started_collective": -1, "last_completed_collective": 2}}
+    config = {"1": {"name": "1", "desc": "undefined", "ranks": "[0, 1, 2, 3]"},
+              "6": {"name": "6", "desc": "undefined", "ranks": "[3, 7]"}}
+    path = tmp_path / "fr_rank3"
+    path.write_bytes(pickle.dumps({"version": "2.10", "pg_config": config, "pg_status": status,
+                                   "entries": [entry]}, protocol=2))
+    progress = {p.comm: p.last_enqueued for p in SOURCE.parse(load(path)).progress}
+    assert progress == {"1": 9, "6": 2}
+
+
 # --- speed ------------------------------------------------------------------------------------------------------------
 
 
