@@ -136,6 +136,7 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
             "kind": r.kind, "size": r.size,
             "pinned_by": r.pinned_by, "ambiguity": words.ambiguity(r), "majority": r.majority,
             "kinds": list(r.kinds), "narrowed_by": list(r.narrowed_by), "departs_again": r.departs_again,
+            "comm_candidates": [r.comm, *r.undecided_comms] if r.undecided_comms else [],
             "where_stacks_part": _by_rank(words.where_stacks_part(r)),
             "counts_by_type": {t: _ranks(c) for t, c in r.counts_by_type.items()},
             "contradictions": [{"what": c.what, "evidence": [str(loc) for loc in c.locs]} for c in r.contradictions],
