@@ -389,7 +389,10 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
         odd = odd_ones(launched[a.comm], set(a.root.outlier_ranks), a.root.majority)
         found.append(Disagreement(a.comm, frozenset(a.ranks) | frozenset(streams.expected_members.get(a.comm, ())),
                                   odd, other=other_side(launched[a.comm], odd, a.root.majority)))
-    explained = consequences(found)
+    # A root only the gate journal places, on a communicator whose ranks' records agree and launched as many, shows
+    # no disagreement there: it explains none elsewhere.
+    explained = consequences([d for d, a in zip(found, rooted)
+                              if a.root.shown or not a.root.told or len(set(launched[a.comm].values())) > 1])
 
     def evidence(r: Root) -> tuple:
         # A root whose records differ beats one where streams differ only in length (a rank stuck elsewhere),
