@@ -16,7 +16,9 @@ no side is a majority, the side that launched fewer; else the outliers its root 
   still enqueues its tensor-parallel ones, and its peers enqueue theirs behind the stuck one;
 - **one cause for all**: of the communicators left, those whose members do not include every odd rank of any of
   them are consequences of those that do (one divergence there involves every one of those ranks; no divergence
-  in the others can involve ranks outside them).
+  in the others can involve ranks outside them). Where no side of a communicator is a majority, either side may
+  be the one that departed (a rank that launched one more may have run on past collectives it skipped, or be
+  stuck in one it added), so a communicator holds its odd ranks where it holds either side.
 
 Where neither rule separates two communicators, both stay candidates: the caller names one and says that the
 evidence cannot tell which diverged first.
@@ -36,6 +38,12 @@ class Disagreement:
     members: frozenset[Hashable]  # the processes in it: global ranks, or (host, pid) where RAS gives no global ranks
     odd: frozenset[Hashable]  # the ranks its disagreement singles out (see odd_ones)
     unknown: int = 0  # members of which process they are is not on record (counted in `members` by a key of their own)
+    other: frozenset[Hashable] = frozenset()  # where no side is a majority, the other side (it may have departed)
+
+    def sides(self) -> list[frozenset[Hashable]]:
+        """The odd ranks as the disagreement may be read: its odd ones, or, where no side is a majority, the
+        other side."""
+        return [self.odd, self.other] if self.other else [self.odd]
 
     def may_contain(self, other: Disagreement, processes: int) -> bool:
         """Whether `other` has fewer members, each of them one of this communicator's: as far as the record goes
@@ -46,6 +54,11 @@ class Disagreement:
         if len(self.members) >= processes:
             return len(other.members - self.members) <= self.unknown
         return other.members <= self.members
+
+
+def other_side(launched: Mapping[Hashable, int], odd: frozenset[Hashable], majority: bool) -> frozenset[Hashable]:
+    """Where no side is a majority, the ranks on the other side of the odd ones (see Disagreement.other)."""
+    return frozenset() if majority else frozenset(launched) - odd
 
 
 def odd_ones(launched: Mapping[Hashable, int], outliers: set[Hashable], majority: bool) -> frozenset[Hashable]:
@@ -68,8 +81,8 @@ def consequences(found: list[Disagreement]) -> dict[str, list[str]]:
         if outer.odd and all(causes.values()):
             explained[outer.comm] = sorted({c for comms in causes.values() for c in comms})
     left = [d for d in found if d.comm not in explained]
-    every = frozenset().union(*(d.odd for d in left)) if left else frozenset()
-    covering = [d.comm for d in left if every and every <= d.members]
+    covering = [d.comm for d in left if any(o.odd for o in left) and all(
+        any(side <= d.members for side in o.sides()) for o in left)]
     if covering:
         for d in left:
             if d.comm not in covering:

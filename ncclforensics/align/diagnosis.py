@@ -20,7 +20,7 @@ from ..model import (
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words
 from .clocks import clock_disagreements
-from .consequences import Disagreement, candidates, consequences, odd_ones
+from .consequences import Disagreement, candidates, consequences, odd_ones, other_side
 from .divergence import (
     DIFFERENT_OPS,
     EXTRA,
@@ -385,9 +385,15 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
     if gate is not None and deviants and deviants <= set(gate.skipped):
         order = {MISSING: 0, DIFFERENT_OPS: 1, EXTRA: 2, STOPPED: 3}  # ranks that skipped the drafter lack some
     launched = {a.comm: {r: n for r, n in a.launched.items() if (a.comm, r) not in streams.cut} for a in rooted}
-    found = [Disagreement(a.comm, frozenset(a.ranks) | frozenset(streams.expected_members.get(a.comm, ())),
-                          odd_ones(launched[a.comm], set(a.root.outlier_ranks), a.root.majority)) for a in rooted]
-    explained = consequences(found)
+    found = []
+    for a in rooted:
+        odd = odd_ones(launched[a.comm], set(a.root.outlier_ranks), a.root.majority)
+        found.append(Disagreement(a.comm, frozenset(a.ranks) | frozenset(streams.expected_members.get(a.comm, ())),
+                                  odd, other=other_side(launched[a.comm], odd, a.root.majority)))
+    # A root only the gate journal places, on a communicator whose ranks' records agree and launched as many, shows
+    # no disagreement there: it explains none elsewhere.
+    explained = consequences([d for d, a in zip(found, rooted)
+                              if a.root.shown or not a.root.told or len(set(launched[a.comm].values())) > 1])
 
     def evidence(r: Root) -> tuple:
         # A root whose records differ beats one where streams differ only in length (a rank stuck elsewhere),
@@ -399,7 +405,8 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
                                      r.seq_range[1] - r.seq_range[0], r.seq, r.comm))
     undecided = [r.comm for r in roots if r.comm != root.comm and evidence(r) == evidence(root)]
     odd = next(d.odd for d in found if d.comm == root.comm)
-    return root, _comm_caveats(root, roots, explained, undecided) + _unseen_causes(root, odd, streams)
+    caveats = _comm_caveats(root, roots, explained, undecided) + _unseen_causes(root, odd, streams)
+    return replace(root, undecided_comms=tuple(undecided)), caveats
 
 
 def _unseen_causes(root: Root, odd: frozenset, streams: Streams) -> list[str]:
@@ -425,7 +432,8 @@ def _pick_counted(found: list[tuple[Root, Disagreement]]) -> tuple[Root | None, 
     chosen = candidates([d for _, d in found])
     roots = [root for root, _ in found]
     root = next(r for r in roots if r.comm == chosen[0])
-    return root, _comm_caveats(root, roots, explained, chosen)
+    caveats = _comm_caveats(root, roots, explained, chosen)
+    return replace(root, undecided_comms=tuple(c for c in chosen if c != root.comm)), caveats
 
 
 def _comm_caveats(root: Root, roots: list[Root], explained: dict[str, list[str]], undecided: list[str]) -> list[str]:

@@ -120,6 +120,9 @@ class Root:
     unplaced_ranks: list[int] = field(default_factory=list)
     # Counts of dumps of a job that nothing says had stopped: the ranks behind may only lag (align/watchdog.py).
     unstopped: bool = False
+    # the other communicators whose ranks disagree too and that nothing on record ranks against this one's: any of
+    # them may be where the job diverged first (see consequences.py)
+    undecided_comms: tuple[str, ...] = ()
 
 
 @dataclass

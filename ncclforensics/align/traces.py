@@ -39,13 +39,20 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
         traces.setdefault(row.rank, []).append(row)
     last_rows = {r: trace[-1] for r, trace in traces.items()}
     known = _known_members(evidence)
+    # Global ranks count from 0: a rank below the highest on record that left nothing is one of the job's too.
+    everyone = set(range(max({*traces, *(r for m in known.values() for r in m)}) + 1))
     rows: dict[str, list[dict]] = {}
     caveats: list[str] = []
     mixed: list[int] = []  # ranks whose traces hold several comms and no digests
     unplaced: list[int] = []  # ranks whose traces share no result and whose comm nothing names
     for rank in mine:
         trace = traces[rank]
-        groups = _groups(trace, holders, tags_of, rank, last_rows)
+        # Comms other evidence puts the rank in whose other members left no trace: a result of one of them is
+        # shared with no other trace.
+        untraced = [frozenset(m) for m in known.values()
+                    if rank in m and len(m) > 1 and not (set(m) - {rank}) & set(traces)]
+        groups = _groups(trace, holders, tags_of, rank, last_rows, untraced, {frozenset(m) for m in known.values()},
+                         _partners_by_tag(rank, holders, tags_of, everyone))
         if groups is MIXED:
             mixed.append(rank)
             continue
@@ -111,7 +118,9 @@ def _holders(traced: list[FingerprintRow]) -> tuple[dict[tuple, set[int]], dict[
 
 
 def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of: dict[tuple, set[str | None]],
-            rank: int, last_rows: dict[int, FingerprintRow]) -> list[Members] | None:
+            rank: int, last_rows: dict[int, FingerprintRow], untraced: list[Members] = (),
+            known: set[Members] = frozenset(), by_tag_elsewhere: dict[str, Members] | None = None
+            ) -> list[Members] | None:
     """The members of each record's collective; None when no record shares its result with another rank; MIXED
     when sums, lacking digests, point to several comms.
 
@@ -120,7 +129,11 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
     partners whose traces are missing) the record goes to the one set its tag went to; failing that, to the one
     such set that holds every rank sharing it; failing that, to the set of the record before it (the one after, at
     the start): neighbours are usually of one comm, and when that guess is wrong every rank of the comm that
-    recorded it makes the same one."""
+    recorded it makes the same one. A result shared with no one, whose tag no comm's results carry, goes to the
+    one comm in `untraced` (one other evidence puts the rank in, whose other members left no trace) where there is
+    one: its partners are those that left nothing to share. Failing that, where other ranks' results of its tag
+    are shared in groups that leave this rank out (`by_tag_elsewhere`: its tensor-parallel peers traced nothing),
+    it goes to a group of its own with the ranks no such group holds, where they are as many as its peers."""
     keys = [_key(row) for row in trace]
     own = [frozenset(holders.get(key, ())) | {rank} if key is not None else frozenset({rank}) for key in keys]
     # A result whose holders gave it one tag is one collective they all issued; one given several tags is a
@@ -143,8 +156,8 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
     if not seen:
         return None
     # A digest is one physical collective's; a sum may recur by coincidence, so a set of ranks that shares sums
-    # once is no comm.
-    comms = set(seen) if digests else {m for m, n in seen.items() if n > 1} or set(seen)
+    # once is no comm, unless other evidence (`known`) gives a comm just those members.
+    comms = set(seen) if digests else {m for m, n in seen.items() if n > 1 or m in known} or set(seen)
     # Where some members' traces stop sooner (cut, or the rank hung), the records after their last one are shared
     # by the rest only: that subset is the tail of the wider comm, not a comm of its own. A sub-communicator's
     # other members carry on with records of their own.
@@ -166,13 +179,45 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
             continue
         holding = [c for c in comms if members <= c]
         tagged = list(by_tag.get(row.tag, ())) if row.tag is not None else []
+        # (a result shared under several tags by ranks that are no comm is a coincidence of sums: shared by none)
+        unshared = not tagged and (members == {rank} or not one and members not in comms)
+        apart = (by_tag_elsewhere or {}).get(row.tag) if unshared and not untraced else None
         # A tag names the collective the rank issued, and so its comm; a sum shared beyond it may be a coincidence.
         placed.append(tagged[0] if len(tagged) == 1 else members if members in comms else
+                      untraced[0] if unshared and len(untraced) == 1 else apart if apart is not None else
                       holding[0] if len(holding) == 1 else None)
     first = next((m for m in placed if m is not None), next(iter(comms)))
     out: list[Members] = []
     for members in placed:
         out.append(members if members is not None else (out[-1] if out else first))
+    return out
+
+
+def _partners_by_tag(rank: int, holders: dict[tuple, set[int]], tags_of: dict[tuple, set[str | None]],
+                     everyone: set[int]) -> dict[str, Members]:
+    """tag -> the comm of the rank's results of that tag that it shares with no trace, where the other ranks share
+    the tag's results in groups of one size that all leave it out: it with the ranks those groups leave out, where
+    they are one group's worth; else it alone (its peers are not known)."""
+    groups: dict[str, set[Members]] = {}
+    for key, ranks in holders.items():
+        tags = tags_of.get(key, set())
+        if len(ranks) > 1 and len(tags) == 1 and None not in tags:
+            groups.setdefault(next(iter(tags)), set()).add(frozenset(ranks))
+    # the ranks in groups of each size that leave the rank out, over every tag (a tag's own groups may miss one whose
+    # sums of it coincide with another's)
+    held: dict[int, set[int]] = {}
+    for sets in groups.values():
+        for m in sets:
+            if rank not in m:
+                held.setdefault(len(m), set()).update(m)
+    out: dict[str, Members] = {}
+    for tag, sets in groups.items():
+        sizes = {len(m) for m in sets}
+        if any(rank in m for m in sets) or len(sizes) != 1:
+            continue
+        size = sizes.pop()
+        free = everyone - held[size] - {rank}
+        out[tag] = frozenset(free | {rank}) if len(free) == size - 1 else frozenset({rank})
     return out
 
 
@@ -225,9 +270,13 @@ def _stopped_before(gone: Members, subset: Members, trace: list[FingerprintRow],
 
 
 def _known_members(evidence: list[Evidence]) -> dict[str, set[int]]:
-    """comm -> the global ranks other evidence puts in it (collective rows and communicator configs)."""
+    """comm -> the global ranks other evidence puts in it (collective rows, communicator configs, and a rank's
+    own word on how far it got in it or that its watchdog fired there)."""
     known: dict[str, set[int]] = {}
     for item in evidence:
+        for said in (*item.progress, *item.watchdog):
+            if said.comm is not None and said.rank is not None:
+                known.setdefault(said.comm, set()).add(said.rank)
         if item.collectives.height:
             pairs = item.collectives.select("comm", "rank").drop_nulls().unique()
             for comm, rank in pairs.iter_rows():

@@ -138,6 +138,7 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
             "kinds": list(r.kinds), "narrowed_by": list(r.narrowed_by), "compared": list(r.compared),
             "departs_again": r.departs_again,
             "unstopped": r.unstopped,
+            "comm_candidates": [r.comm, *r.undecided_comms] if r.undecided_comms else [],
             "where_stacks_part": _by_rank(words.where_stacks_part(r)),
             "counts_by_type": {t: _ranks(c) for t, c in r.counts_by_type.items()},
             "contradictions": [{"what": c.what, "evidence": [str(loc) for loc in c.locs]} for c in r.contradictions],

@@ -4,7 +4,7 @@ reply of a tensor-parallel group inside a world group."""
 
 from __future__ import annotations
 
-from ncclforensics.align.consequences import Disagreement, candidates, consequences, odd_ones
+from ncclforensics.align.consequences import Disagreement, candidates, consequences, odd_ones, other_side
 from ncclforensics.align.diagnosis import _unseen_causes
 from ncclforensics.align.divergence import MISSING, RangeReason, Root
 from ncclforensics.align.ras import ras_histories
@@ -43,6 +43,21 @@ def test_of_groups_side_by_side_the_one_that_holds_every_held_up_rank_is_the_cau
     # their DP group; only the TP group holds both.
     found = [_d("tp0", [0, 1], {0}), _d("dp0", [0, 2], {0}), _d("dp1", [1, 3], {1})]
     assert consequences(found) == {"dp0": ["tp0"], "dp1": ["tp0"]}
+
+
+def test_a_two_rank_group_may_have_departed_on_either_side():
+    # TP group (2,3): rank 2 launched 10, rank 3 9; DP group (1,3): rank 3 launched 3, rank 1 2. Read by the ranks
+    # behind, the DP group holds both (1 and 3); but rank 2 may be the one that departed in the TP group (it ran
+    # collectives of its own, and rank 3 ran on into the DP group), and then the TP group holds rank 3, the DP
+    # group's other side. Neither is a consequence of the other.
+    tp = Disagreement("tp", frozenset({2, 3}), frozenset({3}), other=frozenset({2}))
+    dp = Disagreement("dp", frozenset({1, 3}), frozenset({1}), other=frozenset({3}))
+    assert consequences([tp, dp]) == {} and candidates([tp, dp]) == ["tp", "dp"]
+    # Where a majority of a TP group (2,3,4) singles out rank 4, only that group holds every odd rank, reading the
+    # DP group's split by rank 3's side.
+    assert consequences([_d("tp", [2, 3, 4], {4}), dp]) == {"dp": ["tp"]}
+    assert other_side({0: 10, 1: 9}, frozenset({1}), majority=False) == {0}
+    assert other_side({0: 9, 1: 10, 2: 10}, frozenset({0}), majority=True) == frozenset()
 
 
 def test_groups_no_rule_separates_are_both_candidates():

@@ -292,3 +292,30 @@ def test_unchecked_checksums_are_compared_only_among_ranks_that_share_every_comm
     # with nothing known of the comms, every traced rank is a replica of every other
     root, _ = step_sums_root(_step_sums({0: 5.0, 1: 5.0, 2: 7.0}), {}, frozenset())
     assert root.outlier_ranks == [2]
+
+
+def _write_trace(folder: Path, rank: int, records: list[tuple[int, str, int, float]]) -> Path:
+    """A per-collective trace: (step, tag, numel, sum) per record, in issue order."""
+    path = folder / f"fingerprint_rank{rank}.jsonl"
+    ops: dict[int, int] = {}
+    lines = []
+    for step, tag, numel, total in records:
+        ops[step] = ops.get(step, -1) + 1
+        lines.append(json.dumps({"step": step, "op": ops[step], "rank": rank, "tag": tag, "kind": "AllReduce",
+                                 "numel": numel, "sum": total}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_results_no_trace_shares_go_to_the_group_of_the_ranks_that_left_none(tmp_path):
+    """World (0-3) and TP groups (0,1) (2,3); rank 1 left no trace, so rank 0's TP results are shared by no one.
+    They belong with rank 1 (the one rank no TP group of the others holds), not in the world stream, where they
+    would read as collectives rank 0 alone launched."""
+    def records(rank: int, tp: float) -> list[tuple[int, str, int, float]]:
+        return [r for step in (0, 1) for r in [(step, "dp", 1, 100.0 + step), (step, "attn", 64, tp + 10 * step),
+                                               (step, "mlp", 64, tp + 10 * step + 1)]]
+    paths = [_write_trace(tmp_path, 0, records(0, 3000.0)),
+             *(_write_trace(tmp_path, r, records(r, 7000.0)) for r in (2, 3))]
+    d = answer(*paths)
+    assert d["root"] is None
+    assert {"[ranks=0,1]", "[ranks=0,2,3]", "[ranks=2,3]"} == {c["comm"] for c in d["comms"]}

@@ -22,7 +22,12 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   replies alone), comm ranks are right too; a rank the answer numbers as a stand-in (`stand_in_ranks`) is read
   as the rank of the process it names;
 - `root_on_unfaulted_comm`: the root is on a comm whose ranks all ran the same program (a consequence of a hang
-  elsewhere) while a comm that diverged shows it;
+  elsewhere) while a comm that diverged shows it; except where the root says that nothing on record ranks its
+  comm against others whose ranks disagree too and names them (`root.comm_candidates`), one of them a comm that
+  diverged: a rank stuck in one comm stops launching in the others, so launch counts that differ in several
+  comms (two-rank comms, where neither side is a majority) fit a divergence in any of them, and naming the
+  candidates is the honest answer there; what the root then says of its own comm is of a consequence, and is
+  not checked;
 - `unknown_comm`: the root's comm is none of the incident's (by NCCL commId or process-group name); a root on
   per-step checksums alone that names the ranks it compared (`[ranks=1,2]`) is read as on the comm that diverged
   holding the most of them, whether or not some comm has exactly those ranks (a step's checksum sums what a rank
@@ -161,9 +166,10 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
         add(Violation("unknown_comm", f"root comm {root['comm']!r} is none of the incident's"))
         return outcome
     if comm not in truth.roots:
+        candidates = {resolve_comm(incident, str(c)) for c in root.get("comm_candidates") or []}
         if _explained_by_cut(root, written):
             outcome.cut_explained = True
-        elif faulted_visible:
+        elif faulted_visible and not candidates & set(truth.roots):
             add(Violation("root_on_unfaulted_comm", f"root on comm {comm} (nothing diverged there); the divergence "
                                                     f"is on {list(truth.roots)}: {_root_text(root)}"))
         return outcome
