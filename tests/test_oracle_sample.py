@@ -19,8 +19,6 @@ _SPEC.loader.exec_module(oracle)
 # Cases the diagnosis still gets wrong, from benchmarks/results/oracle_cuts.md. Strict: when one is fixed, it fails
 # here until it is moved into SAMPLE.
 KNOWN: dict[tuple, str] = {
-    ("subcomm-divergence", ("split", "0,1,2")): "some ranks' dumps beside others' logs: the root's comm is chosen "
-                                                 "between cause and consequence by lengths alone",
 }
 SAMPLE = [
     ("killed-rank", ("kinds", "fingerprint")),
@@ -52,6 +50,7 @@ SAMPLE = [
     ("serving-skipped-allreduce", ("rank", 0, 10)),  # the same, for a rank that skipped one
     ("serving-reorder-heals", ("kinds", "nccl-log")),  # launches alike on every rank: nothing to show
     ("sharded-frozen-layer-3rank", ("rank", 2, 19)),  # counted past records that end in lookalikes: from their head
+    ("subcomm-divergence", ("split", "0,1,2")),  # a group of one logged rank is tied to the comm of its size
     *KNOWN,
 ]
 _PROFILES: dict[str, tuple] = {}

@@ -290,6 +290,15 @@ def test_serving_tp_in_dp_logs_alone_give_the_range_with_stand_in_ranks():
     assert all(f"rank {r} = {p}" in " ".join(d["caveats"]) for r, p in list(d["stand_in_ranks"].items())[:8])
 
 
+def test_a_group_dumped_by_one_rank_is_tied_to_the_logged_comm_of_its_size():
+    """subcomm-divergence: the dumps of ranks 0-2 and rank 3's NCCL log. Rank 3 is the one logged member of the
+    world (4 ranks) and of tp{2,3} (2 ranks), and both look alike op by op; rank 2's dumped group '2' lists two
+    ranks, so it is tp{2,3}, not the world it was merged into."""
+    code, d = diff_json(*files("subcomm-divergence", "fr_rank0", "fr_rank1", "fr_rank2", "nccl.vm.438"))
+    members = {c["comm"]: c["ranks"] for c in d["comms"]}
+    assert members["0xe23e5d9f32e900a3"] == [2, 3] and members["0x78ab2c529d3bb1d0"] == [0, 1, 2, 3]
+
+
 def test_stand_in_ranks_take_no_number_that_other_evidence_gives_a_rank():
     """serving-tp3-in-dp-6rank: rank 0's dump, the NCCL logs of ranks 1, 2, 4 and 5 (no log holds every process,
     the dump matches none) and every rank's gate journal. The stand-ins are numbered past the journals' ranks 0-5:

@@ -120,7 +120,8 @@ def build_streams(evidence: list[Evidence]) -> Streams:
         return Streams(problems=problems)
 
     comm_infos = [c for item in evidence for c in item.comm_infos]
-    aliases = resolve_pieces(pieces, comm_infos)
+    sizes = {i.comm: i.comm_size for item in evidence for i in item.identities if i.comm and i.comm_size}
+    aliases = resolve_pieces(pieces, comm_infos, sizes)
     for piece in pieces:
         if piece.comm in aliases:
             piece.comm = aliases[piece.comm]
@@ -233,13 +234,17 @@ def _empty_merged() -> pl.DataFrame:
     )
 
 
-def resolve_pieces(pieces: list[_Piece], comm_infos: list[CommInfo]) -> dict[str, str]:
+def resolve_pieces(pieces: list[_Piece], comm_infos: list[CommInfo],
+                   sizes: dict[str, int] | None = None) -> dict[str, str]:
     """Map Flight Recorder process-group names to the NCCL comm hash that carried them.
 
     A process group and a communicator are the same when they have the same global ranks and the same
     launch-ordered ops. Worked example: FR pg "0" on ranks {0,1,2,3} whose first ops are AllReduce x4096 matches
-    NCCL comm 0x1715b7bd1b8fda9e seen in the INIT lines of the same four processes with the same ops.
+    NCCL comm 0x1715b7bd1b8fda9e seen in the INIT lines of the same four processes with the same ops. Where the
+    logs hold only some of a group's ranks, a comm whose INIT lines give another size (`sizes`) is not it, and a
+    comm goes to one group only: two groups of one rank are two communicators.
     """
+    sizes = sizes or {}
     hashed = [p for p in pieces if p.comm.startswith("0x") and p.frame.height]
     named = [p for p in pieces if not p.comm.startswith("0x") and p.frame.height]
     if not hashed or not named:
@@ -253,15 +258,25 @@ def resolve_pieces(pieces: list[_Piece], comm_infos: list[CommInfo]) -> dict[str
     aliases: dict[str, str] = {}
     for name, ranks in named_members.items():
         pg_ranks = frozenset(ranks)
+        listed = False
         for info in comm_infos:
             if info.comm == name and info.ranks:
-                pg_ranks = pg_ranks | frozenset(info.ranks)
-        candidates = [c for c, m in hash_members.items() if m == pg_ranks or (m and m <= pg_ranks)]
+                pg_ranks, listed = pg_ranks | frozenset(info.ranks), True
+        size = sizes.get(name) or (len(pg_ranks) if listed else None)
+        candidates = [c for c, m in hash_members.items() if (m == pg_ranks or (m and m <= pg_ranks))
+                      and (size is None or sizes.get(c, size) == size)]
         if not candidates:
             continue
         best = max(candidates, key=lambda c: (_agreement(named, name, hashed, c), len(hash_members[c])))
         if _agreement(named, name, hashed, best) > 0:
             aliases[name] = best
+    taken: dict[str, list[str]] = {}
+    for name, comm in aliases.items():
+        taken.setdefault(comm, []).append(name)
+    for names in taken.values():
+        if len(names) > 1:  # which group it is, nothing here tells: none is tied to it
+            for name in names:
+                del aliases[name]
     return aliases
 
 
