@@ -150,12 +150,14 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
             root = replace(root, behind_may_be_held=True)
     unranked_caveats += comm_caveats
     sums_step = None
+    cut_files = {e.path for e in evidence if e.cut is not None}
     if root is None or root.reason in (RangeReason.COUNTS, RangeReason.TYPE_COUNTS):
         # Streams that show nothing leave the checksums' word (results mixed in some step); counts that place
         # nothing leave them the say on who else departed.
         found = step_sums_root(fingerprints, {**{c: set(r) for c, r in streams.expected_members.items()},
                                               **{c: set(r) for c, r in streams.members.items()}},
-                               frozenset(r for ranks in streams.members.values() for r in ranks))
+                               frozenset(r for ranks in streams.members.values() for r in ranks),
+                               frozenset(f.rank for f in fingerprints if f.loc.path in cut_files))
         if found is not None and root is None:
             root, sums_step = found
         elif found is not None:
