@@ -138,7 +138,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     stops = _stop_evidence(streams, analyses, ras, watchdog, dead)
     if root is None:
         root, comm_caveats = _pick_counted(ras_only_roots(ras, rank_map, streams, stops)
-                                           or marks_only_roots(marks, streams, stopped=bool(stops)))
+                                           or marks_only_roots(marks, streams, watchdog, stopped=bool(stops)))
         if root is not None and root.pinned_by == "RAS counts":
             comm_caveats += unnamed_ranks(root.comm, ras, rank_map)
         if root is not None and root.pinned_by == "RAS counts" and (gate is None or not gate.outlier_ranks):
@@ -151,12 +151,14 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
             root = replace(root, behind_may_be_held=True)
     unranked_caveats += comm_caveats
     sums_step = None
+    cut_files = {e.path for e in evidence if e.cut is not None}
     if root is None or root.reason in (RangeReason.COUNTS, RangeReason.TYPE_COUNTS):
         # Streams that show nothing leave the checksums' word (results mixed in some step); counts that place
         # nothing leave them the say on who else departed.
         found = step_sums_root(fingerprints, {**{c: set(r) for c, r in streams.expected_members.items()},
                                               **{c: set(r) for c, r in streams.members.items()}},
-                               frozenset(r for ranks in streams.members.values() for r in ranks))
+                               frozenset(r for ranks in streams.members.values() for r in ranks),
+                               frozenset(f.rank for f in fingerprints if f.loc.path in cut_files))
         if found is not None and root is None:
             root, sums_step = found
         elif found is not None:
@@ -165,7 +167,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     elif root.reason is RangeReason.BEFORE_RECORDS:
         # Records that begin after the ranks already disagree say who differs there; PyTorch's counts may show
         # others that launched more or fewer before it.
-        counted = [r for r, _ in marks_only_roots(marks, streams) if r.comm == root.comm]
+        counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
         if counted:
             root, said = with_counted_outliers(root, counted[0])
             unranked_caveats += said
@@ -289,7 +291,11 @@ def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams) -> N
         if len(set(analysis.launched.values())) < 2:
             continue
         others = {c for c, members in streams.members.items() if c != comm and set(members) & set(analysis.ranks)}
-        if any(c in analyses and analyses[c].root is not None for c in others):
+        rooted = [analyses[c].root for c in others if c in analyses and analyses[c].root is not None]
+        # Another communicator whose records differ runs another program on some ranks; one whose records only
+        # end apart is what a collective held back here leaves there, where this one's records show a departure
+        # (else an early collective here and one left out there before it read the same).
+        if any(r.shown for r in rooted) or rooted and not (root is not None and root.shown):
             continue
         found = issue_order_root(streams, comm, analysis.start)
         if found is not None:

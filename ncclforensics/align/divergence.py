@@ -82,6 +82,20 @@ class OpAt:
 
 
 @dataclass(frozen=True)
+class HeldBack:
+    """Where the completion marks say the ranks behind wait, and where each side issued the collective."""
+
+    group: str  # the other group the ranks behind wait in
+    work: int  # the work there that every member launched and none completed
+    issued_after: int  # collectives of that group the outliers issued before the root's last seq
+    program_after: int  # the fewest collectives of their own groups the other groups' ranks completed before it
+    program_ranks: tuple[int, ...]  # those ranks
+    # whether the outliers' call stack of that collective (in their timeout lines) differs from those ranks':
+    # None where some stack is not on record or they differ among themselves
+    stacks_part: bool | None = None
+
+
+@dataclass(frozen=True)
 class Root:
     """The first divergent collective of one communicator."""
 
@@ -113,6 +127,9 @@ class Root:
     # Counts only, the outliers behind, in a job with other communicators: they may be held back in another one by
     # a rank ahead here that launched one more (see report/words.py ambiguity), which counts cannot tell apart.
     behind_may_be_held: bool = False
+    # Placed by PyTorch's completion marks in the ranks' other groups (align/held_back.py): the ranks behind wait
+    # there, held back by the outliers' extra collective.
+    held_back: HeldBack | None = None
     # Placed by launch counts against how far each rank's gate journal got (align/journal_progress.py): rank -> the
     # last step it journaled.
     journal_steps: dict[int, int] = field(default_factory=dict)

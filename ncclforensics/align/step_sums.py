@@ -34,11 +34,13 @@ from .traces import comm_named_by
 
 
 def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
-                   on_record: frozenset[int] = frozenset()) -> tuple[Root, int | None] | None:
+                   on_record: frozenset[int] = frozenset(),
+                   cut: frozenset[int] = frozenset()) -> tuple[Root, int | None] | None:
     """The root and its step (where the steps before were checked right): the ranks whose per-step checksum parts
     from the others' at the first step that shows mixed data, in the comm of the ranks compared (named as `known`
     members allow); None where no step shows it or no side is the minority of more than two ranks. `on_record`:
-    the ranks whose every comm is known (their own records list the comms they are in)."""
+    the ranks whose every comm is known (their own records list the comms they are in); `cut`: ranks whose trace
+    files were cut short."""
     by_step: dict[int, dict[int, FingerprintRow]] = {}
     for row in fingerprints:
         if row.op is None and row.sum is not None:
@@ -48,7 +50,7 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
     for step in sorted(by_step):
         for found in _step_roots(by_step, step, traced, replicas, known):
             return found
-    return _wrong_pair(fingerprints, known)
+    return _wrong_pair(fingerprints, known, cut)
 
 
 def _replica_classes(ranks: set[int], known: dict[str, set[int]], on_record: frozenset[int]) -> list[set[int]]:
@@ -173,7 +175,8 @@ def _comm_summed(ranks: frozenset[int], known: dict[str, set[int]]) -> str:
     return comm_named_by(ranks, {})
 
 
-def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) -> tuple[Root, int | None] | None:
+def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
+                cut: frozenset[int] = frozenset()) -> tuple[Root, int | None] | None:
     """Results checked wrong where no sums part into sides, at the first step any rank read back a wrong value.
 
     Every rank of a misaligned collective reads back a mixed result, the one that departed too where the trace checks
@@ -185,6 +188,12 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) 
     or after: it is the outlier (the fewest departing), as with per-step sums. Otherwise the root names every rank
     that may have departed, and no majority: the ranks checked right all through both steps shared no misaligned
     collective, so nothing places the departure on them.
+
+    Where every rank that completed that step read back wrong and each other rank's whole trace (no file cut short)
+    goes up to the step before it, those never completed it: the ranks part into those whose collectives of the
+    step were all paired and those left waiting. One program on every rank but the outliers, the two sides ran
+    different numbers of collectives there (fewer: done first; more: left waiting with nothing to pair their last
+    with), so a strict minority of either side is the outliers.
     """
     verdicts: dict[int, dict[int, bool]] = {}
     for row in fingerprints:
@@ -208,6 +217,12 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]]) 
     after = verdicts.get(step + 1, {})
     if len(wrong) == 1 and set(checked) == traced:
         return _alone(next(iter(wrong)), sorted(traced), after, step, known), bound
+    waiting = traced - set(checked)
+    before = verdicts.get(step - 1, {})
+    if wrong == set(checked) and waiting and not waiting & cut and waiting <= set(before):
+        fewer = min((wrong, waiting), key=len)
+        if len(fewer) * 2 < len(traced):
+            return _root(sorted(fewer), sorted(traced - fewer), True, step, known), bound
     crossed = {rank for rank, right in checked.items() if right and after and not after.get(rank, False)}
     ranks = wrong | (traced - set(checked)) | crossed
     if len(ranks) < 2:

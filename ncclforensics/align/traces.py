@@ -165,7 +165,7 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
     comms = {m for m in comms if not any(m < wider and _stopped_before(wider - m, m, trace, own, at, last_rows)
                                          for wider in comms)}
     if len(comms) > 1 and not digests:
-        comms = _one_comm_of_sums(comms, trace, own, alike)
+        comms = _one_comm_of_sums(comms, trace, own, alike, [tags_of.get(key, set()) for key in keys])
         if comms is None:
             return MIXED
     by_tag: dict[str | None, set[Members]] = {}
@@ -197,7 +197,7 @@ def _partners_by_tag(rank: int, holders: dict[tuple, set[int]], tags_of: dict[tu
                      everyone: set[int]) -> dict[str, Members]:
     """tag -> the comm of the rank's results of that tag that it shares with no trace, where the other ranks share
     the tag's results in groups of one size that all leave it out: it with the ranks those groups leave out, where
-    they are one group's worth; else it alone (its peers are not known)."""
+    they are one group's worth (else its peers are not known, and the tag places nothing)."""
     groups: dict[str, set[Members]] = {}
     for key, ranks in holders.items():
         tags = tags_of.get(key, set())
@@ -217,17 +217,20 @@ def _partners_by_tag(rank: int, holders: dict[tuple, set[int]], tags_of: dict[tu
             continue
         size = sizes.pop()
         free = everyone - held[size] - {rank}
-        out[tag] = frozenset(free | {rank}) if len(free) == size - 1 else frozenset({rank})
+        if len(free) == size - 1:  # (else its peers are not known: nothing is placed by the tag)
+            out[tag] = frozenset(free | {rank})
     return out
 
 
 def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: list[Members],
-                      alike: list[bool]) -> set[Members] | None:
+                      alike: list[bool], given: list[set[str | None]]) -> set[Members] | None:
     """Several sets of ranks sharing sums, as one comm where they are: ranks whose counts differ in a misaligned
     pairing each read back their own sum, which splits one collective's members, but the records of such a split
-    carry tags the whole set's records carry too; a set whose tags are its own is a comm of its own. Sums of two
-    groups can also be equal by design (replicas fed alike), so a trace of several comms cannot be split by its
-    sums: None."""
+    carry tags the whole set's records carry too (`given`: per record, every tag its result's holders gave it; a
+    misaligned result of the whole set carries the tags of each collective paired in it, so a split right after
+    the pairing went misaligned, before the whole set recorded those tags aligned, carries them too); a set whose
+    tags are its own is a comm of its own. Sums of two groups can also be equal by design (replicas fed alike),
+    so a trace of several comms cannot be split by its sums: None."""
     tags: dict[Members, set[str | None]] = {}
     sets_of_tag: dict[str | None, set[Members]] = {}
     for row, members, one in zip(trace, own, alike):
@@ -246,7 +249,13 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
     if len(widest) != 1:
         return None
     whole = tags.get(widest[0], set()) - {None}
-    if any(not (tags.get(m, set()) & whole) for m in comms if m != widest[0]):
+
+    def before(m: Members) -> set[str | None]:
+        # the tags of the whole set's results before the set's first record: a split that starts right after a
+        # misaligned result carries that result's tags (a later one may be a coincidence of sums across comms)
+        first = own.index(m)
+        return {t for members, g in zip(own[:first], given[:first]) if members == widest[0] for t in g} - {None}
+    if any(not (tags.get(m, set()) & (whole | before(m))) for m in comms if m != widest[0]):
         return None
     return {widest[0]}
 

@@ -25,6 +25,7 @@ from ..model import (
 from .comm_streams import comm_streams
 from .consequences import Disagreement, candidates, odd_ones
 from .divergence import ENQUEUED_COUNTS, Root, ops_at
+from .held_back import held_back_root
 from .ras_only import root_from_counts, wedge_from_counts
 from .streams import Streams, traced
 from .wedge import Wedge
@@ -219,22 +220,43 @@ def _compared(streams: Streams) -> bool:
 def marks_only_root(groups: dict[str, EnqueueMarks], streams: Streams, stopped: bool = False) -> Root | None:
     """Where no streams compare a group's ranks, for a group that stopped: the ranks that enqueued more or fewer
     work than the others; of several groups, the first that is no consequence of another (see marks_only_roots)."""
-    found = marks_only_roots(groups, streams, stopped)
+    found = marks_only_roots(groups, streams, stopped=stopped)
     chosen = candidates([d for _, d in found])
     return next((root for root, d in found if d.comm in chosen), None)
 
 
-def marks_only_roots(groups: dict[str, EnqueueMarks], streams: Streams,
+def timeout_stacks(watchdog: list[WatchdogEvent]) -> dict[tuple[str, int, int], str]:
+    """(group, rank, SeqNum) -> the call stack PyTorch printed for a work that timed out: the `Stack trace of the
+    failed collective` that follows its timeout line in the same file, before any other timeout there (the
+    watchdog that caught the timeout prints it, naming no group)."""
+    named = {w.comm for w in watchdog if w.comm and w.kind in TIMEOUT_KINDS}
+    default = next(iter(named)) if len(named) == 1 else UNNAMED_GROUP
+    stacks: dict[tuple[str, int, int], str] = {}
+    last: dict[tuple[str, int | None], WatchdogEvent] = {}  # (file, rank) -> its latest timeout (ranks may share one)
+    for event in sorted(watchdog, key=lambda w: (w.loc.path, w.loc.line or 0)):
+        key = (event.loc.path, event.rank)
+        if event.kind in TIMEOUT_KINDS:
+            last[key] = event
+        elif event.kind == "stack_trace" and event.message and key in last:
+            timeout = last.pop(key)
+            if timeout.rank is not None and timeout.seq is not None:
+                stacks.setdefault((timeout.comm or default, timeout.rank, timeout.seq), event.message)
+    return stacks
+
+
+def marks_only_roots(groups: dict[str, EnqueueMarks], streams: Streams, watchdog: list[WatchdogEvent] | None = None,
                      stopped: bool = False) -> list[tuple[Root, Disagreement]]:
     """Per group that no streams compare (none compare any ranks, or none holds the ranks that report on the
     group: the ring of every dump lost its entries, say), that stopped and whose ranks enqueued different counts
     of work, its root and who its disagreement involves (the ranks that reported on the group: its members on
-    record). `stopped`: other evidence says the job stopped (a timeout, entries that never completed).
+    record). `watchdog`: the events, for the call stacks of the works that timed out; `stopped`: other evidence
+    says the job stopped (a timeout, entries that never completed).
 
     The pg_status of dumps is a snapshot of every rank's progress, so its counts speak where nothing says the job
     stopped too; then the ranks behind may only lag (the dumps were taken while it ran), and the root says so
     (`Root.unstopped`)."""
     compared = _compared(streams)
+    stacks = timeout_stacks(watchdog or [])
     found = []
     for comm, marks in sorted(groups.items()):
         if compared and _covered(marks, streams):
@@ -243,6 +265,12 @@ def marks_only_roots(groups: dict[str, EnqueueMarks], streams: Streams,
             continue
         # (a group that records tie to an NCCL comm hash goes by the hash, as its streams do)
         root = root_from_counts(streams.aliases.get(comm, comm), marks.launched, marks.source)
+        if root is not None and marks.stops and marks.source == ENQUEUED_COUNTS:
+            # Ranks behind may be held back in another group by an extra collective here: the groups'
+            # completion marks may say so (a desync report's own numbering does not mix with them).
+            counted = {name: g for name, g in groups.items() if g.source == ENQUEUED_COUNTS}
+            root = held_back_root(root, {name: g.launched for name, g in counted.items()},
+                                  {name: g.completed for name, g in counted.items()}, stacks) or root
         if root is not None:
             if not (marks.stops or stopped):
                 root = replace(root, unstopped=True)

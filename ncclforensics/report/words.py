@@ -213,7 +213,7 @@ def root_sentence(root: Root) -> str:
         also = f" (or {' or '.join(_kind_noun(k) for k in others)}: the records fit both)"
     return {
         EXTRA: f"{who.capitalize()} launched {n} in comm {root.comm} that the others did not, {at}{also}."
-               + issue_order_words(root) + journal_progress_words(root),
+               + issue_order_words(root) + held_back_words(root) + journal_progress_words(root),
         MISSING: f"{who.capitalize()} did not launch {n} in comm {root.comm} that the others did, {at}{also}.",
         DIFFERENT_OPS: f"{who.capitalize()} launched a different collective in comm {root.comm}, {at}{also}.",
     }[root.kind]
@@ -239,6 +239,31 @@ def issue_order_words(root: Root) -> str:
                  f"on in {'its' if one else 'their'} other communicators than the program goes before its next "
                  f"collective here: held back there (a rank runs its collectives in issue order, so its peers' "
                  f"collectives there wait behind the extra one), not short of one here.")
+    return text
+
+
+def held_back_words(root: Root) -> str:
+    """Why PyTorch's completion marks in the other groups name the root's outliers (empty where they did not)."""
+    held = root.held_back
+    if held is None or root.seq_range is None:
+        return ""
+    seq = root.seq_range[1]
+    who = ranks_words(root.outlier_ranks)
+    has = "has" if len(root.outlier_ranks) == 1 else "have"
+    behind = ranks_words(list(root.blocked_elsewhere))
+    one = len(root.blocked_elsewhere) == 1
+    own = "its own group's" if len(held.program_ranks) == 1 else "their own groups'"
+    text = (f" By PyTorch's completion marks, {behind} completed all {'it' if one else 'they'} launched here and "
+            f"{'waits' if one else 'wait'} in group {held.group} at work {held.work}, which every member of that "
+            f"group on record launched and none completed: an earlier collective of another group holds it on some "
+            f"member's GPU (a rank runs its collectives in issue order), and only {who} {has} one pending, seq "
+            f"{seq} here, issued after {plural(held.issued_after, 'collective')} of group {held.group}; "
+            f"{ranks_words(list(held.program_ranks))}, stuck in seq {seq} too, completed {held.program_after} or "
+            f"more of {own} collectives before "
+            f"it. So {who} issued it early, and {behind} "
+            f"{'is' if one else 'are'} held back there, not short of one here.")
+    if held.stacks_part:
+        text += f" {who.capitalize()}'s call stack of seq {seq} differs from theirs, as an extra collective's does."
     return text
 
 
@@ -330,6 +355,16 @@ def ambiguity(root: Root) -> str | None:
         text += f"; {LOG_SETTINGS} or {FR_SETTINGS} would say where"
     if not root.majority and (len(root.outlier_ranks) > 1 or root.reference_ranks):
         text += "; no majority says which side deviated"
+    held = root.held_back
+    if held is not None and not held.stacks_part:
+        who = ranks_words(root.outlier_ranks)
+        stacks = "equal" if held.stacks_part is False else "not on record for every rank"
+        text += (f"; nor do the counts tell an extra collective here from collectives of group {held.group} that "
+                 f"{who} left out before it (a skipped drafter pass, say): either way {who} issued seq "
+                 f"{root.seq_range[1]} after fewer of that group's collectives than the others, and the call stacks "
+                 f"of that collective, which would tell, are {stacks}; {who}'s records of both groups in the order "
+                 f"{'it' if len(root.outlier_ranks) == 1 else 'they'} issued them ({FR_SETTINGS} with call stacks) "
+                 f"would say which")
     if root.behind_may_be_held:
         who = ranks_words(root.outlier_ranks)
         text += (f"; nor do counts say that {who} deviated: a rank runs its collectives in issue order across its "

@@ -69,3 +69,26 @@ def test_two_even_sides_of_wrong_results_name_both_with_no_majority():
     # Unchecked sums of two even sides may be two replicas by design: no root.
     unchecked = [FingerprintRow(r.loc, r.rank, r.step, None, sum=r.sum) for r in rows]
     assert step_sums_root(unchecked, {}) is None
+
+
+def step_sum(rank: int, step: int, right: bool, path: str | None = None) -> FingerprintRow:
+    """One per-step checksum, right or wrong."""
+    return FingerprintRow(Location(path or f"fp{rank}", step + 1), rank, step, None, sum=1.0 if right else 2.0,
+                          expected_sum=1.0)
+
+
+def test_the_one_rank_that_completed_a_step_wrong_while_the_others_wait_in_it_is_the_outlier():
+    # Rank 2 left out a collective of step 1 and completed the step with mixed results; ranks 0, 1 and 3 have
+    # whole traces up to step 0: their last collective of step 1 has nothing to pair with.
+    rows = [step_sum(r, 0, True) for r in range(4)] + [step_sum(2, 1, False)]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([2], [0, 1, 3], True, 1)
+    # Rank 2 alone waiting in step 1, the others done with it wrong: rank 2 ran one more there.
+    rows = [step_sum(r, 0, True) for r in range(4)] + [step_sum(r, 1, False) for r in (0, 1, 3)]
+    assert step_sums_root(rows, {})[0].outlier_ranks == [2]
+
+
+def test_traces_cut_short_before_the_step_may_be_of_either_side():
+    rows = [step_sum(r, 0, True, path=f"cut{r}" if r != 2 else None) for r in range(4)] + [step_sum(2, 1, False)]
+    root, _ = step_sums_root(rows, {}, cut=frozenset({0, 1, 3}))
+    assert root.outlier_ranks == [0, 1, 2, 3] and not root.majority

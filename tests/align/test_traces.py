@@ -319,3 +319,25 @@ def test_results_no_trace_shares_go_to_the_group_of_the_ranks_that_left_none(tmp
     d = answer(*paths)
     assert d["root"] is None
     assert {"[ranks=0,1]", "[ranks=0,2,3]", "[ranks=2,3]"} == {c["comm"] for c in d["comms"]}
+
+
+def test_a_split_right_after_a_misaligned_result_stays_in_the_whole_comm(tmp_path):
+    """Rank 3 of four skips `l1.mlp` in step 0 (sums only, no digests). Its `l1.moe` pairs with the others'
+    `l1.mlp` (one result, two tags), and then its `lm_head` of 16384 with their `l1.moe` of 4096: from there on
+    ranks 0-2 share sums rank 3 does not. That set appears only after the pairing went misaligned, and carries a tag
+    the misaligned result carries: it is the world's collective split by the counts, not a comm of ranks 0-2."""
+    def record(rank, op, tag, numel, got, expected, step=0):
+        return {"step": step, "op": op, "rank": rank, "tag": tag, "kind": "AllReduce", "numel": numel, "sum": got,
+                "expected_sum": expected}
+    for rank in range(3):
+        rows = [record(rank, 0, "l0.mlp", 4096, 40960.0, 40960.0), record(rank, 1, "l0.moe", 4096, 81920.0, 81920.0),
+                record(rank, 2, "l1.mlp", 4096, 180224.0, 163840.0), record(rank, 3, "l1.moe", 4096, 794624.0, 204800.0),
+                record(rank, 4, "lm_head", 16384, 5734400.0, 6717440.0)]
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rows = [record(3, 0, "l0.mlp", 4096, 40960.0, 40960.0), record(3, 1, "l0.moe", 4096, 81920.0, 81920.0),
+            record(3, 2, "l1.moe", 4096, 180224.0, 204800.0), record(3, 3, "lm_head", 16384, 3178496.0, 6717440.0),
+            record(3, 4, "l0.mlp", 4096, 1433600.0, 1679360.0, step=1)]
+    (tmp_path / "fingerprint_rank3.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    root = answer(tmp_path)["root"]
+    assert (root["comm"], root["outlier_ranks"], root["seq_range"], root["kind"]) == (
+        "[ranks=0,1,2,3]", [3], [3, 3], "missing")
