@@ -62,9 +62,11 @@ KNOWN = {
 # the next (8672, 3554), or one rank alone wrong among ranks checked right (1011), or the one rank with a trace
 # (1925); results read back wrong before where a rank's launches stop (9474); a trace whose last step was never
 # read back, before collectives the others completed (7975); tags that show a rank departing from seq 1 where
-# signatures show only another rank's trace going on longer (5905).
+# signatures show only another rank's trace going on longer (5905); of several outliers, one that may come first
+# only by a whole period of the program shifted is not named (7781, 37019); beside the ranks the issue orders name,
+# one whose records part from the others' where it issued its collective in their place (32020).
 BEYOND = (686, 783, 1011, 1098, 1172, 1685, 1925, 2453, 2701, 2889, 2935, 2940, 3554, 3702, 5024, 5905, 6011, 6448,
-          7414, 7747, 7975, 8063, 8672, 8785, 8838, 9474, 9753)
+          7414, 7747, 7781, 7975, 8063, 8672, 8785, 8838, 9474, 9753, 32020, 37019)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
