@@ -171,15 +171,19 @@ def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None
 
 
 def _parted_by_signatures(rows, ranks: list[int], last: int) -> set[int]:
-    """The ranks among `ranks` whose signature at some seq up to `last` differs from the one a strict majority of
-    them recorded there."""
+    """The ranks among `ranks` with a signature field at some seq up to `last` that differs from the value a strict
+    majority of the ranks recording that field there have (a field a rank did not record constrains nothing: a
+    Flight Recorder dump carries no reduction or root)."""
     frame = rows.frame(None, last, ["rank", "seq", *SIGNATURE]).filter(pl.col("rank").is_in(ranks))
-    if frame.height == 0:
-        return set()
-    keyed = frame.with_columns(pl.concat_str([pl.col(c).cast(pl.Utf8).fill_null("") for c in SIGNATURE],
-                                             separator="|").alias("signature"))
-    counts = keyed.group_by("seq", "signature").agg(pl.len().alias("n"))
-    totals = counts.group_by("seq").agg(pl.col("n").sum().alias("total"))
-    major = counts.join(totals, on="seq").filter(pl.col("n") * 2 > pl.col("total")).select("seq", "signature")
-    apart = keyed.join(major.rename({"signature": "major"}), on="seq").filter(pl.col("signature") != pl.col("major"))
-    return set(apart.get_column("rank").to_list())
+    parted: set[int] = set()
+    for name in SIGNATURE:
+        values = frame.select("rank", "seq", pl.col(name).cast(pl.Utf8).alias("value")).drop_nulls("value")
+        if values.height == 0:
+            continue
+        counts = values.group_by("seq", "value").agg(pl.len().alias("n"))
+        totals = counts.group_by("seq").agg(pl.col("n").sum().alias("total"))
+        major = counts.join(totals, on="seq").filter(pl.col("n") * 2 > pl.col("total")).select(
+            "seq", pl.col("value").alias("major"))
+        apart = values.join(major, on="seq").filter(pl.col("value") != pl.col("major"))
+        parted |= set(apart.get_column("rank").to_list())
+    return parted
