@@ -26,7 +26,7 @@ import polars as pl
 from ..model.kinds import is_p2p_comm
 from .comm_streams import comm_streams
 from .divergence import EXTRA, RangeReason, Root, ops_at
-from .streams import Streams
+from .streams import SIGNATURE, Streams
 
 
 @dataclass(frozen=True)
@@ -157,10 +157,33 @@ def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None
     if split is None:
         return None
     rows = comm_streams(streams.comm_parts(comm))
+    # A rank of the reference whose records part from the others' by the split departed too (it ran another
+    # collective there, in its place): the root names it beside those the issue orders name.
+    departed = _parted_by_signatures(rows, split.reference, split.seq)
+    outliers = sorted(set(split.outliers) | departed)
     return Root(
-        comm=comm, seq=split.low, seq_range=(split.low, split.seq), outlier_ranks=split.outliers,
-        reference_ranks=split.reference, kind=EXTRA, size=1, pinned_by=ISSUE_ORDER,
+        comm=comm, seq=split.low, seq_range=(split.low, split.seq), outlier_ranks=outliers,
+        reference_ranks=[r for r in split.reference if r not in departed], kind=EXTRA, size=1, pinned_by=ISSUE_ORDER,
         reason=RangeReason.LOOKALIKE if split.low < split.seq else None, ops=ops_at(rows, max(split.seq, start)),
         majority=True, kinds=(EXTRA,), records_start=start, shown=True, issue_places=dict(split.before),
         blocked_elsewhere=tuple(split.blocked),
     )
+
+
+def _parted_by_signatures(rows, ranks: list[int], last: int) -> set[int]:
+    """The ranks among `ranks` with a signature field at some seq up to `last` that differs from the value a strict
+    majority of the ranks recording that field there have (a field a rank did not record constrains nothing: a
+    Flight Recorder dump carries no reduction or root)."""
+    frame = rows.frame(None, last, ["rank", "seq", *SIGNATURE]).filter(pl.col("rank").is_in(ranks))
+    parted: set[int] = set()
+    for name in SIGNATURE:
+        values = frame.select("rank", "seq", pl.col(name).cast(pl.Utf8).alias("value")).drop_nulls("value")
+        if values.height == 0:
+            continue
+        counts = values.group_by("seq", "value").agg(pl.len().alias("n"))
+        totals = counts.group_by("seq").agg(pl.col("n").sum().alias("total"))
+        major = counts.join(totals, on="seq").filter(pl.col("n") * 2 > pl.col("total")).select(
+            "seq", pl.col("value").alias("major"))
+        apart = values.join(major, on="seq").filter(pl.col("value") != pl.col("major"))
+        parted |= set(apart.get_column("rank").to_list())
+    return parted

@@ -82,8 +82,18 @@ class Solution:
         known, and every outlier stays named (as it does where no majority says who departed)."""
         if not self.majority or self.either_side or not self.placements:
             return self.outliers
+        # Each outlier's likeliest explanations say where it departed (as `best` names the kind): in a periodic
+        # program a whole period shifted (13 extra collectives at seq 1) pairs too, and would put every outlier's
+        # departure as early as any other's. A stop has no score to weigh against edits (a rank behind whose
+        # records agree may as well have skipped lookalikes): it is kept beside the rank's likeliest edits.
+        top: dict[int, float] = {}
+        for p in self.placements:
+            score = float("-inf") if p.kind is EditKind.STOPPED else p.score
+            top[p.rank] = max(top.get(p.rank, score), score)
         spans: dict[int, tuple[int, int]] = {}
         for p in self.placements:
+            if p.kind is not EditKind.STOPPED and p.score < top[p.rank]:
+                continue
             low, high = spans.get(p.rank, (p.low, p.high))
             spans[p.rank] = (min(low, p.low), max(high, p.high))
         first = self.seq_range[1]

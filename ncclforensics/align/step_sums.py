@@ -8,7 +8,10 @@ collective reads back the same mixed result, so the ranks that part from the oth
 step are the outliers (with expected values, the others' by how far each is off: a rank's own inputs are in its
 expected value too). Where one rank alone read back a wrong value and every other one's checked right, its
 collective paired with the others' of the step before or after: it is the outlier. The collective itself is on
-no record: the root has a step, and no seq.
+no record: the root has a step, and no seq. Offsets that part where other ranks have no sum of the step (they
+hung before it) or read it back right and the next one wrong (they left out its last collective) name no side:
+each comm's ranks are off by what that comm mixed, and the ranks that departed may be either those that read
+back wrong or those beside them; every rank that may have departed is named, and no majority.
 
 Worked example: ranks 0-7 read back the right sum at step 0; at step 1 all eight are wrong, ranks 0, 1, 3-7 agree
 on 4604928 and rank 2 alone has 33331200 (it launched a drafter pass the others did not): rank 2 is the outlier,
@@ -49,8 +52,11 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
     replicas = _replica_classes(traced, known, on_record)
     for step in sorted(by_step):
         for found in _step_roots(by_step, step, traced, replicas, known):
-            return found
+            return _wrong_pair(fingerprints, known, cut) if found is _BY_VERDICTS else found
     return _wrong_pair(fingerprints, known, cut)
+
+
+_BY_VERDICTS = object()  # a step whose sums name no one, where every rank's verdicts say who may have departed
 
 
 def _replica_classes(ranks: set[int], known: dict[str, set[int]], on_record: frozenset[int]) -> list[set[int]]:
@@ -121,6 +127,13 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             continue  # equal sums say nothing (two ranks that both read back wrong: either departed)
         ordered = sorted(groups.values(), key=lambda ranks: (-len(ranks), ranks))
         majority = len(ordered) > 1 and len(ordered[0]) * 2 > len(rows)
+        if checked and majority and _unplaced_by_sums(by_step, step, traced):
+            # Offsets that part where some ranks have no sum of the step (their traces stop before it: hung) or
+            # read it back right and the next one wrong (they left out the step's last collective): the ranks
+            # off by one amount and by another may each be a comm's ranks that the departure of another mixed,
+            # so no side is the minority; who may have departed is said from every rank's verdicts.
+            yield _BY_VERDICTS
+            return
         if not majority and len(rows) > 2 and (len(ordered) > 2 or not checked):
             # Several sides, none a majority, or two even sides of sums no expected value checks (two replicas'
             # sums may differ by design): the checksums name no one.
@@ -131,6 +144,17 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         root = _root(outliers, ordered[0] if majority else sorted(rows), majority, step, known, rows)
         yield root, step if _earlier_right(by_step, step) else None
         return
+
+
+def _unplaced_by_sums(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced: set[int]) -> bool:
+    """Whether some traced rank wrote sums of earlier steps and none of `step` (its trace stops before it), or read
+    `step` back right and the next one wrong."""
+    every, after = by_step[step], by_step.get(step + 1, {})
+    stopped = any(rank not in every and any(rank in rows for s, rows in by_step.items() if s < step)
+                  for rank in traced)
+    crossed = any(checked_right(row) and rank in after and checked_right(after[rank]) is False
+                  for rank, row in every.items())
+    return stopped or crossed
 
 
 def _root(outliers: list[int], reference: list[int], majority: bool, step: int, known: dict[str, set[int]],

@@ -229,9 +229,18 @@ def issue_order_words(root: Root) -> str:
     for rank, n in sorted(root.issue_places.items()):
         by_place.setdefault(n, []).append(rank)
     said = "; ".join(f"{ranks_words(ranks)} after {plural(n, 'collective')}" for n, ranks in sorted(by_place.items()))
+    places = [root.issue_places[r] for r in root.reference_ranks if r in root.issue_places]
+    early = [r for r in root.outlier_ranks if places and root.issue_places.get(r, max(places)) < max(places)]
+    early = early or list(root.outlier_ranks)
     text = (f" Each rank's records give its collectives of every communicator in the order it issued them, and "
             f"seq {seq} of comm {root.comm} comes after so many of their other communicators' ({said}): "
-            f"{ranks_words(root.outlier_ranks)} issued one there early.")
+            f"{ranks_words(early)} issued one there early.")
+    parted = [r for r in root.outlier_ranks if r not in early]
+    if parted:
+        one = len(parted) == 1
+        text += (f" {ranks_words(parted).capitalize()} issued {'its' if one else 'theirs'} where the others did, "
+                 f"and {'its records part' if one else 'their records part'} from theirs by then: "
+                 f"{'it' if one else 'they'} departed too, and which came first is not known.")
     if root.blocked_elsewhere:
         who = ranks_words(list(root.blocked_elsewhere))
         one = len(root.blocked_elsewhere) == 1

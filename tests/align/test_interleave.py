@@ -39,6 +39,25 @@ def test_extra_world_collective_is_placed_by_issue_order_and_its_peer_is_held_ba
     assert "rank 3 after 0 collectives" in said and "held back there" in said
 
 
+def test_a_rank_whose_records_part_where_the_issue_orders_agree_departed_too():
+    # A step is three TP collectives, then two world ones (1 and 8 elements). Rank 3 issues an extra world one of 8
+    # right after step 0; rank 2 skips step 1's world one of 1 element, so its third world collective (8) sits where
+    # the others' third (1) does: the issue orders name rank 3, and rank 2's records part from the others' there.
+    eight = ("AllReduce", 8)
+
+    def step_end(tp, skip=False):
+        return [(tp, LAYER)] * 3 + ([] if skip else [(W, ONE)]) + [(W, eight)]
+
+    logs = [rank_log(0, step_end(T1) + step_end(T1)), rank_log(1, step_end(T1) + step_end(T1)),
+            rank_log(2, step_end(T2) + step_end(T2, skip=True)),
+            rank_log(3, step_end(T2) + [(W, eight)] + step_end(T2))]
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER
+    assert d.root.outlier_ranks == [2, 3] and d.root.reference_ranks == [0, 1] and d.root.seq_range[1] == 3
+    said = words.cause(d)
+    assert "rank 3 issued one there early" in said and "Rank 2 issued its where the others did" in said
+
+
 def test_a_rank_that_skipped_a_world_collective_stays_the_outlier():
     # Rank 2 skipped step 1's world collective: its records go on in TP past where the program has the next one.
     logs = [rank_log(0, step(T1) + step(T1)), rank_log(1, step(T1) + step(T1)),

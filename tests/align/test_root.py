@@ -203,6 +203,25 @@ def test_an_outlier_that_departs_after_another_is_no_outlier_of_the_root():
     assert solution.seq_range == (3, 6) and solution.leading == [0, 1, 2]
 
 
+def test_an_outlier_that_comes_first_only_by_a_whole_period_shifted_is_no_outlier_of_the_root():
+    # A program of seven collectives a step, all alike but the last. Rank 6 left out seq 7 (the step's last), rank 0
+    # the seq 13 (the next step's sixth): its records also pair with the reference's shifted by 13 extra
+    # collectives from seq 1, an explanation that leaves most of its records unexplained.
+    step = [1] * 6 + [2]
+    reference = stream(step * 4)
+    codes = {r: reference for r in (1, 3, 4, 5, 7)}
+    codes[6] = stream(step[:6] + step * 3)
+    codes[0] = stream(step * 2 + step[:5] + [2] + step)
+    solution = solve([("signatures", lambda: codes)], 1, [], lambda seq: ())
+    assert solution.seq_range[1] == 7 and any(p.rank == 0 and p.low < 7 for p in solution.placements)
+    assert solution.leading == [6]
+    # Where the two outliers' likeliest edits may each come first (rank 0 ran one lookalike more, anywhere in seq
+    # 1..7), both stay named.
+    codes[0] = stream([1] * 7 + [2] + step * 3)
+    solution = solve([("signatures", lambda: codes)], 1, [], lambda seq: ())
+    assert solution.leading == [0, 6]
+
+
 def test_an_even_split_by_a_richer_field_narrows_the_minority_a_poorer_one_named():
     # By signatures rank 2 launched two more lookalikes than ranks 0, 1 and 3. Only ranks 2 and 3 recorded call
     # stacks, and they part at seq 3: one against one names no side, but the side is rank 2's, which the

@@ -92,3 +92,27 @@ def test_traces_cut_short_before_the_step_may_be_of_either_side():
     rows = [step_sum(r, 0, True, path=f"cut{r}" if r != 2 else None) for r in range(4)] + [step_sum(2, 1, False)]
     root, _ = step_sums_root(rows, {}, cut=frozenset({0, 1, 3}))
     assert root.outlier_ranks == [0, 1, 2, 3] and not root.majority
+
+
+def per_step(rank: int, sums: list[tuple[float, float]]) -> list[FingerprintRow]:
+    """Per-step checksums of one rank: (read back, expected) per step."""
+    return [FingerprintRow(Location(f"fp{rank}", s), rank, s, None, sum=got, expected_sum=want)
+            for s, (got, want) in enumerate(sums)]
+
+
+def test_offsets_that_part_beside_ranks_without_the_step_name_no_minority():
+    # Two TP groups, 0..3 and 4..7. Rank 2 left out a collective of its group, ranks 4 and 5 one of theirs: those
+    # three ran through step 1 and read it back wrong, each group off by its own amount, while the others hung
+    # before writing step 1. The three's offsets part by group, not into a majority and an outlier.
+    rows = [r for rank in (0, 1, 3, 6, 7) for r in per_step(rank, [(10.0, 10.0)])]
+    rows += per_step(2, [(10.0, 10.0), (30.0, 50.0)])
+    rows += [r for rank in (4, 5) for r in per_step(rank, [(10.0, 10.0), (20.0, 90.0)])]
+    root, step = step_sums_root(rows, {})
+    assert root.outlier_ranks == list(range(8)) and not root.majority and step == 1
+    # Ranks 2, 5 and 6 left out their step's last collective: right in step 1, wrong in step 2; the others of
+    # their groups wrong in step 1, off by their group's amount.
+    rows = [r for rank in (0, 1, 3) for r in per_step(rank, [(10.0, 10.0), (40.0, 30.0), (5.0, 1.0)])]
+    rows += [r for rank in (4, 7) for r in per_step(rank, [(10.0, 10.0), (80.0, 30.0), (5.0, 1.0)])]
+    rows += [r for rank in (2, 5, 6) for r in per_step(rank, [(10.0, 10.0), (30.0, 30.0), (7.0, 1.0)])]
+    root, step = step_sums_root(rows, {})
+    assert root.outlier_ranks == list(range(8)) and not root.majority and step == 1
