@@ -397,9 +397,11 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
         found.append(Disagreement(a.comm, frozenset(a.ranks) | frozenset(streams.expected_members.get(a.comm, ())),
                                   odd, other=other_side(launched[a.comm], odd, a.root.majority)))
     # A root only the gate journal places, on a communicator whose ranks' records agree and launched as many, shows
-    # no disagreement there: it explains none elsewhere.
+    # no disagreement there: it explains none elsewhere. (Records that PyTorch's counts carry past are not known
+    # to agree there.)
     explained = consequences([d for d, a in zip(found, rooted)
-                              if a.root.shown or not a.root.told or len(set(launched[a.comm].values())) > 1])
+                              if a.root.shown or not a.root.told or len(set(launched[a.comm].values())) > 1
+                              or a.counted])
 
     def evidence(r: Root) -> tuple:
         # A root whose records differ beats one where streams differ only in length (a rank stuck elsewhere),

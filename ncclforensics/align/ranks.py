@@ -11,8 +11,8 @@ group, the global ranks in comm-rank order, so a process whose communicators hav
 the first collectives of one dump's groups is that dump's rank. Worked example: the process in tp comm
 0x7e96.. as comm rank 2 (size 4) and in dp comm 0x97c7.. as comm rank 1 (size 2) matches the dump whose group
 '2' is ranks (4, 5, 6, 7) and group '5' is (2, 6) with the same first collectives: global rank 6. Processes no
-dump matches are stand-ins (a caveat says so), numbered by host and pid: into the ranks left over where they are as
-many, else past every rank the other evidence names.
+dump matches are stand-ins (a caveat says so), numbered by host and pid: into the ranks other files were written by,
+or the ranks left over, where they are as many; else past every rank the other evidence names.
 """
 
 from __future__ import annotations
@@ -57,10 +57,12 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
     free = sorted(set(range(job)) - set(mapping.values()))
     if len(unmatched) == 1 and len(free) == 1:
         mapping[unmatched.pop()] = free[0]  # the one process left over is the one rank left over
-    if len(unmatched) == len(free):
-        # As many processes as ranks left: numbered into them by host, then pid (the order launchers start local
-        # ranks in), so the other evidence's records of those ranks meet them; still stand-ins, as the caveat says.
-        stand_ins = dict(zip(unmatched, free))
+    written = sorted(_written_ranks(evidence) - set(mapping.values()))
+    if unmatched and len(unmatched) in (len(written), len(free)):
+        # As many processes as ranks other files were written by, or as ranks left: numbered into them by host,
+        # then pid (the order launchers start local ranks in), so the other evidence's records of those ranks meet
+        # them; still stand-ins, as the caveat says.
+        stand_ins = dict(zip(unmatched, written if len(unmatched) == len(written) else free))
     else:
         # Else past every rank other evidence names (journals, traces, PyTorch logs): a stand-in that took a
         # number of theirs would be read as that rank's process.
@@ -91,6 +93,11 @@ def _recorder(item: Evidence) -> bool:
 
 def _processes(n: int) -> str:
     return "1 process was" if n == 1 else f"{n} processes were"
+
+
+def _written_ranks(evidence: list[Evidence]) -> set[int]:
+    """The global ranks whose own files other evidence is (journals, traces, PyTorch logs, dumps)."""
+    return {r for item in evidence if not _claims_comm_ranks(item) for r in item.ranks}
 
 
 def _job_size(evidence: list[Evidence]) -> int:
