@@ -57,7 +57,8 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
     free = sorted(set(range(job)) - set(mapping.values()))
     if len(unmatched) == 1 and len(free) == 1:
         mapping[unmatched.pop()] = free[0]  # the one process left over is the one rank left over
-    written = sorted(_written_ranks(evidence) - set(mapping.values()))
+    # (a dump no log process matched is most likely of a process that wrote no log: not one of these)
+    written = sorted(_written_ranks(evidence) - set(mapping.values()) - set(dumps))
     if unmatched and len(unmatched) in (len(written), len(free)):
         # As many processes as ranks other files were written by, or as ranks left: numbered into them by host,
         # then pid (the order launchers start local ranks in), so the other evidence's records of those ranks meet

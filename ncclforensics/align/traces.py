@@ -279,11 +279,13 @@ def _stopped_before(gone: Members, subset: Members, trace: list[FingerprintRow],
 
 
 def _known_members(evidence: list[Evidence]) -> dict[str, set[int]]:
-    """comm -> the global ranks other evidence puts in it (collective rows and communicator configs). (A rank's
-    PyTorch progress and watchdog lines name its groups too, but taking them as members here made several
-    simulated incidents' traces part where they should not.)"""
+    """comm -> the global ranks other evidence puts in it (collective rows, communicator configs, and a rank's
+    own word on how far it got in it or that its watchdog fired there)."""
     known: dict[str, set[int]] = {}
     for item in evidence:
+        for said in (*item.progress, *item.watchdog):
+            if said.comm is not None and said.rank is not None:
+                known.setdefault(said.comm, set()).add(said.rank)
         if item.collectives.height:
             pairs = item.collectives.select("comm", "rank").drop_nulls().unique()
             for comm, rank in pairs.iter_rows():
