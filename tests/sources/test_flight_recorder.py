@@ -533,7 +533,7 @@ _ENTRY_KEYS = st.sampled_from(["process_group", "pg_id", "collective_seq_id", "p
                                "time_created_ns", "frames"])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entries=st.lists(st.dictionaries(_ENTRY_KEYS, _VALUES, max_size=13), max_size=5),
        config=_VALUES, status=_VALUES, protocol=st.sampled_from([2, 5]))
 def test_arbitrary_dump_structures_never_raise(tmp_path, entries, config, status, protocol):
