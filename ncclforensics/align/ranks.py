@@ -97,7 +97,7 @@ def _processes(n: int) -> str:
 
 
 def _written_ranks(evidence: list[Evidence]) -> set[int]:
-    """The global ranks whose own files other evidence is (journals, traces, PyTorch logs, dumps)."""
+    """The global ranks that wrote the other evidence's files (journals, traces, PyTorch logs, dumps)."""
     return {r for item in evidence if not _claims_comm_ranks(item) for r in item.ranks}
 
 
