@@ -50,6 +50,7 @@ the line that replays it.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import itertools
 import json
@@ -361,6 +362,7 @@ def truth_of(folder: Path) -> str:
 SIGNATURE_KINDS = frozenset({"nccl-log", "ras-json", "ras-text", "torch-log", "gate-journal"})
 
 
+@functools.cache  # one read of the truth file per capture, not per case
 def launches_alike(folder: Path) -> bool:
     """Whether the capture's launch log says every rank launched the same types and sizes in the same order on
     every communicator, and every rank finished: then evidence of SIGNATURE_KINDS alone is what a run without
