@@ -51,6 +51,8 @@ SAMPLE = [
     ("serving-reorder-heals", ("kinds", "nccl-log")),  # launches alike on every rank: nothing to show
     ("sharded-frozen-layer-3rank", ("rank", 2, 19)),  # counted past records that end in lookalikes: from their head
     ("subcomm-divergence", ("split", "0,1,2")),  # a group of one logged rank is tied to the comm of its size
+    ("subcomm-divergence", ("rank", 2, 19)),  # a peer cut short: its comm is not known to agree, so it may be first
+    ("subcomm-divergence", ("kinds", "ras-json+ras-text+torch-log")),  # RAS's comm hash is the group of its ranks
     *KNOWN,
 ]
 _PROFILES: dict[str, tuple] = {}

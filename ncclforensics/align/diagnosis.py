@@ -187,7 +187,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     if root is not None:
         diagnosis.window = (misaligned_window(streams, analyses[root.comm], root) if root.comm in analyses
                             and analyses[root.comm].root is not None else count_only_window(root))
-    diagnosis.wedge = find_wedge(streams, analyses, dead, stops, root.comm if root is not None else None)
+    diagnosis.wedge = find_wedge(streams, analyses, dead, stops, _root_comm_in_streams(root, streams, ras, rank_map))
     if diagnosis.wedge is None:
         diagnosis.wedge = ras_only_wedge(ras, rank_map, stops, dead, streams) or marks_only_wedge(marks, streams, dead)
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
@@ -396,12 +396,7 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
         odd = odd_ones(launched[a.comm], set(a.root.outlier_ranks), a.root.majority)
         found.append(Disagreement(a.comm, frozenset(a.ranks) | frozenset(streams.expected_members.get(a.comm, ())),
                                   odd, other=other_side(launched[a.comm], odd, a.root.majority)))
-    # A root only the gate journal places, on a communicator whose ranks' records agree and launched as many, shows
-    # no disagreement there: it explains none elsewhere. (Records that PyTorch's counts carry past are not known
-    # to agree there.)
-    explained = consequences([d for d, a in zip(found, rooted)
-                              if a.root.shown or not a.root.told or len(set(launched[a.comm].values())) > 1
-                              or a.counted])
+    explained = consequences([d for d, a in zip(found, rooted) if _shows_disagreement(a, launched[a.comm], streams)])
 
     def evidence(r: Root) -> tuple:
         # A root whose records differ beats one where streams differ only in length (a rank stuck elsewhere),
@@ -415,6 +410,30 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
     odd = next(d.odd for d in found if d.comm == root.comm)
     caveats = _comm_caveats(root, roots, explained, undecided) + _unseen_causes(root, odd, streams)
     return replace(root, undecided_comms=tuple(undecided)), caveats
+
+
+def _root_comm_in_streams(root: Root | None, streams: Streams, ras: dict[str, RasHistory],
+                          rank_map: dict[tuple[str, int], int]) -> str | None:
+    """The root's communicator as the streams name it. A root on RAS counts names an NCCL comm hash that streams
+    built from PyTorch's logs know only by process-group name: it is the one group whose ranks are the global
+    ranks of every member the replies list."""
+    if root is None or root.comm in streams.members or root.comm in streams.aliases or root.comm not in ras:
+        return root.comm if root is not None else None
+    size = ras[root.comm].states[-1][1].size
+    members = {rank for (comm, _), rank in rank_map.items() if comm == root.comm}
+    if not size or len(members) != size:
+        return root.comm
+    same = [comm for comm, ranks in streams.members.items() if set(ranks) == members]
+    return same[0] if len(same) == 1 else root.comm
+
+
+def _shows_disagreement(analysis: CommAnalysis, whole_counts: dict[int, int], streams: Streams) -> bool:
+    """Whether a communicator's root rests on a disagreement there. A root only the gate journal places, on records
+    that agree and launched as many, shows none: it explains none elsewhere. Records that PyTorch's counts carry
+    past, or that end where a file was cut short, are not known to agree."""
+    root = analysis.root
+    cut = any((analysis.comm, rank) in streams.cut for rank in analysis.ranks)
+    return root.shown or not root.told or len(set(whole_counts.values())) > 1 or bool(analysis.counted) or cut
 
 
 def _unseen_causes(root: Root, odd: frozenset, streams: Streams) -> list[str]:

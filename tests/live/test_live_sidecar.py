@@ -82,11 +82,22 @@ def test_two_way_tie_names_every_rank(tmp_path, cli_fork):
 def test_follow_survives_rotation_and_truncation(tmp_path, cli_fork):
     port = free_port()
     paths = [tmp_path / f"j{r}.jsonl" for r in range(2)]
+    alerts = tmp_path / "alerts0.jsonl"
+
+    def wait_for_alert(step: int) -> None:
+        # An alert at a journal's last step says both sidecars read their journals that far: the next change to
+        # the files cannot overtake their reading.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if alerts.exists() and any(a["step"] == step for a in read_jsonl(alerts)):
+                return
+            time.sleep(0.05)
+
     for rank, path in enumerate(paths):
-        write_journal(path, rank, range(0, 20))
+        write_journal(path, rank, range(0, 20), {19: "pass"} if rank == 1 else None)
     runs = [cli_fork(sidecar_args(r, 2, port, paths[r], "--follow", "--timeout", "10", "--interval", "0.05",
                                   "--alerts", str(tmp_path / f"alerts{r}.jsonl")), f"rank{r}") for r in range(2)]
-    time.sleep(1.0)
+    wait_for_alert(19)
     # Rank 0 appends, in two writes that split a line; rank 1 rotates (rename + new file) mid-way.
     with open(paths[0], "a") as f:
         text = "".join(journal_line(s, 0, "skip") for s in range(20, 40))
@@ -98,27 +109,22 @@ def test_follow_survives_rotation_and_truncation(tmp_path, cli_fork):
         f.write("".join(journal_line(s, 1, "skip") for s in range(20, 30)))
     os.rename(paths[1], tmp_path / "j1.jsonl.1")
     with open(paths[1], "w") as f:
-        f.write("".join(journal_line(s, 1, "pass" if s == 35 else "skip") for s in range(30, 40)))
-    time.sleep(1.0)
+        f.write("".join(journal_line(s, 1, "pass" if s == 39 else "skip") for s in range(30, 40)))
+    wait_for_alert(39)
     # Rank 0's journal is truncated in place (copytruncate) and goes on from step 40.
     with open(paths[0], "w") as f:
         f.write("".join(journal_line(s, 0, "skip") for s in range(40, 45)))
     with open(paths[1], "a") as f:
-        f.write("".join(journal_line(s, 1, "skip") for s in range(40, 45)))
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        alerts = tmp_path / "alerts0.jsonl"
-        if alerts.exists() and read_jsonl(alerts):
-            break
-        time.sleep(0.1)
-    time.sleep(1.0)
+        f.write("".join(journal_line(s, 1, "pass" if s == 44 else "skip") for s in range(40, 45)))
+    wait_for_alert(44)
     for run in runs:
         run.stop()
     codes = [run.wait(20) for run in runs]
     assert codes == [1, 1], [run.text for run in runs]
-    (alert,) = read_jsonl(tmp_path / "alerts0.jsonl")
-    assert alert["step"] == 35 and alert["outlier_ranks"] == [0, 1]  # 1 vs 1
-    assert "45 steps compared, 1 disagreement\n" in runs[0].text, runs[0].text
+    steps = [a["step"] for a in read_jsonl(alerts)]
+    assert steps == [19, 39, 44], steps
+    assert all(a["outlier_ranks"] == [0, 1] for a in read_jsonl(alerts))  # 1 vs 1
+    assert "45 steps compared, 3 disagreements\n" in runs[0].text, runs[0].text
 
 
 @pytest.mark.parametrize("victim", [2, 0], ids=["peer", "store-host"])
