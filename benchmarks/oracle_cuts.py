@@ -2,7 +2,7 @@
 the answer of the whole evidence, or an honest range that contains it, never an answer a cut alone changed.
 
     python benchmarks/oracle_cuts.py                      # every capture, every cut point (long)
-    python benchmarks/oracle_cuts.py --cuts 40            # at most 40 cut points per file and kind of cut
+    python benchmarks/oracle_cuts.py --cuts 40            # at most 40 cut points (and splits) per file and kind of cut
     python benchmarks/oracle_cuts.py --quick              # a handful per capture (what the tests sample)
     python benchmarks/oracle_cuts.py --replay 'extra-op-4rank|cut|nccl.vm.443.log|line|40' --keep /tmp/case
         (writes the case's evidence folder to /tmp/case; then `ncclforensics diff /tmp/case`)
@@ -15,11 +15,13 @@ seq). It is checked against the capture's ground truth (tests/fixtures/real/trut
 Cases, each run through the whole diagnosis and `diff --json` (which must be strict JSON):
 - `cut`: one file cut after each line, and inside each line (half of it, no line break after), for text; at
   evenly spaced bytes for pickles;
-- `rank`: every file of one rank cut at the same share of its length (the rank killed mid-write);
+- `rank`: every file of one rank cut at the same share of its length, each twentieth (the rank killed mid-write);
 - `kinds`: every subset of the per-rank kinds of evidence (NCCL logs, dumps, PyTorch logs, journals, ...), with and
   without the RAS replies;
 - `split`: Flight Recorder dumps for some ranks and NCCL logs for the others (every split, or --cuts of them);
 - `job`: another capture's folder added beside this one.
+`--cuts` samples the cut points of `cut` and the splits of `split`; `rank` and `kinds` cases are run whole, as
+they are few.
 
 An answer holds when it is the reference, or widens it honestly: the same communicator, a seq range that contains
 the reference's, the same outliers (or a tie that names them), the wedge the same, unknown, or a range of seqs in the
@@ -259,11 +261,10 @@ def capture_cases(folder: Path, kinds: dict[str, str], ranks: dict[str, list[int
         cases += [("cut", name, how, point) for how, point in file_cuts(name, (folder / name).read_bytes(), at_most)]
     all_ranks = sorted({r for rs in ranks.values() if len(rs) == 1 for r in rs})
     for rank in all_ranks:
-        cases += [("rank", rank, share) for share in spread(20, at_most) if share > 0]  # twentieths of the length
+        cases += [("rank", rank, share) for share in range(1, 20)]  # every twentieth of the length
     per_rank = sorted({kinds[n] for n in files if len(ranks.get(n, [])) == 1})
     shared = sorted({kinds[n] for n in files if len(ranks.get(n, [])) != 1} - set(per_rank))
-    subsets = [s for k in range(len(per_rank) + 1) for s in itertools.combinations(per_rank, k)
-               if at_most is None or k <= 1 or k >= len(per_rank) - 1]  # sampled: one kind alone, or all but one
+    subsets = [s for k in range(len(per_rank) + 1) for s in itertools.combinations(per_rank, k)]
     for subset in subsets:
         for with_shared in (True, False) if shared else (True,):
             kept = tuple(sorted(subset + (tuple(shared) if with_shared else ())))

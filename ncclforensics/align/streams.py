@@ -267,8 +267,9 @@ def resolve_pieces(pieces: list[_Piece], comm_infos: list[CommInfo],
                       and (size is None or sizes.get(c, size) == size)]
         if not candidates:
             continue
-        best = max(candidates, key=lambda c: (_agreement(named, name, hashed, c), len(hash_members[c])))
-        if _agreement(named, name, hashed, best) > 0:
+        agreement = {c: _agreement(named, name, hashed, c) for c in candidates}
+        best = max(candidates, key=lambda c: (agreement[c], len(hash_members[c])))
+        if agreement[best] > 0:
             aliases[name] = best
     taken: dict[str, list[str]] = {}
     for name, comm in aliases.items():
