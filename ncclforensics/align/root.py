@@ -84,11 +84,12 @@ class Solution:
             return self.outliers
         # Each outlier's likeliest explanations say where it departed (as `best` names the kind): in a periodic
         # program a whole period shifted (13 extra collectives at seq 1) pairs too, and would put every outlier's
-        # departure as early as any other's. A stop has no score to weigh against edits (a rank behind whose
-        # records agree may as well have skipped lookalikes): it is kept beside the rank's likeliest edits.
+        # departure as early as any other's. A stop is kept beside the rank's likeliest edits (a rank behind whose
+        # records agree may as well have skipped lookalikes), and weighs as an edit of its size that no record
+        # confirms: a rank behind whose records fit no skip but a whole period's, at their start, stopped.
         top: dict[int, float] = {}
         for p in self.placements:
-            score = float("-inf") if p.kind is EditKind.STOPPED else p.score
+            score = -2 * p.size if p.kind is EditKind.STOPPED else p.score
             top[p.rank] = max(top.get(p.rank, score), score)
         spans: dict[int, tuple[int, int]] = {}
         for p in self.placements:

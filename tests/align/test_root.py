@@ -222,6 +222,26 @@ def test_an_outlier_that_comes_first_only_by_a_whole_period_shifted_is_no_outlie
     assert solution.leading == [0, 6]
 
 
+def test_a_rank_behind_whose_records_fit_no_skip_but_a_whole_periods_stopped_and_is_no_outlier_of_the_root():
+    # Four collectives a step, the last of another type. Rank 1 left out seq 5 (shown at seq 7); rank 0, behind
+    # (the group stopped), agrees with the reference as far as its records go: they fit no skip but a whole step
+    # left out at seq 1, against a stop after its last record, which came later than rank 1's departure.
+    step = [1, 1, 1, 2]
+    reference = stream(step * 2)
+    codes = {r: reference for r in range(2, 8)}
+    codes[1] = stream(step + [1, 1, 2])
+    codes[0] = stream((step * 2)[:7])
+    solution = solve([("signatures", lambda: codes)], 1, [], lambda seq: (), behind={0, 1})
+    assert any(p.rank == 0 and p.kind is EditKind.MISSING and p.low == 1 for p in solution.placements)
+    assert solution.leading == [1]
+    # A rank behind whose records are lookalikes throughout may have left one out anywhere: it stays named.
+    codes = {r: stream([1] * 8) for r in range(2, 8)}
+    codes[1] = stream([1] * 4 + [2, 1, 1])
+    codes[0] = stream([1] * 7)
+    solution = solve([("signatures", lambda: codes)], 1, [], lambda seq: (), behind={0, 1})
+    assert solution.leading == [0, 1]
+
+
 def test_an_even_split_by_a_richer_field_narrows_the_minority_a_poorer_one_named():
     # By signatures rank 2 launched two more lookalikes than ranks 0, 1 and 3. Only ranks 2 and 3 recorded call
     # stacks, and they part at seq 3: one against one names no side, but the side is rank 2's, which the
