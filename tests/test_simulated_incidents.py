@@ -296,3 +296,22 @@ def test_a_wrong_checksum_beside_traces_cut_short_is_a_divergence_that_names_no_
     root = json.loads(out)["root"]
     assert code == 1 and root["majority"] is False and root["step"] == 2 and root["seq_range"] is None
     assert root["cause"].startswith("The per-step checksums of ranks 0, 1, 2 and 3 show results mixed by step 2")
+
+
+def test_checksums_that_name_the_first_outliers_of_two_comms_are_right_and_no_fewer(tmp_path):
+    """Seed 31945: ranks 2 (of TP comm 1) and 4, 5 (of TP comm 2) skipped a collective at one step, evidence
+    per-step checksums alone. A step's checksum sums what a rank read back from all its comms, so naming 2, 4 and 5
+    is right; leaving one out, or adding one that did not depart, is not."""
+    from incidents.oracle import check
+
+    incident = draw(31945)
+    written = _write(incident, tmp_path, ("fp",), 31945)
+    comm = "[ranks=0,1,2,3,4,5,6,7]"
+
+    def verdict(outliers):
+        root = {"comm": comm, "seq_range": None, "outlier_ranks": outliers, "pinned_by": "per-step checksums",
+                "step": 2, "majority": True}
+        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+
+    assert verdict([2, 4, 5]) == []
+    assert verdict([4, 5]) == verdict([2, 4]) == verdict([2, 3, 4, 5]) == ["wrong_outliers"]

@@ -17,7 +17,9 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   where the outliers are no strict minority of the ranks on record (two ranks, or an even split), naming the
   other side or both sides is right too (`Root.majority` is then false); a rank whose only records of the comm
   are NCCL logs cut short before the root, or that has no evidence of a kind that shows the divergence, is not on
-  record for this (its records side with either);
+  record for this (its records side with either); a root on per-step checksums alone that names, among the ranks
+  it compared, the first outliers of each of several comms that diverged there is right (a step's checksum sums
+  what a rank read back from all its comms: ranks that departed in two comms part from the others alike);
   where nothing in the evidence names global ranks (NCCL logs of a job without a comm over every rank, RAS
   replies alone), comm ranks are right too; a rank the answer numbers as a stand-in (`stand_in_ranks`) is read
   as the rank of the process it names;
@@ -228,12 +230,25 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
         first <= got <= set(faulted) and all(low <= true.first.get(r, 0) <= high for r in got - first)
         for first, faulted in ((set(true.outliers), true.faulted), (seen_outliers, seen),
                                (set(true.outliers) & evident, set(true.faulted) & evident)) if first)
-    if got not in accepted and not between and not _explained_by_cut(root, written):
+    if got not in accepted and not between and not _checksum_firsts(incident, root, got) \
+            and not _explained_by_cut(root, written):
         add(Violation("wrong_outliers", f"outlier_ranks {sorted(got)}; true outliers {list(true.outliers)} "
                                         f"(diverged on the comm: {list(true.faulted)}, of which the evidence shows "
                                         f"{sorted(seen)}; majority: {root.get('majority')})"))
     outcome.pinned = low is not None and low == high and low in seqs and not outcome.violations
     return outcome
+
+
+def _checksum_firsts(incident: Incident, root: dict, got: set[int]) -> bool:
+    """Whether a root on per-step checksums alone names the first outliers of every comm that diverged among the
+    ranks it compared, where those are several: a step's checksum sums what a rank read back from all its comms,
+    so ranks that departed in two comms in one step part from the others alike."""
+    name = str(root.get("comm"))
+    if root.get("pinned_by") != "per-step checksums" or not name.startswith("[ranks="):
+        return False
+    compared = {int(r) for r in name[len("[ranks="):-1].split(",")}
+    hit = [c for c in incident.truth.roots if compared & set(incident.program.comms[c].ranks)]
+    return len(hit) > 1 and got == {r for c in hit for r in incident.truth.roots[c].outliers}
 
 
 def _or(seqs: list[int]) -> str:
