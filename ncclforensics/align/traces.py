@@ -67,13 +67,17 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
             unplaced.append(rank)
             continue
         seqs: dict[Members, int] = {}
+        names: dict[Members, str] = {}
         if UNKNOWN in groups:
             apart.append(rank)
         for row, members in ((row, m) for row, m in zip(trace, groups) if m is not UNKNOWN):
             seqs[members] = seqs.get(members, 0) + 1
+            if members not in names:
+                names[members] = comm_named_by(_cut_out(members, trace, groups, known, traces, cut), known)
+            comm = names[members]
             rows.setdefault(row.loc.path, []).append({
                 "file": row.loc.path, "line": row.loc.line, "record": row.loc.record, "rank": rank,
-                "comm": comm_named_by(_cut_out(members, trace, groups, known, traces, cut), known), "seq": seqs[members], "op": normalize_op(row.kind) if row.kind else None,
+                "comm": comm, "seq": seqs[members], "op": normalize_op(row.kind) if row.kind else None,
                 "count": row.numel, "state": EventState.COMPLETED.value, "step": row.step, "tag": row.tag,
             })
     if mixed:
@@ -143,7 +147,9 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
     one comm in `untraced` (one other evidence puts the rank in, whose other members left no trace) where there is
     one: its partners are those that left nothing to share. Failing that, where other ranks' results of its tag
     are shared in groups that leave this rank out (`by_tag_elsewhere`: its tensor-parallel peers traced nothing),
-    it goes to a group of its own with the ranks no such group holds, where they are as many as its peers."""
+    it goes to a group of its own with the ranks no such group holds, where they are as many as its peers; where
+    they are not, a digest's record is UNKNOWN (of a comm whose other members left no trace and are not known: a
+    digest is one physical collective's, so it is of no comm whose other members traced it), and left out."""
     keys = [_key(row) for row in trace]
     own = [frozenset(holders.get(key, ())) | {rank} if key is not None else frozenset({rank}) for key in keys]
     # A result whose holders gave it one tag is one collective they all issued; one given several tags is a
@@ -203,9 +209,10 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
                       holding[0] if len(holding) == 1 else None)
     first = next((m for m in placed if m is not None and m is not UNKNOWN), next(iter(comms)))
     out: list[Members] = []
+    before = first
     for members in placed:
-        known_before = [m for m in out if m is not UNKNOWN]
-        out.append(members if members is not None else (known_before[-1] if known_before else first))
+        out.append(members if members is not None else before)
+        before = out[-1] if out[-1] is not UNKNOWN else before
     return out
 
 
