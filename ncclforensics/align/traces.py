@@ -22,6 +22,8 @@ from ..model.phrases import ranks_words
 
 Members = frozenset[int]
 MIXED: list[Members] = []  # a trace of several comms that its sums cannot split
+UNKNOWN: Members = frozenset({-1})  # a record of a comm whose other members left no trace and are not known
+NOT_APART: Members = frozenset()  # a tag other ranks' groups do not place
 
 
 def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]]:
@@ -39,12 +41,14 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
         traces.setdefault(row.rank, []).append(row)
     last_rows = {r: trace[-1] for r, trace in traces.items()}
     known = _known_members(evidence)
+    cut = {f.rank for item in evidence if item.cut is not None for f in item.fingerprints}  # traces cut short
     # Global ranks count from 0: a rank below the highest on record that left nothing is one of the job's too.
     everyone = set(range(max({*traces, *(r for m in known.values() for r in m)}) + 1))
     rows: dict[str, list[dict]] = {}
     caveats: list[str] = []
     mixed: list[int] = []  # ranks whose traces hold several comms and no digests
     unplaced: list[int] = []  # ranks whose traces share no result and whose comm nothing names
+    apart: list[int] = []  # ranks with results of a comm whose other members left no trace and are not known
     for rank in mine:
         trace = traces[rank]
         # Comms other evidence puts the rank in whose other members left no trace: a result of one of them is
@@ -63,11 +67,17 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
             unplaced.append(rank)
             continue
         seqs: dict[Members, int] = {}
-        for row, members in zip(trace, groups):
+        names: dict[Members, str] = {}
+        if UNKNOWN in groups:
+            apart.append(rank)
+        for row, members in ((row, m) for row, m in zip(trace, groups) if m is not UNKNOWN):
             seqs[members] = seqs.get(members, 0) + 1
+            if members not in names:
+                names[members] = comm_named_by(_cut_out(members, trace, groups, known, traces, cut), known)
+            comm = names[members]
             rows.setdefault(row.loc.path, []).append({
                 "file": row.loc.path, "line": row.loc.line, "record": row.loc.record, "rank": rank,
-                "comm": comm_named_by(members, known), "seq": seqs[members], "op": normalize_op(row.kind) if row.kind else None,
+                "comm": comm, "seq": seqs[members], "op": normalize_op(row.kind) if row.kind else None,
                 "count": row.numel, "state": EventState.COMPLETED.value, "step": row.step, "tag": row.tag,
             })
     if mixed:
@@ -76,6 +86,10 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
     if unplaced:
         caveats.append(f"the fingerprint traces of {ranks_words(unplaced)} share no result with another rank's and their "
                        f"communicator is not known: left out of the comparison")
+    if apart:
+        caveats.append(f"the fingerprint traces of {ranks_words(apart)} hold results no other trace shares, of a "
+                       f"communicator whose other members left no trace and are not known: those left out of the "
+                       f"comparison")
     named = {r["comm"] for found in rows.values() for r in found}
     if any(comm.startswith("[ranks=") for comm in named):
         caveats.append("fingerprint traces name no communicator: one named [ranks=...] is the ranks that read back "
@@ -119,7 +133,7 @@ def _holders(traced: list[FingerprintRow]) -> tuple[dict[tuple, set[int]], dict[
 
 def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of: dict[tuple, set[str | None]],
             rank: int, last_rows: dict[int, FingerprintRow], untraced: list[Members] = (),
-            known: set[Members] = frozenset(), by_tag_elsewhere: dict[str, Members] | None = None
+            known: set[Members] = frozenset(), by_tag_elsewhere: dict[str, Members | None] | None = None
             ) -> list[Members] | None:
     """The members of each record's collective; None when no record shares its result with another rank; MIXED
     when sums, lacking digests, point to several comms.
@@ -133,7 +147,9 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
     one comm in `untraced` (one other evidence puts the rank in, whose other members left no trace) where there is
     one: its partners are those that left nothing to share. Failing that, where other ranks' results of its tag
     are shared in groups that leave this rank out (`by_tag_elsewhere`: its tensor-parallel peers traced nothing),
-    it goes to a group of its own with the ranks no such group holds, where they are as many as its peers."""
+    it goes to a group of its own with the ranks no such group holds, where they are as many as its peers; where
+    they are not, a digest's record is UNKNOWN (of a comm whose other members left no trace and are not known: a
+    digest is one physical collective's, so it is of no comm whose other members traced it), and left out."""
     keys = [_key(row) for row in trace]
     own = [frozenset(holders.get(key, ())) | {rank} if key is not None else frozenset({rank}) for key in keys]
     # A result whose holders gave it one tag is one collective they all issued; one given several tags is a
@@ -181,23 +197,30 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
         tagged = list(by_tag.get(row.tag, ())) if row.tag is not None else []
         # (a result shared under several tags by ranks that are no comm is a coincidence of sums: shared by none)
         unshared = not tagged and (members == {rank} or not one and members not in comms)
-        apart = (by_tag_elsewhere or {}).get(row.tag) if unshared and not untraced else None
+        apart = (by_tag_elsewhere or {}).get(row.tag, NOT_APART) if unshared and not untraced else NOT_APART
+        if apart is None and digests:
+            # Its tag's results are others' in groups that leave the rank out, and a digest no trace shares is of
+            # no comm whose other members traced it: a comm of peers that left no trace, which is not known.
+            placed.append(UNKNOWN)
+            continue
         # A tag names the collective the rank issued, and so its comm; a sum shared beyond it may be a coincidence.
         placed.append(tagged[0] if len(tagged) == 1 else members if members in comms else
-                      untraced[0] if unshared and len(untraced) == 1 else apart if apart is not None else
+                      untraced[0] if unshared and len(untraced) == 1 else apart if apart else
                       holding[0] if len(holding) == 1 else None)
-    first = next((m for m in placed if m is not None), next(iter(comms)))
+    first = next((m for m in placed if m is not None and m is not UNKNOWN), next(iter(comms)))
     out: list[Members] = []
+    before = first
     for members in placed:
-        out.append(members if members is not None else (out[-1] if out else first))
+        out.append(members if members is not None else before)
+        before = out[-1] if out[-1] is not UNKNOWN else before
     return out
 
 
 def _partners_by_tag(rank: int, holders: dict[tuple, set[int]], tags_of: dict[tuple, set[str | None]],
-                     everyone: set[int]) -> dict[str, Members]:
+                     everyone: set[int]) -> dict[str, Members | None]:
     """tag -> the comm of the rank's results of that tag that it shares with no trace, where the other ranks share
     the tag's results in groups of one size that all leave it out: it with the ranks those groups leave out, where
-    they are one group's worth (else its peers are not known, and the tag places nothing)."""
+    they are one group's worth; None where they are not (its peers are not known)."""
     groups: dict[str, set[Members]] = {}
     for key, ranks in holders.items():
         tags = tags_of.get(key, set())
@@ -210,15 +233,15 @@ def _partners_by_tag(rank: int, holders: dict[tuple, set[int]], tags_of: dict[tu
         for m in sets:
             if rank not in m:
                 held.setdefault(len(m), set()).update(m)
-    out: dict[str, Members] = {}
+    out: dict[str, Members | None] = {}
     for tag, sets in groups.items():
         sizes = {len(m) for m in sets}
         if any(rank in m for m in sets) or len(sizes) != 1:
             continue
         size = sizes.pop()
         free = everyone - held[size] - {rank}
-        if len(free) == size - 1:  # (else its peers are not known: nothing is placed by the tag)
-            out[tag] = frozenset(free | {rank})
+        # (else its peers are not known: None)
+        out[tag] = frozenset(free | {rank}) if len(free) == size - 1 else None
     return out
 
 
@@ -276,6 +299,23 @@ def _stopped_before(gone: Members, subset: Members, trace: list[FingerprintRow],
             return at[key] < first
         return last.step is not None and trace[first].step is not None and last.step < trace[first].step
     return all(before(r) for r in gone)
+
+
+def _cut_out(members: Members, trace: list[FingerprintRow], groups: list[Members], known: dict[str, set[int]],
+             traces: dict[int, list[FingerprintRow]], cut: set[int]) -> Members:
+    """The members of the one comm other evidence names that holds `members` and whose other members' traces were
+    cut short before this trace's first record of `members` (what they read back past the cut is not on record,
+    so they share none of its results); else `members`. Worked example: PyTorch's logs put ranks 0-7 in the world
+    comm, and the traces of ranks 0 and 1 end at a cut after their first record: ranks 2-7 alone share the world
+    results, and the comm they name is the world's."""
+    first = trace[groups.index(members)]
+    at = (first.step, first.op if first.op is not None else -1)
+
+    def cut_before(rank: int) -> bool:
+        last = traces[rank][-1] if rank in traces else None
+        return rank in cut and last is not None and (last.step, last.op if last.op is not None else -1) < at
+    wider = [frozenset(m) for m in known.values() if set(m) > members and all(cut_before(r) for r in set(m) - members)]
+    return wider[0] if len(set(wider)) == 1 else members
 
 
 def _known_members(evidence: list[Evidence]) -> dict[str, set[int]]:

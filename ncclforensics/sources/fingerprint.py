@@ -12,6 +12,7 @@ A line is a fingerprint record when it has `digest`, `sum`, `checksum` or `expec
 `op` is whatever ordinal the writer used: in the real per-collective traces it counts collectives across
 steps (step 1 starts at op 4 with four collectives per step), not within a step.
 A broken required field drops the record; a broken optional field drops only that field; both are errors.
+A file whose last line has no newline after it was cut short there (`Evidence.cut`); that line is not read.
 Sums may be nan or inf: a corrupted reduction produces exactly that, so they are kept.
 """
 
@@ -23,6 +24,7 @@ from ..model import Diagnostic, Evidence, FingerprintRow, FormatFacts, Location,
 from ..model.kinds import normalize_op
 from .base import InputFile
 from .keyvalue import (
+    CUT_SHORT,
     LineRecord,
     float_field,
     head_lines,
@@ -61,6 +63,8 @@ class FingerprintSource:
         """Every fingerprint record of the file; broken records become error diagnostics."""
         evidence, records = parse_records(file, self.facts, _NEEDLES, _JSON_KEYS, _is_fingerprint, _row)
         evidence.fingerprints = records
+        # A trace cut short says nothing of what the rank read back past the cut.
+        evidence.cut = next((p.loc for p in evidence.problems if p.message == CUT_SHORT), None)
         return evidence
 
 

@@ -341,3 +341,23 @@ def test_a_split_right_after_a_misaligned_result_stays_in_the_whole_comm(tmp_pat
     root = answer(tmp_path)["root"]
     assert (root["comm"], root["outlier_ranks"], root["seq_range"], root["kind"]) == (
         "[ranks=0,1,2,3]", [3], [3, 3], "missing")
+
+
+def test_results_of_a_comm_whose_other_members_left_no_trace_stay_out_of_the_world_stream():
+    """subcomm-divergence without rank 3's trace: rank 2's tp{2,3} results are shared with no trace, and their
+    tags are shared by ranks 0,1 alone, so they are of a comm whose other member left nothing. They are left out,
+    not put in the world stream of the record before them (where they made a false root at seq 2)."""
+    d = answer(*traces("subcomm-divergence", ".jsonl")[:3])
+    world = next(c for c in d["comms"] if c["comm"] == "[ranks=0,1,2]")
+    assert world["launched"] == {"0": 5, "1": 5, "2": 5}
+    assert d["root"] is None or d["root"]["seq_range"] is None
+    assert any("rank 2 " in c and "other members left no trace" in c for c in d["caveats"])
+
+
+def test_a_trace_cut_short_is_cut(tmp_path):
+    from ncclforensics.api import parse_paths
+    text = traces("subcomm-divergence", ".jsonl")[3].read_text()
+    cut = tmp_path / "fingerprint_rank3.jsonl"
+    cut.write_text(text[: text.index("\n", len(text) // 2) + 20])
+    (item,) = parse_paths([str(cut)]).evidence
+    assert item.cut is not None and item.cut.line == len(item.fingerprints) + 1
