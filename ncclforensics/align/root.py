@@ -413,6 +413,28 @@ class GateStep:
         return replace(placement, low=low, high=high) if low <= high else None
 
 
+ISSUE_ORDER = "issue order across communicators"
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """Ranks whose issue orders across their communicators show that they left out a collective at or before a seq
+    (align/interleave.py `skipped_here`): each went on elsewhere past where the program issues that seq, so its
+    first edit is a missing collective there, never a stop (a rank that stopped goes no further anywhere)."""
+
+    before: dict[int, int]  # rank -> the seq at or before which it left one out
+    locs: tuple[Location, ...] = ()
+    label: str = ISSUE_ORDER
+
+    def narrow(self, placement: Placement) -> Placement | None:
+        if placement.rank not in self.before:
+            return placement
+        if placement.kind is not EditKind.MISSING:
+            return None
+        high = min(placement.high, self.before[placement.rank])
+        return replace(placement, high=high) if placement.low <= high else None
+
+
 def apply(placements: list[Placement], constraint: Constraint) -> list[Placement] | None:
     """The placements `constraint` allows, or None where it rules out every edit of some outlier (whose stream
     still departs somewhere: that is a contradiction, not a narrowing)."""
