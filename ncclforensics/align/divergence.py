@@ -210,7 +210,7 @@ STAGES = (("signatures", tuple(SIGNATURE)), ("call sites", ("stack",)), ("tags",
 
 def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = None,
                  behind: set[int] | None = None, counted: dict[int, int] | None = None,
-                 left_out: dict[int, int] | None = None) -> CommAnalysis:
+                 left_out: dict[int, tuple[int, int]] | None = None) -> CommAnalysis:
     """Launched and completed marks, the first visible mismatch and the root of one communicator.
 
     `gate`, the first step at which the drafter gates disagreed (if journaled), narrows the root to the
@@ -218,7 +218,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     fewer than the others of this stopped communicator and did not die (see root.propose). `counted`: ranks whose
     records end at a cut file, with the last seq PyTorch's own count says they enqueued (past the cut): their
     streams go on that far, unrecorded, and end there. `left_out`: ranks among those behind whose issue orders show
-    that they left out a collective here at or before a seq (root.LeftOut), rank -> that seq.
+    that they left out a collective here somewhere in a range of seqs (root.LeftOut), rank -> that range.
     """
     rows = comm_streams(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])

@@ -121,12 +121,14 @@ def _program_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, in
     return places, launched, program
 
 
-def skipped_here(streams: Streams, comm: str, ranks: list[int]) -> dict[int, int]:
+def skipped_here(streams: Streams, comm: str, ranks: list[int]) -> dict[int, tuple[int, int]]:
     """Of `ranks` (ranks of `comm` that launched fewer than the others), those whose issue orders show that they
-    left out a collective of `comm` rather than stopped: rank -> the seq at or before which it left it out. Such a
+    left out a collective of `comm` rather than stopped: rank -> the seqs it may have left out (low, high). Such a
     rank issued a collective here, or its last collectives elsewhere, after more of its other communicators'
-    collectives than the program has before that seq: it went on past where the program issues that seq (a rank
-    that stopped, held back elsewhere or on the host, goes no further anywhere)."""
+    collectives than the program has before that seq (`high`): it went on past where the program issues that seq
+    (a rank that stopped, held back elsewhere or on the host, goes no further anywhere). A collective it issued
+    where the program issues the same seq, and not where the program issues the next, comes before the one it
+    left out (`low`)."""
     found = _program_places(streams, comm)
     if found is None:
         return {}
@@ -137,8 +139,11 @@ def skipped_here(streams: Streams, comm: str, ranks: list[int]) -> dict[int, int
             continue
         past = [seq for seq in sorted(places[r]) if seq <= launched[r] + 1 and seq in program
                 and places[r][seq] > program[seq]]
-        if past:
-            skipped[r] = past[0]
+        if not past:
+            continue
+        aligned = [seq for seq in places[r] if seq < past[0] and seq in program and places[r][seq] == program[seq]
+                   and program.get(seq + 1, program[seq]) != program[seq]]
+        skipped[r] = (max(aligned, default=0) + 1, past[0])
     return skipped
 
 
