@@ -20,6 +20,11 @@ no side is a majority, the side that launched fewer; else the outliers its root 
   be the one that departed (a rank that launched one more may have run on past collectives it skipped, or be
   stuck in one it added), so a communicator holds its odd ranks where it holds either side.
 
+Neither rule makes a consequence of a communicator whose own records show that it diverged (`shown`): a rank held
+back elsewhere launches a prefix of the program here, and prefixes of one program are ordered (one rank launched
+at least as many of every collective type as another), so ranks of whom one launched more of one type and fewer
+of another ran different programs here, whatever happened elsewhere.
+
 Where neither rule separates two communicators, both stay candidates: the caller names one and says that the
 evidence cannot tell which diverged first.
 """
@@ -39,6 +44,7 @@ class Disagreement:
     odd: frozenset[Hashable]  # the ranks its disagreement singles out (see odd_ones)
     unknown: int = 0  # members of which process they are is not on record (counted in `members` by a key of their own)
     other: frozenset[Hashable] = frozenset()  # where no side is a majority, the other side (it may have departed)
+    shown: bool = False  # its own records show that it diverged (see the module docstring): no consequence
 
     def sides(self) -> list[frozenset[Hashable]]:
         """The odd ranks as the disagreement may be read: its odd ones, or, where no side is a majority, the
@@ -76,6 +82,8 @@ def consequences(found: list[Disagreement]) -> dict[str, list[str]]:
     explained: dict[str, list[str]] = {}
     processes = len({p for d in found for p in d.members if not unnamed_process(p)})
     for outer in found:
+        if outer.shown:
+            continue
         inner = [d for d in found if d.comm != outer.comm and outer.may_contain(d, processes)]
         causes = {p: [d.comm for d in inner if p in d.members] for p in outer.odd}
         if outer.odd and all(causes.values()):
@@ -85,9 +93,19 @@ def consequences(found: list[Disagreement]) -> dict[str, list[str]]:
         any(side <= d.members for side in o.sides()) for o in left)]
     if covering:
         for d in left:
-            if d.comm not in covering:
+            if d.comm not in covering and not d.shown:
                 explained[d.comm] = covering
     return explained
+
+
+def unordered_counts(counts: Mapping[Hashable, Mapping[str, int]]) -> bool:
+    """Whether no one program has every rank's launches as a prefix of it (rank -> collective type -> launched):
+    some rank launched more of one type and fewer of another than some other rank (only the types every rank has
+    a count of are compared)."""
+    types = set.intersection(*(set(c) for c in counts.values())) if counts else set()
+    vectors = [tuple(c[t] for t in sorted(types)) for c in counts.values()]
+    return any(any(x > y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
+               for i, a in enumerate(vectors) for b in vectors[i + 1:])
 
 
 def unnamed_process(process: Hashable) -> bool:
@@ -99,9 +117,11 @@ def candidates(found: list[Disagreement]) -> list[str]:
     """The communicators that no rule shows to be a consequence, in the order given; except that where none is
     known to hold every odd rank of them, the smallest one that may hold them all (as far as its members not on
     record go) comes first: one divergence there can involve every one of those ranks (a RAS reply lists only the
-    ranks that depart from a majority, the others as a count)."""
+    ranks that depart from a majority, the others as a count). Before all that, those whose own records show that
+    they diverged (`shown`) come first."""
     explained = consequences(found)
     left = [d for d in found if d.comm not in explained]
+    left = [d for d in left if d.shown] + [d for d in left if not d.shown]
     every = frozenset().union(*(d.odd for d in left)) if left else frozenset()
     if every and not any(every <= d.members for d in left):
         holding = [d for d in left if _may_hold(d, every, found)]

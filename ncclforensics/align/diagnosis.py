@@ -33,7 +33,7 @@ from .divergence import (
 )
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
-from .interleave import issue_order_root
+from .interleave import issue_order_root, skipped_here
 from .journal_progress import with_journal_progress
 from .jobs import split_jobs
 from .ranks import resolve_global_ranks
@@ -129,7 +129,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     _apply_progress(analyses, streams, progress, watchdog)
     if not _death_evidence(ras, rank_map, watchdog):
         _behind_ranks(analyses, streams, gate, _stop_evidence(streams, analyses, ras, watchdog, dead), dead)
-        _issue_order_roots(analyses, streams)
+        _issue_order_roots(analyses, streams, gate)
     diagnosis = Diagnosis(verdict=Verdict.CONSISTENT, ranks=_all_ranks(evidence, streams), comms=analyses,
                           gate=gate, ras=ras, problems=problems, stand_in_ranks=stand_ins)
     diagnosis.corrupted_fingerprints = corrupted(fingerprints)
@@ -279,11 +279,12 @@ def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: Gat
             analyses[comm] = analyze_comm(streams, comm, gate, behind, analysis.counted)
 
 
-def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams) -> None:
+def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateDisagreement | None) -> None:
     """In a communicator whose ranks launched different numbers of collectives, and whose records show no
     majority departing (only lengths, or no majority), the ranks' issue orders across their communicators may say
-    who launched an extra one and who is held back elsewhere (align/interleave.py). They count only where every
-    other communicator of its ranks is one program (no root there)."""
+    who launched an extra one and who is held back elsewhere (align/interleave.py), or that ranks whose records
+    stop short left out a collective here and went on elsewhere. They count only where every other communicator
+    of its ranks is one program (no root there)."""
     for comm, analysis in list(analyses.items()):
         root = analysis.root
         if root is not None and root.shown and root.majority and root.kind != STOPPED:
@@ -295,6 +296,12 @@ def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams) -> N
         # Another communicator whose records differ runs another program on some ranks; one whose records only
         # end apart is what a collective held back here leaves there, where this one's records show a departure
         # (else an early collective here and one left out there before it read the same).
+        if root is not None and root.kind == STOPPED and not any(r.shown or r.kind != STOPPED for r in rooted):
+            # (ranks that stopped short elsewhere too leave the places of what they issued before as they were)
+            left_out = skipped_here(streams, comm, root.outlier_ranks)
+            if left_out and set(left_out) == set(root.outlier_ranks):
+                analyses[comm] = analyze_comm(streams, comm, gate, counted=analysis.counted, left_out=left_out)
+                continue
         if any(r.shown for r in rooted) or rooted and not (root is not None and root.shown):
             continue
         found = issue_order_root(streams, comm, analysis.start)

@@ -24,6 +24,7 @@ from .root import (
     Contradiction,
     EditKind,
     GateStep,
+    LeftOut,
     ResultChecks,
     Solution,
     solve,
@@ -208,14 +209,16 @@ STAGES = (("signatures", tuple(SIGNATURE)), ("call sites", ("stack",)), ("tags",
 
 
 def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = None,
-                 behind: set[int] | None = None, counted: dict[int, int] | None = None) -> CommAnalysis:
+                 behind: set[int] | None = None, counted: dict[int, int] | None = None,
+                 left_out: dict[int, tuple[int, int]] | None = None) -> CommAnalysis:
     """Launched and completed marks, the first visible mismatch and the root of one communicator.
 
     `gate`, the first step at which the drafter gates disagreed (if journaled), narrows the root to the
     deviating ranks' records of that step, and says which side of a tie deviated. `behind`: ranks that launched
     fewer than the others of this stopped communicator and did not die (see root.propose). `counted`: ranks whose
     records end at a cut file, with the last seq PyTorch's own count says they enqueued (past the cut): their
-    streams go on that far, unrecorded, and end there.
+    streams go on that far, unrecorded, and end there. `left_out`: ranks among those behind whose issue orders show
+    that they left out a collective here somewhere in a range of seqs (root.LeftOut), rank -> that range.
     """
     rows = comm_streams(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
@@ -267,6 +270,9 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         prefer = EditKind.EXTRA if deviants <= set(gate.passed) else EditKind.MISSING
     cut = {rank for (c, rank) in streams.cut if c == comm} - set(counted)
     constraints = _constraints(rows, start, gate, deviants)
+    if left_out:
+        constraints.append(LeftOut(dict(left_out)))
+        behind = set(behind or ()) | set(left_out)
     solution = solve(stages, start, constraints,
                      lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut,
                      set(counted) | set(unseen), cut | _short_of_completions(analysis))

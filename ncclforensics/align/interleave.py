@@ -26,6 +26,7 @@ import polars as pl
 from ..model.kinds import is_p2p_comm
 from .comm_streams import comm_streams
 from .divergence import EXTRA, RangeReason, Root, ops_at
+from .root import ISSUE_ORDER
 from .streams import SIGNATURE, Streams
 
 
@@ -81,11 +82,12 @@ def _places(order: pl.DataFrame, comm: str, firsts: dict[str, int]) -> dict[int,
     return places
 
 
-def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
-    """The ranks of `comm` parted by where they issued its collectives among their other communicators' (see the
-    module docstring), where that names a minority that launched one early while every rank with fewer here
-    stopped where the program goes on elsewhere. None where the records do not order each rank's collectives, the
-    ranks are in other communicators of different shapes, or no strict majority places every seq."""
+def _program_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, int]], dict[int, int],
+                                                            dict[int, int]] | None:
+    """Per rank of `comm`, seq -> collectives of its other communicators it issued before it (see _places); per
+    rank, how many it launched here; and the program's place of each seq (the strict majority of the ranks that
+    launched it). None where the records do not order each rank's collectives, the ranks are in other
+    communicators of different shapes, or no strict majority places every seq."""
     if is_p2p_comm(comm):
         return None
     ranks = streams.members.get(comm, [])
@@ -108,7 +110,6 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
     if len(shapes) != 1:
         return None  # other communicators of other shapes run other programs: their counts do not compare
     launched = {r: max(s for s in p) - 1 for r, p in places.items()}
-    # The program's place of each seq: the strict majority of the ranks that launched it.
     program: dict[int, int] = {}
     for seq in range(1, max(launched.values()) + 2):
         seen = Counter(p[seq] for r, p in places.items() if seq in p and seq <= launched[r])
@@ -117,6 +118,45 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
             if n * 2 <= sum(seen.values()):
                 return None
             program[seq] = value
+    return places, launched, program
+
+
+def skipped_here(streams: Streams, comm: str, ranks: list[int]) -> dict[int, tuple[int, int]]:
+    """Of `ranks` (ranks of `comm` that launched fewer than the others), those whose issue orders show that they
+    left out a collective of `comm` rather than stopped: rank -> the seqs it may have left out (low, high). Such a
+    rank issued a collective here, or its last collectives elsewhere, after more of its other communicators'
+    collectives than the program has before that seq (`high`): it went on past where the program issues that seq
+    (a rank that stopped, held back elsewhere or on the host, goes no further anywhere). A collective it issued
+    where the program issues the same seq, and not where the program issues the next, comes before the one it
+    left out (`low`)."""
+    found = _program_places(streams, comm)
+    if found is None:
+        return {}
+    places, launched, program = found
+    skipped = {}
+    for r in ranks:
+        if r not in places:
+            continue
+        past = [seq for seq in sorted(places[r]) if seq <= launched[r] + 1 and seq in program
+                and places[r][seq] > program[seq]]
+        if not past:
+            continue
+        aligned = [seq for seq in places[r] if seq < past[0] and seq in program and places[r][seq] == program[seq]
+                   and program.get(seq + 1, program[seq]) != program[seq]]
+        skipped[r] = (max(aligned, default=0) + 1, past[0])
+    return skipped
+
+
+def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
+    """The ranks of `comm` parted by where they issued its collectives among their other communicators' (see the
+    module docstring), where that names a minority that launched one early while every rank with fewer here
+    stopped where the program goes on elsewhere. None where the records do not order each rank's collectives, the
+    ranks are in other communicators of different shapes, or no strict majority places every seq."""
+    found = _program_places(streams, comm)
+    if found is None:
+        return None
+    places, launched, program = found
+    ranks = streams.members.get(comm, [])
     split = next((seq for seq in sorted(program)
                   if any(seq in p and seq <= launched[r] and p[seq] != program[seq] for r, p in places.items())), None)
     if split is None:
@@ -146,7 +186,6 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
                            blocked=blocked)
 
 
-ISSUE_ORDER = "issue order across communicators"
 
 
 def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None:

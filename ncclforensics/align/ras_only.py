@@ -9,7 +9,7 @@ from dataclasses import replace
 import polars as pl
 
 from ..model import Evidence, Location, WedgeKind
-from .consequences import Disagreement, candidates, odd_ones, unnamed_process
+from .consequences import Disagreement, candidates, odd_ones, other_side, unnamed_process, unordered_counts
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from .ras import RasHistory
 from .streams import Streams
@@ -102,12 +102,16 @@ def _place_unlisted(spanning: Disagreement, found: list[Disagreement]) -> Disagr
     named = {k for k in named if not unnamed_process(k)}
     if not unknown or len(named) != len(unknown):
         return spanning
-    odd = spanning.odd
+    odd, other = spanning.odd, spanning.other
     if unknown <= odd:
         odd = (odd - unknown) | named
     elif unknown & odd:
         return spanning  # some of them odd, and which processes those are is not known
-    return Disagreement(spanning.comm, (spanning.members - unknown) | named, odd)
+    if unknown <= other:
+        other = (other - unknown) | named
+    elif unknown & other:
+        return spanning
+    return replace(spanning, members=(spanning.members - unknown) | named, odd=odd, other=other, unknown=0)
 
 
 def _comm_root(comm: str, history: RasHistory, stops: dict[str, list[str]]) -> Root | None:
@@ -182,7 +186,9 @@ def _disagreement(comm: str, history: RasHistory, root: Root) -> Disagreement:
     launched = {key[r]: sum(c.values()) for r, c in history.by_type().items() if r in key}
     lost = {key[r] for r in set(history.missing_ranks) | set(history.dead_ranks) if r in key}
     odd = frozenset(lost) or odd_ones(launched, {key[r] for r in root.outlier_ranks if r in key}, root.majority)
-    return Disagreement(comm, frozenset(key.values()), odd, unknown=sum(r not in pids for r in key))
+    other = frozenset() if lost else other_side(launched, odd, root.majority)
+    return Disagreement(comm, frozenset(key.values()), odd, unknown=sum(r not in pids for r in key), other=other,
+                        shown=not lost and unordered_counts(history.by_type()))
 
 
 def _by_type(typed: dict[int, dict[str, int]]) -> dict[str, dict[int, int]]:

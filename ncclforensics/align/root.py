@@ -414,6 +414,32 @@ class GateStep:
         return replace(placement, low=low, high=high) if low <= high else None
 
 
+ISSUE_ORDER = "issue order across communicators"
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """Ranks whose issue orders across their communicators show that they left out a collective somewhere in a
+    range of seqs (align/interleave.py `skipped_here`): each went on elsewhere past where the program issues the
+    range's last seq, so its first edit is a missing collective there, never a stop (a rank that stopped goes no
+    further anywhere; one that left out a collective right after its last record reads like one that stopped)."""
+
+    spans: dict[int, tuple[int, int]]  # rank -> the seqs it may have left one out at
+    locs: tuple[Location, ...] = ()
+    label: str = ISSUE_ORDER
+
+    def narrow(self, placement: Placement) -> Placement | None:
+        if placement.rank not in self.spans:
+            return placement
+        if placement.kind is EditKind.STOPPED:
+            placement = replace(placement, kind=EditKind.MISSING, size=1)
+        if placement.kind is not EditKind.MISSING:
+            return None
+        first, last = self.spans[placement.rank]
+        low, high = max(placement.low, first), min(placement.high, last)
+        return replace(placement, low=low, high=high) if low <= high else None
+
+
 def apply(placements: list[Placement], constraint: Constraint) -> list[Placement] | None:
     """The placements `constraint` allows, or None where it rules out every edit of some outlier (whose stream
     still departs somewhere: that is a contradiction, not a narrowing)."""

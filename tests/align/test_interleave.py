@@ -59,11 +59,25 @@ def test_a_rank_whose_records_part_where_the_issue_orders_agree_departed_too():
 
 
 def test_a_rank_that_skipped_a_world_collective_stays_the_outlier():
-    # Rank 2 skipped step 1's world collective: its records go on in TP past where the program has the next one.
+    # Rank 2 skipped step 1's world collective: its records go on in TP past where the program has the next one,
+    # so it left that one out (its first sits where the program's first does), rather than stopped after it.
     logs = [rank_log(0, step(T1) + step(T1)), rank_log(1, step(T1) + step(T1)),
             rank_log(2, step(T2) + step(T2, world=0)), rank_log(3, step(T2) + step(T2))]
     d = diagnose(logs)
-    assert d.root.comm == W and d.root.pinned_by != ISSUE_ORDER and d.root.outlier_ranks == [2]
+    assert d.root.comm == W and d.root.outlier_ranks == [2]
+    assert d.root.kind == "missing" and d.root.seq_range == (2, 2) and d.root.pinned_by == ISSUE_ORDER
+
+
+def test_a_rank_that_left_out_a_lookalike_collective_and_went_on_elsewhere_did_not_stop():
+    # Rank 4 left out one of step 1's three TP collectives (all alike) and issued step 2's world collective after
+    # two of them, where the program has three: its TP records stop short, yet it went on past them.
+    logs = [rank_log(r, step(T1) * 3) for r in (0, 1, 2)]
+    logs += [rank_log(r, step(T2) + step(T2, layers=2 if r == 4 else 3) + [(W, ONE), (T2, LAYER)])
+             for r in (3, 4, 5)]
+    d = diagnose(logs)
+    tp = d.comms[T2].root
+    assert tp.outlier_ranks == [4] and tp.kind == "missing" and tp.seq_range == (4, 6)
+    assert tp.pinned_by == ISSUE_ORDER
 
 
 def test_a_collective_skipped_in_another_communicator_is_no_extra_one_here():
