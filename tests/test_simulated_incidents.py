@@ -315,3 +315,17 @@ def test_checksums_that_name_the_first_outliers_of_two_comms_are_right_and_no_fe
 
     assert verdict([2, 4, 5]) == []
     assert verdict([4, 5]) == verdict([2, 4]) == verdict([2, 3, 4, 5]) == ["wrong_outliers"]
+
+
+def test_counts_of_a_rank_behind_name_the_ranks_ahead_that_may_hold_it_back(tmp_path):
+    """Seed 2004, RAS replies alone: rank 0 ran one more world collective, holding its TP peer rank 1 back, and the
+    replies read as rank 1 skipping one (a twin where rank 1 skips writes the same replies). The root names rank 1
+    and, as those that may have launched one more instead, every rank ahead that may share a comm with it (the
+    replies list the TP comms' members only as a count)."""
+    from incidents.runner import run_seed
+
+    assert run_seed(2004, tmp_path, keep=True).ok
+    code, out, _ = run_cli("diff", "--json", str(tmp_path / "incident-2004"))
+    root = json.loads(out)["root"]
+    assert code == 1 and root["outlier_ranks"] == [1] and root["may_be_held_back_by"] == [0, 2, 3]
+    assert "(one of ranks 0, 2 and 3, as far as the record of who shares a communicator with it goes)" in root["cause"]

@@ -33,6 +33,7 @@ from .divergence import (
 )
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
+from .held_back import may_hold_back
 from .interleave import issue_order_root, skipped_here
 from .journal_progress import with_journal_progress
 from .jobs import split_jobs
@@ -46,6 +47,7 @@ from .traces import with_trace_rows
 from .unranked import unranked_streams
 from .watchdog import (
     STOP_EVENTS,
+    EnqueueMarks,
     counted_past_cuts,
     enqueue_marks,
     marks_only_roots,
@@ -148,7 +150,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         counted_comms = {streams.aliases.get(c, c) for c in marks}
         if root is not None and root.kind == MISSING and ({*ras, *counted_comms, *streams.members} - {root.comm}):
             # Launch counts of one communicator, in a job with others: the ranks behind may be held back elsewhere.
-            root = replace(root, behind_may_be_held=True)
+            root = replace(root, behind_may_be_held=True,
+                           may_be_held_back_by=may_hold_back(root, _memberships(streams, ras, rank_map, marks)))
     unranked_caveats += comm_caveats
     sums_step = None
     cut_files = {e.path for e in evidence if e.cut is not None}
@@ -417,6 +420,25 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
     odd = next(d.odd for d in found if d.comm == root.comm)
     caveats = _comm_caveats(root, roots, explained, undecided) + _unseen_causes(root, odd, streams)
     return replace(root, undecided_comms=tuple(undecided)), caveats
+
+
+def _memberships(streams: Streams, ras: dict[str, RasHistory], rank_map: dict[tuple[str, int], int],
+                 marks: dict[str, EnqueueMarks]) -> dict[str, tuple[set[int], int]]:
+    """comm -> (the global ranks on record as its members, its size), from every kind that names members."""
+    found: dict[str, tuple[set[int], int]] = {}
+
+    def add(comm: str, ranks, size: int) -> None:
+        known, most = found.get(comm, (set(), 0))
+        known = known | set(ranks)
+        found[comm] = (known, max(most, size, len(known)))
+
+    for comm, ranks in streams.members.items():
+        add(comm, ranks, len(set(ranks) | set(streams.expected_members.get(comm, ()))))
+    for comm, history in ras.items():
+        add(comm, [rank for (c, _), rank in rank_map.items() if c == comm], history.states[-1][1].size or 0)
+    for group, counted in marks.items():
+        add(streams.aliases.get(group, group), counted.launched, len(counted.launched))
+    return found
 
 
 def _root_comm_in_streams(root: Root | None, streams: Streams, ras: dict[str, RasHistory],

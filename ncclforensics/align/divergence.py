@@ -128,6 +128,9 @@ class Root:
     # Counts only, the outliers behind, in a job with other communicators: they may be held back in another one by
     # a rank ahead here that launched one more (see report/words.py ambiguity), which counts cannot tell apart.
     behind_may_be_held: bool = False
+    # ... and the ranks ahead here that may have launched that one more: each shares some other communicator with
+    # every outlier, as far as the record goes (empty where no membership on record says)
+    may_be_held_back_by: tuple[int, ...] = ()
     # Placed by PyTorch's completion marks in the ranks' other groups (align/held_back.py): the ranks behind wait
     # there, held back by the outliers' extra collective.
     held_back: HeldBack | None = None

@@ -25,7 +25,7 @@ of it, where their timeout lines give it, tells: the program's own collective co
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import replace
 
 from .divergence import EXTRA, MISSING, HeldBack, Root
@@ -90,3 +90,19 @@ def held_back_root(root: Root, launched: Mapping[str, Mapping[int, int]],
     return replace(root, seq_range=(root.seq_range[0], seq), outlier_ranks=sorted(ahead),
                    reference_ranks=sorted(set(here) - ahead), kind=EXTRA, size=1, majority=True, kinds=(EXTRA,),
                    behind_may_be_held=False, blocked_elsewhere=tuple(sorted(behind)), held_back=held)
+
+
+def may_hold_back(root: Root, groups: Mapping[str, tuple[Set[int], int]]) -> tuple[int, ...]:
+    """The ranks ahead in the root's comm that may have launched an extra collective there that holds its
+    outliers (behind by counts alone) back: an extra one here keeps a rank's peers of another communicator waiting
+    for it there, so each shares some other communicator with every outlier. `groups`: comm -> (its members on
+    record, its size); members not on record may be any rank. A group of the root's size whose members on record
+    are all the root's may be the root's comm under another name (a process group beside a RAS hash): left out."""
+    ranks = set(root.outlier_ranks) | set(root.reference_ranks) | set(root.unplaced_ranks)
+    others = {c: (set(known), size) for c, (known, size) in groups.items()
+              if c != root.comm and not (size == len(ranks) and set(known) <= ranks)}
+
+    def may_share(pair: set[int]) -> bool:
+        return any(pair <= known or len(known | pair) <= size for known, size in others.values())
+
+    return tuple(r for r in sorted(root.reference_ranks) if all(may_share({o, r}) for o in root.outlier_ranks))

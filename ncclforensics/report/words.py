@@ -202,11 +202,14 @@ def root_sentence(root: Root) -> str:
         return f"{who.capitalize()} stopped launching in comm {root.comm}{after}."
     if root.kind == MISSING and root.behind_may_be_held:
         one = len(root.outlier_ranks) == 1
+        held = root.may_be_held_back_by
+        by = (f" ({'one of ' if len(held) > 1 else ''}{ranks_words(held)}, as far as the record of who shares "
+              f"a communicator with {'it' if one else 'them'} goes)" if held else "")
         return (f"{who.capitalize()} launched {n} fewer than the others in comm {root.comm}, {at}: "
                 f"{'it' if one else 'they'} skipped {'it' if root.size == 1 else 'them'}, or "
                 f"{'it is' if one else 'they are'} "
-                f"held back in another communicator by a rank ahead here that launched more; the counts cannot "
-                f"tell which.")
+                f"held back in another communicator by a rank ahead here that launched more{by}; the counts "
+                f"cannot tell which.")
     also = ""
     others = [k for k in root.kinds if k != root.kind]
     if others:

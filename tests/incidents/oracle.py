@@ -20,6 +20,9 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   record for this (its records side with either); a root on per-step checksums alone that names, among the ranks
   it compared, the first outliers of each of several comms that diverged there is right (a step's checksum sums
   what a rank read back from all its comms: ranks that departed in two comms part from the others alike);
+  where the root rests on counts alone of ranks behind and names the ranks ahead that may instead have launched one
+  more and held them back in another comm (`root.may_be_held_back_by`), the true outliers among those are right too:
+  the counts read the same either way (a twin incident of the opposite truth writes the same files);
   where nothing in the evidence names global ranks (NCCL logs of a job without a comm over every rank, RAS
   replies alone), comm ranks are right too; a rank the answer numbers as a stand-in (`stand_in_ranks`) is read
   as the rank of the process it names;
@@ -230,7 +233,11 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
         first <= got <= set(faulted) and all(low <= true.first.get(r, 0) <= high for r in got - first)
         for first, faulted in ((set(true.outliers), true.faulted), (seen_outliers, seen),
                                (set(true.outliers) & evident, set(true.faulted) & evident)) if first)
-    if got not in accepted and not between and not _checksum_firsts(incident, root, got) \
+    # Counts alone of ranks behind: one that launched one more here, holding its peers back in another comm, writes
+    # the counts of the peers skipping one; an answer naming the ranks ahead that may have done so names it.
+    held = set(root.get("may_be_held_back_by") or [])
+    held_back = bool(held) and root.get("kind") == "missing" and set(true.outliers) <= held
+    if got not in accepted and not between and not held_back and not _checksum_firsts(incident, root, got) \
             and not _explained_by_cut(root, written):
         add(Violation("wrong_outliers", f"outlier_ranks {sorted(got)}; true outliers {list(true.outliers)} "
                                         f"(diverged on the comm: {list(true.faulted)}, of which the evidence shows "
