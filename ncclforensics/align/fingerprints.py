@@ -59,11 +59,9 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             head, ours, rest = matches[0]
             rows.extend((comm, rank, seq, f.step, f.tag, checked_right(f), str(f.loc)) for comm, seq, f in zip(
                 head.get_column("comm").to_list(), head.get_column("seq").to_list(), ours))
-            if rest and made:
-                pass
-            elif rest and head.get_column("comm").n_unique() == 1:
+            if rest and not made and head.get_column("comm").n_unique() == 1:
                 extensions[(head.get_column("comm")[0], rank)] = _beyond(head, rest)
-            elif rest:
+            elif rest and not made:
                 extensions.update(_beyond_comms(streams, rank, rest, holders))
     if not rows:
         return streams

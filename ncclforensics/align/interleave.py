@@ -186,8 +186,6 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
                            blocked=blocked)
 
 
-
-
 def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None:
     """The root the issue orders give `comm` (see issue_order_split): an extra collective of the outliers, at the
     seq where they issued one earlier than the program, or at a seq before it where they issued the same
