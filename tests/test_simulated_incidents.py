@@ -38,9 +38,7 @@ def outcomes(request, tmp_path_factory):
 
 # Seeds of the sample whose answer still breaks the property, by why (benchmarks/results/simulated.md has the
 # patterns over 10,000 seeds). Strict: a seed that starts passing fails here until it is taken off the list.
-KNOWN = {
-    496: "a rank that ran a lookalike extra collective and then blocked in another communicator looks stopped: the "
-         "root is its stop, after the true one",
+KNOWN: dict[int, str] = {
 }
 
 

@@ -305,9 +305,14 @@ def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams, gate
             if left_out and set(left_out) == set(root.outlier_ranks):
                 analyses[comm] = analyze_comm(streams, comm, gate, counted=analysis.counted, left_out=left_out)
                 continue
-        if any(r.shown for r in rooted) or rooted and not (root is not None and root.shown):
+        if any(r.shown for r in rooted):
             continue
         found = issue_order_root(streams, comm, analysis.start)
+        if found is not None and rooted and not (root is not None and root.shown):
+            # The other communicators' records only end apart: an early collective here and collectives left out
+            # there before it read the same, so those stay candidates beside this one.
+            found = replace(found, undecided_comms=tuple(sorted(c for c in others if c in analyses
+                                                                and analyses[c].root is not None)))
         if found is not None:
             analysis.root = found
 
@@ -416,7 +421,10 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
     roots = [a.root for a in rooted]
     root = min(roots, key=lambda r: (*evidence(r), r.told, not (set(r.outlier_ranks) & deviants), order[r.kind],
                                      r.seq_range[1] - r.seq_range[0], r.seq, r.comm))
-    undecided = [r.comm for r in roots if r.comm != root.comm and evidence(r) == evidence(root)]
+    # (a root may come with the communicators its own evidence leaves undecided beside it)
+    undecided = sorted({*root.undecided_comms,
+                        *(r.comm for r in roots if r.comm != root.comm and evidence(r) == evidence(root))})
+    explained = {c: causes for c, causes in explained.items() if c not in root.undecided_comms}
     odd = next(d.odd for d in found if d.comm == root.comm)
     caveats = _comm_caveats(root, roots, explained, undecided) + _unseen_causes(root, odd, streams)
     return replace(root, undecided_comms=tuple(undecided)), caveats
