@@ -7,7 +7,9 @@ does not, ranks whose checksums a correct run makes equal differing say the same
 collective reads back the same mixed result, so the ranks that part from the others' checksum at the first bad
 step are the outliers (with expected values, the others' by how far each is off: a rank's own inputs are in its
 expected value too). Where one rank alone read back a wrong value and every other one's checked right, its
-collective paired with the others' of the step before or after: it is the outlier. The collective itself is on
+collective paired with the others' of the step before or after: it is the outlier. Where one rank alone read back
+right, every other one wrong by one amount, and it is wrong in the next step, it left out the step's last
+collective (its next one paired with the others' last): it is the outlier, the fewest departing. The collective itself is on
 no record: the root has a step, and no seq. Offsets that part where other ranks have no sum of the step (they
 hung before it) or read it back right and the next one wrong (they left out its last collective) name no side:
 each comm's ranks are off by what that comm mixed, and the ranks that departed may be either those that read
@@ -109,6 +111,13 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             root = _alone(wrong[0], sorted(rows), after, step, known)
             yield root, step if _earlier_right(by_step, step) else None
             return
+        lone = _alone_right(rows, wrong, by_step.get(step + 1, {})) if checked and len(rows) == len(traced) else None
+        if lone is not None:
+            # Every rank but one read back the same mixed result, and that one read back right and is wrong in
+            # the next step: it left out its step's last collective (its next one paired with the others' last,
+            # which it files under the next step), or every other rank ran one more: the fewest departing is it.
+            yield _root([lone], wrong, True, step, known), step if _earlier_right(by_step, step) else None
+            return
         if checked and len(wrong) < len(rows):
             # The ranks that read back wrong values shared the misaligned collective; the others' right sums
             # (which may differ by design: replicas) say nothing of who in it departed.
@@ -144,6 +153,18 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         root = _root(outliers, ordered[0] if majority else sorted(rows), majority, step, known, rows)
         yield root, step if _earlier_right(by_step, step) else None
         return
+
+
+def _alone_right(rows: dict[int, FingerprintRow], wrong: list[int], after: dict[int, FingerprintRow]) -> int | None:
+    """The one rank of `rows` that read back right where at least two others read back wrong, all off by one
+    amount (one misaligned collective they shared), and that read back wrong in the next step; else None."""
+    right = [rank for rank in rows if rank not in wrong]
+    if len(right) != 1 or len(wrong) < 2 or right[0] not in after or checked_right(after[right[0]]) is not False:
+        return None
+    scale = 1e-6 * max([1.0, *(abs(rows[r].expected_sum) for r in wrong)])
+    if len({round((rows[r].sum - rows[r].expected_sum) / scale) for r in wrong}) != 1:
+        return None
+    return right[0]
 
 
 def _unplaced_by_sums(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced: set[int]) -> bool:
