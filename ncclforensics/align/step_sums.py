@@ -52,6 +52,8 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
             by_step.setdefault(row.step, {}).setdefault(row.rank, row)
     traced = {rank for rows in by_step.values() for rank in rows}
     replicas = _replica_classes(traced, known, on_record)
+    if replicas == [traced]:
+        replicas = _classes_of_first_step(by_step, traced) or replicas
     for step in sorted(by_step):
         for found in _step_roots(by_step, step, traced, replicas, known):
             return _wrong_pair(fingerprints, known, cut) if found is _BY_VERDICTS else found
@@ -85,6 +87,22 @@ def _replica_classes(ranks: set[int], known: dict[str, set[int]], on_record: fro
         if len(homes) == 1:
             homes[0].add(rank)
     return classes
+
+
+def _classes_of_first_step(by_step: dict[int, dict[int, FingerprintRow]], traced: set[int]) -> list[set[int]] | None:
+    """Where nothing says which ranks are replicas: the ranks of equal unchecked sums at the first step that every
+    traced rank summed, where those part into several classes of which none is a strict majority (TP groups of a
+    DP job read back different results by design, each group's alike); else None (one class of every rank, or
+    one class with a few apart: those may already have departed)."""
+    first = next((rows for _, rows in sorted(by_step.items()) if set(rows) == traced), None)
+    if first is None or any(checked_right(row) is not None for row in first.values()):
+        return None
+    classes: dict[str, set[int]] = {}
+    for rank, row in first.items():
+        classes.setdefault(repr(row.sum), set()).add(rank)
+    if len(classes) < 2 or max(map(len, classes.values())) * 2 > len(traced):
+        return None
+    return sorted(classes.values(), key=min)
 
 
 def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced: set[int],
