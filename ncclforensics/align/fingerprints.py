@@ -29,6 +29,12 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
         if row.digest is not None:
             holders.setdefault(row.digest, set()).add(row.rank)
     for rank, trace in traces.items():
+        made_rows = _made_by(streams, rank, trace)
+        if made_rows is not None:
+            # The trace made the rank's streams: each record is the row it made, and rows of other sources beside
+            # them (a timeout line's) are no record of it, whatever their position.
+            rows.extend(made_rows)
+            continue
         kinds = [(normalize_op(f.kind) if f.kind else None, f.numel) for f in trace]
         # Candidates: each comm's stream alone, and all of the rank's comms in its own issue order (a trace of
         # a rank that uses several comms, e.g. world and tensor-parallel).
@@ -85,6 +91,24 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
 
     streams.map_parts(attach)
     return streams
+
+
+def _made_by(streams: Streams, rank: int, trace: list[FingerprintRow]) -> list[tuple] | None:
+    """Where the trace made some of the rank's stream rows (align/traces.py), (comm, rank, seq, step, tag, checked,
+    where) for the row each of its records made, tied by the record's file and line; else None."""
+    fingerprint = [SourceFormat.FINGERPRINT.value]
+    by_place = {(f.loc.path, f.loc.line): f for f in trace}
+    out = []
+    for (comm, r), part in streams.parts.items():
+        if r != rank or part.height == 0:
+            continue
+        made = part.filter(pl.col("sources").list.len() == 1).filter(
+            pl.col("sources").list.first() == fingerprint[0]).select("file", "line", "seq")
+        for file, line, seq in made.iter_rows():
+            f = by_place.get((file, line))
+            if f is not None:
+                out.append((comm, rank, seq, f.step, f.tag, checked_right(f), str(f.loc)))
+    return out or None
 
 
 def _paired(stream: pl.DataFrame, length: int) -> tuple[pl.DataFrame, range | list[int]]:

@@ -7,7 +7,9 @@ does not, ranks whose checksums a correct run makes equal differing say the same
 collective reads back the same mixed result, so the ranks that part from the others' checksum at the first bad
 step are the outliers (with expected values, the others' by how far each is off: a rank's own inputs are in its
 expected value too). Where one rank alone read back a wrong value and every other one's checked right, its
-collective paired with the others' of the step before or after: it is the outlier. The collective itself is on
+collective paired with the others' of the step before or after: it is the outlier. Where one rank alone read back
+right, every other one wrong by one amount, and it is wrong in the next step, it left out the step's last
+collective (its next one paired with the others' last): it is the outlier, the fewest departing. The collective itself is on
 no record: the root has a step, and no seq. Offsets that part where other ranks have no sum of the step (they
 hung before it) or read it back right and the next one wrong (they left out its last collective) name no side:
 each comm's ranks are off by what that comm mixed, and the ranks that departed may be either those that read
@@ -50,6 +52,8 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
             by_step.setdefault(row.step, {}).setdefault(row.rank, row)
     traced = {rank for rows in by_step.values() for rank in rows}
     replicas = _replica_classes(traced, known, on_record)
+    if replicas == [traced]:
+        replicas = _classes_of_first_step(by_step, traced) or replicas
     for step in sorted(by_step):
         for found in _step_roots(by_step, step, traced, replicas, known):
             return _wrong_pair(fingerprints, known, cut) if found is _BY_VERDICTS else found
@@ -85,6 +89,22 @@ def _replica_classes(ranks: set[int], known: dict[str, set[int]], on_record: fro
     return classes
 
 
+def _classes_of_first_step(by_step: dict[int, dict[int, FingerprintRow]], traced: set[int]) -> list[set[int]] | None:
+    """Where nothing says which ranks are replicas: the ranks of equal unchecked sums at the first step that every
+    traced rank summed, where those part into several classes of which none is a strict majority (TP groups of a
+    DP job read back different results by design, each group's alike); else None (one class of every rank, or
+    one class with a few apart: those may already have departed)."""
+    first = next((rows for _, rows in sorted(by_step.items()) if set(rows) == traced), None)
+    if first is None or any(checked_right(row) is not None for row in first.values()):
+        return None
+    classes: dict[str, set[int]] = {}
+    for rank, row in first.items():
+        classes.setdefault(repr(row.sum), set()).add(rank)
+    if len(classes) < 2 or max(map(len, classes.values())) * 2 > len(traced):
+        return None
+    return sorted(classes.values(), key=min)
+
+
 def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced: set[int],
                 replicas: list[set[int]], known: dict[str, set[int]]):
     """The root the checksums of `step` give, if any (yielded: the first is the answer)."""
@@ -108,6 +128,13 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             after = {rank: checked_right(row) for rank, row in by_step.get(step + 1, {}).items()}
             root = _alone(wrong[0], sorted(rows), after, step, known)
             yield root, step if _earlier_right(by_step, step) else None
+            return
+        lone = _alone_right(rows, wrong, by_step.get(step + 1, {})) if checked and len(rows) == len(traced) else None
+        if lone is not None:
+            # Every rank but one read back the same mixed result, and that one read back right and is wrong in
+            # the next step: it left out its step's last collective (its next one paired with the others' last,
+            # which it files under the next step), or every other rank ran one more: the fewest departing is it.
+            yield _root([lone], wrong, True, step, known), step if _earlier_right(by_step, step) else None
             return
         if checked and len(wrong) < len(rows):
             # The ranks that read back wrong values shared the misaligned collective; the others' right sums
@@ -144,6 +171,18 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         root = _root(outliers, ordered[0] if majority else sorted(rows), majority, step, known, rows)
         yield root, step if _earlier_right(by_step, step) else None
         return
+
+
+def _alone_right(rows: dict[int, FingerprintRow], wrong: list[int], after: dict[int, FingerprintRow]) -> int | None:
+    """The one rank of `rows` that read back right where at least two others read back wrong, all off by one
+    amount (one misaligned collective they shared), and that read back wrong in the next step; else None."""
+    right = [rank for rank in rows if rank not in wrong]
+    if len(right) != 1 or len(wrong) < 2 or right[0] not in after or checked_right(after[right[0]]) is not False:
+        return None
+    scale = 1e-6 * max([1.0, *(abs(rows[r].expected_sum) for r in wrong)])
+    if len({round((rows[r].sum - rows[r].expected_sum) / scale) for r in wrong}) != 1:
+        return None
+    return right[0]
 
 
 def _unplaced_by_sums(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced: set[int]) -> bool:

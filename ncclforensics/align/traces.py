@@ -189,9 +189,13 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
         if members in comms and one:
             by_tag.setdefault(row.tag, set()).add(members)
     placed: list[Members | None] = []
-    for row, members, one in zip(trace, own, alike):
+    for i, (row, members, one) in enumerate(zip(trace, own, alike)):
         if members in comms and one:
-            placed.append(members)
+            # A comm of its own whose results of this tag were a wider comm's before that comm's other members'
+            # traces stopped: the tail of the wider one (a program issues a tagged collective on one comm).
+            tail = [wider for wider in by_tag.get(row.tag, ()) if wider > members
+                    and all(_last_before(r, i, trace, at, last_rows) for r in wider - members)]
+            placed.append(tail[0] if len(tail) == 1 and row.tag is not None else members)
             continue
         holding = [c for c in comms if members <= c]
         tagged = list(by_tag.get(row.tag, ())) if row.tag is not None else []
@@ -285,20 +289,23 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
 
 def _stopped_before(gone: Members, subset: Members, trace: list[FingerprintRow], own: list[Members],
                     at: dict[tuple, int], last_rows: dict[int, FingerprintRow]) -> bool:
-    """Whether every rank of `gone` recorded its last result before this trace's first record of `subset`: as a
-    result this trace shares, or, where it shares none of theirs (their last was in another comm), at an earlier
-    step (the ranks of one job count steps alike)."""
+    """Whether every rank of `gone` recorded its last result before this trace's first record of `subset`."""
     first = own.index(subset)
+    return all(_last_before(r, first, trace, at, last_rows) for r in gone)
 
-    def before(rank: int) -> bool:
-        last = last_rows.get(rank)
-        if last is None:
-            return False
-        key = _key(last)
-        if key in at:
-            return at[key] < first
-        return last.step is not None and trace[first].step is not None and last.step < trace[first].step
-    return all(before(r) for r in gone)
+
+def _last_before(rank: int, index: int, trace: list[FingerprintRow], at: dict[tuple, int],
+                 last_rows: dict[int, FingerprintRow]) -> bool:
+    """Whether `rank` recorded its last result before this trace's record `index`: as a result this trace shares,
+    or, where it shares none of theirs (their last was in another comm), at an earlier step (the ranks of one job
+    count steps alike)."""
+    last = last_rows.get(rank)
+    if last is None:
+        return False
+    key = _key(last)
+    if key in at:
+        return at[key] < index
+    return last.step is not None and trace[index].step is not None and last.step < trace[index].step
 
 
 def _cut_out(members: Members, trace: list[FingerprintRow], groups: list[Members], known: dict[str, set[int]],

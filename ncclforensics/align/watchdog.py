@@ -44,7 +44,9 @@ def with_watchdog_rows(evidence: list[Evidence]) -> list[Evidence]:
     where no file's collectives bear its name: a desync the timeouts show that the files may not (a log cut short
     before it, or one that names the comm by its hash).
     The rows go into a copy of the Evidence of the file that holds the line; the state is `started`: it ran,
-    and never finished."""
+    and never finished. A row's call stack is the one PyTorch printed for the work (its frames outside torch, as
+    a dump's entry gives them): ranks stuck at one SeqNum in collectives of one type and size may still have
+    issued them from different code."""
     timeouts = [(item.path, event) for item in evidence for event in item.watchdog
                 if event.kind in TIMEOUT_KINDS and event.seq is not None and event.rank is not None]
     if any(item.collectives.height and item.cut is None for item in evidence):
@@ -62,7 +64,10 @@ def with_watchdog_rows(evidence: list[Evidence]) -> list[Evidence]:
         key = (event.rank, event.comm or default, event.seq)
         if not any(key in by_file for by_file in rows.values()):  # the first line about a work wins
             rows.setdefault(path, {})[key] = event
-    return [replace(item, collectives=_frame(rows[item.path])) if item.path in rows else item for item in evidence]
+    stacks = {(rank, group, seq): event.stack for (group, rank, seq), event in
+              _stack_events([w for item in evidence for w in item.watchdog]).items() if event.stack}
+    return [replace(item, collectives=_frame(rows[item.path], stacks)) if item.path in rows else item
+            for item in evidence]
 
 
 def _desynced_groups(timeouts: list[WatchdogEvent]) -> set[str]:
@@ -74,10 +79,12 @@ def _desynced_groups(timeouts: list[WatchdogEvent]) -> set[str]:
     return {comm for (comm, _), ops in seen.items() if len(ops) > 1}
 
 
-def _frame(rows: dict[tuple[int, str, int], WatchdogEvent]) -> pl.DataFrame:
+def _frame(rows: dict[tuple[int, str, int], WatchdogEvent], stacks: dict[tuple[int, str, int], str]
+           ) -> pl.DataFrame:
     records = [
         {"file": event.loc.path, "line": event.loc.line, "rank": rank, "comm": comm, "seq": seq, "op": event.op,
-         "count": event.numel_in, "state": EventState.STARTED.value}
+         "count": event.numel_in, "state": EventState.STARTED.value, "stack": stacks.get((rank, comm, seq)),
+         "callsite": stacks[(rank, comm, seq)].split(" < ")[0] if (rank, comm, seq) in stacks else None}
         for (rank, comm, seq), event in sorted(rows.items(), key=lambda item: item[0])
     ]
     return conform(pl.DataFrame(records, schema_overrides={"line": pl.Int64, "count": pl.Int64}))
@@ -229,9 +236,14 @@ def timeout_stacks(watchdog: list[WatchdogEvent]) -> dict[tuple[str, int, int], 
     """(group, rank, SeqNum) -> the call stack PyTorch printed for a work that timed out: the `Stack trace of the
     failed collective` that follows its timeout line in the same file, before any other timeout there (the
     watchdog that caught the timeout prints it, naming no group)."""
+    return {key: event.message for key, event in _stack_events(watchdog).items()}
+
+
+def _stack_events(watchdog: list[WatchdogEvent]) -> dict[tuple[str, int, int], WatchdogEvent]:
+    """(group, rank, SeqNum) -> the `stack_trace` event of a work that timed out (see timeout_stacks)."""
     named = {w.comm for w in watchdog if w.comm and w.kind in TIMEOUT_KINDS}
     default = next(iter(named)) if len(named) == 1 else UNNAMED_GROUP
-    stacks: dict[tuple[str, int, int], str] = {}
+    stacks: dict[tuple[str, int, int], WatchdogEvent] = {}
     last: dict[tuple[str, int | None], WatchdogEvent] = {}  # (file, rank) -> its latest timeout (ranks may share one)
     for event in sorted(watchdog, key=lambda w: (w.loc.path, w.loc.line or 0)):
         key = (event.loc.path, event.rank)
@@ -240,7 +252,7 @@ def timeout_stacks(watchdog: list[WatchdogEvent]) -> dict[tuple[str, int, int], 
         elif event.kind == "stack_trace" and event.message and key in last:
             timeout = last.pop(key)
             if timeout.rank is not None and timeout.seq is not None:
-                stacks.setdefault((timeout.comm or default, timeout.rank, timeout.seq), event.message)
+                stacks.setdefault((timeout.comm or default, timeout.rank, timeout.seq), event)
     return stacks
 
 

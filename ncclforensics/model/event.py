@@ -220,6 +220,8 @@ class WatchdogEvent:
     # finish collective #18` is ((0, 1), 18, True). Its collective numbers may differ from the watchdog's SeqNum.
     lagging: tuple[tuple[tuple[int, ...], int, bool], ...] = ()
     group_ranks: tuple[int, ...] = ()  # every rank (in its group) a desync report names, its snapshot included
+    # a stack trace's frames outside torch, innermost first, `file:line` joined by " < " (as a collective's stack)
+    stack: str | None = None
 
     def __post_init__(self) -> None:
         WatchdogKind(self.kind)  # ValueError for a kind outside the closed set

@@ -350,4 +350,9 @@ def _bad_state(value: object) -> str:
 def _inside_torch(filename: object) -> bool:
     if type(filename) is not str:
         raise BadValue(f"a frame's filename is {kind_of(filename)}, not a string")
+    return inside_torch(filename)
+
+
+def inside_torch(filename: str) -> bool:
+    """Whether a frame of this file is PyTorch's own (a collective's call site is the innermost frame outside)."""
     return not filename or bool(_TORCH_FRAME.search(filename))

@@ -34,6 +34,7 @@ from ..model import (
 )
 from ..model.kinds import normalize_op
 from .base import InputFile, looks_binary, unreadable
+from .fr_entries import inside_torch
 
 N = r"[0-9]{1,18}(?![0-9])"  # numbers that fit in int64 (longer ones do not match at all)
 # One cheap test decides whether a line can hold anything of interest.
@@ -339,15 +340,19 @@ class _Reader:
 
     def stack(self, index: int, rank: int | None, comm: str | None) -> int:
         """`Stack trace of the failed collective:` and its `#0 all_reduce from file:line` lines."""
-        frames = []
+        frames, outside = [], []
         position = index + 1
         while position < len(self.lines):
             frame = _FRAME_LINE.match(self.lines[position])
             if not frame:
                 break
             frames.append(f"{frame.group(1)} {frame.group(2)}")
+            if not inside_torch(frame.group(2).rpartition(":")[0] or frame.group(2)):
+                outside.append(frame.group(2))
             position += 1
-        self.event(index + 1, "stack_trace", rank, comm, message=" <- ".join(frames))
+        # (the frames outside torch as a Flight Recorder entry's stack gives them: the two compare)
+        self.event(index + 1, "stack_trace", rank, comm, message=" <- ".join(frames),
+                   stack=" < ".join(outside) or None)
         return position
 
     def nccl_comm(self, number: int, match: re.Match, prefix: re.Match | None) -> None:

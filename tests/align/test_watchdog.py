@@ -228,3 +228,40 @@ def test_timeouts_that_disagree_at_one_seqnum_give_rows_beside_whole_files():
     # A group a file's collectives already name gets none (its records speak).
     named = Evidence(path="nccl.log", format=SourceFormat.NCCL_LOG, collectives=_rows("1", 0, range(1, 4)))
     assert with_watchdog_rows([named, *differ])[1:] == differ
+
+
+_TIMEOUT_WITH_STACK = """\
+[rank{r}]:[E1129 09:55:01.739306066 ProcessGroupNCCL.cpp:689] [Rank {c}] Watchdog caught collective operation timeout: \
+WorkNCCL(SeqNum=8, OpType=ALLREDUCE, NumelIn=2048, NumelOut=2048, Timeout(ms)=20000) ran for 20018 milliseconds before \
+timing out.
+[rank{r}]:[E1129 09:55:01.740406066 ProcessGroupNCCL.cpp:2303] [PG ID 1 PG GUID 2 Rank {c}]  failure detected by \
+watchdog at work sequence id: 8 PG status: last enqueued work: 9, last completed work: 7
+[rank{r}]:[E1129 09:55:06.739306066 ProcessGroupNCCL.cpp:733] Stack trace of the failed collective:
+#0 all_reduce from site-packages/torch/distributed/distributed_c10d.py:3068
+#1 all_reduce from vllm/distributed/parallel_state.py:93
+#2 forward from site-packages/torch/nn/modules/module.py:1790
+#3 {caller}
+"""
+
+
+def test_timeout_rows_carry_the_stack_pytorch_printed_so_one_op_and_size_from_different_code_part(tmp_path):
+    # Ranks 2 and 3 wait at SeqNum 8 of one group in an AllReduce of 2048 each, issued from different code (a drafter
+    # pass on rank 2): the stacks, frames outside torch only as a dump's entry gives them, tell the two apart.
+    from ncclforensics.align.divergence import analyze_comm
+    from ncclforensics.sources import InputFile, parse_file
+    callers = {2: "propose from vllm/v1/spec_decode/eagle.py:233", 3: "forward from vllm/model_executor/models/llama.py:61"}
+    logs = []
+    for c, (rank, caller) in enumerate(callers.items()):
+        path = tmp_path / f"torch_rank{rank}.log"
+        path.write_text(_TIMEOUT_WITH_STACK.format(r=rank, c=c, caller=caller))
+        logs.append(parse_file(InputFile(path=path, name=path.name)))
+    rows = with_watchdog_rows(logs)
+    stacks = {item.collectives["rank"][0]: item.collectives["stack"][0] for item in rows}
+    assert stacks == {2: "vllm/distributed/parallel_state.py:93 < vllm/v1/spec_decode/eagle.py:233",
+                      3: "vllm/distributed/parallel_state.py:93 < vllm/model_executor/models/llama.py:61"}
+    streams = build_streams(rows)
+    analysis = analyze_comm(streams, "2")
+    # (nothing before seq 8 is on record: the range runs from seq 1; two ranks: either side)
+    root = analysis.root
+    assert root is not None and root.seq_range == (1, 8) and root.pinned_by == "call sites"
+    assert root.outlier_ranks == [2, 3] and not root.majority
