@@ -330,14 +330,16 @@ def test_logs_of_one_replica_beside_dumps_of_the_others_get_the_jobs_ranks():
 def test_logs_no_dump_matches_are_placed_by_the_group_layout_the_dumps_list():
     """The NCCL logs of ranks 0, 2 and 4, the dumps of 1, 3, 5, 6 and 7: no log is of a dumped process and none
     shares a comm with a matched one. Rank 2's process is comm rank 2 of a 4-rank comm: the dumps list both TP
-    groups (0-3, 4-7), which allow ranks 2 and 6, and rank 6 has a dump of its own. Ranks 0 and 4 (comm rank 0 of
-    a TP group each, in a DP group that no dump lists) stay stand-ins; rank 2 joins rank 6 in their DP group."""
+    groups (0-3, 4-7), which allow ranks 2 and 6, and rank 6 has a dump of its own; rank 2 joins rank 6 in their DP
+    group. Its TP comm is then the group with rank 2 at comm rank 2 (0-3), so that comm's rank 0 is rank 0; and the
+    process of comm rank 0 of the other TP group, the rank left of (0, 4), is rank 4."""
     logs = [p for p in files("serving-tp-in-dp-8rank", "nccl.") if p.endswith(("1163.log", "1165.log", "1167.log"))]
     dumps = [p for p in files("serving-tp-in-dp-8rank", "fr_rank") if p[-1] in "13567"]
     _, d = diff_json(*logs, *dumps)
     members = {c["comm"]: c["ranks"] for c in d["comms"]}
-    assert 2 in members["0x8a8af8b7710763c1"] and members["0x97c7ff6c9b695166"] == [2, 6]
-    assert any("1 process was given the job's rank" in c and "stand-ins" in c for c in d["caveats"])
+    assert members["0x8a8af8b7710763c1"] == [0, 1, 2, 3] and members["0x97c7ff6c9b695166"] == [2, 6]
+    assert members["0x7e967d1df7760487"] == [4, 5, 6, 7] and members["0x772983640d2431f5"] == [0, 4]
+    assert any("3 processes were given the job's rank" in c for c in d["caveats"]) and not d["stand_in_ranks"]
 
 
 def test_torch_logs_of_one_tp_group_name_its_global_ranks():

@@ -19,7 +19,7 @@ there, held back elsewhere.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -41,6 +41,7 @@ class IssueOrderSplit:
     reference: list[int]
     before: dict[int, int]  # rank -> collectives of its other communicators before that seq (the outliers', theirs)
     blocked: list[int]  # ranks with fewer launches here whose records stop where the program has more elsewhere
+    unplaced: list[int] = field(default_factory=list)  # ranks whose records, cut short, do not reach the split
 
 
 _ORDER_KEYS = (("file", "line"), ("fr_file", "fr_record"), (None, "time"))
@@ -82,6 +83,12 @@ def _places(order: pl.DataFrame, comm: str, firsts: dict[str, int]) -> dict[int,
     return places
 
 
+def _size(streams: Streams, comm: str, part: pl.DataFrame) -> int:
+    """How many ranks `comm` has: those on record, or as many as its records say it has where more."""
+    said = part.get_column("comm_size").max() if "comm_size" in part.columns else None
+    return max(len(streams.members.get(comm, [])), int(said or 0))
+
+
 def _program_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, int]], dict[int, int],
                                                             dict[int, int]] | None:
     """Per rank of `comm`, seq -> collectives of its other communicators it issued before it (see _places); per
@@ -91,25 +98,41 @@ def _program_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, in
     if is_p2p_comm(comm):
         return None
     ranks = streams.members.get(comm, [])
-    if len(ranks) < 3 or any((comm, r) in streams.cut for r in ranks):
+    if len(ranks) < 3:
         return None
     places: dict[int, dict[int, int]] = {}
-    shapes = set()
+    launched: dict[int, int] = {}
+    shapes: dict[int, tuple[int, ...]] = {}
+    cut: set[int] = set()
     for rank in ranks:
         parts = {c: part for (c, r), part in streams.parts.items() if r == rank and not is_p2p_comm(c)
                  and part.height}
+        if comm not in parts:
+            return None
         others = [c for c in parts if c != comm]
-        if comm not in parts or not others or any((c, rank) in streams.cut for c in others):
+        order = _issue_order(parts) if others else None
+        if any((c, rank) in streams.cut for c in parts):
+            # A file cut short: what it issued before its cut sits where it did, but how far it got is unknown
+            # (and a communicator whose records its cut left out entirely would make it look early).
+            cut.add(rank)
+            launched[rank] = int(parts[comm].get_column("seq").max())
+            places[rank] = {}
+            if order is None:
+                continue
+        elif order is None:
             return None
-        shapes.add(tuple(sorted(len(streams.members.get(c, [])) for c in others)))
-        order = _issue_order(parts)
-        if order is None:
-            return None
+        shapes[rank] = tuple(sorted(_size(streams, c, parts[c]) for c in others))
         firsts = {c: int(parts[c].get_column("seq").min()) for c in others}
         places[rank] = _places(order, comm, firsts)
-    if len(shapes) != 1:
+        if rank in cut:
+            del places[rank][max(places[rank])]
+    if len({shapes[r] for r in shapes if r not in cut}) != 1:
         return None  # other communicators of other shapes run other programs: their counts do not compare
-    launched = {r: max(s for s in p) - 1 for r, p in places.items()}
+    shape = next(shapes[r] for r in shapes if r not in cut)
+    for rank in cut:
+        if shapes.get(rank) != shape:
+            places[rank] = {}
+    launched.update({r: max(p) - 1 for r, p in places.items() if r not in cut})
     program: dict[int, int] = {}
     for seq in range(1, max(launched.values()) + 2):
         seen = Counter(p[seq] for r, p in places.items() if seq in p and seq <= launched[r])
@@ -167,10 +190,12 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
         return None  # launched later than the program: a skipped collective, which the counts already show
     # Every rank that launched fewer must have stopped no further on elsewhere than the program allows before its
     # next collective here: one that went on past it skipped that collective.
-    blocked = sorted(r for r in ranks if launched[r] < split)
+    cut = {r for (c, r) in streams.cut if r in places and (c, r) in streams.parts}
+    unplaced = sorted(r for r in cut if split not in places[r] or launched[r] < split)
+    blocked = sorted(r for r in ranks if launched[r] < split and r not in unplaced)
     for r in blocked:
         end = launched[r] + 1
-        if end not in program or places[r][end] > program[end]:
+        if end not in program or end not in places[r] or places[r][end] > program[end]:
             return None
     def back_over_alike(r: int) -> int:
         # the world collectives the rank issued in a row before `split` look alike: the extra one may be any
@@ -181,9 +206,9 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
 
     low = min(back_over_alike(r) for r in outliers)
     return IssueOrderSplit(comm=comm, seq=split, low=low, outliers=outliers,
-                           reference=sorted(r for r in ranks if r not in outliers),
+                           reference=sorted(r for r in ranks if r not in outliers and r not in unplaced),
                            before={r: p[split] for r, p in places.items() if split in p and split <= launched[r]},
-                           blocked=blocked)
+                           blocked=blocked, unplaced=unplaced)
 
 
 def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None:
@@ -203,7 +228,7 @@ def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None
         reference_ranks=[r for r in split.reference if r not in departed], kind=EXTRA, size=1, pinned_by=ISSUE_ORDER,
         reason=RangeReason.LOOKALIKE if split.low < split.seq else None, ops=ops_at(rows, max(split.seq, start)),
         majority=True, kinds=(EXTRA,), records_start=start, shown=True, issue_places=dict(split.before),
-        blocked_elsewhere=tuple(split.blocked),
+        blocked_elsewhere=tuple(split.blocked), unplaced_ranks=list(split.unplaced),
     )
 
 

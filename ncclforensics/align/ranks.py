@@ -50,14 +50,20 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
         matches = [rank for rank, groups in dumps.items() if _matches(comms, groups)]
         if len(matches) == 1 and matches[0] not in mapping.values():
             mapping[process] = matches[0]
-    mapping.update(_by_members(logs, evidence, processes, mapping))
-    mapping.update(_by_layout(logs, evidence, processes, mapping, set(dumps)))
+    while True:
+        # each process placed may place others, through a communicator they share or the ranks left
+        found = _by_members(logs, evidence, processes, mapping)
+        found.update(_by_layout(logs, evidence, processes, {**mapping, **found}, set(dumps)))
+        if not found:
+            break
+        mapping.update(found)
     unmatched = [p for p in processes if p not in mapping]
     job = max(_job_size(evidence), len(mapping) + len(unmatched))  # every process is a rank of the job
     free = sorted(set(range(job)) - set(mapping.values()))
     if len(unmatched) == 1 and len(free) == 1:
         mapping[unmatched.pop()] = free[0]  # the one process left over is the one rank left over
     # (a dump no log process matched is most likely of a process that wrote no log: not one of these)
+    free = [r for r in free if r not in dumps and r not in mapping.values()]
     written = sorted(_written_ranks(evidence) - set(mapping.values()) - set(dumps))
     if unmatched and len(unmatched) in (len(written), len(free)):
         # As many processes as ranks other files were written by, or as ranks left: numbered into them by host,
@@ -161,14 +167,17 @@ def _matches(comms: list[tuple[int, int, dict]], groups: list[tuple[int, int, tu
 
 def _by_members(logs: list[Evidence], evidence: list[Evidence], processes: list[tuple],
                 mapping: dict[tuple, int]) -> dict[tuple, int]:
-    """Processes no dump matched, placed through a communicator a matched process shares with them: the dump of
-    the matched one lists that group's global ranks, so a comm rank in it names a global rank. Worked example:
-    the process of comm rank 0 in 0xbd55.. has no dump; the process matched to rank 5 is comm rank 1 there, and
-    rank 5's dump lists the group (4, 5, 6, 7): comm rank 0 is rank 4."""
+    """Processes no dump matched, placed through a communicator a placed process shares with them: the dumps list
+    the groups' global ranks, so the one group of the comm's size with the placed process's rank at its comm rank
+    is that comm's, and a comm rank in it names a global rank. Worked example: the process of comm rank 0 in
+    0xbd55.. has no dump; the process matched to rank 5 is comm rank 1 there, and rank 5's dump lists the group
+    (4, 5, 6, 7): comm rank 0 is rank 4."""
     groups: dict[int, list[tuple[int, ...]]] = {}
     for item in evidence:
-        if _recorder(item) and item.ranks:
-            groups.setdefault(item.ranks[0], []).extend(info.ranks for info in item.comm_infos if info.ranks)
+        if _recorder(item):
+            for info in item.comm_infos:
+                for rank in set(info.ranks or ()):
+                    groups.setdefault(rank, []).append(tuple(info.ranks))
     identities = [i for item in logs for i in item.identities if i.comm_size and i.comm_rank is not None]
     members: dict[str, set[tuple[int, ...]]] = {}
     for i in identities:
@@ -219,9 +228,9 @@ def _by_layout(logs: list[Evidence], evidence: list[Evidence], processes: list[t
         for size, comm_rank in places:
             here = {group[comm_rank] for group in layouts if len(group) == size and comm_rank < size}
             allowed = here if allowed is None else allowed & here
-        allowed = (allowed or set()) - taken
-        if len(allowed) > 1:
-            allowed -= dumped  # a process with a dump of its own would have matched it
+        # a process with a dump of its own would have matched it (a group no dump lists can leave a dumped
+        # rank the only one allowed)
+        allowed = (allowed or set()) - taken - dumped
         if len(allowed) == 1:
             found[process] = allowed.pop()
             taken.add(found[process])

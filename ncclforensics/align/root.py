@@ -509,6 +509,12 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             proposal, pinned_by, compared, chosen = found, label, list(stages), codes
             narrowed.append(label)
             continue
+        if _picks_side(found, proposal):
+            # A poorer field that only some ranks recorded split them evenly; a richer one more of them recorded
+            # names one side of that split as a minority: it says who departed, within where.
+            proposal, pinned_by, compared, chosen = found, label, list(stages), codes
+            narrowed.append(label)
+            continue
         if set(found.outliers) != set(proposal.outliers) or not _within(found, proposal):
             continue  # a field that moves the answer rather than narrowing it is not trusted
         if _span(found.placements) != _span(proposal.placements):
@@ -574,6 +580,18 @@ def _one_side(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> P
         return found
     return Proposal(mine, proposal.outliers, proposal.reference, True, found.whole, shown=found.shown,
                     members={proposal.outliers[0]: list(proposal.outliers)})
+
+
+def _picks_side(found: Proposal, proposal: Proposal) -> bool:
+    """Whether a richer field's proposal, with a majority, names as its outliers exactly one side of a poorer
+    field's even split (either side may have departed there) and places them within where that split did: the
+    richer field decides who departed, as a narrowing (the ranks that did not record the poorer field side with
+    either, and the richer one counts them)."""
+    if proposal.majority or not proposal.either_side or proposal.stopped or not found.majority or found.stopped:
+        return False
+    if not found.shown or not found.placements or not _within(found, proposal):
+        return False
+    return any(set(found.outliers) == set(ranks) for ranks in proposal.members.values())
 
 
 def _skips(codes: dict[int, Codes], proposal: Proposal, start: int) -> list[Placement]:

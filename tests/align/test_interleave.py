@@ -162,3 +162,15 @@ def test_gate_journals_say_who_launched_more_than_the_program_has_where_it_is(tm
                  gates=[GateDecision(loc=Location(f"gate{r}.log", 1), rank=r, step=0, decision="skip")])
         for r in range(4)]
     assert diagnose(same).root.outlier_ranks == [1]
+
+
+def test_a_log_cut_short_after_the_early_collective_still_places_it():
+    # As above, with rank 3's log cut short one TP collective in: what it issued before its cut sits where it did
+    # (its two world collectives before any TP one), though how far it got is unknown.
+    from dataclasses import replace
+    logs = [rank_log(0, step(T1) + step(T1)), rank_log(1, step(T1) + step(T1)),
+            rank_log(2, step(T2)), rank_log(3, [(W, ONE), (W, ONE), (T2, LAYER)])]
+    logs[3] = replace(logs[3], cut=Location("rank3.log", 3))
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER
+    assert d.root.outlier_ranks == [3] and d.root.kind == "extra" and d.root.blocked_elsewhere == (2,)
