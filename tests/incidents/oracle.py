@@ -15,11 +15,12 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   inside the answer's range: where several ranks may each have departed first, naming one that did depart there
   names no rank that ran the comm's program; or the same among the outliers the evidence shows, visibility.py);
   where the outliers are no strict minority of the ranks on record (two ranks, or an even split), naming the
-  other side or both sides is right too (`Root.majority` is then false); a rank whose only records of the comm
-  are NCCL logs cut short before the root, or that has no evidence of a kind that shows the divergence, is not on
-  record for this (its records side with either); a root on per-step checksums alone that names, among the ranks
-  it compared, the first outliers of each of several comms that diverged there is right (a step's checksum sums
-  what a rank read back from all its comms: ranks that departed in two comms part from the others alike);
+  other side or both sides is right too (`Root.majority` is then false); a rank whose records of the comm all
+  miss the root (NCCL logs cut short before it, Flight Recorder rings whose oldest entry kept is after it), or that
+  has no evidence of a kind that shows the divergence, is not on record for this (its records side with either);
+  a root on per-step checksums alone that names, among the ranks it compared, the first outliers of each of
+  several comms that diverged there is right (a step's checksum sums what a rank read back from all its comms:
+  ranks that departed in two comms part from the others alike);
   where the root rests on counts alone of ranks behind and names the ranks ahead that may instead have launched one
   more and held them back in another comm (`root.may_be_held_back_by`), the true outliers among those are right too:
   the counts read the same either way (a twin incident of the opposite truth writes the same files);
@@ -121,10 +122,19 @@ def _job_ranks(incident: Incident, answer: dict, ranks: list[int]) -> list[int]:
     return [by_process.get(stand_ins.get(str(r), ""), r) if str(r) in stand_ins else r for r in ranks]
 
 
-def _cut_before(written: Written, rank: int, comm: str, seq: int) -> bool:
-    """Whether every record the rank has of `comm` is in NCCL logs cut short before `seq`."""
+def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, seq: int) -> bool:
+    """Whether every record the rank has of `comm` misses `seq`: NCCL logs cut short before it, Flight Recorder
+    rings whose oldest entry kept is after it (any other kind of evidence counts as a record)."""
     kinds = [k for k in ("nccl", "fr", "torch", "fp", "ras") if written.has(k, rank)]
-    return kinds == ["nccl"] and ("nccl", rank) in written.cut and written.nccl_kept.get(rank, {}).get(comm, 0) < seq
+    if not kinds or set(kinds) - {"nccl", "fr"}:
+        return False
+    if "nccl" in kinds and not (("nccl", rank) in written.cut and written.nccl_kept.get(rank, {}).get(comm, 0) < seq):
+        return False
+    if "fr" in kinds:
+        launches = incident.run.launches[rank]
+        kept = launches[-written.ring[rank]:] if rank in written.ring else launches
+        return min((x.seq for x in kept if x.op.comm == comm), default=seq + 1) > seq
+    return True
 
 
 def _cut_ranks(written: Written) -> set[int]:
@@ -212,11 +222,12 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     evident = {r for r in members if any(written.has(k, r) for k in ("nccl", "fr", "torch", "fp", "ras"))}
     sides = [set(true.outliers), set(true.faulted), seen_outliers, set(seen)]
     accepted = sides + [side & evident for side in sides]
-    # A rank whose only records of the comm end where its files were cut, before the root, sides with nobody; nor
+    # A rank whose records of the comm end where its files were cut, or begin where a ring kept them, after the
+    # root, sides with nobody; nor
     # does one with no evidence of a kind that shows the divergence (NCCL logs beside dumps whose call stacks alone
     # part the ranks).
     showing = outcome.visible.get(comm, [])
-    deciding = {r for r in evident if not _cut_before(written, r, comm, true.seq)
+    deciding = {r for r in evident if not _no_record_at(incident, written, r, comm, true.seq)
                 and any(written.has(kind, r) for kind in showing)} or evident
     for pool in {frozenset(evident), frozenset(deciding)}:
         for side in [side & pool for side in sides]:

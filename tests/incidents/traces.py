@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from .incident import Incident
+from .incident import OP_NS, SEGMENT_NS, Incident
 from .nccl_log import NCCL_OP
 from .nccl_rules import Launch
 from .program import value
@@ -41,13 +41,28 @@ def gate_lines(incident: Incident, rank: int, style: str) -> list[str]:
         if style == "kv":
             out.append(f"step={step} rank={rank} seq={seq} fits={int(passed)} decision={'pass' if passed else 'skip'}")
         else:
-            when = (incident.base_ns + step * 10**8) / 1e9
+            when = gate_ns(incident, rank, step) / 1e9
             out.append(json.dumps({
                 "step": step, "rank": rank, "seq": seq, "decision": "pass" if passed else "skip",
                 "proposed_pass_count": int(passed), "sched_count": 1, "fits": passed, "md_none": False,
                 "max_model_len": gate.max_model_len, "spec_tokens": gate.spec_tokens, "mode": "off",
                 "time": round(when, 3)}))
     return out
+
+
+def gate_ns(incident: Incident, rank: int, step: int) -> int:
+    """When the rank's host evaluated the gate of `step`: between the collectives it enqueued before the gate point
+    (inside the forward, or after its read-back) and the first one after it, on the clock of their enqueue times."""
+    program = incident.program
+    before = program.gate_at if program.gate_at < len(program.forward) else len(program.forward)
+    ops = sorted((x for x in incident.run.launches[rank] if x.step == step), key=lambda x: x.index)
+    if not ops:
+        segment = _first_segment(incident, rank, step)
+        return incident.base_ns + segment * SEGMENT_NS
+    if before == 0:
+        return incident.enqueue_ns(ops[0]) - OP_NS // 2
+    last = incident.enqueue_ns(ops[min(before, len(ops)) - 1])
+    return (last + incident.enqueue_ns(ops[before])) // 2 if before < len(ops) else last + OP_NS // 2
 
 
 def gate_steps(incident: Incident, rank: int) -> list[int]:
