@@ -273,7 +273,9 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     if solution is not None:
         right = frozenset().union(*(c.right for c in constraints if isinstance(c, ResultChecks)))
         moved = _past_completions(solution, analysis, right)
-        unrecorded_stop = _past_counted(solution, recorded, right, stages[-1][1](), start)
+        # (a rank counted with none of its records kept has recorded nothing from the start on)
+        unrecorded_stop = _past_counted(solution, {**recorded, **{r: start - 1 for r in unseen}}, right,
+                                        stages[-1][1](), start)
         # Evidence every rank recorded, in a stage the answer rests on (a stage of some ranks only is labelled
         # with them, and tells the words nothing about the others).
         full = {label for label, _ in STAGES[1:]}
@@ -332,7 +334,8 @@ def _past_counted(solution: Solution, recorded: dict[int, int], right: frozenset
     reference = [codes[r] for r in codes or {} if r not in solution.outliers and r not in recorded]
     for p in solution.placements:
         ranks = [r for r in solution.members.get(p.rank, [p.rank]) if r in recorded]
-        first = min((_head_of_lookalikes(recorded[r] + 1, reference, start, right) for r in ranks), default=None)
+        first = min((_head_of_lookalikes(recorded[r] + 1, reference, start, right, (codes or {}).get(r))
+                     for r in ranks), default=None)
         if first is not None and first < p.low:
             p = replace(p, low=_first_unchecked(first, right, p.low))
             widened = True
@@ -341,16 +344,36 @@ def _past_counted(solution: Solution, recorded: dict[int, int], right: frozenset
     return widened
 
 
-def _head_of_lookalikes(seq: int, reference: list[Codes], start: int, right: frozenset[int]) -> int:
+def _head_of_lookalikes(seq: int, reference: list[Codes], start: int, right: frozenset[int],
+                        own: Codes | None = None) -> int:
     """The first seq of the run of collectives that, in every reference stream, look alike in every field up to
-    `seq` (`seq` itself where the one before differs, is unrecorded, or had its results checked right)."""
+    `seq` (`seq` itself where the one before differs, is unrecorded, or had its results checked right). `own`:
+    the counted rank's own records; where they lack a field (a log line without the call stack its dump would have
+    given), the run goes on while its record there fits the reference's one seq on (or back) as well: what it did
+    not record does not tell the two apart."""
     while reference and seq - 1 >= start and seq - 1 not in right:
         at, before = seq - start, seq - 1 - start
-        if not all(at < c.length and all(at < len(v) and v[at] != 0 and v[at] == v[before] for v in c.fields.values())
-                   for c in reference):
+        if not (all(at < c.length and all(at < len(v) and v[at] != 0 and v[at] == v[before] for v in c.fields.values())
+                    for c in reference) or _fits_shifted(own, before, reference)):
             break
         seq -= 1
     return seq
+
+
+def _fits_shifted(own: Codes | None, position: int, reference: list[Codes]) -> bool:
+    """Whether the rank's record at `position` fits every reference stream's record one position on, or one back,
+    in every field both recorded (0: not recorded, which fits anything)."""
+    if own is None or position >= own.length:
+        return False
+
+    def fits(other: int) -> bool:
+        return other >= 0 and all(
+            other < c.length and all(
+                position < len(mine) and other < len(c.fields.get(name, ())) and (
+                    mine[position] == 0 or c.fields[name][other] == 0 or mine[position] == c.fields[name][other])
+                for name, mine in own.fields.items())
+            for c in reference)
+    return fits(position + 1) or fits(position - 1)
 
 
 def _first_unchecked(seq: int, right: frozenset[int], high: int) -> int:
