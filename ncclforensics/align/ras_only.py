@@ -228,27 +228,38 @@ def ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str, 
     (the first whose disagreement is no consequence of another's) comes first."""
     root = ras_only_root(ras, rank_map, streams, stops)
     for comm, history in sorted(ras.items(), key=lambda item: (root is None or item[0] != root.comm, item[0])):
-        counts = history.launched()
-        if comm in streams.members or not counts or not (history.stuck or stops.get(comm)):
+        if comm in streams.members:
             continue
-        global_counts = {rank_map.get((comm, r), r): c for r, c in counts.items()}
-        missing = [rank_map.get((comm, r), r) for r in history.missing_ranks + history.dead_ranks]
-        if not history.disagree and not missing:
-            continue
-        missing = sorted(set(missing))
-        present = {r: c for r, c in global_counts.items() if r not in missing}
-        if missing and present:
-            # The present ranks wait, at the latest, in the last collective all of them launched.
-            seq = min(present.values())
-            inside, absent = sorted(present), missing
-        else:
-            return wedge_from_counts(comm, global_counts, {}, dead | set(missing), list(stops.get(comm, [])),
-                                     history.locations)
-        kind = WedgeKind.DEAD_RANK if (set(missing) | (dead & set(absent))) else WedgeKind.NO_PARTNER
-        return Wedge(comm=comm, seq=seq, kind=kind, launched=global_counts, completed={},
-                     waiting_ranks=inside, absent_ranks=absent, confirmed_by=list(stops.get(comm, [])),
-                     evidence=history.locations, seq_range=(1, seq), bounded_by=LAUNCHES_ONLY if seq > 1 else None)
+        wedge = ras_comm_wedge(comm, history, rank_map, stops, dead)
+        if wedge is not None:
+            return wedge
     return None
+
+
+def ras_comm_wedge(comm: str, history: RasHistory, rank_map: dict, stops: dict[str, list[str]],
+                   dead: set[int]) -> Wedge | None:
+    """One communicator's wedge by its RAS counts (see ras_only_wedge), where they disagree (or lost ranks) and
+    it stopped."""
+    counts = history.launched()
+    if not counts or not (history.stuck or stops.get(comm)):
+        return None
+    global_counts = {rank_map.get((comm, r), r): c for r, c in counts.items()}
+    missing = [rank_map.get((comm, r), r) for r in history.missing_ranks + history.dead_ranks]
+    if not history.disagree and not missing:
+        return None
+    missing = sorted(set(missing))
+    present = {r: c for r, c in global_counts.items() if r not in missing}
+    if missing and present:
+        # The present ranks wait, at the latest, in the last collective all of them launched.
+        seq = min(present.values())
+        inside, absent = sorted(present), missing
+    else:
+        return wedge_from_counts(comm, global_counts, {}, dead | set(missing), list(stops.get(comm, [])),
+                                 history.locations)
+    kind = WedgeKind.DEAD_RANK if (set(missing) | (dead & set(absent))) else WedgeKind.NO_PARTNER
+    return Wedge(comm=comm, seq=seq, kind=kind, launched=global_counts, completed={},
+                 waiting_ranks=inside, absent_ranks=absent, confirmed_by=list(stops.get(comm, [])),
+                 evidence=history.locations, seq_range=(1, seq), bounded_by=LAUNCHES_ONLY if seq > 1 else None)
 
 
 def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str, floors: set[int] | frozenset = frozenset()
