@@ -28,7 +28,7 @@ from .root import (
     Solution,
     solve,
 )
-from .streams import SIGNATURE, Streams
+from .streams import SIGNATURE, Streams, traced
 
 ENQUEUED_COUNTS = "PyTorch's enqueued counts"  # the label of an answer resting on PyTorch's count of enqueued work
 
@@ -513,6 +513,7 @@ class CodeBook:
 
 
 MAX_GAP = 65536  # seqs missing in a row past which a stream's later records are not compared (memory stays bounded)
+UNBOUNDED = 2 ** 62  # the high end of a span no record bounds
 
 
 def _before_wide_gap(part: pl.DataFrame) -> pl.DataFrame:
@@ -610,14 +611,18 @@ def _gate_span(part: pl.DataFrame, gate: GateDisagreement, rank: int) -> tuple[i
 def _step_span(part: pl.DataFrame, step: int) -> tuple[int, int] | None:
     """The seqs a rank's collectives of `step` may cover: after its last record of an earlier step, before its
     first of a later one (a step whose results were never read back has no step on its last records). None where
-    no record of the rank is tied to a step."""
+    no record of the rank is tied to a step. A trace records a collective once its result was read back: where
+    it holds nothing of the step or later (the rank hung in it), the step's collectives go on past its end, as
+    many as it launched, which no record counts."""
     steps = part.select("seq", "step").drop_nulls()
     if steps.height == 0:
         return None
     before = steps.filter(pl.col("step") < step).get_column("seq").max()
     after = steps.filter(pl.col("step") > step).get_column("seq").min()
     low = (before + 1) if before is not None else int(part.get_column("seq").min())
-    high = (after - 1) if after is not None else int(part.get_column("seq").max()) + 1
+    last = int(part.get_column("seq").max())
+    unread = traced(part) and before is not None and before == last
+    high = (after - 1) if after is not None else UNBOUNDED if unread else last + 1
     return (low, high) if low <= high else None
 
 
