@@ -282,7 +282,7 @@ def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str, floors: 
         comm=comm, seq=1, seq_range=(1, last), outlier_ranks=sorted(by_value[minority]),
         reference_ranks=sorted(r for r in counts if counts[r] != minority),
         # (how many fewer a floor's rank launched is not known: it skipped some, or stopped after its last)
-        kind=EXTRA if ahead else STOPPED if floored else MISSING, kinds=(STOPPED, MISSING) if floored else (),
+        kind=EXTRA if ahead else MISSING, kinds=(MISSING, STOPPED) if floored else (),
         size=0 if floored else abs(minority - others), pinned_by=pinned_by, reason=RangeReason.COUNTS, ops={},
         majority=len(by_value[minority]) * 2 < len(counts),  # (of two equal groups, either may have departed)
     )

@@ -164,7 +164,7 @@ def root_sentence(root: Root) -> str:
                 f"dumps were written, so {behind} may only have lagged behind the others, not yet launched what they "
                 f"had; a timeout or entries that never complete would confirm it.")
     who = ranks_words(root.outlier_ranks)
-    n = plural(root.size, "collective")
+    n = plural(root.size, "collective") if root.size else "collectives"  # (size 0: how many is not known)
     at = where(root)
     if root.reason is RangeReason.STEP_SUMS:
         if not root.majority:
@@ -207,7 +207,8 @@ def root_sentence(root: Root) -> str:
         return f"{who.capitalize()} stopped launching in comm {root.comm}{after}."
     if root.kind == MISSING and root.behind_may_be_held:
         one = len(root.outlier_ranks) == 1
-        return (f"{who.capitalize()} launched {n} fewer than the others in comm {root.comm}, {at}: "
+        fewer = f"{n} fewer" if root.size else "fewer collectives"
+        return (f"{who.capitalize()} launched {fewer} than the others in comm {root.comm}, {at}: "
                 f"{'it' if one else 'they'} skipped {'it' if root.size == 1 else 'them'}, or "
                 f"{'it is' if one else 'they are'} "
                 f"held back in another communicator by a rank ahead here that launched more; the counts cannot "
