@@ -53,6 +53,12 @@ SAMPLE = [
     ("subcomm-divergence", ("split", "0,1,2")),  # a group of one logged rank is tied to the comm of its size
     ("subcomm-divergence", ("rank", 2, 19)),  # a peer cut short: its comm is not known to agree, so it may be first
     ("subcomm-divergence", ("kinds", "ras-json+ras-text+torch-log")),  # RAS's comm hash is the group of its ranks
+    ("killed-rank", ("kinds", "fingerprint+torch-log")),  # a desync report's laggard count is a floor, not agreement
+    ("serving-skipped-allreduce", ("rank", 0, 1)),  # counted past records it has none of: departed from seq 1 on
+    ("serving-skipped-16rank", ("rank", 11, 17)),  # its last record lacks the stack: it fits the others' one on
+    ("subcomm-divergence", ("rank", 3, 1)),  # lengths-only world root is the consequence of tp{2,3}'s RAS counts
+    ("subcomm-divergence", ("rank", 0, 7)),  # a trace of a rank in two comms does not carry on its cut world stream
+    ("subcomm-divergence", ("kinds", "fingerprint+gate-journal")),  # a deviant's trace ends before the gate step
     *KNOWN,
 ]
 _PROFILES: dict[str, tuple] = {}

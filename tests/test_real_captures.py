@@ -212,8 +212,13 @@ def test_torch_logs_alone_say_who_launched_more_by_their_enqueued_counts(scenari
 
 
 def test_torch_logs_alone_of_a_killed_rank_are_not_called_consistent():
+    """Rank 1 left no line; rank 3's desync report names it, by the last collective its watchdog saw start (#122),
+    a floor of what it launched: it departed somewhere up to the others' count (125), not after 122 alone."""
     code, d = diff_json(*files("killed-rank", "torch_rank"))
-    assert code == 0 and d["verdict"] == "inconclusive"
+    assert code == 1 and d["verdict"] == "diverged"
+    root = d["root"]
+    assert root["outlier_ranks"] == [1] and root["seq_range"][0] <= 125 <= root["seq_range"][1]
+    assert d["wedge"]["seq_range"][0] <= 125 <= d["wedge"]["seq_range"][1]
     assert any("async error at seq 123" in e["says"] for e in d["evidence"])
 
 

@@ -39,7 +39,7 @@ from .journal_progress import with_journal_progress
 from .jobs import split_jobs
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
-from .ras_only import ras_only_roots, ras_only_wedge, ras_rank_map, unnamed_ranks
+from .ras_only import ras_comm_wedge, ras_only_roots, ras_only_wedge, ras_rank_map, unnamed_ranks
 from .reconcile import Reconciliation, reconcile
 from .step_sums import step_sums_root, with_checksum_outliers, with_counted_outliers
 from .streams import Streams, build_streams
@@ -138,6 +138,11 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.checksum_splits = diverging_steps(fingerprints)
     root, comm_caveats = _pick_root(analyses, gate, streams)
     stops = _stop_evidence(streams, analyses, ras, watchdog, dead)
+    counted_cause = None
+    if root is not None and not root.shown:
+        counted_cause = _counted_cause(root, analyses, streams, ras, rank_map, stops)
+        if counted_cause is not None:
+            root, comm_caveats = counted_cause
     if root is None:
         root, comm_caveats = _pick_counted(ras_only_roots(ras, rank_map, streams, stops)
                                            or marks_only_roots(marks, streams, watchdog, stopped=bool(stops)))
@@ -191,6 +196,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         diagnosis.window = (misaligned_window(streams, analyses[root.comm], root) if root.comm in analyses
                             and analyses[root.comm].root is not None else count_only_window(root))
     diagnosis.wedge = find_wedge(streams, analyses, dead, stops, _root_comm_in_streams(root, streams, ras, rank_map))
+    if counted_cause is not None:
+        diagnosis.wedge = _counted_cause_wedge(diagnosis.wedge, root, ras, rank_map, stops, dead)
     if diagnosis.wedge is None:
         diagnosis.wedge = ras_only_wedge(ras, rank_map, stops, dead, streams) or marks_only_wedge(marks, streams, dead)
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
@@ -462,6 +469,60 @@ def _root_comm_in_streams(root: Root | None, streams: Streams, ras: dict[str, Ra
         return root.comm
     same = [comm for comm, ranks in streams.members.items() if set(ranks) == members]
     return same[0] if len(same) == 1 else root.comm
+
+
+def _counted_cause(root: Root, analyses: dict[str, CommAnalysis], streams: Streams, ras: dict[str, RasHistory],
+                   rank_map: dict[tuple[str, int], int], stops: dict[str, list[str]]
+                   ) -> tuple[Root, list[str]] | None:
+    """Where the streams' root rests on lengths only, a communicator of its odd ranks that no two ranks' whole
+    records compare, whose RAS counts disagree, is its cause by the nesting rule (consequences.py), as it would be
+    were that one's records whole: a rank stuck there stops launching here. Returns that root (from the counts) and
+    the caveats of the choice; None where no such communicator explains it."""
+    whole = {c: set(ranks) - {r for (cut, r) in streams.cut if cut == c} for c, ranks in streams.members.items()}
+    counted = [(r, d) for r, d in ras_only_roots(ras, rank_map, streams, stops)
+               if r.comm != root.comm and len(whole.get(r.comm, ())) < 2
+               and (r.comm not in analyses or analyses[r.comm].root is None)]
+    if not counted:
+        return None
+    # RAS names processes by host and pid: the same keys for the streams' ranks, where a reply ties them.
+    process = {rank_map[(comm, r.rank)]: (r.host, r.pid) for comm, history in ras.items()
+               for _, block in history.states for r in block.ranks
+               if r.pid is not None and (comm, r.rank) in rank_map}
+    analysis = analyses[root.comm]
+    members = {*analysis.ranks, *streams.expected_members.get(root.comm, ())}
+    if not members <= set(process):
+        return None
+    launched = {process[r]: n for r, n in analysis.launched.items() if (root.comm, r) not in streams.cut}
+    odd = odd_ones(launched, {process[r] for r in root.outlier_ranks}, root.majority)
+    mine = Disagreement(root.comm, frozenset(process[r] for r in members), odd,
+                        other=other_side(launched, odd, root.majority))
+    explained = consequences([mine, *(d for _, d in counted)])
+    causes = [c for c in explained.get(root.comm, []) if c != root.comm]
+    if not causes:
+        return None
+    chosen, caveats = _pick_counted([(r, d) for r, d in counted if r.comm in causes])
+    if chosen is None:
+        return None
+    return chosen, caveats + _comm_caveats(chosen, [root], {root.comm: causes}, [])
+
+
+def _counted_cause_wedge(wedge: Wedge | None, root: Root, ras: dict[str, RasHistory],
+                         rank_map: dict[tuple[str, int], int], stops: dict[str, list[str]], dead: set[int]
+                         ) -> Wedge | None:
+    """Where the root is a communicator's counts that caused the streams' stop elsewhere (_counted_cause), a wedge
+    in another communicator whose absent ranks are all the root's members waits on the root's: the wedge is the
+    root's by its counts, confirmed by that stop too."""
+    history = ras.get(root.comm)
+    members = {rank for (comm, _), rank in rank_map.items() if comm == root.comm}
+    if history is None or wedge is None or wedge.comm == root.comm or not wedge.absent_ranks \
+            or not set(wedge.absent_ranks) <= members:
+        return wedge
+    found = ras_comm_wedge(root.comm, history, rank_map, stops, dead)
+    if found is None:
+        return wedge
+    found.confirmed_by += [f"{reason}, in comm {wedge.comm}, which waits on it" for reason in wedge.confirmed_by
+                           if reason not in found.confirmed_by]
+    return found
 
 
 def _shows_disagreement(analysis: CommAnalysis, whole_counts: dict[int, int], streams: Streams) -> bool:

@@ -29,7 +29,7 @@ from .root import (
     Solution,
     solve,
 )
-from .streams import SIGNATURE, Streams
+from .streams import SIGNATURE, Streams, traced
 
 ENQUEUED_COUNTS = "PyTorch's enqueued counts"  # the label of an answer resting on PyTorch's count of enqueued work
 
@@ -282,7 +282,9 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     if solution is not None:
         right = frozenset().union(*(c.right for c in constraints if isinstance(c, ResultChecks)))
         moved = _past_completions(solution, analysis, right)
-        unrecorded_stop = _past_counted(solution, recorded, right, stages[-1][1](), start)
+        # (a rank counted with none of its records kept has recorded nothing from the start on)
+        unrecorded_stop = _past_counted(solution, {**recorded, **{r: start - 1 for r in unseen}}, right,
+                                        stages[-1][1](), start)
         # Evidence every rank recorded, in a stage the answer rests on (a stage of some ranks only is labelled
         # with them, and tells the words nothing about the others).
         full = {label for label, _ in STAGES[1:]}
@@ -341,7 +343,8 @@ def _past_counted(solution: Solution, recorded: dict[int, int], right: frozenset
     reference = [codes[r] for r in codes or {} if r not in solution.outliers and r not in recorded]
     for p in solution.placements:
         ranks = [r for r in solution.members.get(p.rank, [p.rank]) if r in recorded]
-        first = min((_head_of_lookalikes(recorded[r] + 1, reference, start, right) for r in ranks), default=None)
+        first = min((_head_of_lookalikes(recorded[r] + 1, reference, start, right, (codes or {}).get(r))
+                     for r in ranks), default=None)
         if first is not None and first < p.low:
             p = replace(p, low=_first_unchecked(first, right, p.low))
             widened = True
@@ -350,16 +353,36 @@ def _past_counted(solution: Solution, recorded: dict[int, int], right: frozenset
     return widened
 
 
-def _head_of_lookalikes(seq: int, reference: list[Codes], start: int, right: frozenset[int]) -> int:
+def _head_of_lookalikes(seq: int, reference: list[Codes], start: int, right: frozenset[int],
+                        own: Codes | None = None) -> int:
     """The first seq of the run of collectives that, in every reference stream, look alike in every field up to
-    `seq` (`seq` itself where the one before differs, is unrecorded, or had its results checked right)."""
+    `seq` (`seq` itself where the one before differs, is unrecorded, or had its results checked right). `own`:
+    the counted rank's own records; where they lack a field (a log line without the call stack its dump would have
+    given), the run goes on while its record there fits the reference's one seq on (or back) as well: what it did
+    not record does not tell the two apart."""
     while reference and seq - 1 >= start and seq - 1 not in right:
         at, before = seq - start, seq - 1 - start
-        if not all(at < c.length and all(at < len(v) and v[at] != 0 and v[at] == v[before] for v in c.fields.values())
-                   for c in reference):
+        if not (all(at < c.length and all(at < len(v) and v[at] != 0 and v[at] == v[before] for v in c.fields.values())
+                    for c in reference) or _fits_shifted(own, before, reference)):
             break
         seq -= 1
     return seq
+
+
+def _fits_shifted(own: Codes | None, position: int, reference: list[Codes]) -> bool:
+    """Whether the rank's record at `position` fits every reference stream's record one position on, or one back,
+    in every field both recorded (0: not recorded, which fits anything)."""
+    if own is None or position >= own.length:
+        return False
+
+    def fits(other: int) -> bool:
+        return other >= 0 and all(
+            other < c.length and all(
+                position < len(mine) and other < len(c.fields.get(name, ())) and (
+                    mine[position] == 0 or c.fields[name][other] == 0 or mine[position] == c.fields[name][other])
+                for name, mine in own.fields.items())
+            for c in reference)
+    return fits(position + 1) or fits(position - 1)
 
 
 def _first_unchecked(seq: int, right: frozenset[int], high: int) -> int:
@@ -499,6 +522,7 @@ class CodeBook:
 
 
 MAX_GAP = 65536  # seqs missing in a row past which a stream's later records are not compared (memory stays bounded)
+UNBOUNDED = 2 ** 62  # the high end of a span no record bounds
 
 
 def _before_wide_gap(part: pl.DataFrame) -> pl.DataFrame:
@@ -596,14 +620,18 @@ def _gate_span(part: pl.DataFrame, gate: GateDisagreement, rank: int) -> tuple[i
 def _step_span(part: pl.DataFrame, step: int) -> tuple[int, int] | None:
     """The seqs a rank's collectives of `step` may cover: after its last record of an earlier step, before its
     first of a later one (a step whose results were never read back has no step on its last records). None where
-    no record of the rank is tied to a step."""
+    no record of the rank is tied to a step. A trace records a collective once its result was read back: where
+    it holds nothing of the step or later (the rank hung in it), the step's collectives go on past its end, as
+    many as it launched, which no record counts."""
     steps = part.select("seq", "step").drop_nulls()
     if steps.height == 0:
         return None
     before = steps.filter(pl.col("step") < step).get_column("seq").max()
     after = steps.filter(pl.col("step") > step).get_column("seq").min()
     low = (before + 1) if before is not None else int(part.get_column("seq").min())
-    high = (after - 1) if after is not None else int(part.get_column("seq").max()) + 1
+    last = int(part.get_column("seq").max())
+    unread = traced(part) and before is not None and before == last
+    high = (after - 1) if after is not None else UNBOUNDED if unread else last + 1
     return (low, high) if low <= high else None
 
 

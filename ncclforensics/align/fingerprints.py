@@ -36,6 +36,9 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             rows.extend(made_rows)
             continue
         kinds = [(normalize_op(f.kind) if f.kind else None, f.numel) for f in trace]
+        # The comms other evidence puts the rank in: a trace carries on the stream of its one comm only where it
+        # has no other (its records of the others are lost with the file, not absent from its trace).
+        comms_of_rank = {c for c, m in [*streams.members.items(), *streams.expected_members.items()] if rank in m}
         # Candidates: each comm's stream alone, and all of the rank's comms in its own issue order (a trace of
         # a rank that uses several comms, e.g. world and tensor-parallel).
         candidates = [streams.stream(comm, rank) for comm in streams.members]
@@ -53,7 +56,7 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             ours = trace[skip:]
             head, paired = _paired(stream, len(ours))
             reach = paired[-1] + 1 if len(paired) else 0  # the records up to the stream's last row
-            if reach < len(ours) and not (len(mine) == 1 and _cut_sooner(stream)) \
+            if reach < len(ours) and not (len(mine) == 1 and len(comms_of_rank) <= 1 and _cut_sooner(stream)) \
                     and not (stream is issued and all(_cut_sooner(part) for part in mine)
                              and any((comm, rank) in streams.cut for comm in streams.members)):
                 continue

@@ -13,7 +13,7 @@ from .consequences import Disagreement, candidates, odd_ones, other_side, unname
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from .ras import RasHistory
 from .streams import Streams
-from .wedge import LAUNCHES_ONLY, Wedge
+from .wedge import COUNT_FLOORS, LAUNCHES_ONLY, Wedge
 
 
 def ras_rank_map(streams: Streams, evidence: list[Evidence], ras: dict[str, RasHistory]) -> dict[tuple[str, int], int]:
@@ -234,34 +234,47 @@ def ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str, 
     (the first whose disagreement is no consequence of another's) comes first."""
     root = ras_only_root(ras, rank_map, streams, stops)
     for comm, history in sorted(ras.items(), key=lambda item: (root is None or item[0] != root.comm, item[0])):
-        counts = history.launched()
-        if comm in streams.members or not counts or not (history.stuck or stops.get(comm)):
+        if comm in streams.members:
             continue
-        global_counts = {rank_map.get((comm, r), r): c for r, c in counts.items()}
-        missing = [rank_map.get((comm, r), r) for r in history.missing_ranks + history.dead_ranks]
-        if not history.disagree and not missing:
-            continue
-        missing = sorted(set(missing))
-        present = {r: c for r, c in global_counts.items() if r not in missing}
-        if missing and present:
-            # The present ranks wait, at the latest, in the last collective all of them launched.
-            seq = min(present.values())
-            inside, absent = sorted(present), missing
-        else:
-            return wedge_from_counts(comm, global_counts, {}, dead | set(missing), list(stops.get(comm, [])),
-                                     history.locations)
-        kind = WedgeKind.DEAD_RANK if (set(missing) | (dead & set(absent))) else WedgeKind.NO_PARTNER
-        return Wedge(comm=comm, seq=seq, kind=kind, launched=global_counts, completed={},
-                     waiting_ranks=inside, absent_ranks=absent, confirmed_by=list(stops.get(comm, [])),
-                     evidence=history.locations, seq_range=(1, seq), bounded_by=LAUNCHES_ONLY if seq > 1 else None)
+        wedge = ras_comm_wedge(comm, history, rank_map, stops, dead)
+        if wedge is not None:
+            return wedge
     return None
 
 
-def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str) -> Root | None:
+def ras_comm_wedge(comm: str, history: RasHistory, rank_map: dict, stops: dict[str, list[str]],
+                   dead: set[int]) -> Wedge | None:
+    """One communicator's wedge by its RAS counts (see ras_only_wedge), where they disagree (or lost ranks) and
+    it stopped."""
+    counts = history.launched()
+    if not counts or not (history.stuck or stops.get(comm)):
+        return None
+    global_counts = {rank_map.get((comm, r), r): c for r, c in counts.items()}
+    missing = [rank_map.get((comm, r), r) for r in history.missing_ranks + history.dead_ranks]
+    if not history.disagree and not missing:
+        return None
+    missing = sorted(set(missing))
+    present = {r: c for r, c in global_counts.items() if r not in missing}
+    if missing and present:
+        # The present ranks wait, at the latest, in the last collective all of them launched.
+        seq = min(present.values())
+        inside, absent = sorted(present), missing
+    else:
+        return wedge_from_counts(comm, global_counts, {}, dead | set(missing), list(stops.get(comm, [])),
+                                 history.locations)
+    kind = WedgeKind.DEAD_RANK if (set(missing) | (dead & set(absent))) else WedgeKind.NO_PARTNER
+    return Wedge(comm=comm, seq=seq, kind=kind, launched=global_counts, completed={},
+                 waiting_ranks=inside, absent_ranks=absent, confirmed_by=list(stops.get(comm, [])),
+                 evidence=history.locations, seq_range=(1, seq), bounded_by=LAUNCHES_ONLY if seq > 1 else None)
+
+
+def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str, floors: set[int] | frozenset = frozenset()
+                     ) -> Root | None:
     """From how many collectives each rank launched (global rank -> count), the ranks that launched more or
     fewer than the others: the smallest group of equal counts (of two equal groups, the one behind, with no
     majority). Where the odd collective is, counts cannot tell: the range is every seq up to the most the outliers
-    launched."""
+    launched. `floors`: ranks whose count is only a floor (they launched at least that many): outliers behind
+    among them may have launched any number short of the others', so the range goes up to the others' count."""
     values = sorted(set(counts.values()))
     if len(values) < 2:
         return None
@@ -269,27 +282,36 @@ def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str) -> Root 
     minority = min(by_value, key=lambda v: len(by_value[v]))
     others = max(v for v in values if v != minority)
     ahead = minority > others
-    last = minority if ahead else minority + 1
+    floored = not ahead and bool(set(by_value[minority]) & set(floors))
+    last = minority if ahead else others if floored else minority + 1
     return Root(
         comm=comm, seq=1, seq_range=(1, last), outlier_ranks=sorted(by_value[minority]),
-        reference_ranks=sorted(r for r in counts if counts[r] != minority), kind=EXTRA if ahead else MISSING,
-        size=abs(minority - others), pinned_by=pinned_by, reason=RangeReason.COUNTS, ops={},
+        reference_ranks=sorted(r for r in counts if counts[r] != minority),
+        # (how many fewer a floor's rank launched is not known: it skipped some, or stopped after its last)
+        kind=EXTRA if ahead else MISSING, kinds=(MISSING, STOPPED) if floored else (),
+        size=0 if floored else abs(minority - others), pinned_by=pinned_by, reason=RangeReason.COUNTS, ops={},
         majority=len(by_value[minority]) * 2 < len(counts),  # (of two equal groups, either may have departed)
     )
 
 
 def wedge_from_counts(comm: str, counts: dict[int, int], completed: dict[int, int | None], dead: set[int],
-                      confirmed_by: list[str], evidence: list[Location], ops: dict | None = None) -> Wedge:
+                      confirmed_by: list[str], evidence: list[Location], ops: dict | None = None,
+                      floors: set[int] | frozenset = frozenset()) -> Wedge:
     """The first collective not every rank launched (global rank -> launched count): who waits in it, who is
     absent. Counts of launches bound the stop from above: a collective every rank launched before it may be where
-    the group hung, unless every rank's completions (global rank -> last completed) say it went past."""
+    the group hung, unless every rank's completions (global rank -> last completed) say it went past. `floors`:
+    ranks whose count is only a floor; where one is the lowest, the first collective not every rank launched may
+    be any up to the lowest of the counts that are not floors."""
     # Where every rank launched as many, none launched the next: a group that stopped waits in one of those.
     seq = min(counts.values()) + (1 if len(set(counts.values())) > 1 else 0)
     done = [c for r, c in completed.items() if r in counts]
     low = min(seq, min(done) + 1) if done and None not in done else 1
+    exact = [c for r, c in counts.items() if r not in floors]
+    high = max(seq, min(exact)) if exact and floors & set(counts) else seq
     inside = sorted(r for r, c in counts.items() if c >= seq)
     absent = sorted(r for r, c in counts.items() if c < seq)
     kind = WedgeKind.DEAD_RANK if dead & set(absent) else WedgeKind.NO_PARTNER if absent else WedgeKind.UNKNOWN
+    bounded_by = COUNT_FLOORS if high > seq else LAUNCHES_ONLY if low < seq else None
     return Wedge(comm=comm, seq=seq, kind=kind, launched=dict(counts), completed=dict(completed),
                  waiting_ranks=inside, absent_ranks=absent, confirmed_by=confirmed_by, evidence=evidence,
-                 ops=dict(ops or {}), seq_range=(low, seq), bounded_by=LAUNCHES_ONLY if low < seq else None)
+                 ops=dict(ops or {}), seq_range=(low, high), bounded_by=bounded_by)

@@ -217,7 +217,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             max(matching, key=len).append(rank)
     groups = [(sorted(m), merged(codes[r] for r in m)) for m, _ in groups]
     if len(groups) == 1:
-        return _with_behind(_lengths_only(codes, start, deviants, cut), codes, start, behind)
+        return _with_behind(_lengths_only(codes, start, deviants, cut, incomplete), codes, start, behind)
     # Who is the majority is counted over the ranks whose records tell the groups apart: one that sides with
     # either could make the smaller side as large as the larger.
     loose = {rank for rank, _ in undecided}
@@ -316,10 +316,12 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
 
 
 def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None,
-                  cut: set[int] | None = None) -> Proposal | None:
+                  cut: set[int] | None = None, incomplete: set[int] | None = None) -> Proposal | None:
     """Streams that agree wherever they overlap and differ only in length: the side that goes on past the others
     (the minority) launched collectives the others did not; the side that stops short (the minority) stopped.
-    Where the gate journal names the deviating ranks, their edit lies somewhere in their records."""
+    Where the gate journal names the deviating ranks, their edit lies somewhere in their records; or, for a
+    deviant whose records end short of what it launched (`incomplete`), anywhere past their end up to one past
+    the others' records: what it launched there is on no record."""
     lengths = {r: c.length for r, c in codes.items()}
     if deviants and set(codes) - deviants:
         told = sorted(deviants & set(codes))
@@ -327,7 +329,9 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
         # Deviants that launched more than everyone else show their extra collectives; otherwise only the
         # journal's word places an edit on them.
         ahead = all(lengths[r] > reference.length for r in told)
-        found = [p for rank in told for p in place_edits(rank, codes[rank], reference, start, known=not ahead)[0]]
+        last = start + reference.length
+        found = [replace(p, high=max(p.high, last)) if rank in (incomplete or ()) and p.low >= start + lengths[rank]
+                 else p for rank in told for p in place_edits(rank, codes[rank], reference, start, known=not ahead)[0]]
         if found:
             return Proposal(found, told, sorted(set(codes) - deviants), True, True, shown=False, told=not ahead)
     if len(set(lengths.values())) < 2:

@@ -33,6 +33,7 @@ from .wedge import Wedge
 TIMEOUT_KINDS = ("timeout", "blocking_wait_timeout")
 STOP_EVENTS = {"timeout", "blocking_wait_timeout", "async_error", "abort", "desync_report"}  # a group stopped
 UNNAMED_GROUP = "unnamed"  # the process group of timeout lines that name none, where no line names one either
+DEFAULT_GROUP = "0"  # PyTorch's default process group (`PG ID 0`, `PG GUID 0(default_pg)`): the world, in rank order
 
 
 def with_watchdog_rows(evidence: list[Evidence]) -> list[Evidence]:
@@ -99,6 +100,10 @@ class EnqueueMarks:
     evidence: list[Location] = field(default_factory=list)
     stops: list[str] = field(default_factory=list)  # timeouts and errors in the group
     source: str = ENQUEUED_COUNTS  # or "PyTorch's desync report", where the counts come from one
+    # ranks whose count is a floor: a desync report's laggard, counted by the last collective its watchdog saw
+    # start (what it wrote to the store); it may have enqueued more (the others' own reports lag their enqueued
+    # counts the same way), and the report has no word on a rank that died after it
+    floors: set[int] = field(default_factory=set)
     dumped: bool = False  # some count is a Flight Recorder dump's pg_status (a snapshot of every rank's progress)
 
 
@@ -128,12 +133,14 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
     return groups
 
 
-def _global_lagging(report: WatchdogEvent, members: set[int], job: set[int]) -> tuple | None:
+def _global_lagging(report: WatchdogEvent, group: str, members: set[int], job: set[int]) -> tuple | None:
     """The report's laggards with global ranks. It numbers ranks within the group (`[2]` of a group of global
-    ranks 4-7 is rank 6): where the group's ranks are 0..N-1 they are global already, as they are where the
-    report names as many ranks as the job has (`job`: every rank any line is from; the group is the world); else,
-    with every member on record, group rank i is the i-th lowest; else None (which rank is meant is not known)."""
-    if members == set(range(len(members))):
+    ranks 4-7 is rank 6): in the default group (the world), and where the group's ranks are 0..N-1, they are
+    global already, as they are where the report names as many ranks as the job has (`job`: every rank any line
+    is from; the group is the world); else, with every member on record, group rank i is the i-th lowest; else
+    None (which rank is meant is not known). (A rank that died leaves no line about the group: the default group
+    still numbers it.)"""
+    if group == DEFAULT_GROUP or members == set(range(len(members))):
         return report.lagging
     named_all = set(report.group_ranks)
     if named_all and named_all == set(range(len(named_all))) == job:
@@ -168,6 +175,7 @@ def _add_laggards(marks: EnqueueMarks, report: WatchdogEvent, lagging: tuple) ->
         added = [r for r in ranks if r not in marks.launched]
         for rank in added:
             marks.launched[rank] = number + offset
+            marks.floors.add(rank)
         if added:
             marks.evidence.append(report.loc)
 
@@ -189,7 +197,7 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
         if event.kind != "desync_report" or not event.lagging:
             continue
         group = event.comm or _reporting_group(event, watchdog) or default
-        lagging = _global_lagging(event, members.get(group, set()), job)
+        lagging = _global_lagging(event, group, members.get(group, set()), job)
         if lagging is None:
             continue
         if group in groups and len(groups[group].launched) > 1:
@@ -276,7 +284,7 @@ def marks_only_roots(groups: dict[str, EnqueueMarks], streams: Streams, watchdog
         if not (marks.stops or marks.dumped):
             continue
         # (a group that records tie to an NCCL comm hash goes by the hash, as its streams do)
-        root = root_from_counts(streams.aliases.get(comm, comm), marks.launched, marks.source)
+        root = root_from_counts(streams.aliases.get(comm, comm), marks.launched, marks.source, marks.floors)
         if root is not None and marks.stops and marks.source == ENQUEUED_COUNTS:
             # Ranks behind may be held back in another group by an extra collective here: the groups'
             # completion marks may say so (a desync report's own numbering does not mix with them).
@@ -311,7 +319,8 @@ def marks_only_wedge(groups: dict[str, EnqueueMarks], streams: Streams, dead: se
     for comm, marks in sorted(groups.items()):
         if not marks.stops or len(set(marks.launched.values())) < 2:
             continue
-        wedge = wedge_from_counts(comm, marks.launched, marks.completed, dead, list(marks.stops), marks.evidence)
+        wedge = wedge_from_counts(comm, marks.launched, marks.completed, dead, list(marks.stops), marks.evidence,
+                                  floors=marks.floors)
         wedge.ops = ops_at(comm_streams(streams.comm_parts(comm)), wedge.seq)  # a timed-out rank's own line
         return wedge
     return None

@@ -60,7 +60,7 @@ class Wedge:
     # from below only (records of completed collectives that end, files cut short: later ones may have run). `seq`
     # is then where the records place it, the collective that the ranks' fields describe.
     seq_range: tuple[int, int | None] | None = None
-    bounded_by: str | None = None  # why it is a range: COMPLETIONS_END or LAUNCHES_ONLY
+    bounded_by: str | None = None  # why it is a range: COMPLETIONS_END, LAUNCHES_ONLY or COUNT_FLOORS
 
     def __post_init__(self) -> None:
         if self.seq_range is None:
@@ -79,6 +79,9 @@ COMPLETIONS_END = "completions end"
 # No source records which collectives completed (NCCL logs and RAS count launches): the first collective not
 # every rank launched bounds it from above, and one every rank launched before it may be where it hung.
 LAUNCHES_ONLY = "launches only"
+# Some rank's launch count is only a floor (a desync report's last collective its watchdog saw it start): the
+# first collective not every rank launched may be any up to where the other ranks' counts end.
+COUNT_FLOORS = "count floors"
 
 
 def classify_pairings(rows: CommStreams, first: int, last: int) -> list[PairingRun]:

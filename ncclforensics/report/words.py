@@ -11,7 +11,7 @@ from ..align.divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReas
 from ..align.gates import decision_tuple
 from ..align.ras import RasHistory
 from ..align.reconcile import CUDA_GRAPH_NOTE
-from ..align.wedge import LAUNCHES_ONLY, Wedge, Window
+from ..align.wedge import COUNT_FLOORS, LAUNCHES_ONLY, Wedge, Window
 from ..model import Verdict, WedgeKind
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words
@@ -108,6 +108,11 @@ def wedge_range_words(wedge: Wedge) -> str | None:
                 f"what a rank launched after its last record is unknown, so the wedge is at or after seq {low}, past "
                 f"the last collective a rank is on record as completing (every rank took part in it); an NCCL log or a "
                 f"Flight Recorder dump of every rank would place it.")
+    if wedge.bounded_by == COUNT_FLOORS:
+        return (f"Where comm {wedge.comm} stopped is not pinned: PyTorch's desync report gives "
+                f"{ranks_words(wedge.absent_ranks)} only as the last collective its watchdog saw start, a floor of "
+                f"what it launched, so the wedge is {wedge_where(wedge)}, up to where the other ranks' enqueued "
+                f"counts end; {LOG_SETTINGS} or {FR_SETTINGS} would pin it.")
     if wedge.bounded_by != LAUNCHES_ONLY:
         return (f"Where comm {wedge.comm} stopped is not pinned: some rank's records there end before the stop (a "
                 f"file cut short, a trace written once a collective completed), so the wedge is {wedge_where(wedge)}, "
@@ -159,7 +164,7 @@ def root_sentence(root: Root) -> str:
                 f"dumps were written, so {behind} may only have lagged behind the others, not yet launched what they "
                 f"had; a timeout or entries that never complete would confirm it.")
     who = ranks_words(root.outlier_ranks)
-    n = plural(root.size, "collective")
+    n = plural(root.size, "collective") if root.size else "collectives"  # (size 0: how many is not known)
     at = where(root)
     if root.reason is RangeReason.STEP_SUMS:
         if not root.majority:
@@ -205,7 +210,8 @@ def root_sentence(root: Root) -> str:
         held = root.may_be_held_back_by
         by = (f" ({'one of ' if len(held) > 1 else ''}{ranks_words(held)}, as far as the record of who shares "
               f"a communicator with {'it' if one else 'them'} goes)" if held else "")
-        return (f"{who.capitalize()} launched {n} fewer than the others in comm {root.comm}, {at}: "
+        fewer = f"{n} fewer" if root.size else "fewer collectives"
+        return (f"{who.capitalize()} launched {fewer} than the others in comm {root.comm}, {at}: "
                 f"{'it' if one else 'they'} skipped {'it' if root.size == 1 else 'them'}, or "
                 f"{'it is' if one else 'they are'} "
                 f"held back in another communicator by a rank ahead here that launched more{by}; the counts "
