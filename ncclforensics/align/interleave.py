@@ -82,6 +82,14 @@ def _places(order: pl.DataFrame, comm: str, firsts: dict[str, int]) -> dict[int,
     return places
 
 
+def _size(streams: Streams, comm: str) -> int:
+    """How many ranks `comm` has: the size its records give (an NCCL log's nranks), else the ranks on record."""
+    sizes = [part.get_column("comm_size").max() for (c, _), part in streams.parts.items()
+             if c == comm and "comm_size" in part.columns]
+    recorded = max((int(n) for n in sizes if n is not None), default=0)
+    return max(recorded, len(set(streams.members.get(comm, [])) | set(streams.expected_members.get(comm, []))))
+
+
 def _program_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, int]], dict[int, int],
                                                             dict[int, int]] | None:
     """Per rank of `comm`, seq -> collectives of its other communicators it issued before it (see _places); per
@@ -101,7 +109,7 @@ def _program_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, in
         others = [c for c in parts if c != comm]
         if comm not in parts or not others or any((c, rank) in streams.cut for c in others):
             return None
-        shapes.add(tuple(sorted(len(streams.members.get(c, [])) for c in others)))
+        shapes.add(tuple(sorted(_size(streams, c) for c in others)))
         order = _issue_order(parts)
         if order is None:
             return None

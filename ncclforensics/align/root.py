@@ -292,8 +292,11 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
         return proposal
     tie = len(late) * 2 == len(codes)
     reference = merged(codes[r] for r in keep)
+    # Ranks that stopped short and are not behind (nothing says they left one out or are held back) merely lag:
+    # their records end, and they side with nobody.
+    lagging = [r for r in stopped if r not in late]
     placements = [] if proposal is None else [p for p in proposal.placements if p.kind is not EditKind.STOPPED
-                                              or p.rank not in late]
+                                              or p.rank not in late and p.rank not in lagging]
     for rank in late:
         found, _ = place_edits(rank, codes[rank], reference, start, known=True)
         placements += [p for p in found if p.kind is EditKind.MISSING]
@@ -312,7 +315,7 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
                 for rep, ranks in (proposal.members if earlier else {}).items()}
     return Proposal(placements, outliers, keep, True, proposal.whole if proposal else True,
                     shown=bool(proposal and proposal.shown), members=standing,
-                    unplaced=proposal.unplaced if proposal else [])
+                    unplaced=sorted(set(proposal.unplaced if proposal else []) | set(lagging)))
 
 
 def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None,
