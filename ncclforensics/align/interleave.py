@@ -98,8 +98,10 @@ def _program_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, in
     communicators of different shapes, or no strict majority places every seq."""
     if is_p2p_comm(comm):
         return None
-    ranks = streams.members.get(comm, [])
-    if len(ranks) < 3 or any((comm, r) in streams.cut for r in ranks):
+    # A rank whose records were cut short (anywhere: one file holds all its communicators) issued what it issued
+    # past the cut unseen: it places nothing, and sides with nobody.
+    ranks = [r for r in streams.members.get(comm, []) if not any((c, r) in streams.cut for c, _ in streams.parts)]
+    if len(ranks) < 3:
         return None
     places: dict[int, dict[int, int]] = {}
     shapes = set()
@@ -107,7 +109,7 @@ def _program_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, in
         parts = {c: part for (c, r), part in streams.parts.items() if r == rank and not is_p2p_comm(c)
                  and part.height}
         others = [c for c in parts if c != comm]
-        if comm not in parts or not others or any((c, rank) in streams.cut for c in others):
+        if comm not in parts or not others:
             return None
         shapes.add(tuple(sorted(_size(streams, c) for c in others)))
         order = _issue_order(parts)
@@ -164,7 +166,7 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
     if found is None:
         return None
     places, launched, program = found
-    ranks = streams.members.get(comm, [])
+    ranks = [r for r in streams.members.get(comm, []) if r in places]
     split = next((seq for seq in sorted(program)
                   if any(seq in p and seq <= launched[r] and p[seq] != program[seq] for r, p in places.items())), None)
     if split is None:

@@ -204,6 +204,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             groups[same[0]] = (members, merged([stream, codes[rank]]))
         else:
             undecided.append((rank, [groups[i][0] for i in matching]))
+    groups = _regrouped(groups, codes, undecided, ended)
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
@@ -252,9 +253,46 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             placements.extend(replace(p, rank=members[0]) for p in found)
     reference_ranks = sorted(set(codes) - outliers - set(unplaced)) if len(sides) == 1 else sorted(codes)
     named = sorted(outliers) if majority else sorted(codes)
+    if not majority:
+        # With no majority both sides are named; a rank with nothing on record but how many it launched (a count
+        # in a peer's report) sides with either, and parts from neither: it is named on neither side.
+        blank = sorted(rank for rank in loose if not _recorded(codes[rank]))
+        if blank and set(named) - set(blank):
+            named = [r for r in named if r not in blank]
+            reference_ranks = [r for r in reference_ranks if r not in blank]
+            unplaced = blank
+        else:
+            unplaced = []
     proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1,
-                        members=standing, unplaced=unplaced if majority else [])
+                        members=standing, unplaced=unplaced)
     return _with_behind(proposal, codes, start, behind) if majority else proposal
+
+
+def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
+               undecided: list[tuple[int, list[list[int]]]], ended: set[int] | None) -> list[tuple[list[int], Codes]]:
+    """The groups with every joiner that also agrees with a group founded after it joined taken out again (it
+    joined while that group did not exist yet): a stream that recorded less (no call stacks, say) but went on
+    longer goes first and joins the first group, whose records it then carries against streams that part from
+    that group's founder alone. Such a rank goes with the one group it agrees with once the groups are rebuilt
+    without it, or is undecided (added to `undecided`) where it agrees with several."""
+    if len(groups) < 2:
+        return groups
+    loose = {r for i, (members, _) in enumerate(groups) for r in members[1:]
+             if any(agree(codes[r], stream) for j, (_, stream) in enumerate(groups) if j != i)}
+    if not loose:
+        return groups
+    for members, _ in groups:  # (in place: the undecided name the groups by their member lists)
+        members[:] = [r for r in members if r not in loose]
+    rebuilt = [(members, merged(codes[r] for r in members)) for members, _ in groups]
+    for rank in sorted(loose, key=lambda r: (-codes[r].length, -_recorded(codes[r]), r)):
+        matching = [i for i, (_, stream) in enumerate(rebuilt) if agree(codes[rank], stream)]
+        same = [i for i in matching if rebuilt[i][1].length == codes[rank].length]
+        if len(matching) == 1 or rank in (ended or ()) and len(same) == 1:
+            members, _ = rebuilt[matching[0] if len(matching) == 1 else same[0]]
+            members.append(rank)
+        else:
+            undecided.append((rank, [rebuilt[i][0] for i in matching]))
+    return [(members, merged(codes[r] for r in members)) for members, _ in rebuilt]
 
 
 def _groups_of_members(groups: list[tuple[list[int], Codes]], matching: list[list[int]]) -> list[Codes]:
