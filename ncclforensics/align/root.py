@@ -168,7 +168,8 @@ class Proposal:
 
 def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None,
             behind: set[int] | None = None, cut: set[int] | None = None,
-            ended: set[int] | None = None, incomplete: set[int] | None = None) -> Proposal | None:
+            ended: set[int] | None = None, incomplete: set[int] | None = None,
+            unseen: set[int] | None = None) -> Proposal | None:
     """Group the ranks into streams that agree; the largest group is the reference, and every other group's
     edits are placed against it. With no strict majority, both sides of a two-way split are placed against each
     other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one.
@@ -184,7 +185,10 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
 
     `incomplete`: ranks whose records are known to end short of what they launched (a file cut short, collectives
     the others completed after their last record). One whose records agree with several groups sides with nobody:
-    it is neither an outlier nor of the reference, and may be on any side."""
+    it is neither an outlier nor of the reference, and may be on any side.
+
+    `unseen`: ranks with nothing on record but how many collectives they launched (a count in a peer's report).
+    With no majority, one that sides with either group parts from neither: it is named on neither side."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
     # The streams that recorded most go first, and each group compares as everything its members recorded: a
@@ -254,9 +258,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     reference_ranks = sorted(set(codes) - outliers - set(unplaced)) if len(sides) == 1 else sorted(codes)
     named = sorted(outliers) if majority else sorted(codes)
     if not majority:
-        # With no majority both sides are named; a rank with nothing on record but how many it launched (a count
-        # in a peer's report) sides with either, and parts from neither: it is named on neither side.
-        blank = sorted(rank for rank in loose if not _recorded(codes[rank]))
+        blank = sorted(rank for rank in loose if rank in (unseen or ()))
         if blank and set(named) - set(blank):
             named = [r for r in named if r not in blank]
             reference_ranks = [r for r in reference_ranks if r not in blank]
@@ -507,7 +509,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
           constraints: list[Constraint], basis: Callable[[int], tuple[Location, ...]],
           deviants: set[int] | None = None, prefer: EditKind | None = None,
           behind: set[int] | None = None, cut: set[int] | None = None,
-          ended: set[int] | None = None, incomplete: set[int] | None = None) -> Solution | None:
+          ended: set[int] | None = None, incomplete: set[int] | None = None,
+          unseen: set[int] | None = None) -> Solution | None:
     """Propose from the records field set by field set (signatures first, then each richer field), keep each
     stage that narrows without changing who the outliers are, then narrow by every constraint.
 
@@ -525,7 +528,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if codes is None:
             continue
         stages.append(label)
-        found = propose(codes, start, deviants, behind, cut, ended, incomplete)
+        found = propose(codes, start, deviants, behind, cut, ended, incomplete, unseen)
         if found is None or not found.placements:
             continue
         if proposal is not None:
