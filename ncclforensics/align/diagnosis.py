@@ -309,7 +309,7 @@ def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams, gate
         if root is not None and root.kind == STOPPED and not any(r.shown or r.kind != STOPPED for r in rooted):
             # (ranks that stopped short elsewhere too leave the places of what they issued before as they were)
             left_out = skipped_here(streams, comm, root.outlier_ranks)
-            if left_out and set(left_out) == set(root.outlier_ranks):
+            if left_out:
                 analyses[comm] = analyze_comm(streams, comm, gate, counted=analysis.counted, left_out=left_out)
                 continue
         if any(r.shown for r in rooted):

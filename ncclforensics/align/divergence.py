@@ -278,7 +278,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         behind = set(behind or ()) | set(left_out)
     solution = solve(stages, start, constraints,
                      lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut,
-                     set(counted) | set(unseen), cut | _short_of_completions(analysis))
+                     set(counted) | set(unseen), cut | _short_of_completions(analysis), set(unseen))
     if solution is not None:
         right = frozenset().union(*(c.right for c in constraints if isinstance(c, ResultChecks)))
         moved = _past_completions(solution, analysis, right)

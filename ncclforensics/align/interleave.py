@@ -83,10 +83,12 @@ def _places(order: pl.DataFrame, comm: str, firsts: dict[str, int]) -> dict[int,
     return places
 
 
-def _size(streams: Streams, comm: str, part: pl.DataFrame) -> int:
-    """How many ranks `comm` has: those on record, or as many as its records say it has where more."""
-    said = part.get_column("comm_size").max() if "comm_size" in part.columns else None
-    return max(len(streams.members.get(comm, [])), int(said or 0))
+def _size(streams: Streams, comm: str) -> int:
+    """How many ranks `comm` has: the size its records give (an NCCL log's nranks), else the ranks on record."""
+    sizes = [part.get_column("comm_size").max() for (c, _), part in streams.parts.items()
+             if c == comm and "comm_size" in part.columns]
+    recorded = max((int(n) for n in sizes if n is not None), default=0)
+    return max(recorded, len(set(streams.members.get(comm, [])) | set(streams.expected_members.get(comm, []))))
 
 
 def _program_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, int]], dict[int, int],
@@ -121,7 +123,7 @@ def _program_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, in
                 continue
         elif order is None:
             return None
-        shapes[rank] = tuple(sorted(_size(streams, c, parts[c]) for c in others))
+        shapes[rank] = tuple(sorted(_size(streams, c) for c in others))
         firsts = {c: int(parts[c].get_column("seq").min()) for c in others}
         places[rank] = _places(order, comm, firsts)
         if rank in cut:
@@ -179,7 +181,7 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
     if found is None:
         return None
     places, launched, program = found
-    ranks = streams.members.get(comm, [])
+    ranks = [r for r in streams.members.get(comm, []) if r in places]
     split = next((seq for seq in sorted(program)
                   if any(seq in p and seq <= launched[r] and p[seq] != program[seq] for r, p in places.items())), None)
     if split is None:

@@ -168,7 +168,8 @@ class Proposal:
 
 def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None,
             behind: set[int] | None = None, cut: set[int] | None = None,
-            ended: set[int] | None = None, incomplete: set[int] | None = None) -> Proposal | None:
+            ended: set[int] | None = None, incomplete: set[int] | None = None,
+            unseen: set[int] | None = None) -> Proposal | None:
     """Group the ranks into streams that agree; the largest group is the reference, and every other group's
     edits are placed against it. With no strict majority, both sides of a two-way split are placed against each
     other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one.
@@ -184,7 +185,10 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
 
     `incomplete`: ranks whose records are known to end short of what they launched (a file cut short, collectives
     the others completed after their last record). One whose records agree with several groups sides with nobody:
-    it is neither an outlier nor of the reference, and may be on any side."""
+    it is neither an outlier nor of the reference, and may be on any side.
+
+    `unseen`: ranks with nothing on record but how many collectives they launched (a count in a peer's report).
+    With no majority, one that sides with either group parts from neither: it is named on neither side."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
     # The streams that recorded most go first, and each group compares as everything its members recorded: a
@@ -204,6 +208,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             groups[same[0]] = (members, merged([stream, codes[rank]]))
         else:
             undecided.append((rank, [groups[i][0] for i in matching]))
+    groups = _regrouped(groups, codes, undecided, ended)
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
@@ -252,9 +257,44 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             placements.extend(replace(p, rank=members[0]) for p in found)
     reference_ranks = sorted(set(codes) - outliers - set(unplaced)) if len(sides) == 1 else sorted(codes)
     named = sorted(outliers) if majority else sorted(codes)
+    if not majority:
+        blank = sorted(rank for rank in loose if rank in (unseen or ()))
+        if blank and set(named) - set(blank):
+            named = [r for r in named if r not in blank]
+            reference_ranks = [r for r in reference_ranks if r not in blank]
+            unplaced = blank
+        else:
+            unplaced = []
     proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1,
-                        members=standing, unplaced=unplaced if majority else [])
+                        members=standing, unplaced=unplaced)
     return _with_behind(proposal, codes, start, behind) if majority else proposal
+
+
+def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
+               undecided: list[tuple[int, list[list[int]]]], ended: set[int] | None) -> list[tuple[list[int], Codes]]:
+    """The groups with every joiner that also agrees with a group founded after it joined taken out again (it
+    joined while that group did not exist yet): a stream that recorded less (no call stacks, say) but went on
+    longer goes first and joins the first group, whose records it then carries against streams that part from
+    that group's founder alone. Such a rank goes with the one group it agrees with once the groups are rebuilt
+    without it, or is undecided (added to `undecided`) where it agrees with several."""
+    if len(groups) < 2:
+        return groups
+    loose = {r for i, (members, _) in enumerate(groups) for r in members[1:]
+             if any(agree(codes[r], stream) for j, (_, stream) in enumerate(groups) if j != i)}
+    if not loose:
+        return groups
+    for members, _ in groups:  # (in place: the undecided name the groups by their member lists)
+        members[:] = [r for r in members if r not in loose]
+    rebuilt = [(members, merged(codes[r] for r in members)) for members, _ in groups]
+    for rank in sorted(loose, key=lambda r: (-codes[r].length, -_recorded(codes[r]), r)):
+        matching = [i for i, (_, stream) in enumerate(rebuilt) if agree(codes[rank], stream)]
+        same = [i for i in matching if rebuilt[i][1].length == codes[rank].length]
+        if len(matching) == 1 or rank in (ended or ()) and len(same) == 1:
+            members, _ = rebuilt[matching[0] if len(matching) == 1 else same[0]]
+            members.append(rank)
+        else:
+            undecided.append((rank, [rebuilt[i][0] for i in matching]))
+    return [(members, merged(codes[r] for r in members)) for members, _ in rebuilt]
 
 
 def _groups_of_members(groups: list[tuple[list[int], Codes]], matching: list[list[int]]) -> list[Codes]:
@@ -292,8 +332,11 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
         return proposal
     tie = len(late) * 2 == len(codes)
     reference = merged(codes[r] for r in keep)
+    # Ranks that stopped short and are not behind (nothing says they left one out or are held back) merely lag:
+    # their records end, and they side with nobody.
+    lagging = [r for r in stopped if r not in late]
     placements = [] if proposal is None else [p for p in proposal.placements if p.kind is not EditKind.STOPPED
-                                              or p.rank not in late]
+                                              or p.rank not in late and p.rank not in lagging]
     for rank in late:
         found, _ = place_edits(rank, codes[rank], reference, start, known=True)
         placements += [p for p in found if p.kind is EditKind.MISSING]
@@ -312,7 +355,7 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
                 for rep, ranks in (proposal.members if earlier else {}).items()}
     return Proposal(placements, outliers, keep, True, proposal.whole if proposal else True,
                     shown=bool(proposal and proposal.shown), members=standing,
-                    unplaced=proposal.unplaced if proposal else [])
+                    unplaced=sorted(set(proposal.unplaced if proposal else []) | set(lagging)))
 
 
 def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None,
@@ -470,7 +513,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
           constraints: list[Constraint], basis: Callable[[int], tuple[Location, ...]],
           deviants: set[int] | None = None, prefer: EditKind | None = None,
           behind: set[int] | None = None, cut: set[int] | None = None,
-          ended: set[int] | None = None, incomplete: set[int] | None = None) -> Solution | None:
+          ended: set[int] | None = None, incomplete: set[int] | None = None,
+          unseen: set[int] | None = None) -> Solution | None:
     """Propose from the records field set by field set (signatures first, then each richer field), keep each
     stage that narrows without changing who the outliers are, then narrow by every constraint.
 
@@ -488,7 +532,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if codes is None:
             continue
         stages.append(label)
-        found = propose(codes, start, deviants, behind, cut, ended, incomplete)
+        found = propose(codes, start, deviants, behind, cut, ended, incomplete, unseen)
         if found is None or not found.placements:
             continue
         if proposal is not None:

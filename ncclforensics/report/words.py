@@ -400,8 +400,9 @@ def unplaced_words(root: Root, analysis) -> str:
     ends = [analysis.launched[r] for r in root.unplaced_ranks if analysis is not None and r in analysis.launched]
     at = f" at seq {max(ends)}" if len(set(ends)) == 1 else ""
     one = len(root.unplaced_ranks) == 1
-    return (f"The records of {who} in comm {root.comm} end{at}, before the ranks part, and are incomplete (a file "
-            f"cut short, or collectives the others completed after them): whether {'it' if one else 'they'} "
+    return (f"The records of {who} in comm {root.comm} end{at}, before the ranks part, short of the others' (a file "
+            f"cut short, collectives the others completed after them, or a rank that lags or is held back "
+            f"elsewhere, where nothing confirms a hang): whether {'it' if one else 'they'} "
             f"deviated too, or went with the others, is not on record, so {'it is' if one else 'they are'} named "
             f"on neither side.")
 

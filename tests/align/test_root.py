@@ -392,3 +392,19 @@ def test_records_that_differ_beat_a_length_difference_where_they_depart_no_later
     assert only_sig.outliers == [5] and only_sig.seq_range == (4, 5)
     both = solve([("signatures", lambda: codes_sig), ("tags", lambda: codes_tags)], 1, [], lambda seq: ())
     assert both.outliers == [6] and both.seq_range[0] == 1 and both.pinned_by == "tags"
+
+
+def test_a_longer_stream_without_the_parting_field_does_not_carry_a_founders_records_against_the_others():
+    # Rank 0 recorded a call site at both seqs and went first; ranks 1..4 recorded none and went on as long; ranks
+    # 5..7 recorded the program's site at seq 1 and stop there. The ranks without call sites side with either, so
+    # they do not make rank 0's site the majority's: rank 0 is the outlier.
+    codes = {0: stream([2, 1]), **{r: stream([0, 0]) for r in range(1, 5)}, **{r: stream([1]) for r in (5, 6, 7)}}
+    proposal = propose(codes, 1)
+    assert proposal.majority and proposal.outliers == [0]
+
+
+def test_with_no_majority_a_rank_known_only_by_its_count_is_named_on_neither_side():
+    codes = {0: stream([1, 1, 1]), 1: stream([1, 2, 1]), 2: stream([0, 0])}
+    assert propose(codes, 1).outliers == [0, 1, 2]
+    proposal = propose(codes, 1, unseen={2})
+    assert proposal.outliers == [0, 1] and proposal.unplaced == [2]
