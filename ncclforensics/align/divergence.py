@@ -610,11 +610,22 @@ def _gate_span(part: pl.DataFrame, gate: GateDisagreement, rank: int) -> tuple[i
     if decision is not None and decision.time is not None and times.height:
         first, last = times.get_column("time").min(), times.get_column("time").max()
         if first <= decision.time <= last + 3600:  # the same clock, not another timebase
-            after = times.filter(pl.col("time") >= decision.time).get_column("seq").min()
+            after = times.filter(pl.col("time") >= decision.time - _half_last_digit(decision.time)).get_column(
+                "seq").min()
             low = after if after is not None else int(part.get_column("seq").max()) + 1
             high = span[1] if span else int(part.get_column("seq").max()) + 1
             span = (max(low, span[0]) if span else low, high)
     return span if span is None or span[0] <= span[1] else None
+
+
+def _half_last_digit(value: float) -> float:
+    """Half a unit of the last decimal a time was written with: a decision written to the millisecond may have
+    been made up to half a millisecond before it (repr gives the shortest decimal that reads back as the value,
+    so a time written with trailing zeros counts as written coarser, which only widens)."""
+    text = repr(float(value))
+    if "e" in text or "." not in text:
+        return 0.5
+    return 0.5 * 10.0 ** -len(text.split(".")[1])
 
 
 def _step_span(part: pl.DataFrame, step: int) -> tuple[int, int] | None:

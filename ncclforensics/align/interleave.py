@@ -194,6 +194,9 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
     # next collective here: one that went on past it skipped that collective.
     cut = {r for (c, r) in streams.cut if r in places and (c, r) in streams.parts}
     unplaced = sorted(r for r in cut if split not in places[r] or launched[r] < split)
+    agree = [r for r, p in places.items() if split in p and split <= launched[r] and p[split] == program[split]]
+    if len(agree) * 2 <= len(agree) + len(outliers) + len(unplaced):
+        return None  # the ones the cut left unplaced may have issued it where the outliers did: no majority then
     blocked = sorted(r for r in ranks if launched[r] < split and r not in unplaced)
     for r in blocked:
         end = launched[r] + 1
