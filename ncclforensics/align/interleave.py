@@ -190,6 +190,12 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
                       if split in p and split <= launched[r] and p[split] != program[split])
     if any(places[r][split] > program[split] for r in outliers):
         return None  # launched later than the program: a skipped collective, which the counts already show
+    peers = [set(m) - {r} for r in outliers for c, m in streams.members.items()
+             if c != comm and r in m and not set(ranks) <= set(m)]
+    if peers and all(peer & set(outliers) for peer in peers):
+        # Outliers that each sit where a peer of their other communicator does ran that communicator's program,
+        # which other groups of its shape need not share (a data-parallel replica's own drafter pass).
+        return None
     # Every rank that launched fewer must have stopped no further on elsewhere than the program allows before its
     # next collective here: one that went on past it skipped that collective.
     cut = {r for (c, r) in streams.cut if r in places and (c, r) in streams.parts}

@@ -174,3 +174,28 @@ def test_a_log_cut_short_after_the_early_collective_still_places_it():
     d = diagnose(logs)
     assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER
     assert d.root.outlier_ranks == [3] and d.root.kind == "extra" and d.root.blocked_elsewhere == (2,)
+
+
+def test_a_tp_group_that_runs_its_own_program_names_none_of_its_ranks():
+    # Three TP groups of a data-parallel job: T2 and T3 run a drafter pass (one more TP collective) in step 0, T1
+    # does not, and rank 5 stops after step 0. T1's ranks issue world seq 2 after fewer TP collectives than the
+    # others, both of them alike: their group's own program, no early world collective.
+    t3 = "0x7e3"
+    logs = [rank_log(0, step(T1) + step(T1)), rank_log(1, step(T1) + step(T1)),
+            rank_log(2, step(T2, layers=4) + step(T2)), rank_log(3, step(T2, layers=4) + step(T2)),
+            rank_log(4, step(t3, layers=4) + step(t3)), rank_log(5, step(t3, layers=4))]
+    d = diagnose(logs)
+    assert d.root is None or d.root.pinned_by != ISSUE_ORDER
+    assert d.root is None or not {0, 1} & set(d.root.outlier_ranks)
+
+
+def test_a_rank_cut_before_the_split_may_side_with_the_one_placed_early():
+    # T1 runs a drafter pass in step 0 and T2 does not; rank 3's log is cut one TP collective in.
+    # Placed alone, rank 2 issues world seq 2 after fewer TP collectives than ranks 0 and 1, but rank 3, its TP
+    # peer, may have issued it where rank 2 did: two against two, no majority.
+    from dataclasses import replace
+    logs = [rank_log(0, step(T1, layers=4) + step(T1)), rank_log(1, step(T1, layers=4) + step(T1)),
+            rank_log(2, step(T2) + step(T2)), rank_log(3, [(W, ONE), (T2, LAYER)])]
+    logs[3] = replace(logs[3], cut=Location("rank3.log", 2))
+    d = diagnose(logs)
+    assert d.root is None or d.root.pinned_by != ISSUE_ORDER
