@@ -92,15 +92,17 @@ def _replica_classes(ranks: set[int], known: dict[str, set[int]], on_record: fro
 def _classes_of_first_step(by_step: dict[int, dict[int, FingerprintRow]], traced: set[int]) -> list[set[int]] | None:
     """Where nothing says which ranks are replicas: the ranks of equal unchecked sums at the first step that every
     traced rank summed, where those part into several classes of which none is a strict majority (TP groups of a
-    DP job read back different results by design, each group's alike); else None (one class of every rank, or
-    one class with a few apart: those may already have departed)."""
+    DP job read back different results by design, each group's alike); else None (one class of every rank, one
+    class with a few apart, or a class of one rank: those may already have departed, and two ranks that part at
+    the first step read the same as two replica groups of one rank each)."""
     first = next((rows for _, rows in sorted(by_step.items()) if set(rows) == traced), None)
     if first is None or any(checked_right(row) is not None for row in first.values()):
         return None
     classes: dict[str, set[int]] = {}
     for rank, row in first.items():
         classes.setdefault(repr(row.sum), set()).add(rank)
-    if len(classes) < 2 or max(map(len, classes.values())) * 2 > len(traced):
+    sizes = [len(ranks) for ranks in classes.values()]
+    if len(sizes) < 2 or min(sizes) < 2 or max(sizes) * 2 > len(traced):
         return None
     return sorted(classes.values(), key=min)
 
