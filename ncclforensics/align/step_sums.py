@@ -313,13 +313,46 @@ def with_checksum_outliers(root: Root, sums: Root) -> tuple[Root, list[str]]:
     return merged, [said]
 
 
-def with_counted_outliers(root: Root, counted: Root) -> tuple[Root, list[str]]:
+def with_sums_before_records(root: Root, sums: Root) -> tuple[Root, list[str]]:
+    """A root whose records begin after the ranks already disagree, with the ranks whose per-step checksums part
+    from the others' added, where those checksums compare every rank the records do: they departed too, before
+    the records begin or in them (the records say who differs where they begin, not who departed first)."""
+    ours = set(root.outlier_ranks) | set(root.reference_ranks)
+    members = set(sums.outlier_ranks) | set(sums.reference_ranks)
+    added = sorted(set(sums.outlier_ranks) - set(root.outlier_ranks))
+    if not sums.majority or not root.majority or not added or not ours <= members:
+        return root, []
+    outliers = sorted(set(root.outlier_ranks) | set(added))
+    merged = replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
+                     majority=len(outliers) * 2 < len(members))
+    said = (f"{ranks_words(added)} read back per-step checksums that part from the others' at step "
+            f"{sums.step_bound}: {'they' if len(added) > 1 else 'it'} departed too, and the records, which begin "
+            f"after the ranks already disagree, do not say whose departure came first, so the root names "
+            f"{ranks_words(outliers)}")
+    return merged, [said]
+
+
+def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset()) -> tuple[Root, list[str]]:
     """A root whose records begin after the ranks already disagree, with the ranks that launch counts show
-    launching more or fewer added: they departed before the records begin, or the records would show it."""
+    launching more or fewer added: they departed before the records begin, or the records would show it. `held`:
+    ranks behind that are stuck elsewhere before the records begin (not added: held back reads the same).
+    Where the records part the ranks with no majority and the counts, with one, name ranks of one side only,
+    that side departed (the counts rank every rank the records compare)."""
     ours = set(root.outlier_ranks) | set(root.reference_ranks)
     members = set(counted.outlier_ranks) | set(counted.reference_ranks)
-    added = sorted(set(counted.outlier_ranks) - set(root.outlier_ranks))
-    if not counted.majority or not added or not ours <= members:
+    if not counted.majority or not ours <= members:
+        return root, []
+    named = set(counted.outlier_ranks) & ours
+    if not root.majority and named and named < set(root.outlier_ranks):
+        outliers = sorted(set(counted.outlier_ranks) - held)
+        merged = replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
+                         majority=len(outliers) * 2 < len(members))
+        said = (f"{ranks_words(sorted(named))} launched {'fewer' if counted.kind == 'missing' else 'more'} "
+                f"collectives than the others by {counted.pinned_by}: of the two sides the records part, "
+                f"{'they' if len(named) > 1 else 'it'} departed")
+        return merged, [said]
+    added = sorted(set(counted.outlier_ranks) - set(root.outlier_ranks) - held)
+    if not added:
         return root, []
     outliers = sorted(set(root.outlier_ranks) | set(added))
     merged = replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
