@@ -41,7 +41,7 @@ from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
 from .ras_only import ras_comm_wedge, ras_only_roots, ras_only_wedge, ras_rank_map, unnamed_ranks
 from .reconcile import Reconciliation, reconcile
-from .step_sums import step_sums_root, with_checksum_outliers, with_counted_outliers
+from .step_sums import step_sums_root, with_checksum_outliers, with_counted_outliers, with_sums_before_records
 from .streams import Streams, build_streams
 from .traces import with_trace_rows
 from .unranked import unranked_streams
@@ -177,7 +177,14 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         # others that launched more or fewer before it.
         counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
         if counted:
-            root, said = with_counted_outliers(root, counted[0])
+            root, said = with_counted_outliers(root, counted[0], _held_before_records(root, marks, streams))
+            unranked_caveats += said
+        found = step_sums_root(fingerprints, {**{c: set(r) for c, r in streams.expected_members.items()},
+                                              **{c: set(r) for c, r in streams.members.items()}},
+                               frozenset(r for ranks in streams.members.values() for r in ranks),
+                               frozenset(f.rank for f in fingerprints if f.loc.path in cut_files))
+        if found is not None:
+            root, said = with_sums_before_records(root, found[0])
             unranked_caveats += said
     if root is not None:
         root = _resolve_tie(root, gate)
@@ -396,6 +403,16 @@ def _recorded_step(root: Root, streams: Streams) -> int | None:
         if part is not None and "step" in part.columns:
             steps.update(part.filter(pl.col("seq").is_between(low, high)).get_column("step").drop_nulls().to_list())
     return steps.pop() if len(steps) == 1 else None
+
+
+def _held_before_records(root: Root, marks: dict, streams: Streams) -> set[int]:
+    """The ranks whose launch count in the root's comm stops before its records begin and whose own records in
+    another comm end in a collective that started and never finished: stuck there, they launched nothing here past
+    their count, so launching fewer is no departure of theirs before the records (held back reads the same)."""
+    launched = next((g.launched for name, g in marks.items() if streams.aliases.get(name, name) == root.comm), {})
+    stuck = {rank for (comm, rank), part in streams.parts.items()
+             if comm != root.comm and part.height and part.get_column("state")[-1] == EventState.STARTED.value}
+    return {rank for rank, n in launched.items() if rank in stuck and n < root.records_start}
 
 
 def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,

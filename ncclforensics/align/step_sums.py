@@ -92,15 +92,17 @@ def _replica_classes(ranks: set[int], known: dict[str, set[int]], on_record: fro
 def _classes_of_first_step(by_step: dict[int, dict[int, FingerprintRow]], traced: set[int]) -> list[set[int]] | None:
     """Where nothing says which ranks are replicas: the ranks of equal unchecked sums at the first step that every
     traced rank summed, where those part into several classes of which none is a strict majority (TP groups of a
-    DP job read back different results by design, each group's alike); else None (one class of every rank, or
-    one class with a few apart: those may already have departed)."""
+    DP job read back different results by design, each group's alike); else None (one class of every rank, one
+    class with a few apart, or a class of one rank: those may already have departed, and two ranks that part at
+    the first step read the same as two replica groups of one rank each)."""
     first = next((rows for _, rows in sorted(by_step.items()) if set(rows) == traced), None)
     if first is None or any(checked_right(row) is not None for row in first.values()):
         return None
     classes: dict[str, set[int]] = {}
     for rank, row in first.items():
         classes.setdefault(repr(row.sum), set()).add(rank)
-    if len(classes) < 2 or max(map(len, classes.values())) * 2 > len(traced):
+    sizes = [len(ranks) for ranks in classes.values()]
+    if len(sizes) < 2 or min(sizes) < 2 or max(sizes) * 2 > len(traced):
         return None
     return sorted(classes.values(), key=min)
 
@@ -311,13 +313,46 @@ def with_checksum_outliers(root: Root, sums: Root) -> tuple[Root, list[str]]:
     return merged, [said]
 
 
-def with_counted_outliers(root: Root, counted: Root) -> tuple[Root, list[str]]:
+def with_sums_before_records(root: Root, sums: Root) -> tuple[Root, list[str]]:
+    """A root whose records begin after the ranks already disagree, with the ranks whose per-step checksums part
+    from the others' added, where those checksums compare every rank the records do: they departed too, before
+    the records begin or in them (the records say who differs where they begin, not who departed first)."""
+    ours = set(root.outlier_ranks) | set(root.reference_ranks)
+    members = set(sums.outlier_ranks) | set(sums.reference_ranks)
+    added = sorted(set(sums.outlier_ranks) - set(root.outlier_ranks))
+    if not sums.majority or not root.majority or not added or not ours <= members:
+        return root, []
+    outliers = sorted(set(root.outlier_ranks) | set(added))
+    merged = replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
+                     majority=len(outliers) * 2 < len(members))
+    said = (f"{ranks_words(added)} read back per-step checksums that part from the others' at step "
+            f"{sums.step_bound}: {'they' if len(added) > 1 else 'it'} departed too, and the records, which begin "
+            f"after the ranks already disagree, do not say whose departure came first, so the root names "
+            f"{ranks_words(outliers)}")
+    return merged, [said]
+
+
+def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset()) -> tuple[Root, list[str]]:
     """A root whose records begin after the ranks already disagree, with the ranks that launch counts show
-    launching more or fewer added: they departed before the records begin, or the records would show it."""
+    launching more or fewer added: they departed before the records begin, or the records would show it. `held`:
+    ranks behind that are stuck elsewhere before the records begin (not added: held back reads the same).
+    Where the records part the ranks with no majority and the counts, with one, name ranks of one side only,
+    that side departed (the counts rank every rank the records compare)."""
     ours = set(root.outlier_ranks) | set(root.reference_ranks)
     members = set(counted.outlier_ranks) | set(counted.reference_ranks)
-    added = sorted(set(counted.outlier_ranks) - set(root.outlier_ranks))
-    if not counted.majority or not added or not ours <= members:
+    if not counted.majority or not ours <= members:
+        return root, []
+    named = set(counted.outlier_ranks) & ours
+    if not root.majority and named and named < set(root.outlier_ranks):
+        outliers = sorted(set(counted.outlier_ranks) - held)
+        merged = replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
+                         majority=len(outliers) * 2 < len(members))
+        said = (f"{ranks_words(sorted(named))} launched {'fewer' if counted.kind == 'missing' else 'more'} "
+                f"collectives than the others by {counted.pinned_by}: of the two sides the records part, "
+                f"{'they' if len(named) > 1 else 'it'} departed")
+        return merged, [said]
+    added = sorted(set(counted.outlier_ranks) - set(root.outlier_ranks) - held)
+    if not added:
         return root, []
     outliers = sorted(set(root.outlier_ranks) | set(added))
     merged = replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
