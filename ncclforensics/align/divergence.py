@@ -15,7 +15,7 @@ from enum import Enum
 import numpy as np
 import polars as pl
 
-from ..model import Location
+from ..model import EventState, Location
 from ..model.kinds import is_p2p_comm
 from .comm_streams import CommStreams, comm_streams
 from .gates import GateDisagreement
@@ -272,7 +272,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     if deviants:
         prefer = EditKind.EXTRA if deviants <= set(gate.passed) else EditKind.MISSING
     cut = {rank for (c, rank) in streams.cut if c == comm} - set(counted)
-    constraints = _constraints(rows, start, gate, deviants)
+    constraints = _constraints(rows, start, gate, deviants) + _parted_completions(rows, start, analysis.completed)
     if left_out:
         constraints.append(LeftOut(dict(left_out)))
         behind = set(behind or ()) | set(left_out)
@@ -598,6 +598,22 @@ def _constraints(rows: CommStreams, start: int, gate: GateDisagreement | None, d
         if spans:
             constraints.append(GateStep(spans, reference, deviants <= set(gate.passed), tuple(gate.locations)))
     return constraints
+
+
+def _parted_completions(rows: CommStreams, start: int, completed: dict[int, int | None]) -> list[ResultChecks]:
+    """Seqs some rank completed while another timed out in its own collective there: NCCL completes a collective
+    on every rank of it or on none, so those two were different collectives, misaligned at or before that seq (a
+    watchdog timeout row, `started` and no dump's entry, ran out its timeout and never finished)."""
+    stuck = rows.frame(start, None, ["rank", "seq", "state", "fr_file", "file", "line"]).filter(
+        (pl.col("state") == EventState.STARTED.value) & pl.col("fr_file").is_null())
+    wrong, locs = set(), []
+    for rank, seq, _, _, file, line in stuck.rows():
+        done = completed.get(rank)
+        if done is not None and done < seq and any(c is not None and c >= seq for r, c in completed.items()
+                                                   if r != rank):
+            wrong.add(seq)
+            locs.append(Location(file, line))
+    return [ResultChecks(frozenset(), frozenset(wrong), tuple(locs[:1]), label="completions")] if wrong else []
 
 
 def _gate_span(part: pl.DataFrame, gate: GateDisagreement, rank: int) -> tuple[int, int] | None:
