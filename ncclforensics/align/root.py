@@ -281,9 +281,10 @@ def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
 
     Its length still tells: one that went on past the later group's end, as far as only a minority of the ranks
     did (they launched more than most: extra collectives), parts from that group by it and stays. And where the
-    groups rebuilt without the joiners are even (the ranks whose records part them outnumber neither side), a
-    joiner goes with the one group it agrees with that ends where it does: the lengths are what is left to tell
-    the sides apart (the fewest ranks departing explain both the records and the lengths)."""
+    groups rebuilt without the joiners are even (the ranks whose records part them outnumber neither side), and
+    collectives left out or added are all that parts them, a joiner goes with the one group it agrees with that
+    ends where it does: had that group added them, the joiner would end where the other does (where different
+    collectives part them too, its length tells nothing of who ran those, and it stays undecided)."""
     if len(groups) < 2:
         return groups
     known = [r for r in codes if r not in (incomplete or ())] or list(codes)
@@ -306,12 +307,20 @@ def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
         matching = [i for i, (_, stream) in enumerate(rebuilt) if agree(codes[rank], stream)
                     and not apart(rank, stream)]
         same = [i for i in matching if rebuilt[i][1].length == codes[rank].length]
-        if len(matching) == 1 or (even or rank in (ended or ())) and len(same) == 1:
+        if len(matching) == 1 or rank in (ended or ()) and len(same) == 1 or even and len(same) == 1 and all(
+                _length_edit(rebuilt[i][1], rebuilt[same[0]][1]) for i in matching if i != same[0]):
             members, _ = rebuilt[matching[0] if len(matching) == 1 else same[0]]
             members.append(rank)
         else:
             undecided.append((rank, [rebuilt[i][0] for i in matching]))
     return [(members, merged(codes[r] for r in members)) for members, _ in rebuilt]
+
+
+def _length_edit(stream: Codes, reference: Codes) -> bool:
+    """Whether collectives left out or added are all that parts `stream` from `reference` (no different ones: a
+    length that parts them then tells who left out or added them)."""
+    found, whole = place_edits(0, stream, reference, 0)
+    return whole and bool(found) and all(p.kind in (EditKind.MISSING, EditKind.EXTRA) for p in found)
 
 
 def _groups_of_members(groups: list[tuple[list[int], Codes]], matching: list[list[int]]) -> list[Codes]:
