@@ -208,7 +208,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             groups[same[0]] = (members, merged([stream, codes[rank]]))
         else:
             undecided.append((rank, [groups[i][0] for i in matching]))
-    groups = _regrouped(groups, codes, undecided, ended)
+    groups = _regrouped(groups, codes, undecided, ended, incomplete)
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
@@ -271,30 +271,56 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
 
 
 def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
-               undecided: list[tuple[int, list[list[int]]]], ended: set[int] | None) -> list[tuple[list[int], Codes]]:
+               undecided: list[tuple[int, list[list[int]]]], ended: set[int] | None,
+               incomplete: set[int] | None = None) -> list[tuple[list[int], Codes]]:
     """The groups with every joiner that also agrees with a group founded after it joined taken out again (it
     joined while that group did not exist yet): a stream that recorded less (no call stacks, say) but went on
     longer goes first and joins the first group, whose records it then carries against streams that part from
     that group's founder alone. Such a rank goes with the one group it agrees with once the groups are rebuilt
-    without it, or is undecided (added to `undecided`) where it agrees with several."""
+    without it, or is undecided (added to `undecided`) where it agrees with several.
+
+    Its length still tells: one that went on past the later group's end, as far as only a minority of the ranks
+    did (they launched more than most: extra collectives), parts from that group by it and stays. And where the
+    groups rebuilt without the joiners are even (the ranks whose records part them outnumber neither side), and
+    collectives left out or added are all that parts them, a joiner goes with the one group it agrees with that
+    ends where it does: had that group added them, the joiner would end where the other does (where different
+    collectives part them too, its length tells nothing of who ran those, and it stays undecided)."""
     if len(groups) < 2:
         return groups
+    known = [r for r in codes if r not in (incomplete or ())] or list(codes)
+
+    def apart(rank: int, stream: Codes) -> bool:  # ended past `stream`, as far as a minority did
+        length = codes[rank].length
+        return length > stream.length and sum(codes[r].length >= length for r in known) * 2 < len(known)
+
     loose = {r for i, (members, _) in enumerate(groups) for r in members[1:]
-             if any(agree(codes[r], stream) for j, (_, stream) in enumerate(groups) if j != i)}
+             if any(agree(codes[r], stream) and not apart(r, stream) for j, (_, stream) in enumerate(groups)
+                    if j != i)}
     if not loose:
         return groups
     for members, _ in groups:  # (in place: the undecided name the groups by their member lists)
         members[:] = [r for r in members if r not in loose]
     rebuilt = [(members, merged(codes[r] for r in members)) for members, _ in groups]
+    sizes = sorted((len(members) for members, _ in rebuilt), reverse=True)
+    even = sizes[0] * 2 <= sum(sizes)
     for rank in sorted(loose, key=lambda r: (-codes[r].length, -_recorded(codes[r]), r)):
-        matching = [i for i, (_, stream) in enumerate(rebuilt) if agree(codes[rank], stream)]
+        matching = [i for i, (_, stream) in enumerate(rebuilt) if agree(codes[rank], stream)
+                    and not apart(rank, stream)]
         same = [i for i in matching if rebuilt[i][1].length == codes[rank].length]
-        if len(matching) == 1 or rank in (ended or ()) and len(same) == 1:
+        if len(matching) == 1 or rank in (ended or ()) and len(same) == 1 or even and len(same) == 1 and all(
+                _length_edit(rebuilt[i][1], rebuilt[same[0]][1]) for i in matching if i != same[0]):
             members, _ = rebuilt[matching[0] if len(matching) == 1 else same[0]]
             members.append(rank)
         else:
             undecided.append((rank, [rebuilt[i][0] for i in matching]))
     return [(members, merged(codes[r] for r in members)) for members, _ in rebuilt]
+
+
+def _length_edit(stream: Codes, reference: Codes) -> bool:
+    """Whether collectives left out or added are all that parts `stream` from `reference` (no different ones: a
+    length that parts them then tells who left out or added them)."""
+    found, whole = place_edits(0, stream, reference, 0)
+    return whole and bool(found) and all(p.kind in (EditKind.MISSING, EditKind.EXTRA) for p in found)
 
 
 def _groups_of_members(groups: list[tuple[list[int], Codes]], matching: list[list[int]]) -> list[Codes]:

@@ -408,3 +408,20 @@ def test_with_no_majority_a_rank_known_only_by_its_count_is_named_on_neither_sid
     assert propose(codes, 1).outliers == [0, 1, 2]
     proposal = propose(codes, 1, unseen={2})
     assert proposal.outliers == [0, 1] and proposal.unplaced == [2]
+
+
+def test_a_joiner_that_went_on_as_far_as_only_a_minority_did_stays_with_its_group():
+    # Ranks 4 and 1 launched one more than the others; rank 4's ops show the extra at seq 2, rank 1 recorded no
+    # op. Rank 1 agrees with the others' shorter streams, but went on past their end as only rank 4 did: it stays.
+    codes = {4: stream([1, 2, 1, 1]), 1: stream([0, 0, 0, 0]), **{r: stream([1, 1, 1]) for r in (0, 2, 3, 5)},
+             6: stream([0, 0, 0]), 7: stream([0, 0, 0])}
+    proposal = propose(codes, 1)
+    assert proposal.majority and proposal.outliers == [1, 4]
+
+
+def test_where_the_ranks_that_record_the_parting_field_are_even_the_joiners_go_by_length():
+    # Rank 2 left out seq 3 (its ops show it) and launched one fewer; ranks 0 and 3 recorded no op and launched
+    # as many as rank 1: with one rank on each side recording the ops, the lengths side them with rank 1.
+    codes = {1: stream([1, 2, 3, 4]), 0: stream([0, 0, 0, 0]), 3: stream([0, 0, 0, 0]), 2: stream([1, 2, 4])}
+    proposal = propose(codes, 1)
+    assert proposal.majority and proposal.outliers == [2]
