@@ -674,13 +674,11 @@ def _skips(codes: dict[int, Codes], proposal: Proposal, start: int) -> list[Plac
     if not keep:
         return []
     reference = merged(codes[r] for r in keep)
-    placed = [p for rank in proposal.stopped for p in place_edits(rank, codes[rank], reference, start, known=True)[0]]
-    skips = [p for p in placed if p.kind is EditKind.MISSING]
+    skips = [p for rank in proposal.stopped for p in place_edits(rank, codes[rank], reference, start, known=True)[0]
+             if p.kind is EditKind.MISSING]
     # The same ranks may instead have run collectives of their own there and then blocked elsewhere: their
-    # records, one for one with the others' up to their end, do not tell the two apart (and where records that
-    # part, as call stacks do, fit no skip, they may still fit collectives of their own).
-    return skips + [replace(p, kind=EditKind.EXTRA, score=p.score - 1) for p in skips] + \
-        [p for p in placed if p.kind is EditKind.EXTRA]
+    # records, one for one with the others' up to their end, do not tell the two apart.
+    return skips + [replace(p, kind=EditKind.EXTRA, score=p.score - 1) for p in skips]
 
 
 def _span(placements: list[Placement]) -> tuple[int, int]:
