@@ -301,34 +301,38 @@ def with_checksum_outliers(root: Root, sums: Root) -> tuple[Root, list[str]]:
     """A root from launch counts (which say who launched more or fewer, and place nothing) with the ranks whose
     per-step checksums part from the others' added: they departed too, and nothing says which came first."""
     members = set(root.outlier_ranks) | set(root.reference_ranks)
-    added = sorted(set(sums.outlier_ranks) - set(root.outlier_ranks))
-    if not sums.majority or not root.majority or not added or not set(sums.outlier_ranks) <= members:
+    if not set(sums.outlier_ranks) <= members:
         return root, []
-    outliers = sorted(set(root.outlier_ranks) | set(added))
-    merged = replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
-                     majority=len(outliers) * 2 < len(members))
-    said = (f"{ranks_words(added)} read back per-step checksums that part from the others' at step "
-            f"{sums.step_bound}: {'they' if len(added) > 1 else 'it'} departed too, and the counts do not say "
-            f"whose departure came first, so the root names {ranks_words(outliers)}")
-    return merged, [said]
+    return _with_sums_outliers(root, sums, members, "the counts")
 
 
 def with_sums_before_records(root: Root, sums: Root) -> tuple[Root, list[str]]:
     """A root whose records begin after the ranks already disagree, with the ranks whose per-step checksums part
     from the others' added, where those checksums compare every rank the records do: they departed too, before
     the records begin or in them (the records say who differs where they begin, not who departed first)."""
-    ours = set(root.outlier_ranks) | set(root.reference_ranks)
     members = set(sums.outlier_ranks) | set(sums.reference_ranks)
+    if not set(root.outlier_ranks) | set(root.reference_ranks) <= members:
+        return root, []
+    return _with_sums_outliers(root, sums, members, "the records, which begin after the ranks already disagree,")
+
+
+def _named(root: Root, outliers: list[int], members: set[int]) -> Root:
+    """`root` naming `outliers` among `members` (the rest its reference), a majority where they are fewer."""
+    return replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
+                   majority=len(outliers) * 2 < len(members))
+
+
+def _with_sums_outliers(root: Root, sums: Root, members: set[int], basis: str) -> tuple[Root, list[str]]:
+    """`root` with the outliers of `sums` added among `members`, and the caveat that says so (`basis`: what does
+    not say whose departure came first)."""
     added = sorted(set(sums.outlier_ranks) - set(root.outlier_ranks))
-    if not sums.majority or not root.majority or not added or not ours <= members:
+    if not sums.majority or not root.majority or not added:
         return root, []
     outliers = sorted(set(root.outlier_ranks) | set(added))
-    merged = replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
-                     majority=len(outliers) * 2 < len(members))
+    merged = _named(root, outliers, members)
     said = (f"{ranks_words(added)} read back per-step checksums that part from the others' at step "
-            f"{sums.step_bound}: {'they' if len(added) > 1 else 'it'} departed too, and the records, which begin "
-            f"after the ranks already disagree, do not say whose departure came first, so the root names "
-            f"{ranks_words(outliers)}")
+            f"{sums.step_bound}: {'they' if len(added) > 1 else 'it'} departed too, and {basis} do not say "
+            f"whose departure came first, so the root names {ranks_words(outliers)}")
     return merged, [said]
 
 
@@ -345,8 +349,7 @@ def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(
     named = set(counted.outlier_ranks) & ours
     if not root.majority and named and named < set(root.outlier_ranks):
         outliers = sorted(set(counted.outlier_ranks) - held)
-        merged = replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
-                         majority=len(outliers) * 2 < len(members))
+        merged = _named(root, outliers, members)
         said = (f"{ranks_words(sorted(named))} launched {'fewer' if counted.kind == 'missing' else 'more'} "
                 f"collectives than the others by {counted.pinned_by}: of the two sides the records part, "
                 f"{'they' if len(named) > 1 else 'it'} departed")
@@ -355,8 +358,7 @@ def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(
     if not added:
         return root, []
     outliers = sorted(set(root.outlier_ranks) | set(added))
-    merged = replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
-                     majority=len(outliers) * 2 < len(members))
+    merged = _named(root, outliers, members)
     said = (f"{ranks_words(added)} launched {'fewer' if counted.kind == 'missing' else 'more'} collectives than "
             f"the others by {counted.pinned_by}, before the records begin: the root names {ranks_words(outliers)}")
     return merged, [said]
