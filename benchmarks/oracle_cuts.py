@@ -3,7 +3,7 @@ the answer of the whole evidence, or an honest range that contains it, never an 
 
     python benchmarks/oracle_cuts.py                      # every capture, every cut point (long)
     python benchmarks/oracle_cuts.py --cuts 40            # at most 40 cut points (and splits) per file and kind of cut
-    python benchmarks/oracle_cuts.py --quick              # a handful per capture (what the tests sample)
+    python benchmarks/oracle_cuts.py --quick              # 3 cut points per file and kind (every kinds subset and rank share still)
     python benchmarks/oracle_cuts.py --replay 'extra-op-4rank|cut|nccl.vm.443.log|line|40' --keep /tmp/case
         (writes the case's evidence folder to /tmp/case; then `ncclforensics diff /tmp/case`)
 

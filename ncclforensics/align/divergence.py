@@ -600,20 +600,25 @@ def _constraints(rows: CommStreams, start: int, gate: GateDisagreement | None, d
     return constraints
 
 
+ROOTLESS_OPS = ("AllReduce", "AllGather", "ReduceScatter")
+
+
 def _parted_completions(rows: CommStreams, start: int, completed: dict[int, int | None]) -> list[ResultChecks]:
     """Seqs some rank completed while another timed out in its own collective there: NCCL completes a collective
-    on every rank of it or on none, so those two were different collectives, misaligned at or before that seq (a
-    watchdog timeout row, `started` and no dump's entry, ran out its timeout and never finished)."""
-    stuck = rows.frame(start, None, ["rank", "seq", "state", "fr_file", "file", "line"]).filter(
-        (pl.col("state") == EventState.STARTED.value) & pl.col("fr_file").is_null())
+    without a root (all-reduce, all-gather, reduce-scatter) on every rank of it or on none, so those two were
+    different collectives, misaligned at or before that seq (a watchdog timeout row, `started` and no dump's
+    entry, ran out its timeout and never finished; a rooted one's root may finish before the others)."""
+    stuck = rows.frame(start, None, ["rank", "seq", "op", "state", "fr_file", "file", "line"]).filter(
+        (pl.col("state") == EventState.STARTED.value) & pl.col("fr_file").is_null()
+        & pl.col("op").is_in(list(ROOTLESS_OPS)))
     wrong, locs = set(), []
-    for rank, seq, _, _, file, line in stuck.rows():
+    for rank, seq, _, _, _, file, line in stuck.rows():
         done = completed.get(rank)
         if done is not None and done < seq and any(c is not None and c >= seq for r, c in completed.items()
                                                    if r != rank):
             wrong.add(seq)
             locs.append(Location(file, line))
-    return [ResultChecks(frozenset(), frozenset(wrong), tuple(locs[:1]), label="completions")] if wrong else []
+    return [ResultChecks(frozenset(), frozenset(wrong), tuple(locs), label="completions")] if wrong else []
 
 
 def _gate_span(part: pl.DataFrame, gate: GateDisagreement, rank: int) -> tuple[int, int] | None:

@@ -43,8 +43,6 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
         # a rank that uses several comms, e.g. world and tensor-parallel).
         candidates = [streams.stream(comm, rank) for comm in streams.members]
         mine = [streams.parts[key] for key in sorted(streams.parts) if key[1] == rank]
-        # (where the trace made the rank's streams, what it left out of them is of no stream of the rank's)
-        made = bool(mine) and all(_from_traces(part) for part in mine)
         issued = issue_ordered(pl.concat(mine) if mine else streams.stream("", rank))
         if issued is not None and issued.get_column("comm").n_unique() > 1:
             candidates.append(issued)
@@ -68,9 +66,9 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             head, ours, rest = matches[0]
             rows.extend((comm, rank, seq, f.step, f.tag, checked_right(f), str(f.loc)) for comm, seq, f in zip(
                 head.get_column("comm").to_list(), head.get_column("seq").to_list(), ours))
-            if rest and not made and head.get_column("comm").n_unique() == 1:
+            if rest and head.get_column("comm").n_unique() == 1:
                 extensions[(head.get_column("comm")[0], rank)] = _beyond(head, rest)
-            elif rest and not made:
+            elif rest:
                 extensions.update(_beyond_comms(streams, rank, rest, holders))
     if not rows:
         return streams
@@ -99,14 +97,14 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
 def _made_by(streams: Streams, rank: int, trace: list[FingerprintRow]) -> list[tuple] | None:
     """Where the trace made some of the rank's stream rows (align/traces.py), (comm, rank, seq, step, tag, checked,
     where) for the row each of its records made, tied by the record's file and line; else None."""
-    fingerprint = [SourceFormat.FINGERPRINT.value]
+    fingerprint = SourceFormat.FINGERPRINT.value
     by_place = {(f.loc.path, f.loc.line): f for f in trace}
     out = []
     for (comm, r), part in streams.parts.items():
         if r != rank or part.height == 0:
             continue
         made = part.filter(pl.col("sources").list.len() == 1).filter(
-            pl.col("sources").list.first() == fingerprint[0]).select("file", "line", "seq")
+            pl.col("sources").list.first() == fingerprint).select("file", "line", "seq")
         for file, line, seq in made.iter_rows():
             f = by_place.get((file, line))
             if f is not None:
@@ -140,12 +138,6 @@ def _lost_head(stream: pl.DataFrame, trace: list[FingerprintRow]) -> int | None:
     if stream.get_column("comm").n_unique() != 1 or (trace[0].step, trace[0].op) != (0, 0):
         return None  # (a trace that does not begin at step 0 could begin anywhere)
     return first - 1 if first - 1 < len(trace) else None
-
-
-def _from_traces(part: pl.DataFrame) -> bool:
-    """Whether every row of a (comm, rank) stream was made from fingerprint traces alone."""
-    fingerprint = SourceFormat.FINGERPRINT.value
-    return part.height > 0 and all(s is not None and list(s) == [fingerprint] for s in part.get_column("sources"))
 
 
 def _cut_sooner(stream: pl.DataFrame) -> bool:

@@ -184,7 +184,8 @@ def _by_members(logs: list[Evidence], evidence: list[Evidence], processes: list[
         rank = mapping.get((i.host, i.pid))
         if rank is not None:
             members.setdefault(i.comm, set()).update(
-                g for g in groups.get(rank, []) if len(g) == i.comm_size and g[i.comm_rank] == rank)
+                g for g in groups.get(rank, []) if len(g) == i.comm_size and 0 <= i.comm_rank < len(g)
+                and g[i.comm_rank] == rank)
     found: dict[tuple, int] = {}
     taken = set(mapping.values())
     for process in processes:

@@ -307,7 +307,9 @@ def wedge_from_counts(comm: str, counts: dict[int, int], completed: dict[int, in
     done = [c for r, c in completed.items() if r in counts]
     low = min(seq, min(done) + 1) if done and None not in done else 1
     exact = [c for r, c in counts.items() if r not in floors]
-    high = max(seq, min(exact)) if exact and floors & set(counts) else seq
+    # (a floor rank may have launched as many as the fewest exact count: the first not every rank launched is then
+    # the one after it, where the exact counts differ)
+    high = max(seq, min(exact) + (len(set(exact)) > 1)) if exact and floors & set(counts) else seq
     inside = sorted(r for r, c in counts.items() if c >= seq)
     absent = sorted(r for r, c in counts.items() if c < seq)
     kind = WedgeKind.DEAD_RANK if dead & set(absent) else WedgeKind.NO_PARTNER if absent else WedgeKind.UNKNOWN

@@ -29,6 +29,7 @@ launch counts show launching more or fewer join it (`with_counted_outliers`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from ..model import FingerprintRow
@@ -150,7 +151,9 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         for rank, row in sorted(rows.items()):
             # Checked sums part by how far each is off: what a rank adds of its own (replicas' inputs) is in its
             # expected value too, and ranks that read back the same mixed results are off by the same amount.
-            key = round((row.sum - row.expected_sum) / scale) if checked else row.sum
+            # (a NaN or infinite offset is a group of its own kind: NaN sums alike are alike)
+            off = row.sum - row.expected_sum if checked else None
+            key = row.sum if not checked else round(off / scale) if math.isfinite(off) else repr(off)
             groups.setdefault(repr(key), []).append(rank)
         if len(groups) < 2 and not (checked and len(rows) == 2):
             continue  # equal sums say nothing (two ranks that both read back wrong: either departed)
@@ -181,8 +184,11 @@ def _alone_right(rows: dict[int, FingerprintRow], wrong: list[int], after: dict[
     right = [rank for rank in rows if rank not in wrong]
     if len(right) != 1 or len(wrong) < 2 or right[0] not in after or checked_right(after[right[0]]) is not False:
         return None
+    offsets = [rows[r].sum - rows[r].expected_sum for r in wrong]
+    if not all(math.isfinite(off) for off in offsets):
+        return None  # (a NaN or infinite sum is off by no one amount)
     scale = 1e-6 * max([1.0, *(abs(rows[r].expected_sum) for r in wrong)])
-    if len({round((rows[r].sum - rows[r].expected_sum) / scale) for r in wrong}) != 1:
+    if len({round(off / scale) for off in offsets}) != 1:
         return None
     return right[0]
 
@@ -349,6 +355,8 @@ def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(
     named = set(counted.outlier_ranks) & ours
     if not root.majority and named and named < set(root.outlier_ranks):
         outliers = sorted(set(counted.outlier_ranks) - held)
+        if not outliers:
+            return root, []
         merged = _named(root, outliers, members)
         said = (f"{ranks_words(sorted(named))} launched {'fewer' if counted.kind == 'missing' else 'more'} "
                 f"collectives than the others by {counted.pinned_by}: of the two sides the records part, "

@@ -117,3 +117,15 @@ def test_offsets_that_part_beside_ranks_without_the_step_name_no_minority():
     rows += [r for rank in (2, 5, 6) for r in per_step(rank, [(10.0, 10.0), (30.0, 30.0), (7.0, 1.0)])]
     root, step = step_sums_root(rows, {})
     assert root.outlier_ranks == list(range(8)) and not root.majority and step == 1
+
+
+def test_nan_checksums_beside_one_rank_right_name_no_lone_rank_and_do_not_raise():
+    # Rank 0 reads back step 0 right and step 1 wrong; ranks 1 and 2 read back NaN in step 0: a NaN is off by no
+    # one amount, so rank 0 is not taken for the one rank that left out its step's last collective.
+    def step_sum(rank: int, step: int, value: float) -> FingerprintRow:
+        return FingerprintRow(Location(f"fp{rank}", step + 1), rank, step, None, sum=value, expected_sum=4.0)
+
+    rows = [step_sum(0, 0, 4.0), step_sum(0, 1, 5.0)]
+    rows += [step_sum(rank, 0, float("nan")) for rank in (1, 2)] + [step_sum(rank, 1, 5.0) for rank in (1, 2)]
+    found = step_sums_root(rows, {})
+    assert found is None or found[0].outlier_ranks != [0]

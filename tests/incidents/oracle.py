@@ -247,7 +247,8 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     # Counts alone of ranks behind: one that launched one more here, holding its peers back in another comm, writes
     # the counts of the peers skipping one; an answer naming the ranks ahead that may have done so names it.
     held = set(root.get("may_be_held_back_by") or [])
-    held_back = bool(held) and root.get("kind") == "missing" and set(true.outliers) <= held
+    held_back = (bool(held) and root.get("kind") == "missing" and set(true.outliers) <= held and not got & held
+                 and root.get("pinned_by") in COUNTS_SOURCES)
     if got not in accepted and not between and not held_back and not _checksum_firsts(incident, root, got) \
             and not _explained_by_cut(root, written):
         add(Violation("wrong_outliers", f"outlier_ranks {sorted(got)}; true outliers {list(true.outliers)} "
@@ -255,6 +256,9 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
                                         f"{sorted(seen)}; majority: {root.get('majority')})"))
     outcome.pinned = low is not None and low == high and low in seqs and not outcome.violations
     return outcome
+
+
+COUNTS_SOURCES = ("RAS counts", "PyTorch's enqueued counts", "PyTorch's desync report")
 
 
 def _checksum_firsts(incident: Incident, root: dict, got: set[int]) -> bool:
@@ -265,7 +269,10 @@ def _checksum_firsts(incident: Incident, root: dict, got: set[int]) -> bool:
     if root.get("pinned_by") != "per-step checksums" or not name.startswith("[ranks="):
         return False
     compared = {int(r) for r in name[len("[ranks="):-1].split(",")}
-    hit = [c for c in incident.truth.roots if compared & set(incident.program.comms[c].ranks)]
+    step = root.get("step")
+    # (a comm that diverged only after the step the checksums part at did not mix them)
+    hit = [c for c in incident.truth.roots if compared & set(incident.program.comms[c].ranks)
+           and (step is None or incident.truth.roots[c].step is None or incident.truth.roots[c].step - 1 <= step)]
     return len(hit) > 1 and got == {r for c in hit for r in incident.truth.roots[c].outliers}
 
 
