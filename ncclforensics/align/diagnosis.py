@@ -160,13 +160,17 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     unranked_caveats += comm_caveats
     sums_step = None
     cut_files = {e.path for e in evidence if e.cut is not None}
+
+    def sums_root():
+        return step_sums_root(fingerprints, {**{c: set(r) for c, r in streams.expected_members.items()},
+                                             **{c: set(r) for c, r in streams.members.items()}},
+                              frozenset(r for ranks in streams.members.values() for r in ranks),
+                              frozenset(f.rank for f in fingerprints if f.loc.path in cut_files))
+
     if root is None or root.reason in (RangeReason.COUNTS, RangeReason.TYPE_COUNTS):
         # Streams that show nothing leave the checksums' word (results mixed in some step); counts that place
         # nothing leave them the say on who else departed.
-        found = step_sums_root(fingerprints, {**{c: set(r) for c, r in streams.expected_members.items()},
-                                              **{c: set(r) for c, r in streams.members.items()}},
-                               frozenset(r for ranks in streams.members.values() for r in ranks),
-                               frozenset(f.rank for f in fingerprints if f.loc.path in cut_files))
+        found = sums_root()
         if found is not None and root is None:
             root, sums_step = found
         elif found is not None:
@@ -179,10 +183,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         if counted:
             root, said = with_counted_outliers(root, counted[0], _held_before_records(root, marks, streams))
             unranked_caveats += said
-        found = step_sums_root(fingerprints, {**{c: set(r) for c, r in streams.expected_members.items()},
-                                              **{c: set(r) for c, r in streams.members.items()}},
-                               frozenset(r for ranks in streams.members.values() for r in ranks),
-                               frozenset(f.rank for f in fingerprints if f.loc.path in cut_files))
+        found = sums_root()
         if found is not None:
             root, said = with_sums_before_records(root, found[0])
             unranked_caveats += said
