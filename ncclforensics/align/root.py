@@ -553,11 +553,13 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     narrowed: list[str] = []
     stages: list[str] = []  # every stage so far; each adds fields to the last
     compared: list[str] = []  # the stages up to the last one whose proposal was kept
+    richest: dict[int, Codes] = {}  # the last stage's codes
     for label, make in code_stages:
         codes = make()
         if codes is None:
             continue
         stages.append(label)
+        richest = codes
         found = propose(codes, start, deviants, behind, cut, ended, incomplete, unseen)
         if found is None or not found.placements:
             continue
@@ -596,7 +598,10 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             pinned_by = label
         proposal, compared, chosen = found, list(stages), codes
     if proposal is None:
-        return None
+        proposal = _misaligned_lookalikes(richest, start, constraints)
+        if proposal is None:
+            return None
+        pinned_by, compared, chosen = proposal.placements and "fingerprints", list(stages), richest
     solution = Solution(proposal.placements, proposal.outliers, proposal.reference, proposal.majority,
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
                         either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,
@@ -630,6 +635,22 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if getattr(constraint, "wrong", None):
             solution.shown, solution.told = True, False  # results read back wrong: misaligned, whatever records say
     return solution
+
+
+def _misaligned_lookalikes(codes: dict[int, Codes], start: int, constraints: list[Constraint]) -> Proposal | None:
+    """Streams that agree in everything recorded, yet results read back wrong: the ranks ran misaligned on
+    collectives that look alike (an edit among lookalikes shows in no record). No record says which ranks departed,
+    so every rank is named, on either side; the results say where (at or before the first wrong one, after the
+    right ones: the constraints narrow these placements)."""
+    wrong = [s for c in constraints for s in getattr(c, "wrong", ())]
+    if len(codes) < 2 or not wrong or min(wrong) < start:
+        return None
+    first = min(wrong)
+    placements = [Placement(rank, kind, 1, start, first) for rank in sorted(codes)
+                  for kind in (EditKind.EXTRA, EditKind.MISSING)]
+    placements += [Placement(rank, EditKind.DIFFERENT, 1, first, first) for rank in sorted(codes)]
+    return Proposal(placements, sorted(codes), sorted(codes), False, True, either_side=True,
+                    members={rank: [rank] for rank in codes})
 
 
 def _one_side(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> Proposal:
