@@ -128,6 +128,7 @@ def answer_of(diagnosis, evidence: list, whole: bool = False) -> Answer:
     if root is None:
         return Answer(label, **wedge_part)
     lo, hi = root.seq_range if root.seq_range is not None else (-math.inf, math.inf)
+    hi = math.inf if hi is None else hi  # (at lo or later)
     pids = _comm_rank_pids(diagnosis, evidence)
     return Answer(label, root.comm, lo, hi, frozenset(root.outlier_ranks), not root.majority, **wedge_part,
                   outlier_pids=pids if pids is not None else _stand_in_pids(diagnosis, evidence),

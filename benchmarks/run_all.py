@@ -126,7 +126,7 @@ def check_diff(run: dict, truth: Truth) -> dict:
         problems.append(f"kind {root.get('kind')}")
     if root.get("comm") != truth.comm:
         problems.append(f"comm {root.get('comm')} != {truth.comm}")
-    if low is None or not low <= truth.root_seq <= high:
+    if low is None or not low <= truth.root_seq <= (truth.root_seq if high is None else high):  # (null: or later)
         problems.append(f"root range {low}..{high} misses seq {truth.root_seq}")
     pinned = truth.format == "flight-recorder"
     if pinned and (low, high) != (truth.root_seq, truth.root_seq):
@@ -378,7 +378,7 @@ def _answer(item: dict) -> str:
     if not check["all_ok"]:
         return "WRONG: " + "; ".join(check["problems"])
     low, high = check["seq_range"]
-    where = f"seq {low}" if low == high else f"seq {low}..{high}"
+    where = f"seq {low}" if low == high else f"seq {low} or later" if high is None else f"seq {low}..{high}"
     return (f"right: rank {check['outlier_ranks']} extra at {where} (injected {item['truth']['root_seq']}), "
             f"first visible {check['first_visible']}")
 

@@ -59,6 +59,9 @@ SAMPLE = [
     ("subcomm-divergence", ("rank", 3, 1)),  # lengths-only world root is the consequence of tp{2,3}'s RAS counts
     ("subcomm-divergence", ("rank", 0, 7)),  # a trace of a rank in two comms does not carry on its cut world stream
     ("subcomm-divergence", ("kinds", "fingerprint+gate-journal")),  # a deviant's trace ends before the gate step
+    ("subcomm-divergence", ("kinds", "fingerprint+torch-log")),  # results wrong where records agree: a root there
+    ("type-mismatch", ("kinds", "fingerprint+gate-journal")),  # traces end before the gate's step: at 16 or later
+    ("type-mismatch", ("kinds", "fingerprint+gate-journal+ras-json+ras-text")),  # RAS of a comm not tied to them
     *KNOWN,
 ]
 _PROFILES: dict[str, tuple] = {}

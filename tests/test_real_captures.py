@@ -414,3 +414,26 @@ def test_a_rank_whose_files_all_end_early_at_a_line_end_did_not_stop_there(tmp_p
     low, high = root["seq_range"]
     assert code == 1 and root["outlier_ranks"] == [1] and root["kind"] == "stopped" and low <= 125 <= high
     assert "records are incomplete" in root["ambiguity"]
+
+
+def test_results_read_back_wrong_where_records_agree_place_the_root_in_that_comm():
+    # Traces and PyTorch logs of subcomm-divergence: tp{2,3}'s records (group 2) agree, but rank 2's step-4 tp_mlp
+    # (seq 10) reads back wrong and every earlier result there right. The root is there; which of the two ranks
+    # departed no record says. The world group's stop of rank 3 is its consequence.
+    code, d = diff_json(*files("subcomm-divergence", "fingerprint_", "torch_"))
+    root = d["root"]
+    assert code == 1 and (root["comm"], root["seq_range"]) == ("2", [10, 10])
+    assert sorted(root["outlier_ranks"]) == [2, 3] and root["majority"] is False
+    assert root["pinned_by"] == "fingerprints" and d["wedge"]["comm"] == "2" and d["wedge"]["seq"] == 11
+    assert not any("fingerprint_" in json_value for c in d["contradictions"] for json_value in
+                   (v["evidence"] for v in c["values"].values()))  # a trace counts no launches
+
+
+def test_a_root_in_a_step_the_traces_never_read_back_is_open_above():
+    # Traces and gate journals of type-mismatch: every trace ends at step 4; rank 1 passed the gate at step 5,
+    # whose collectives no trace holds and no count bounds: the root is at seq 16 or later.
+    code, d = diff_json(*files("type-mismatch", "fingerprint_", "gate_journal_"))
+    root = d["root"]
+    assert root["seq_range"] == [16, None] and root["seq"] == 16 and root["outlier_ranks"] == [1]
+    assert root["kind"] == "extra" and root["step"] == 5 and d["schema_version"] == 6
+    assert "seq 16 or later" in d["summary"] and "never read that step back" in root["ambiguity"]

@@ -402,8 +402,15 @@ def _recorded_step(root: Root, streams: Streams) -> int | None:
     for rank in root.outlier_ranks:
         part = streams.parts.get((root.comm, rank))
         if part is not None and "step" in part.columns:
-            steps.update(part.filter(pl.col("seq").is_between(low, high)).get_column("step").drop_nulls().to_list())
+            inside = pl.col("seq") >= low if high is None else pl.col("seq").is_between(low, high)
+            steps.update(part.filter(inside).get_column("step").drop_nulls().to_list())
     return steps.pop() if len(steps) == 1 else None
+
+
+def _width(seq_range: tuple[int, int | None]) -> float:
+    """How many seqs past its first a root's range spans (without end where nothing bounds it above)."""
+    low, high = seq_range
+    return float("inf") if high is None else high - low
 
 
 def _held_before_records(root: Root, marks: dict, streams: Streams) -> set[int]:
@@ -445,7 +452,7 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
 
     roots = [a.root for a in rooted]
     root = min(roots, key=lambda r: (*evidence(r), r.told, not (set(r.outlier_ranks) & deviants), order[r.kind],
-                                     r.seq_range[1] - r.seq_range[0], r.seq, r.comm))
+                                     _width(r.seq_range), r.seq, r.comm))
     # (a root may come with the communicators its own evidence leaves undecided beside it)
     undecided = sorted({*root.undecided_comms,
                         *(r.comm for r in roots if r.comm != root.comm and evidence(r) == evidence(root))})

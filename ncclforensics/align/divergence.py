@@ -48,6 +48,7 @@ class RangeReason(str, Enum):
     STEP_SUMS = "step_sums"  # per-step checksums only: the step is known, the collective is on no record
     PAST_RECORDS = "past_records"  # a rank's records stop before collectives the others completed with it
     PAST_COUNTED = "past_counted"  # a rank's records stop before what PyTorch's counts say it launched
+    UNREAD_STEP = "unread_step"  # the deviants' records end before the gate's step: the root is past them
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ class Root:
 
     comm: str
     seq: int | None  # earliest seq it can be; None where the evidence places it nowhere (RAS type counts)
-    seq_range: tuple[int, int] | None
+    seq_range: tuple[int, int | None] | None  # (low, None): at low or later, where nothing bounds it above
     outlier_ranks: list[int]
     reference_ranks: list[int]  # the ranks the outliers departed from (the majority, or the other side)
     kind: str  # extra | missing | different | stopped
@@ -272,7 +273,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     if deviants:
         prefer = EditKind.EXTRA if deviants <= set(gate.passed) else EditKind.MISSING
     cut = {rank for (c, rank) in streams.cut if c == comm} - set(counted)
-    constraints = _constraints(rows, start, gate, deviants) + _parted_completions(rows, start, analysis.completed)
+    constraints = _constraints(rows, start, gate, deviants, analysis.counted) + _parted_completions(rows, start, analysis.completed)
     if left_out:
         constraints.append(LeftOut(dict(left_out)))
         behind = set(behind or ()) | set(left_out)
@@ -572,7 +573,8 @@ def _deviants(gate: GateDisagreement | None, ranks: list[int]) -> set[int] | Non
     return deviants if deviants and deviants != mine else None
 
 
-def _constraints(rows: CommStreams, start: int, gate: GateDisagreement | None, deviants: set[int] | None) -> list:
+def _constraints(rows: CommStreams, start: int, gate: GateDisagreement | None, deviants: set[int] | None,
+                 counted: dict[int, int] | None = None) -> list:
     """The evidence beside the records that narrows where the root is: checked results, then the gate's step."""
     constraints = []
     if all("checked" in part.columns for part in rows.parts.values()):
@@ -595,8 +597,13 @@ def _constraints(rows: CommStreams, start: int, gate: GateDisagreement | None, d
                  and (span := _gate_span(rows.parts[rank], gate, rank)) is not None}
         others = [r for r in rows.parts if r not in deviants]
         reference = _gate_span(rows.parts[others[0]], gate, others[0]) if others else None
+        # A deviant whose records end before the step (it never read the step back) launched that step's
+        # collectives past them: as far as its count goes, where one does.
+        unread = {rank: (end, (counted or {}).get(rank, UNBOUNDED)) for rank, (low, high) in spans.items()
+                  if high >= UNBOUNDED and low >= (end := int(rows.parts[rank].get_column("seq").max()) + 1)}
         if spans:
-            constraints.append(GateStep(spans, reference, deviants <= set(gate.passed), tuple(gate.locations)))
+            constraints.append(GateStep(spans, reference, deviants <= set(gate.passed), tuple(gate.locations),
+                                        unread=unread))
     return constraints
 
 
@@ -678,7 +685,9 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
     low, high = solution.seq_range
     best = solution.best
     reason = None
-    if low != high:
+    if high >= UNBOUNDED:
+        reason, high = RangeReason.UNREAD_STEP, None
+    elif low != high:
         reason = RangeReason.BEFORE_RECORDS if low < start else RangeReason.LOOKALIKE
     return Root(
         comm=comm, seq=low, seq_range=(low, high), outlier_ranks=solution.leading,

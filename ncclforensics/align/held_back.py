@@ -40,7 +40,7 @@ def held_back_root(root: Root, launched: Mapping[str, Mapping[int, int]],
     work, the groups' names as the root's comm is named; `stacks`: (group, rank, work) -> the call stack of a
     work that timed out."""
     comm = root.comm
-    if root.kind != MISSING or comm not in launched or root.seq_range is None:
+    if root.kind != MISSING or comm not in launched or root.seq_range is None or root.seq_range[1] is None:
         return None
     here, done = launched[comm], completed.get(comm, {})
     behind = set(root.outlier_ranks)

@@ -474,6 +474,10 @@ class GateStep:
     passed: bool  # the deviants' gates passed
     locs: tuple[Location, ...]
     label: str = "steps"
+    # deviant rank -> (the seq after its last record, the last seq it may have launched): its records hold nothing
+    # of the step (a trace whose rank never read the step back), so an edit placed at their end may lie anywhere in
+    # the step past them, as far as it launched
+    unread: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def narrow(self, placement: Placement) -> Placement | None:
         if placement.rank not in self.spans:
@@ -481,6 +485,9 @@ class GateStep:
         ruled_out = EditKind.MISSING if self.passed else EditKind.EXTRA
         if placement.kind is ruled_out:
             return None
+        end, reach = self.unread.get(placement.rank, (None, None))
+        if end is not None and placement.low <= end <= placement.high:
+            placement = replace(placement, high=max(placement.high, reach))
         span = self.reference_span if placement.kind is EditKind.MISSING and self.reference_span else \
             self.spans[placement.rank]
         low, high = max(placement.low, span[0]), min(placement.high, span[1])

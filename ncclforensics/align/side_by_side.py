@@ -40,7 +40,7 @@ class SideBySide:
     kind: str
     size: int
     root_seq: int
-    root_range: tuple[int, int]
+    root_range: tuple[int, int | None]
     around: int
     near_root: list[AlignedRow] = field(default_factory=list)
     near_visible: list[AlignedRow] = field(default_factory=list)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..model import Location, WatchdogEvent
-from ..model.phrases import ranks_words
+from ..model.phrases import ranks_words, seq_words
 from .diagnosis import STOP_EVENTS, Diagnosis
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED
 from .streams import Streams
@@ -183,8 +183,7 @@ def timeline(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Timeli
                                  f"{ranks_words(gate.skipped)}{window}", tuple(gate.locations)))
     root = diagnosis.root
     if root is not None:
-        where = "seq unknown" if root.seq_range is None else f"seq {root.seq}" if root.seq_range[0] == root.seq_range[
-            1] else f"seq {root.seq_range[0]}..{root.seq_range[1]}"
+        where = "seq unknown" if root.seq_range is None else seq_words(*root.seq_range)
         verb = {EXTRA: "launch a collective the others do not", MISSING: "skip a collective the others launch",
                 DIFFERENT_OPS: "launch a different collective than the others",
                 STOPPED: "stop launching" + (f" (nothing after seq {root.seq - 1})" if root.seq else "")}.get(root.kind, f"diverge ({root.kind})")

@@ -56,8 +56,8 @@ def plot_comm_timeline(lanes: CommLanes, root: Root | None = None, window: Windo
     axes[0].set_title("whole stream" if zoom else "", fontsize=9, loc="left")
     if zoom:
         low, high = max(first - 1, focus - 40), min(last + 2, focus + 40)
-        if root is not None and root.seq_range[1] - root.seq_range[0] <= 80:  # a range is zoomed on whole
-            low, high = max(first - 1, min(low, root.seq_range[0] - 3)), min(last + 2, max(high, root.seq_range[1] + 3))
+        if root is not None and _reach(root, last) - root.seq_range[0] <= 80:  # a range is zoomed on whole
+            low, high = max(first - 1, min(low, root.seq_range[0] - 3)), min(last + 2, max(high, _reach(root, last) + 3))
         if wedge is not None and focus < wedge.seq <= focus + ZOOM_ABOVE // 2:  # the wedge in view, not on the edge
             high = min(last + 2, max(high, wedge.seq + 3))
         _draw_lanes(axes[1], lanes, colors, root, window, wedge, first_visible, (low, high))
@@ -104,7 +104,7 @@ def timeline_caption(lanes: CommLanes, root: Root | None = None, window: Window 
     marks = []
     if root is not None:
         marks.append("root (red star)" if _pinned(root) else
-                     f"root somewhere in seq {root.seq_range[0]}..{root.seq_range[1]} (red hatched span)")
+                     f"root somewhere in {words.seq_words(*root.seq_range)} (red hatched span)")
     if first_visible is not None and (root is None or first_visible != root.seq):
         marks.append("first visible mismatch (purple dotted line)")
     if window is not None:
@@ -115,13 +115,19 @@ def timeline_caption(lanes: CommLanes, root: Root | None = None, window: Window 
     return text + (": " + ", ".join(marks) if marks else "; no root, window or wedge in this communicator")
 
 
+def _reach(root: Root, last: int) -> int:
+    """The high end of the root's range as drawn: one past the records' `last` seq where nothing bounds it."""
+    low, high = root.seq_range
+    return max(low, last + 1) if high is None else high
+
+
 def _pinned(root: Root) -> bool:
     return root.seq_range[0] == root.seq_range[1]
 
 
 def _mark_label(mark: str, root: Root | None, wedge: Wedge | None) -> str:
     if mark == "root" and root:
-        where = f"seq {root.seq}" if _pinned(root) else f"somewhere in seq {root.seq_range[0]}..{root.seq_range[1]}"
+        where = f"seq {root.seq}" if _pinned(root) else f"somewhere in {words.seq_words(*root.seq_range)}"
         return f"root ({words.kind_words(root)}), {where}, {words.ranks_words(root.outlier_ranks)}"
     return f"wedge ({words.wedge_kind_words(wedge.kind)}), {words.wedge_seq_words(wedge)}" if wedge else ""
 
@@ -157,9 +163,10 @@ def _draw_lanes(ax: Axes, lanes: CommLanes, colors: dict[str, str], root: Root |
     if root:
         outliers = [r for r in root.outlier_ranks if r in y] or list(y)
         if not _pinned(root):  # where nothing pins it: the whole range, on the outliers' lanes
-            ax.axvspan(root.seq_range[0] - 0.5, root.seq_range[1] + 0.5, facecolor="none", edgecolor="red",
+            high = _reach(root, int(xlim[1]) - 2)
+            ax.axvspan(root.seq_range[0] - 0.5, high + 0.5, facecolor="none", edgecolor="red",
                        hatch="//", alpha=0.6, gid="root-range", zorder=0)
-            ax.barh([y[r] for r in outliers], root.seq_range[1] - root.seq_range[0] + 1, left=root.seq_range[0] - 0.5,
+            ax.barh([y[r] for r in outliers], high - root.seq_range[0] + 1, left=root.seq_range[0] - 0.5,
                     height=0.5, facecolor="none", edgecolor="red", linewidth=1.5, gid="root-span", zorder=5)
         elif xlim[0] < root.seq < xlim[1]:
             ax.axvline(root.seq, color="red", linestyle="--", linewidth=1, gid="root-line")
@@ -200,7 +207,8 @@ def _draw_times(ax: Axes, lanes: CommLanes, root: Root | None, window: Window | 
     if window:
         ax.axhspan(window.first_seq - 0.5, window.last_seq + 0.5, color="orange", alpha=0.22, gid="window-time")
     if root and not _pinned(root):
-        ax.axhspan(root.seq_range[0] - 0.5, root.seq_range[1] + 0.5, facecolor="none", edgecolor="red", hatch="//",
+        last = max((seq for _, seqs in lanes.times.values() for seq in seqs), default=root.seq_range[0])
+        ax.axhspan(root.seq_range[0] - 0.5, _reach(root, last) + 0.5, facecolor="none", edgecolor="red", hatch="//",
                    alpha=0.6, gid="root-range-time")
     elif root:
         ax.axhline(root.seq, color="red", linestyle="--", linewidth=1, gid="root-time")

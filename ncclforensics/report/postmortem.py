@@ -19,6 +19,7 @@ from ..align.reconcile import CUDA_GRAPH_NOTE
 from ..align.side_by_side import SideBySide
 from ..align.timeline import CommLanes, TimelineEntry, pairing_totals
 from ..model import GateDecision, Verdict
+from ..model.phrases import seq_words
 from . import plots, side_by_side, words
 from .export import pairings_table, write_table
 from .words import window_words
@@ -124,7 +125,7 @@ def _verdict(d: Diagnosis) -> list[Block]:
         elif r.seq_range[0] == r.seq_range[1]:
             facts.append(f"Root seq: {r.seq}")
         else:
-            facts.append(f"Root seq: {r.seq} (earliest; anywhere in {r.seq_range[0]}..{r.seq_range[1]})")
+            facts.append(f"Root seq: {r.seq} (earliest; anywhere in {seq_words(*r.seq_range)})")
         facts.append(f"Outlier: {words.ranks_words(r.outlier_ranks)} ({words.kind_words(r)}; placed by {r.pinned_by})")
         if d.root_step is not None:
             facts.append(f"Root step: {d.root_step}")
@@ -286,7 +287,7 @@ def _caveats(data: PostmortemData) -> list[Block]:
     items = words.caveats(d)
     if d.root is not None and d.root.seq_range is not None and d.root.seq_range[0] != d.root.seq_range[1] and not any(
             "not pinned" in c for c in items):
-        items.append(f"Root not pinned: anywhere in seq {d.root.seq_range[0]}..{d.root.seq_range[1]}.")
+        items.append(f"Root not pinned: anywhere in {seq_words(*d.root.seq_range)}.")
     if not any(CUDA_GRAPH_NOTE in c for c in items):
         items.append(CUDA_GRAPH_NOTE + "; NCCL debug logs show them only at capture, so replays are invisible to "
                                        "launch counts as well.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..align.divergence import OpAt
 from ..align.side_by_side import DIFFERS, EDIT, ROOT, VISIBLE, AlignedRow, SideBySide
-from ..model.phrases import ranks_words
+from ..model.phrases import ranks_words, seq_words
 from .escape import printable
 
 GAP = "--"
@@ -75,8 +75,7 @@ def table(view: SideBySide, lines: list[AlignedRow]) -> tuple[tuple[str, ...], l
 def title(view: SideBySide) -> str:
     """What the view is aligned on."""
     where = (f"seq {view.root_seq}" if view.root_range[0] == view.root_range[1] else
-             f"seq {view.root_seq} (the earliest the root can be; anywhere in {view.root_range[0]}.."
-             f"{view.root_range[1]})")
+             f"seq {view.root_seq} (the earliest the root can be; anywhere in {seq_words(*view.root_range)})")
     return (f"Aligned streams of comm {view.comm} as the root places them: {view.kind} ({view.size}) on "
             f"{ranks_words(view.outlier_ranks)} at {where}; seq is the reference ranks' (+: a collective "
             f"only the outliers launched), {GAP}: nothing launched at that position")

@@ -14,7 +14,7 @@ from ..align.reconcile import CUDA_GRAPH_NOTE
 from ..align.wedge import COUNT_FLOORS, LAUNCHES_ONLY, Wedge, Window
 from ..model import Verdict, WedgeKind
 from ..model.kinds import is_p2p_comm
-from ..model.phrases import ranks_words
+from ..model.phrases import ranks_words, seq_words
 
 # What to turn on so that the next incident pins its root (named in every range answer: a setting, or the evidence
 # not given yet where the range already had the kinds a setting adds; tests check both).
@@ -153,6 +153,8 @@ def where(root: Root) -> str:
     if root.seq_range is None:
         return "at a seq nothing here places"
     low, high = root.seq_range
+    if high is None:
+        return f"at seq {low} or later"
     return f"at seq {low}" if low == high else f"somewhere in seq {low}..{high}"
 
 
@@ -191,7 +193,7 @@ def root_sentence(root: Root) -> str:
                 f"after {'its' if len(root.outlier_ranks) == 1 else 'their'} last (blocked elsewhere); the records "
                 f"cannot tell which.")
     if root.kind == STOPPED and root.reason in (RangeReason.PAST_RECORDS, RangeReason.PAST_COUNTED) \
-            and root.seq_range is not None:
+            and root.seq_range is not None and root.seq_range[1] is not None:
         low, high = root.seq_range
         one = len(root.outlier_ranks) == 1
         its = "its" if one else "their"
@@ -233,7 +235,7 @@ def issue_order_words(root: Root) -> str:
     issued it among its other communicators' collectives, and who is held back elsewhere."""
     if not root.issue_places:
         return ""
-    seq = root.seq_range[1] if root.seq_range else root.seq
+    seq = (root.seq_range[1] if root.seq_range else None) or root.seq
     by_place: dict[int, list[int]] = {}
     for rank, n in sorted(root.issue_places.items()):
         by_place.setdefault(n, []).append(rank)
@@ -263,7 +265,7 @@ def issue_order_words(root: Root) -> str:
 def held_back_words(root: Root) -> str:
     """Why PyTorch's completion marks in the other groups name the root's outliers (empty where they did not)."""
     held = root.held_back
-    if held is None or root.seq_range is None:
+    if held is None or root.seq_range is None or root.seq_range[1] is None:
         return ""
     seq = root.seq_range[1]
     who = ranks_words(root.outlier_ranks)
@@ -327,7 +329,7 @@ def ambiguity(root: Root) -> str | None:
     elif root.reason is RangeReason.LOOKALIKE:
         basis = ", ".join(dict.fromkeys(["signatures", *root.compared, *root.narrowed_by]))
         kinds = " or ".join(_kind_noun(k) for k in (root.kinds or (root.kind,)))
-        text = (f"{kinds} anywhere in seq {root.seq_range[0]}..{high} explain every record ({basis}) equally well, "
+        text = (f"{kinds} anywhere in {seq_words(*root.seq_range)} explain every record ({basis}) equally well, "
                 f"since the collectives there look alike in everything recorded")
         if "call sites" in root.compared:
             text += " (their call stacks repeat too, as a loop's do)"
@@ -340,12 +342,18 @@ def ambiguity(root: Root) -> str | None:
         text = (f"the records of {who} end before collectives the others completed, and NCCL completes none "
                 f"without every rank: {who} launched those too, so the records are incomplete (cut at a line's "
                 f"end, their tail lost, or a trace's last step never read back); a misaligned pairing completes too, "
-                f"so what {who} launched there is not on record, and where {who} stopped or departed is in seq "
-                f"{root.seq_range[0]}..{high}; {who}'s whole {LOG_SETTINGS} or {FR_SETTINGS} would say where")
+                f"so what {who} launched there is not on record, and where {who} stopped or departed is in "
+                f"{seq_words(*root.seq_range)}; {who}'s whole {LOG_SETTINGS} or {FR_SETTINGS} would say where")
+    elif root.reason is RangeReason.UNREAD_STEP:
+        who = ranks_words(root.outlier_ranks)
+        text = (f"the records of {who} end before the step at which the gates disagreed (a trace holds a step once "
+                f"its results were read back, and {who} never read that step back): the first divergent collective "
+                f"lies in that step, past the records, at seq {root.seq_range[0]} or later, and no count of what "
+                f"{who} launched bounds it; {LOG_SETTINGS} or {FR_SETTINGS} would say where")
     elif root.reason is RangeReason.PAST_COUNTED:
         who = ranks_words(root.outlier_ranks)
         text = (f"the records of {who} end before what PyTorch's counts say {who} launched: the counts say how "
-                f"many, not which, so where {who} stopped or departed is in seq {root.seq_range[0]}..{high} (from "
+                f"many, not which, so where {who} stopped or departed is in {seq_words(*root.seq_range)} (from "
                 f"the head of any run of lookalike collectives the records end in: they fit it one seq on too); "
                 f"{who}'s whole {LOG_SETTINGS} or {FR_SETTINGS} would say where")
     elif root.reason is RangeReason.COUNTS:

@@ -212,6 +212,7 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
         low = high = None
     else:
         low, high = root["seq_range"]
+        high = float("inf") if high is None else high  # (null: at low or later)
     if low is not None and not any(low <= seq <= high for seq in seqs):
         if _explained_by_cut(root, written):
             outcome.cut_explained = True
