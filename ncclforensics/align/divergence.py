@@ -30,6 +30,7 @@ from .root import (
     solve,
 )
 from .streams import SIGNATURE, Streams, traced
+from .traces import grouped_by_traces
 
 ENQUEUED_COUNTS = "PyTorch's enqueued counts"  # the label of an answer resting on PyTorch's count of enqueued work
 
@@ -279,7 +280,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         behind = set(behind or ()) | set(left_out)
     solution = solve(stages, start, constraints,
                      lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut,
-                     set(counted) | set(unseen), cut | _short_of_completions(analysis), set(unseen))
+                     set(counted) | set(unseen), cut | _short_of_completions(analysis), set(unseen),
+                     lookalikes=not grouped_by_traces(comm))
     if solution is not None:
         right = frozenset().union(*(c.right for c in constraints if isinstance(c, ResultChecks)))
         moved = _past_completions(solution, analysis, right)

@@ -547,12 +547,14 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
           deviants: set[int] | None = None, prefer: EditKind | None = None,
           behind: set[int] | None = None, cut: set[int] | None = None,
           ended: set[int] | None = None, incomplete: set[int] | None = None,
-          unseen: set[int] | None = None) -> Solution | None:
+          unseen: set[int] | None = None, lookalikes: bool = True) -> Solution | None:
     """Propose from the records field set by field set (signatures first, then each richer field), keep each
     stage that narrows without changing who the outliers are, then narrow by every constraint.
 
     `code_stages`: (label, codes) where each stage adds fields to the last; `basis(seq)` gives the records'
-    locations at a seq, for contradictions.
+    locations at a seq, for contradictions. `lookalikes`: streams that agree throughout may still hold an edit
+    among lookalikes where results read back wrong (False where the ranks are grouped by their results: agreement
+    among them says nothing).
     """
     proposal: Proposal | None = None
     chosen: dict[int, Codes] = {}  # the codes the proposal was made from
@@ -605,10 +607,10 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             pinned_by = label
         proposal, compared, chosen = found, list(stages), codes
     if proposal is None:
-        proposal = _misaligned_lookalikes(richest, start, constraints)
+        proposal = _misaligned_lookalikes(richest, start, constraints) if lookalikes else None
         if proposal is None:
             return None
-        pinned_by, compared, chosen = proposal.placements and "fingerprints", list(stages), richest
+        pinned_by, compared, chosen = "fingerprints", list(stages), richest
     solution = Solution(proposal.placements, proposal.outliers, proposal.reference, proposal.majority,
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
                         either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,

@@ -364,6 +364,11 @@ def comm_named_by(members: Members, known: dict[str, set[int]]) -> str:
     return "[ranks=" + ",".join(map(str, sorted(members))) + "]"
 
 
+def grouped_by_traces(comm: str) -> bool:
+    """Whether a comm is only the ranks whose traces read back alike results (no other evidence names it)."""
+    return comm.startswith("[ranks=")
+
+
 def _frame(rows: list[dict]) -> pl.DataFrame:
     schema = {"line": pl.Int64, "record": pl.Int64, "count": pl.Int64, "step": pl.Int64, "seq": pl.Int64,
               "rank": pl.Int64}
