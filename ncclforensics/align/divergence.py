@@ -274,7 +274,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     if deviants:
         prefer = EditKind.EXTRA if deviants <= set(gate.passed) else EditKind.MISSING
     cut = {rank for (c, rank) in streams.cut if c == comm} - set(counted)
-    constraints = _constraints(rows, start, gate, deviants, analysis.counted) + _parted_completions(rows, start, analysis.completed)
+    constraints = (_constraints(rows, start, gate, deviants, analysis.counted)
+                   + _parted_completions(rows, start, analysis.completed))
     if left_out:
         constraints.append(LeftOut(dict(left_out)))
         behind = set(behind or ()) | set(left_out)

@@ -91,7 +91,7 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
                        f"communicator whose other members left no trace and are not known: those left out of the "
                        f"comparison")
     named = {r["comm"] for found in rows.values() for r in found}
-    if any(comm.startswith("[ranks=") for comm in named):
+    if any(grouped_by_traces(comm) for comm in named):
         caveats.append("fingerprint traces name no communicator: one named [ranks=...] is the ranks that read back "
                        "the same results")
     out = [replace(item, collectives=_frame(rows.pop(item.path))) if item.path in rows else item for item in evidence]
@@ -354,6 +354,9 @@ def _only_comm(rank: int, known: dict[str, set[int]], traced: set[int]) -> Membe
     return None
 
 
+TRACE_GROUP = "[ranks="  # how a comm no evidence but the traces' alike results names begins
+
+
 def comm_named_by(members: Members, known: dict[str, set[int]]) -> str:
     """The comm whose known members are exactly these (an NCCL hash before a process-group name), else the ranks."""
     same = [comm for comm, ranks in known.items() if ranks == members]
@@ -361,12 +364,12 @@ def comm_named_by(members: Members, known: dict[str, set[int]]) -> str:
     for choice in (hashed, same):
         if len(choice) == 1:
             return choice[0]
-    return "[ranks=" + ",".join(map(str, sorted(members))) + "]"
+    return TRACE_GROUP + ",".join(map(str, sorted(members))) + "]"
 
 
 def grouped_by_traces(comm: str) -> bool:
     """Whether a comm is only the ranks whose traces read back alike results (no other evidence names it)."""
-    return comm.startswith("[ranks=")
+    return comm.startswith(TRACE_GROUP)
 
 
 def _frame(rows: list[dict]) -> pl.DataFrame:
