@@ -279,10 +279,12 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     if left_out:
         constraints.append(LeftOut(dict(left_out)))
         behind = set(behind or ()) | set(left_out)
+    incomplete = cut | _short_of_completions(analysis)
+    closed = {r for r in ranks if (comm, r) in streams.launch_ends} - incomplete - set(counted)
     solution = solve(stages, start, constraints,
                      lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut,
-                     set(counted) | set(unseen), cut | _short_of_completions(analysis), set(unseen),
-                     lookalikes=not grouped_by_traces(comm))
+                     set(counted) | set(unseen), incomplete, set(unseen),
+                     lookalikes=not grouped_by_traces(comm), closed=closed)
     if solution is not None:
         right = frozenset().union(*(c.right for c in constraints if isinstance(c, ResultChecks)))
         moved = _past_completions(solution, analysis, right)

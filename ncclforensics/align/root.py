@@ -169,7 +169,7 @@ class Proposal:
 def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None,
             behind: set[int] | None = None, cut: set[int] | None = None,
             ended: set[int] | None = None, incomplete: set[int] | None = None,
-            unseen: set[int] | None = None) -> Proposal | None:
+            unseen: set[int] | None = None, closed: set[int] | None = None) -> Proposal | None:
     """Group the ranks into streams that agree; the largest group is the reference, and every other group's
     edits are placed against it. With no strict majority, both sides of a two-way split are placed against each
     other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one.
@@ -188,7 +188,11 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     it is neither an outlier nor of the reference, and may be on any side.
 
     `unseen`: ranks with nothing on record but how many collectives they launched (a count in a peer's report).
-    With no majority, one that sides with either group parts from neither: it is named on neither side."""
+    With no majority, one that sides with either group parts from neither: it is named on neither side.
+
+    `closed`: ranks whose records hold every collective they launched here (an NCCL log or a dump, whole). One that
+    ends before the groups part never launched where they do: it is on neither side, and it cannot make the smaller
+    side as large as the larger (a rank blocked elsewhere votes for nothing here)."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
     # The streams that recorded most go first, and each group compares as everything its members recorded: a
@@ -216,7 +220,8 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     # (a stream a count carries past its records is unrecorded there: it ends where its records do)
     swing = sum(1 for rank, matching in undecided
                 if rank in unplaced or rank in (ended or ())
-                or codes[rank].length <= _parting(_groups_of_members(groups, matching)))
+                or codes[rank].length <= _parting(_groups_of_members(groups, matching))
+                and rank not in (closed or ()))
     for rank, matching in undecided:
         if rank not in unplaced:
             max(matching, key=len).append(rank)
@@ -547,7 +552,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
           deviants: set[int] | None = None, prefer: EditKind | None = None,
           behind: set[int] | None = None, cut: set[int] | None = None,
           ended: set[int] | None = None, incomplete: set[int] | None = None,
-          unseen: set[int] | None = None, lookalikes: bool = True) -> Solution | None:
+          unseen: set[int] | None = None, lookalikes: bool = True, closed: set[int] | None = None) -> Solution | None:
     """Propose from the records field set by field set (signatures first, then each richer field), keep each
     stage that narrows without changing who the outliers are, then narrow by every constraint.
 
@@ -569,7 +574,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             continue
         stages.append(label)
         richest = codes
-        found = propose(codes, start, deviants, behind, cut, ended, incomplete, unseen)
+        found = propose(codes, start, deviants, behind, cut, ended, incomplete, unseen, closed)
         if found is None or not found.placements:
             continue
         if proposal is not None:
@@ -636,6 +641,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             solution.contradictions.append(Contradiction(
                 f"{constraint.label} allow no root the records allow (seq {low}..{high})",
                 tuple(constraint.locs) + basis(low)))
+            solution.placements += _misaligned_by(constraint, solution.placements)
             continue
         if _span(kept) != _span(solution.placements):
             solution.narrowed_by.append(constraint.label)
@@ -644,6 +650,22 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if getattr(constraint, "wrong", None):
             solution.shown, solution.told = True, False  # results read back wrong: misaligned, whatever records say
     return solution
+
+
+def _misaligned_by(constraint: Constraint, placements: list[Placement]) -> list[Placement]:
+    """Where results that read back wrong rule out every edit the records place (a stop after the first wrong one,
+    say), both stand, as a contradiction, and the answer may not choose: the ranks ran misaligned somewhere after
+    the last right result before the first wrong one, which the records did not show. Those placements join the
+    records' ones, each outlier's below its own (the records' explanation stays the likeliest kind)."""
+    wrong = getattr(constraint, "wrong", ())
+    if not wrong:
+        return []
+    first = min(wrong)
+    before = [s for s in getattr(constraint, "right", ()) if s < first]
+    low = max(before) + 1 if before else 1
+    floor = min(p.score for p in placements) - 1
+    return [Placement(rank, kind, 1, low, first, score=floor) for rank in dict.fromkeys(p.rank for p in placements)
+            for kind in (EditKind.EXTRA, EditKind.MISSING)]
 
 
 def _misaligned_lookalikes(codes: dict[int, Codes], start: int, constraints: list[Constraint]) -> Proposal | None:

@@ -45,6 +45,10 @@ class Streams:
     # (comm, rank) -> where the file that holds its last records was cut short: the stream ends there because the
     # file does, so its end says nothing of where the rank stopped
     cut: dict[tuple[str, int], Location] = field(default_factory=dict)
+    # (comm, rank) whose last record is a launch in a format that records every collective as launched (an NCCL log,
+    # a dump), in a file not cut short there: the rank launched nothing later in the comm (before the records were
+    # taken). A trace written once a collective completed, or a timeout line, leaves what came after it unknown.
+    launch_ends: set[tuple[str, int]] = field(default_factory=set)
     _frame: pl.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -89,6 +93,7 @@ class _Piece:
     frame: pl.DataFrame
     priority: int = 2  # FormatFacts.stream_priority
     recorder: bool = False  # FormatFacts.recorder
+    launches: bool = True  # the format's own records are the collectives as launched (not traces, timeout lines)
 
 
 def build_streams(evidence: list[Evidence]) -> Streams:
@@ -115,7 +120,8 @@ def build_streams(evidence: list[Evidence]) -> Streams:
             frame = frame.filter(pl.col("rank").is_not_null())
         facts = item.facts  # None for Evidence built by hand: a log like any other
         pieces.extend(_pieces(conform(frame), index, item.format.value, priority=facts.stream_priority if facts else 2,
-                              recorder=facts is not None and facts.recorder))
+                              recorder=facts is not None and facts.recorder,
+                              launches=facts is None or facts.records == "collectives"))
     if not described:
         return Streams(problems=problems)
 
@@ -167,11 +173,20 @@ def build_streams(evidence: list[Evidence]) -> Streams:
     for info in comm_infos:
         if info.ranks:
             expected.setdefault(aliases.get(info.comm, info.comm), set()).update(info.ranks)
+    cut = _cut_ends(by_key, {item.path: item.cut for item in evidence if item.cut is not None})
     return Streams(parts=parts, members=members, aliases=aliases, problems=problems,
                    launched_by_source=launched_by_source, excluded_files=excluded,
                    expected_members={c: sorted(r) for c, r in expected.items()},
                    initialized=_initialized(evidence, aliases),
-                   cut=_cut_ends(by_key, {item.path: item.cut for item in evidence if item.cut is not None}))
+                   cut=cut, launch_ends={key for key, found in by_key.items() if key not in cut and _launch_end(found)})
+
+
+def _launch_end(pieces: list[_Piece]) -> bool:
+    """Whether a (comm, rank)'s last seq is in a piece of a format that records collectives as launched."""
+    ends = [(piece.frame.get_column("seq").max(), piece.launches) for piece in pieces]
+    ends = [(seq, launches) for seq, launches in ends if seq is not None]
+    launched = [seq for seq, launches in ends if launches]
+    return bool(launched) and max(launched) == max(seq for seq, _ in ends)
 
 
 def _initialized(evidence: list[Evidence], aliases: dict[str, str]) -> dict[str, list[int]]:
@@ -212,7 +227,8 @@ def _cut_ends(by_key: dict[tuple[str, int], list[_Piece]], cut_files: dict[str, 
     return out
 
 
-def _pieces(frame: pl.DataFrame, index: int, source: str, priority: int, recorder: bool) -> list[_Piece]:
+def _pieces(frame: pl.DataFrame, index: int, source: str, priority: int, recorder: bool,
+            launches: bool = True) -> list[_Piece]:
     """A file's rows split by (comm, rank, file), in order of first appearance."""
     if frame.height == 0:
         return []
@@ -222,7 +238,7 @@ def _pieces(frame: pl.DataFrame, index: int, source: str, priority: int, recorde
     else:
         groups = frame.partition_by(keys, maintain_order=True)
     return [_Piece((index, i), *g.select(pl.col(k).first() for k in keys).row(0), source, g,
-                   priority=priority, recorder=recorder)
+                   priority=priority, recorder=recorder, launches=launches)
             for i, g in enumerate(groups)]
 
 

@@ -156,7 +156,8 @@ def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root) -> W
     if root.kind == DIFFERENT_OPS and root.size:
         # A swapped collective misaligns only its own seqs; the streams pair normally after it.
         end = min(end, high + root.size - 1)
-    if root.kind == STOPPED or end < low:
+    # (a stop the records cannot tell from collectives left out or added earlier may still have misaligned them)
+    if set(root.kinds or (root.kind,)) == {STOPPED} or end < low:
         return Window(comm=analysis.comm, first_seq=low, last_seq=low - 1, collectives=0, collectives_min=0,
                       completion_known=completion_known)
     return Window(

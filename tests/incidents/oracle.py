@@ -124,10 +124,13 @@ def _job_ranks(incident: Incident, answer: dict, ranks: list[int]) -> list[int]:
 
 def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, seq: int) -> bool:
     """Whether every record the rank has of `comm` misses `seq`: NCCL logs cut short before it, Flight Recorder
-    rings whose oldest entry kept is after it (any other kind of evidence counts as a record)."""
+    rings whose oldest entry kept is after it, or a rank that never launched it (blocked elsewhere: what it would
+    have launched there is no record); any other kind of evidence counts as a record."""
     kinds = [k for k in ("nccl", "fr", "torch", "fp", "ras") if written.has(k, rank)]
     if not kinds or set(kinds) - {"nccl", "fr"}:
         return False
+    if incident.truth.launched.get(comm, {}).get(rank, 0) < seq:
+        return True
     if "nccl" in kinds and not (("nccl", rank) in written.cut and written.nccl_kept.get(rank, {}).get(comm, 0) < seq):
         return False
     if "fr" in kinds:
@@ -135,6 +138,16 @@ def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, se
         kept = launches[-written.ring[rank]:] if rank in written.ring else launches
         return min((x.seq for x in kept if x.op.comm == comm), default=seq + 1) > seq
     return True
+
+
+def _first_kept(incident: Incident, written: Written, rank: int, comm: str) -> int:
+    """The first seq of `comm` the rank's records hold: the oldest entry its Flight Recorder ring kept where a ring
+    is all it left, else 1."""
+    kinds = [k for k in ("nccl", "fr", "torch", "fp", "ras") if written.has(k, rank)]
+    if kinds != ["fr"] or rank not in written.ring:
+        return 1
+    kept = incident.run.launches[rank][-written.ring[rank]:]
+    return min((x.seq for x in kept if x.op.comm == comm), default=1)
 
 
 def _cut_ranks(written: Written) -> set[int]:
@@ -223,12 +236,13 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     evident = {r for r in members if any(written.has(k, r) for k in ("nccl", "fr", "torch", "fp", "ras"))}
     sides = [set(true.outliers), set(true.faulted), seen_outliers, set(seen)]
     accepted = sides + [side & evident for side in sides]
-    # A rank whose records of the comm end where its files were cut, or begin where a ring kept them, after the
-    # root, sides with nobody; nor
-    # does one with no evidence of a kind that shows the divergence (NCCL logs beside dumps whose call stacks alone
-    # part the ranks).
+    # A rank whose records of the comm end where its files were cut or where it stopped launching, or begin where a
+    # ring kept them, before the outliers' departure shows sides with nobody (it shows at the root, or, where the
+    # outliers' own rings begin after it, at their first entry kept); nor does one with no evidence of a kind that
+    # shows the divergence (NCCL logs beside dumps whose call stacks alone part the ranks).
     showing = outcome.visible.get(comm, [])
-    deciding = {r for r in evident if not _no_record_at(incident, written, r, comm, true.seq)
+    shows_at = max(true.seq, min(_first_kept(incident, written, r, comm) for r in seen))
+    deciding = {r for r in evident if not _no_record_at(incident, written, r, comm, shows_at)
                 and any(written.has(kind, r) for kind in showing)} or evident
     for pool in {frozenset(evident), frozenset(deciding)}:
         for side in [side & pool for side in sides]:
