@@ -289,8 +289,10 @@ def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: Gat
         named = set(analysis.root.outlier_ranks) if analysis.root is not None and analysis.root.kind != STOPPED \
             else set()
         # Where records already show a rank launching something else, ranks behind that also run in another
-        # communicator are blocked there by it (a rank in this one alone would have nowhere else to wait).
-        elsewhere = {r for c, ranks in streams.members.items() if c != comm for r in ranks}
+        # communicator are blocked there by it (a rank in this one alone would have nowhere else to wait), unless
+        # their records there say that everything they launched completed (nothing holds them there).
+        elsewhere = {r for c, other in analyses.items() if c != comm for r in other.ranks
+                     if other.completed.get(r) is None or other.completed[r] < other.launched[r]}
         caused = analysis.root is not None and analysis.root.shown and analysis.root.kind != STOPPED \
             and behind <= elsewhere
         if behind and not behind <= named and not caused and len(behind) * 2 <= len(set(analysis.ranks) - cut):

@@ -187,6 +187,10 @@ def root_sentence(root: Root) -> str:
             if root.kind == STOPPED else f"differ by {n} one side launched and the other did not"
         return f"{who.capitalize()} part ways in comm {root.comm}, {at}: they {what}, and no majority says which " \
                f"side deviated."
+    if root.kind == STOPPED and len(root.outlier_ranks) > 1 and set(root.kinds) - {STOPPED, MISSING}:
+        # (some of them may have launched as many as the others, of other collectives)
+        return (f"{who.capitalize()} depart from the others in comm {root.comm}, {at}: by "
+                f"{kind_words(root).replace('stopped launching', 'a stop')}; the records cannot tell which.")
     if root.kind == STOPPED and MISSING in root.kinds:
         return (f"{who.capitalize()} launched fewer collectives than the others in comm {root.comm}: "
                 f"{'it' if len(root.outlier_ranks) == 1 else 'they'} skipped collectives {at}, or stopped launching "
