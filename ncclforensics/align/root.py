@@ -190,9 +190,10 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     `unseen`: ranks with nothing on record but how many collectives they launched (a count in a peer's report).
     With no majority, one that sides with either group parts from neither: it is named on neither side.
 
-    `closed`: ranks whose records hold every collective they launched here (an NCCL log or a dump, whole). One that
-    ends before the groups part never launched where they do: it is on neither side, and it cannot make the smaller
-    side as large as the larger (a rank blocked elsewhere votes for nothing here)."""
+    `closed`: ranks whose records hold every collective they launched here (an NCCL log or a dump, whole). Their
+    streams end where their records do, as `ended` ones' do. One that ends before the groups part never launched
+    where they do: it is on neither side, and it cannot make the smaller side as large as the larger (a rank
+    blocked elsewhere votes for nothing here)."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
     # The streams that recorded most go first, and each group compares as everything its members recorded: a
@@ -205,14 +206,14 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             members, stream = groups[matching[0]]
             members.append(rank)
             groups[matching[0]] = (members, merged([stream, codes[rank]]))
-        elif rank in (ended or ()) and len(
+        elif rank in (ended or set()) | (closed or set()) and len(
                 same := [i for i in matching if groups[i][1].length == codes[rank].length]) == 1:
             members, stream = groups[same[0]]
             members.append(rank)
             groups[same[0]] = (members, merged([stream, codes[rank]]))
         else:
             undecided.append((rank, [groups[i][0] for i in matching]))
-    groups = _regrouped(groups, codes, undecided, ended, incomplete)
+    groups = _regrouped(groups, codes, undecided, ended, incomplete, closed)
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
@@ -277,7 +278,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
 
 def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
                undecided: list[tuple[int, list[list[int]]]], ended: set[int] | None,
-               incomplete: set[int] | None = None) -> list[tuple[list[int], Codes]]:
+               incomplete: set[int] | None = None, closed: set[int] | None = None) -> list[tuple[list[int], Codes]]:
     """The groups with every joiner that also agrees with a group founded after it joined taken out again (it
     joined while that group did not exist yet): a stream that recorded less (no call stacks, say) but went on
     longer goes first and joins the first group, whose records it then carries against streams that part from
@@ -289,7 +290,8 @@ def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
     groups rebuilt without the joiners are even (the ranks whose records part them outnumber neither side), and
     collectives left out or added are all that parts them, a joiner goes with the one group it agrees with that
     ends where it does: had that group added them, the joiner would end where the other does (where different
-    collectives part them too, its length tells nothing of who ran those, and it stays undecided)."""
+    collectives part them too, its length tells nothing of who ran those, and it stays undecided). So does a
+    `closed` joiner (its records hold all it launched) where the groups are not even."""
     if len(groups) < 2:
         return groups
     known = [r for r in codes if r not in (incomplete or ())] or list(codes)
@@ -312,7 +314,8 @@ def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
         matching = [i for i, (_, stream) in enumerate(rebuilt) if agree(codes[rank], stream)
                     and not apart(rank, stream)]
         same = [i for i in matching if rebuilt[i][1].length == codes[rank].length]
-        if len(matching) == 1 or rank in (ended or ()) and len(same) == 1 or even and len(same) == 1 and all(
+        if len(matching) == 1 or rank in (ended or ()) and len(same) == 1 or (
+                even or rank in (closed or ())) and len(same) == 1 and all(
                 _length_edit(rebuilt[i][1], rebuilt[same[0]][1]) for i in matching if i != same[0]):
             members, _ = rebuilt[matching[0] if len(matching) == 1 else same[0]]
             members.append(rank)
