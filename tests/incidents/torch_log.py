@@ -144,6 +144,9 @@ def _desync(incident: Incident, rank: int, comm_name: str, at: int) -> list[str]
              "\t - Snapshot of ranks' latest states:"]
     for (seq, done), members in sorted(groups.items()):
         state = "finished" if done else "started"
-        names = ", ".join(str(r) for r in members)
-        lines += [f"\t   #{seq} {state} ranks:", f"\t     [{names}] {state} {last[members[0]][2]}"]
+        lines.append(f"\t   #{seq} {state} ranks:")
+        by_op: dict[str, list[int]] = {}  # (each rank's own op: ranks at one seq may have enqueued different ones)
+        for r in members:
+            by_op.setdefault(last[r][2], []).append(r)
+        lines += [f"\t     [{', '.join(map(str, ranks))}] {state} {op}" for op, ranks in sorted(by_op.items())]
     return lines
