@@ -281,10 +281,11 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         behind = set(behind or ()) | set(left_out)
     incomplete = cut | _short_of_completions(analysis)
     closed = {r for r in ranks if (comm, r) in streams.launch_ends} - incomplete - set(counted)
+    elsewhere = {r for c, members in streams.members.items() if c != comm for r in members}
     solution = solve(stages, start, constraints,
                      lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut,
                      set(counted) | set(unseen), incomplete, set(unseen),
-                     lookalikes=not grouped_by_traces(comm), closed=closed)
+                     lookalikes=not grouped_by_traces(comm), closed=closed, settled=closed - elsewhere)
     if solution is not None:
         right = frozenset().union(*(c.right for c in constraints if isinstance(c, ResultChecks)))
         moved = _past_completions(solution, analysis, right)

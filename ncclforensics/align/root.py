@@ -169,7 +169,8 @@ class Proposal:
 def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None,
             behind: set[int] | None = None, cut: set[int] | None = None,
             ended: set[int] | None = None, incomplete: set[int] | None = None,
-            unseen: set[int] | None = None, closed: set[int] | None = None) -> Proposal | None:
+            unseen: set[int] | None = None, closed: set[int] | None = None,
+            settled: set[int] | None = None) -> Proposal | None:
     """Group the ranks into streams that agree; the largest group is the reference, and every other group's
     edits are placed against it. With no strict majority, both sides of a two-way split are placed against each
     other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one.
@@ -190,10 +191,11 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     `unseen`: ranks with nothing on record but how many collectives they launched (a count in a peer's report).
     With no majority, one that sides with either group parts from neither: it is named on neither side.
 
-    `closed`: ranks whose records hold every collective they launched here (an NCCL log or a dump, whole). Their
-    streams end where their records do, as `ended` ones' do. One that ends before the groups part never launched
-    where they do: it is on neither side, and it cannot make the smaller side as large as the larger (a rank
-    blocked elsewhere votes for nothing here)."""
+    `closed`: ranks whose records hold every collective they launched here (an NCCL log or a dump, whole). One
+    that ends before the groups part never launched where they do: it is on neither side, and it cannot make the
+    smaller side as large as the larger (a rank blocked elsewhere votes for nothing here). `settled`: those of them
+    in no other communicator, so that nothing elsewhere held them: their streams end where their program did, as
+    `ended` ones' do."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
     # The streams that recorded most go first, and each group compares as everything its members recorded: a
@@ -206,14 +208,14 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             members, stream = groups[matching[0]]
             members.append(rank)
             groups[matching[0]] = (members, merged([stream, codes[rank]]))
-        elif rank in (ended or set()) | (closed or set()) and len(
+        elif rank in (ended or set()) | (settled or set()) and len(
                 same := [i for i in matching if groups[i][1].length == codes[rank].length]) == 1:
             members, stream = groups[same[0]]
             members.append(rank)
             groups[same[0]] = (members, merged([stream, codes[rank]]))
         else:
             undecided.append((rank, [groups[i][0] for i in matching]))
-    groups = _regrouped(groups, codes, undecided, ended, incomplete, closed)
+    groups = _regrouped(groups, codes, undecided, ended, incomplete, settled)
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
@@ -278,7 +280,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
 
 def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
                undecided: list[tuple[int, list[list[int]]]], ended: set[int] | None,
-               incomplete: set[int] | None = None, closed: set[int] | None = None) -> list[tuple[list[int], Codes]]:
+               incomplete: set[int] | None = None, settled: set[int] | None = None) -> list[tuple[list[int], Codes]]:
     """The groups with every joiner that also agrees with a group founded after it joined taken out again (it
     joined while that group did not exist yet): a stream that recorded less (no call stacks, say) but went on
     longer goes first and joins the first group, whose records it then carries against streams that part from
@@ -291,7 +293,7 @@ def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
     collectives left out or added are all that parts them, a joiner goes with the one group it agrees with that
     ends where it does: had that group added them, the joiner would end where the other does (where different
     collectives part them too, its length tells nothing of who ran those, and it stays undecided). So does a
-    `closed` joiner (its records hold all it launched) where the groups are not even."""
+    `settled` joiner (its records hold all it launched, and nothing elsewhere held it) where they are not even."""
     if len(groups) < 2:
         return groups
     known = [r for r in codes if r not in (incomplete or ())] or list(codes)
@@ -315,7 +317,7 @@ def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
                     and not apart(rank, stream)]
         same = [i for i in matching if rebuilt[i][1].length == codes[rank].length]
         if len(matching) == 1 or rank in (ended or ()) and len(same) == 1 or (
-                even or rank in (closed or ())) and len(same) == 1 and all(
+                even or rank in (settled or ())) and len(same) == 1 and all(
                 _length_edit(rebuilt[i][1], rebuilt[same[0]][1]) for i in matching if i != same[0]):
             members, _ = rebuilt[matching[0] if len(matching) == 1 else same[0]]
             members.append(rank)
@@ -555,7 +557,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
           deviants: set[int] | None = None, prefer: EditKind | None = None,
           behind: set[int] | None = None, cut: set[int] | None = None,
           ended: set[int] | None = None, incomplete: set[int] | None = None,
-          unseen: set[int] | None = None, lookalikes: bool = True, closed: set[int] | None = None) -> Solution | None:
+          unseen: set[int] | None = None, lookalikes: bool = True, closed: set[int] | None = None,
+          settled: set[int] | None = None) -> Solution | None:
     """Propose from the records field set by field set (signatures first, then each richer field), keep each
     stage that narrows without changing who the outliers are, then narrow by every constraint.
 
@@ -577,7 +580,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             continue
         stages.append(label)
         richest = codes
-        found = propose(codes, start, deviants, behind, cut, ended, incomplete, unseen, closed)
+        found = propose(codes, start, deviants, behind, cut, ended, incomplete, unseen, closed, settled)
         if found is None or not found.placements:
             continue
         if proposal is not None:

@@ -67,42 +67,8 @@ def with_watchdog_rows(evidence: list[Evidence]) -> list[Evidence]:
             rows.setdefault(path, {})[key] = event
     stacks = {(rank, group, seq): event.stack for (group, rank, seq), event in
               _stack_events([w for item in evidence for w in item.watchdog]).items() if event.stack}
-    taken = {key for by_file in rows.values() for key in by_file}
-    latest = _snapshot_rows([w for item in evidence for w in item.watchdog], {group for _, group, _ in taken},
-                            default, taken)
-    frames = {path: _frame(found, stacks) for path, found in rows.items()}
-    for path, records in latest.items():
-        extra = conform(pl.DataFrame(records, schema_overrides={"line": pl.Int64, "count": pl.Int64}))
-        frames[path] = pl.concat([frames[path], extra], how="diagonal_relaxed") if path in frames else extra
-    return [replace(item, collectives=frames[item.path]) if item.path in frames else item for item in evidence]
-
-
-def _snapshot_rows(watchdog: list[WatchdogEvent], groups: set[str], default: str,
-                   taken: set[tuple[int, str, int]]) -> dict[str, list[dict]]:
-    """file -> rows from the snapshots of desync reports in `groups`: the reporting rank's own last enqueued work,
-    its op and whether it finished (`#3 started ranks: [0, 1] started _ALLGATHER_BASE`, in rank 1's report), where
-    no timeout line gives that work. A rank's timeout row says where it waits; this says how far it enqueued and
-    what, which tells a rank that left out a collective before its last from one that merely stopped (what it would
-    have issued next is the others' next). Only its own: what a report says of another rank is the last work that
-    rank's watchdog saw start, a floor of what it enqueued (a rank killed mid-run: `[1] started ALLREDUCE` at #122
-    while the others completed #124 with it)."""
-    out: dict[str, list[dict]] = {}
-    seen = set(taken)
-    for event in watchdog:
-        if event.kind != "desync_report" or event.rank is None or event.group_rank is None:
-            continue
-        group = event.comm or _reporting_group(event, watchdog) or default
-        # (the report numbers ranks within its group; its own is on its `- [2] Timeout at collective` line)
-        mine = [(seq, op, finished) for seq, ranks, op, finished in event.latest if event.group_rank in ranks]
-        if group not in groups or len(mine) != 1 or (event.rank, group, mine[0][0]) in seen:
-            continue
-        seq, op, finished = mine[0]
-        seen.add((event.rank, group, seq))
-        out.setdefault(event.loc.path, []).append({
-            "file": event.loc.path, "line": event.loc.line, "rank": event.rank, "comm": group, "seq": seq,
-            # (started there says nothing of the work before it, which may not have finished either)
-            "op": op, "state": (EventState.COMPLETED if finished else EventState.LAUNCHED).value})
-    return out
+    return [replace(item, collectives=_frame(rows[item.path], stacks)) if item.path in rows else item
+            for item in evidence]
 
 
 def _desynced_groups(timeouts: list[WatchdogEvent]) -> set[str]:

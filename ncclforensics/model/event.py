@@ -220,11 +220,6 @@ class WatchdogEvent:
     # finish collective #18` is ((0, 1), 18, True). Its collective numbers may differ from the watchdog's SeqNum.
     lagging: tuple[tuple[tuple[int, ...], int, bool], ...] = ()
     group_ranks: tuple[int, ...] = ()  # every rank (in its group) a desync report names, its snapshot included
-    # a desync report's snapshot, (seq, ranks in the group, op, finished): `#34 started ranks: [0, 1] started
-    # _ALLGATHER_BASE` is (34, (0, 1), "AllGather", False), the last work each of them enqueued, numbered as the
-    # watchdog's SeqNum is (every real capture's report gives the `last enqueued work` of its PG status line)
-    latest: tuple[tuple[int, tuple[int, ...], str | None, bool], ...] = ()
-    group_rank: int | None = None  # a desync report's own rank in its group (`- [2] Timeout at collective`)
     # a stack trace's frames outside torch, innermost first, `file:line` joined by " < " (as a collective's stack)
     stack: str | None = None
 

@@ -293,9 +293,7 @@ class _Reader:
         said: list[str] = []
         snapshot: list[str] = []
         members: set[int] = set()
-        latest: list[tuple[int, tuple[int, ...], str | None, bool]] = []
         group = ""
-        group_seq: int | None = None
         position = index + 1
         while position < len(self.lines):
             text = self.lines[position]
@@ -312,20 +310,15 @@ class _Reader:
                     lagging.append((tuple(named), int(match.group(2)), True))
             elif kind == "group":
                 group = f"#{match.group(1)} {match.group(2)}"
-                group_seq = int(match.group(1))
             elif kind == "member":
                 snapshot.append(f"{group}: [{match.group(1)}] {match.group(3)}" if group else text.strip())
                 members.update(_ranks(match.group(1)))
-                if group_seq is not None:
-                    latest.append((group_seq, _ranks(match.group(1)), normalize_op(match.group(3)),
-                                   match.group(2) == "finished"))
             position += 1
         message = "; ".join(said) or "the report names no lagging ranks"
         if snapshot:
             message += " | snapshot: " + "; ".join(snapshot)
         self.event(number, "desync_report", rank, None, seq=int(start.group(3)), op=normalize_op(start.group(2)),
-                   ranks=tuple(culprits), message=message, lagging=tuple(lagging), latest=tuple(latest),
-                   group_rank=int(start.group(1)),
+                   ranks=tuple(culprits), message=message, lagging=tuple(lagging),
                    group_ranks=tuple(sorted(members | set(culprits))))
         return position
 
