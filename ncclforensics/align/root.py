@@ -669,7 +669,7 @@ def _misaligned_by(constraint: Constraint, placements: list[Placement]) -> list[
     first = min(wrong)
     before = [s for s in getattr(constraint, "right", ()) if s < first]
     low = max(before) + 1 if before else 1
-    floor = min(p.score for p in placements) - 1
+    floor = min((p.score for p in placements), default=0) - 1
     return [Placement(rank, kind, 1, low, first, score=floor) for rank in dict.fromkeys(p.rank for p in placements)
             for kind in (EditKind.EXTRA, EditKind.MISSING)]
 
