@@ -20,6 +20,7 @@ from ..model import (
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words
 from .clocks import clock_disagreements
+from .comm_streams import comm_streams
 from .consequences import Disagreement, candidates, consequences, odd_ones, other_side
 from .divergence import (
     DIFFERENT_OPS,
@@ -54,7 +55,7 @@ from .watchdog import (
     marks_only_wedge,
     with_watchdog_rows,
 )
-from .wedge import Wedge, Window, count_only_window, find_wedge, misaligned_window
+from .wedge import Wedge, Window, count_only_window, find_wedge, first_hanging_pairing, misaligned_window
 
 DEATH_WORDS = ("remote process exited", "remote process error", "connection closed by remote peer",
                "process exited", "remoteerror")
@@ -130,7 +131,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
 
     _apply_progress(analyses, streams, progress, watchdog)
     if not _death_evidence(ras, rank_map, watchdog):
-        _behind_ranks(analyses, streams, gate, _stop_evidence(streams, analyses, ras, watchdog, dead), dead)
+        stopped = _stop_evidence(streams, analyses, ras, watchdog, dead)
+        _behind_ranks(analyses, streams, gate, {**_hanging_pairings(streams, analyses), **stopped}, dead)
         _issue_order_roots(analyses, streams, gate)
     diagnosis = Diagnosis(verdict=Verdict.CONSISTENT, ranks=_all_ranks(evidence, streams), comms=analyses,
                           gate=gate, ras=ras, problems=problems, stand_in_ranks=stand_ins)
@@ -645,6 +647,22 @@ def _stop_evidence(streams: Streams, analyses: dict[str, CommAnalysis], ras: dic
         if lost and comm not in analyses:
             stops.setdefault(comm, []).append(f"RAS lists comm {ranks_words(lost)} missing or dead")
     return stops
+
+
+def _hanging_pairings(streams: Streams, analyses: dict[str, CommAnalysis]) -> dict[str, list[str]]:
+    """comm -> a pairing its records show that NCCL never completes (types of different sizes at one seq, every
+    rank in it), past a root the records show: the group stopped there, whatever else is on record, so ranks that
+    launched fewer than the others are behind, not lagging (NCCL logs alone say nothing of completion)."""
+    found: dict[str, list[str]] = {}
+    for comm, analysis in analyses.items():
+        root = analysis.root
+        if root is None or not root.shown or root.kind == STOPPED or not analysis.launched:
+            continue
+        rows = comm_streams(streams.comm_parts(comm))
+        hang = first_hanging_pairing(rows, max(analysis.first_seq.values()), max(analysis.launched.values()))
+        if hang is not None:
+            found[comm] = [f"a pairing NCCL never completes at seq {hang}"]
+    return found
 
 
 def _unfinished_entries(streams: Streams, comm: str) -> bool:

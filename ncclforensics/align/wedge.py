@@ -242,7 +242,7 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
         seq = min(known) + 1
     else:
         return None
-    hang = _first_hanging_pairing(frame, max(analysis.first_seq.values()), min(seq, lowest))
+    hang = first_hanging_pairing(frame, max(analysis.first_seq.values()), min(seq, lowest))
     if hang is not None and hang < seq:
         seq = hang  # a pairing NCCL does not complete stops the group there, whatever was launched after it
     low, high, bounded_by = _stop_bounds(frame, analysis, cut, hang)
@@ -339,7 +339,7 @@ def pairing_hangs(ops: list[OpAt], comm_size: int | None) -> bool:
     return True
 
 
-def _first_hanging_pairing(rows: CommStreams, low: int, high: int) -> int | None:
+def first_hanging_pairing(rows: CommStreams, low: int, high: int) -> int | None:
     """The first seq in [low, high] whose collectives, launched by every rank, pair in a way NCCL never
     completes (where no rank records completing it)."""
     if high < low or not rows.parts:
