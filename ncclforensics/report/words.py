@@ -45,9 +45,10 @@ def verdict_label(d: Diagnosis) -> str:
     return d.verdict.value.upper()
 
 
-def kind_words(root: Root) -> str:
+def kind_words(root: Root, stop: str = "stopped launching") -> str:
     """What the root is, as a label: `1 extra collective`, `3 missing collectives`, `different collectives at one
-    seq`, `stopped launching`, and the other kinds the records fit (`2 extra collectives, or 2 missing ...`)."""
+    seq`, `stopped launching` (`stop`), and the other kinds the records fit (`2 extra collectives, or 2 missing
+    ...`)."""
     if root.reason is RangeReason.STEP_SUMS:
         return "results that differ in one step"
 
@@ -55,7 +56,7 @@ def kind_words(root: Root) -> str:
         if kind == DIFFERENT_OPS:
             return "different collectives at one seq"
         if kind == STOPPED:
-            return "stopped launching"
+            return stop
         return f"{root.size} {kind} collective{'' if root.size == 1 else 's'}" if root.size else f"{kind} collectives"
     return ", or ".join(one(k) for k in dict.fromkeys([root.kind, *root.kinds]))
 
@@ -190,7 +191,7 @@ def root_sentence(root: Root) -> str:
     if root.kind == STOPPED and len(root.outlier_ranks) > 1 and set(root.kinds) - {STOPPED, MISSING}:
         # (some of them may have launched as many as the others, of other collectives)
         return (f"{who.capitalize()} depart from the others in comm {root.comm}, {at}: by "
-                f"{kind_words(root).replace('stopped launching', 'a stop')}; the records cannot tell which.")
+                f"{kind_words(root, stop='a stop')}; the records cannot tell which.")
     if root.kind == STOPPED and MISSING in root.kinds:
         return (f"{who.capitalize()} launched fewer collectives than the others in comm {root.comm}: "
                 f"{'it' if len(root.outlier_ranks) == 1 else 'they'} skipped collectives {at}, or stopped launching "

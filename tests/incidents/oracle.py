@@ -122,11 +122,24 @@ def _job_ranks(incident: Incident, answer: dict, ranks: list[int]) -> list[int]:
     return [by_process.get(stand_ins.get(str(r), ""), r) if str(r) in stand_ins else r for r in ranks]
 
 
+RECORD_KINDS = ("nccl", "fr", "torch", "fp", "ras")  # evidence kinds that hold a rank's records of a comm
+
+
+def _record_kinds(written: Written, rank: int) -> list[str]:
+    return [k for k in RECORD_KINDS if written.has(k, rank)]
+
+
+def _kept(incident: Incident, written: Written, rank: int):
+    """The rank's launches its Flight Recorder ring kept (all of them where no ring was drawn)."""
+    launches = incident.run.launches[rank]
+    return launches[-written.ring[rank]:] if rank in written.ring else launches
+
+
 def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, seq: int) -> bool:
     """Whether every record the rank has of `comm` misses `seq`: NCCL logs cut short before it, Flight Recorder
     rings whose oldest entry kept is after it, or a rank that never launched it (blocked elsewhere: what it would
     have launched there is no record); any other kind of evidence counts as a record."""
-    kinds = [k for k in ("nccl", "fr", "torch", "fp", "ras") if written.has(k, rank)]
+    kinds = _record_kinds(written, rank)
     if not kinds or set(kinds) - {"nccl", "fr"}:
         return False
     if incident.truth.launched.get(comm, {}).get(rank, 0) < seq:
@@ -134,20 +147,16 @@ def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, se
     if "nccl" in kinds and not (("nccl", rank) in written.cut and written.nccl_kept.get(rank, {}).get(comm, 0) < seq):
         return False
     if "fr" in kinds:
-        launches = incident.run.launches[rank]
-        kept = launches[-written.ring[rank]:] if rank in written.ring else launches
-        return min((x.seq for x in kept if x.op.comm == comm), default=seq + 1) > seq
+        return min((x.seq for x in _kept(incident, written, rank) if x.op.comm == comm), default=seq + 1) > seq
     return True
 
 
 def _first_kept(incident: Incident, written: Written, rank: int, comm: str) -> int:
     """The first seq of `comm` the rank's records hold: the oldest entry its Flight Recorder ring kept where a ring
     is all it left, else 1."""
-    kinds = [k for k in ("nccl", "fr", "torch", "fp", "ras") if written.has(k, rank)]
-    if kinds != ["fr"] or rank not in written.ring:
+    if _record_kinds(written, rank) != ["fr"] or rank not in written.ring:
         return 1
-    kept = incident.run.launches[rank][-written.ring[rank]:]
-    return min((x.seq for x in kept if x.op.comm == comm), default=1)
+    return min((x.seq for x in _kept(incident, written, rank) if x.op.comm == comm), default=1)
 
 
 def _cut_ranks(written: Written) -> set[int]:
@@ -233,7 +242,7 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
         add(Violation("root_outside_range", f"true root seq {_or(seqs)} on comm {comm} outside "
                                             f"seq_range {root['seq_range']}"))
     members = set(incident.program.comms[comm].ranks)
-    evident = {r for r in members if any(written.has(k, r) for k in ("nccl", "fr", "torch", "fp", "ras"))}
+    evident = {r for r in members if _record_kinds(written, r)}
     sides = [set(true.outliers), set(true.faulted), seen_outliers, set(seen)]
     accepted = sides + [side & evident for side in sides]
     # A rank whose records of the comm end where its files were cut or where it stopped launching, or begin where a
