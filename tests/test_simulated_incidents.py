@@ -96,7 +96,7 @@ KNOWN: dict[int, str] = {
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
-          37139, 37971, 39642, 39807, 36631, 35128, 4396, 3464, 33912, 9833, 37353, 37536, 8936, 8418, 6946, 39162, 39784)
+          37139, 37971, 39642, 39807, 36631, 35128, 4396, 3464, 33912, 9833, 37353, 37536, 8936, 8418, 6946, 39162, 39784, 5160)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
@@ -157,6 +157,15 @@ def test_extra_op_replica_pairs_counts_that_differ_and_completes_them():
     assert (truth.window["0"][0], truth.window["0"][-1], len(truth.window["0"])) == (25, 49, 25)
     outcome = {p.seq: p.outcome for p in incident.run.pairings["0"]}
     assert (outcome[41], outcome[42], outcome[40]) == ("count_mismatch", "count_mismatch", "shape_equal")
+
+
+def test_a_skip_at_the_end_of_a_read_back_segment_is_a_divergence_of_that_rank():
+    # 5160: rank 2 leaves out its step's last collective and blocks in the read-back, so it never launches past
+    # the skip; the others launched the collective it left out, so its records show one fewer.
+    truth = draw(5160).truth
+    root = truth.roots["0"]
+    assert (root.seq, root.outliers, root.faulted) == (11, (1,), (1, 2))
+    assert root.first[2] == 12 and truth.launched["0"][2] == 11 and truth.launched["0"][0] == 12
 
 
 # serving.py's captures: (replica, root comm, seq, outliers, misaligned seqs, stalls, FR enqueued/started/completed)

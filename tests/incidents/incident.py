@@ -166,7 +166,8 @@ def _truth(program: Program, fault: Fault, run: Run) -> Truth:
     """Roots, window, stalls and counts from the launches (see the module docstring)."""
     reference = program.reference_plans()
     kinds = {(f.rank, f.comm): f for f in fault.ranks}
-    passed = {r: _passed_divergence(program.plans[r], reference[r], len(run.launches[r])) for r in program.ranks}
+    passed = {r: _passed_divergence(program.plans[r], reference[r], len(run.launches[r]), run.segments_enqueued[r])
+              for r in program.ranks}
     roots: dict[str, RootTruth] = {}
     for c, comm in program.comms.items():
         planned = {r: [op for step in program.plans[r] for seg in step for op in seg if op.comm == c]
@@ -195,15 +196,21 @@ def _truth(program: Program, fault: Fault, run: Run) -> Truth:
     return Truth(roots, window, dict(run.stalls), launched, completed)
 
 
-def _passed_divergence(plan: list, reference: list, launched: int) -> bool:
+def _passed_divergence(plan: list, reference: list, launched: int, enqueued: int) -> bool:
     """Whether a rank got as far as the first point where its plan departs from its reference (all comms, issue
-    order): it launched the collective there, or, when its plan simply ends early, everything it had."""
+    order): it launched the collective there; or, when its plan simply ends early, everything it had; or it left
+    out the collectives there, within the read-back segments it enqueued (the reference has more in them than it
+    launched: a skip at the end of a segment, the host then blocked in the read-back)."""
     mine = [op for step in plan for seg in step for op in seg]
     meant = [op for step in reference for seg in step for op in seg]
     j = _first_difference(mine, meant)
     if j is None:
         return False
-    return launched > j if j < len(mine) else launched == len(mine)
+    if j >= len(mine):
+        return launched == len(mine)
+    keys = [(s, k) for s, step in enumerate(plan) for k in range(len(step))][:enqueued]
+    in_reference = sum(len(reference[s][k]) for s, k in keys if s < len(reference) and k < len(reference[s]))
+    return launched > j or (launched == j and in_reference > j)
 
 
 def _completed_prefix(launches: list[Launch]) -> int:
