@@ -146,15 +146,8 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             if len(rows) < 2:
                 continue
         groups: dict[str, list[int]] = {}
-        # (offs equal up to the tolerance a sum is checked to: floating sums of one result may differ in the last bits)
-        scale = 1e-6 * max([1.0, *(abs(row.expected_sum) for row in rows.values() if checked)])
-        for rank, row in sorted(rows.items()):
-            # Checked sums part by how far each is off: what a rank adds of its own (replicas' inputs) is in its
-            # expected value too, and ranks that read back the same mixed results are off by the same amount.
-            # (a NaN or infinite offset is a group of its own kind: NaN sums alike are alike)
-            off = row.sum - row.expected_sum if checked else None
-            key = row.sum if not checked else round(off / scale) if math.isfinite(off) else repr(off)
-            groups.setdefault(repr(key), []).append(rank)
+        for rank, key in sorted(_result_keys(rows, checked).items()):
+            groups.setdefault(key, []).append(rank)
         if len(groups) < 2 and not (checked and len(rows) == 2):
             continue  # equal sums say nothing (two ranks that both read back wrong: either departed)
         ordered = sorted(groups.values(), key=lambda ranks: (-len(ranks), ranks))
@@ -176,6 +169,21 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         root = _root(outliers, ordered[0] if majority else sorted(rows), majority, step, known, rows)
         yield root, step if _earlier_right(by_step, step) else None
         return
+
+
+def _result_keys(rows: dict[int, FingerprintRow], checked: bool) -> dict[int, str]:
+    """rank -> what its checksum says it read back: equal keys, the same results. Checked sums part by how far each
+    is off: what a rank adds of its own (replicas' inputs) is in its expected value too, and ranks that read back
+    the same mixed results are off by the same amount."""
+    # (offs equal up to the tolerance a sum is checked to: floating sums of one result may differ in the last bits)
+    scale = 1e-6 * max([1.0, *(abs(row.expected_sum) for row in rows.values() if checked)])
+    keys = {}
+    for rank, row in rows.items():
+        off = row.sum - row.expected_sum if checked else None
+        # (a NaN or infinite offset is a group of its own kind: NaN sums alike are alike)
+        key = row.sum if not checked else round(off / scale) if math.isfinite(off) else repr(off)
+        keys[rank] = repr(key)
+    return keys
 
 
 def _alone_right(rows: dict[int, FingerprintRow], wrong: list[int], after: dict[int, FingerprintRow]) -> int | None:

@@ -20,6 +20,7 @@ show a disagreement of decisions, not of collectives, so they make nothing visib
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from .evidence import Written
 from .incident import Incident
@@ -60,20 +61,40 @@ def _by_kind(incident: Incident, written: Written) -> dict[str, dict[str, set[in
     for kind, (views_of, differ) in kinds.items():
         for comm in incident.program.comms:
             views = views_of(incident, written, comm)
-            shown = _shown(incident, comm, views, differ)
+            shown = _shown(incident, comm, views, differ, lambda c, ranks, k=kind, f=views_of:
+                           f(incident, _as_if_whole(written, k, ranks), c))
             if shown:
                 out.setdefault(kind, {})[comm] = shown
     return out
 
 
-def _shown(incident: Incident, comm: str, views: dict[int, View], differ: Callable) -> set[int]:
+def _shown(incident: Incident, comm: str, views: dict[int, View], differ: Callable,
+           whole_views: Callable[[str, list[int]], dict[int, View]]) -> set[int]:
     root = incident.truth.roots.get(comm)
     if root is None:
         ranks = list(views)
         return {r for r in ranks if views[r][1] or any(differ(views[r], views[o]) for o in ranks if o != r)}
     faulted = [r for r in root.faulted if r in views]
-    references = [r for r in views if r not in root.faulted] or faulted
+    references = [r for r in views if r not in root.faulted]
+    if not references:
+        # Where this kind was written for outliers only, an outlier shows when its records differ from what a rank
+        # that ran the program would have recorded, not from another outlier's (two outliers' records part where
+        # the later one departed, which says nothing of where the earlier one did).
+        unfaulted = [r for r in incident.program.comms[comm].ranks if r not in root.faulted]
+        if unfaulted:
+            views = {**whole_views(comm, unfaulted), **views}
+            references = unfaulted
+        else:
+            references = faulted
     return {r for r in faulted if views[r][1] or any(differ(views[r], views[o]) for o in references if o != r)}
+
+
+def _as_if_whole(written: Written, kind: str, ranks: list[int]) -> Written:
+    """`written` with `kind` written whole (never cut, no ring that wrapped) for `ranks` too."""
+    return replace(written, ranks={**written.ranks, kind: sorted({*written.ranks.get(kind, []), *ranks})},
+                   cut={key: n for key, n in written.cut.items() if key[1] not in ranks},
+                   nccl_kept={r: kept for r, kept in written.nccl_kept.items() if r not in ranks},
+                   ring={r: n for r, n in written.ring.items() if r not in ranks})
 
 
 # --- views per kind ---------------------------------------------------------------------------------------------
