@@ -688,7 +688,7 @@ def _parse_loc(text: str | None) -> Location:
 
 def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Root:
     """The solution as a Root: its range, the likeliest kind and size, and why it is a range."""
-    low, high = solution.seq_range
+    low, high = solution.named_range
     best = solution.best
     reason = None
     if high >= UNBOUNDED:
