@@ -51,6 +51,7 @@ from .watchdog import (
     EnqueueMarks,
     counted_past_cuts,
     enqueue_marks,
+    enqueued_in,
     marks_only_roots,
     marks_only_wedge,
     with_watchdog_rows,
@@ -127,7 +128,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     counted = counted_past_cuts(streams, marks)
     analyses: dict[str, CommAnalysis] = {}
     for comm in sorted(streams.members):
-        analyses[comm] = analyze_comm(streams, comm, gate, counted=counted.get(comm))
+        analyses[comm] = analyze_comm(streams, comm, gate, counted=counted.get(comm),
+                                      enqueued=enqueued_in(marks, streams, comm))
 
     _apply_progress(analyses, streams, progress, watchdog)
     if not _death_evidence(ras, rank_map, watchdog):

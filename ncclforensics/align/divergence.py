@@ -215,7 +215,8 @@ STAGES = (("signatures", tuple(SIGNATURE)), ("call sites", ("stack",)), ("tags",
 
 def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = None,
                  behind: set[int] | None = None, counted: dict[int, int] | None = None,
-                 left_out: dict[int, tuple[int, int]] | None = None) -> CommAnalysis:
+                 left_out: dict[int, tuple[int, int]] | None = None,
+                 enqueued: dict[int, int] | None = None) -> CommAnalysis:
     """Launched and completed marks, the first visible mismatch and the root of one communicator.
 
     `gate`, the first step at which the drafter gates disagreed (if journaled), narrows the root to the
@@ -224,10 +225,14 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     records end at a cut file, with the last seq PyTorch's own count says they enqueued (past the cut): their
     streams go on that far, unrecorded, and end there. `left_out`: ranks among those behind whose issue orders show
     that they left out a collective here somewhere in a range of seqs (root.LeftOut), rank -> that range.
+    `enqueued`: PyTorch's count of the work each rank enqueued in this communicator's process group; a rank whose
+    records end before a collective others completed (incomplete, as a cut file's are) is counted as far as it.
     """
     rows = comm_streams(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
     analysis = _marked(comm, marks)
+    short = _short_of_completions(analysis)
+    counted = {**{r: n for r, n in (enqueued or {}).items() if r in short}, **(counted or {})}
     unseen = {r: n for r, n in (counted or {}).items() if r not in analysis.launched}  # no records kept
     counted = {r: n for r, n in (counted or {}).items() if r in analysis.launched and n > analysis.launched[r]}
     analysis.counted = {**counted, **unseen}
@@ -688,7 +693,7 @@ def _parse_loc(text: str | None) -> Location:
 
 def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Root:
     """The solution as a Root: its range, the likeliest kind and size, and why it is a range."""
-    low, high = solution.seq_range
+    low, high = solution.named_range
     best = solution.best
     reason = None
     if high >= UNBOUNDED:

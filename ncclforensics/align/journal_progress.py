@@ -7,7 +7,10 @@ completed, and NCCL completes one only once every rank of its communicator launc
 program has no more collectives of a communicator than the fewest any rank launched there. A rank whose journal
 ends at step s never got past that point (it would have journaled step s + 1): where it launched more than the
 fewest, it launched collectives the program does not have, while ranks further on launched more than the fewest
-because they are further on.
+because they are further on. Nor can a rank whose journal ends at step s and that launched the fewest of every
+type be short of any: it launched none of step s + 1's, so it launched every collective the program has there (or
+collectives of its own beside them), and it is behind the others only by the steps it did not reach (held back at
+step s, elsewhere), not by a skip here.
 """
 
 from __future__ import annotations
@@ -15,14 +18,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..model import GateDecision
-from .divergence import EXTRA, RangeReason, Root
+from .divergence import DIFFERENT_OPS, EXTRA, MISSING, RangeReason, Root
 
 
 def with_journal_progress(root: Root, gates: list[GateDecision], global_ranks: set[int]) -> Root | None:
     """`root` (from RAS counts per collective type) with its outliers the ranks the journals show to have launched
-    more than the program allows where they are (see the module docstring); None where the counts are not of
-    global ranks (`global_ranks`: those the comm's ranks are known to be; a journal names global ranks), the
-    journals do not cover every rank counted, or no rank that launched more is behind another's journal."""
+    more than the program allows where they are; or, where the counts name others that departed, without the ranks
+    behind that the journals show to have launched all it has there (`blocked_elsewhere`; see the module
+    docstring). None where the counts are not of global ranks (`global_ranks`: those the comm's ranks are known to
+    be; a journal names global ranks), the journals do not cover every rank counted, or they say nothing of the
+    outliers."""
     counts = root.counts_by_type
     ranks = {r for by_rank in counts.values() for r in by_rank}
     if not ranks <= global_ranks:
@@ -33,12 +38,25 @@ def with_journal_progress(root: Root, gates: list[GateDecision], global_ranks: s
     if not counts or len(ranks) < 3 or not ranks <= set(last):
         return None
     furthest = max(last[r] for r in ranks)
+    fewest = {t: min(by_rank.values()) for t, by_rank in counts.items()}
+    behind = sorted(r for r in ranks if last[r] < furthest and all(counts[t].get(r, 0) == n for t, n in fewest.items())
+                    and any(counts[t].get(r, 0) < max(by_rank.values()) for t, by_rank in counts.items()))
+    steps = {r: last[r] for r in sorted(ranks)}
     extra = sorted({r for by_rank in counts.values() for r, n in by_rank.items()
                     if n > min(by_rank.values()) and last[r] < furthest})
-    if not extra or len(extra) * 2 >= len(ranks):
+    if extra and len(extra) * 2 < len(ranks):
+        # the collectives of every type a rank launched past the fewest
+        size = max(sum(by_rank.get(r, 0) - min(by_rank.values()) for by_rank in counts.values()) for r in extra)
+        return replace(root, outlier_ranks=extra, reference_ranks=sorted(ranks - set(extra)), kind=EXTRA, size=size,
+                       majority=True, kinds=(EXTRA,), reason=root.reason or RangeReason.TYPE_COUNTS,
+                       journal_steps=steps, behind_may_be_held=False)
+    held = [r for r in behind if r in root.outlier_ranks]
+    departed = [r for r in root.outlier_ranks if r not in held]
+    if not root.majority or not held or not departed or not root.reference_ranks:
         return None
-    # the collectives of every type a rank launched past the fewest
-    size = max(sum(by_rank.get(r, 0) - min(by_rank.values()) for by_rank in counts.values()) for r in extra)
-    return replace(root, outlier_ranks=extra, reference_ranks=sorted(ranks - set(extra)), kind=EXTRA, size=size,
-                   majority=True, kinds=(EXTRA,), reason=root.reason or RangeReason.TYPE_COUNTS,
-                   journal_steps={r: last[r] for r in sorted(ranks)}, behind_may_be_held=False)
+    # The ranks left departed by their counts alone: what they launched says their kind and size.
+    mine = sum(by_rank.get(departed[0], 0) for by_rank in counts.values())
+    theirs = sum(by_rank.get(root.reference_ranks[0], 0) for by_rank in counts.values())
+    kind = EXTRA if mine > theirs else MISSING if mine < theirs else DIFFERENT_OPS
+    return replace(root, outlier_ranks=departed, kind=kind, size=abs(mine - theirs), journal_steps=steps,
+                   blocked_elsewhere=tuple(held))

@@ -80,8 +80,22 @@ class Solution:
         differently: those whose every explanation starts after every seq where the others' first edits can be
         departed later, and are no outliers of the root. Where the two overlap, which departed first is not
         known, and every outlier stays named (as it does where no majority says who departed)."""
+        return self._leading()[0]
+
+    @property
+    def named_range(self) -> tuple[int, int]:
+        """`seq_range`, reaching on as far as each named outlier's likeliest departures do: one named beside the
+        first because it may have departed at the first seq named may as well have departed after it (an extra
+        collective among lookalikes there, or one left out past them), and the range says where every rank it
+        names departed."""
+        low, high = self.seq_range
+        return low, max(high, self._leading()[1])
+
+    def _leading(self) -> tuple[list[int], int]:
+        """The leading outliers, and the last seq where their likeliest explanations place a departure."""
+        high = self.seq_range[1]
         if not self.majority or self.either_side or not self.placements:
-            return self.outliers
+            return self.outliers, high
         # Each outlier's likeliest explanations say where it departed (as `best` names the kind): in a periodic
         # program a whole period shifted (13 extra collectives at seq 1) pairs too, and would put every outlier's
         # departure as early as any other's. A stop is kept beside the rank's likeliest edits (a rank behind whose
@@ -95,16 +109,16 @@ class Solution:
         for p in self.placements:
             if p.kind is not EditKind.STOPPED and p.score < top[p.rank]:
                 continue
-            low, high = spans.get(p.rank, (p.low, p.high))
-            spans[p.rank] = (min(low, p.low), max(high, p.high))
-        first = self.seq_range[1]
-        leading = [rep for rep, (low, _) in spans.items() if low <= first]
+            low, last = spans.get(p.rank, (p.low, p.high))
+            spans[p.rank] = (min(low, p.low), max(last, p.high))
+        leading = [rep for rep, (low, _) in spans.items() if low <= high]
         later = [rep for rep in spans if rep not in leading]
-        if not later or max(spans[rep][1] for rep in leading) >= min(spans[rep][0] for rep in later):
-            return self.outliers
-        keep = {r for rep in leading for r in self.members.get(rep, [rep])}
-        named = [r for r in self.outliers if r in keep]
-        return named or self.outliers
+        if later and max(spans[rep][1] for rep in leading) < min(spans[rep][0] for rep in later):
+            keep = {r for rep in leading for r in self.members.get(rep, [rep])}
+            named = [r for r in self.outliers if r in keep]
+            if named:
+                return named, max(spans[rep][1] for rep in leading)
+        return self.outliers, max(last for _, last in spans.values())
 
     @property
     def seq_range(self) -> tuple[int, int]:
@@ -220,11 +234,9 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
     unplaced = sorted(rank for rank, _ in undecided if rank in (incomplete or ()))
-    # (a stream a count carries past its records is unrecorded there: it ends where its records do)
-    swing = sum(1 for rank, matching in undecided
-                if rank in unplaced or rank in (ended or ())
-                or codes[rank].length <= _parting(_groups_of_members(groups, matching))
-                and rank not in (closed or ()))
+    swing = sum(1 for rank, matching in undecided if rank in unplaced or _swings(
+        codes[rank].length > _parting(_groups_of_members(groups, matching)), rank in (ended or ()),
+        rank in (closed or ())))
     for rank, matching in undecided:
         if rank not in unplaced:
             max(matching, key=len).append(rank)
@@ -276,6 +288,17 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1,
                         members=standing, unplaced=unplaced)
     return _with_behind(proposal, codes, start, behind) if majority else proposal
+
+
+def _swings(past_parting: bool, ended: bool, closed: bool) -> bool:
+    """Whether a stream that agrees with several groups could make the smaller as large as the larger. One a count
+    carries past its records is unrecorded where the groups part, and may be either's. One whose count, or whose
+    whole records, end before the groups part never launched where they do: it votes for neither (a rank blocked
+    elsewhere, or one that stopped, launched nothing there). Any other that ends before they part is cut there, and
+    may have gone on as either did."""
+    if ended:
+        return past_parting
+    return not past_parting and not closed
 
 
 def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],

@@ -326,6 +326,13 @@ def marks_only_wedge(groups: dict[str, EnqueueMarks], streams: Streams, dead: se
     return None
 
 
+def enqueued_in(groups: dict[str, EnqueueMarks], streams: Streams, comm: str) -> dict[int, int]:
+    """rank -> the last work PyTorch counts it enqueued in the process group that is `comm` by name (empty where no
+    group is)."""
+    return next((dict(marks.launched) for name, marks in groups.items()
+                 if marks.source == ENQUEUED_COUNTS and streams.aliases.get(name, name) == comm), {})
+
+
 def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks]) -> dict[str, dict[int, int]]:
     """comm -> {rank: last seq it enqueued} for ranks whose records of the comm end where a file was cut short,
     or that a configuration names as members with none of their records kept (a dump's ring lost them), and whose

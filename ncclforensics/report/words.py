@@ -293,21 +293,32 @@ def held_back_words(root: Root) -> str:
 
 
 def journal_progress_words(root: Root) -> str:
-    """Why launch counts read against the gate journals name the root's outliers (empty where they did not)."""
+    """Why launch counts read against the gate journals name the root's outliers, or leave out ranks behind
+    (empty where they did neither)."""
     if not root.journal_steps:
         return ""
     furthest = max(root.journal_steps.values())
     ahead = sorted(r for r, s in root.journal_steps.items() if s == furthest)
-    mine = sorted({root.journal_steps[r] for r in root.outlier_ranks})
-    steps = " and ".join(f"step {s}" for s in mine)
     counts = "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(by_rank.items()))
                        for t, by_rank in root.counts_by_type.items())
+    reason = (f"got through every read-back before that step's gate, so every collective they "
+              f"launched before it completed, and NCCL completes one only once every rank launched it; the program "
+              f"has no more there than the fewest any rank launched ({counts})")
+    held = [r for r in root.blocked_elsewhere if root.journal_steps.get(r, furthest) < furthest]
+    if held:
+        who = ranks_words(held)
+        one = len(held) == 1
+        steps = " and ".join(f"step {s}" for s in sorted({root.journal_steps[r] for r in held}))
+        return (f" {who.capitalize()}'s gate journal ends at {steps}, while {ranks_words(ahead)}'s goes on to step "
+                f"{furthest}: those {reason}, and {who} launched the fewest, none of the next step's: "
+                f"{'it' if one else 'they'} launched all the program has there, and {'is' if one else 'are'} "
+                f"behind only by the steps {'it' if one else 'they'} did not reach (held back), not short of one "
+                f"here.")
+    mine = sorted({root.journal_steps[r] for r in root.outlier_ranks})
+    steps = " and ".join(f"step {s}" for s in mine)
     who = ranks_words(root.outlier_ranks)
     return (f" {who.capitalize()}'s gate journal ends at {steps}, while {ranks_words(ahead)}'s goes on to step "
-            f"{furthest}: those got through every read-back before that step's gate, so every collective they "
-            f"launched before it completed, and NCCL completes one only once every rank launched it; the program "
-            f"has no more there than the fewest any rank launched ({counts}), and {who}, which never got past it, "
-            f"launched more.")
+            f"{furthest}: those {reason}, and {who}, which never got past it, launched more.")
 
 
 def _kind_noun(kind: str) -> str:

@@ -425,3 +425,29 @@ def test_where_the_ranks_that_record_the_parting_field_are_even_the_joiners_go_b
     codes = {1: stream([1, 2, 3, 4]), 0: stream([0, 0, 0, 0]), 3: stream([0, 0, 0, 0]), 2: stream([1, 2, 4])}
     proposal = propose(codes, 1)
     assert proposal.majority and proposal.outliers == [2]
+
+
+def test_a_rank_named_beside_the_first_reaches_the_range_on_to_where_it_may_have_departed():
+    # Rank 2 left out seq 6; rank 3's records fit one collective more at seq 6 or 7, or one left out at seq 7: it
+    # may have departed at seq 6 as well, and stays named, so the range goes on to seq 7.
+    placements = [Placement(2, EditKind.MISSING, 1, 6, 6), Placement(2, EditKind.EXTRA, 1, 5, 6, score=-3),
+                  Placement(3, EditKind.EXTRA, 1, 6, 7, score=-2), Placement(3, EditKind.MISSING, 1, 7, 7, score=-2)]
+    solution = Solution(placements, [2, 3], [0, 1, 4, 5], True, "signatures")
+    assert solution.seq_range == (5, 6) and solution.leading == [2, 3]
+    assert solution.named_range == (5, 7)
+    # One named alone reaches no further than its own range.
+    solution.placements, solution.outliers = placements[:2], [2]
+    assert solution.named_range == solution.seq_range == (5, 6)
+
+
+def test_a_rank_whose_count_ends_before_the_groups_part_swings_no_majority():
+    # Seq 2 is where the records part (rank 2 ran another collective there than ranks 1, 5 and 6); ranks 0, 3 and 7
+    # launched only seq 1 by their counts, rank 4 seq 2 with none of it kept: only rank 4 may be on either side.
+    codes = {r: stream([1]) for r in (1, 5, 6)} | {2: stream([2]), 4: stream([0])}
+    codes |= {r: stream([]) for r in (0, 3, 7)}
+    proposal = propose(codes, 2, ended={0, 3, 4, 7}, unseen={0, 3, 4, 7}, closed={1, 2, 5, 6})
+    assert proposal.majority and proposal.outliers == [2]
+    # Launched up to seq 2, unrecorded, all four could be either side's.
+    codes |= {r: stream([0]) for r in (0, 3, 7)}
+    proposal = propose(codes, 2, ended={0, 3, 4, 7}, unseen={0, 3, 4, 7}, closed={1, 2, 5, 6})
+    assert not proposal.majority

@@ -7,8 +7,8 @@ import polars as pl
 
 from ncclforensics.align.streams import Streams, build_streams
 from ncclforensics.align.watchdog import (
-    STOP_EVENTS, UNNAMED_GROUP, EnqueueMarks, counted_past_cuts, enqueue_marks, marks_only_root, marks_only_wedge,
-    with_watchdog_rows,
+    STOP_EVENTS, UNNAMED_GROUP, EnqueueMarks, counted_past_cuts, enqueue_marks, enqueued_in, marks_only_root,
+    marks_only_wedge, with_watchdog_rows,
 )
 from ncclforensics.model import (
     EventState, Evidence, Location, ProgressReport, SourceFormat, WatchdogEvent, WatchdogKind, WedgeKind,
@@ -185,6 +185,16 @@ def test_counts_carry_a_cut_rank_past_its_cut_where_the_group_is_the_comm():
     # Counts from a desync report number collectives their own way: not used.
     marks["0"].source = "PyTorch's desync report"
     assert counted_past_cuts(streams, marks) == {}
+
+
+def test_the_enqueued_counts_of_a_comm_are_those_of_the_group_it_is_by_name():
+    streams = _streams({("0", 0): 4, ("0", 1): 7, ("1", 0): 20}, set())
+    marks = {"0": EnqueueMarks(launched={0: 6, 1: 8}), "1": EnqueueMarks(launched={0: 21})}
+    assert enqueued_in(marks, streams, "0") == {0: 6, 1: 8}
+    assert enqueued_in(marks, streams, "0xa") == {}
+    # Counts from a desync report number collectives their own way: not used.
+    marks["0"].source = "PyTorch's desync report"
+    assert enqueued_in(marks, streams, "0") == {}
 
 
 def _dumped(rank: int, comm: str, enqueued: int) -> ProgressReport:
