@@ -162,8 +162,8 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         lone = _lone_beside_alike(ordered) if checked and not majority else []
         if lone and not _unplaced_by_sums(by_step, step, traced):
             # Ranks each alone in how far off they read back, beside groups of ranks off alike (each group the
-            # ranks of one comm that shared its misaligned collective): each lone one departed in a comm of its
-            # own, the fewest departing (it ran one more, or its peers one fewer).
+            # ranks of one comm that shared its misaligned collective): each lone one departed, in a comm these
+            # sums do not name (the fewest departing: it ran one more, or its peers one fewer).
             alike = sorted(r for ranks in ordered if len(ranks) > 1 for r in ranks)
             yield _root(lone, alike, True, step, known, rows), step if _earlier_right(by_step, step) else None
             return
