@@ -159,6 +159,14 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             # so no side is the minority; who may have departed is said from every rank's verdicts.
             yield _BY_VERDICTS
             return
+        lone = _lone_beside_alike(ordered) if checked and not majority else []
+        if lone and not _unplaced_by_sums(by_step, step, traced):
+            # Ranks each alone in how far off they read back, beside groups of ranks off alike (each group the
+            # ranks of one comm that shared its misaligned collective): each lone one departed, in a comm these
+            # sums do not name (the fewest departing: it ran one more, or its peers one fewer).
+            alike = sorted(r for ranks in ordered if len(ranks) > 1 for r in ranks)
+            yield _root(lone, alike, True, step, known, rows), step if _earlier_right(by_step, step) else None
+            return
         if not majority and len(rows) > 2 and (len(ordered) > 2 or not checked):
             # Several sides, none a majority, or two even sides of sums no expected value checks (two replicas'
             # sums may differ by design): the checksums name no one.
@@ -169,6 +177,15 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         root = _root(outliers, ordered[0] if majority else sorted(rows), majority, step, known, rows)
         yield root, step if _earlier_right(by_step, step) else None
         return
+
+
+def _lone_beside_alike(groups: list[list[int]]) -> list[int]:
+    """The ranks alone in their group where at least two groups hold several ranks and the lone ones are a strict
+    minority of all (one comm's followers read back alike, and several comms that each diverged once part into a
+    group of followers and a lone outlier each); else none."""
+    lone = sorted(ranks[0] for ranks in groups if len(ranks) == 1)
+    several = [ranks for ranks in groups if len(ranks) > 1]
+    return lone if len(several) > 1 and len(lone) * 2 < sum(map(len, groups)) else []
 
 
 def _result_keys(rows: dict[int, FingerprintRow], checked: bool) -> dict[int, str]:

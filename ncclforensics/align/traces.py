@@ -40,6 +40,7 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
     for row in sorted(traced, key=lambda f: (f.rank, f.step, f.op, f.loc.line or 0)):
         traces.setdefault(row.rank, []).append(row)
     last_rows = {r: trace[-1] for r, trace in traces.items()}
+    recurring = _recurring_with_tails(traced, holders, tags_of, last_rows)
     known = _known_members(evidence)
     cut = {f.rank for item in evidence if item.cut is not None for f in item.fingerprints}  # traces cut short
     # Global ranks count from 0: a rank below the highest on record that left nothing is one of the job's too.
@@ -55,7 +56,8 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
         # shared with no other trace.
         untraced = [frozenset(m) for m in known.values()
                     if rank in m and len(m) > 1 and not (set(m) - {rank}) & set(traces)]
-        groups = _groups(trace, holders, tags_of, rank, last_rows, untraced, {frozenset(m) for m in known.values()},
+        groups = _groups(trace, holders, tags_of, rank, last_rows, untraced,
+                         {frozenset(m) for m in known.values()} | recurring,
                          _partners_by_tag(rank, holders, tags_of, everyone))
         if groups is MIXED:
             mixed.append(rank)
@@ -218,6 +220,32 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
         out.append(members if members is not None else before)
         before = out[-1] if out[-1] is not UNKNOWN else before
     return out
+
+
+def _recurring_with_tails(traced: list[FingerprintRow], holders: dict[tuple, set[int]],
+                          tags_of: dict[tuple, set[str | None]], last_rows: dict[int, FingerprintRow]) -> set[Members]:
+    """The sets of ranks that share one sum under a tag and whose tail shares another of that tag: the set's ranks
+    but those whose traces end at an earlier step (they hung, or were cut). A set sharing sums once is no comm
+    by itself (sums may coincide), but a comm's tagged collective recurs, and where some of its ranks stopped
+    first the next one is their tail's alone. Worked example: a job of two steps issues its world all-reduce
+    once a step; ranks 16-23 hang in step 1 and record it once, so every other rank's trace holds its result
+    once shared by all 64 ranks and once by the 56 that went on: the 64 are a comm."""
+    steps: dict[tuple, set[int]] = {}
+    for row in traced:
+        key = _key(row)
+        if key is not None and row.step is not None:
+            steps.setdefault(key, set()).add(row.step)
+    by_tag: dict[str | None, list[tuple[Members, int]]] = {}
+    for key, ranks in holders.items():
+        tags = tags_of.get(key, set())
+        if len(ranks) > 1 and len(tags) == 1 and None not in tags and len(steps.get(key, ())) == 1:
+            by_tag.setdefault(next(iter(tags)), []).append((frozenset(ranks), next(iter(steps[key]))))
+
+    def ended_before(rank: int, step: int) -> bool:
+        last = last_rows.get(rank)
+        return last is not None and last.step is not None and last.step < step
+    return {wider for results in by_tag.values() for wider, _ in results
+            if any(tail < wider and all(ended_before(r, step) for r in wider - tail) for tail, step in results)}
 
 
 def _partners_by_tag(rank: int, holders: dict[tuple, set[int]], tags_of: dict[tuple, set[str | None]],

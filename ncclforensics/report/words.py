@@ -11,6 +11,7 @@ from ..align.divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReas
 from ..align.gates import decision_tuple
 from ..align.ras import RasHistory
 from ..align.reconcile import CUDA_GRAPH_NOTE
+from ..align.traces import grouped_by_traces
 from ..align.wedge import COUNT_FLOORS, LAUNCHES_ONLY, Wedge, Window
 from ..model import Verdict, WedgeKind
 from ..model.kinds import is_p2p_comm
@@ -179,9 +180,12 @@ def root_sentence(root: Root) -> str:
                        f"collective, is on no record."
             return f"The per-step checksums of {who} show results mixed{step} in comm {root.comm}, and nothing " \
                    f"says which of them deviated; which collective is on no record."
+        # (ranks the checksums alone group may be in several comms: a checksum sums every comm a rank is in)
+        which_comm = ", and in which of their communicators," if len(root.outlier_ranks) > 1 and \
+            grouped_by_traces(root.comm) else ""
         return f"{who.capitalize()} read back results that part from the others' in comm {root.comm}: " \
                f"{'it' if len(root.outlier_ranks) == 1 else 'they'} ran other collectives than theirs; which " \
-               f"collective is on no record."
+               f"collective{which_comm} is on no record."
     if not root.majority and len(root.outlier_ranks) > 1 and (root.kind != STOPPED or len(root.kinds) > 1):
         what = "launched different collectives" if root.kind == DIFFERENT_OPS else \
             "differ by collectives one side launched and the other did not (or one side stopped)" \

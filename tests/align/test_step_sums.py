@@ -129,3 +129,20 @@ def test_nan_checksums_beside_one_rank_right_name_no_lone_rank_and_do_not_raise(
     rows += [step_sum(rank, 0, float("nan")) for rank in (1, 2)] + [step_sum(rank, 1, 5.0) for rank in (1, 2)]
     found = step_sums_root(rows, {})
     assert found is None or found[0].outlier_ranks != [0]
+
+
+def test_ranks_each_alone_in_their_offset_beside_groups_off_alike_are_the_outliers():
+    # Two TP groups, 0..3 and 4..7, nothing naming them; rank 0 ran one more collective in its group and rank 4 one
+    # more in its. Every rank reads back step 0 wrong: ranks 1-3 off alike, ranks 5-7 off alike by another amount
+    # (their group's inputs), ranks 0 and 4 each off by an amount of their own. No side is a majority, but each group
+    # of alike offsets is one comm's ranks that shared its misaligned collective: ranks 0 and 4, each alone, departed.
+    rows = per_step(0, [(69.0, 86.0)]) + per_step(4, [(148.0, 224.0)])
+    rows += [r for rank in (1, 2, 3) for r in per_step(rank, [(27.0 + rank, 22.0 + rank)])]
+    rows += [r for rank in (5, 6, 7) for r in per_step(rank, [(84.0 + rank, 58.0 + rank)])]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([0, 4], [1, 2, 3, 5, 6, 7], True, 0)
+    # Lone ranks as many as the others name no one: any of them may be a comm's lone follower.
+    rows = [r for rank in (0, 4, 8, 9) for r in per_step(rank, [(100.0 + rank, 10.0)])]
+    rows += [r for rank in (1, 2) for r in per_step(rank, [(27.0, 22.0)])]
+    rows += [r for rank in (5, 6) for r in per_step(rank, [(84.0, 58.0)])]
+    assert step_sums_root(rows, {}) is None or step_sums_root(rows, {})[0].outlier_ranks != [0, 4, 8, 9]

@@ -361,3 +361,32 @@ def test_a_trace_cut_short_is_cut(tmp_path):
     cut.write_text(text[: text.index("\n", len(text) // 2) + 20])
     (item,) = parse_paths([str(cut)]).evidence
     assert item.cut is not None and item.cut.line == len(item.fingerprints) + 1
+
+
+def test_a_world_collective_shared_once_by_all_and_once_by_those_that_went_on_is_a_comm(tmp_path):
+    """Two steps, sums only: a world `dp` (ranks 0-3) and TP groups (0,1) (2,3). Rank 3 skips `moe` in step 1,
+    its `head` pairs with rank 2's `moe`, and rank 2 hangs in its `head`, so its trace ends with step 0. Each
+    world result is shared once: by all four in step 0, by ranks 0, 1, 3 in step 1. The second is the tail of the
+    first (rank 2 stopped before it), so the four are a comm and `dp` stays out of the TP streams (there it shifted
+    rank 3's seqs by one a step)."""
+    def record(rank, step, op, tag, got, expected=None):
+        return {"step": step, "op": op, "rank": rank, "tag": tag, "kind": "AllReduce", "numel": 1 if tag == "dp"
+                else 64, "sum": got, "expected_sum": got if expected is None else expected}
+
+    def step_of(rank, step, base):
+        return [record(rank, step, i, tag, base + 100 * step + i) for i, tag in
+                enumerate(["attn", "mlp", "moe", "head"], start=1)]
+    for rank in (0, 1):
+        rows = [record(rank, 0, 0, "dp", 10.0), *step_of(rank, 0, 1000.0),
+                record(rank, 1, 0, "dp", 11.0), *step_of(rank, 1, 1000.0)]
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rows = [record(2, 0, 0, "dp", 10.0), *step_of(2, 0, 5000.0)]
+    (tmp_path / "fingerprint_rank2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rows = [record(3, 0, 0, "dp", 10.0), *step_of(3, 0, 5000.0), record(3, 1, 0, "dp", 11.0),
+            record(3, 1, 1, "attn", 5101.0), record(3, 1, 2, "mlp", 5102.0), record(3, 1, 3, "head", 7777.0, 5104.0)]
+    (tmp_path / "fingerprint_rank3.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    d = answer(tmp_path)
+    world = next(c for c in d["comms"] if c["comm"] == "[ranks=0,1,2,3]")
+    assert world["launched"] == {"0": 2, "1": 2, "2": 1, "3": 2}
+    root = d["root"]
+    assert root["comm"] == "[ranks=2,3]" and 3 in root["outlier_ranks"] and root["seq_range"][0] <= 7

@@ -41,3 +41,20 @@ def test_a_lookalike_range_asks_only_for_evidence_not_given(root, compared, aske
 
 def test_a_pinned_root_has_no_range_words(root):
     assert root.reason is None and words.ambiguity(root) is None
+
+
+def test_checksum_outliers_of_ranks_the_checksums_alone_group_leave_their_communicators_open():
+    """Per-step checksums name ranks, not a comm: where they name several outliers in a group of ranks no other
+    evidence names, which of the ranks' communicators each departed in is on no record either."""
+    from ncclforensics.align.step_sums import step_sums_root
+    from ncclforensics.model import FingerprintRow, Location
+
+    def per_step(rank: int, got: float, want: float) -> FingerprintRow:
+        return FingerprintRow(Location(f"fp{rank}", 1), rank, 0, None, sum=got, expected_sum=want)
+    rows = [per_step(0, 69.0, 86.0), per_step(4, 148.0, 224.0)]
+    rows += [per_step(rank, 27.0 + rank, 22.0 + rank) for rank in (1, 2, 3)]
+    rows += [per_step(rank, 84.0 + rank, 58.0 + rank) for rank in (5, 6, 7)]
+    root, _ = step_sums_root(rows, {})
+    assert "which collective, and in which of their communicators, is on no record" in words.root_sentence(root)
+    named = dataclasses.replace(root, comm="0xabc")
+    assert "which collective is on no record" in words.root_sentence(named)
