@@ -29,6 +29,7 @@ from .torch_log import timed_out
 from .traces import PER_COLLECTIVE, read_back, steps_read_back, sums
 
 View = tuple  # (comparable data, whether the rank read back a wrong sum)
+RECORD_KINDS = ("nccl", "fr", "torch", "fp", "ras")  # evidence kinds that hold a rank's records of a comm
 
 
 def visible_comms(incident: Incident, written: Written) -> dict[str, list[str]]:
@@ -61,14 +62,14 @@ def _by_kind(incident: Incident, written: Written) -> dict[str, dict[str, set[in
     for kind, (views_of, differ) in kinds.items():
         for comm in incident.program.comms:
             views = views_of(incident, written, comm)
-            shown = _shown(incident, comm, views, differ, lambda c, ranks, k=kind, f=views_of:
+            shown = _shown(incident, written, comm, views, differ, lambda c, ranks, k=kind, f=views_of:
                            f(incident, _as_if_whole(written, k, ranks), c))
             if shown:
                 out.setdefault(kind, {})[comm] = shown
     return out
 
 
-def _shown(incident: Incident, comm: str, views: dict[int, View], differ: Callable,
+def _shown(incident: Incident, written: Written, comm: str, views: dict[int, View], differ: Callable,
            whole_views: Callable[[str, list[int]], dict[int, View]]) -> set[int]:
     root = incident.truth.roots.get(comm)
     if root is None:
@@ -77,10 +78,12 @@ def _shown(incident: Incident, comm: str, views: dict[int, View], differ: Callab
     faulted = [r for r in root.faulted if r in views]
     references = [r for r in views if r not in root.faulted]
     if not references:
-        # Where this kind was written for outliers only, an outlier shows when its records differ from what a rank
-        # that ran the program would have recorded, not from another outlier's (two outliers' records part where
-        # the later one departed, which says nothing of where the earlier one did).
-        unfaulted = [r for r in incident.program.comms[comm].ranks if r not in root.faulted]
+        # Where this kind was written for outliers only, and ranks that ran the program left records of another
+        # kind, an outlier shows when its records differ from what such a rank would have recorded, not from another
+        # outlier's (two outliers' records part where the later one departed, which says nothing of where the
+        # earlier one did).
+        unfaulted = [r for r in incident.program.comms[comm].ranks
+                     if r not in root.faulted and any(written.has(k, r) for k in RECORD_KINDS)]
         if unfaulted:
             views = {**whole_views(comm, unfaulted), **views}
             references = unfaulted
