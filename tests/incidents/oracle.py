@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 
 from .evidence import Written
 from .incident import Incident
-from .visibility import RECORD_KINDS, shown_outliers, visible_comms
+from .visibility import shown_outliers, visible_comms
 
 VIOLATIONS = ("false_divergence", "missed", "root_outside_range", "root_without_range", "wrong_outliers",
               "root_on_unfaulted_comm", "unknown_comm", "parse_error", "crash")
@@ -120,6 +120,9 @@ def _job_ranks(incident: Incident, answer: dict, ranks: list[int]) -> list[int]:
     stand_ins = answer.get("stand_in_ranks") or {}
     by_process = {f"{who.host}:{who.pid}": rank for rank, who in incident.identity.items()}
     return [by_process.get(stand_ins.get(str(r), ""), r) if str(r) in stand_ins else r for r in ranks]
+
+
+RECORD_KINDS = ("nccl", "fr", "torch", "fp", "ras")  # evidence kinds that hold a rank's records of a comm
 
 
 def _record_kinds(written: Written, rank: int) -> list[str]:

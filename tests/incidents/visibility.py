@@ -15,16 +15,17 @@ Each kind of evidence gives every rank a *view* of a comm; two views differ when
 
 A comm where nothing diverged is visible when some two views differ (a consequence of a hang elsewhere). On a
 comm that diverged, an outlier *shows* when its view differs from a reference rank's (a rank that did not
-diverge; the other outliers if every rank on record did), or when it read back a wrong sum; but not where its view
-is the very view of a reference rank while another outlier shows: what it read back wrong, that rank read back
-too (the departure of another mixed both), and nothing in this kind tells the two apart. Gate journals alone
+diverge), or when it read back a wrong sum; but not where its view is the very view of a reference rank while
+another outlier shows: what it read back wrong, that rank read back too (the departure of another mixed both),
+and nothing in this kind tells the two apart. Where every rank with this kind of view diverged, an outlier shows
+only where its view differs from another outlier's before that one departed (or where both departed at once):
+past there the other's departure parts them, which says nothing of where this one departed. Gate journals alone
 show a disagreement of decisions, not of collectives, so they make nothing visible.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from .evidence import Written
 from .incident import Incident
@@ -33,7 +34,6 @@ from .torch_log import timed_out
 from .traces import PER_COLLECTIVE, read_back, steps_read_back, sums
 
 View = tuple  # (comparable data, whether the rank read back a wrong sum)
-RECORD_KINDS = ("nccl", "fr", "torch", "fp", "ras")  # evidence kinds that hold a rank's records of a comm
 
 
 def visible_comms(incident: Incident, written: Written) -> dict[str, list[str]]:
@@ -58,53 +58,70 @@ def shown_outliers(incident: Incident, written: Written) -> dict[str, set[int]]:
 
 def _by_kind(incident: Incident, written: Written) -> dict[str, dict[str, set[int]]]:
     """kind -> comm -> the ranks it shows (outliers on a comm that diverged; any rank whose view differs else)."""
-    kinds: dict[str, tuple[Callable, Callable]] = {
-        "nccl": (_nccl_views, _nccl_differ), "fr": (_fr_views, _plain_differ), "torch": (_torch_views, _torch_differ),
-        "ras": (_ras_views, _plain_differ), "fp": (_fp_views, _fp_differ),
+    kinds: dict[str, tuple[Callable, Callable, Callable]] = {
+        "nccl": (_nccl_views, _nccl_differ, _nccl_before), "fr": (_fr_views, _plain_differ, _fr_before),
+        "torch": (_torch_views, _torch_differ, _torch_before), "ras": (_ras_views, _plain_differ, _counts_before),
+        "fp": (_fp_views, _fp_differ, _results_before),
     }
     out: dict[str, dict[str, set[int]]] = {}
-    for kind, (views_of, differ) in kinds.items():
+    for kind, (views_of, differ, before) in kinds.items():
         for comm in incident.program.comms:
             views = views_of(incident, written, comm)
-            shown = _shown(incident, written, comm, views, differ, lambda c, ranks, k=kind, f=views_of:
-                           f(incident, _as_if_whole(written, k, ranks), c))
+            shown = _shown(incident, comm, views, differ, before)
             if shown:
                 out.setdefault(kind, {})[comm] = shown
     return out
 
 
-def _shown(incident: Incident, written: Written, comm: str, views: dict[int, View], differ: Callable,
-           whole_views: Callable[[str, list[int]], dict[int, View]]) -> set[int]:
+def _shown(incident: Incident, comm: str, views: dict[int, View], differ: Callable, before: Callable) -> set[int]:
     root = incident.truth.roots.get(comm)
     if root is None:
         ranks = list(views)
         return {r for r in ranks if views[r][1] or any(differ(views[r], views[o]) for o in ranks if o != r)}
     faulted = [r for r in root.faulted if r in views]
     references = [r for r in views if r not in root.faulted]
-    if not references:
-        # Where this kind was written for outliers only, and ranks that ran the program left records of another
-        # kind, an outlier shows when its records differ from what such a rank would have recorded, not from another
-        # outlier's (two outliers' records part where the later one departed, which says nothing of where the
-        # earlier one did).
-        unfaulted = [r for r in incident.program.comms[comm].ranks
-                     if r not in root.faulted and any(written.has(k, r) for k in RECORD_KINDS)]
-        if unfaulted:
-            views = {**whole_views(comm, unfaulted), **views}
-            references = unfaulted
-        else:
-            references = faulted
-    shown = {r for r in faulted if views[r][1] or any(differ(views[r], views[o]) for o in references if o != r)}
-    # A wrong read-back shared to the last sum with a reference rank is another outlier's doing, where one shows.
-    alike = {r for r in shown if any(views[r] == views[o] for o in references if o != r)}
-    return shown - alike if shown - alike else shown
+    if references:
+        shown = {r for r in faulted if views[r][1] or any(differ(views[r], views[o]) for o in references)}
+        # A wrong read-back shared to the last sum with a reference rank is another outlier's doing, where one shows.
+        alike = {r for r in shown if any(views[r] == views[o] for o in references)}
+        return shown - alike if shown - alike else shown
+
+    def apart(r: int, o: int) -> bool:
+        # Outliers set beside each other show only where they part before the other one departed (or where both
+        # departed at once): past that, the other's departure parts them, which says nothing of where this one did.
+        end = root.first[o] + (root.first[o] == root.first[r])
+        return root.first[r] <= root.first[o] and differ(before(views[r], end), before(views[o], end))
+
+    return {r for r in faulted if views[r][1] or any(apart(r, o) for o in faulted if o != r)}
 
 
-def _as_if_whole(written: Written, kind: str, ranks: list[int]) -> Written:
-    """`written` with `kind` written whole (never cut, no ring that wrapped) for `ranks` too."""
-    return replace(written, ranks={**written.ranks, kind: sorted({*written.ranks.get(kind, []), *ranks})},
-                   cut={key: n for key, n in written.cut.items() if key[1] not in ranks},
-                   nccl_kept={r: kept for r, kept in written.nccl_kept.items() if r not in ranks},
-                   ring={r: n for r, n in written.ring.items() if r not in ranks})
+def _nccl_before(view: View, seq: int) -> View:
+    """A view of NCCL logs cut to the seqs before `seq` (so no longer whole)."""
+    (tokens, _), wrong = view
+    return (tokens[:seq - 1], False), wrong
+
+
+def _fr_before(view: View, seq: int) -> View:
+    """A Flight Recorder view of the entries before `seq` (its counts say nothing of where)."""
+    (_, entries), wrong = view
+    return ({}, {s: entry for s, entry in entries.items() if s < seq}), wrong
+
+
+def _torch_before(view: View, seq: int) -> View:
+    """A watchdog view with a timeout before `seq` (its counts say nothing of where)."""
+    (timeout, _), wrong = view
+    return (timeout if timeout and timeout[0] < seq else None, None), wrong
+
+
+def _counts_before(view: View, seq: int) -> View:
+    """RAS counts, which place nothing in a comm's seqs: nothing to compare."""
+    return ({}, {}), view[1]
+
+
+def _results_before(view: View, seq: int) -> View:
+    """Fingerprint records, numbered by step, not by a comm's seq: nothing to compare but a wrong result."""
+    (scheme, _), wrong = view
+    return (scheme, {}), wrong
 
 
 # --- views per kind ---------------------------------------------------------------------------------------------
