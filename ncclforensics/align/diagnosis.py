@@ -42,7 +42,8 @@ from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
 from .ras_only import ras_comm_wedge, ras_only_roots, ras_only_wedge, ras_rank_map, unnamed_ranks
 from .reconcile import Reconciliation, reconcile
-from .step_sums import step_sums_root, with_checksum_outliers, with_counted_outliers, with_sums_before_records
+from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_sums_before_records,
+                        with_sums_placing_cut_ranks)
 from .streams import Streams, build_streams
 from .traces import with_trace_rows
 from .unranked import unranked_streams
@@ -190,6 +191,12 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         found = sums_root()
         if found is not None:
             root, said = with_sums_before_records(root, found[0])
+            unranked_caveats += said
+    elif root.unplaced_ranks and root.comm in analyses:
+        # Records cut before the sides part place no one there; the checksums of the step they part at may.
+        found = sums_root()
+        if found is not None:
+            root, said = with_sums_placing_cut_ranks(root, found[0], analyses[root.comm].launched)
             unranked_caveats += said
     if root is not None:
         root = _resolve_tie(root, gate)

@@ -289,7 +289,9 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     goes up to the step before it, those never completed it: the ranks part into those whose collectives of the
     step were all paired and those left waiting. One program on every rank but the outliers, the two sides ran
     different numbers of collectives there (fewer: done first; more: left waiting with nothing to pair their last
-    with), so a strict minority of either side is the outliers.
+    with), so a strict minority of either side is the outliers. So too where every rank read the step back, and
+    those that read it back right read back the next one wrong, every one: they left out the step's last
+    collective, or the others ran one more there, however many comms the wrong ones' offsets part by.
     """
     verdicts: dict[int, dict[int, bool]] = {}
     for row in fingerprints:
@@ -320,6 +322,14 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
         if len(fewer) * 2 < len(traced):
             return _root(sorted(fewer), sorted(traced - fewer), True, step, known), bound
     crossed = {rank for rank, right in checked.items() if right and after and not after.get(rank, False)}
+    if set(checked) == traced and crossed == traced - wrong and all(after.get(rank) is False for rank in crossed):
+        # Every rank read the step back, the ones right in it wrong all through the next: they ran fewer
+        # collectives in it than the others (each left out its last, pairing its next one with the others' last),
+        # or the others more; whatever comms the wrong ones' offsets part by, a strict minority of either side is
+        # the outliers (the fewest departing), as with ranks left waiting in a step.
+        fewer = min((wrong, crossed), key=len)
+        if len(fewer) * 2 < len(traced):
+            return _root(sorted(fewer), sorted(traced - fewer), True, step, known), bound
     ranks = wrong | (traced - set(checked)) | crossed
     if len(ranks) < 2:
         ranks = traced
@@ -335,6 +345,38 @@ def with_checksum_outliers(root: Root, sums: Root) -> tuple[Root, list[str]]:
     if not set(sums.outlier_ranks) <= members:
         return root, []
     return _with_sums_outliers(root, sums, members, "the counts")
+
+
+def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int, int]) -> tuple[Root, list[str]]:
+    """A root the records show, with the ranks whose records were cut before the sides part (`root.unplaced_ranks`)
+    placed by per-step checksums, where those part the same ranks the records do: one whose checksum parts with
+    the outliers' read back what they did (it ran what they ran: an outlier too), one whose checksum reads as the
+    reference's sides with it. An outlier placed so may have departed anywhere after its last record
+    (`last_on_record`: rank -> last seq its records hold), so the range reaches back there."""
+    unplaced = set(root.unplaced_ranks)
+    if not unplaced or not root.majority or not sums.majority or root.seq_range is None:
+        return root, []
+    members = set(root.outlier_ranks) | set(root.reference_ranks) | unplaced
+    summed_out, summed_ref = set(sums.outlier_ranks), set(sums.reference_ranks)
+    if not members <= summed_out | summed_ref or not summed_out <= members \
+            or not set(root.outlier_ranks) <= summed_out or set(root.reference_ranks) & summed_out:
+        return root, []  # the checksums part other ranks than the records do (another comm's divergence, say)
+    joined = sorted(unplaced & summed_out)
+    sided = sorted(unplaced & summed_ref)
+    low, high = root.seq_range
+    if joined:
+        low = min(low, *(last_on_record.get(rank, 0) + 1 for rank in joined))
+    outliers = sorted(set(root.outlier_ranks) | set(joined))
+    reference = sorted(set(root.reference_ranks) | set(sided))
+    placed = replace(root, outlier_ranks=outliers, reference_ranks=reference, unplaced_ranks=[], seq=low,
+                     seq_range=(low, high), majority=len(outliers) * 2 < len(outliers) + len(reference))
+    if not joined:
+        return placed, []
+    they, their = ("they", "their") if len(joined) > 1 else ("it", "its")
+    span = f"seq {low} or later" if high is None else f"seq {low}..{high}"
+    return placed, [f"the records of {ranks_words(joined)} end before the sides part, and per-step checksums say "
+                    f"{they} read back at step {sums.step_bound} what the outliers did: {they} departed too, after "
+                    f"{their} last record, so the root names {ranks_words(outliers)} over {span}"]
 
 
 def with_sums_before_records(root: Root, sums: Root) -> tuple[Root, list[str]]:

@@ -1,6 +1,9 @@
 """Roots from checked results alone (align/step_sums.py): who may have departed, by what each rank read back."""
 
-from ncclforensics.align.step_sums import step_sums_root
+from dataclasses import replace
+
+from ncclforensics.align.divergence import DIFFERENT_OPS, RangeReason, Root
+from ncclforensics.align.step_sums import step_sums_root, with_sums_placing_cut_ranks
 from ncclforensics.model import FingerprintRow, Location
 
 
@@ -111,12 +114,22 @@ def test_offsets_that_part_beside_ranks_without_the_step_name_no_minority():
     root, step = step_sums_root(rows, {})
     assert (root.outlier_ranks, root.majority, step) == ([2, 4, 5], True, 1)
     # Ranks 2, 5 and 6 left out their step's last collective: right in step 1, wrong in step 2; the others of
-    # their groups wrong in step 1, off by their group's amount.
+    # their groups wrong in step 1, off by their group's amount. The offsets part by group; the ranks right in the
+    # step and wrong all through the next ran fewer collectives there, the fewest departing (seed 30266).
     rows = [r for rank in (0, 1, 3) for r in per_step(rank, [(10.0, 10.0), (40.0, 30.0), (5.0, 1.0)])]
     rows += [r for rank in (4, 7) for r in per_step(rank, [(10.0, 10.0), (80.0, 30.0), (5.0, 1.0)])]
     rows += [r for rank in (2, 5, 6) for r in per_step(rank, [(10.0, 10.0), (30.0, 30.0), (7.0, 1.0)])]
     root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([2, 5, 6], [0, 1, 3, 4, 7], True, 1)
+    # One of them with no sum of the next step (it hung): whether it left out a collective is on no record.
+    rows = [r for r in rows if not (r.rank == 6 and r.step == 2)]
+    root, step = step_sums_root(rows, {})
     assert root.outlier_ranks == list(range(8)) and not root.majority and step == 1
+    # Four of eight right in the step: no side is the fewer.
+    rows = [r for rank in (0, 1, 3, 4) for r in per_step(rank, [(10.0, 10.0), (40.0, 30.0), (5.0, 1.0)])]
+    rows += [r for rank in (2, 5, 6, 7) for r in per_step(rank, [(10.0, 10.0), (30.0, 30.0), (7.0, 1.0)])]
+    root, step = step_sums_root(rows, {})
+    assert root.outlier_ranks == list(range(8)) and not root.majority
 
 
 def test_nan_checksums_beside_one_rank_right_name_no_lone_rank_and_do_not_raise():
@@ -146,3 +159,33 @@ def test_ranks_each_alone_in_their_offset_beside_groups_off_alike_are_the_outlie
     rows += [r for rank in (1, 2) for r in per_step(rank, [(27.0, 22.0)])]
     rows += [r for rank in (5, 6) for r in per_step(rank, [(84.0, 58.0)])]
     assert step_sums_root(rows, {}) is None or step_sums_root(rows, {})[0].outlier_ranks != [0, 4, 8, 9]
+
+
+def records_root(outliers: list[int], reference: list[int], unplaced: list[int]) -> Root:
+    """A root the records show over seq 15..20, with ranks whose records were cut before the sides part."""
+    return Root(comm="0xabc", seq=15, seq_range=(15, 20), outlier_ranks=outliers, reference_ranks=reference,
+                kind=DIFFERENT_OPS, size=2, pinned_by="signatures", reason=RangeReason.LOOKALIKE, majority=True,
+                ops={}, kinds=(DIFFERENT_OPS,), shown=True, unplaced_ranks=unplaced)
+
+
+def test_ranks_cut_before_the_sides_part_are_placed_by_what_their_checksums_read_back():
+    # Seed 31146: ranks 1 and 7 issued two collectives of step 2 the other way round; rank 7's NCCL log was cut
+    # after seq 1 and rank 2's after seq 14, before the records part at 15. Per-step checksums (no expected values)
+    # part ranks 1 and 7 from the rest at step 2: rank 7 departed too, anywhere after its last record; rank 2
+    # sides with the reference.
+    sums = [FingerprintRow(Location(f"fp{rank}", step + 1), rank, step, None,
+                           sum=5.0 if step == 2 and rank in (1, 7) else 7.0 + step)
+            for rank in range(8) for step in range(4)]
+    found, _ = step_sums_root(sums, {})
+    root = records_root([1], [0, 3, 4, 5, 6], [2, 7])
+    placed, said = with_sums_placing_cut_ranks(root, found, {1: 20, 2: 14, 7: 1})
+    assert (placed.outlier_ranks, placed.reference_ranks, placed.unplaced_ranks) == ([1, 7], [0, 2, 3, 4, 5, 6], [])
+    assert placed.seq_range == (2, 20) and placed.majority and "rank 7" in said[0]
+    # Checksums that part another set of ranks than the records do (rank 3, a reference there) place no one.
+    other = replace(found, outlier_ranks=[1, 3, 7], reference_ranks=[0, 2, 4, 5, 6])
+    assert with_sums_placing_cut_ranks(root, other, {7: 1}) == (root, [])
+    # With the cut ranks on the reference's side, the range stays where the records put it.
+    placed, said = with_sums_placing_cut_ranks(root, replace(found, outlier_ranks=[1],
+                                                               reference_ranks=[0, 2, 3, 4, 5, 6, 7]), {7: 1})
+    assert placed.outlier_ranks == [1] and placed.reference_ranks == [0, 2, 3, 4, 5, 6, 7] and not said
+    assert placed.seq_range == (15, 20)

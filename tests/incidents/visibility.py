@@ -9,11 +9,15 @@ Each kind of evidence gives every rank a *view* of a comm; two views differ when
 - watchdog logs: they time out at one seq in different collectives, or the enqueued counts they give differ;
 - RAS replies: the two launched different numbers of some collective type;
 - fingerprints: the records at one (step, op) differ in tag, digest or sum; or per step, two sums that a correct
-  run makes equal differ. A rank that reads back a wrong sum (where the trace has the expected one) shows too.
+  run makes equal differ. A rank that reads back a wrong sum (where the trace has the expected one) shows too;
+  wrong means off by more than a checked sum's tolerance (a relative 1e-6: real checksums are floating sums, and
+  one result summed in another order differs in its last bits, so a sum off by less reads as right to any reader).
 
 A comm where nothing diverged is visible when some two views differ (a consequence of a hang elsewhere). On a
 comm that diverged, an outlier *shows* when its view differs from a reference rank's (a rank that did not
-diverge), or when it read back a wrong sum. Where every rank with this kind of view diverged, an outlier shows
+diverge), or when it read back a wrong sum; but not where its view is the very view of a reference rank while
+another outlier shows: what it read back wrong, that rank read back too (the departure of another mixed both),
+and nothing in this kind tells the two apart. Where every rank with this kind of view diverged, an outlier shows
 only where its view differs from another outlier's before that one departed (or where both departed at once):
 past there the other's departure parts them, which says nothing of where this one departed. Gate journals alone
 show a disagreement of decisions, not of collectives, so they make nothing visible.
@@ -77,7 +81,10 @@ def _shown(incident: Incident, comm: str, views: dict[int, View], differ: Callab
     faulted = [r for r in root.faulted if r in views]
     references = [r for r in views if r not in root.faulted]
     if references:
-        return {r for r in faulted if views[r][1] or any(differ(views[r], views[o]) for o in references)}
+        shown = {r for r in faulted if views[r][1] or any(differ(views[r], views[o]) for o in references)}
+        # A wrong read-back shared to the last sum with a reference rank is another outlier's doing, where one shows.
+        alike = {r for r in shown if any(views[r] == views[o] for o in references)}
+        return shown - alike if shown - alike else shown
 
     def apart(r: int, o: int) -> bool:
         # Outliers set beside each other show only where they part before the other one departed (or where both
@@ -213,7 +220,7 @@ def _fp_views(incident: Incident, written: Written, comm: str) -> dict[int, View
                 if launch.op.comm != comm:
                     continue
                 got, expected = sums(incident, launch)
-                wrong |= "expected" in scheme and got != expected
+                wrong |= "expected" in scheme and _read_wrong(got, expected)
                 digest = launch.seq if "digest" in scheme else None  # the digest is a hash of comm and seq
                 keyed[(step, index)] = (launch.op.tag, digest, None if scheme == "digest" else got)
         else:
@@ -222,10 +229,16 @@ def _fp_views(incident: Incident, written: Written, comm: str) -> dict[int, View
                 got = sum(sums(incident, x)[0] for x in launches)
                 expected = sum(sums(incident, x)[1] for x in launches)
                 mine = any(x.op.comm == comm and not x.aligned for x in launches)
-                wrong |= mine and scheme == "step_sum_expected" and got != expected
+                wrong |= mine and scheme == "step_sum_expected" and _read_wrong(got, expected)
                 keyed[step] = (got, expected, mine)
         views[r] = ((scheme, keyed), wrong)
     return views
+
+
+def _read_wrong(got: float, expected: float) -> bool:
+    """Whether a sum reads back wrong: off by more than a checked sum's tolerance (a floating sum of one result,
+    summed in another order, differs in its last bits)."""
+    return abs(got - expected) > 1e-6 * max(1.0, abs(expected))
 
 
 def _fp_differ(a: View, b: View) -> bool:
