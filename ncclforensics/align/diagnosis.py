@@ -427,13 +427,17 @@ def _width(seq_range: tuple[int, int | None]) -> float:
 
 
 def _held_before_records(root: Root, marks: dict, streams: Streams) -> set[int]:
-    """The ranks whose launch count in the root's comm stops before its records begin and whose own records in
-    another comm end in a collective that started and never finished: stuck there, they launched nothing here past
-    their count, so launching fewer is no departure of theirs before the records (held back reads the same)."""
+    """The ranks whose own records in another comm end in a collective that started and never finished, and whose
+    launch count in the root's comm goes no further than their records there (where they hold any): stuck
+    elsewhere, they launched nothing here past their count, so launching fewer is no departure of theirs before
+    the records (held back reads the same), and where they stopped, their records here already say."""
     launched = next((g.launched for name, g in marks.items() if streams.aliases.get(name, name) == root.comm), {})
+    # (collectives enqueued behind the one it is stuck in are recorded after it, never started)
     stuck = {rank for (comm, rank), part in streams.parts.items()
-             if comm != root.comm and part.height and part.get_column("state")[-1] == EventState.STARTED.value}
-    return {rank for rank, n in launched.items() if rank in stuck and n < root.records_start}
+             if comm != root.comm and (part.get_column("state") == EventState.STARTED.value).any()}
+    recorded = {rank: part.get_column("seq").max() for (comm, rank), part in streams.parts.items()
+                if comm == root.comm and part.height}
+    return {rank for rank, n in launched.items() if rank in stuck and n <= recorded.get(rank, n)}
 
 
 def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
