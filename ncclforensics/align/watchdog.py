@@ -133,23 +133,26 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
     return groups
 
 
-def _global_lagging(report: WatchdogEvent, group: str, members: set[int], job: set[int]) -> tuple | None:
-    """The report's laggards with global ranks. It numbers ranks within the group (`[2]` of a group of global
+def _global_lagging(report: WatchdogEvent, group: str, members: set[int], job: set[int],
+                    entries: tuple | None = None) -> tuple | None:
+    """The report's laggards (or other `entries` of it, its snapshot's) with global ranks. It numbers ranks within
+    the group (`[2]` of a group of global
     ranks 4-7 is rank 6): in the default group (the world), and where the group's ranks are 0..N-1, they are
     global already, as they are where the report names as many ranks as the job has (`job`: every rank any line
     is from; the group is the world); else, with every member on record, group rank i is the i-th lowest; else
     None (which rank is meant is not known). (A rank that died leaves no line about the group: the default group
     still numbers it.)"""
+    entries = report.lagging if entries is None else entries
     if group == DEFAULT_GROUP or members == set(range(len(members))):
-        return report.lagging
+        return entries
     named_all = set(report.group_ranks)
     if named_all and named_all == set(range(len(named_all))) == job:
-        return report.lagging
+        return entries
     order = sorted(members)
-    named = {r for ranks, _, _ in report.lagging for r in ranks}
+    named = {r for ranks, _, _ in entries for r in ranks}
     if not named or max(named) >= len(order) or named_all and len(named_all) != len(order):
         return None  # (a member with no line of its own would shift every rank after it)
-    return tuple((tuple(order[r] for r in ranks), number, joined) for ranks, number, joined in report.lagging)
+    return tuple((tuple(order[r] for r in ranks), number, joined) for ranks, number, joined in entries)
 
 
 def _reporting_group(report: WatchdogEvent, watchdog: list[WatchdogEvent]) -> str | None:
@@ -160,10 +163,13 @@ def _reporting_group(report: WatchdogEvent, watchdog: list[WatchdogEvent]) -> st
     return max(before, key=lambda w: w.loc.line or 0).comm if before else None
 
 
-def _add_laggards(marks: EnqueueMarks, report: WatchdogEvent, lagging: tuple) -> None:
-    """Laggards the `last enqueued` marks lack, counted as the report counts them and moved onto the marks'
-    numbering (the two counters may differ by one): through a laggard that both count, else through the reporting
-    rank, whose mark and the report's own collective number (`Timeout at collective #10`) are one collective."""
+def _add_laggards(marks: EnqueueMarks, report: WatchdogEvent, lagging: tuple, latest: tuple = ()) -> None:
+    """Laggards the `last enqueued` marks lack, and other ranks the report's snapshot gives (`latest`: `#16 started
+    ranks: [0, 2]`), counted as the report counts them and moved onto the marks' numbering (the two counters may
+    differ by one): through a laggard that both count, else through the reporting rank, whose mark and the report's
+    own collective number (`Timeout at collective #10`) are one collective. A rank the marks lack that is no
+    laggard still counts: left out, the laggards would face only the ranks that left marks (ranks 1 and 3 behind
+    ranks 0 and 2 look like rank 0 ahead where only ranks 0 and 3 left marks)."""
     offsets = {marks.launched[r] - number for ranks, number, _ in lagging for r in ranks if r in marks.launched}
     mine = marks.launched.get(report.rank) if report.rank is not None else None
     if not offsets and mine is not None and report.seq is not None:
@@ -171,7 +177,7 @@ def _add_laggards(marks: EnqueueMarks, report: WatchdogEvent, lagging: tuple) ->
     if len(offsets) != 1:
         return  # nothing ties the two numberings, or they do not agree
     offset = offsets.pop()
-    for ranks, number, _ in lagging:
+    for ranks, number, _ in lagging + latest:
         added = [r for r in ranks if r not in marks.launched]
         for rank in added:
             marks.launched[rank] = number + offset
@@ -201,7 +207,8 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
         if lagging is None:
             continue
         if group in groups and len(groups[group].launched) > 1:
-            _add_laggards(groups[group], event, lagging)
+            latest = _global_lagging(event, group, members.get(group, set()), job, event.latest) or ()
+            _add_laggards(groups[group], event, lagging, latest)
             continue  # marks of two or more ranks: the report's own numbers are not mixed in
         counts = by_group.setdefault(group, {})
         named = {r for ranks, _, _ in lagging for r in ranks}

@@ -147,6 +147,19 @@ def test_a_laggard_is_counted_like_the_laggards_both_numberings_count():
     assert Location("torch_rank0.log", 5) in marks["0"].evidence
 
 
+def test_a_rank_only_the_snapshot_counts_sides_with_those_it_launched_as_many_as():
+    # Ranks 0 and 3 left marks (16 and 15); rank 0's report says `[1, 3] finished collective #15, but didn't join
+    # collective #16` and, in its snapshot, `#16 started ranks: [0, 2]`: two ranks behind two, not one rank ahead.
+    progress = [ProgressReport(loc=Location(f"torch_rank{r}.log", 3), rank=r, comm="1", last_enqueued=n,
+                               last_completed=15) for r, n in ((0, 16), (3, 15))]
+    report = WatchdogEvent(loc=Location("torch_rank0.log", 5), kind=WatchdogKind.DESYNC_REPORT.value, rank=0,
+                           comm="1", seq=16, op="AllReduce", lagging=(((1, 3), 15, False),),
+                           latest=(((1, 3), 15, True), ((0, 2), 16, False)), group_ranks=(0, 1, 2, 3))
+    marks = enqueue_marks(progress, [_timeout("torch_rank0.log", 2, 0, 16, "AllReduce", comm="1"), report])
+    assert marks["1"].launched == {0: 16, 3: 15, 1: 15, 2: 16}
+    assert marks["1"].floors == {1, 2}  # (what a report says of another rank is a floor)
+
+
 def test_ranks_the_counts_show_join_a_root_whose_records_begin_late(tmp_path):
     # Timeout lines alone: rank 3 waits in an AllGather at work 10 where ranks 1 and 2 wait in an AllReduce (a
     # root at or before 10, records beginning there); the desync report says rank 0 never joined work 10.
