@@ -6,7 +6,11 @@ Each kind of evidence gives every rank a *view* of a comm; two views differ when
   in the comm than the other;
 - Flight Recorder: the entries of one seq differ in profiling name, sizes, dtypes or frames (within what the rings
   kept), or `pg_status` says the two enqueued different numbers of collectives;
-- watchdog logs: they time out at one seq in different collectives, or the enqueued counts they give differ;
+- watchdog logs: they time out at one seq in different collectives, or the enqueued counts they give differ; a
+  desync report gives every member's count (the number of its last enqueued collective), so a rank is on record
+  through a peer's report whether or not its own log says anything of the comm. (The report's snapshot also gives
+  the type of each member's last collective, where two with one number may differ; nothing reads that yet, and
+  it is left out here.)
 - RAS replies: the two launched different numbers of some collective type;
 - fingerprints: the records at one (step, op) differ in tag, digest or sum; or per step, two sums that a correct
   run makes equal differ. A rank that reads back a wrong sum (where the trace has the expected one) shows too.
@@ -25,7 +29,7 @@ from dataclasses import replace
 from .evidence import Written
 from .incident import Incident
 from .ras import type_counts
-from .torch_log import timed_out
+from .torch_log import last_work, timed_out
 from .traces import PER_COLLECTIVE, read_back, steps_read_back, sums
 
 View = tuple  # (comparable data, whether the rank read back a wrong sum)
@@ -146,16 +150,40 @@ def _plain_differ(a: View, b: View) -> bool:
     return any(k in keyed_b and keyed_a[k] != keyed_b[k] for k in keyed_a)
 
 
+def reported_ranks(incident: Incident, written: Written, comm: str) -> set[int]:
+    """The ranks whose count of collectives enqueued in `comm` a desync report in the watchdog logs written gives:
+    a report on the comm (in the log of a rank that timed out there) lists every member's last enqueued collective,
+    its own and its peers', so a rank whose own log says nothing of the comm, or that left no log at all, is on
+    record there through a peer's (`[3] finished collective #39, but didn't join collective #40`).
+
+    The report numbers ranks within the group; a peer is on record as a rank of the job only where that numbering
+    is the job's (a group over every rank: its ranks are the global ranks, in order) or the peer's own log names
+    its rank in the group (`[rank3]:... [Rank 1] Watchdog caught ...`). Else `[1]` is some member, nobody knows
+    which."""
+    if not written.desync:
+        return set()
+    stuck = timed_out(incident)
+    if not any(comm in stuck.get(r, {}) for r in _ranks(incident, written, "torch", comm)):
+        return set()
+    world = set(incident.program.comms[comm].ranks) == set(incident.program.ranks)
+    return {r for r in last_work(incident, comm) if world or written.has("torch", r) and comm in stuck.get(r, {})}
+
+
 def _torch_views(incident: Incident, written: Written, comm: str) -> dict[int, View]:
     stuck = timed_out(incident)
     if not stuck:
         return {}  # no hang, no watchdog lines
     size = incident.program.size(comm)
+    reported = reported_ranks(incident, written, comm)
     views = {}
-    for r in _ranks(incident, written, "torch", comm):
-        launch = stuck.get(r, {}).get(comm)
+    for r in incident.program.comms[comm].ranks:
+        own = written.has("torch", r)
+        if not own and r not in reported:
+            continue
+        launch = stuck.get(r, {}).get(comm) if own else None
         timeout = (launch.seq, launch.op.kind, launch.op.count, launch.op.out_count(size)) if launch else None
-        count = incident.truth.launched[comm][r] if launch or comm == incident.program.default_comm else None
+        counted = launch or (own and comm == incident.program.default_comm) or r in reported
+        count = incident.truth.launched[comm][r] if counted else None
         views[r] = ((timeout, count), False)
     return views
 
