@@ -293,7 +293,7 @@ class _Reader:
         said: list[str] = []
         snapshot: list[str] = []
         members: set[int] = set()
-        latest: list[tuple[tuple[int, ...], int, bool]] = []
+        latest: list[tuple[tuple[int, ...], int, bool, str | None]] = []
         group = ""
         group_number: int | None = None
         position = index + 1
@@ -317,7 +317,8 @@ class _Reader:
                 snapshot.append(f"{group}: [{match.group(1)}] {match.group(3)}" if group else text.strip())
                 members.update(_ranks(match.group(1)))
                 if group_number is not None:
-                    latest.append((_ranks(match.group(1)), group_number, match.group(2) == "finished"))
+                    latest.append((_ranks(match.group(1)), group_number, match.group(2) == "finished",
+                                   normalize_op(match.group(3))))
             position += 1
         message = "; ".join(said) or "the report names no lagging ranks"
         if snapshot:
