@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 from .evidence import Written
 from .incident import Incident
-from .visibility import RECORD_KINDS, reported_ranks, shown_outliers, visible_comms
+from .visibility import RECORD_KINDS, reported_work, shown_outliers, visible_comms
 
 VIOLATIONS = ("false_divergence", "missed", "root_outside_range", "root_without_range", "wrong_outliers",
               "root_on_unfaulted_comm", "unknown_comm", "parse_error", "crash")
@@ -129,7 +129,7 @@ def _record_kinds(incident: Incident, written: Written, rank: int, comm: str) ->
     """The kinds of evidence that hold the rank's records of `comm`: its own files', and watchdog logs where a
     peer's desync report on the comm lists the rank's last enqueued collective (its count)."""
     return [k for k in RECORD_KINDS if written.has(k, rank)
-            or k == "torch" and rank in reported_ranks(incident, written, comm)]
+            or k == "torch" and rank in reported_work(incident, written, comm)]
 
 
 def _kept(incident: Incident, written: Written, rank: int):

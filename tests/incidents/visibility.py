@@ -6,11 +6,10 @@ Each kind of evidence gives every rank a *view* of a comm; two views differ when
   in the comm than the other;
 - Flight Recorder: the entries of one seq differ in profiling name, sizes, dtypes or frames (within what the rings
   kept), or `pg_status` says the two enqueued different numbers of collectives;
-- watchdog logs: they time out at one seq in different collectives, or the enqueued counts they give differ; a
-  desync report gives every member's count (the number of its last enqueued collective), so a rank is on record
-  through a peer's report whether or not its own log says anything of the comm. (The report's snapshot also gives
-  the type of each member's last collective, where two with one number may differ; nothing reads that yet, and
-  it is left out here.)
+- watchdog logs: they time out at one seq in different collectives, or the enqueued counts they give differ, or a
+  desync report's snapshot gives them last collectives of one number but of different types; the report gives
+  every member's count and the type of its last collective, so a rank is on record through a peer's report
+  whether or not its own log says anything of the comm;
 - RAS replies: the two launched different numbers of some collective type;
 - fingerprints: the records at one (step, op) differ in tag, digest or sum; or per step, two sums that a correct
   run makes equal differ. A rank that reads back a wrong sum (where the trace has the expected one) shows too.
@@ -150,23 +149,24 @@ def _plain_differ(a: View, b: View) -> bool:
     return any(k in keyed_b and keyed_a[k] != keyed_b[k] for k in keyed_a)
 
 
-def reported_ranks(incident: Incident, written: Written, comm: str) -> set[int]:
-    """The ranks whose count of collectives enqueued in `comm` a desync report in the watchdog logs written gives:
-    a report on the comm (in the log of a rank that timed out there) lists every member's last enqueued collective,
-    its own and its peers', so a rank whose own log says nothing of the comm, or that left no log at all, is on
-    record there through a peer's (`[3] finished collective #39, but didn't join collective #40`).
+def reported_work(incident: Incident, written: Written, comm: str) -> dict[int, tuple[int, str]]:
+    """rank -> (seq, op type) of the last collective it enqueued in `comm`, as a desync report in the watchdog logs
+    written gives it: a report on the comm (in the log of a rank that timed out there) lists every member's, its
+    own and its peers', so a rank whose own log says nothing of the comm, or that left no log at all, is on record
+    there through a peer's (`[3] finished collective #39, but didn't join collective #40`).
 
     The report numbers ranks within the group; a peer is on record as a rank of the job only where that numbering
     is the job's (a group over every rank: its ranks are the global ranks, in order) or the peer's own log names
     its rank in the group (`[rank3]:... [Rank 1] Watchdog caught ...`). Else `[1]` is some member, nobody knows
     which."""
     if not written.desync:
-        return set()
+        return {}
     stuck = timed_out(incident)
     if not any(comm in stuck.get(r, {}) for r in _ranks(incident, written, "torch", comm)):
-        return set()
+        return {}
     world = set(incident.program.comms[comm].ranks) == set(incident.program.ranks)
-    return {r for r in last_work(incident, comm) if world or written.has("torch", r) and comm in stuck.get(r, {})}
+    return {r: (seq, op) for r, (seq, _, op) in last_work(incident, comm).items()
+            if world or written.has("torch", r) and comm in stuck.get(r, {})}
 
 
 def _torch_views(incident: Incident, written: Written, comm: str) -> dict[int, View]:
@@ -174,7 +174,7 @@ def _torch_views(incident: Incident, written: Written, comm: str) -> dict[int, V
     if not stuck:
         return {}  # no hang, no watchdog lines
     size = incident.program.size(comm)
-    reported = reported_ranks(incident, written, comm)
+    reported = reported_work(incident, written, comm)
     views = {}
     for r in incident.program.comms[comm].ranks:
         own = written.has("torch", r)
@@ -184,14 +184,16 @@ def _torch_views(incident: Incident, written: Written, comm: str) -> dict[int, V
         timeout = (launch.seq, launch.op.kind, launch.op.count, launch.op.out_count(size)) if launch else None
         counted = launch or (own and comm == incident.program.default_comm) or r in reported
         count = incident.truth.launched[comm][r] if counted else None
-        views[r] = ((timeout, count), False)
+        views[r] = ((timeout, count, reported.get(r)), False)
     return views
 
 
 def _torch_differ(a: View, b: View) -> bool:
-    (timeout_a, count_a), (timeout_b, count_b) = a[0], b[0]
+    (timeout_a, count_a, last_a), (timeout_b, count_b, last_b) = a[0], b[0]
     if timeout_a and timeout_b and timeout_a[0] == timeout_b[0] and timeout_a != timeout_b:
         return True
+    if last_a and last_b and last_a[0] == last_b[0] and last_a[1] != last_b[1]:
+        return True  # (a desync report's snapshot: last collectives of one number, of different types)
     return count_a is not None and count_b is not None and count_a != count_b
 
 
