@@ -206,6 +206,7 @@ def _snapshot_ops(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
     mark and the report's own collective number are one collective). Where the reporting rank has no mark, or
     reports disagree, nothing ties them, and the group gets none."""
     members, job = _report_members(watchdog)
+    disagree: set[str] = set()
     for event in watchdog:
         if event.kind != "desync_report" or not event.latest or event.rank is None or event.seq is None:
             continue
@@ -218,8 +219,9 @@ def _snapshot_ops(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
         for ranks, number, _, op in latest:
             for rank in ranks:
                 if op is not None and marks.last_ops.setdefault(rank, (number + offset, op)) != (number + offset, op):
-                    marks.last_ops = {}  # two reports that disagree
-                    return
+                    disagree.add(group)
+    for group in disagree:
+        groups[group].last_ops = {}
 
 
 def root_from_last_ops(comm: str, marks: EnqueueMarks) -> Root | None:
