@@ -140,12 +140,11 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
 def _global_lagging(report: WatchdogEvent, group: str, members: set[int], job: set[int],
                     entries: tuple | None = None) -> tuple | None:
     """The report's laggards (or other `entries` of it, its snapshot's) with global ranks. It numbers ranks within
-    the group (`[2]` of a group of global
-    ranks 4-7 is rank 6): in the default group (the world), and where the group's ranks are 0..N-1, they are
-    global already, as they are where the report names as many ranks as the job has (`job`: every rank any line
-    is from; the group is the world); else, with every member on record, group rank i is the i-th lowest; else
-    None (which rank is meant is not known). (A rank that died leaves no line about the group: the default group
-    still numbers it.)"""
+    the group (`[2]` of a group of global ranks 4-7 is rank 6): in the default group (the world), and where the
+    group's ranks are 0..N-1, they are global already, as they are where the report names as many ranks as the job
+    has (`job`: every rank any line is from; the group is the world); else, with every member on record, group rank
+    i is the i-th lowest; else None (which rank is meant is not known). (A rank that died leaves no line about the
+    group: the default group still numbers it.)"""
     entries = report.lagging if entries is None else entries
     if group == DEFAULT_GROUP or members == set(range(len(members))):
         return entries

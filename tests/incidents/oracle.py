@@ -18,9 +18,10 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   other side or both sides is right too (`Root.majority` is then false); a rank whose records of the comm all
   miss the root (NCCL logs cut short before it, Flight Recorder rings whose oldest entry kept is after it), or that
   has no evidence of a kind that shows the divergence, is not on record for this (its records side with either);
-  a rank a peer's desync report counts is on record through it, whatever its own files (the report lists every
-  member's last enqueued collective: `[2, 3] finished collective #39, but didn't join collective #40` puts rank 3
-  beside rank 2 though rank 3 left no file, and two ranks behind two are an even split, visibility.py);
+  a rank a peer's desync report lists is on record through it, whatever its own files (the report gives every
+  member's last collective: `[2, 3] finished collective #39, but didn't join collective #40` puts rank 3 beside
+  rank 2 though rank 3 left no file, and two ranks behind two are an even split; where that is only a floor of
+  what the rank launched, it sides with either, visibility.py);
   a root on per-step checksums alone that names, among the ranks it compared, the first outliers of each of
   several comms that diverged there is right (a step's checksum sums what a rank read back from all its comms:
   ranks that departed in two comms part from the others alike);
@@ -127,7 +128,7 @@ def _job_ranks(incident: Incident, answer: dict, ranks: list[int]) -> list[int]:
 
 def _record_kinds(incident: Incident, written: Written, rank: int, comm: str) -> list[str]:
     """The kinds of evidence that hold the rank's records of `comm`: its own files', and watchdog logs where a
-    peer's desync report on the comm lists the rank's last enqueued collective (its count)."""
+    peer's desync report on the comm lists the rank's last collective (its count, or a floor of it)."""
     return [k for k in RECORD_KINDS if written.has(k, rank)
             or k == "torch" and rank in reported_work(incident, written, comm)]
 
