@@ -50,6 +50,7 @@ class RangeReason(str, Enum):
     PAST_RECORDS = "past_records"  # a rank's records stop before collectives the others completed with it
     PAST_COUNTED = "past_counted"  # a rank's records stop before what PyTorch's counts say it launched
     UNREAD_STEP = "unread_step"  # the deviants' records end before the gate's step: the root is past them
+    LAST_OPS = "last_ops"  # a desync report's snapshot: ranks whose last collectives, of one number, differ in type
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from ..model import (
 )
 from .comm_streams import comm_streams
 from .consequences import Disagreement, candidates, odd_ones
-from .divergence import ENQUEUED_COUNTS, Root, ops_at
+from .divergence import DIFFERENT_OPS, ENQUEUED_COUNTS, RangeReason, Root, ops_at
 from .held_back import held_back_root
 from .ras_only import root_from_counts, wedge_from_counts
 from .streams import Streams, traced
@@ -33,6 +33,7 @@ from .wedge import Wedge
 TIMEOUT_KINDS = ("timeout", "blocking_wait_timeout")
 STOP_EVENTS = {"timeout", "blocking_wait_timeout", "async_error", "abort", "desync_report"}  # a group stopped
 UNNAMED_GROUP = "unnamed"  # the process group of timeout lines that name none, where no line names one either
+DESYNC_REPORT = "PyTorch's desync report"  # the label of an answer resting on one (its counts, or its snapshot)
 DEFAULT_GROUP = "0"  # PyTorch's default process group (`PG ID 0`, `PG GUID 0(default_pg)`): the world, in rank order
 
 
@@ -105,6 +106,8 @@ class EnqueueMarks:
     # counts the same way), and the report has no word on a rank that died after it
     floors: set[int] = field(default_factory=set)
     dumped: bool = False  # some count is a Flight Recorder dump's pg_status (a snapshot of every rank's progress)
+    # rank -> (number on the marks' numbering, op) of the last collective a desync report's snapshot gives it
+    last_ops: dict[int, tuple[int, str]] = field(default_factory=dict)
 
 
 def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent]) -> dict[str, EnqueueMarks]:
@@ -126,6 +129,7 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
         if completed is not None and completed >= (marks.completed.get(rank) or -1):
             marks.completed[rank] = completed
     _desync_marks(groups, watchdog, default)
+    _snapshot_ops(groups, watchdog, default)
     for event in watchdog:
         group = groups.get(event.comm or default)
         if group is not None and event.kind in STOP_EVENTS:
@@ -133,23 +137,25 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
     return groups
 
 
-def _global_lagging(report: WatchdogEvent, group: str, members: set[int], job: set[int]) -> tuple | None:
-    """The report's laggards with global ranks. It numbers ranks within the group (`[2]` of a group of global
-    ranks 4-7 is rank 6): in the default group (the world), and where the group's ranks are 0..N-1, they are
-    global already, as they are where the report names as many ranks as the job has (`job`: every rank any line
-    is from; the group is the world); else, with every member on record, group rank i is the i-th lowest; else
-    None (which rank is meant is not known). (A rank that died leaves no line about the group: the default group
-    still numbers it.)"""
+def _global_lagging(report: WatchdogEvent, group: str, members: set[int], job: set[int],
+                    entries: tuple | None = None) -> tuple | None:
+    """The report's laggards (or other `entries` of it, its snapshot's) with global ranks. It numbers ranks within
+    the group (`[2]` of a group of global ranks 4-7 is rank 6): in the default group (the world), and where the
+    group's ranks are 0..N-1, they are global already, as they are where the report names as many ranks as the job
+    has (`job`: every rank any line is from; the group is the world); else, with every member on record, group rank
+    i is the i-th lowest; else None (which rank is meant is not known). (A rank that died leaves no line about the
+    group: the default group still numbers it.)"""
+    entries = report.lagging if entries is None else entries
     if group == DEFAULT_GROUP or members == set(range(len(members))):
-        return report.lagging
+        return entries
     named_all = set(report.group_ranks)
     if named_all and named_all == set(range(len(named_all))) == job:
-        return report.lagging
+        return entries
     order = sorted(members)
-    named = {r for ranks, _, _ in report.lagging for r in ranks}
+    named = {r for entry in entries for r in entry[0]}
     if not named or max(named) >= len(order) or named_all and len(named_all) != len(order):
         return None  # (a member with no line of its own would shift every rank after it)
-    return tuple((tuple(order[r] for r in ranks), number, joined) for ranks, number, joined in report.lagging)
+    return tuple((tuple(order[r] for r in entry[0]), *entry[1:]) for entry in entries)
 
 
 def _reporting_group(report: WatchdogEvent, watchdog: list[WatchdogEvent]) -> str | None:
@@ -160,10 +166,13 @@ def _reporting_group(report: WatchdogEvent, watchdog: list[WatchdogEvent]) -> st
     return max(before, key=lambda w: w.loc.line or 0).comm if before else None
 
 
-def _add_laggards(marks: EnqueueMarks, report: WatchdogEvent, lagging: tuple) -> None:
-    """Laggards the `last enqueued` marks lack, counted as the report counts them and moved onto the marks'
-    numbering (the two counters may differ by one): through a laggard that both count, else through the reporting
-    rank, whose mark and the report's own collective number (`Timeout at collective #10`) are one collective."""
+def _add_laggards(marks: EnqueueMarks, report: WatchdogEvent, lagging: tuple, latest: tuple = ()) -> None:
+    """Laggards the `last enqueued` marks lack, and other ranks the report's snapshot gives (`latest`: `#16 started
+    ranks: [0, 2]`), counted as the report counts them and moved onto the marks' numbering (the two counters may
+    differ by one): through a laggard that both count, else through the reporting rank, whose mark and the report's
+    own collective number (`Timeout at collective #10`) are one collective. A rank the marks lack that is no
+    laggard still counts: left out, the laggards would face only the ranks that left marks (ranks 1 and 3 behind
+    ranks 0 and 2 look like rank 0 ahead where only ranks 0 and 3 left marks)."""
     offsets = {marks.launched[r] - number for ranks, number, _ in lagging for r in ranks if r in marks.launched}
     mine = marks.launched.get(report.rank) if report.rank is not None else None
     if not offsets and mine is not None and report.seq is not None:
@@ -171,13 +180,72 @@ def _add_laggards(marks: EnqueueMarks, report: WatchdogEvent, lagging: tuple) ->
     if len(offsets) != 1:
         return  # nothing ties the two numberings, or they do not agree
     offset = offsets.pop()
-    for ranks, number, _ in lagging:
+    for ranks, number, *_ in lagging + latest:
         added = [r for r in ranks if r not in marks.launched]
         for rank in added:
             marks.launched[rank] = number + offset
             marks.floors.add(rank)
         if added:
             marks.evidence.append(report.loc)
+
+
+def _report_members(watchdog: list[WatchdogEvent]) -> tuple[dict[str, set[int]], set[int]]:
+    """group -> the global ranks whose lines are about it, and every rank any line is from (the job)."""
+    members: dict[str, set[int]] = {}
+    for event in watchdog:
+        group = event.comm or (_reporting_group(event, watchdog) if event.kind == "desync_report" else None)
+        if group is not None and event.rank is not None:
+            members.setdefault(group, set()).add(event.rank)
+    return members, {event.rank for event in watchdog if event.rank is not None}
+
+
+def _snapshot_ops(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str) -> None:
+    """Each group's `last_ops`: the op of every rank's last collective, as desync reports' snapshots give it
+    (`#4 started ranks: [2] started ALLREDUCE`), moved onto the marks' numbering through the reporting rank (its
+    mark and the report's own collective number are one collective). Where the reporting rank has no mark, or
+    reports disagree, nothing ties them, and the group gets none."""
+    members, job = _report_members(watchdog)
+    disagree: set[str] = set()
+    for event in watchdog:
+        if event.kind != "desync_report" or not event.latest or event.rank is None or event.seq is None:
+            continue
+        group = event.comm or _reporting_group(event, watchdog) or default
+        marks = groups.get(group)
+        latest = _global_lagging(event, group, members.get(group, set()), job, event.latest)
+        if marks is None or latest is None or event.rank not in marks.launched:
+            continue
+        offset = marks.launched[event.rank] - event.seq
+        for ranks, number, _, op in latest:
+            for rank in ranks:
+                if op is not None and marks.last_ops.setdefault(rank, (number + offset, op)) != (number + offset, op):
+                    disagree.add(group)
+    for group in disagree:
+        groups[group].last_ops = {}
+
+
+def root_from_last_ops(comm: str, marks: EnqueueMarks) -> Root | None:
+    """Where the ranks' counts agree, the snapshot of a desync report may still show ranks whose last collectives,
+    of one number, are of different types (`#4 started ranks: [2] started ALLREDUCE` beside `#4 finished ranks:
+    [0, 1, 3] finished _ALLGATHER_BASE`): they issued different collectives there, or one side left one out and
+    added one before it (the next of the others', or a reorder), so the root is at that number or before. The
+    outliers are the ranks of the types fewer ranks issued; with no type issued by a strict majority, every rank
+    there, with no majority."""
+    by_number: dict[int, dict[str, list[int]]] = {}
+    for rank, (number, op) in sorted(marks.last_ops.items()):
+        by_number.setdefault(number, {}).setdefault(op, []).append(rank)
+    mixed = sorted(number for number, ops in by_number.items() if len(ops) > 1)
+    if not mixed:
+        return None
+    number = mixed[0]
+    groups = sorted(by_number[number].values(), key=lambda ranks: (-len(ranks), ranks))
+    there = sorted(r for ranks in groups for r in ranks)
+    majority = len(groups[0]) * 2 > len(there)
+    # (with no majority, every rank there is named on both sides, as streams that split evenly are)
+    outliers = sorted(r for ranks in groups[1:] for r in ranks) if majority else there
+    return Root(comm=comm, seq=1, seq_range=(1, number), outlier_ranks=outliers,
+                reference_ranks=[r for r in there if r not in outliers] if majority else there, kind=DIFFERENT_OPS,
+                size=1, pinned_by=DESYNC_REPORT, reason=RangeReason.LAST_OPS, ops={}, majority=majority,
+                shown=True)  # (a record differs, not only a count)
 
 
 def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str) -> None:
@@ -187,12 +255,7 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
     so its numbers are not mixed with other marks."""
     by_group: dict[str, dict[int, int]] = {}
     evidence: dict[str, list[Location]] = {}
-    members: dict[str, set[int]] = {}  # group -> the global ranks whose lines are about it
-    job = {event.rank for event in watchdog if event.rank is not None}
-    for event in watchdog:
-        group = event.comm or (_reporting_group(event, watchdog) if event.kind == "desync_report" else None)
-        if group is not None and event.rank is not None:
-            members.setdefault(group, set()).add(event.rank)
+    members, job = _report_members(watchdog)
     for event in watchdog:
         if event.kind != "desync_report" or not event.lagging:
             continue
@@ -201,10 +264,11 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
         if lagging is None:
             continue
         if group in groups and len(groups[group].launched) > 1:
-            _add_laggards(groups[group], event, lagging)
+            latest = _global_lagging(event, group, members.get(group, set()), job, event.latest) or ()
+            _add_laggards(groups[group], event, lagging, latest)
             continue  # marks of two or more ranks: the report's own numbers are not mixed in
         counts = by_group.setdefault(group, {})
-        named = {r for ranks, _, _ in lagging for r in ranks}
+        named = {r for ranks, *_ in lagging for r in ranks}
         for ranks, number, joined in lagging:
             for rank in ranks:
                 counts[rank] = min(counts.get(rank, number), number)
@@ -217,7 +281,7 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
             marks = groups[group] = EnqueueMarks(stops=groups[group].stops if group in groups else [])
             marks.launched.update(counts)
             marks.evidence.extend(evidence[group])
-            marks.source = "PyTorch's desync report"
+            marks.source = DESYNC_REPORT
 
 
 def _compared(streams: Streams) -> bool:
@@ -285,6 +349,8 @@ def marks_only_roots(groups: dict[str, EnqueueMarks], streams: Streams, watchdog
             continue
         # (a group that records tie to an NCCL comm hash goes by the hash, as its streams do)
         root = root_from_counts(streams.aliases.get(comm, comm), marks.launched, marks.source, marks.floors)
+        if root is None and marks.stops and len(set(marks.launched.values())) == 1:
+            root = root_from_last_ops(streams.aliases.get(comm, comm), marks)
         if root is not None and marks.stops and marks.source == ENQUEUED_COUNTS:
             # Ranks behind may be held back in another group by an extra collective here: the groups'
             # completion marks may say so (a desync report's own numbering does not mix with them).

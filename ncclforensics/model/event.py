@@ -220,6 +220,11 @@ class WatchdogEvent:
     # finish collective #18` is ((0, 1), 18, True). Its collective numbers may differ from the watchdog's SeqNum.
     lagging: tuple[tuple[tuple[int, ...], int, bool], ...] = ()
     group_ranks: tuple[int, ...] = ()  # every rank (in its group) a desync report names, its snapshot included
+    # a desync report's snapshot, (ranks, number of the last collective each started or finished, finished it, its
+    # op): `#16 started ranks: [0, 2] started ALLREDUCE` is ((0, 2), 16, False, "AllReduce"). Numbered as `lagging`
+    # is; what a report says of a rank other than its own is what that rank last wrote to the store, a floor of
+    # what it enqueued (and the op of that one).
+    latest: tuple[tuple[tuple[int, ...], int, bool, str | None], ...] = ()
     # a stack trace's frames outside torch, innermost first, `file:line` joined by " < " (as a collective's stack)
     stack: str | None = None
 

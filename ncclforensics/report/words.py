@@ -383,6 +383,10 @@ def ambiguity(root: Root) -> str | None:
             text += " (" + "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(counts.items()))
                                      for t, counts in root.counts_by_type.items()) + ")"
         text += f"; any seq up to {high} fits; {LOG_SETTINGS} or {FR_SETTINGS} would say which"
+    elif root.reason is RangeReason.LAST_OPS:
+        text = (f"PyTorch's desync report gives only each rank's last collective, and at #{high} they are of "
+                f"different types: the ranks issued different collectives there, or left one out and added another "
+                f"before it; any seq up to {high} fits; {LOG_SETTINGS} or {FR_SETTINGS} would say which")
     elif root.reason is RangeReason.STEP_SUMS:
         text = (f"only checksums place it, and no collective stream: the results part at step {root.step_bound}, so "
                 f"the first divergent collective is in that step or before, and which one is on no record; "

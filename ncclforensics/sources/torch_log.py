@@ -293,7 +293,9 @@ class _Reader:
         said: list[str] = []
         snapshot: list[str] = []
         members: set[int] = set()
+        latest: list[tuple[tuple[int, ...], int, bool, str | None]] = []
         group = ""
+        group_number: int | None = None
         position = index + 1
         while position < len(self.lines):
             text = self.lines[position]
@@ -310,15 +312,19 @@ class _Reader:
                     lagging.append((tuple(named), int(match.group(2)), True))
             elif kind == "group":
                 group = f"#{match.group(1)} {match.group(2)}"
+                group_number = int(match.group(1))
             elif kind == "member":
                 snapshot.append(f"{group}: [{match.group(1)}] {match.group(3)}" if group else text.strip())
                 members.update(_ranks(match.group(1)))
+                if group_number is not None:
+                    latest.append((_ranks(match.group(1)), group_number, match.group(2) == "finished",
+                                   normalize_op(match.group(3))))
             position += 1
         message = "; ".join(said) or "the report names no lagging ranks"
         if snapshot:
             message += " | snapshot: " + "; ".join(snapshot)
         self.event(number, "desync_report", rank, None, seq=int(start.group(3)), op=normalize_op(start.group(2)),
-                   ranks=tuple(culprits), message=message, lagging=tuple(lagging),
+                   ranks=tuple(culprits), message=message, lagging=tuple(lagging), latest=tuple(latest),
                    group_ranks=tuple(sorted(members | set(culprits))))
         return position
 

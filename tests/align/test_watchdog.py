@@ -147,6 +147,41 @@ def test_a_laggard_is_counted_like_the_laggards_both_numberings_count():
     assert Location("torch_rank0.log", 5) in marks["0"].evidence
 
 
+def test_a_rank_only_the_snapshot_counts_sides_with_those_it_launched_as_many_as():
+    # Ranks 0 and 3 left marks (16 and 15); rank 0's report says `[1, 3] finished collective #15, but didn't join
+    # collective #16` and, in its snapshot, `#16 started ranks: [0, 2]`: two ranks behind two, not one rank ahead.
+    progress = [ProgressReport(loc=Location(f"torch_rank{r}.log", 3), rank=r, comm="1", last_enqueued=n,
+                               last_completed=15) for r, n in ((0, 16), (3, 15))]
+    report = WatchdogEvent(loc=Location("torch_rank0.log", 5), kind=WatchdogKind.DESYNC_REPORT.value, rank=0,
+                           comm="1", seq=16, op="AllReduce", lagging=(((1, 3), 15, False),),
+                           latest=(((1, 3), 15, True, "AllReduce"), ((0, 2), 16, False, "AllReduce")),
+                           group_ranks=(0, 1, 2, 3))
+    marks = enqueue_marks(progress, [_timeout("torch_rank0.log", 2, 0, 16, "AllReduce", comm="1"), report])
+    assert marks["1"].launched == {0: 16, 3: 15, 1: 15, 2: 16}
+    assert marks["1"].floors == {1, 2}  # (what a report says of another rank is a floor)
+
+
+def test_a_snapshot_whose_last_collectives_differ_in_type_gives_a_root_where_the_counts_agree():
+    # Every rank enqueued 4; rank 2 waits in an AllReduce, and its report's snapshot says the others finished an
+    # AllGather as their #4 (`#4 finished ranks: [0, 1, 3] finished _ALLGATHER_BASE`).
+    progress = [ProgressReport(loc=Location(f"torch_rank{r}.log", 3), rank=r, comm="0", last_enqueued=4,
+                               last_completed=3 if r == 2 else 4) for r in range(4)]
+    report = WatchdogEvent(loc=Location("torch_rank2.log", 5), kind=WatchdogKind.DESYNC_REPORT.value, rank=2,
+                           comm="0", seq=4, op="AllReduce", lagging=(((2,), 4, True),),
+                           latest=(((2,), 4, False, "AllReduce"), ((0, 1, 3), 4, True, "AllGather")),
+                           group_ranks=(0, 1, 2, 3))
+    marks = enqueue_marks(progress, [_timeout("torch_rank2.log", 2, 2, 4, "AllReduce"), report])
+    root = marks_only_root(marks, Streams())
+    assert (root.outlier_ranks, root.kind, root.seq_range, root.majority) == ([2], "different", (1, 4), True)
+    assert root.pinned_by == "PyTorch's desync report" and root.shown
+    # Two ranks, one type each: no majority, both named.
+    two = enqueue_marks(progress[:2], [_timeout("torch_rank0.log", 2, 0, 4, "AllReduce"), WatchdogEvent(
+        loc=Location("torch_rank0.log", 5), kind=WatchdogKind.DESYNC_REPORT.value, rank=0, comm="0", seq=4,
+        latest=(((0,), 4, False, "AllReduce"), ((1,), 4, True, "AllGather")), group_ranks=(0, 1))])
+    root = marks_only_root(two, Streams())
+    assert (root.outlier_ranks, root.reference_ranks, root.majority) == ([0, 1], [0, 1], False)
+
+
 def test_ranks_the_counts_show_join_a_root_whose_records_begin_late(tmp_path):
     # Timeout lines alone: rank 3 waits in an AllGather at work 10 where ranks 1 and 2 wait in an AllReduce (a
     # root at or before 10, records beginning there); the desync report says rank 0 never joined work 10.

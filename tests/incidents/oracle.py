@@ -18,6 +18,10 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   other side or both sides is right too (`Root.majority` is then false); a rank whose records of the comm all
   miss the root (NCCL logs cut short before it, Flight Recorder rings whose oldest entry kept is after it), or that
   has no evidence of a kind that shows the divergence, is not on record for this (its records side with either);
+  a rank a peer's desync report lists is on record through it, whatever its own files (the report gives every
+  member's last collective: `[2, 3] finished collective #39, but didn't join collective #40` puts rank 3 beside
+  rank 2 though rank 3 left no file, and two ranks behind two are an even split; where that is only a floor of
+  what the rank launched, it sides with either, visibility.py);
   a root on per-step checksums alone that names, among the ranks it compared, the first outliers of each of
   several comms that diverged there is right (a step's checksum sums what a rank read back from all its comms:
   ranks that departed in two comms part from the others alike);
@@ -53,7 +57,7 @@ from dataclasses import dataclass, field
 
 from .evidence import Written
 from .incident import Incident
-from .visibility import shown_outliers, visible_comms
+from .visibility import reported_work, shown_outliers, visible_comms
 
 VIOLATIONS = ("false_divergence", "missed", "root_outside_range", "root_without_range", "wrong_outliers",
               "root_on_unfaulted_comm", "unknown_comm", "parse_error", "crash")
@@ -125,8 +129,11 @@ def _job_ranks(incident: Incident, answer: dict, ranks: list[int]) -> list[int]:
 RECORD_KINDS = ("nccl", "fr", "torch", "fp", "ras")  # evidence kinds that hold a rank's records of a comm
 
 
-def _record_kinds(written: Written, rank: int) -> list[str]:
-    return [k for k in RECORD_KINDS if written.has(k, rank)]
+def _record_kinds(incident: Incident, written: Written, rank: int, comm: str) -> list[str]:
+    """The kinds of evidence that hold the rank's records of `comm`: its own files', and watchdog logs where a
+    peer's desync report on the comm lists the rank's last collective (its count, or a floor of it)."""
+    return [k for k in RECORD_KINDS if written.has(k, rank)
+            or k == "torch" and rank in reported_work(incident, written, comm)]
 
 
 def _kept(incident: Incident, written: Written, rank: int):
@@ -139,7 +146,7 @@ def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, se
     """Whether every record the rank has of `comm` misses `seq`: NCCL logs cut short before it, Flight Recorder
     rings whose oldest entry kept is after it, or a rank that never launched it (blocked elsewhere: what it would
     have launched there is no record); any other kind of evidence counts as a record."""
-    kinds = _record_kinds(written, rank)
+    kinds = _record_kinds(incident, written, rank, comm)
     if not kinds or set(kinds) - {"nccl", "fr"}:
         return False
     if incident.truth.launched.get(comm, {}).get(rank, 0) < seq:
@@ -154,7 +161,7 @@ def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, se
 def _first_kept(incident: Incident, written: Written, rank: int, comm: str) -> int:
     """The first seq of `comm` the rank's records hold: the oldest entry its Flight Recorder ring kept where a ring
     is all it left, else 1."""
-    if _record_kinds(written, rank) != ["fr"] or rank not in written.ring:
+    if _record_kinds(incident, written, rank, comm) != ["fr"] or rank not in written.ring:
         return 1
     return min((x.seq for x in _kept(incident, written, rank) if x.op.comm == comm), default=1)
 
@@ -242,7 +249,8 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
         add(Violation("root_outside_range", f"true root seq {_or(seqs)} on comm {comm} outside "
                                             f"seq_range {root['seq_range']}"))
     members = set(incident.program.comms[comm].ranks)
-    evident = {r for r in members if _record_kinds(written, r)}
+    kinds = {r: _record_kinds(incident, written, r, comm) for r in members}
+    evident = {r for r in members if kinds[r]}
     sides = [set(true.outliers), set(true.faulted), seen_outliers, set(seen)]
     accepted = sides + [side & evident for side in sides]
     # A rank whose records of the comm end where its files were cut or where it stopped launching, or begin where a
@@ -252,7 +260,7 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     showing = outcome.visible.get(comm, [])
     shows_at = max(true.seq, min(_first_kept(incident, written, r, comm) for r in seen))
     deciding = {r for r in evident if not _no_record_at(incident, written, r, comm, shows_at)
-                and any(written.has(kind, r) for kind in showing)} or evident
+                and any(kind in kinds[r] for kind in showing)} or evident
     for pool in {frozenset(evident), frozenset(deciding)}:
         for side in [side & pool for side in sides]:
             if len(side) * 2 >= len(pool):  # no strict majority among the ranks on record: either side, or both

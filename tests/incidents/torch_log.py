@@ -114,17 +114,23 @@ def torch_log_text(incident: Incident, rank: int, desync: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def last_work(incident: Incident, comm_name: str) -> dict[int, tuple[int, bool, str]]:
+    """rank -> (seq, finished, op type) of the last collective it enqueued in the comm, for every member that
+    enqueued any there: what each desync report on the comm lists of it (its snapshot)."""
+    out: dict[int, tuple[int, bool, str]] = {}
+    for r in incident.program.comms[comm_name].ranks:
+        if mine := incident.run.comm_launches(r, comm_name):
+            out[r] = (mine[-1].seq, mine[-1].state == COMPLETED, OP_TYPE[mine[-1].op.kind])
+    return out
+
+
 def _desync(incident: Incident, rank: int, comm_name: str, at: int) -> list[str]:
     """TORCH_NCCL_DESYNC_DEBUG's report, as 2.11 builds it: every member's last enqueued work and whether it
     finished, grouped; the culprits are the group of the lowest seq (type-mismatch shows it naming #18 where the
     hang is at #17: it looks at the last enqueued work, not at the one that timed out)."""
     comm = incident.program.comms[comm_name]
     me = comm.ranks.index(rank)
-    last: dict[int, tuple[int, bool, str]] = {}
-    for r in comm.ranks:
-        mine = [x for x in incident.run.launches[r] if x.op.comm == comm_name]
-        if mine:
-            last[comm.ranks.index(r)] = (mine[-1].seq, mine[-1].state == COMPLETED, OP_TYPE[mine[-1].op.kind])
+    last = {comm.ranks.index(r): work for r, work in last_work(incident, comm_name).items()}
     if not last:
         return []
     seq_me, _, op_me = last.get(me, (0, False, "ALLREDUCE"))

@@ -6,7 +6,10 @@ Each kind of evidence gives every rank a *view* of a comm; two views differ when
   in the comm than the other;
 - Flight Recorder: the entries of one seq differ in profiling name, sizes, dtypes or frames (within what the rings
   kept), or `pg_status` says the two enqueued different numbers of collectives;
-- watchdog logs: they time out at one seq in different collectives, or the enqueued counts they give differ;
+- watchdog logs: they time out at one seq in different collectives, or the enqueued counts they give differ, or a
+  desync report's snapshot gives them last collectives of one number but of different types; the report gives
+  every member's last collective (a count where nothing can have held the rank back, see reported_work), so a
+  rank is on record through a peer's report whether or not its own log says anything of the comm;
 - RAS replies: the two launched different numbers of some collective type;
 - fingerprints: the records at one (step, op) differ in tag, digest or sum; or per step, two sums that a correct
   run makes equal differ. A rank that reads back a wrong sum (where the trace has the expected one) shows too;
@@ -30,7 +33,7 @@ from collections.abc import Callable
 from .evidence import Written
 from .incident import Incident
 from .ras import type_counts
-from .torch_log import timed_out
+from .torch_log import last_work, timed_out
 from .traces import PER_COLLECTIVE, read_back, steps_read_back, sums
 
 View = tuple  # (comparable data, whether the rank read back a wrong sum)
@@ -108,9 +111,10 @@ def _fr_before(view: View, seq: int) -> View:
 
 
 def _torch_before(view: View, seq: int) -> View:
-    """A watchdog view with a timeout before `seq` (its counts say nothing of where)."""
-    (timeout, _), wrong = view
-    return (timeout if timeout and timeout[0] < seq else None, None), wrong
+    """A watchdog view with a timeout, and a desync report's last collective, before `seq` (its counts say
+    nothing of where)."""
+    (timeout, _, last), wrong = view
+    return (timeout if timeout and timeout[0] < seq else None, None, last if last and last[0] < seq else None), wrong
 
 
 def _counts_before(view: View, seq: int) -> View:
@@ -170,24 +174,59 @@ def _plain_differ(a: View, b: View) -> bool:
     return any(k in keyed_b and keyed_a[k] != keyed_b[k] for k in keyed_a)
 
 
+def reported_work(incident: Incident, written: Written, comm: str) -> dict[int, tuple[int, str, bool]]:
+    """rank -> (seq, op type, whether that is its count) of the last collective it enqueued in `comm`, as a desync
+    report in the watchdog logs written gives it: a report on the comm (in the log of a rank that timed out there)
+    lists every member's, its own and its peers', so a rank whose own log says nothing of the comm, or that left no
+    log at all, is on record there through a peer's (`[3] finished collective #39, but didn't join collective #40`).
+
+    What a report gives of a rank is the last collective its watchdog saw start or finish, and PyTorch's own
+    captures show it short of what the rank enqueued (work behind one that never completes never starts), so it is
+    the rank's count only where the rank finished it and is in no other comm, where nothing else on its GPU holds
+    back what it enqueued after; else it is a floor, and shows no rank behind. The op of that collective is the
+    op the rank issued at that number, either way.
+
+    The report numbers ranks within the group; a peer is on record as a rank of the job only where that numbering
+    is the job's (a group over every rank: its ranks are the global ranks, in order) or the peer's own log names
+    its rank in the group (`[rank3]:... [Rank 1] Watchdog caught ...`). Else `[1]` is some member, nobody knows
+    which."""
+    if not written.desync:
+        return {}
+    stuck = timed_out(incident)
+    if not any(comm in stuck.get(r, {}) for r in _ranks(incident, written, "torch", comm)):
+        return {}
+    world = set(incident.program.comms[comm].ranks) == set(incident.program.ranks)
+    alone = {r for r in incident.program.comms[comm].ranks
+             if not any(r in other.ranks for name, other in incident.program.comms.items() if name != comm)}
+    return {r: (seq, op, finished and r in alone) for r, (seq, finished, op) in last_work(incident, comm).items()
+            if world or written.has("torch", r) and comm in stuck.get(r, {})}
+
+
 def _torch_views(incident: Incident, written: Written, comm: str) -> dict[int, View]:
     stuck = timed_out(incident)
     if not stuck:
         return {}  # no hang, no watchdog lines
     size = incident.program.size(comm)
+    reported = reported_work(incident, written, comm)
     views = {}
-    for r in _ranks(incident, written, "torch", comm):
-        launch = stuck.get(r, {}).get(comm)
+    for r in incident.program.comms[comm].ranks:
+        own = written.has("torch", r)
+        if not own and r not in reported:
+            continue
+        launch = stuck.get(r, {}).get(comm) if own else None
         timeout = (launch.seq, launch.op.kind, launch.op.count, launch.op.out_count(size)) if launch else None
-        count = incident.truth.launched[comm][r] if launch or comm == incident.program.default_comm else None
-        views[r] = ((timeout, count), False)
+        counted = launch or (own and comm == incident.program.default_comm) or r in reported and reported[r][2]
+        count = incident.truth.launched[comm][r] if counted else None
+        views[r] = ((timeout, count, reported[r][:2] if r in reported else None), False)
     return views
 
 
 def _torch_differ(a: View, b: View) -> bool:
-    (timeout_a, count_a), (timeout_b, count_b) = a[0], b[0]
+    (timeout_a, count_a, last_a), (timeout_b, count_b, last_b) = a[0], b[0]
     if timeout_a and timeout_b and timeout_a[0] == timeout_b[0] and timeout_a != timeout_b:
         return True
+    if last_a and last_b and last_a[0] == last_b[0] and last_a[1] != last_b[1]:
+        return True  # (a desync report's snapshot: last collectives of one number, of different types)
     return count_a is not None and count_b is not None and count_a != count_b
 
 

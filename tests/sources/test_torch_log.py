@@ -56,6 +56,8 @@ def test_extra_op_rank0_timeout_desync_and_status():
     assert desync.loc.line == 3  # the `Rank 0` line that opens the report
     assert "[1, 2, 3] finished collective #49, but didn't join collective #50" in desync.message
     assert "#50 started: [0] ALLREDUCE" in desync.message
+    # (the snapshot: each rank's last collective, numbered as the laggards are, and whether it finished)
+    assert desync.latest == (((1, 2, 3), 49, True, "AllReduce"), ((0,), 50, False, "AllReduce"))
     [status] = of_kind(evidence, "pg_status")
     assert (status.rank, status.comm, status.seq, status.last_enqueued, status.last_completed) == (0, "0", 50, 50, 49)
     assert [(p.comm, p.rank, p.last_enqueued, p.last_started, p.last_completed) for p in evidence.progress] == [
