@@ -138,12 +138,13 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
 
 
 def _global_lagging(report: WatchdogEvent, group: str, members: set[int], job: set[int],
-                    entries: tuple | None = None) -> tuple | None:
+                    entries: tuple | None = None, places: dict[int, int] | None = None) -> tuple | None:
     """The report's laggards (or other `entries` of it, its snapshot's) with global ranks. It numbers ranks within
     the group (`[2]` of a group of global ranks 4-7 is rank 6): in the default group (the world), and where the
     group's ranks are 0..N-1, they are global already, as they are where the report names as many ranks as the job
-    has (`job`: every rank any line is from; the group is the world); else, with every member on record, group rank
-    i is the i-th lowest; else None (which rank is meant is not known). (A rank that died leaves no line about the
+    has (`job`: every rank any line is from; the group is the world); else through the places in the group that
+    lines give their ranks (`places`, see _through_places); else, with every member on record, group rank i is the
+    i-th lowest; else None (which rank is meant is not known). (A rank that died leaves no line about the
     group: the default group still numbers it.)"""
     entries = report.lagging if entries is None else entries
     if group == DEFAULT_GROUP or members == set(range(len(members))):
@@ -151,11 +152,42 @@ def _global_lagging(report: WatchdogEvent, group: str, members: set[int], job: s
     named_all = set(report.group_ranks)
     if named_all and named_all == set(range(len(named_all))) == job:
         return entries
+    placed = _through_places(entries, places or {})
+    if placed is not None:
+        return placed
     order = sorted(members)
     named = {r for entry in entries for r in entry[0]}
     if not named or max(named) >= len(order) or named_all and len(named_all) != len(order):
         return None  # (a member with no line of its own would shift every rank after it)
     return tuple((tuple(order[r] for r in entry[0]), *entry[1:]) for entry in entries)
+
+
+def _through_places(entries: tuple, places: dict[int, int]) -> tuple | None:
+    """`entries` with their group ranks as global ranks, through the ranks whose place in the group a line gives
+    (`places`: global rank -> group rank, `[rank7]: ... [PG ID 1 PG GUID 2(tp) Rank 3]`); None where some rank is
+    not placed so. A group numbers its members in ascending global order, so global rank g at place k has k
+    members below it: where two known places (or the start, place -1 at global -1) are as far apart in both
+    numberings, the members between them are every global rank between them, in order."""
+    known = sorted({(-1, -1), *((place, rank) for rank, place in places.items())})
+    if any(b[1] <= a[1] or b[0] == a[0] for a, b in zip(known, known[1:])):
+        return None  # two lines that disagree on the order
+    spans = list(zip(known, known[1:]))
+
+    def global_rank(place: int) -> int | None:
+        for (low, at_low), (high, at_high) in spans:
+            if low <= place <= high:
+                tight = at_high - at_low == high - low
+                return at_low if place == low else at_high if place == high else \
+                    at_low + place - low if tight else None
+        return None  # past every known place
+
+    out = []
+    for ranks, *rest in entries:
+        found = [global_rank(r) for r in ranks]
+        if None in found:
+            return None
+        out.append((tuple(found), *rest))
+    return tuple(out)
 
 
 def _reporting_group(report: WatchdogEvent, watchdog: list[WatchdogEvent]) -> str | None:
@@ -189,14 +221,18 @@ def _add_laggards(marks: EnqueueMarks, report: WatchdogEvent, lagging: tuple, la
             marks.evidence.append(report.loc)
 
 
-def _report_members(watchdog: list[WatchdogEvent]) -> tuple[dict[str, set[int]], set[int]]:
-    """group -> the global ranks whose lines are about it, and every rank any line is from (the job)."""
+def _report_members(watchdog: list[WatchdogEvent]) -> tuple[dict[str, set[int]], set[int], dict[str, dict[int, int]]]:
+    """group -> the global ranks whose lines are about it, every rank any line is from (the job), and group ->
+    {global rank: its place in the group} where a line gives both."""
     members: dict[str, set[int]] = {}
+    places: dict[str, dict[int, int]] = {}
     for event in watchdog:
         group = event.comm or (_reporting_group(event, watchdog) if event.kind == "desync_report" else None)
         if group is not None and event.rank is not None:
             members.setdefault(group, set()).add(event.rank)
-    return members, {event.rank for event in watchdog if event.rank is not None}
+            if event.group_rank is not None:
+                places.setdefault(group, {})[event.rank] = event.group_rank
+    return members, {event.rank for event in watchdog if event.rank is not None}, places
 
 
 def _snapshot_ops(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str) -> None:
@@ -204,14 +240,14 @@ def _snapshot_ops(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
     (`#4 started ranks: [2] started ALLREDUCE`), moved onto the marks' numbering through the reporting rank (its
     mark and the report's own collective number are one collective). Where the reporting rank has no mark, or
     reports disagree, nothing ties them, and the group gets none."""
-    members, job = _report_members(watchdog)
+    members, job, places = _report_members(watchdog)
     disagree: set[str] = set()
     for event in watchdog:
         if event.kind != "desync_report" or not event.latest or event.rank is None or event.seq is None:
             continue
         group = event.comm or _reporting_group(event, watchdog) or default
         marks = groups.get(group)
-        latest = _global_lagging(event, group, members.get(group, set()), job, event.latest)
+        latest = _global_lagging(event, group, members.get(group, set()), job, event.latest, places.get(group))
         if marks is None or latest is None or event.rank not in marks.launched:
             continue
         offset = marks.launched[event.rank] - event.seq
@@ -255,16 +291,17 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
     so its numbers are not mixed with other marks."""
     by_group: dict[str, dict[int, int]] = {}
     evidence: dict[str, list[Location]] = {}
-    members, job = _report_members(watchdog)
+    members, job, places = _report_members(watchdog)
     for event in watchdog:
         if event.kind != "desync_report" or not event.lagging:
             continue
         group = event.comm or _reporting_group(event, watchdog) or default
-        lagging = _global_lagging(event, group, members.get(group, set()), job)
+        lagging = _global_lagging(event, group, members.get(group, set()), job, places=places.get(group))
         if lagging is None:
             continue
         if group in groups and len(groups[group].launched) > 1:
-            latest = _global_lagging(event, group, members.get(group, set()), job, event.latest) or ()
+            latest = _global_lagging(event, group, members.get(group, set()), job, event.latest,
+                                     places.get(group)) or ()
             _add_laggards(groups[group], event, lagging, latest)
             continue  # marks of two or more ranks: the report's own numbers are not mixed in
         counts = by_group.setdefault(group, {})

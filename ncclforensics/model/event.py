@@ -214,6 +214,7 @@ class WatchdogEvent:
     last_enqueued: int | None = None
     last_completed: int | None = None
     ranks: tuple[int, ...] = ()  # ranks a desync report names
+    group_rank: int | None = None  # the rank's place in the group (`comm`) where the line says it: `[PG ... Rank 3]`
     message: str = ""
     # a desync report's lines about laggards, (ranks, last collective they finished or joined, joined it):
     # `[6] finished collective #19, but didn't join collective #20` is ((6,), 19, False); `[0, 1] joined but didn't

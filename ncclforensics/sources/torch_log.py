@@ -273,7 +273,11 @@ class _Reader:
             self.event(index + 1, "dump_signal", rank, comm, ranks=() if sender is None else (sender,),
                        message=received.group(0), **fields)
         else:
-            self.event(index + 1, "pg_status", rank, comm, message=text[(failed or progress).start():], **fields)
+            # (`[PG ID 1 PG GUID 2(tp) Rank 3]`: the rank's place in its group, which ties the group's numbering,
+            # as a desync report uses it, to global ranks)
+            pg = _PG.search(text)
+            self.event(index + 1, "pg_status", rank, comm, message=text[(failed or progress).start():],
+                       group_rank=int(pg.group(4)) if pg else None, **fields)
 
     def desync(self, index: int, start: re.Match) -> int:
         """A TORCH_NCCL_DESYNC_DEBUG report: `- [0] Timeout at collective: ALLREDUCE, #50` and the lines after it."""

@@ -7,6 +7,7 @@ import polars as pl
 
 from ncclforensics.align.streams import Streams, build_streams
 from ncclforensics.align.watchdog import (
+    _through_places,
     STOP_EVENTS, UNNAMED_GROUP, EnqueueMarks, counted_past_cuts, enqueue_marks, enqueued_in, marks_only_root,
     marks_only_wedge, with_watchdog_rows,
 )
@@ -310,3 +311,17 @@ def test_timeout_rows_carry_the_stack_pytorch_printed_so_one_op_and_size_from_di
     root = analysis.root
     assert root is not None and root.seq_range == (1, 8) and root.pinned_by == "call sites"
     assert root.outlier_ranks == [2, 3] and not root.majority
+
+
+def test_a_desync_report_s_group_ranks_are_placed_through_the_places_lines_give():
+    # A group numbers its members in ascending global order: global rank 2 at place 2 has ranks 0 and 1 below it,
+    # so group rank 1 is global rank 1, though neither rank 0 nor rank 1 left a line.
+    lagging = (((1,), 15, False),)
+    assert _through_places(lagging, {2: 2, 3: 3}) == (((1,), 15, False),)
+    # Global rank 6 at place 2 (a TP group of ranks 4-7): places 0 and 1 are somewhere below 6, not known where.
+    assert _through_places(lagging, {6: 2}) is None
+    # Ranks 5 and 7 at places 1 and 3 are two apart in both numberings: place 2 is rank 6; place 4 is past them.
+    assert _through_places((((2,), 9, True),), {5: 1, 7: 3}) == (((6,), 9, True),)
+    assert _through_places((((4,), 9, True),), {5: 1, 7: 3}) is None
+    # Lines that disagree on the order place nothing.
+    assert _through_places(lagging, {2: 2, 1: 3}) is None

@@ -92,6 +92,14 @@ def test_killed_rank_async_error_names_the_remote_failure():
     assert {w.kind for w in evidence.watchdog} >= {"ops_failed", "process_down", "pg_status", "dump"}
 
 
+def test_a_status_line_gives_the_rank_s_place_in_its_group():
+    # `[rank7]: ... [PG ID 1 PG GUID 2(tp) Rank 3] failure detected ...`: global rank 7 is the fourth of its TP group,
+    # which is what ties a desync report's group ranks to global ones.
+    evidence = parse(REAL / "serving-tp-in-dp-8rank" / "torch_rank7.log")
+    statuses = {(w.comm, w.rank, w.group_rank) for w in of_kind(evidence, "pg_status")}
+    assert ("2", 7, 3) in statuses
+
+
 def test_killed_rank_desync_report_names_the_dead_rank():
     evidence = parse(KILLED / "torch_rank3.log")
     [desync] = of_kind(evidence, "desync_report")
