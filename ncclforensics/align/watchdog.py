@@ -128,8 +128,9 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
             marks.dumped |= loc.field == "pg_status"
         if completed is not None and completed >= (marks.completed.get(rank) or -1):
             marks.completed[rank] = completed
-    _desync_marks(groups, watchdog, default)
-    _snapshot_ops(groups, watchdog, default)
+    roster = _roster(watchdog)  # (once: finding a report's group scans the lines)
+    _desync_marks(groups, watchdog, default, roster)
+    _snapshot_ops(groups, watchdog, default, roster)
     for event in watchdog:
         group = groups.get(event.comm or default)
         if group is not None and event.kind in STOP_EVENTS:
@@ -175,10 +176,10 @@ def _through_places(entries: tuple, places: dict[int, int]) -> tuple | None:
 
     def global_rank(place: int) -> int | None:
         for (low, at_low), (high, at_high) in spans:
-            if low <= place <= high:
-                tight = at_high - at_low == high - low
-                return at_low if place == low else at_high if place == high else \
-                    at_low + place - low if tight else None
+            if place in (low, high):
+                return at_low if place == low else at_high
+            if low < place < high:  # (between two known places as far apart in both numberings: consecutive)
+                return at_low + place - low if at_high - at_low == high - low else None
         return None  # past every known place
 
     out = []
@@ -221,9 +222,23 @@ def _add_laggards(marks: EnqueueMarks, report: WatchdogEvent, lagging: tuple, la
             marks.evidence.append(report.loc)
 
 
-def _report_members(watchdog: list[WatchdogEvent]) -> tuple[dict[str, set[int]], set[int], dict[str, dict[int, int]]]:
-    """group -> the global ranks whose lines are about it, every rank any line is from (the job), and group ->
-    {global rank: its place in the group} where a line gives both."""
+@dataclass
+class _Roster:
+    """What the watchdog lines say of the groups' ranks: group -> the global ranks whose lines are about it
+    (`members`), every rank any line is from (`job`), and group -> {global rank: its place in the group} where a
+    line gives both (`places`)."""
+
+    members: dict[str, set[int]]
+    job: set[int]
+    places: dict[str, dict[int, int]]
+
+    def global_entries(self, report: WatchdogEvent, group: str, entries: tuple | None = None) -> tuple | None:
+        """The report's laggards (or other `entries`) with global ranks (_global_lagging)."""
+        return _global_lagging(report, group, self.members.get(group, set()), self.job, entries,
+                               self.places.get(group))
+
+
+def _roster(watchdog: list[WatchdogEvent]) -> _Roster:
     members: dict[str, set[int]] = {}
     places: dict[str, dict[int, int]] = {}
     for event in watchdog:
@@ -232,22 +247,22 @@ def _report_members(watchdog: list[WatchdogEvent]) -> tuple[dict[str, set[int]],
             members.setdefault(group, set()).add(event.rank)
             if event.group_rank is not None:
                 places.setdefault(group, {})[event.rank] = event.group_rank
-    return members, {event.rank for event in watchdog if event.rank is not None}, places
+    return _Roster(members, {event.rank for event in watchdog if event.rank is not None}, places)
 
 
-def _snapshot_ops(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str) -> None:
+def _snapshot_ops(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str,
+                  roster: _Roster) -> None:
     """Each group's `last_ops`: the op of every rank's last collective, as desync reports' snapshots give it
     (`#4 started ranks: [2] started ALLREDUCE`), moved onto the marks' numbering through the reporting rank (its
     mark and the report's own collective number are one collective). Where the reporting rank has no mark, or
     reports disagree, nothing ties them, and the group gets none."""
-    members, job, places = _report_members(watchdog)
     disagree: set[str] = set()
     for event in watchdog:
         if event.kind != "desync_report" or not event.latest or event.rank is None or event.seq is None:
             continue
         group = event.comm or _reporting_group(event, watchdog) or default
         marks = groups.get(group)
-        latest = _global_lagging(event, group, members.get(group, set()), job, event.latest, places.get(group))
+        latest = roster.global_entries(event, group, event.latest)
         if marks is None or latest is None or event.rank not in marks.launched:
             continue
         offset = marks.launched[event.rank] - event.seq
@@ -284,24 +299,23 @@ def root_from_last_ops(comm: str, marks: EnqueueMarks) -> Root | None:
                 shown=True)  # (a record differs, not only a count)
 
 
-def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str) -> None:
+def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str,
+                  roster: _Roster) -> None:
     """Counts from PyTorch's desync reports, for groups with no `last enqueued` marks: `[6] finished collective
     #19, but didn't join collective #20` says rank 6 launched 19 and the reporting rank (and every rank the report
     does not name) joined #20. The report counts collectives its own way (it may differ from the SeqNum by one),
     so its numbers are not mixed with other marks."""
     by_group: dict[str, dict[int, int]] = {}
     evidence: dict[str, list[Location]] = {}
-    members, job, places = _report_members(watchdog)
     for event in watchdog:
         if event.kind != "desync_report" or not event.lagging:
             continue
         group = event.comm or _reporting_group(event, watchdog) or default
-        lagging = _global_lagging(event, group, members.get(group, set()), job, places=places.get(group))
+        lagging = roster.global_entries(event, group)
         if lagging is None:
             continue
         if group in groups and len(groups[group].launched) > 1:
-            latest = _global_lagging(event, group, members.get(group, set()), job, event.latest,
-                                     places.get(group)) or ()
+            latest = roster.global_entries(event, group, event.latest) or ()
             _add_laggards(groups[group], event, lagging, latest)
             continue  # marks of two or more ranks: the report's own numbers are not mixed in
         counts = by_group.setdefault(group, {})
