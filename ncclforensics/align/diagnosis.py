@@ -125,7 +125,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     rank_map = ras_rank_map(streams, evidence, ras)
     dead = _dead_ranks(ras, rank_map, watchdog)
 
-    marks = enqueue_marks(progress, watchdog)
+    marks = enqueue_marks(progress, watchdog, [c for e in evidence for c in e.comm_infos])
     counted = counted_past_cuts(streams, marks)
     analyses: dict[str, CommAnalysis] = {}
     for comm in sorted(streams.members):
@@ -623,8 +623,9 @@ def _comm_caveats(root: Root, roots: list[Root], explained: dict[str, list[str]]
 def _resolve_tie(root: Root, gate: GateDisagreement | None) -> Root:
     """With no majority (a two-rank comm), the gate journal can say which side deviated: the minority of all
     journaled ranks, or, when the journal has no majority either, the side whose gate passed (it ran the
-    drafter's collectives the other side skipped). Otherwise both sides stay named."""
-    if root.majority or gate is None:
+    drafter's collectives the other side skipped). Otherwise, and where some rank of the tie has no decision at
+    that step (it may side with either, and make either the minority), both sides stay named."""
+    if root.majority or gate is None or not set(root.outlier_ranks) <= set(gate.decisions):
         return root
     in_comm = set(root.outlier_ranks)
     deviants = set(gate.outlier_ranks) & in_comm

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 import polars as pl
 
 from ..model import (
+    CommInfo,
     EventState,
     Evidence,
     Location,
@@ -110,10 +111,12 @@ class EnqueueMarks:
     last_ops: dict[int, tuple[int, str]] = field(default_factory=dict)
 
 
-def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent]) -> dict[str, EnqueueMarks]:
+def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent],
+                  comm_infos: list[CommInfo] = ()) -> dict[str, EnqueueMarks]:
     """group -> its ranks' marks from `last enqueued NCCL work: 50, last completed NCCL work: 49` lines (the
     highest of a rank's). A timeout at SeqNum N is no count (more work may be enqueued behind it); it marks the
-    group as stopped."""
+    group as stopped. `comm_infos` (Flight Recorder `pg_config`) list groups' members, which place the ranks of a
+    desync report."""
     marks_of: list[tuple[str | None, int, int, int | None, Location]] = [
         (p.comm, p.rank, p.last_enqueued, p.last_completed, p.loc) for p in progress
         if p.rank is not None and p.last_enqueued is not None]
@@ -128,7 +131,7 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
             marks.dumped |= loc.field == "pg_status"
         if completed is not None and completed >= (marks.completed.get(rank) or -1):
             marks.completed[rank] = completed
-    roster = _roster(watchdog)  # (once: finding a report's group scans the lines)
+    roster = _roster(watchdog, comm_infos)  # (once: finding a report's group scans the lines)
     _desync_marks(groups, watchdog, default, roster)
     _snapshot_ops(groups, watchdog, default, roster)
     for event in watchdog:
@@ -139,15 +142,21 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent])
 
 
 def _global_lagging(report: WatchdogEvent, group: str, members: set[int], job: set[int],
-                    entries: tuple | None = None, places: dict[int, int] | None = None) -> tuple | None:
+                    entries: tuple | None = None, places: dict[int, int] | None = None,
+                    listed: tuple[int, ...] | None = None) -> tuple | None:
     """The report's laggards (or other `entries` of it, its snapshot's) with global ranks. It numbers ranks within
-    the group (`[2]` of a group of global ranks 4-7 is rank 6): in the default group (the world), and where the
+    the group (`[2]` of a group of global ranks 4-7 is rank 6): where a dump lists the group's members in order
+    (`listed`, pg_config), group rank i is the i-th of them; in the default group (the world), and where the
     group's ranks are 0..N-1, they are global already, as they are where the report names as many ranks as the job
     has (`job`: every rank any line is from; the group is the world); else through the places in the group that
     lines give their ranks (`places`, see _through_places); else, with every member on record, group rank i is the
     i-th lowest; else None (which rank is meant is not known). (A rank that died leaves no line about the
     group: the default group still numbers it.)"""
     entries = report.lagging if entries is None else entries
+    if listed:
+        if any(r >= len(listed) for ranks, *_ in entries for r in ranks):
+            return None  # (a place past the list's end: the report is of another group of that name)
+        return tuple((tuple(listed[r] for r in ranks), *rest) for ranks, *rest in entries)
     if group == DEFAULT_GROUP or members == set(range(len(members))):
         return entries
     named_all = set(report.group_ranks)
@@ -213,11 +222,16 @@ def _add_laggards(marks: EnqueueMarks, report: WatchdogEvent, lagging: tuple, la
     if len(offsets) != 1:
         return  # nothing ties the two numberings, or they do not agree
     offset = offsets.pop()
+    # A laggard that finished its last collective and joined no next one launched no more (its watchdog would
+    # have seen the next start), unless another group's held its GPU; one that joined and did not finish, and
+    # the others the snapshot gives, may have more enqueued behind: floors.
+    exact = {r for ranks, _, joined in lagging if not joined for r in ranks}
     for ranks, number, *_ in lagging + latest:
         added = [r for r in ranks if r not in marks.launched]
         for rank in added:
             marks.launched[rank] = number + offset
-            marks.floors.add(rank)
+            if rank not in exact:
+                marks.floors.add(rank)
         if added:
             marks.evidence.append(report.loc)
 
@@ -226,19 +240,36 @@ def _add_laggards(marks: EnqueueMarks, report: WatchdogEvent, lagging: tuple, la
 class _Roster:
     """What the watchdog lines say of the groups' ranks: group -> the global ranks whose lines are about it
     (`members`), every rank any line is from (`job`), and group -> {global rank: its place in the group} where a
-    line gives both (`places`)."""
+    line gives both (`places`); and group -> its members in order where dumps list them and agree (`listed`)."""
 
     members: dict[str, set[int]]
     job: set[int]
     places: dict[str, dict[int, int]]
+    listed: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def global_entries(self, report: WatchdogEvent, group: str, entries: tuple | None = None) -> tuple | None:
         """The report's laggards (or other `entries`) with global ranks (_global_lagging)."""
         return _global_lagging(report, group, self.members.get(group, set()), self.job, entries,
-                               self.places.get(group))
+                               self.places.get(group), self.listed.get(group))
 
 
-def _roster(watchdog: list[WatchdogEvent]) -> _Roster:
+def _listed_members(comm_infos: list[CommInfo], places: dict[str, dict[int, int]]) -> dict[str, tuple[int, ...]]:
+    """group -> its global ranks in order, where pg_config lists them (keyed by the group's name, which is the
+    `PG GUID` of PyTorch's lines), every list of that name is the same, and no line places a rank elsewhere."""
+    lists: dict[str, set[tuple[int, ...]]] = {}
+    for info in comm_infos:
+        if info.loc.field == "pg_config" and info.ranks:
+            lists.setdefault(info.comm, set()).add(tuple(info.ranks))
+    listed = {}
+    for group, found in lists.items():
+        (ranks,) = found if len(found) == 1 else (None,)
+        if ranks is not None and all(place < len(ranks) and ranks[place] == rank
+                                     for rank, place in places.get(group, {}).items()):
+            listed[group] = ranks
+    return listed
+
+
+def _roster(watchdog: list[WatchdogEvent], comm_infos: list[CommInfo] = ()) -> _Roster:
     members: dict[str, set[int]] = {}
     places: dict[str, dict[int, int]] = {}
     for event in watchdog:
@@ -247,7 +278,8 @@ def _roster(watchdog: list[WatchdogEvent]) -> _Roster:
             members.setdefault(group, set()).add(event.rank)
             if event.group_rank is not None:
                 places.setdefault(group, {})[event.rank] = event.group_rank
-    return _Roster(members, {event.rank for event in watchdog if event.rank is not None}, places)
+    return _Roster(members, {event.rank for event in watchdog if event.rank is not None}, places,
+                   _listed_members(comm_infos, places))
 
 
 def _snapshot_ops(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str,
@@ -315,8 +347,9 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
         if lagging is None:
             continue
         if group in groups and len(groups[group].launched) > 1:
-            latest = roster.global_entries(event, group, event.latest) or ()
-            _add_laggards(groups[group], event, lagging, latest)
+            latest = roster.global_entries(event, group, event.latest) if event.latest else ()
+            if latest is not None:  # (laggards added without the snapshot's other ranks would swing a majority)
+                _add_laggards(groups[group], event, lagging, latest)
             continue  # marks of two or more ranks: the report's own numbers are not mixed in
         counts = by_group.setdefault(group, {})
         named = {r for ranks, *_ in lagging for r in ranks}

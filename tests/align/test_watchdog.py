@@ -3,6 +3,8 @@ rank's collectives are on record."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 
 from ncclforensics.align.streams import Streams, build_streams
@@ -12,7 +14,7 @@ from ncclforensics.align.watchdog import (
     marks_only_wedge, with_watchdog_rows,
 )
 from ncclforensics.model import (
-    EventState, Evidence, Location, ProgressReport, SourceFormat, WatchdogEvent, WatchdogKind, WedgeKind,
+    CommInfo, EventState, Evidence, Location, ProgressReport, SourceFormat, WatchdogEvent, WatchdogKind, WedgeKind,
 )
 
 
@@ -159,7 +161,8 @@ def test_a_rank_only_the_snapshot_counts_sides_with_those_it_launched_as_many_as
                            group_ranks=(0, 1, 2, 3))
     marks = enqueue_marks(progress, [_timeout("torch_rank0.log", 2, 0, 16, "AllReduce", comm="1"), report])
     assert marks["1"].launched == {0: 16, 3: 15, 1: 15, 2: 16}
-    assert marks["1"].floors == {1, 2}  # (what a report says of another rank is a floor)
+    # (a laggard that finished its last and joined no next launched no more; the snapshot's others are floors)
+    assert marks["1"].floors == {2}
 
 
 def test_a_snapshot_whose_last_collectives_differ_in_type_gives_a_root_where_the_counts_agree():
@@ -325,3 +328,50 @@ def test_a_desync_report_s_group_ranks_are_placed_through_the_places_lines_give(
     assert _through_places((((4,), 9, True),), {5: 1, 7: 3}) is None
     # Lines that disagree on the order place nothing.
     assert _through_places(lagging, {2: 2, 1: 3}) is None
+
+
+def _tp_report(lagging: tuple, latest: tuple) -> WatchdogEvent:
+    # [rank4]: ... Rank 0 / - [0] Timeout at collective: ALLREDUCE, #16 / ... in a group of its own (`PG GUID 1`)
+    return WatchdogEvent(loc=Location("torch_rank4.log", 5), kind=WatchdogKind.DESYNC_REPORT.value, rank=4,
+                         comm="1", seq=16, op="AllReduce", lagging=lagging, latest=latest, group_ranks=(0, 1, 2, 3))
+
+
+def _pg_config(ranks: tuple[int, ...], path: str = "fr_rank4") -> CommInfo:
+    return CommInfo(loc=Location(path, field="pg_config"), comm="1", name="1", desc="tp", ranks=ranks,
+                    size=len(ranks))
+
+
+def test_a_dump_s_member_list_places_a_report_s_group_ranks():
+    # TP group "1" is global ranks 4-7 (pg_config); only rank 4 left lines. The report's `[3]` is global rank 7,
+    # which no line places.
+    progress = [ProgressReport(loc=Location("torch_rank4.log", 3), rank=4, comm="1", last_enqueued=16,
+                               last_completed=15)]
+    report = _tp_report((((3,), 15, False),), (((3,), 15, True, "AllReduce"), ((0, 1, 2), 16, False, "AllReduce")))
+    timeout = _timeout("torch_rank4.log", 2, 4, 16, "AllReduce", comm="1")
+    marks = enqueue_marks(progress, [timeout, report], [_pg_config((4, 5, 6, 7))])
+    assert marks["1"].source == "PyTorch's desync report" and marks["1"].launched == {7: 15, 4: 16}
+    # Without the list the report's places are not global ranks, and place nothing.
+    assert enqueue_marks(progress, [timeout, report])["1"].launched == {4: 16}
+    # Dumps whose lists differ, or a list that puts a rank where its own line does not: no list is taken.
+    two = [_pg_config((4, 5, 6, 7)), _pg_config((0, 1, 2, 3), "fr_rank0")]
+    assert enqueue_marks(progress, [timeout, report], two)["1"].launched == {4: 16}
+    placed = replace(timeout, kind="pg_status", group_rank=1)  # `[PG ID 1 PG GUID 1(tp) Rank 1]` on rank 4's line
+    assert enqueue_marks(progress, [placed, report], [_pg_config((4, 5, 6, 7))])["1"].launched == {4: 16}
+
+
+def test_a_report_whose_snapshot_names_a_rank_no_line_places_adds_no_laggard():
+    # Ranks 0 and 2 left marks (7 and 9); the report says `[0, 1]` lag at #7 and, in its snapshot, `[2, 3]`
+    # started #9. Places 0 and 2 are global ranks 0 and 2, so place 1 is rank 1, but place 3 is some rank past 2:
+    # rank 1 added beside rank 0 without it would make rank 2 a lone outlier of what is two ranks behind two.
+    progress = [ProgressReport(loc=Location(f"torch_rank{r}.log", 3), rank=r, comm="1", last_enqueued=n,
+                               last_completed=6) for r, n in ((0, 7), (2, 9))]
+    status = [WatchdogEvent(loc=Location(f"torch_rank{r}.log", 3), kind="pg_status", rank=r, comm="1", seq=7,
+                            group_rank=r) for r in (0, 2)]
+    report = WatchdogEvent(loc=Location("torch_rank2.log", 5), kind=WatchdogKind.DESYNC_REPORT.value, rank=2,
+                           comm="1", seq=9, op="AllGather", lagging=(((0, 1), 7, True),),
+                           latest=(((0, 1), 7, False, "AllGather"), ((2, 3), 9, False, "AllGather")),
+                           group_ranks=(0, 1, 2, 3))
+    assert enqueue_marks(progress, [*status, report])["1"].launched == {0: 7, 2: 9}
+    # With place 3 known (rank 3's own line), the whole snapshot is placed.
+    three = replace(status[1], loc=Location("torch_rank3.log", 3), rank=3, group_rank=3)
+    assert enqueue_marks(progress, [*status, three, report])["1"].launched == {0: 7, 2: 9, 1: 7, 3: 9}

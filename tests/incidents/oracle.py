@@ -143,14 +143,22 @@ def _kept(incident: Incident, written: Written, rank: int):
 
 
 def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, seq: int) -> bool:
-    """Whether every record the rank has of `comm` misses `seq`: NCCL logs cut short before it, Flight Recorder
-    rings whose oldest entry kept is after it, or a rank that never launched it (blocked elsewhere: what it would
-    have launched there is no record); any other kind of evidence counts as a record."""
+    """Whether every record the rank has of `comm` misses `seq`: a rank that never launched it (blocked elsewhere:
+    what it would have launched there is no record, whatever kind of evidence counts its launches), NCCL logs cut
+    short before it, Flight Recorder rings whose oldest entry kept is after it, or a peer's desync report alone,
+    which gives the rank's last collective and how many it launched (or a floor of it), where `seq` is not that
+    last one and the count says nothing of `seq`: a floor, or a root that left the counts as they were (a
+    substitution or a reorder: `[3] started ALLREDUCE` at #15 says nothing of what rank 3 issued at #5); any other
+    kind of evidence counts as a record."""
     kinds = _record_kinds(incident, written, rank, comm)
+    if kinds and incident.truth.launched.get(comm, {}).get(rank, 0) < seq:
+        return True
+    if kinds == ["torch"] and not written.has("torch", rank):
+        root = incident.truth.roots.get(comm)
+        last_seq, _, exact = reported_work(incident, written, comm)[rank]
+        return last_seq != seq and root is not None and (not exact or root.kind not in ("missing", "extra"))
     if not kinds or set(kinds) - {"nccl", "fr"}:
         return False
-    if incident.truth.launched.get(comm, {}).get(rank, 0) < seq:
-        return True
     if "nccl" in kinds and not (("nccl", rank) in written.cut and written.nccl_kept.get(rank, {}).get(comm, 0) < seq):
         return False
     if "fr" in kinds:
@@ -261,10 +269,12 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     shows_at = max(true.seq, min(_first_kept(incident, written, r, comm) for r in seen))
     deciding = {r for r in evident if not _no_record_at(incident, written, r, comm, shows_at)
                 and any(kind in kinds[r] for kind in showing)} or evident
+    # (ranks with no record at the root side with either: with them beside the outliers, no majority either)
+    unknown = evident - deciding
     for pool in {frozenset(evident), frozenset(deciding)}:
         for side in [side & pool for side in sides]:
-            if len(side) * 2 >= len(pool):  # no strict majority among the ranks on record: either side, or both
-                accepted += [evident - side, evident, pool - side, members - side, members]
+            if len(side | unknown) * 2 >= len(pool | unknown):  # no strict majority: either side, or both
+                accepted += [evident - side, evident, pool - side, pool, members - side, members]
     if not _names_global_ranks(incident, written):
         # NCCL logs and RAS replies of a job with no communicator over every rank give comm ranks only
         order = incident.program.comms[comm].ranks

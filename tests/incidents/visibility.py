@@ -189,13 +189,19 @@ def reported_work(incident: Incident, written: Written, comm: str) -> dict[int, 
     The report numbers ranks within the group; a peer is on record as a rank of the job only where that numbering
     is the job's (a group over every rank: its ranks are the global ranks, in order) or the peer's own log names
     its rank in the group (`[rank3]:... [Rank 1] Watchdog caught ...`). Else `[1]` is some member, nobody knows
-    which."""
+    which. That a group is over every rank shows only where it is the default group, a member's Flight Recorder
+    dump lists its members (`pg_config`), or every rank of the job left a log (a report that names as many places
+    as there are ranks): lines of ranks 0 and 2 about a group whose report names places 0..3 fit a group of global
+    ranks 0, 1, 2 and 5 as well."""
     if not written.desync:
         return {}
     stuck = timed_out(incident)
     if not any(comm in stuck.get(r, {}) for r in _ranks(incident, written, "torch", comm)):
         return {}
-    world = set(incident.program.comms[comm].ranks) == set(incident.program.ranks)
+    members = incident.program.comms[comm].ranks
+    world = set(members) == set(incident.program.ranks) and (
+        comm == incident.program.default_comm or any(written.has("fr", r) for r in members)
+        or all(written.has("torch", r) for r in incident.program.ranks))
     alone = {r for r in incident.program.comms[comm].ranks
              if not any(r in other.ranks for name, other in incident.program.comms.items() if name != comm)}
     return {r: (seq, op, finished and r in alone) for r, (seq, finished, op) in last_work(incident, comm).items()
