@@ -19,41 +19,34 @@ from ..model import (
 )
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words
+from .choose import choose_root
 from .clocks import clock_disagreements
 from .comm_streams import comm_streams
-from .consequences import Disagreement, candidates, consequences, odd_ones, other_side
 from .divergence import (
     DIFFERENT_OPS,
     EXTRA,
     MISSING,
     STOPPED,
     CommAnalysis,
-    RangeReason,
     Root,
     analyze_comm,
 )
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
-from .held_back import may_hold_back
 from .interleave import issue_order_root, skipped_here
-from .journal_progress import with_journal_progress
 from .jobs import split_jobs
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
-from .ras_only import ras_comm_wedge, ras_only_roots, ras_only_wedge, ras_rank_map, unnamed_ranks
+from .ras_only import ras_comm_wedge, ras_only_wedge, ras_rank_map
 from .reconcile import Reconciliation, reconcile
-from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_sums_before_records,
-                        with_sums_placing_cut_ranks)
 from .streams import Streams, build_streams
 from .traces import with_trace_rows
 from .unranked import unranked_streams
 from .watchdog import (
     STOP_EVENTS,
-    EnqueueMarks,
     counted_past_cuts,
     enqueue_marks,
     enqueued_in,
-    marks_only_roots,
     marks_only_wedge,
     with_watchdog_rows,
 )
@@ -141,68 +134,14 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
                           gate=gate, ras=ras, problems=problems, stand_in_ranks=stand_ins)
     diagnosis.corrupted_fingerprints = corrupted(fingerprints)
     diagnosis.checksum_splits = diverging_steps(fingerprints)
-    root, comm_caveats = _pick_root(analyses, gate, streams)
     stops = _stop_evidence(streams, analyses, ras, watchdog, dead)
-    counted_cause = None
-    if root is not None and not root.shown:
-        counted_cause = _counted_cause(root, analyses, streams, ras, rank_map, stops)
-        if counted_cause is not None:
-            root, comm_caveats = counted_cause
-    if root is None:
-        root, comm_caveats = _pick_counted(ras_only_roots(ras, rank_map, streams, stops)
-                                           or marks_only_roots(marks, streams, watchdog, stopped=bool(stops)))
-        if root is not None and root.pinned_by == "RAS counts":
-            comm_caveats += unnamed_ranks(root.comm, ras, rank_map)
-        if root is not None and root.pinned_by == "RAS counts" and (gate is None or not gate.outlier_ranks):
-            # Journals that agree on every decision still say how far each rank got.
-            named = {rank for (comm, _), rank in rank_map.items() if comm == root.comm}
-            root = with_journal_progress(root, gates, named) or root
-        counted_comms = {streams.aliases.get(c, c) for c in marks}
-        if root is not None and root.kind == MISSING and ({*ras, *counted_comms, *streams.members} - {root.comm}):
-            # Launch counts of one communicator, in a job with others: the ranks behind may be held back elsewhere.
-            root = replace(root, behind_may_be_held=True,
-                           may_be_held_back_by=may_hold_back(root, _memberships(streams, ras, rank_map, marks)))
-    unranked_caveats += comm_caveats
-    sums_step = None
-    cut_files = {e.path for e in evidence if e.cut is not None}
-
-    def sums_root():
-        return step_sums_root(fingerprints, {**{c: set(r) for c, r in streams.expected_members.items()},
-                                             **{c: set(r) for c, r in streams.members.items()}},
-                              frozenset(r for ranks in streams.members.values() for r in ranks),
-                              frozenset(f.rank for f in fingerprints if f.loc.path in cut_files))
-
-    if root is None or root.reason in (RangeReason.COUNTS, RangeReason.TYPE_COUNTS):
-        # Streams that show nothing leave the checksums' word (results mixed in some step); counts that place
-        # nothing leave them the say on who else departed.
-        found = sums_root()
-        if found is not None and root is None:
-            root, sums_step = found
-        elif found is not None:
-            root, said = with_checksum_outliers(root, found[0])
-            unranked_caveats += said
-    elif root.reason is RangeReason.BEFORE_RECORDS:
-        # Records that begin after the ranks already disagree say who differs there; PyTorch's counts may show
-        # others that launched more or fewer before it.
-        counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
-        if counted:
-            root, said = with_counted_outliers(root, counted[0], _held_before_records(root, marks, streams))
-            unranked_caveats += said
-        found = sums_root()
-        if found is not None:
-            root, said = with_sums_before_records(root, found[0])
-            unranked_caveats += said
-    elif root.unplaced_ranks and root.comm in analyses:
-        # Records cut before the sides part place no one there; the checksums of the step they part at may.
-        found = sums_root()
-        if found is not None:
-            root, said = with_sums_placing_cut_ranks(root, found[0], analyses[root.comm].launched)
-            unranked_caveats += said
-    if root is not None:
-        root = _resolve_tie(root, gate)
-        if root.kind == STOPPED and _death_evidence(ras, rank_map, watchdog):
-            # A rank that stopped launching while its peers report a remote process gone is the dead one.
-            dead |= set(root.outlier_ranks)
+    choice = choose_root(analyses, streams, gate, gates=gates, ras=ras, rank_map=rank_map, marks=marks,
+                         watchdog=watchdog, fingerprints=fingerprints, stops=stops,
+                         cut_files={e.path for e in evidence if e.cut is not None},
+                         died=bool(_death_evidence(ras, rank_map, watchdog)))
+    root, counted_cause = choice.root, choice.counted_cause
+    unranked_caveats += choice.caveats
+    dead |= choice.dead
     diagnosis.root = root
     if root is not None and root.comm in analyses and analyses[root.comm].first_visible is not None:
         diagnosis.first_visible = (root.comm, analyses[root.comm].first_visible)
@@ -222,7 +161,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
     diagnosis.death = _death_evidence(ras, rank_map, watchdog)
     diagnosis.gate_ties = _gate_ties(root, gate)
-    diagnosis.root_step = gate.step if diagnosis.gate_ties else sums_step
+    diagnosis.root_step = gate.step if diagnosis.gate_ties else choice.sums_step
     if diagnosis.root_step is None and root is not None and root.seq_range is not None:
         diagnosis.root_step = _recorded_step(root, streams)
     diagnosis.verdict = _verdict(diagnosis, ras)
@@ -420,84 +359,6 @@ def _recorded_step(root: Root, streams: Streams) -> int | None:
     return steps.pop() if len(steps) == 1 else None
 
 
-def _width(seq_range: tuple[int, int | None]) -> float:
-    """How many seqs past its first a root's range spans (without end where nothing bounds it above)."""
-    low, high = seq_range
-    return float("inf") if high is None else high - low
-
-
-def _held_before_records(root: Root, marks: dict, streams: Streams) -> set[int]:
-    """The ranks whose own records in another comm end in a collective that started and never finished, and whose
-    launch count in the root's comm goes no further than their records there (where they hold any): stuck
-    elsewhere, they launched nothing here past their count, so launching fewer is no departure of theirs before
-    the records (held back reads the same), and where they stopped, their records here already say."""
-    launched = next((g.launched for name, g in marks.items() if streams.aliases.get(name, name) == root.comm), {})
-    # (collectives enqueued behind the one it is stuck in are recorded after it, never started)
-    stuck = {rank for (comm, rank), part in streams.parts.items()
-             if comm != root.comm and (part.get_column("state") == EventState.STARTED.value).any()}
-    recorded = {rank: part.get_column("seq").max() for (comm, rank), part in streams.parts.items()
-                if comm == root.comm and part.height}
-    return {rank for rank, n in launched.items() if rank in stuck and n <= recorded.get(rank, n)}
-
-
-def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
-               streams: Streams) -> tuple[Root | None, list[str]]:
-    """Among communicators with a root, the cause rather than its consequences (consequences.py: a rank stuck in
-    one communicator stops launching in the others it belongs to), and the caveats of that choice. Then records
-    that differ beat lengths that differ, which beat a root only the gate journal places; collectives gained or
-    changed beat collectives missing or stopped."""
-    rooted = [a for a in analyses.values() if a.root is not None]
-    if not rooted:
-        return None, []
-    deviants = set(gate.passed if gate and len(gate.passed) <= len(gate.skipped) else
-                   (gate.skipped if gate else []))
-    order = {EXTRA: 0, DIFFERENT_OPS: 1, MISSING: 2, STOPPED: 3}
-    if gate is not None and deviants and deviants <= set(gate.skipped):
-        order = {MISSING: 0, DIFFERENT_OPS: 1, EXTRA: 2, STOPPED: 3}  # ranks that skipped the drafter lack some
-    launched = {a.comm: {r: n for r, n in a.launched.items() if (a.comm, r) not in streams.cut} for a in rooted}
-    found = []
-    for a in rooted:
-        odd = odd_ones(launched[a.comm], set(a.root.outlier_ranks), a.root.majority)
-        found.append(Disagreement(a.comm, frozenset(a.ranks) | frozenset(streams.expected_members.get(a.comm, ())),
-                                  odd, other=other_side(launched[a.comm], odd, a.root.majority)))
-    explained = consequences([d for d, a in zip(found, rooted) if _shows_disagreement(a, launched[a.comm], streams)])
-
-    def evidence(r: Root) -> tuple:
-        # A root whose records differ beats one where streams differ only in length (a rank stuck elsewhere),
-        # which beats one on a communicator whose ranks all launched as many (only the gate journal places it).
-        return not r.shown, r.comm in explained, not (r.shown or len(set(launched[r.comm].values())) > 1)
-
-    roots = [a.root for a in rooted]
-    root = min(roots, key=lambda r: (*evidence(r), r.told, not (set(r.outlier_ranks) & deviants), order[r.kind],
-                                     _width(r.seq_range), r.seq, r.comm))
-    # (a root may come with the communicators its own evidence leaves undecided beside it)
-    undecided = sorted({*root.undecided_comms,
-                        *(r.comm for r in roots if r.comm != root.comm and evidence(r) == evidence(root))})
-    explained = {c: causes for c, causes in explained.items() if c not in root.undecided_comms}
-    odd = next(d.odd for d in found if d.comm == root.comm)
-    caveats = _comm_caveats(root, roots, explained, undecided) + _unseen_causes(root, odd, streams)
-    return replace(root, undecided_comms=tuple(undecided)), caveats
-
-
-def _memberships(streams: Streams, ras: dict[str, RasHistory], rank_map: dict[tuple[str, int], int],
-                 marks: dict[str, EnqueueMarks]) -> dict[str, tuple[set[int], int]]:
-    """comm -> (the global ranks on record as its members, its size), from every kind that names members."""
-    found: dict[str, tuple[set[int], int]] = {}
-
-    def add(comm: str, ranks, size: int) -> None:
-        known, most = found.get(comm, (set(), 0))
-        known = known | set(ranks)
-        found[comm] = (known, max(most, size, len(known)))
-
-    for comm, ranks in streams.members.items():
-        add(comm, ranks, len(set(ranks) | set(streams.expected_members.get(comm, ()))))
-    for comm, history in ras.items():
-        add(comm, [rank for (c, _), rank in rank_map.items() if c == comm], history.states[-1][1].size or 0)
-    for group, counted in marks.items():
-        add(streams.aliases.get(group, group), counted.launched, len(counted.launched))
-    return found
-
-
 def _root_comm_in_streams(root: Root | None, streams: Streams, ras: dict[str, RasHistory],
                           rank_map: dict[tuple[str, int], int]) -> str | None:
     """The root's communicator as the streams name it. A root on RAS counts names an NCCL comm hash that streams
@@ -513,45 +374,10 @@ def _root_comm_in_streams(root: Root | None, streams: Streams, ras: dict[str, Ra
     return same[0] if len(same) == 1 else root.comm
 
 
-def _counted_cause(root: Root, analyses: dict[str, CommAnalysis], streams: Streams, ras: dict[str, RasHistory],
-                   rank_map: dict[tuple[str, int], int], stops: dict[str, list[str]]
-                   ) -> tuple[Root, list[str]] | None:
-    """Where the streams' root rests on lengths only, a communicator of its odd ranks that no two ranks' whole
-    records compare, whose RAS counts disagree, is its cause by the nesting rule (consequences.py), as it would be
-    were that one's records whole: a rank stuck there stops launching here. Returns that root (from the counts) and
-    the caveats of the choice; None where no such communicator explains it."""
-    whole = {c: set(ranks) - {r for (cut, r) in streams.cut if cut == c} for c, ranks in streams.members.items()}
-    counted = [(r, d) for r, d in ras_only_roots(ras, rank_map, streams, stops)
-               if r.comm != root.comm and len(whole.get(r.comm, ())) < 2
-               and (r.comm not in analyses or analyses[r.comm].root is None)]
-    if not counted:
-        return None
-    # RAS names processes by host and pid: the same keys for the streams' ranks, where a reply ties them.
-    process = {rank_map[(comm, r.rank)]: (r.host, r.pid) for comm, history in ras.items()
-               for _, block in history.states for r in block.ranks
-               if r.pid is not None and (comm, r.rank) in rank_map}
-    analysis = analyses[root.comm]
-    members = {*analysis.ranks, *streams.expected_members.get(root.comm, ())}
-    if not members <= set(process):
-        return None
-    launched = {process[r]: n for r, n in analysis.launched.items() if (root.comm, r) not in streams.cut}
-    odd = odd_ones(launched, {process[r] for r in root.outlier_ranks}, root.majority)
-    mine = Disagreement(root.comm, frozenset(process[r] for r in members), odd,
-                        other=other_side(launched, odd, root.majority))
-    explained = consequences([mine, *(d for _, d in counted)])
-    causes = [c for c in explained.get(root.comm, []) if c != root.comm]
-    if not causes:
-        return None
-    chosen, caveats = _pick_counted([(r, d) for r, d in counted if r.comm in causes])
-    if chosen is None:
-        return None
-    return chosen, caveats + _comm_caveats(chosen, [root], {root.comm: causes}, [])
-
-
 def _counted_cause_wedge(wedge: Wedge | None, root: Root, ras: dict[str, RasHistory],
                          rank_map: dict[tuple[str, int], int], stops: dict[str, list[str]], dead: set[int]
                          ) -> Wedge | None:
-    """Where the root is a communicator's counts that caused the streams' stop elsewhere (_counted_cause), a wedge
+    """Where the root is a communicator's counts that caused the streams' stop elsewhere (choose.py), a wedge
     in another communicator whose absent ranks are all the root's members waits on the root's: the wedge is the
     root's by its counts, confirmed by that stop too."""
     history = ras.get(root.comm)
@@ -565,75 +391,6 @@ def _counted_cause_wedge(wedge: Wedge | None, root: Root, ras: dict[str, RasHist
     found.confirmed_by += [f"{reason}, in comm {wedge.comm}, which waits on it" for reason in wedge.confirmed_by
                            if reason not in found.confirmed_by]
     return found
-
-
-def _shows_disagreement(analysis: CommAnalysis, whole_counts: dict[int, int], streams: Streams) -> bool:
-    """Whether a communicator's root rests on a disagreement there. A root only the gate journal places, on records
-    that agree and launched as many, shows none: it explains none elsewhere. Records that PyTorch's counts carry
-    past, or that end where a file was cut short, are not known to agree."""
-    root = analysis.root
-    cut = any((analysis.comm, rank) in streams.cut for rank in analysis.ranks)
-    return root.shown or not root.told or len(set(whole_counts.values())) > 1 or bool(analysis.counted) or cut
-
-
-def _unseen_causes(root: Root, odd: frozenset, streams: Streams) -> list[str]:
-    """Where the root's streams differ only in length, the other communicators of its odd ranks that no two ranks'
-    whole records compare (one rank on record, or the others' files cut short): a divergence there would show in
-    the root's communicator just so."""
-    if root.shown:
-        return []
-    whole = {c: set(ranks) - {r for (cut, r) in streams.cut if cut == c} for c, ranks in streams.members.items()}
-    unseen = sorted(c for c, ranks in streams.members.items()
-                    if c != root.comm and len(whole[c]) < 2 and set(ranks) & odd and not is_p2p_comm(c))
-    return [f"{ranks_words(sorted(set(streams.members[c]) & odd))} also runs in comm {c}, where no other rank's "
-            f"records are whole to compare with: a divergence there would show in comm {root.comm} just so"
-            for c in unseen]
-
-
-def _pick_counted(found: list[tuple[Root, Disagreement]]) -> tuple[Root | None, list[str]]:
-    """Of the roots counts give (RAS, PyTorch's marks), one per communicator, the first that is no consequence of
-    another, and the caveats of that choice: counts alone never say which communicator diverged first."""
-    if not found:
-        return None, []
-    explained = consequences([d for _, d in found])
-    chosen = candidates([d for _, d in found])
-    roots = [root for root, _ in found]
-    root = next(r for r in roots if r.comm == chosen[0])
-    caveats = _comm_caveats(root, roots, explained, chosen)
-    return replace(root, undecided_comms=tuple(c for c in chosen if c != root.comm)), caveats
-
-
-def _comm_caveats(root: Root, roots: list[Root], explained: dict[str, list[str]], undecided: list[str]) -> list[str]:
-    """What the choice of the root's communicator rests on: the others whose ranks disagree too, read as its
-    consequences, and those the evidence cannot rank against it."""
-    said = {EXTRA: "launched more", MISSING: "launched fewer", STOPPED: "stopped"}
-    caveats = []
-    for other in roots:
-        who = f"{ranks_words(other.outlier_ranks)} {said.get(other.kind, 'launched other collectives')} there"
-        if other.comm in explained:
-            caveats.append(f"comm {other.comm}'s ranks disagree too ({who}); read as a consequence of comm "
-                           f"{' and '.join(explained[other.comm])}: a rank stuck in one communicator stops "
-                           f"launching in the others it belongs to")
-        elif other.comm in undecided and other.comm != root.comm:
-            caveats.append(f"comm {other.comm}'s ranks disagree too ({who}), and nothing on record says whether "
-                           f"comm {root.comm} or comm {other.comm} diverged first; the root names comm {root.comm}")
-    return caveats
-
-
-def _resolve_tie(root: Root, gate: GateDisagreement | None) -> Root:
-    """With no majority (a two-rank comm), the gate journal can say which side deviated: the minority of all
-    journaled ranks, or, when the journal has no majority either, the side whose gate passed (it ran the
-    drafter's collectives the other side skipped). Otherwise, and where some rank of the tie has no decision at
-    that step (it may side with either, and make either the minority), both sides stay named."""
-    if root.majority or gate is None or not set(root.outlier_ranks) <= set(gate.decisions):
-        return root
-    in_comm = set(root.outlier_ranks)
-    deviants = set(gate.outlier_ranks) & in_comm
-    if not deviants and set(gate.skipped) & in_comm:
-        deviants = set(gate.passed) & in_comm
-    if deviants and deviants != in_comm:
-        return replace(root, outlier_ranks=sorted(deviants))
-    return root
 
 
 def _stop_evidence(streams: Streams, analyses: dict[str, CommAnalysis], ras: dict[str, RasHistory],

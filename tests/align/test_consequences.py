@@ -4,8 +4,8 @@ reply of a tensor-parallel group inside a world group."""
 
 from __future__ import annotations
 
+from ncclforensics.align.choose import _unseen_causes
 from ncclforensics.align.consequences import Disagreement, candidates, consequences, odd_ones, other_side
-from ncclforensics.align.diagnosis import _unseen_causes
 from ncclforensics.align.divergence import MISSING, RangeReason, Root
 from ncclforensics.align.ras import ras_histories
 from ncclforensics.align.ras_only import ras_only_root, ras_only_roots, ras_rank_map, unnamed_ranks

@@ -1,8 +1,8 @@
-"""align/diagnosis.py: which side of an even split the gate journal may name."""
+"""align/choose.py: which side of an even split the gate journal may name."""
 
 from __future__ import annotations
 
-from ncclforensics.align.diagnosis import _resolve_tie
+from ncclforensics.align.choose import _resolve_tie
 from ncclforensics.align.divergence import Root
 from ncclforensics.align.gates import GateDisagreement
 from ncclforensics.model import GateDecision, Location
