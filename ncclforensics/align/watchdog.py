@@ -262,9 +262,10 @@ def _listed_members(comm_infos: list[CommInfo], places: dict[str, dict[int, int]
             lists.setdefault(info.comm, set()).add(tuple(info.ranks))
     listed = {}
     for group, found in lists.items():
-        (ranks,) = found if len(found) == 1 else (None,)
-        if ranks is not None and all(place < len(ranks) and ranks[place] == rank
-                                     for rank, place in places.get(group, {}).items()):
+        if len(found) > 1:
+            continue  # dumps that disagree on the group's members
+        ranks = next(iter(found))
+        if all(place < len(ranks) and ranks[place] == rank for rank, place in places.get(group, {}).items()):
             listed[group] = ranks
     return listed
 
