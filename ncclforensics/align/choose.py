@@ -34,7 +34,7 @@ from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, Ra
 from .gates import GateDisagreement
 from .held_back import may_hold_back
 from .journal_progress import with_journal_progress
-from .ras import RasHistory
+from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots, unnamed_ranks
 from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_sums_before_records,
                         with_sums_placing_cut_ranks)
@@ -69,7 +69,8 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             root, comm_caveats = counted_cause
     if root is None:
         root, comm_caveats = _pick_counted(ras_only_roots(ras, rank_map, streams, stops)
-                                           or marks_only_roots(marks, streams, watchdog, stopped=bool(stops)))
+                                           or marks_only_roots(marks, streams, watchdog, stopped=bool(stops)),
+                                           job_processes(ras))
         if root is not None and root.pinned_by == "RAS counts":
             comm_caveats += unnamed_ranks(root.comm, ras, rank_map)
         if root is not None and root.pinned_by == "RAS counts" and (gate is None or not gate.outlier_ranks):
@@ -218,23 +219,25 @@ def _counted_cause(root: Root, analyses: dict[str, CommAnalysis], streams: Strea
     odd = odd_ones(launched, {process[r] for r in root.outlier_ranks}, root.majority)
     mine = Disagreement(root.comm, frozenset(process[r] for r in members), odd,
                         other=other_side(launched, odd, root.majority))
-    explained = consequences([mine, *(d for _, d in counted)])
+    processes = job_processes(ras)
+    explained = consequences([mine, *(d for _, d in counted)], processes)
     causes = [c for c in explained.get(root.comm, []) if c != root.comm]
     if not causes:
         return None
-    chosen, caveats = _pick_counted([(r, d) for r, d in counted if r.comm in causes])
+    chosen, caveats = _pick_counted([(r, d) for r, d in counted if r.comm in causes], processes)
     if chosen is None:
         return None
     return chosen, caveats + _comm_caveats(chosen, [root], {root.comm: causes}, [])
 
 
-def _pick_counted(found: list[tuple[Root, Disagreement]]) -> tuple[Root | None, list[str]]:
+def _pick_counted(found: list[tuple[Root, Disagreement]], processes: int = 0) -> tuple[Root | None, list[str]]:
     """Of the roots counts give (RAS, PyTorch's marks), one per communicator, the first that is no consequence of
-    another, and the caveats of that choice: counts alone never say which communicator diverged first."""
+    another, and the caveats of that choice: counts alone never say which communicator diverged first.
+    `processes`: how many processes the job has, where a RAS reply's job summary says (consequences.py)."""
     if not found:
         return None, []
-    explained = consequences([d for _, d in found])
-    chosen = candidates([d for _, d in found])
+    explained = consequences([d for _, d in found], processes)
+    chosen = candidates([d for _, d in found], processes)
     roots = [root for root, _ in found]
     root = next(r for r in roots if r.comm == chosen[0])
     caveats = _comm_caveats(root, roots, explained, chosen)

@@ -77,10 +77,14 @@ def odd_ones(launched: Mapping[Hashable, int], outliers: set[Hashable], majority
     return behind or frozenset(outliers)
 
 
-def consequences(found: list[Disagreement]) -> dict[str, list[str]]:
-    """comm -> the communicators whose divergence explains its disagreement (only comms that are consequences)."""
+def consequences(found: list[Disagreement], processes: int = 0) -> dict[str, list[str]]:
+    """comm -> the communicators whose divergence explains its disagreement (only comms that are consequences).
+    `processes`: how many processes the job has, where a record says (a RAS reply's job summary); else (or where
+    fewer) those the disagreements name. A communicator spans the job only where it has that many members: one of
+    4 processes, 3 of them unnamed, spans a job of 8 no more than a 2-process one does, and holds a smaller one
+    only by name."""
     explained: dict[str, list[str]] = {}
-    processes = len({p for d in found for p in d.members if not unnamed_process(p)})
+    processes = max(processes, len({p for d in found for p in d.members if not unnamed_process(p)}))
     for outer in found:
         if outer.shown:
             continue
@@ -113,13 +117,13 @@ def unnamed_process(process: Hashable) -> bool:
     return isinstance(process, tuple) and bool(process) and process[0] == "unknown"
 
 
-def candidates(found: list[Disagreement]) -> list[str]:
+def candidates(found: list[Disagreement], processes: int = 0) -> list[str]:
     """The communicators that no rule shows to be a consequence, in the order given; except that where none is
     known to hold every odd rank of them, the smallest one that may hold them all (as far as its members not on
     record go) comes first: one divergence there can involve every one of those ranks (a RAS reply lists only the
     ranks that depart from a majority, the others as a count). Before all that, those whose own records show that
-    they diverged (`shown`) come first."""
-    explained = consequences(found)
+    they diverged (`shown`) come first. `processes`: as for consequences."""
+    explained = consequences(found, processes)
     left = [d for d in found if d.comm not in explained]
     left = [d for d in left if d.shown] + [d for d in left if not d.shown]
     every = frozenset().union(*(d.odd for d in left)) if left else frozenset()

@@ -190,6 +190,8 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
                       if split in p and split <= launched[r] and p[split] != program[split])
     if any(places[r][split] > program[split] for r in outliers):
         return None  # launched later than the program: a skipped collective, which the counts already show
+    if any(not _shifted_by_one(places[r], program, split, launched[r]) for r in outliers):
+        return None  # early by one collective elsewhere all along: one left out there, not an extra one here
     peers = [set(m) - {r} for r in outliers for c, m in streams.members.items()
              if c != comm and r in m and not set(ranks) <= set(m)]
     if peers and all(peer & set(outliers) for peer in peers):
@@ -222,6 +224,18 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
                            blocked=blocked, unplaced=unplaced)
 
 
+def _shifted_by_one(places: dict[int, int], program: dict[int, int], split: int, launched: int) -> bool:
+    """Whether a rank's collectives here after `split` sit where an extra one of its own would put them: its seq k
+    where the program issues seq k - 1 (the extra one, at `split` or before it, wherever the rank issued it, moved
+    the rest one seq on). A rank that instead left out a collective of its other communicator issues each one here
+    after one collective fewer of those than the program, at every seq: with a tensor-parallel step of three
+    collectives after one data-parallel one, it puts seq 2 after none where an extra seq 1 would put it after one
+    (the program's seq 1). Such a rank's places say nothing of an extra collective here, and the other
+    communicator's own records show what it left out."""
+    return all(places[k] == program[k - 1] for k in range(split + 1, launched + 1)
+               if k in places and k - 1 in program)
+
+
 def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None:
     """The root the issue orders give `comm` (see issue_order_split): an extra collective of the outliers, at the
     seq where they issued one earlier than the program, or at a seq before it where they issued the same
@@ -231,8 +245,12 @@ def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None
         return None
     rows = comm_streams(streams.comm_parts(comm))
     # A rank of the reference whose records part from the others' by the split departed too (it ran another
-    # collective there, in its place): the root names it beside those the issue orders name.
-    departed = _parted_by_signatures(rows, split.reference, split.seq)
+    # collective there, in its place): the root names it beside those the issue orders name. Where the reference's
+    # records part with no majority (of two ranks there, one ran another collective), which of them departed is
+    # not known: the issue orders then name no root of their own.
+    departed, undecided = _parted_by_signatures(rows, split.reference, split.seq)
+    if undecided:
+        return None
     outliers = sorted(set(split.outliers) | departed)
     return Root(
         comm=comm, seq=split.low, seq_range=(split.low, split.seq), outlier_ranks=outliers,
@@ -243,20 +261,24 @@ def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None
     )
 
 
-def _parted_by_signatures(rows, ranks: list[int], last: int) -> set[int]:
+def _parted_by_signatures(rows, ranks: list[int], last: int) -> tuple[set[int], bool]:
     """The ranks among `ranks` with a signature field at some seq up to `last` that differs from the value a strict
     majority of the ranks recording that field there have (a field a rank did not record constrains nothing: a
-    Flight Recorder dump carries no reduction or root)."""
+    Flight Recorder dump carries no reduction or root); and whether at some seq up to `last` their values of a field
+    differ with no strict majority (who departed there is not known)."""
     frame = rows.frame(None, last, ["rank", "seq", *SIGNATURE]).filter(pl.col("rank").is_in(ranks))
     parted: set[int] = set()
+    undecided = False
     for name in SIGNATURE:
         values = frame.select("rank", "seq", pl.col(name).cast(pl.Utf8).alias("value")).drop_nulls("value")
         if values.height == 0:
             continue
         counts = values.group_by("seq", "value").agg(pl.len().alias("n"))
-        totals = counts.group_by("seq").agg(pl.col("n").sum().alias("total"))
-        major = counts.join(totals, on="seq").filter(pl.col("n") * 2 > pl.col("total")).select(
-            "seq", pl.col("value").alias("major"))
+        totals = counts.group_by("seq").agg(pl.col("n").sum().alias("total"), pl.len().alias("values"))
+        marked = counts.join(totals, on="seq")
+        major = marked.filter(pl.col("n") * 2 > pl.col("total")).select("seq", pl.col("value").alias("major"))
+        differing = set(marked.filter(pl.col("values") > 1).get_column("seq").to_list())
+        undecided |= bool(differing - set(major.get_column("seq").to_list()))
         apart = values.join(major, on="seq").filter(pl.col("value") != pl.col("major"))
         parted |= set(apart.get_column("rank").to_list())
-    return parted
+    return parted, undecided

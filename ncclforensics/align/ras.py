@@ -127,6 +127,12 @@ class RasHistory:
         return totals
 
 
+def job_processes(ras: dict[str, RasHistory]) -> int:
+    """How many processes the job has, as the text replies' job summaries give it (the most any gives; 0 where
+    none does: JSON replies have no summary). Dead processes count too, as they do in the summary."""
+    return max((snapshot.processes or 0 for history in ras.values() for snapshot, _ in history.states), default=0)
+
+
 def _order_key(snapshot: RasSnapshot) -> tuple:
     # Replies that carry a timestamp sort by it; text replies carry none, so they keep their input order
     # (file names like ras_status_q0, q1 sort naturally). Said so in the report's caveats.

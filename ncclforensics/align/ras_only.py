@@ -11,7 +11,7 @@ import polars as pl
 from ..model import Evidence, Location, WedgeKind
 from .consequences import Disagreement, candidates, odd_ones, other_side, unnamed_process, unordered_counts
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
-from .ras import RasHistory
+from .ras import RasHistory, job_processes
 from .streams import Streams
 from .wedge import COUNT_FLOORS, LAUNCHES_ONLY, Wedge
 
@@ -60,7 +60,7 @@ def ras_only_root(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
     found = ras_only_roots(ras, rank_map, streams, stops)
     if not found:
         return None
-    chosen = candidates([d for _, d in found])
+    chosen = candidates([d for _, d in found], job_processes(ras))
     return next(root for root, d in found if d.comm in chosen)
 
 

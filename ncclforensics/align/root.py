@@ -446,7 +446,9 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
     if not behind:
         return None  # the shorter streams end where their files were cut short: nothing differs on record
     # Two ranks, one ahead: it launched more, or the other stopped short; nothing says which. The streams cut
-    # short side with neither, so they are not counted.
+    # short side with neither, so they are not counted; yet each may be on either side, so a side is the minority
+    # only where it stays one with every such stream on it: ranks 0 and 1 at 14, rank 3 at 15 and rank 2 cut at 14
+    # may be two against two (rank 2 went on to 15 too), and both sides are then named.
     deciding = len(ahead) + len(behind)
     tie = len(ahead) * 2 == deciding and deciding == 2
     if len(ahead) * 2 < deciding or tie:
@@ -455,12 +457,16 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
         for rank in ahead:
             found, _ = place_edits(rank, codes[rank], reference, start)
             placements.extend(found)
-        return Proposal(placements, sorted(codes) if tie else ahead, behind, not tie, True, shown=False)
+        split = tie or (len(ahead) + len(unknown)) * 2 >= deciding + len(unknown)
+        return Proposal(placements, sorted(codes) if split else ahead, behind, not split, True, shown=False)
     shortest = min(lengths[r] for r in behind)
     stopped = sorted(r for r in behind if lengths[r] == shortest)
     at = start + shortest
+    # (a stream cut no later than where they stopped may have stopped there too)
+    may_stop = [r for r in unknown if lengths[r] <= shortest]
+    minority = (len(stopped) + len(may_stop)) * 2 < deciding + len(may_stop)
     return Proposal([Placement(r, EditKind.STOPPED, longest - shortest, at, at) for r in stopped], stopped,
-                    sorted(set(codes) - set(stopped)), len(stopped) * 2 < deciding, True, stopped, shown=False)
+                    sorted(set(codes) - set(stopped)), minority, True, stopped, shown=False)
 
 
 # -- other evidence narrows --------------------------------------------------------------------------------------

@@ -157,6 +157,8 @@ class RasSnapshot:
     # What a cut reply does not show is unknown: never read it as "consistent" or a comm as "ok". A reply cut
     # exactly at the end of one part of a block cannot be told from a complete one.
     truncated: bool = False
+    # The job summary's count of the job's processes (text replies; JSON replies have no summary): None where absent.
+    processes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -144,6 +144,8 @@ class Reply:
     last_line: int = 0  # the last line that was part of this reply
     underlined: bool = False  # the Warnings heading's underline was read
     empty_blocks: list[int] = field(default_factory=list)  # lines of block headings with no line after them
+    processes: int | None = None  # the job summary's `Processes (total)`: every process of the job, dead ones too
+    totals_at: int | None = None  # the column of that total in the job summary's next row of numbers
 
 
 def cut_short(reply: Reply, cut: bool) -> list[str]:

@@ -123,7 +123,10 @@ class StatusTextParser:
         if reply.stage == HEADER:
             return bool(_CUDA.fullmatch(line.strip())) or self._stray(lineno, line)
         if reply.stage == SUMMARY:
-            return bool(_SUMMARY_LINE.fullmatch(line)) or self._stray(lineno, line)
+            if not _SUMMARY_LINE.fullmatch(line):
+                return self._stray(lineno, line)
+            self._job_summary_line(line)
+            return True
         if reply.stage == COMMS:
             return self._comms_line(lineno, line)
         if reply.stage == TABLE:
@@ -169,6 +172,21 @@ class StatusTextParser:
             return True
         self.close()
         return False
+
+    def _job_summary_line(self, line: str) -> None:
+        """Read the job's process count off the summary (nccl_formats.md section 2.2). Layout (A) heads its one row
+        `(total)   per node  per process    (total)  (total)`: Nodes, Processes per node, GPUs per process,
+        Processes (total), GPUs (total); layouts (B) and (C) end with a row headed `(total)    (total)      (total)`:
+        Nodes, Processes, GPUs."""
+        reply = self.reply
+        words = line.split()
+        if words[:1] == ["(total)"]:
+            reply.totals_at = 3 if "per" in words else 1
+            return
+        if reply.totals_at is not None and words and all(w.isdigit() for w in words):
+            if len(words) > reply.totals_at:
+                reply.processes = int(words[reply.totals_at])
+            reply.totals_at = None
 
     def _comms_line(self, lineno: int, line: str) -> bool:
         # "=============" and the (never printed) RAS-network strings of section 2.3.
@@ -437,7 +455,7 @@ class StatusTextParser:
             self._problem(reply.last_line or reply.line, f"RAS reply of line {reply.line} is cut short: "
                           f"{'; '.join(reasons)}. What it does not show is unknown, not healthy")
         return RasSnapshot(Location(self.path, reply.line), nccl_version=reply.version, comms=tuple(comms),
-                           issues=tuple(reply.issues), truncated=bool(reasons))
+                           issues=tuple(reply.issues), truncated=bool(reasons), processes=reply.processes)
 
     def _freeze_comm(self, reply: Reply, comm: ReplyComm) -> RasComm:
         row = reply.rows.get(comm.group)

@@ -86,6 +86,24 @@ def test_a_group_that_does_not_span_the_job_holds_by_name_only_and_may_hold_ever
     assert candidates([*pairs, tp1])[0] == "tp1"
 
 
+def test_a_group_spans_the_job_only_where_it_has_as_many_processes_as_the_job_summary_gives():
+    # RAS of 8 processes: TP groups (0..3) (4..7), DP pairs (0,4) (3,7). Process 100 ran ahead in TP group 0 and
+    # process 107 in TP group 1 (each reply names only its odd one, the three others as a count); both DP pairs
+    # split. Only 4 processes are named, as many as a TP group has members, yet the job has 8: a TP group does
+    # not span it, so its three unnamed members hold no DP pair (process 104 of pair (0,4) is in no reply of TP
+    # group 0 by name). Read as spanning, each TP group would hold its pair and be read as its consequence.
+    tp0 = _d("tp0", [("h", 100), *(("unknown", "tp0", r) for r in (1, 2, 3))], {("h", 100)}, unknown=3)
+    tp1 = _d("tp1", [("h", 107), *(("unknown", "tp1", r) for r in (0, 1, 2))], {("h", 107)}, unknown=3)
+    dp0 = Disagreement("dp0", frozenset({("h", 100), ("h", 104)}), frozenset({("h", 104)}),
+                       other=frozenset({("h", 100)}))
+    dp3 = Disagreement("dp3", frozenset({("h", 103), ("h", 107)}), frozenset({("h", 103)}),
+                       other=frozenset({("h", 107)}))
+    found = [tp0, tp1, dp0, dp3]
+    assert set(consequences(found)) == {"tp0", "tp1"}  # what the named processes alone make of it
+    assert consequences(found, processes=8) == {}
+    assert set(candidates(found, processes=8)) == {"tp0", "tp1", "dp0", "dp3"}
+
+
 def test_enqueued_counts_name_the_tp_group_not_the_world_it_stalls():
     marks = {
         "0": EnqueueMarks(launched={0: 3, 1: 2, 2: 3, 3: 3}, stops=["watchdog timeout (torch_rank0.log:2)"]),

@@ -2,7 +2,8 @@
 alone make it look like the majority, and who is held back elsewhere."""
 
 from ncclforensics.align.diagnosis import diagnose
-from ncclforensics.align.interleave import ISSUE_ORDER
+from ncclforensics.align.interleave import ISSUE_ORDER, issue_order_root, issue_order_split
+from ncclforensics.align.streams import build_streams
 from ncclforensics.model import CollectiveEvent, Evidence, Location, SourceFormat, collectives_to_frame
 from ncclforensics.report import words
 
@@ -199,3 +200,38 @@ def test_a_rank_cut_before_the_split_may_side_with_the_one_placed_early():
     logs[3] = replace(logs[3], cut=Location("rank3.log", 2))
     d = diagnose(logs)
     assert d.root is None or d.root.pinned_by != ISSUE_ORDER
+
+
+def test_a_rank_that_left_out_a_collective_of_its_other_communicator_issued_no_extra_one_here():
+    # A step is one collective of a data-parallel pair (r, r + 4), then three alike of the rank's TP group. Rank 3
+    # left out step 0's data-parallel one: it issues TP seq 1 after no collective of its pair, where the program
+    # has one, as a rank that issued an extra TP collective early would; but it issues seq 2 after none too, where
+    # an extra seq 1 would put it after one (the program's seq 1): each of its TP collectives sits one collective
+    # of its pair short of the program's, which is the pair's divergence, not one here. Rank 2 left out step 1's
+    # last TP collective: that is the TP group's divergence.
+    def dp_step(rank):
+        return [(f"0xd{rank % 4}", ONE)] + [(T1 if rank < 4 else T2, LAYER)] * 3
+
+    logs = [rank_log(r, dp_step(r) * 2) for r in range(8) if r not in (2, 3)]
+    logs += [rank_log(2, dp_step(2) + dp_step(2)[:-1]), rank_log(3, dp_step(3)[1:] + dp_step(3))]
+    d = diagnose(logs)
+    tp = d.comms[T1].root
+    assert tp.pinned_by != ISSUE_ORDER and tp.outlier_ranks == [2] and tp.seq_range == (6, 6)
+    assert d.comms["0xd3"].root.outlier_ranks == [3, 7]  # the pair's two ranks: no majority of two
+
+
+def test_a_reference_whose_records_part_with_no_majority_leaves_the_issue_orders_no_root():
+    # A step is two world collectives (1 and 8 elements), then three of the rank's TP group. Rank 1 issued an
+    # extra world one of 8 inside step 0 (after two TP ones, where ranks 2 and 3 issue seq 3 after three); rank 0
+    # is held back; rank 3 issued step 1's two world ones the other way round. Ranks 2 and 3, the reference, part
+    # at seq 3 (1 against 8 elements): one of them departed too, and with no majority of the two, not which.
+    eight = ("AllReduce", 8)
+
+    def step_of(tp, world=((W, ONE), (W, eight))):
+        return list(world) + [(tp, LAYER)] * 3
+
+    logs = [rank_log(0, step_of(T1)), rank_log(1, step_of(T1)[:4] + [(W, eight)] + step_of(T1)[4:]),
+            rank_log(2, step_of(T2) * 2), rank_log(3, step_of(T2) + step_of(T2, world=((W, eight), (W, ONE))))]
+    streams = build_streams(logs)
+    assert issue_order_split(streams, W).outliers == [1]  # where the issue orders part the ranks
+    assert issue_order_root(streams, W) is None

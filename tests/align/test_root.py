@@ -124,9 +124,28 @@ def test_streams_cut_short_count_for_neither_side_of_a_length_difference():
     codes = {0: stream([1] * 9), 1: stream([1] * 8), 2: stream([1] * 4), 3: stream([1] * 4)}
     proposal = propose(codes, 1, cut={2, 3})
     assert not proposal.majority and proposal.outliers == [0, 1, 2, 3]
-    codes[4] = stream([1] * 8)  # a second rank where rank 1 stops: rank 0 is the one ahead
+    # A second rank where rank 1 stops: two against one on record, yet ranks 2 and 3 may have gone on as far as
+    # rank 0 (three against two), so still no majority says which side departed.
+    codes[4] = stream([1] * 8)
+    proposal = propose(codes, 1, cut={2, 3})
+    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3, 4]
+    codes[5] = codes[6] = stream([1] * 8)  # four where rank 1 stops: with both cut ones, rank 0's side is three
     proposal = propose(codes, 1, cut={2, 3})
     assert proposal.majority and proposal.outliers == [0]
+
+
+def test_a_stream_cut_short_may_be_on_the_side_ahead():
+    # Ranks 0 and 1 launched 14, rank 3 15, and rank 2's file was cut at 14: it may have launched the 15th too, and
+    # two against two has no majority; read as one of those behind, rank 3 alone would look like the outlier.
+    codes = {0: stream([1] * 14), 1: stream([1] * 14), 2: stream([1] * 14), 3: stream([1] * 15)}
+    assert propose(codes, 1).outliers == [3]
+    proposal = propose(codes, 1, cut={2})
+    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3]
+    # Ranks 0 and 1 launched 15, rank 3 14, rank 2 cut at 12: it may have stopped where rank 3 did.
+    codes = {0: stream([1] * 15), 1: stream([1] * 15), 2: stream([1] * 12), 3: stream([1] * 14)}
+    assert propose(codes, 1, cut=set()).majority
+    proposal = propose(codes, 1, cut={2})
+    assert not proposal.majority and proposal.stopped == [3]
 
 
 def test_a_stream_without_the_parting_field_joins_the_group_that_recorded_most():

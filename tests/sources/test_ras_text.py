@@ -479,3 +479,12 @@ def test_the_cut_reasons_are_named(tmp_path):
         path.write_text(text[: text.index(keep, text.index("Group")) + len(keep)])
         messages = [p.message for p in parse_file(InputFile(path, "ras.txt")).problems]
         assert any(reason in m for m in messages), (keep, messages)
+
+
+@pytest.mark.parametrize(("path", "processes"), [
+    (CONSTRUCTED / "sample-a-healthy-2.29.7.txt", 4),  # layout (A): the fourth column of its one row
+    (PUBLIC / "nccl-docs08ras-1.txt", 8),  # layout (A), its second heading line indented
+    (CONSTRUCTED / "commwalk-garbage-2.27.3.txt", 10),  # layout (B): the totals row after the rows per node
+])
+def test_the_job_summary_gives_the_jobs_process_count(path, processes):
+    assert [s.processes for s in parse(path).ras] == [processes]
