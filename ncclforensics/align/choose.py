@@ -36,8 +36,8 @@ from .held_back import may_hold_back
 from .journal_progress import with_journal_progress
 from .ras import RasHistory
 from .ras_only import ras_only_roots, unnamed_ranks
-from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_sums_before_records,
-                        with_sums_placing_cut_ranks)
+from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_parted_reference,
+                        with_sums_before_records, with_sums_placing_cut_ranks)
 from .streams import Streams
 from .watchdog import EnqueueMarks, marks_only_roots
 
@@ -85,8 +85,7 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
     sums_step = None
 
     def sums_root():
-        return step_sums_root(fingerprints, {**{c: set(r) for c, r in streams.expected_members.items()},
-                                             **{c: set(r) for c, r in streams.members.items()}},
+        return step_sums_root(fingerprints, _known(streams),
                               frozenset(r for ranks in streams.members.values() for r in ranks),
                               frozenset(f.rank for f in fingerprints if f.loc.path in cut_files))
 
@@ -98,6 +97,11 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             root, sums_step = found
         elif found is not None:
             root, said = with_checksum_outliers(root, found[0])
+            caveats += said
+        elif root is not None and root.reason is RangeReason.COUNTS:
+            # Checksums that name no one may still part the ranks the counts left together: they departed too.
+            root, said = with_parted_reference(root, fingerprints, _known(streams),
+                                               frozenset(r for ranks in streams.members.values() for r in ranks))
             caveats += said
     elif root.reason is RangeReason.BEFORE_RECORDS:
         # Records that begin after the ranks already disagree say who differs there; PyTorch's counts may show
@@ -123,6 +127,11 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             # A rank that stopped launching while its peers report a remote process gone is the dead one.
             dead = frozenset(root.outlier_ranks)
     return Choice(root, tuple(caveats), sums_step, counted_cause, dead)
+
+
+def _known(streams: Streams) -> dict[str, set[int]]:
+    """comm -> its members on record (what the streams hold, and what the evidence says a comm should hold)."""
+    return {**{c: set(r) for c, r in streams.expected_members.items()}, **{c: set(r) for c, r in streams.members.items()}}
 
 
 def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
