@@ -114,6 +114,14 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         if found is not None:
             root, said = with_sums_before_records(root, found[0])
             caveats += said
+    elif root.reason is RangeReason.LOOKALIKE and not root.majority and set(root.outlier_ranks) == set(
+            root.reference_ranks):
+        # Records alike in everything recorded, results misaligned: every rank is named, as no record says who
+        # departed; PyTorch's counts, where a minority launched more or fewer, say it.
+        counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
+        if counted:
+            root, said = _counted_among_lookalikes(root, counted[0], _held_before_records(root, marks, streams))
+            caveats += said
     elif root.unplaced_ranks and root.comm in analyses:
         # Records cut before the sides part place no one there; the checksums of the step they part at may.
         found = sums_root()
@@ -298,6 +306,25 @@ def _held_before_records(root: Root, marks: dict, streams: Streams) -> set[int]:
     recorded = {rank: part.get_column("seq").max() for (comm, rank), part in streams.parts.items()
                 if comm == root.comm and part.height}
     return {rank for rank, n in launched.items() if rank in stuck and n <= recorded.get(rank, n)}
+
+
+def _counted_among_lookalikes(root: Root, counted: Root, held: set[int]) -> tuple[Root, list[str]]:
+    """A root that names every rank on either side (records alike in everything recorded, results misaligned) with
+    the ranks PyTorch's counts show launching more or fewer, a minority, as its outliers, and the counts' kind
+    where the records allow it: no record says who departed, and the fewest departing are the ones the counts
+    name (`held`: ranks behind that are stuck elsewhere, which held back reads the same, are not named)."""
+    ours = set(root.outlier_ranks)
+    outliers = sorted(set(counted.outlier_ranks) - held)
+    if not counted.majority or not outliers or not set(outliers) < ours \
+            or not ours <= set(counted.outlier_ranks) | set(counted.reference_ranks):
+        return root, []
+    kinds = (counted.kind, *(k for k in root.kinds if k != counted.kind)) if counted.kind in root.kinds else root.kinds
+    named = replace(root, outlier_ranks=outliers, reference_ranks=sorted(ours - set(outliers)), majority=True,
+                    kind=kinds[0] if kinds else root.kind, kinds=kinds)
+    said = (f"the records of every rank look alike, and {ranks_words(outliers)} launched "
+            f"{'fewer' if counted.kind == MISSING else 'more'} collectives than the others by {counted.pinned_by}: "
+            f"the root names {ranks_words(outliers)}, the fewest departing")
+    return named, [said]
 
 
 def _resolve_tie(root: Root, gate: GateDisagreement | None) -> Root:
