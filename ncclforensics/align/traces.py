@@ -222,7 +222,8 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
     comms = {m for m in comms if not any(m < wider and _stopped_before(wider - m, m, trace, own, at, last_rows)
                                          for wider in comms)}
     if len(comms) > 1 and not digests:
-        comms = _one_comm_of_sums(comms, trace, own, alike, [tags_of.get(key, set()) for key in keys])
+        comms = _one_comm_of_sums(comms, trace, _with_tails(trace, own, alike, comms, at, last_rows), alike,
+                                  [tags_of.get(key, set()) for key in keys])
         if comms is None:
             return MIXED
     by_tag: dict[str | None, set[Members]] = {}
@@ -265,6 +266,28 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
         out.append(members if members is not None else before)
         before = out[-1] if out[-1] is not UNKNOWN else before
     return out, frozenset(i for i, members in enumerate(placed) if members is None) | beyond
+
+
+def _with_tails(trace: list[FingerprintRow], own: list[Members], alike: list[bool], comms: set[Members],
+                at: dict[tuple, int], last_rows: dict[int, FingerprintRow]) -> list[Members]:
+    """`own`, with each aligned record of a subset of a wider comm given to the wider one where the wider one's
+    aligned records carry its tag and every rank the subset lacks recorded its last result before it: the tail of
+    the wider comm (its other members stopped), not the subset's own. Worked example: ranks 0-3 share a world
+    all-reduce `dp` each step and ranks 2, 3 a TP group; ranks 0 and 1 hang after step 1, so ranks 2 and 3 alone
+    share step 2's `dp`: that record is the world's, and the TP group's own tags are its layers' alone."""
+    tags: dict[Members, set[str | None]] = {}
+    for row, members, one in zip(trace, own, alike):
+        if members in comms and one:
+            tags.setdefault(members, set()).add(row.tag)
+    out = list(own)
+    for i, (row, members, one) in enumerate(zip(trace, own, alike)):
+        if not one or members not in comms or row.tag is None:
+            continue
+        wider = [w for w in comms if w > members and row.tag in tags.get(w, ())
+                 and all(_last_before(r, i, trace, at, last_rows) for r in w - members)]
+        if len(wider) == 1:
+            out[i] = wider[0]
+    return out
 
 
 def _recurring_with_tails(traced: list[FingerprintRow], holders: dict[tuple, set[int]],

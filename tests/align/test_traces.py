@@ -442,3 +442,23 @@ def test_a_trace_sharing_nothing_goes_to_the_one_set_of_ranks_its_comms_have_and
         paths.append(str(path))
     root = answer(*paths)["root"]
     assert root["outlier_ranks"] == [0] and root["seq_range"] == [1, 1] and root["pinned_by"] == "signatures"
+
+
+def test_a_world_result_only_the_ranks_that_went_on_share_is_the_worlds_tail_not_a_tp_tag(tmp_path):
+    """Sums only: a world `dp` (ranks 0-3) each step, TP groups (0,1) (2,3) with sums of their own. Ranks 0 and 1
+    stop after step 1; ranks 2 and 3 go on through step 2, whose `dp` they alone share. That record is the world's
+    tail, so the TP group (2,3) carries no world tag, is a comm of its own, and its records stay out of the world
+    stream (they all went to the world, which then had 12 records a rank where ranks 0 and 1 have 4)."""
+    def record(rank, step, op, tag, got):
+        return {"step": step, "op": op, "rank": rank, "tag": tag, "kind": "AllReduce", "numel": 1 if tag == "dp"
+                else 64, "sum": got, "expected_sum": got}
+
+    def steps(rank, count, base):
+        return [r for step in range(count) for r in [record(rank, step, 0, "dp", 10.0 + step), *[
+            record(rank, step, i, tag, base + 100 * step + i) for i, tag in enumerate(["attn", "mlp"], start=1)]]]
+    for rank, count, base in ((0, 2, 1000.0), (1, 2, 1000.0), (2, 3, 5000.0), (3, 3, 5000.0)):
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n"
+                                                                        for r in steps(rank, count, base)))
+    comms = {c["comm"]: c["launched"] for c in answer(tmp_path)["comms"]}
+    assert comms["[ranks=0,1,2,3]"] == {"0": 2, "1": 2, "2": 3, "3": 3}
+    assert comms["[ranks=2,3]"] == {"2": 6, "3": 6}
