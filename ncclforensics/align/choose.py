@@ -14,7 +14,9 @@ Where launch counts of one communicator, in a job with others, show ranks behind
 rather than short of a collective: counts cannot tell the two apart, and the root says so.
 
 Per-step checksums come next. Streams that show nothing leave them the word (results mixed in some step), and
-counts that place nothing leave them the say on who else departed. Records that begin after the ranks already
+counts that place nothing leave them the say on who else departed (where they name no one, the ranks the counts
+left together whose checksums part from the rest of them). Records alike in everything recorded, whose results were
+misaligned, name every rank on either side; PyTorch's counts, where a minority launched more or fewer, say which. Records that begin after the ranks already
 disagree say who differs there; PyTorch's counts, then the checksums, may show others that launched more or fewer
 before it. Records cut before the sides part place no one there; the checksums of the step they part at may.
 

@@ -7,6 +7,9 @@ so the ranks that share a digest (or, lacking digests, a sum) are that collectiv
 Worked example: ranks 0-3 share the digests of the world all-reduces and ranks 0,1 those of their tensor-parallel
 group, so rank 0's trace splits into two streams; a drafter collective that rank 1 alone ran still pairs with
 rank 0's next one, shares its digest and lands in the same stream, one seq ahead, where the tags disagree.
+A record that no shared set, tag or known comm places goes with the ranks sharing its result where those reach
+beyond every comm of the trace, else with its neighbours; either is a guess, and each one before a seq may put that
+seq one off (`seq_slack`), which the diagnosis widens the root's range by.
 """
 
 from __future__ import annotations
