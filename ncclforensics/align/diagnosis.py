@@ -204,8 +204,8 @@ def _widened_by_guesses(root: Root | None, guesses: Guesses) -> tuple[Root | Non
     wider = (max(1, low - down), None if high is None else high + up)
     moved = down + up
     caveat = (f"{moved} record{'s' if moved > 1 else ''} of the fingerprint traces before the root "
-              f"{'were' if moved > 1 else 'was'} put in a communicator only beside {'their' if moved > 1 else 'its'} "
-              f"neighbours (no result shared and no tag names {'theirs' if moved > 1 else 'its'}): the seqs of comm "
+              f"{'were' if moved > 1 else 'was'} put in a communicator by a guess (no tag, and no result shared "
+              f"within a communicator the trace names, places {'them' if moved > 1 else 'it'}): the seqs of comm "
               f"{root.comm} may be off by as many, so the root is in {seq_words(*wider)}")
     return replace(root, seq=wider[0], seq_range=wider), [caveat]
 
