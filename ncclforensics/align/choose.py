@@ -14,7 +14,9 @@ Where launch counts of one communicator, in a job with others, show ranks behind
 rather than short of a collective: counts cannot tell the two apart, and the root says so.
 
 Per-step checksums come next. Streams that show nothing leave them the word (results mixed in some step), and
-counts that place nothing leave them the say on who else departed. Records that begin after the ranks already
+counts that place nothing leave them the say on who else departed (where they name no one, the ranks the counts
+left together whose checksums part from the rest of them). Records alike in everything recorded, whose results were
+misaligned, name every rank on either side; PyTorch's counts, where a minority launched more or fewer, say which. Records that begin after the ranks already
 disagree say who differs there; PyTorch's counts, then the checksums, may show others that launched more or fewer
 before it. Records cut before the sides part place no one there; the checksums of the step they part at may.
 
@@ -36,8 +38,8 @@ from .held_back import may_hold_back
 from .journal_progress import with_journal_progress
 from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots, unnamed_ranks
-from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_sums_before_records,
-                        with_sums_placing_cut_ranks)
+from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_parted_reference,
+                        with_sums_before_records, with_sums_placing_cut_ranks)
 from .streams import Streams
 from .watchdog import EnqueueMarks, marks_only_roots
 
@@ -86,8 +88,7 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
     sums_step = None
 
     def sums_root():
-        return step_sums_root(fingerprints, {**{c: set(r) for c, r in streams.expected_members.items()},
-                                             **{c: set(r) for c, r in streams.members.items()}},
+        return step_sums_root(fingerprints, _known(streams),
                               frozenset(r for ranks in streams.members.values() for r in ranks),
                               frozenset(f.rank for f in fingerprints if f.loc.path in cut_files))
 
@@ -100,6 +101,11 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         elif found is not None:
             root, said = with_checksum_outliers(root, found[0])
             caveats += said
+        elif root is not None and root.reason is RangeReason.COUNTS:
+            # Checksums that name no one may still part the ranks the counts left together: they departed too.
+            root, said = with_parted_reference(root, fingerprints, _known(streams),
+                                               frozenset(r for ranks in streams.members.values() for r in ranks))
+            caveats += said
     elif root.reason is RangeReason.BEFORE_RECORDS:
         # Records that begin after the ranks already disagree say who differs there; PyTorch's counts may show
         # others that launched more or fewer before it.
@@ -110,6 +116,14 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         found = sums_root()
         if found is not None:
             root, said = with_sums_before_records(root, found[0])
+            caveats += said
+    elif root.reason is RangeReason.LOOKALIKE and not root.majority and set(root.outlier_ranks) == set(
+            root.reference_ranks):
+        # Records alike in everything recorded, results misaligned: every rank is named, as no record says who
+        # departed; PyTorch's counts, where a minority launched more or fewer, say it.
+        counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
+        if counted:
+            root, said = _counted_among_lookalikes(root, counted[0], _held_before_records(root, marks, streams))
             caveats += said
     elif root.unplaced_ranks and root.comm in analyses:
         # Records cut before the sides part place no one there; the checksums of the step they part at may.
@@ -124,6 +138,11 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             # A rank that stopped launching while its peers report a remote process gone is the dead one.
             dead = frozenset(root.outlier_ranks)
     return Choice(root, tuple(caveats), sums_step, counted_cause, dead)
+
+
+def _known(streams: Streams) -> dict[str, set[int]]:
+    """comm -> its members on record (what the streams hold, and what the evidence says a comm should hold)."""
+    return {**{c: set(r) for c, r in streams.expected_members.items()}, **{c: set(r) for c, r in streams.members.items()}}
 
 
 def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
@@ -292,6 +311,25 @@ def _held_before_records(root: Root, marks: dict, streams: Streams) -> set[int]:
     recorded = {rank: part.get_column("seq").max() for (comm, rank), part in streams.parts.items()
                 if comm == root.comm and part.height}
     return {rank for rank, n in launched.items() if rank in stuck and n <= recorded.get(rank, n)}
+
+
+def _counted_among_lookalikes(root: Root, counted: Root, held: set[int]) -> tuple[Root, list[str]]:
+    """A root that names every rank on either side (records alike in everything recorded, results misaligned) with
+    the ranks PyTorch's counts show launching more or fewer, a minority, as its outliers, and the counts' kind
+    where the records allow it: no record says who departed, and the fewest departing are the ones the counts
+    name (`held`: ranks behind that are stuck elsewhere, which held back reads the same, are not named)."""
+    ours = set(root.outlier_ranks)
+    outliers = sorted(set(counted.outlier_ranks) - held)
+    if not counted.majority or not outliers or not set(outliers) < ours \
+            or not ours <= set(counted.outlier_ranks) | set(counted.reference_ranks):
+        return root, []
+    kinds = (counted.kind, *(k for k in root.kinds if k != counted.kind)) if counted.kind in root.kinds else root.kinds
+    named = replace(root, outlier_ranks=outliers, reference_ranks=sorted(ours - set(outliers)), majority=True,
+                    kind=kinds[0] if kinds else root.kind, kinds=kinds)
+    said = (f"the records of every rank look alike, and {ranks_words(outliers)} launched "
+            f"{'fewer' if counted.kind == MISSING else 'more'} collectives than the others by {counted.pinned_by}: "
+            f"the root names {ranks_words(outliers)}, the fewest departing")
+    return named, [said]
 
 
 def _resolve_tie(root: Root, gate: GateDisagreement | None) -> Root:

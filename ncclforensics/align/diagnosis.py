@@ -18,7 +18,7 @@ from ..model import (
     WedgeKind,
 )
 from ..model.kinds import is_p2p_comm
-from ..model.phrases import ranks_words
+from ..model.phrases import ranks_words, seq_words
 from .choose import choose_root
 from .clocks import clock_disagreements
 from .comm_streams import comm_streams
@@ -40,7 +40,7 @@ from .ras import RasHistory, ras_histories
 from .ras_only import ras_comm_wedge, ras_only_wedge, ras_rank_map
 from .reconcile import Reconciliation, reconcile
 from .streams import Streams, build_streams
-from .traces import with_trace_rows
+from .traces import Guesses, seq_slack, with_trace_rows
 from .unranked import unranked_streams
 from .watchdog import (
     STOP_EVENTS,
@@ -99,7 +99,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     evidence, unranked_caveats = unranked_streams(evidence)
     evidence, rank_caveats, stand_ins = resolve_global_ranks(evidence)
     unranked_caveats += rank_caveats
-    evidence, trace_caveats = with_trace_rows(evidence)
+    evidence, trace_caveats, guesses = with_trace_rows(evidence)
     unranked_caveats += trace_caveats
     streams = build_streams(evidence)
     problems = foreign + list(streams.problems)
@@ -141,6 +141,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
                          died=bool(_death_evidence(ras, rank_map, watchdog)))
     root, counted_cause = choice.root, choice.counted_cause
     unranked_caveats += choice.caveats
+    root, guessed_caveats = _widened_by_guesses(root, guesses)
+    unranked_caveats += guessed_caveats
     dead |= choice.dead
     diagnosis.root = root
     if root is not None and root.comm in analyses and analyses[root.comm].first_visible is not None:
@@ -186,6 +188,26 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.text_ras_replies = sum(1 for e in evidence if e.format is SourceFormat.RAS_TEXT and e.ras)
     diagnosis.evidence = _receipts(diagnosis, watchdog) + _job_level_ras(evidence)
     return diagnosis
+
+
+def _widened_by_guesses(root: Root | None, guesses: Guesses) -> tuple[Root | None, list[str]]:
+    """The root, its seq range widened by as many records of its comm's fingerprint traces as were placed by their
+    neighbours alone before it (each may be of another comm, or of this one where it went elsewhere: the seqs
+    after it are then off by one); and a caveat saying so. A trace names no comm, so a seq it gives is only as good
+    as the placing of every record before it."""
+    if root is None or root.seq_range is None:
+        return root, []
+    low, high = root.seq_range
+    down, up = seq_slack(root.comm, low, guesses)
+    if not down and not up:
+        return root, []
+    wider = (max(1, low - down), None if high is None else high + up)
+    moved = down + up
+    caveat = (f"{moved} record{'s' if moved > 1 else ''} of the fingerprint traces before the root "
+              f"{'were' if moved > 1 else 'was'} put in a communicator by a guess (no tag, and no result shared "
+              f"within a communicator the trace names, places {'them' if moved > 1 else 'it'}): the seqs of comm "
+              f"{root.comm} may be off by as many, so the root is in {seq_words(*wider)}")
+    return replace(root, seq=wider[0], seq_range=wider), [caveat]
 
 
 FIELD_WORDS = {"op": "collective type", "count": "count", "dtype": "data type", "redop": "reduction",

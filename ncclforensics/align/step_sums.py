@@ -22,7 +22,8 @@ agree (inputs alike on every rank make them agree even misaligned), it is in ste
 
 Where the ranks that read back wrong values are two (a pair of a TP group, or the only two ranks of the job),
 either may have departed, and the root names both. Beside a root from launch counts (RAS, PyTorch's marks),
-which place nothing, the ranks whose checksums part from the others' departed too: the root names them as well.
+which place nothing, the ranks whose checksums part from the others' departed too: the root names them as well;
+so do the ranks the counts leave together (launching as many) whose checksums part from the rest of them.
 The same holds the other way round for a root whose records begin after the ranks already disagree: the ranks
 launch counts show launching more or fewer join it (`with_counted_outliers`).
 """
@@ -437,3 +438,46 @@ def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(
     said = (f"{ranks_words(added)} launched {'fewer' if counted.kind == 'missing' else 'more'} collectives than "
             f"the others by {counted.pinned_by}, before the records begin: the root names {ranks_words(outliers)}")
     return merged, [said]
+
+
+def with_parted_reference(root: Root, fingerprints: list[FingerprintRow], known: dict[str, set[int]],
+                          on_record: frozenset[int] = frozenset()) -> tuple[Root, list[str]]:
+    """A root from launch counts (a strict majority launched as many) with the ranks of that majority added whose
+    per-step checksums part from the rest of it at the first step where its checksums differ, where the rest is a
+    strict majority of it and all of it are ranks whose checksums a correct run makes equal (replicas): every rank
+    of a collective reads back the same result, misaligned or not, so a departure of the counted outliers mixes
+    what the others read back alike, and one of them that read back otherwise ran other collectives itself (or
+    the rest did, which is more ranks). Worked example: rank 3 launched one collective fewer; at step 0 ranks 0
+    and 1 sum 2923520, rank 2 3138560 and rank 3 2257920: rank 2 departed too, and the counts do not say whose
+    departure came first, so the root names ranks 2 and 3, and no majority."""
+    reference = set(root.reference_ranks)
+    if not root.majority or len(reference) < 3:
+        return root, []
+    by_step: dict[int, dict[int, FingerprintRow]] = {}
+    for row in fingerprints:
+        if row.op is None and row.sum is not None and row.rank in reference:
+            by_step.setdefault(row.step, {}).setdefault(row.rank, row)
+    traced = {rank for rows in by_step.values() for rank in rows}
+    if traced != reference or not any(reference <= c for c in _replica_classes(traced, known, on_record)):
+        return root, []
+    for step, rows in sorted(by_step.items()):
+        if set(rows) != reference:
+            continue
+        checked = all(checked_right(row) is not None for row in rows.values())
+        groups: dict[str, set[int]] = {}
+        for rank, key in _result_keys(rows, checked).items():
+            groups.setdefault(key, set()).add(rank)
+        if len(groups) < 2:
+            continue
+        largest = max(groups.values(), key=len)
+        if len(largest) * 2 <= len(reference):
+            return root, []  # the reference parts with no majority: who in it departed is not said
+        added = sorted(reference - largest)
+        members = set(root.outlier_ranks) | reference
+        outliers = sorted(set(root.outlier_ranks) | set(added))
+        said = (f"{ranks_words(added)} launched as many collectives as {ranks_words(sorted(largest))} and read back "
+                f"per-step checksums that part from theirs at step {step}: {'they' if len(added) > 1 else 'it'} "
+                f"departed too, and the counts do not say whose departure came first, so the root names "
+                f"{ranks_words(outliers)}")
+        return _named(root, outliers, members), [said]
+    return root, []

@@ -7,12 +7,15 @@ so the ranks that share a digest (or, lacking digests, a sum) are that collectiv
 Worked example: ranks 0-3 share the digests of the world all-reduces and ranks 0,1 those of their tensor-parallel
 group, so rank 0's trace splits into two streams; a drafter collective that rank 1 alone ran still pairs with
 rank 0's next one, shares its digest and lands in the same stream, one seq ahead, where the tags disagree.
+A record that no shared set, tag or known comm places goes with the ranks sharing its result where those reach
+beyond every comm of the trace, else with its neighbours; either is a guess, and each one before a seq may put that
+seq one off (`seq_slack`), which the diagnosis widens the root's range by.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -26,15 +29,29 @@ UNKNOWN: Members = frozenset({-1})  # a record of a comm whose other members lef
 NOT_APART: Members = frozenset()  # a tag other ranks' groups do not place
 
 
-def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]]:
+@dataclass(frozen=True)
+class Placed:
+    """One trace record as a collective row: its comm, its seq there, and whether only its neighbours put it
+    there (no result it shares, and no tag, names its comm)."""
+
+    comm: str
+    seq: int
+    by_neighbours: bool
+
+
+Guesses = dict[int, tuple[Placed, ...]]  # rank -> its trace's records, in issue order, where any was a guess
+
+
+def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str], Guesses]:
     """`evidence`, with collective rows from the per-collective fingerprints of each rank that no NCCL log or
     Flight Recorder dump describes (watchdog rows are sparse: they do not count as describing), put into a copy of
-    the Evidence of the trace's file; and caveats about how their communicators were named."""
+    the Evidence of the trace's file; caveats about how their communicators were named; and, per rank whose trace
+    had records placed by their neighbours alone, where each record went (see `seq_slack`)."""
     described = _described_ranks(evidence)
     traced = [f for item in evidence for f in item.fingerprints if f.op is not None]
     mine = sorted({f.rank for f in traced} - described)
     if not mine:
-        return evidence, []
+        return evidence, [], {}
     holders, tags_of = _holders(traced)
     traces: dict[int, list[FingerprintRow]] = {}  # rank -> its records in issue order
     for row in sorted(traced, key=lambda f: (f.rank, f.step, f.op, f.loc.line or 0)):
@@ -50,18 +67,20 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
     mixed: list[int] = []  # ranks whose traces hold several comms and no digests
     unplaced: list[int] = []  # ranks whose traces share no result and whose comm nothing names
     apart: list[int] = []  # ranks with results of a comm whose other members left no trace and are not known
+    guesses: Guesses = {}
     for rank in mine:
         trace = traces[rank]
         # Comms other evidence puts the rank in whose other members left no trace: a result of one of them is
         # shared with no other trace.
         untraced = [frozenset(m) for m in known.values()
                     if rank in m and len(m) > 1 and not (set(m) - {rank}) & set(traces)]
-        groups = _groups(trace, holders, tags_of, rank, last_rows, untraced,
-                         {frozenset(m) for m in known.values()} | recurring,
-                         _partners_by_tag(rank, holders, tags_of, everyone))
-        if groups is MIXED:
+        placement = _groups(trace, holders, tags_of, rank, last_rows, untraced,
+                            {frozenset(m) for m in known.values()} | recurring,
+                            _partners_by_tag(rank, holders, tags_of, everyone))
+        if placement is MIXED:
             mixed.append(rank)
             continue
+        groups, guessed = placement if placement is not None else (None, frozenset())
         if groups is None:
             only = _only_comm(rank, known, set(traces))
             groups = None if only is None else [only] * len(trace)
@@ -72,16 +91,20 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
         names: dict[Members, str] = {}
         if UNKNOWN in groups:
             apart.append(rank)
-        for row, members in ((row, m) for row, m in zip(trace, groups) if m is not UNKNOWN):
+        placed: list[Placed] = []
+        for i, row, members in ((i, row, m) for i, (row, m) in enumerate(zip(trace, groups)) if m is not UNKNOWN):
             seqs[members] = seqs.get(members, 0) + 1
             if members not in names:
                 names[members] = comm_named_by(_cut_out(members, trace, groups, known, traces, cut), known)
             comm = names[members]
+            placed.append(Placed(comm, seqs[members], i in guessed))
             rows.setdefault(row.loc.path, []).append({
                 "file": row.loc.path, "line": row.loc.line, "record": row.loc.record, "rank": rank,
                 "comm": comm, "seq": seqs[members], "op": normalize_op(row.kind) if row.kind else None,
                 "count": row.numel, "state": EventState.COMPLETED.value, "step": row.step, "tag": row.tag,
             })
+        if guessed:
+            guesses[rank] = tuple(placed)
     if mixed:
         caveats.append(f"the fingerprint traces of {ranks_words(mixed)} hold collectives of several communicators and no "
                        f"digests, so which is which cannot be told: left out of the comparison")
@@ -97,7 +120,25 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
         caveats.append("fingerprint traces name no communicator: one named [ranks=...] is the ranks that read back "
                        "the same results")
     out = [replace(item, collectives=_frame(rows.pop(item.path))) if item.path in rows else item for item in evidence]
-    return out, caveats
+    return out, caveats, guesses
+
+
+def seq_slack(comm: str, low: int, guesses: Guesses) -> tuple[int, int]:
+    """How far the seqs of `comm` from `low` on may be off, down and up, for the records its members' traces put
+    in a comm by their neighbours alone: each such record before it in `comm` may be another comm's (its seqs
+    are then one lower), and each such record in another comm before the first record of `comm` at `low` or
+    later may be this comm's (one higher). Worked example: ranks 48-55 read back a world all-reduce whose result
+    63 ranks share once (the traces of a few others were cut), which is no comm the traces name; it goes with
+    its neighbours, in the 8 ranks' comm, and every seq after it there may be one too high. The most of any
+    rank counts."""
+    down = up = 0
+    for placed in guesses.values():
+        if not any(p.comm == comm for p in placed):
+            continue
+        at = next((i for i, p in enumerate(placed) if p.comm == comm and p.seq >= low), len(placed))
+        down = max(down, sum(1 for p in placed[:at] if p.by_neighbours and p.comm == comm))
+        up = max(up, sum(1 for p in placed[:at] if p.by_neighbours and p.comm != comm))
+    return down, up
 
 
 def _described_ranks(evidence: list[Evidence]) -> set[int]:
@@ -136,9 +177,10 @@ def _holders(traced: list[FingerprintRow]) -> tuple[dict[tuple, set[int]], dict[
 def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of: dict[tuple, set[str | None]],
             rank: int, last_rows: dict[int, FingerprintRow], untraced: list[Members] = (),
             known: set[Members] = frozenset(), by_tag_elsewhere: dict[str, Members | None] | None = None
-            ) -> list[Members] | None:
-    """The members of each record's collective; None when no record shares its result with another rank; MIXED
-    when sums, lacking digests, point to several comms.
+            ) -> tuple[list[Members], frozenset[int]] | list[Members] | None:
+    """The members of each record's collective, and the indices of the records placed by their neighbours alone;
+    None when no record shares its result with another rank; MIXED when sums, lacking digests, point to several
+    comms.
 
     A record's members are the ranks that share its result (for sums, where that set recurs in the trace), unless
     they are the tail of a wider set whose other members' traces stopped sooner. Otherwise (a coincidence of sums,
@@ -183,7 +225,8 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
     comms = {m for m in comms if not any(m < wider and _stopped_before(wider - m, m, trace, own, at, last_rows)
                                          for wider in comms)}
     if len(comms) > 1 and not digests:
-        comms = _one_comm_of_sums(comms, trace, own, alike, [tags_of.get(key, set()) for key in keys])
+        comms = _one_comm_of_sums(comms, trace, _with_tails(trace, own, alike, comms, at, last_rows), alike,
+                                  [tags_of.get(key, set()) for key in keys])
         if comms is None:
             return MIXED
     by_tag: dict[str | None, set[Members]] = {}
@@ -191,6 +234,7 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
         if members in comms and one:
             by_tag.setdefault(row.tag, set()).add(members)
     placed: list[Members | None] = []
+    beyond: set[int] = set()  # records that went with the ranks sharing their result, which no comm here holds
     for i, (row, members, one) in enumerate(zip(trace, own, alike)):
         if members in comms and one:
             # A comm of its own whose results of this tag were a wider comm's before that comm's other members'
@@ -213,12 +257,39 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
         placed.append(tagged[0] if len(tagged) == 1 else members if members in comms else
                       untraced[0] if unshared and len(untraced) == 1 else apart if apart else
                       holding[0] if len(holding) == 1 else None)
+        if placed[-1] is None and len(members) > 1 and not holding:
+            # Ranks beyond every comm of the trace read back its result: likelier one collective of theirs (a comm
+            # no result of this trace names twice) than its neighbours' comm, where their peers did not read it.
+            beyond.add(i)
+            placed[-1] = members
     first = next((m for m in placed if m is not None and m is not UNKNOWN), next(iter(comms)))
     out: list[Members] = []
     before = first
     for members in placed:
         out.append(members if members is not None else before)
         before = out[-1] if out[-1] is not UNKNOWN else before
+    return out, frozenset(i for i, members in enumerate(placed) if members is None) | beyond
+
+
+def _with_tails(trace: list[FingerprintRow], own: list[Members], alike: list[bool], comms: set[Members],
+                at: dict[tuple, int], last_rows: dict[int, FingerprintRow]) -> list[Members]:
+    """`own`, with each aligned record of a subset of a wider comm given to the wider one where the wider one's
+    aligned records carry its tag and every rank the subset lacks recorded its last result before it: the tail of
+    the wider comm (its other members stopped), not the subset's own. Worked example: ranks 0-3 share a world
+    all-reduce `dp` each step and ranks 2, 3 a TP group; ranks 0 and 1 hang after step 1, so ranks 2 and 3 alone
+    share step 2's `dp`: that record is the world's, and the TP group's own tags are its layers' alone."""
+    tags: dict[Members, set[str | None]] = {}
+    for row, members, one in zip(trace, own, alike):
+        if members in comms and one:
+            tags.setdefault(members, set()).add(row.tag)
+    out = list(own)
+    for i, (row, members, one) in enumerate(zip(trace, own, alike)):
+        if not one or members not in comms or row.tag is None:
+            continue
+        wider = [w for w in comms if w > members and row.tag in tags.get(w, ())
+                 and all(_last_before(r, i, trace, at, last_rows) for r in w - members)]
+        if len(wider) == 1:
+            out[i] = wider[0]
     return out
 
 
@@ -339,16 +410,19 @@ def _last_before(rank: int, index: int, trace: list[FingerprintRow], at: dict[tu
 def _cut_out(members: Members, trace: list[FingerprintRow], groups: list[Members], known: dict[str, set[int]],
              traces: dict[int, list[FingerprintRow]], cut: set[int]) -> Members:
     """The members of the one comm other evidence names that holds `members` and whose other members' traces were
-    cut short before this trace's first record of `members` (what they read back past the cut is not on record,
-    so they share none of its results); else `members`. Worked example: PyTorch's logs put ranks 0-7 in the world
-    comm, and the traces of ranks 0 and 1 end at a cut after their first record: ranks 2-7 alone share the world
-    results, and the comm they name is the world's."""
+    cut short before this trace's first record of `members`, or share none of its results (what they read back
+    past the cut is not on record, so they share none of its results; what they read back before it, apart, they
+    read back in a collective of their own: departed); else `members`. Worked example: PyTorch's logs put ranks
+    0-7 in the world comm, and the traces of ranks 0 and 1 end at a cut after their first record: ranks 2-7 alone
+    share the world results, and the comm they name is the world's."""
     first = trace[groups.index(members)]
     at = (first.step, first.op if first.op is not None else -1)
+    theirs = {_key(row) for row, m in zip(trace, groups) if m == members} - {None}
 
     def cut_before(rank: int) -> bool:
         last = traces[rank][-1] if rank in traces else None
-        return rank in cut and last is not None and (last.step, last.op if last.op is not None else -1) < at
+        return rank in cut and last is not None and ((last.step, last.op if last.op is not None else -1) < at
+                                                     or not theirs & {_key(row) for row in traces[rank]})
     wider = [frozenset(m) for m in known.values() if set(m) > members and all(cut_before(r) for r in set(m) - members)]
     return wider[0] if len(set(wider)) == 1 else members
 
@@ -374,9 +448,10 @@ def _known_members(evidence: list[Evidence]) -> dict[str, set[int]]:
 def _only_comm(rank: int, known: dict[str, set[int]], traced: set[int]) -> Members | None:
     """With no result shared, the one comm other evidence puts the rank in; with no comm known at all, one comm
     of every traced rank (a trace of a job with one communicator); else None."""
-    holding = [members for members in known.values() if rank in members]
+    # (comms of one set of members, a process group and its NCCL communicator, say, are one set)
+    holding = {frozenset(members) for members in known.values() if rank in members}
     if len(holding) == 1:
-        return frozenset(holding[0])
+        return next(iter(holding))
     if not known:
         return frozenset(traced)
     return None

@@ -189,3 +189,27 @@ def test_ranks_cut_before_the_sides_part_are_placed_by_what_their_checksums_read
                                                                reference_ranks=[0, 2, 3, 4, 5, 6, 7]), {7: 1})
     assert placed.outlier_ranks == [1] and placed.reference_ranks == [0, 2, 3, 4, 5, 6, 7] and not said
     assert placed.seq_range == (15, 20)
+
+
+def test_ranks_the_counts_leave_together_whose_checksums_part_from_the_rest_of_them_are_named_too():
+    # PyTorch's counts: rank 3 launched one fewer than ranks 0-2, which places nothing. At step 0 ranks 0 and 1 sum
+    # alike and rank 2 otherwise (rank 3 otherwise again): rank 3's departure mixes what 0-2 read back alike, so
+    # rank 2 ran other collectives itself. Nothing says whose departure came first: both named, no majority.
+    from ncclforensics.align.step_sums import with_parted_reference
+
+    counted = Root(comm="1", seq=1, seq_range=(1, 12), outlier_ranks=[3], reference_ranks=[0, 1, 2], kind="missing",
+                   size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS, majority=True)
+
+    def summed(sums: dict[int, float]) -> list[FingerprintRow]:
+        return [FingerprintRow(Location(f"fp{rank}", 1), rank, 0, sum=value) for rank, value in sums.items()]
+    root, said = with_parted_reference(counted, summed({0: 2923520.0, 1: 2923520.0, 2: 3138560.0, 3: 2257920.0}),
+                                       {"1": {0, 1, 2, 3}}, frozenset(range(4)))
+    assert root.outlier_ranks == [2, 3] and not root.majority and "rank 2 launched as many" in said[0]
+    # the rest of the reference no strict majority (0 | 1 | 2 apart): who in it departed is not said
+    root, said = with_parted_reference(counted, summed({0: 1.0, 1: 2.0, 2: 3.0, 3: 4.0}), {"1": {0, 1, 2, 3}},
+                                       frozenset(range(4)))
+    assert root == counted and not said
+    # ranks whose checksums differ by design (two TP groups) are not compared
+    root, said = with_parted_reference(counted, summed({0: 1.0, 1: 1.0, 2: 3.0, 3: 4.0}),
+                                       {"1": {0, 1, 2, 3}, "tp0": {0, 1}, "tp1": {2, 3}}, frozenset(range(4)))
+    assert root == counted and not said

@@ -29,3 +29,24 @@ def test_a_tie_with_ranks_the_gate_did_not_journal_keeps_both_sides():
     # among those, but rank 3 may have passed with it or skipped: the gate says nothing of which side is fewer.
     tie = _tie([0, 1, 2, 3])
     assert _resolve_tie(tie, _gate([0], [1])) == tie
+
+
+def test_ranks_the_counts_name_among_records_alike_everywhere_are_the_outliers():
+    # Every rank's records look alike and a result was misaligned: the records name every rank on either side.
+    # PyTorch's counts say rank 3 launched one fewer than the seven others: it is the fewest departing, missing one.
+    from dataclasses import replace
+
+    from ncclforensics.align.choose import _counted_among_lookalikes
+    from ncclforensics.align.divergence import RangeReason
+
+    every = replace(_tie(list(range(8))), seq=1, seq_range=(1, 19), reason=RangeReason.LOOKALIKE,
+                    kinds=("extra", "missing", "different"))
+    counted = Root(comm="0xa", seq=1, seq_range=(1, 19), outlier_ranks=[3], reference_ranks=[0, 1, 2, 4, 5, 6, 7],
+                   kind="missing", size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS)
+    root, said = _counted_among_lookalikes(every, counted, set())
+    assert root.outlier_ranks == [3] and root.majority and root.kind == "missing" and root.seq_range == (1, 19)
+    assert "rank 3 launched fewer" in said[0]
+    # a rank behind that is stuck elsewhere may be held back: the counts then name no one
+    assert _counted_among_lookalikes(every, counted, {3}) == (every, [])
+    # counts with no majority say nothing of who departed
+    assert _counted_among_lookalikes(every, replace(counted, majority=False), set()) == (every, [])

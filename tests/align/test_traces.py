@@ -390,3 +390,75 @@ def test_a_world_collective_shared_once_by_all_and_once_by_those_that_went_on_is
     assert world["launched"] == {"0": 2, "1": 2, "2": 1, "3": 2}
     root = d["root"]
     assert root["comm"] == "[ranks=2,3]" and 3 in root["outlier_ranks"] and root["seq_range"][0] <= 7
+
+
+def test_a_result_shared_beyond_every_comm_of_the_trace_goes_with_its_holders_and_is_a_guess():
+    """Rank 0's TP results (with rank 1) recur; its world result is shared once by ranks 0-2 (rank 3's trace was
+    cut) and once by ranks 0, 1, 3: no comm the trace names holds either set, and no tag places them. They go
+    with the ranks that read them back, not into the TP stream beside them (every TP seq after them would be one
+    too high), and they are guesses: `seq_slack` widens the TP seqs after them by one each."""
+    from ncclforensics.align.traces import Placed, _groups, _holders, seq_slack
+    from ncclforensics.model import FingerprintRow, Location
+
+    def row(rank, step, op, tag, value):
+        return FingerprintRow(Location(f"fp{rank}", step * 10 + op), rank, step, op, tag=tag, kind="AllReduce",
+                              sum=value)
+    rows = [row(r, s, 1 + i, tag, 100.0 * s + i) for r in (0, 1) for s in (0, 1) for i, tag in enumerate(("a", "b"))]
+    rows += [row(r, 0, 0, "dp", 7.0) for r in (0, 1, 2)] + [row(r, 1, 0, "dp", 9.0) for r in (0, 1, 3)]
+    holders, tags_of = _holders(rows)
+    trace = sorted((r for r in rows if r.rank == 0), key=lambda r: (r.step, r.op))
+    last = {r.rank: max((x for x in rows if x.rank == r.rank), key=lambda x: (x.step, x.op)) for r in rows}
+    groups, guessed = _groups(trace, holders, tags_of, 0, last)
+    assert groups == [frozenset({0, 1, 2}), *[frozenset({0, 1})] * 2, frozenset({0, 1, 3}), *[frozenset({0, 1})] * 2]
+    assert guessed == {0, 3}
+    placed = (Placed("w", 1, True), Placed("tp", 1, False), Placed("tp", 2, False), Placed("w2", 1, True),
+              Placed("tp", 3, False), Placed("tp", 4, False))
+    assert seq_slack("tp", 3, {0: placed}) == (0, 2) and seq_slack("tp", 1, {0: placed}) == (0, 1)
+    # guessed into the comm itself: each one before the seq may be another comm's
+    assert seq_slack("w", 1, {0: (Placed("w", 1, True), Placed("w", 2, False))}) == (0, 0)
+    assert seq_slack("w", 2, {0: (Placed("w", 1, True), Placed("w", 2, False))}) == (1, 0)
+
+
+def test_a_trace_sharing_nothing_goes_to_the_one_set_of_ranks_its_comms_have_and_names_the_others_comm(tmp_path):
+    """PyTorch's logs put ranks 0-3 in the default group and in group 1, one set of ranks under two names. Rank 0's
+    trace, cut after its first record, shares no result (it ran an all-gather where the others ran an all-reduce):
+    it goes to the ranks' one set, and the others' results, shared by ranks 1-3 alone, name that set too (what
+    rank 0 read back, it read back apart), so rank 0's first record parts from theirs at seq 1."""
+    paths = []
+    for rank in range(4):
+        prefix = f"[rank{rank}]:[E1129 09:55:07.735106066 ProcessGroupNCCL.cpp"
+        log = tmp_path / f"torch_rank{rank}.log"
+        log.write_text(f"{prefix}:1849] [PG ID 0 PG GUID 0 Rank {rank}] Observed flight recorder dump signal from "
+                       f"another rank via TCPStore.\n{prefix}:2636] [PG ID 1 PG GUID 1(tp) Rank {rank}] First PG on "
+                       "this rank to signal dumping.\n")
+        paths.append(str(log))
+        rows = [{"step": 0, "op": i, "rank": rank, "tag": f"t{i}", "kind": "AllReduce", "numel": 8,
+                 "sum": 10.0 + i, "expected_sum": 10.0 + i} for i in range(3)]
+        if rank == 0:
+            rows = [{**rows[0], "kind": "AllGather", "numel": 2, "sum": 3.0, "expected_sum": 4.0}]
+        path = tmp_path / f"fingerprint_rank{rank}.jsonl"
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+        path.write_text(text + ('{"step": 0, "op": 1' if rank == 0 else ""))
+        paths.append(str(path))
+    root = answer(*paths)["root"]
+    assert root["outlier_ranks"] == [0] and root["seq_range"] == [1, 1] and root["pinned_by"] == "signatures"
+
+
+def test_a_world_result_only_the_ranks_that_went_on_share_is_the_worlds_tail_not_a_tp_tag(tmp_path):
+    """Sums only: a world `dp` (ranks 0-3) each step, TP groups (0,1) (2,3) with sums of their own. Ranks 0 and 1
+    stop after step 1; ranks 2 and 3 go on through step 2, whose `dp` they alone share. That record is the world's
+    tail, so the TP group (2,3) carries no world tag, is a comm of its own, and its records stay out of the world
+    stream (they all went to the world, which then had 12 records a rank where ranks 0 and 1 have 4)."""
+    def record(rank, step, op, tag, got):
+        return {"step": step, "op": op, "rank": rank, "tag": tag, "kind": "AllReduce", "numel": 1 if tag == "dp"
+                else 64, "sum": got, "expected_sum": got}
+
+    def steps(rank, count, base):
+        return [r for step in range(count) for r in [record(rank, step, 0, "dp", 10.0 + step), *[
+            record(rank, step, i, tag, base + 100 * step + i) for i, tag in enumerate(["attn", "mlp"], start=1)]]]
+    for rank, count, base in ((0, 2, 1000.0), (1, 2, 1000.0), (2, 3, 5000.0), (3, 3, 5000.0)):
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n"
+                                                                        for r in steps(rank, count, base)))
+    comms = {c["comm"]: c["launched"] for c in answer(tmp_path)["comms"]}
+    assert comms["[ranks=0,1,2,3]"] == {"0": 2, "1": 2, "2": 3, "3": 3}
+    assert comms["[ranks=2,3]"] == {"2": 6, "3": 6}
