@@ -15,10 +15,11 @@ rather than short of a collective: counts cannot tell the two apart, and the roo
 
 Per-step checksums come next. Streams that show nothing leave them the word (results mixed in some step), and
 counts that place nothing leave them the say on who else departed (where they name no one, the ranks the counts
-left together whose checksums part from the rest of them). Records alike in everything recorded, whose results were
-misaligned, name every rank on either side; PyTorch's counts, where a minority launched more or fewer, say which. Records that begin after the ranks already
-disagree say who differs there; PyTorch's counts, then the checksums, may show others that launched more or fewer
-before it. Records cut before the sides part place no one there; the checksums of the step they part at may.
+left together whose checksums part from the rest of them). Records alike in everything recorded, whose results
+were misaligned, name every rank on either side; PyTorch's counts, where a minority launched more or fewer, say
+which. Records that begin after the ranks already disagree say who differs there; PyTorch's counts, then the
+checksums, may show others that launched more or fewer before it. Records cut before the sides part place no one
+there; the checksums of the step they part at may.
 
 The gate journal comes last, as it only splits a tie the rest leave: with no majority (a two-rank comm), it may say
 which side deviated. Where that root stopped launching while peers report a remote process gone, its ranks are the
@@ -142,7 +143,8 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
 
 def _known(streams: Streams) -> dict[str, set[int]]:
     """comm -> its members on record (what the streams hold, and what the evidence says a comm should hold)."""
-    return {**{c: set(r) for c, r in streams.expected_members.items()}, **{c: set(r) for c, r in streams.members.items()}}
+    return {**{c: set(r) for c, r in streams.expected_members.items()},
+            **{c: set(r) for c, r in streams.members.items()}}
 
 
 def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
