@@ -126,6 +126,11 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
             return [], True  # the same program, cut sooner
         at = overlap  # ahead of the reference, or told so: nothing differs, so no block of different ones
     floor = _identified_floor(outlier, reference, at)
+    # Where the outlier's records begin after the reference's (a ring that lost its oldest entries), what it did
+    # before its first record is unknown: a gap there shifts its records past the reference's last one, where they
+    # contradict nothing; that the outlier's records depart where the reference's end, or run on past them, is then
+    # the program further on (a rank that skipped collectives runs ahead), as well as an edit that shows.
+    lost = _first_record(outlier)
     confirmed: list[Placement] = []  # edits that records after them pair with
     off_end: list[Placement] = []  # edits whose block runs to the end of the records: nothing after them to check
     unseen: list[Placement] = []  # edits past the end of the reference's records: nothing on record to check
@@ -136,12 +141,15 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
             last_bad = _last_false(outlier, shift_out, reference, shift_ref, length) if length > 0 else None
             earliest = 0 if last_bad is None else last_bad + 1
             # The first departure must be explained: inside the extra block, or paired again with a reference record
-            # after the gap (a gap that pushes it past the reference's last record explains nothing).
+            # after the gap (a gap that pushes it past the reference's last record explains nothing), unless the
+            # gap lies where the outlier's records were lost (see `lost`).
+            unexplained = abs((n_out - n_ref) - (size if kind is EditKind.EXTRA else -size))
+            score = max(length - at, 0) - 2 * size - unexplained
             if kind is EditKind.MISSING and at + size >= n_ref and not known:
+                if lost and earliest <= min(at, lost):
+                    unseen.append(_placement(rank, kind, size, earliest, min(at, lost), start, score - size))
                 continue
             if earliest <= at:
-                unexplained = abs((n_out - n_ref) - (size if kind is EditKind.EXTRA else -size))
-                score = max(length - at, 0) - 2 * size - unexplained
                 low, high = earliest, min(at, length - size)  # at least `size` records after the block pair
                 if low <= high:
                     confirmed.append(_placement(rank, kind, size, low, high, start, score))
@@ -160,15 +168,19 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
                 failing.append((_placement(rank, kind, size, at, at, start, reach - at - 2 * size), reach))
     if at < overlap:
         # A block of different collectives at `at` itself (a swap, a collective of another type): the streams pair
-        # again after it. A lookalike block before `at` would show nowhere, so blocks start where they show.
+        # again after it. A lookalike block before `at` would show nowhere, so blocks start where they show, or
+        # where one side recorded nothing just before it (a ring that lost the outlier's first records, a gap):
+        # the block's first collectives may be those unrecorded ones (a swap whose first half the ring lost).
+        hidden = _unrecorded_before(outlier, reference, at)
         for size in range(1, MAX_EDIT + 1):
             length = overlap - at - size
             score = max(length, 0) - 2 * size - abs(n_out - n_ref)
+            first = at - min(hidden, MAX_EDIT - size)
             if length <= 0:
-                off_end.append(_placement(rank, EditKind.DIFFERENT, size, at, at, start, score))
+                off_end.append(_placement(rank, EditKind.DIFFERENT, size, first, at, start, score))
                 break
             if length >= size and _last_false(outlier, at + size, reference, at + size, length) is None:
-                confirmed.append(_placement(rank, EditKind.DIFFERENT, size, at, at, start, score))
+                confirmed.append(_placement(rank, EditKind.DIFFERENT, size, first, at, start, score))
                 break
     # No edit starts at or before a record that is the reference's own collective at the same seq: equal in every
     # field, with a value (call stack, tag and step, say) that no other record of either stream has.
@@ -186,6 +198,27 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
         return [], True  # nothing to place (a stream of no records)
     furthest = max(reach for _, reach in failing)
     return [p for p, reach in failing if reach == furthest], False
+
+
+def _unrecorded_before(outlier: Codes, reference: Codes, at: int) -> int:
+    """How many positions right before `at` hold no record on one side or the other (every field 0 there)."""
+    both = _held(outlier)[:at] & _held(reference)[:at]
+    found = np.flatnonzero(both)
+    return at - (int(found[-1]) + 1 if found.size else 0)
+
+
+def _first_record(stream: Codes) -> int:
+    """The first position where the stream holds a record (its length where it holds none)."""
+    found = np.flatnonzero(_held(stream))
+    return int(found[0]) if found.size else stream.length
+
+
+def _held(stream: Codes) -> np.ndarray:
+    """Per position: does the stream hold a record there (some field recorded)?"""
+    held = np.zeros(stream.length, dtype=bool)
+    for values in stream.fields.values():
+        held |= values[:stream.length] != 0
+    return held
 
 
 def _identified_floor(outlier: Codes, reference: Codes, at: int) -> int:

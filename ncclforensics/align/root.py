@@ -203,7 +203,8 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     it is neither an outlier nor of the reference, and may be on any side.
 
     `unseen`: ranks with nothing on record but how many collectives they launched (a count in a peer's report).
-    With no majority, one that sides with either group parts from neither: it is named on neither side.
+    With no majority, one that sides with either group parts from neither: it is named on neither side, where every
+    other rank that sides with either is known to be on neither side too (else every rank is named).
 
     `closed`: ranks whose records hold every collective they launched here (an NCCL log or a dump, whole). One
     that ends before the groups part never launched where they do: it is on neither side, and it cannot make the
@@ -234,9 +235,12 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
     unplaced = sorted(rank for rank, _ in undecided if rank in (incomplete or ()))
-    swing = sum(1 for rank, matching in undecided if rank in unplaced or _swings(
-        codes[rank].length > _parting(_groups_of_members(groups, matching)), rank in (ended or ()),
-        rank in (closed or ())))
+    past = {rank: codes[rank].length > _parting(_groups_of_members(groups, matching)) for rank, matching in undecided}
+    swing = sum(1 for rank, _ in undecided if rank in unplaced or _swings(past[rank], rank in (ended or ()),
+                                                                         rank in (closed or ())))
+    # Known to be on neither side: a rank known only by its count, and one whose whole records end before the
+    # groups part (it never launched where they do: it lags, or is held back elsewhere).
+    aside = {rank for rank, _ in undecided if rank in (unseen or ()) or rank in (closed or ()) and not past[rank]}
     for rank, matching in undecided:
         if rank not in unplaced:
             max(matching, key=len).append(rank)
@@ -270,7 +274,14 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
         for members, stream in groups:
             if members is reference_ranks:
                 continue
-            found, held = place_edits(members[0], stream, reference, start, bool(deviants and set(members) & deviants))
+            known = bool(deviants and set(members) & deviants)
+            found, held = place_edits(members[0], stream, reference, start, known)
+            for rank in _without_fields(members, stream, codes):
+                # The group's stream carries fields this member never recorded (call stacks its NCCL log lacks):
+                # where the others' records place the group's edit says nothing of where this member departed,
+                # which may be anywhere its own records allow (ranks that agree in what both recorded may still
+                # have departed at different lookalikes).
+                found += place_edits(members[0], codes[rank], reference, start, known)[0]
             whole &= held
             outliers.update(members)
             standing[members[0]] = list(members)
@@ -278,7 +289,10 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     reference_ranks = sorted(set(codes) - outliers - set(unplaced)) if len(sides) == 1 else sorted(codes)
     named = sorted(outliers) if majority else sorted(codes)
     if not majority:
-        blank = sorted(rank for rank in loose if rank in (unseen or ()))
+        # With no majority every rank is named, both sides and those that side with either (whose side is not on
+        # record); or, where each of those is known to be on neither side, the two sides alone. (Naming the sides
+        # less some of those that side with either would say the rest are known to be on a side.)
+        blank = sorted(loose) if loose <= aside else []
         if blank and set(named) - set(blank):
             named = [r for r in named if r not in blank]
             reference_ranks = [r for r in reference_ranks if r not in blank]
@@ -288,6 +302,12 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1,
                         members=standing, unplaced=unplaced)
     return _with_behind(proposal, codes, start, behind) if majority else proposal
+
+
+def _without_fields(members: list[int], stream: Codes, codes: dict[int, Codes]) -> list[int]:
+    """The members that recorded nothing of some field the group's merged stream holds."""
+    held = [name for name, values in stream.fields.items() if np.any(values)]
+    return [rank for rank in members if any(not np.any(codes[rank].fields.get(name, np.zeros(0))) for name in held)]
 
 
 def _swings(past_parting: bool, ended: bool, closed: bool) -> bool:

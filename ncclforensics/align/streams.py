@@ -209,21 +209,36 @@ def _cut_ends(by_key: dict[tuple[str, int], list[_Piece]], cut_files: dict[str, 
               ) -> dict[tuple[str, int], Location]:
     """The (comm, rank)s described by a file cut short that stops before the comm's furthest record: what that
     source would have said past its cut is unknown, whatever the rank's other files say (a log cut at seq 11
-    beside a dump of 12 entries, where the other ranks' logs go to 13)."""
+    beside a dump of 12 entries, where the other ranks' logs go to 13: a dump is taken while the rank runs, and
+    its end may come before the logs' ends).
+
+    Except where a whole file of the rank in a format others' files of the comm share goes on past the cut and ends
+    before theirs (a dump of 5 entries beside its log cut at 4, where the other ranks' dumps go to 6): compared with
+    its own kind, that file says the rank launched fewer, as it would with no cut file beside it; the cut takes
+    nothing away from it."""
     out: dict[tuple[str, int], Location] = {}
     if not cut_files:
         return out
-    lasts = {key: [(piece.frame.select(pl.col("seq").max()).item(), piece.file) for piece in pieces]
+    lasts = {key: [(piece.frame.select(pl.col("seq").max()).item(), piece.file, piece.source) for piece in pieces]
              for key, pieces in by_key.items()}
     furthest: dict[str, int] = {}
+    by_format: dict[tuple[str, str], int] = {}  # (comm, format) -> the furthest record of whole files of it
     for (comm, _), found in lasts.items():
-        for last, _ in found:
+        for last, file, source in found:
             if last is not None:
                 furthest[comm] = max(furthest.get(comm, last), last)
+                if file not in cut_files:
+                    by_format[comm, source] = max(by_format.get((comm, source), last), last)
     for key, found in lasts.items():
-        short = sorted(file for last, file in found if file in cut_files and (last or 0) < furthest.get(key[0], 0))
-        if short:
-            out[key] = cut_files[short[0]]
+        short = sorted((file, last or 0) for last, file, _ in found
+                       if file in cut_files and (last or 0) < furthest.get(key[0], 0))
+        if not short:
+            continue
+        cut_at = max(last for _, last in short)
+        if any(last is not None and cut_at < last < by_format.get((key[0], source), 0) and file not in cut_files
+               for last, file, source in found):
+            continue
+        out[key] = cut_files[short[0][0]]
     return out
 
 

@@ -470,3 +470,60 @@ def test_a_rank_whose_count_ends_before_the_groups_part_swings_no_majority():
     codes |= {r: stream([0]) for r in (0, 3, 7)}
     proposal = propose(codes, 2, ended={0, 3, 4, 7}, unseen={0, 3, 4, 7}, closed={1, 2, 5, 6})
     assert not proposal.majority
+
+
+def test_a_different_block_may_begin_where_the_outlier_recorded_nothing():
+    # Rank 7 swapped seq 3 and 4 (call stacks 3 and 4); its ring lost everything before seq 4, so only the swap's
+    # second half shows. The swap may have begun at any seq the ring lost, never only where it shows.
+    reference = stream([1, 2, 3, 4, 5, 6])
+    outlier = stream([0, 0, 0, 3, 5, 6])
+    found, _ = place_edits(7, outlier, reference, start=1)
+    assert span(found) == (1, 4) and EditKind.DIFFERENT in {p.kind for p in found}
+    # With the records before it whole, a block of different collectives begins where it shows.
+    found, _ = place_edits(7, stream([1, 2, 4, 3, 5, 6]), reference, start=1)
+    assert span(found) == (3, 3)
+
+
+def test_a_gap_where_the_outlier_lost_its_records_may_push_them_past_the_other_side():
+    # The others ran A D D B C G (a drafter D D at seq 2 and 3); rank 48 skipped the drafter and ran on (A B C G
+    # A B C G), but its ring kept seq 5..8 only. Its records, shifted by the gap past the others' last one,
+    # contradict nothing: the drafter left out at seq 2 explains them as well as two extra collectives do.
+    a, d1, d2, b, c, g = 1, 7, 8, 2, 3, 4
+    reference = stream([a, d1, d2, b, c, g])
+    outlier = stream([0, 0, 0, 0, a, b, c, g])
+    found, _ = place_edits(48, outlier, reference, start=1)
+    assert any(p.kind is EditKind.MISSING and p.low <= 2 <= p.high for p in found)
+    # Where they only go on past the others' records (A B at seq 5 and 6 agree), the same.
+    outlier = stream([0, 0, 0, 0, a, b, a, b])
+    found, _ = place_edits(0, outlier, stream([a, d1, d2, b, a, b]), start=1)
+    assert any(p.kind is EditKind.MISSING and p.low <= 2 <= p.high for p in found)
+    # With its records whole the gap shows, and is placed where it does.
+    found, _ = place_edits(48, stream([a, b, c, g, a, b, c, g]), reference, start=1)
+    assert [(p.kind, p.low, p.high) for p in found] == [(EditKind.MISSING, 2, 2)]
+
+
+def test_a_member_without_the_field_that_places_its_group_may_depart_anywhere_its_records_allow():
+    # Ranks 0 and 4 both left out one of the lookalike AllReduces of step 2 (signature 1), before the AllGather
+    # (2). Rank 4's call stacks place its gap at seq 8; rank 0 recorded no call stacks, and its gap may be at seq
+    # 6 as well: the group's range reaches back to where rank 0's own records allow.
+    sig_ref, sig_out = [1, 1, 1, 1, 2, 1, 1, 1, 1, 2], [1, 1, 1, 1, 2, 1, 1, 1, 2]
+    sites = [5, 6, 5, 6, 9]
+    codes = {r: stream(sig_ref, sites * 2) for r in (1, 2, 3, 5)}
+    codes[4] = stream(sig_out, sites + [5, 6, 6, 9])
+    codes[0] = stream(sig_out, [0] * 9)
+    proposal = propose(codes, 1)
+    assert proposal.outliers == [0, 4] and proposal.majority
+    assert span(proposal.placements)[0] <= 6 <= span(proposal.placements)[1]
+
+
+def test_with_no_majority_the_sides_are_named_alone_only_where_every_other_rank_is_on_neither_side():
+    # Ranks 0 and 3 part at seq 2 (call stacks 5 and 6). Rank 1 is known only by its count; rank 2's whole
+    # records end at seq 1, before the groups part: it never launched there. Both are on neither side, so the two
+    # sides alone are named.
+    codes = {0: stream([0, 5]), 3: stream([5, 6]), 2: stream([5]), 1: stream([0, 0])}
+    proposal = propose(codes, 1, unseen={1}, closed={0, 2, 3})
+    assert not proposal.majority and proposal.outliers == [0, 3] and proposal.unplaced == [1, 2]
+    # Where rank 2's end may be a cut, it may be on either side: naming the sides without it would say it is on
+    # none, so every rank is named.
+    proposal = propose(codes, 1, unseen={1}, closed={0, 3})
+    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3] and proposal.unplaced == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ncclforensics.align.streams import build_streams
 from ncclforensics.model import CollectiveEvent, CommInfo, Evidence, Location, Severity, SourceFormat, collectives_to_frame
 from ncclforensics.sources import formats
@@ -93,3 +95,20 @@ def test_a_whole_log_that_initialized_a_comm_and_logged_none_of_its_collectives_
     world = next(c for c in diff_json(str(tmp_path))[1]["comms"] if c["comm"] == "0x78ab2c529d3bb1d0")
     assert world["ranks"] == [0, 1, 2, 3] and world["launched"] == {"0": 6, "1": 6, "2": 6, "3": 0}
     assert world["root_seq_range"] == [1, 1]
+
+
+def test_a_log_cut_short_beside_a_whole_dump_that_ends_before_the_other_dumps_is_no_cut():
+    """Rank 0's log is cut at seq 1; its whole dump goes on to seq 2, where rank 1's dump goes to 3: compared with
+    its own kind, the dump says rank 0 launched fewer, as it would with no log beside it. Where rank 0's dump goes as
+    far as the other dumps, and only a log goes further, the dump may have been taken while the rank ran: the cut
+    stands (pipeline-healthy's rank 0, a log cut at 11 beside a dump of 12, the others' logs at 13)."""
+    ops = [("AllReduce", 4096)] * 4
+    log = replace(_rows("nccl.vm.442.log", SourceFormat.NCCL_LOG, 0, ops[:1]), cut=Location("nccl.vm.442.log", 2))
+    mine = _rows("fr_rank0", SourceFormat.FLIGHT_RECORDER, 0, ops[:2], state="completed", record=True)
+    theirs = _rows("fr_rank1", SourceFormat.FLIGHT_RECORDER, 1, ops[:3], state="completed", record=True)
+    streams = build_streams([log, mine, theirs])
+    assert (COMM, 0) not in streams.cut and (COMM, 0) in streams.launch_ends
+    even = _rows("fr_rank1", SourceFormat.FLIGHT_RECORDER, 1, ops[:2], state="completed", record=True)
+    further = _rows("nccl.vm.443.log", SourceFormat.NCCL_LOG, 1, ops[:3])
+    streams = build_streams([log, mine, even, further])
+    assert (COMM, 0) in streams.cut and (COMM, 0) not in streams.launch_ends
