@@ -126,8 +126,8 @@ KNOWN: dict[int, str] = {
 # after a first record that shares nothing goes to the one set of ranks its comms have, which the others' results name
 # too (66976); ranks PyTorch's counts leave together whose per-step checksums part from the rest of them (64544);
 # records alike everywhere with a misaligned result name every rank, and PyTorch's counts say which (69891); a world
-# result that only the ranks that went on share is the world's tail, no tag of their TP group's own (63313); a swap whose first half a
-# dump ring lost begins anywhere the ring lost (60359); collectives left out where a rank's ring lost its oldest
+# result that only the ranks that went on share is the world's tail, no tag of their TP group's own (63313); a swap
+# whose first half a dump ring lost begins anywhere the ring lost (60359); collectives left out where a rank's ring lost its oldest
 # entries, its records shifted past the others' end (69627; 61317: a two-rank tie); with no majority, the two sides
 # named alone only where every rank that sides with either is known on neither side (62516: one counted, one whose
 # whole dump ends before the sides part); a log cut short beside a whole dump that ends before the other ranks' dumps
