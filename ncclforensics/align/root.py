@@ -459,8 +459,10 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
     shortest = min(lengths[r] for r in behind)
     stopped = sorted(r for r in behind if lengths[r] == shortest)
     at = start + shortest
+    # (a stream cut short before the longest ends may have stopped where the others did, or gone on: on no side)
     return Proposal([Placement(r, EditKind.STOPPED, longest - shortest, at, at) for r in stopped], stopped,
-                    sorted(set(codes) - set(stopped)), len(stopped) * 2 < deciding, True, stopped, shown=False)
+                    sorted(set(codes) - set(stopped) - set(unknown)), len(stopped) * 2 < deciding, True, stopped,
+                    shown=False, unplaced=unknown)
 
 
 # -- other evidence narrows --------------------------------------------------------------------------------------

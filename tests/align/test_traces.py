@@ -262,6 +262,26 @@ def test_a_trace_lines_up_with_a_ring_that_lost_its_beginning_by_seq(tmp_path):
     assert launched["0"] == 90 and d["root"]["outlier_ranks"] == [1] and d["root"]["seq_range"] == [8, 8]
 
 
+def test_a_trace_fills_the_seqs_between_a_log_cut_short_and_a_ring_that_begins_later(tmp_path):
+    """wrapped-ring with rank 1's NCCL log cut after its 3rd COLL line: its stream is seqs 1..3 and its ring's
+    62..91, and the extra collective (seq 8, one AllReduce like the others) lies between. Its trace lists every
+    collective it read back: records 4..61 are those seqs, and their tags pin the extra one on rank 1 (the traces
+    keep only tags and digests here: no sum checks a result, and without them the range is 4..62)."""
+    source = REAL / "wrapped-ring"
+    for path in [*source.glob("nccl.*.log"), *source.glob("fr_rank*")]:
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    for path in traces("wrapped-ring", ".jsonl"):
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        (tmp_path / path.name).write_text("".join(json.dumps({k: r[k] for k in ("step", "op", "rank", "tag", "digest")})
+                                                  + "\n" for r in records))
+    log = tmp_path / "nccl.vm.449.log"
+    lines = log.read_text().splitlines(keepends=True)
+    third = [i for i, line in enumerate(lines) if "opCount" in line][2]
+    log.write_text("".join(lines[:third + 1]))
+    root = answer(tmp_path)["root"]
+    assert root["seq_range"] == [8, 8] and root["outlier_ranks"] == [1]
+
+
 def _step_sums(sums: dict[int, float], step: int = 0) -> list:
     from ncclforensics.model import FingerprintRow
     from ncclforensics.model.location import Location
