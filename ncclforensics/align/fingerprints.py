@@ -89,9 +89,12 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             pl.col("_checked").alias("checked"), pl.col("_checked_at").alias("checked_at"),
         ).drop("_step", "_tag", "_checked", "_checked_at")
         if key in extensions:
-            # (records in a gap of the stream go between its rows: the part stays in seq order)
-            joined = pl.concat([joined, extensions[key]], how="diagonal_relaxed").select(joined.columns).sort(
-                "seq", nulls_last=True, maintain_order=True)
+            added = extensions[key]
+            top, low = joined.get_column("seq").max(), added.get_column("seq").min()
+            gaps = top is not None and low is not None and low < top
+            joined = pl.concat([joined, added], how="diagonal_relaxed").select(joined.columns)
+            if gaps:  # (records in a gap of the stream go between its rows, in seq order)
+                joined = joined.sort("seq", nulls_last=True, maintain_order=True)
         return joined
 
     streams.map_parts(attach)
