@@ -115,24 +115,31 @@ KNOWN: dict[int, str] = {
 # a report whose snapshot names a rank nothing places adds none of its ranks (1960); a tie the gate journal cannot
 # break where some rank of it journaled nothing (7476); a laggard that finished its last collective counted exactly
 # (482, 31193); ranks no record places at a substitution may side with the outlier, so no majority is honest
-# (33908, 6741); ranks with only a floor or none of their own at the root (37210, 38688); RAS communicators of
-# fewer processes than the job summary gives do not span the job, so they hold no smaller one by its unnamed members
-# (62289, 68785: two TP groups each with an outlier, DP pairs split); a log cut short may have gone on as far as the
-# rank ahead, so one ahead of two with it is no minority (69434); a rank whose collectives here each sit one of its
-# other communicator's short left one out there, not an extra one here (61855); a reference parting with no
-# majority before the issue orders' split names no issue-order root (67324); a trace's result shared by
-# ranks beyond every comm of the trace (a world all-reduce that a few cut traces leave shared once by each set) goes
-# with those ranks, and every record placed by such a guess widens the seqs after it (65062, 65575); a trace cut
-# after a first record that shares nothing goes to the one set of ranks its comms have, which the others' results name
-# too (66976); ranks PyTorch's counts leave together whose per-step checksums part from the rest of them (64544);
-# records alike everywhere with a misaligned result name every rank, and PyTorch's counts say which (69891); a world
-# result that only the ranks that went on share is the world's tail, no tag of their TP group's own (63313); a swap
-# whose first half a dump ring lost begins anywhere the ring lost (60359); collectives left out where a rank's ring lost its oldest
-# entries, its records shifted past the others' end (69627; 61317: a two-rank tie); with no majority, the two sides
-# named alone only where every rank that sides with either is known on neither side (62516: one counted, one whose
-# whole dump ends before the sides part); a log cut short beside a whole dump that ends before the other ranks' dumps
-# (61978); a group member without the call stacks that place the group's edit departs where its own records allow
-# (66743).
+# (33908, 6741); ranks with only a floor or none of their own at the root (37210, 38688); RAS communicators of fewer
+# processes than the job summary gives do not span the job, so they hold no smaller one by its unnamed members (62289,
+# 68785: two TP groups each with an outlier, DP pairs split); a log cut short may have gone on as far as the rank ahead,
+# so one ahead of two with it is no minority (69434); a rank whose collectives here each sit one of its other
+# communicator's short left one out there, not an extra one here (61855); a reference parting with no majority before
+# the issue orders' split names no issue-order root (67324); a trace's result shared by ranks beyond every comm of the
+# trace (a world all-reduce that a few cut traces leave shared once by each set) goes with those ranks, and every record
+# placed by such a guess widens the seqs after it (65062, 65575); a trace cut after a first record that shares nothing
+# goes to the one set of ranks its comms have, which the others' results name too (66976); ranks PyTorch's counts leave
+# together whose per-step checksums part from the rest of them (64544); records alike everywhere with a misaligned
+# result name every rank, and PyTorch's counts say which (69891); a world result that only the ranks that went on share
+# is the world's tail, no tag of their TP group's own (63313); a swap whose first half a dump ring lost begins anywhere
+# the ring lost (60359); collectives left out where a rank's ring lost its oldest entries, its records shifted past the
+# others' end (69627; 61317: a two-rank tie); with no majority, the two sides named alone only where every rank that
+# sides with either is known on neither side (62516: one counted, one whose whole dump ends before the sides part); a
+# log cut short beside a whole dump that ends before the other ranks' dumps (61978); a group member without the call
+# stacks that place the group's edit departs where its own records allow (66743); stream cut before the ranks behind
+# stop, on neither side of a length difference, placed by what its per-step checksum read back (64456); trace records
+# filling the seqs between a log cut short and a ring that begins later (61834: tags, digests only); unchecked per-step
+# sums in two even sides where one side's whole traces stop a step sooner (68373: every rank, no majority); by the
+# oracle's reading, a rank whose tracer read nothing back is on no fingerprint record (62990: a tie of the two ranks on
+# record), and ranks grouped by their traces name the one smallest comm holding them (64512); traces with sums only
+# where a comm misaligned from its first collective is named by the wrong results its ranks share under several tags,
+# two or more (65018); by the oracle's reading, a whole NCCL log that names a comm nowhere (its rank launched nothing
+# there, and NCCL makes the comm at its first collective) shows nothing of it (67488).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -140,7 +147,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           30194, 5743, 36457, 1290, 3179, 5335, 5830, 30361, 30266, 31146, 6828, 37541, 6776,
           9465, 31193, 3033, 30372, 818, 1776, 2335, 7701, 2228, 1960, 7476, 482, 33908, 6741, 37210, 38688,
           62289, 68785, 69434, 61855, 67324, 65062, 65575, 66976, 64544, 69891, 63313, 60359, 69627, 61317, 62516,
-          61978, 66743)
+          61978, 66743, 64456, 61834, 68373, 62990, 64512, 65018, 67488)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))

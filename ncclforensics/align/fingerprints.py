@@ -61,13 +61,15 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             ops = list(zip(head.get_column("op").to_list(), head.get_column("count").to_list()))
             if all((k is None or k == o) and (n is None or n == c)
                    for (k, n), (o, c) in zip((kinds[skip + i] for i in paired), ops)):
-                matches.append((head, [ours[i] for i in paired], ours[reach:]))
+                matches.append((head, [ours[i] for i in paired], ours[reach:], _gaps(head, ours, paired, reach)))
         if len(matches) == 1:
-            head, ours, rest = matches[0]
+            head, ours, rest, gaps = matches[0]
             rows.extend((comm, rank, seq, f.step, f.tag, checked_right(f), str(f.loc)) for comm, seq, f in zip(
                 head.get_column("comm").to_list(), head.get_column("seq").to_list(), ours))
-            if rest and head.get_column("comm").n_unique() == 1:
-                extensions[(head.get_column("comm")[0], rank)] = _beyond(head, rest)
+            if (rest or gaps) and head.get_column("comm").n_unique() == 1:
+                last = head.get_column("seq")[-1]
+                extensions[(head.get_column("comm")[0], rank)] = _trace_rows(
+                    head, [*gaps, *((last + 1 + i, f) for i, f in enumerate(rest))])
             elif rest:
                 extensions.update(_beyond_comms(streams, rank, rest, holders))
     if not rows:
@@ -87,7 +89,12 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             pl.col("_checked").alias("checked"), pl.col("_checked_at").alias("checked_at"),
         ).drop("_step", "_tag", "_checked", "_checked_at")
         if key in extensions:
-            joined = pl.concat([joined, extensions[key]], how="diagonal_relaxed").select(joined.columns)
+            added = extensions[key]
+            top, low = joined.get_column("seq").max(), added.get_column("seq").min()
+            gaps = top is not None and low is not None and low < top
+            joined = pl.concat([joined, added], how="diagonal_relaxed").select(joined.columns)
+            if gaps:  # (records in a gap of the stream go between its rows, in seq order)
+                joined = joined.sort("seq", nulls_last=True, maintain_order=True)
         return joined
 
     streams.map_parts(attach)
@@ -149,12 +156,32 @@ def _cut_sooner(stream: pl.DataFrame) -> bool:
     return seq.null_count() == 0 and seq[-1] - seq[0] + 1 == stream.height
 
 
+def _gaps(head: pl.DataFrame, ours: list[FingerprintRow], paired: range | list[int],
+          reach: int) -> list[tuple[int, FingerprintRow]]:
+    """(seq, record) for the trace records lined up by seq with a one-comm stream that has no row there: a log
+    cut short beside a dump whose ring begins later leaves the seqs between on no record but the trace, which
+    lists every collective the rank read back. Worked example: rank 0's log is cut after seq 1 and its ring keeps
+    seq 5 on; its trace's records 2-4 are seqs 2-4, where its tags may part from the others'."""
+    if isinstance(paired, range) or head.get_column("comm").n_unique() != 1:
+        return []
+    first, kept = head.get_column("seq")[0], set(paired)
+    return [(first + i, ours[i]) for i in range(reach) if i not in kept]
+
+
 def _beyond(head: pl.DataFrame, rest: list[FingerprintRow]) -> pl.DataFrame:
     """Rows for the trace records past the end of a stream cut sooner: what the rank read back, so completed."""
-    comm, rank, last = head.get_column("comm")[0], head.get_column("rank")[0], head.get_column("seq")[-1]
+    last = head.get_column("seq")[-1]
+    return _trace_rows(head, [(last + 1 + i, f) for i, f in enumerate(rest)])
+
+
+def _trace_rows(head: pl.DataFrame, placed: list[tuple[int, FingerprintRow]]) -> pl.DataFrame:
+    """Rows of the stream `head` is of for trace records at the seqs given (seq, record): what the rank read back,
+    so completed."""
+    comm, rank = head.get_column("comm")[0], head.get_column("rank")[0]
+    rest = [f for _, f in placed]
     return pl.DataFrame({
         "file": [f.loc.path for f in rest], "line": [f.loc.line for f in rest], "comm": comm, "rank": rank,
-        "seq": [last + 1 + i for i in range(len(rest))],
+        "seq": [seq for seq, _ in placed],
         "op": [normalize_op(f.kind) if f.kind else None for f in rest], "count": [f.numel for f in rest],
         "state": EventState.COMPLETED.value, "step": [f.step for f in rest], "tag": [f.tag for f in rest],
         "checked": [checked_right(f) for f in rest], "checked_at": [str(f.loc) for f in rest],

@@ -482,11 +482,13 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
     shortest = min(lengths[r] for r in behind)
     stopped = sorted(r for r in behind if lengths[r] == shortest)
     at = start + shortest
-    # (a stream cut no later than where they stopped may have stopped there too)
+    # (a stream cut no later than where they stopped may have stopped there too; one cut short before the longest
+    # ends may have stopped where the others did, or gone on: on no side)
     may_stop = [r for r in unknown if lengths[r] <= shortest]
     minority = (len(stopped) + len(may_stop)) * 2 < deciding + len(may_stop)
     return Proposal([Placement(r, EditKind.STOPPED, longest - shortest, at, at) for r in stopped], stopped,
-                    sorted(set(codes) - set(stopped)), minority, True, stopped, shown=False)
+                    sorted(set(codes) - set(stopped) - set(unknown)), minority, True, stopped, shown=False,
+                    unplaced=unknown)
 
 
 # -- other evidence narrows --------------------------------------------------------------------------------------

@@ -58,8 +58,33 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
         replicas = _classes_of_first_step(by_step, traced) or replicas
     for step in sorted(by_step):
         for found in _step_roots(by_step, step, traced, replicas, known):
+            if found is None:
+                return _hung_apart(by_step, traced, cut, known)
             return _wrong_pair(fingerprints, known, cut) if found is _BY_VERDICTS else found
-    return _wrong_pair(fingerprints, known, cut)
+    return _wrong_pair(fingerprints, known, cut) or _hung_apart(by_step, traced, cut, known)
+
+
+def _hung_apart(by_step: dict[int, dict[int, FingerprintRow]], traced: set[int], cut: frozenset[int],
+                known: dict[str, set[int]]) -> tuple[Root, None] | None:
+    """Where no expected value checks the sums and they part in some step, but no side of them names anyone (two
+    even sides, or classes that may be replicas by design), and some ranks' whole traces end at an earlier step than
+    others': those ranks never completed the next step that the others did, so the job hung, and a collective
+    diverged by that step. Sums that part say nothing of who departed, nor of where (replicas' sums part by design):
+    every traced rank is named, no majority, and the root is by the step the first ones never completed. Worked
+    example: ranks 0 and 2 read back one sum at step 0 and ranks 1 and 3 another; ranks 1 and 3 wrote sums of steps
+    0-2, ranks 0 and 2 of steps 0-3: ranks 1 and 3 hung in step 3, and two even sides may each have departed."""
+    rows = [row for step_rows in by_step.values() for row in step_rows.values()]
+    if any(checked_right(row) is not None for row in rows):
+        return None  # (checked sums say who read back wrong: the verdicts speak)
+    if not any(len({repr(row.sum) for row in step_rows.values()}) > 1 for step_rows in by_step.values()):
+        return None
+    last = {rank: max(step for step, step_rows in by_step.items() if rank in step_rows) for rank in traced}
+    # (a trace cut short ends where its file does, not where its rank stopped)
+    stopped = [rank for rank in traced if rank not in cut and last[rank] < max(last.values())]
+    if not stopped or len(traced) < 2:
+        return None
+    bound = min(last[rank] for rank in stopped) + 1
+    return _root(sorted(traced), sorted(traced), False, bound, known), None
 
 
 _BY_VERDICTS = object()  # a step whose sums name no one, where every rank's verdicts say who may have departed

@@ -22,6 +22,7 @@ import polars as pl
 from ..model import EventState, Evidence, FingerprintRow, conform
 from ..model.kinds import normalize_op
 from ..model.phrases import ranks_words
+from .fingerprints import checked_right
 
 Members = frozenset[int]
 MIXED: list[Members] = []  # a trace of several comms that its sums cannot split
@@ -203,13 +204,19 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
     shared = [i for i, members in enumerate(own) if len(members) > 1]
     digests = any(row.digest for row in trace)
     # A digest is one physical collective's, misaligned or not: every shared one names a comm. A sum given several
-    # tags names one only as the wider set of a comm its aligned results name (a misaligned pairing in it).
+    # tags names one only as the wider set of a comm its aligned results name (a misaligned pairing in it), or as a
+    # set that shares two or more results checked wrong (recurring misaligned pairings: `paired`), unless it is
+    # part of a set aligned results name (the counts split that comm's collective).
     pool = [i for i in shared if alike[i]]
+    paired = _paired_wrong(trace, own, alike, shared) if not digests else set()
     if digests or not pool:
         pool = shared
     else:
         named = {own[i] for i in pool}
-        pool += [i for i in shared if not alike[i] and any(own[i] > members for members in named)]
+        pool += [i for i in shared if not alike[i] and (any(own[i] > members for members in named)
+                                                        or own[i] in paired and not any(own[i] < m for m in named))]
+    # (the tags a misaligned pairing's holders gave it are each issued on its comm: they count as that comm's)
+    confirmed = [one or members in paired for one, members in zip(alike, own)]
     seen: dict[Members, int] = {}
     for i in pool:
         seen[own[i]] = seen.get(own[i], 0) + 1
@@ -224,18 +231,20 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
     at = {key: i for i, key in enumerate(keys) if key is not None}
     comms = {m for m in comms if not any(m < wider and _stopped_before(wider - m, m, trace, own, at, last_rows)
                                          for wider in comms)}
+    given = [tags_of.get(key, set()) for key in keys]
     if len(comms) > 1 and not digests:
-        comms = _one_comm_of_sums(comms, trace, _with_tails(trace, own, alike, comms, at, last_rows), alike,
-                                  [tags_of.get(key, set()) for key in keys])
+        comms = _one_comm_of_sums(comms, trace, _with_tails(trace, own, alike, comms, at, last_rows), alike, given,
+                                  paired)
         if comms is None:
             return MIXED
     by_tag: dict[str | None, set[Members]] = {}
-    for row, members, one in zip(trace, own, alike):
+    for row, members, one, tags in zip(trace, own, confirmed, given):
         if members in comms and one:
-            by_tag.setdefault(row.tag, set()).add(members)
+            for tag in {row.tag} if members not in paired else tags | {row.tag}:
+                by_tag.setdefault(tag, set()).add(members)
     placed: list[Members | None] = []
     beyond: set[int] = set()  # records that went with the ranks sharing their result, which no comm here holds
-    for i, (row, members, one) in enumerate(zip(trace, own, alike)):
+    for i, (row, members, one) in enumerate(zip(trace, own, confirmed)):
         if members in comms and one:
             # A comm of its own whose results of this tag were a wider comm's before that comm's other members'
             # traces stopped: the tail of the wider one (a program issues a tagged collective on one comm).
@@ -348,21 +357,38 @@ def _partners_by_tag(rank: int, holders: dict[tuple, set[int]], tags_of: dict[tu
     return out
 
 
-def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: list[Members],
-                      alike: list[bool], given: list[set[str | None]]) -> set[Members] | None:
+def _paired_wrong(trace: list[FingerprintRow], own: list[Members], alike: list[bool],
+                  shared: list[int]) -> set[Members]:
+    """The sets of ranks that read back, with this rank, two or more results it checked wrong under several tags:
+    misaligned pairings, each one collective whose members all read back its one mixed result, whatever tags they
+    gave it. Such a set is a comm even where no aligned result names it (a comm misaligned from its first
+    collective); one such result alone may be a coincidence of sums. Worked example: rank 0 left out two drafter
+    collectives of its tensor-parallel group {0, 1}; its next two pair with rank 1's drafter ones, and each pair
+    reads back one wrong sum under the tags `mlp`/`mtp.0` and `moe`/`mtp.1`: {0, 1} is a comm."""
+    counts: dict[Members, int] = {}
+    for i in shared:
+        if not alike[i] and checked_right(trace[i]) is False:
+            counts[own[i]] = counts.get(own[i], 0) + 1
+    return {members for members, n in counts.items() if n > 1}
+
+
+def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: list[Members], alike: list[bool],
+                      given: list[set[str | None]], paired: set[Members] = frozenset()) -> set[Members] | None:
     """Several sets of ranks sharing sums, as one comm where they are: ranks whose counts differ in a misaligned
     pairing each read back their own sum, which splits one collective's members, but the records of such a split
     carry tags the whole set's records carry too (`given`: per record, every tag its result's holders gave it; a
     misaligned result of the whole set carries the tags of each collective paired in it, so a split right after
     the pairing went misaligned, before the whole set recorded those tags aligned, carries them too); a set whose
     tags are its own is a comm of its own. Sums of two groups can also be equal by design (replicas fed alike),
-    so a trace of several comms cannot be split by its sums: None."""
+    so a trace of several comms cannot be split by its sums: None. A set of `paired` (misaligned pairings that
+    recur, _paired_wrong) confirms every tag its results were given, as an aligned result confirms its one tag."""
     tags: dict[Members, set[str | None]] = {}
     sets_of_tag: dict[str | None, set[Members]] = {}
-    for row, members, one in zip(trace, own, alike):
+    for row, members, one, tagged in zip(trace, own, alike, given):
         tags.setdefault(members, set()).add(row.tag)
-        if members in comms and one:
-            sets_of_tag.setdefault(row.tag, set()).add(members)
+        if members in comms and (one or members in paired):
+            for tag in tagged | {row.tag} if members in paired else {row.tag}:
+                sets_of_tag.setdefault(tag, set()).add(members)
     tags_shared = {row.tag for row, members in zip(trace, own) if len(members) > 1}
     if (None not in sets_of_tag and tags_shared <= set(sets_of_tag)
             and all(len(sets) == 1 for sets in sets_of_tag.values())):

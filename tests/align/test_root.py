@@ -118,6 +118,19 @@ def test_a_stream_cut_short_is_never_the_one_that_stopped():
     assert propose({0: stream([1] * 9), 1: stream([1] * 9), 2: stream([1] * 4)}, 1, cut={2}) is None
 
 
+def test_a_stream_cut_before_the_others_stop_is_neither_reference_nor_outlier():
+    # Ranks 3 and 7 stop one short of the others; rank 1's file was cut two short. What rank 1 launched past its
+    # cut is unknown: it may have stopped where ranks 3 and 7 did (per-step checksums may say so), so it is of
+    # neither side, and checksums that part it with the outliers can place it.
+    codes = {r: stream([1] * 6) for r in (0, 2, 4, 5, 6)}
+    codes.update({3: stream([1] * 5), 7: stream([1] * 5), 1: stream([1] * 4)})
+    proposal = propose(codes, 1, cut={1})
+    assert proposal.outliers == [3, 7] and proposal.majority
+    assert proposal.unplaced == [1] and 1 not in proposal.reference
+    behind = propose(codes, 1, behind={3, 7}, cut={1})
+    assert behind.outliers == [3, 7] and behind.unplaced == [1] and 1 not in behind.reference
+
+
 def test_streams_cut_short_count_for_neither_side_of_a_length_difference():
     # Rank 0 goes on one past rank 1; ranks 2 and 3 end early where their files were cut. One against one: rank
     # 0 launched more or rank 1 stopped short, and no majority says which.

@@ -213,3 +213,21 @@ def test_ranks_the_counts_leave_together_whose_checksums_part_from_the_rest_of_t
     root, said = with_parted_reference(counted, summed({0: 1.0, 1: 1.0, 2: 3.0, 3: 4.0}),
                                        {"1": {0, 1, 2, 3}, "tp0": {0, 1}, "tp1": {2, 3}}, frozenset(range(4)))
     assert root == counted and not said
+
+
+def unchecked(rank: int, step: int, total: float) -> FingerprintRow:
+    """One per-step checksum with no expected value (`step=9 rank=0 checksum=...`)."""
+    return FingerprintRow(Location(f"fp{rank}", step + 1), rank, step, None, sum=total)
+
+
+def test_unchecked_sums_in_two_even_sides_where_one_sides_traces_stop_sooner_name_every_rank():
+    # Ranks 0 and 2 read back one sum each step, ranks 1 and 3 another (two replica classes by design, or two
+    # even sides of a divergence); ranks 1 and 3's whole traces stop after step 2, the others' go on to step 3:
+    # ranks 1 and 3 never completed step 3, so a collective diverged by then, and nothing says whose.
+    rows = [unchecked(r, s, 10.0 * s + r % 2) for r in range(4) for s in range(4 if r % 2 == 0 else 3)]
+    root, step = step_sums_root(rows, {})
+    assert root.outlier_ranks == [0, 1, 2, 3] and not root.majority and root.step_bound == 3 and step is None
+    # The same sums with every trace whole to step 3 say nothing (replicas' sums part by design) ...
+    assert step_sums_root([unchecked(r, s, 10.0 * s + r % 2) for r in range(4) for s in range(4)], {}) is None
+    # ... nor do traces that end sooner where their files were cut short.
+    assert step_sums_root(rows, {}, cut=frozenset({1, 3})) is None

@@ -262,6 +262,26 @@ def test_a_trace_lines_up_with_a_ring_that_lost_its_beginning_by_seq(tmp_path):
     assert launched["0"] == 90 and d["root"]["outlier_ranks"] == [1] and d["root"]["seq_range"] == [8, 8]
 
 
+def test_a_trace_fills_the_seqs_between_a_log_cut_short_and_a_ring_that_begins_later(tmp_path):
+    """wrapped-ring with rank 1's NCCL log cut after its 3rd COLL line: its stream is seqs 1..3 and its ring's
+    62..91, and the extra collective (seq 8, one AllReduce like the others) lies between. Its trace lists every
+    collective it read back: records 4..61 are those seqs, and their tags pin the extra one on rank 1 (the traces
+    keep only tags and digests here: no sum checks a result, and without them the range is 4..62)."""
+    source = REAL / "wrapped-ring"
+    for path in [*source.glob("nccl.*.log"), *source.glob("fr_rank*")]:
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    for path in traces("wrapped-ring", ".jsonl"):
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        (tmp_path / path.name).write_text("".join(json.dumps({k: r[k] for k in ("step", "op", "rank", "tag", "digest")})
+                                                  + "\n" for r in records))
+    log = tmp_path / "nccl.vm.449.log"
+    lines = log.read_text().splitlines(keepends=True)
+    third = [i for i, line in enumerate(lines) if "opCount" in line][2]
+    log.write_text("".join(lines[:third + 1]))
+    root = answer(tmp_path)["root"]
+    assert root["seq_range"] == [8, 8] and root["outlier_ranks"] == [1]
+
+
 def _step_sums(sums: dict[int, float], step: int = 0) -> list:
     from ncclforensics.model import FingerprintRow
     from ncclforensics.model.location import Location
@@ -341,6 +361,44 @@ def test_a_split_right_after_a_misaligned_result_stays_in_the_whole_comm(tmp_pat
     root = answer(tmp_path)["root"]
     assert (root["comm"], root["outlier_ranks"], root["seq_range"], root["kind"]) == (
         "[ranks=0,1,2,3]", [3], [3, 3], "missing")
+
+
+def test_misaligned_pairings_that_recur_name_a_comm_no_aligned_result_names(tmp_path):
+    """DP groups (0,2) (1,3) and TP groups (0,1) (2,3), sums with expected values, no digests. Rank 0 skips the
+    drafter's two collectives of step 0 in its TP group: from its first TP collective on, every result it reads
+    back there is wrong, so no aligned result names (0,1). Its `mlp` and `moe` pair with rank 1's `mtp.0` and
+    `mtp.1`, two wrong results each shared by ranks 0 and 1 under two tags: (0,1) is a comm, where the tags part
+    the two ranks at seq 1 (a tie), not a DP stream that rank 0's TP records would join."""
+    dp = {0: [244.0, 1984.0, 444.0, 3584.0], 1: [366.0, 2976.0, 566.0, 4576.0]}
+    right = [1462272.0, 1490944.0, 28672.0, 57344.0, 4702208.0, 847872.0, 876544.0, 7979008.0]
+    tp = {0: [("mlp", 421888.0, 12288.0), ("moe", 434176.0, 24576.0), ("lm_head", 704512.0, 2015232.0),
+              ("mlp", 430080.0, 831488.0), ("moe", 753664.0, 843776.0), ("lm_head", 3981312.0, 5292032.0)],
+          1: [("mtp.0", 421888.0, 626688.0), ("mtp.1", 434176.0, 638976.0), ("mlp", 176128.0, 12288.0),
+              ("moe", 430080.0, 24576.0), ("lm_head", 3014656.0, 2015232.0), ("mlp", 995328.0, 831488.0),
+              ("moe", 1249280.0, 843776.0), ("lm_head", 6291456.0, 5292032.0)]}
+    for r in (2, 3):
+        tags = ["mtp.0", "mtp.1", "mlp", "moe", "lm_head", "mlp", "moe", "lm_head"]
+        tp[r] = [(tag, total, total) for tag, total in zip(tags, right)]
+    for rank in range(4):
+        step_of = [0] * (len(tp[rank]) - 3) + [1] * 3
+        rows = [(0, "dp.0", 1, dp[rank % 2][0], dp[rank % 2][0]), (0, "dp.1", 8, dp[rank % 2][1], dp[rank % 2][1])]
+        rows += [(0, tag, 16384 if tag == "lm_head" else 4096, got, want)
+                 for (tag, got, want), step in zip(tp[rank], step_of) if step == 0]
+        rows += [(1, "dp.0", 1, dp[rank % 2][2], dp[rank % 2][2]), (1, "dp.1", 8, dp[rank % 2][3], dp[rank % 2][3])]
+        rows += [(1, tag, 16384 if tag == "lm_head" else 4096, got, want)
+                 for (tag, got, want), step in zip(tp[rank], step_of) if step == 1]
+        ops: dict[int, int] = {}
+        lines = []
+        for step, tag, numel, got, want in rows:
+            ops[step] = ops.get(step, -1) + 1
+            lines.append(json.dumps({"step": step, "op": ops[step], "rank": rank, "tag": tag, "kind": "AllReduce",
+                                     "numel": numel, "sum": got, "expected_sum": want}))
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("\n".join(lines) + "\n")
+    d = answer(tmp_path)
+    root = d["root"]
+    assert (root["comm"], root["seq_range"], root["outlier_ranks"], root["majority"]) == (
+        "[ranks=0,1]", [1, 1], [0, 1], False)
+    assert {"[ranks=0,1]", "[ranks=0,2]", "[ranks=1,3]", "[ranks=2,3]"} == {c["comm"] for c in d["comms"]}
 
 
 def test_results_of_a_comm_whose_other_members_left_no_trace_stay_out_of_the_world_stream():

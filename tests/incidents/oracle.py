@@ -18,6 +18,8 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   other side or both sides is right too (`Root.majority` is then false); a rank whose records of the comm all
   miss the root (NCCL logs cut short before it, Flight Recorder rings whose oldest entry kept is after it), or that
   has no evidence of a kind that shows the divergence, is not on record for this (its records side with either);
+  nor is one through fingerprint traces whose tracer read nothing back (it left no trace file: an empty file is
+  evidence of no format, so no fingerprint record holds it);
   a rank a peer's desync report lists is on record through it, whatever its own files (the report gives every
   member's last collective: `[2, 3] finished collective #39, but didn't join collective #40` puts rank 3 beside
   rank 2 though rank 3 left no file, and two ranks behind two are an even split; where that is only a floor of
@@ -38,7 +40,10 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   comms (two-rank comms, where neither side is a majority) fit a divergence in any of them, and naming the
   candidates is the honest answer there; what the root then says of its own comm is of a consequence, and is
   not checked;
-- `unknown_comm`: the root's comm is none of the incident's (by NCCL commId or process-group name); a root on
+- `unknown_comm`: the root's comm is none of the incident's (by NCCL commId or process-group name); a comm
+  named by its members (`[ranks=1,3,7]`, fingerprint traces grouped by the results they share) is the comm of
+  exactly those ranks, else the smallest one holding them all where that is one comm (traces name only the ranks
+  that wrote them, so a comm some of whose ranks left no trace is named by the rest); a root on
   per-step checksums alone that names the ranks it compared (`[ranks=1,2]`) is read as on the comm that diverged
   holding the most of them, whether or not some comm has exactly those ranks (a step's checksum sums what a rank
   read back from every comm it is in, so such evidence names ranks, never a communicator);
@@ -105,6 +110,11 @@ def resolve_comm(incident: Incident, name: str) -> str | None:
         named = [c for c, comm in comms.items() if tuple(sorted(comm.ranks)) == members]
         if len(named) == 1:
             return named[0]
+        # (traces name only the ranks that wrote them: a comm some of whose ranks left no trace is named by the rest)
+        holding = [c for c, comm in comms.items() if set(members) <= set(comm.ranks)]
+        smallest = [c for c in holding if len(comms[c].ranks) == min(len(comms[h].ranks) for h in holding)]
+        if len(smallest) == 1:
+            return smallest[0]
     return next(iter(comms)) if len(comms) == 1 else None
 
 
@@ -131,9 +141,16 @@ RECORD_KINDS = ("nccl", "fr", "torch", "fp", "ras")  # evidence kinds that hold 
 
 def _record_kinds(incident: Incident, written: Written, rank: int, comm: str) -> list[str]:
     """The kinds of evidence that hold the rank's records of `comm`: its own files', and watchdog logs where a
-    peer's desync report on the comm lists the rank's last collective (its count, or a floor of it)."""
-    return [k for k in RECORD_KINDS if written.has(k, rank)
+    peer's desync report on the comm lists the rank's last collective (its count, or a floor of it). A rank drawn
+    for fingerprint traces that read nothing back has no trace file (an empty file is evidence of no format): no
+    fingerprint holds a record of it, and nothing on file says it had a tracer at all."""
+    return [k for k in RECORD_KINDS if written.has(k, rank) and (k != "fp" or _has_trace_file(written, rank))
             or k == "torch" and rank in reported_work(incident, written, comm)]
+
+
+def _has_trace_file(written: Written, rank: int) -> bool:
+    """Whether a fingerprint trace file was written for `rank` (one that read nothing back has none)."""
+    return any(name.startswith(f"fingerprint_rank{rank}.") for name in written.files)
 
 
 def _kept(incident: Incident, written: Written, rank: int):

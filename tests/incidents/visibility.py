@@ -3,7 +3,10 @@
 Each kind of evidence gives every rank a *view* of a comm; two views differ when
 
 - NCCL logs: the COLL lines differ in op, count or dtype at one seq, or a log that is whole has fewer collectives
-  in the comm than the other;
+  in the comm than the other; a log of a rank that launched nothing in a comm has no line that names it (NCCL
+  makes a comm at its first collective, the default group's at start), so, where the comm is not over every rank,
+  it gives no view of it: nothing in the files ties that process to the comm (the comm's INIT lines give its size,
+  and an unlogged process of the job fits the missing place as well);
 - Flight Recorder: the entries of one seq differ in profiling name, sizes, dtypes or frames (within what the rings
   kept), or `pg_status` says the two enqueued different numbers of collectives;
 - watchdog logs: they time out at one seq in different collectives, or the enqueued counts they give differ, or a
@@ -137,8 +140,12 @@ def _ranks(incident: Incident, written: Written, kind: str, comm: str) -> list[i
 
 def _nccl_views(incident: Incident, written: Written, comm: str) -> dict[int, View]:
     views = {}
+    program = incident.program
+    named_by_all = comm == program.default_comm or set(program.comms[comm].ranks) == set(program.ranks)
     for r in _ranks(incident, written, "nccl", comm):
         launches = incident.run.comm_launches(r, comm)
+        if not launches and not named_by_all:
+            continue  # (its log names the comm nowhere: no view of it)
         # (a log cut before its first line of the comm kept none of it)
         kept = written.nccl_kept.get(r, {}).get(comm, 0 if ("nccl", r) in written.cut else len(launches))
         tokens = tuple((x.op.kind, x.op.count, x.op.dtype) for x in launches[:kept])
