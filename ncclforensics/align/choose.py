@@ -97,13 +97,15 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         # Streams that show nothing leave the checksums' word (results mixed in some step); counts that place
         # nothing leave them the say on who else departed.
         found = sums_root()
+        said = []
         if found is not None and root is None:
             root, sums_step = found
         elif found is not None:
             root, said = with_checksum_outliers(root, found[0])
             caveats += said
-        elif root is not None and root.reason is RangeReason.COUNTS:
-            # Checksums that name no one may still part the ranks the counts left together: they departed too.
+        if root is not None and root.reason is RangeReason.COUNTS and not said:
+            # Checksums that name no side (none, or every rank with no majority) may still part the ranks the
+            # counts left together: they departed too.
             root, said = with_parted_reference(root, fingerprints, _known(streams),
                                                frozenset(r for ranks in streams.members.values() for r in ranks))
             caveats += said
