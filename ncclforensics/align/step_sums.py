@@ -483,7 +483,10 @@ def with_parted_reference(root: Root, fingerprints: list[FingerprintRow], known:
         if row.op is None and row.sum is not None and row.rank in reference:
             by_step.setdefault(row.step, {}).setdefault(row.rank, row)
     traced = {rank for rows in by_step.values() for rank in rows}
-    if traced != reference or not any(reference <= c for c in _replica_classes(traced, known, on_record)):
+    # (every rank of it on record: one whose comms are not known may be in another TP group, whose sums part by
+    # design)
+    if traced != reference or not reference <= on_record \
+            or not any(reference <= c for c in _replica_classes(traced, known, on_record)):
         return root, []
     for step, rows in sorted(by_step.items()):
         if set(rows) != reference:
