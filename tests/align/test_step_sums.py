@@ -213,6 +213,10 @@ def test_ranks_the_counts_leave_together_whose_checksums_part_from_the_rest_of_t
     root, said = with_parted_reference(counted, summed({0: 1.0, 1: 1.0, 2: 3.0, 3: 4.0}),
                                        {"1": {0, 1, 2, 3}, "tp0": {0, 1}, "tp1": {2, 3}}, frozenset(range(4)))
     assert root == counted and not said
+    # ... nor ranks whose comms no record gives (rank 2 of the reference may be in another TP group than rank 1)
+    root, said = with_parted_reference(counted, summed({0: 2923520.0, 1: 2923520.0, 2: 3138560.0, 3: 2257920.0}),
+                                       {"1": {0, 1, 2, 3}, "tp0": {0, 1}}, frozenset({0, 1}))
+    assert root == counted and not said
 
 
 def unchecked(rank: int, step: int, total: float) -> FingerprintRow:
