@@ -212,10 +212,11 @@ def _cut_ends(by_key: dict[tuple[str, int], list[_Piece]], cut_files: dict[str, 
     beside a dump of 12 entries, where the other ranks' logs go to 13: a dump is taken while the rank runs, and
     its end may come before the logs' ends).
 
-    Except where a whole file of the rank in a format others' files of the comm share goes on past the cut and ends
-    before theirs (a dump of 5 entries beside its log cut at 4, where the other ranks' dumps go to 6): compared with
-    its own kind, that file says the rank launched fewer, as it would with no cut file beside it; the cut takes
-    nothing away from it."""
+    Except where a whole dump of the rank goes on past the cut and ends before the other ranks' dumps of the comm
+    (a dump of 5 entries beside its log cut at 4, where the other ranks' dumps go to 6): compared with its own kind,
+    that dump says the rank launched fewer, as it would with no cut file beside it; the cut takes nothing away
+    from it. Only a dump: one read whole is whole (a pickle or JSON document cut short does not read), where a log
+    or a trace cut at a line's end reads as whole."""
     out: dict[tuple[str, int], Location] = {}
     if not cut_files:
         return out
@@ -236,7 +237,7 @@ def _cut_ends(by_key: dict[tuple[str, int], list[_Piece]], cut_files: dict[str, 
             continue
         cut_at = max(last for _, last in short)
         if any(last is not None and cut_at < last < by_format.get((key[0], source), 0) and file not in cut_files
-               for last, file, source in found):
+               and source == SourceFormat.FLIGHT_RECORDER.value for last, file, source in found):
             continue
         out[key] = cut_files[short[0][0]]
     return out
