@@ -112,3 +112,9 @@ def test_a_log_cut_short_beside_a_whole_dump_that_ends_before_the_other_dumps_is
     further = _rows("nccl.vm.443.log", SourceFormat.NCCL_LOG, 1, ops[:3])
     streams = build_streams([log, mine, even, further])
     assert (COMM, 0) in streams.cut and (COMM, 0) not in streams.launch_ends
+    # A trace (or a log) that reads whole may be cut at a line's end: beside a cut log it lifts nothing (every file
+    # of serving-reorder-heals' rank 0 cut at once read as a rank that stopped, and a wedge).
+    trace_of = _rows("fingerprint_rank0.jsonl", SourceFormat.FINGERPRINT, 0, ops[:2], state="completed")
+    traced = _rows("fingerprint_rank1.jsonl", SourceFormat.FINGERPRINT, 1, ops[:3], state="completed")
+    streams = build_streams([log, trace_of, traced])
+    assert (COMM, 0) in streams.cut
