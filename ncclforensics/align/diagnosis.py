@@ -85,6 +85,7 @@ class Diagnosis:
     problems: list[Diagnostic] = field(default_factory=list)
     death: list[Finding] = field(default_factory=list)  # receipts that a process died
     gate_ties: list[int] = field(default_factory=list)  # outliers whose gate decision explains the root
+    journaled_ranks: list[int] = field(default_factory=list)  # ranks whose gate decisions the evidence holds
     notes: list[str] = field(default_factory=list)  # caveats of the evidence's own (stand-in ranks, ...)
     stand_in_ranks: dict[int, str] = field(default_factory=dict)  # rank numbered for a process: its host:pid
     text_ras_replies: int = 0
@@ -131,7 +132,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         _behind_ranks(analyses, streams, gate, {**_hanging_pairings(streams, analyses), **stopped}, dead)
         _issue_order_roots(analyses, streams, gate)
     diagnosis = Diagnosis(verdict=Verdict.CONSISTENT, ranks=_all_ranks(evidence, streams), comms=analyses,
-                          gate=gate, ras=ras, problems=problems, stand_in_ranks=stand_ins)
+                          gate=gate, ras=ras, problems=problems, stand_in_ranks=stand_ins,
+                          journaled_ranks=sorted({g.rank for g in gates}))
     diagnosis.corrupted_fingerprints = corrupted(fingerprints)
     diagnosis.checksum_splits = diverging_steps(fingerprints)
     stops = _stop_evidence(streams, analyses, ras, watchdog, dead)

@@ -489,6 +489,12 @@ def cause(d: Diagnosis) -> str | None:
                                for c in root.contradictions)
     if root.kind == STOPPED:
         return what + death_words(d)
+    if gate is None and len(d.journaled_ranks) > 1:
+        return what + (f" The gate journals of {ranks_words(d.journaled_ranks)} agree at every step they hold, so "
+                       f"they do not say why the ranks disagreed.")
+    if gate is None and d.journaled_ranks:
+        return what + (f" Only {ranks_words(d.journaled_ranks)} journaled its gate, which compares with nothing, so "
+                       f"why the ranks disagreed is not known from this evidence.")
     if gate is None:
         return what + " No gate journal was given, so why the ranks disagreed is not known from this evidence."
     passed = ", ".join(map(str, gate.passed)) or "none"

@@ -58,3 +58,13 @@ def test_checksum_outliers_of_ranks_the_checksums_alone_group_leave_their_commun
     assert "which collective, and in which of their communicators, is on no record" in words.root_sentence(root)
     named = dataclasses.replace(root, comm="0xabc")
     assert "which collective is on no record" in words.root_sentence(named)
+
+
+def test_the_cause_says_whether_gate_journals_were_given_where_they_name_no_disagreement():
+    # extra-op-4rank's journals part at step 5; with no disagreement left, what the cause says of them depends on
+    # whether any were given.
+    _, d = api.diff_paths([str(real("extra-op-4rank"))])
+    agreeing = dataclasses.replace(d, gate=None)
+    assert "The gate journals of ranks 0, 1, 2 and 3 agree at every step" in words.cause(agreeing)
+    assert "Only rank 2 journaled its gate" in words.cause(dataclasses.replace(agreeing, journaled_ranks=[2]))
+    assert "No gate journal was given" in words.cause(dataclasses.replace(agreeing, journaled_ranks=[]))
