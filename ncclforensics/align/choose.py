@@ -87,10 +87,11 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
                            may_be_held_back_by=may_hold_back(root, _memberships(streams, ras, rank_map, marks)))
     caveats = list(comm_caveats)
     sums_step = None
+    known = _known(streams)
+    on_record = frozenset(r for ranks in streams.members.values() for r in ranks)
 
     def sums_root():
-        return step_sums_root(fingerprints, _known(streams),
-                              frozenset(r for ranks in streams.members.values() for r in ranks),
+        return step_sums_root(fingerprints, known, on_record,
                               frozenset(f.rank for f in fingerprints if f.loc.path in cut_files))
 
     if root is None or root.reason in (RangeReason.COUNTS, RangeReason.TYPE_COUNTS):
@@ -106,8 +107,7 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         if root is not None and root.reason is RangeReason.COUNTS and not said:
             # Checksums that name no side (none, or every rank with no majority) may still part the ranks the
             # counts left together: they departed too.
-            root, said = with_parted_reference(root, fingerprints, _known(streams),
-                                               frozenset(r for ranks in streams.members.values() for r in ranks))
+            root, said = with_parted_reference(root, fingerprints, known, on_record)
             caveats += said
     elif root.reason is RangeReason.BEFORE_RECORDS:
         # Records that begin after the ranks already disagree say who differs there; PyTorch's counts may show

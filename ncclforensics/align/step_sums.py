@@ -31,6 +31,7 @@ launch counts show launching more or fewer join it (`with_counted_outliers`).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import replace
 
 from ..model import FingerprintRow
@@ -48,10 +49,7 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
     members allow); None where no step shows it or no side is the minority of more than two ranks. `on_record`:
     the ranks whose every comm is known (their own records list the comms they are in); `cut`: ranks whose trace
     files were cut short."""
-    by_step: dict[int, dict[int, FingerprintRow]] = {}
-    for row in fingerprints:
-        if row.op is None and row.sum is not None:
-            by_step.setdefault(row.step, {}).setdefault(row.rank, row)
+    by_step = _checksums_by_step(fingerprints)
     traced = {rank for rows in by_step.values() for rank in rows}
     replicas = _replica_classes(traced, known, on_record)
     if replicas == [traced]:
@@ -62,6 +60,16 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
                 return _hung_apart(by_step, traced, cut, known)
             return _wrong_pair(fingerprints, known, cut) if found is _BY_VERDICTS else found
     return _wrong_pair(fingerprints, known, cut) or _hung_apart(by_step, traced, cut, known)
+
+
+def _checksums_by_step(fingerprints: Iterable[FingerprintRow]) -> dict[int, dict[int, FingerprintRow]]:
+    """step -> rank -> its per-step checksum row (the first of each), from the rows that are checksums, not
+    per-collective records."""
+    by_step: dict[int, dict[int, FingerprintRow]] = {}
+    for row in fingerprints:
+        if row.op is None and row.sum is not None:
+            by_step.setdefault(row.step, {}).setdefault(row.rank, row)
+    return by_step
 
 
 def _hung_apart(by_step: dict[int, dict[int, FingerprintRow]], traced: set[int], cut: frozenset[int],
@@ -478,10 +486,7 @@ def with_parted_reference(root: Root, fingerprints: list[FingerprintRow], known:
     reference = set(root.reference_ranks)
     if not root.majority or len(reference) < 3:
         return root, []
-    by_step: dict[int, dict[int, FingerprintRow]] = {}
-    for row in fingerprints:
-        if row.op is None and row.sum is not None and row.rank in reference:
-            by_step.setdefault(row.step, {}).setdefault(row.rank, row)
+    by_step = _checksums_by_step(f for f in fingerprints if f.rank in reference)
     traced = {rank for rows in by_step.values() for rank in rows}
     # (every rank of it on record: one whose comms are not known may be in another TP group, whose sums part by
     # design)
