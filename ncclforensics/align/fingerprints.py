@@ -67,9 +67,7 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             rows.extend((comm, rank, seq, f.step, f.tag, checked_right(f), str(f.loc)) for comm, seq, f in zip(
                 head.get_column("comm").to_list(), head.get_column("seq").to_list(), ours))
             if (rest or gaps) and head.get_column("comm").n_unique() == 1:
-                last = head.get_column("seq")[-1]
-                extensions[(head.get_column("comm")[0], rank)] = _trace_rows(
-                    head, [*gaps, *((last + 1 + i, f) for i, f in enumerate(rest))])
+                extensions[(head.get_column("comm")[0], rank)] = _trace_rows(head, [*gaps, *_past_end(head, rest)])
             elif rest:
                 extensions.update(_beyond_comms(streams, rank, rest, holders))
     if not rows:
@@ -170,8 +168,13 @@ def _gaps(head: pl.DataFrame, ours: list[FingerprintRow], paired: range | list[i
 
 def _beyond(head: pl.DataFrame, rest: list[FingerprintRow]) -> pl.DataFrame:
     """Rows for the trace records past the end of a stream cut sooner: what the rank read back, so completed."""
+    return _trace_rows(head, _past_end(head, rest))
+
+
+def _past_end(head: pl.DataFrame, rest: list[FingerprintRow]) -> list[tuple[int, FingerprintRow]]:
+    """(seq, record) for trace records that follow the last row of the stream `head` is of, one seq each."""
     last = head.get_column("seq")[-1]
-    return _trace_rows(head, [(last + 1 + i, f) for i, f in enumerate(rest)])
+    return [(last + 1 + i, f) for i, f in enumerate(rest)]
 
 
 def _trace_rows(head: pl.DataFrame, placed: list[tuple[int, FingerprintRow]]) -> pl.DataFrame:

@@ -477,7 +477,7 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
         for rank in ahead:
             found, _ = place_edits(rank, codes[rank], reference, start)
             placements.extend(found)
-        split = tie or (len(ahead) + len(unknown)) * 2 >= deciding + len(unknown)
+        split = (len(ahead) + len(unknown)) * 2 >= deciding + len(unknown)  # (a two-rank tie among them)
         return Proposal(placements, sorted(codes) if split else ahead, behind, not split, True, shown=False)
     shortest = min(lengths[r] for r in behind)
     stopped = sorted(r for r in behind if lengths[r] == shortest)
