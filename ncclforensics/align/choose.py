@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import polars as pl
+
 from ..model import EventState, FingerprintRow, GateDecision, WatchdogEvent
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words
@@ -41,7 +43,7 @@ from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots, unnamed_ranks
 from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_parted_reference,
                         with_sums_before_records, with_sums_placing_cut_ranks)
-from .streams import Streams
+from .streams import SIGNATURE, Streams
 from .watchdog import EnqueueMarks, marks_only_roots
 
 
@@ -126,8 +128,12 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         # departed; PyTorch's counts, where a minority launched more or fewer, say it.
         counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
         if counted:
-            root, said = _counted_among_lookalikes(root, counted[0], _held_before_records(root, marks, streams))
-            caveats += said
+            held = _held_before_records(root, marks, streams)
+            # (where the rest of the ranks part evenly in their records, nothing says who departed)
+            parted = _parted_reference(root, (set(root.outlier_ranks) - set(counted[0].outlier_ranks)) | held, streams)
+            if parted is not None:
+                root, said = _counted_among_lookalikes(root, counted[0], held, parted)
+                caveats += said
     elif root.unplaced_ranks and root.comm in analyses:
         # Records cut before the sides part place no one there; the checksums of the step they part at may.
         found = sums_root()
@@ -317,22 +323,83 @@ def _held_before_records(root: Root, marks: dict, streams: Streams) -> set[int]:
     return {rank for rank, n in launched.items() if rank in stuck and n <= recorded.get(rank, n)}
 
 
-def _counted_among_lookalikes(root: Root, counted: Root, held: set[int]) -> tuple[Root, list[str]]:
-    """A root that names every rank on either side (records alike in everything recorded, results misaligned) with
-    the ranks PyTorch's counts show launching more or fewer, a minority, as its outliers, and the counts' kind
-    where the records allow it: no record says who departed, and the fewest departing are the ones the counts
-    name (`held`: ranks behind that are stuck elsewhere, which held back reads the same, are not named)."""
+def _parted_reference(root: Root, reference: set[int], streams: Streams) -> dict[int, int] | None:
+    """The ranks of `reference` whose records in the root's range part from the larger part of it: at some seq
+    there, a collective of another signature (op, count, ...) than the most of the others recorded, rank -> the
+    first such seq. Ranks without a record there, or without the field that parts them, part from no one. None
+    where no part is the largest at such a seq (an even split: which part departed is not told)."""
+    parts = streams.comm_parts(root.comm)
+    low, high = root.seq_range or (root.seq, root.seq)
+    by_seq: dict[int, dict[int, tuple]] = {}
+    for rank in sorted(reference):
+        part = parts.get(rank)
+        if part is None or not part.height:
+            continue
+        fields = [c for c in SIGNATURE if c in part.columns]
+        rows = part.filter(pl.col("seq") >= low) if high is None else part.filter(pl.col("seq").is_between(low, high))
+        for row in rows.select("seq", *fields).iter_rows():
+            if any(v is not None for v in row[1:]):
+                by_seq.setdefault(row[0], {})[rank] = row[1:]
+    parted: dict[int, int] = {}
+    for seq, records in sorted(by_seq.items()):
+        groups: list[list[int]] = []
+        for rank, record in records.items():
+            alike = [g for g in groups if all(_pairs(record, records[r]) for r in g)]
+            if alike:
+                alike[0].append(rank)
+            else:
+                groups.append([rank])
+        if len(groups) < 2:
+            continue
+        sizes = sorted((len(g) for g in groups), reverse=True)
+        if sizes[0] == sizes[1]:
+            return None
+        largest = max(groups, key=len)
+        for rank in records:
+            if rank not in largest and all(_pairs(records[rank], records[r]) for r in largest):
+                continue  # (it pairs with the largest part too: unrecorded where they differ)
+            if rank not in largest:
+                parted.setdefault(rank, seq)
+    return parted
+
+
+def _pairs(a: tuple, b: tuple) -> bool:
+    """Whether two records may be one collective: no field both recorded differs."""
+    return all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+def _counted_among_lookalikes(root: Root, counted: Root, held: set[int],
+                              parted: dict[int, int] | None = None) -> tuple[Root, list[str]]:
+    """A root that names every rank on either side (records alike in everything recorded, results misaligned, or
+    records parting the ranks evenly) with the ranks PyTorch's counts show launching more or fewer, a minority, as
+    its outliers, and the counts' kind where the records allow it: no record says who departed, and the fewest
+    departing are the ones the counts name (`held`: ranks behind that are stuck elsewhere, which held back reads
+    the same, are not named). `parted`: ranks of the rest whose records in the root's range part from the larger
+    part of the rest (`_parted_reference`), rank -> the seq where they do: they departed too, beside those the
+    counts name, as the fewest departing (the other part, with those counted, would be more)."""
     ours = set(root.outlier_ranks)
     outliers = sorted(set(counted.outlier_ranks) - held)
     if not counted.majority or not outliers or not set(outliers) < ours \
             or not ours <= set(counted.outlier_ranks) | set(counted.reference_ranks):
         return root, []
+    parted = {r: seq for r, seq in (parted or {}).items() if r in ours and r not in outliers}
+    counted_ranks = outliers
+    outliers = sorted({*outliers, *parted})
+    if not set(outliers) < ours:
+        return root, []
     kinds = (counted.kind, *(k for k in root.kinds if k != counted.kind)) if counted.kind in root.kinds else root.kinds
     named = replace(root, outlier_ranks=outliers, reference_ranks=sorted(ours - set(outliers)), majority=True,
                     kind=kinds[0] if kinds else root.kind, kinds=kinds)
-    said = (f"the records of every rank look alike, and {ranks_words(outliers)} launched "
-            f"{'fewer' if counted.kind == MISSING else 'more'} collectives than the others by {counted.pinned_by}: "
-            f"the root names {ranks_words(outliers)}, the fewest departing")
+    if not parted:
+        said = (f"the records of every rank look alike, and {ranks_words(outliers)} launched "
+                f"{'fewer' if counted.kind == MISSING else 'more'} collectives than the others by "
+                f"{counted.pinned_by}: the root names {ranks_words(outliers)}, the fewest departing")
+        return named, [said]
+    first = min(parted.values())
+    said = (f"no record says which side departed, yet {ranks_words(counted_ranks)} launched "
+            f"{'fewer' if counted.kind == MISSING else 'more'} collectives than the others by {counted.pinned_by}, "
+            f"and {ranks_words(sorted(parted))}'s records part from the rest of them (seq {first}): the root names "
+            f"{ranks_words(outliers)}, the fewest departing")
     return named, [said]
 
 

@@ -50,3 +50,39 @@ def test_ranks_the_counts_name_among_records_alike_everywhere_are_the_outliers()
     assert _counted_among_lookalikes(every, counted, {3}) == (every, [])
     # counts with no majority say nothing of who departed
     assert _counted_among_lookalikes(every, replace(counted, majority=False), set()) == (every, [])
+
+
+def test_ranks_whose_records_part_from_the_rest_of_the_counted_reference_depart_beside_those_counted():
+    # Four ranks' traces agree through seq 3; their timeouts at seq 5 part them two against two: ranks 0 and 3 in an
+    # AllReduce of 512, ranks 1 and 2 in an AllGather of 1000. No record says which pair departed; PyTorch's counts
+    # say rank 1 launched one fewer than the others. Rank 2's record parts from ranks 0 and 3, the rest of the
+    # reference: it departed too (ranks 1 and 2 depart, where the other reading has ranks 0, 3 and 1 depart).
+    from dataclasses import replace
+
+    import polars as pl
+
+    from ncclforensics.align.choose import _counted_among_lookalikes, _parted_reference
+    from ncclforensics.align.divergence import RangeReason
+    from ncclforensics.align.streams import Streams
+
+    def part(rank: int, op: str | None, count: int | None) -> pl.DataFrame:
+        return pl.DataFrame({"rank": [rank] * 4, "seq": [1, 2, 3, 5], "op": [None, None, None, op],
+                             "count": [None, None, None, count], "tag": ["a", "b", "c", None]},
+                            schema_overrides={"op": pl.String, "count": pl.Int64})
+    records = {0: ("AllReduce", 512), 1: ("AllGather", 1000), 2: ("AllGather", 1000), 3: ("AllReduce", 512)}
+    streams = Streams(parts={("0xa", r): part(r, *v) for r, v in records.items()}, members={"0xa": [0, 1, 2, 3]})
+    every = replace(_tie([0, 1, 2, 3]), seq=2, seq_range=(2, 5), reason=RangeReason.LOOKALIKE,
+                    kinds=("different", "extra"))
+    counted = Root(comm="0xa", seq=1, seq_range=(1, 5), outlier_ranks=[1], reference_ranks=[0, 2, 3],
+                   kind="missing", size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS)
+    parted = _parted_reference(every, {0, 2, 3}, streams)
+    assert parted == {2: 5}
+    root, said = _counted_among_lookalikes(every, counted, set(), parted)
+    assert root.outlier_ranks == [1, 2] and root.reference_ranks == [0, 3] and root.majority
+    assert "rank 2's records part" in said[0]
+    # With rank 3 in an AllGather too, rank 0 is the one of the rest that parts from the others.
+    records[3] = ("AllGather", 1000)
+    streams = Streams(parts={("0xa", r): part(r, *v) for r, v in records.items()}, members={"0xa": [0, 1, 2, 3]})
+    assert _parted_reference(every, {0, 2, 3}, streams) == {0: 5}
+    # A rest that parts evenly (ranks 0 and 3 alone, one in each collective) says nothing of who departed.
+    assert _parted_reference(every, {0, 3}, streams) is None
