@@ -24,6 +24,7 @@ from .root import (
     Contradiction,
     EditKind,
     GateStep,
+    PARTED_COMPLETIONS,
     LeftOut,
     ResultChecks,
     Solution,
@@ -637,7 +638,7 @@ def _parted_completions(rows: CommStreams, start: int, completed: dict[int, int 
                                                    if r != rank):
             wrong.add(seq)
             locs.append(Location(file, line))
-    return [ResultChecks(frozenset(), frozenset(wrong), tuple(locs), label="completions")] if wrong else []
+    return [ResultChecks(frozenset(), frozenset(wrong), tuple(locs), label=PARTED_COMPLETIONS)] if wrong else []
 
 
 def _gate_span(part: pl.DataFrame, gate: GateDisagreement, rank: int) -> tuple[int, int] | None:

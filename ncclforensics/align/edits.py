@@ -200,6 +200,30 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
     return [p for p, reach in failing if reach == furthest], False
 
 
+def blocks_through(rank: int, outlier: Codes, reference: Codes, start: int, seq: int) -> list[Placement]:
+    """Blocks of different collectives that take in `seq`, where the two streams agree in everything recorded but
+    other evidence says their collectives at `seq` differed (one side completed it, the other never did): a swap
+    or a substitution whose pair completed on one side only, after which the side stuck in it launched nothing
+    more (a stop that follows from the block, no edit of its own). As for a block that shows (see `place_edits`),
+    its first collectives may be ones that one side left unrecorded just before `seq`, never lookalikes both
+    recorded; a block of `size` starts within `size` of `seq` so that it takes it in."""
+    at = seq - start
+    overlap = min(outlier.length, reference.length)
+    if not 0 <= at < overlap or not agree(outlier, reference):
+        return []  # (a difference that shows is placed by place_edits)
+    hidden = _unrecorded_before(outlier, reference, at)
+    floor = _identified_floor(outlier, reference, at)
+    found = []
+    for size in range(1, MAX_EDIT + 1):
+        first = max(at - size + 1, at - hidden, floor)
+        # records past the block, on both sides, confirm it; the stream that went on alone past them is unexplained
+        score = max(overlap - at - 1, 0) - 2 * size - abs(outlier.length - reference.length)
+        found.append(_placement(rank, EditKind.DIFFERENT, size, first, at, start, score))
+        if first <= at - hidden or first <= floor:
+            break  # a longer block starts no earlier
+    return found
+
+
 def _unrecorded_before(outlier: Codes, reference: Codes, at: int) -> int:
     """How many positions right before `at` hold no record on one side or the other (every field 0 there)."""
     both = _held(outlier)[:at] & _held(reference)[:at]

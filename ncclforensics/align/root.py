@@ -30,7 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from ..model import Location
-from .edits import MAX_EDIT, Codes, EditKind, Placement, agree, compatible, merged, place_edits
+from .edits import MAX_EDIT, Codes, EditKind, Placement, agree, blocks_through, compatible, merged, place_edits
 
 __all__ = [
     "MAX_EDIT",
@@ -555,6 +555,7 @@ class GateStep:
         return replace(placement, low=low, high=high) if low <= high else None
 
 
+PARTED_COMPLETIONS = "completions"  # the label of results parted by completions (see divergence)
 ISSUE_ORDER = "issue order across communicators"
 
 
@@ -687,7 +688,12 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if not skipped:
             return solution
         solution.placements = skipped + solution.placements
+    # Blocks of different collectives where completions part streams that differ in length only: narrowed by
+    # every constraint beside the records' placements, and joined to them after (they neither rule out the
+    # records' explanations nor stand in for those a contradiction adds).
+    blocks = _different_then_stopped(chosen, proposal, start, constraints) if not proposal.shown else []
     for constraint in constraints:
+        blocks = [n for p in blocks if (n := constraint.narrow(p)) is not None]
         kept = apply(solution.placements, constraint)
         if kept is None and not solution.shown and not getattr(constraint, "wrong", True):
             # Streams that differ in length only, and results checked right wherever an edit could be: the longer
@@ -706,6 +712,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         solution.placements = kept
         if getattr(constraint, "wrong", None):
             solution.shown, solution.told = True, False  # results read back wrong: misaligned, whatever records say
+    solution.placements += blocks
     return solution
 
 
@@ -775,6 +782,32 @@ def _picks_side(found: Proposal, proposal: Proposal) -> bool:
     if not found.shown or not found.placements or not _within(found, proposal):
         return False
     return any(set(found.outliers) == set(ranks) for ranks in proposal.members.values())
+
+
+def _different_then_stopped(codes: dict[int, Codes], proposal: Proposal, start: int,
+                            constraints: list[Constraint]) -> list[Placement]:
+    """Where streams that differ in length only parted at a seq by their completions (one rank completed it while
+    another timed out in its own collective there, `PARTED_COMPLETIONS`): a block of different collectives through
+    that seq, on each rank the proposal places edits on, against the rest of the reference. A swap or substitution
+    whose pair completes on one side (an all-gather and an all-reduce of equal bytes) leaves the other side stuck
+    in it, launching nothing more: its stream ends short, which reads as lengths alone, yet no collective was added
+    or left out. Worked example: ranks 2 and 3 swap a layer's all-reduce and the logits' all-gather at seq 13; the
+    pair at 13 completes, and at 14 rank 2's all-gather completes while rank 3's all-reduce never does. Rank 3's
+    trace stops a step before (its step never finished), so nothing recorded differs: the block may start anywhere
+    its trace left unrecorded, up to 14."""
+    parted = [s for c in constraints if getattr(c, "label", None) == PARTED_COMPLETIONS for s in c.wrong]
+    if not parted:
+        return []
+    seq = min(parted)
+    found: list[Placement] = []
+    for rank in dict.fromkeys(p.rank for p in proposal.placements):
+        if rank not in codes:
+            continue
+        mine = set(proposal.members.get(rank, [rank])) | {rank}
+        others = [r for r in proposal.reference if r not in mine and r not in proposal.stopped and r in codes]
+        if others:
+            found += blocks_through(rank, codes[rank], merged(codes[r] for r in others), start, seq)
+    return found
 
 
 def _skips(codes: dict[int, Codes], proposal: Proposal, start: int) -> list[Placement]:

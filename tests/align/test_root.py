@@ -540,3 +540,24 @@ def test_with_no_majority_the_sides_are_named_alone_only_where_every_other_rank_
     # none, so every rank is named.
     proposal = propose(codes, 1, unseen={1}, closed={0, 3})
     assert not proposal.majority and proposal.outliers == [0, 1, 2, 3] and proposal.unplaced == []
+
+
+def test_a_pair_parted_by_completions_in_streams_that_differ_in_length_only_may_be_a_block_of_different_ones():
+    # A two-rank TP group: rank 2 read back both steps (tags 1..7 each; its seq 15 is the next step's first
+    # collective, call stack 2, in flight), rank 3's trace stops after step 0 and its timeout names seq 14 (call
+    # stack 1). Rank 2 completed seq 14 while rank 3 timed out there: a misaligned pair (a swap at 13..14 whose
+    # all-gather side completed, say). Nothing recorded differs, so the lengths read as extra collectives on rank 2
+    # (before seq 13); a block of different collectives through seq 14, starting anywhere rank 3 left unrecorded,
+    # fits as well: the range reaches 14.
+    from ncclforensics.align.root import PARTED_COMPLETIONS
+
+    tags = list(range(1, 8))
+    codes = {2: stream([0] * 14 + [2], tags * 2 + [0], [1] * 7 + [2] * 7 + [0]),
+             3: stream([0] * 13 + [1], tags + [0] * 7, [1] * 7 + [0] * 7)}
+    parted = ResultChecks(frozenset(), frozenset({14}), (Location("torch_rank3.log", 2),), label=PARTED_COMPLETIONS)
+    solution = _solve(codes, [parted])
+    assert solution.seq_range == (8, 14) and not solution.majority
+    assert EditKind.DIFFERENT in solution.kinds
+    # every block runs through seq 14, and none starts before rank 3's records stop (seq 8)
+    blocks = [p for p in solution.placements if p.kind is EditKind.DIFFERENT]
+    assert all(p.low + p.size > 14 and p.low >= 8 and p.high == 14 for p in blocks)
