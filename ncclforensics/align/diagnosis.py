@@ -299,11 +299,17 @@ def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams, gate
         if any(r.shown for r in rooted):
             continue
         found = issue_order_root(streams, comm, analysis.start)
+        if found is not None and found.left_out_in and not (
+                root is not None and root.kind == STOPPED and root.outlier_ranks == found.outlier_ranks):
+            # Places that fit a collective left out elsewhere as well say nothing of this communicator then: they
+            # replace no root of its own records but a stop of the same ranks, which they show is no mere stop
+            # (its records fit as well extra collectives before it, and the end of records hides their size).
+            found = None
         if found is not None and rooted and not (root is not None and root.shown):
             # The other communicators' records only end apart: an early collective here and collectives left out
             # there before it read the same, so those stay candidates beside this one.
-            found = replace(found, undecided_comms=tuple(sorted(c for c in others if c in analyses
-                                                                and analyses[c].root is not None)))
+            found = replace(found, undecided_comms=tuple(sorted({*found.undecided_comms, *(
+                c for c in others if c in analyses and analyses[c].root is not None)})))
         if found is not None:
             analysis.root = found
 

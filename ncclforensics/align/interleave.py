@@ -13,7 +13,9 @@ Flight Recorder dump's records), the k-th collective of the communicator sits, f
 collectives of its other communicators. Ranks that run one program put it after as many (the other communicators
 are the same program's, on other ranks: TP groups of the same shape). A rank that puts it after fewer launched an
 extra one there; a rank whose records end with as many others as the program has before its next one stopped
-there, held back elsewhere.
+there, held back elsewhere. The end of a rank's records hides how many extra ones it launched: where its later
+collectives here each sit one of its other communicators' short, an extra block here and one left out there put them
+alike, and both stay candidates.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ class IssueOrderSplit:
     before: dict[int, int]  # rank -> collectives of its other communicators before that seq (the outliers', theirs)
     blocked: list[int]  # ranks with fewer launches here whose records stop where the program has more elsewhere
     unplaced: list[int] = field(default_factory=list)  # ranks whose records, cut short, do not reach the split
+    # other communicators where the outliers may instead have left one out before the split (their places fit that
+    # as well as an extra block here): empty where only an extra one here fits
+    left_out_in: tuple[str, ...] = ()
+    size: int = 1  # how many extra collectives the outliers' later places show (0: not known)
 
 
 _ORDER_KEYS = (("file", "line"), ("fr_file", "fr_record"), (None, "time"))
@@ -190,8 +196,14 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
                       if split in p and split <= launched[r] and p[split] != program[split])
     if any(places[r][split] > program[split] for r in outliers):
         return None  # launched later than the program: a skipped collective, which the counts already show
-    if any(not _shifted_by_one(places[r], program, split, launched[r]) for r in outliers):
-        return None  # early by one collective elsewhere all along: one left out there, not an extra one here
+    # An extra collective here moves the outlier's later ones on by one seq; one left out in another communicator
+    # leaves each of its later ones one collective of that communicator short. Where both fit (the records end
+    # before an extra block would show its size), the issue orders cannot tell them apart.
+    shifted = all(_shifted_by_one(places[r], program, split, launched[r]) for r in outliers)
+    left_out_in = _left_out_in(streams, comm, outliers, places, program, split, launched) if not shifted else ()
+    blocks = {_block_size(places[r], program, split, launched[r]) for r in outliers} if not shifted else {1}
+    if not left_out_in and (None in blocks or len(blocks) > 1):
+        return None  # neither an extra block here nor one left out elsewhere puts them so
     peers = [set(m) - {r} for r in outliers for c, m in streams.members.items()
              if c != comm and r in m and not set(ranks) <= set(m)]
     if peers and all(peer & set(outliers) for peer in peers):
@@ -221,7 +233,8 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
     return IssueOrderSplit(comm=comm, seq=split, low=low, outliers=outliers,
                            reference=sorted(r for r in ranks if r not in outliers and r not in unplaced),
                            before={r: p[split] for r, p in places.items() if split in p and split <= launched[r]},
-                           blocked=blocked, unplaced=unplaced)
+                           blocked=blocked, unplaced=unplaced, left_out_in=left_out_in,
+                           size=blocks.pop() if len(blocks) == 1 and None not in blocks else 0)
 
 
 def _shifted_by_one(places: dict[int, int], program: dict[int, int], split: int, launched: int) -> bool:
@@ -230,10 +243,45 @@ def _shifted_by_one(places: dict[int, int], program: dict[int, int], split: int,
     the rest one seq on). A rank that instead left out a collective of its other communicator issues each one here
     after one collective fewer of those than the program, at every seq: with a tensor-parallel step of three
     collectives after one data-parallel one, it puts seq 2 after none where an extra seq 1 would put it after one
-    (the program's seq 1). Such a rank's places say nothing of an extra collective here, and the other
-    communicator's own records show what it left out."""
+    (the program's seq 1). Such a rank's places fit one left out there (_left_out_in), or an extra block here of as
+    many as the program has between two of that communicator's (_block_size): the issue orders then cannot tell."""
     return all(places[k] == program[k - 1] for k in range(split + 1, launched + 1)
                if k in places and k - 1 in program)
+
+
+def _block_size(places: dict[int, int], program: dict[int, int], split: int, launched: int) -> int | None:
+    """The size of an extra block of two or more collectives of a rank's own here, where its collectives sit where
+    that block would put them, on record: its seq k where the program issues seq k - m, for each of its seqs past
+    the block (at least one; a block that runs past the end of its records fits any places, and shows nothing).
+    None where no size fits so."""
+    for m in range(2, launched - split + 1):
+        checked = [k for k in range(split + m, launched + 1) if k in places and k - m in program]
+        if checked and all(places[k] == program[k - m] for k in checked):
+            return m
+    return None
+
+
+def _left_out_in(streams: Streams, comm: str, outliers: list[int], places: dict[int, dict[int, int]],
+                 program: dict[int, int], split: int, launched: dict[int, int]) -> tuple[str, ...]:
+    """The other communicators where the outliers may have left out one collective before `split` instead of
+    launching an extra one here: each outlier issued every collective here from `split` on after one collective
+    fewer of its other communicators than the program (as one left out there, and none added here, puts them), and
+    launched fewer in such a communicator than a peer there (or some member's records of it were cut short). Empty
+    where some outlier fits no such reading."""
+    found: set[str] = set()
+    for r in outliers:
+        seqs = [k for k in places[r] if split <= k <= launched[r] and k in program]
+        if not seqs or any(places[r][k] != program[k] - 1 for k in seqs):
+            return ()
+        counts = {c: {m: int(part.get_column("seq").max()) for (cc, m), part in streams.parts.items()
+                      if cc == c and part.height}
+                  for c, members in streams.members.items() if c != comm and r in members and not is_p2p_comm(c)}
+        short = {c for c, n in counts.items() if r in n and (any(v > n[r] for v in n.values())
+                                                             or any((c, m) in streams.cut for m in n))}
+        if not short:
+            return ()
+        found |= short
+    return tuple(sorted(found))
 
 
 def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None:
@@ -254,10 +302,12 @@ def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None
     outliers = sorted(set(split.outliers) | departed)
     return Root(
         comm=comm, seq=split.low, seq_range=(split.low, split.seq), outlier_ranks=outliers,
-        reference_ranks=[r for r in split.reference if r not in departed], kind=EXTRA, size=1, pinned_by=ISSUE_ORDER,
+        reference_ranks=[r for r in split.reference if r not in departed], kind=EXTRA, size=split.size,
+        pinned_by=ISSUE_ORDER,
         reason=RangeReason.LOOKALIKE if split.low < split.seq else None, ops=ops_at(rows, max(split.seq, start)),
         majority=True, kinds=(EXTRA,), records_start=start, shown=True, issue_places=dict(split.before),
         blocked_elsewhere=tuple(split.blocked), unplaced_ranks=list(split.unplaced),
+        undecided_comms=split.left_out_in, left_out_in=split.left_out_in,
     )
 
 

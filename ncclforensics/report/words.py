@@ -255,6 +255,14 @@ def issue_order_words(root: Root) -> str:
     text = (f" Each rank's records give its collectives of every communicator in the order it issued them, and "
             f"seq {seq} of comm {root.comm} comes after so many of their other communicators' ({said}): "
             f"{ranks_words(early)} issued one there early.")
+    if root.left_out_in:
+        one = len(early) == 1
+        comms = _either([f"comm {c}" for c in root.left_out_in])
+        unsized = (f", and {'its' if one else 'their'} records end before an extra block here would show its size"
+                   if not root.size else "")
+        text += (f" Or {'it' if one else 'they'} left out a collective of {comms} before it: each of "
+                 f"{'its' if one else 'their'} collectives here from seq {seq} on comes after one fewer of those than "
+                 f"the others' of the same seq, as either puts it{unsized}; which, the records do not say.")
     parted = [r for r in root.outlier_ranks if r not in early]
     if parted:
         one = len(parted) == 1

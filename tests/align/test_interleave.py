@@ -235,3 +235,21 @@ def test_a_reference_whose_records_part_with_no_majority_leaves_the_issue_orders
     streams = build_streams(logs)
     assert issue_order_split(streams, W).outliers == [1]  # where the issue orders part the ranks
     assert issue_order_root(streams, W) is None
+
+
+def test_an_early_block_that_fits_a_collective_left_out_elsewhere_too_is_no_mere_stop():
+    # A step is one world collective, then three alike of the rank's TP group. Rank 1 ran a drafter block of two
+    # TP collectives at the end of step 2 and stopped there; the others went on into step 3. Its TP records end
+    # one short, which alone reads as a stop after its last; but it issued TP seqs 10 and 11 after two world
+    # collectives where the others issue them after three. An extra block here puts them so, and so does a world
+    # collective left out before them (its records end before the block would show its size, and it launched
+    # fewer world ones): the root is no stop, but extra collectives from the first of the alike run on, with the
+    # world comm a candidate beside it.
+    logs = [rank_log(r, step(T1) * 4 if r != 1 else step(T1) * 3 + [(T1, LAYER)] * 2) for r in range(4)]
+    logs += [rank_log(r, step(T2) * 4) for r in range(4, 8)]
+    d = diagnose(logs)
+    tp = d.comms[T1].root
+    assert tp.pinned_by == ISSUE_ORDER and tp.kind == "extra" and tp.outlier_ranks == [1]
+    assert tp.seq_range == (7, 10) and tp.size == 0 and tp.left_out_in == (W,)
+    assert d.root.comm == T1 and W in d.root.undecided_comms
+    assert f"left out a collective of comm {W}" in words.cause(d)
