@@ -34,7 +34,7 @@ import polars as pl
 from ..model import EventState, FingerprintRow, GateDecision, WatchdogEvent
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words
-from .consequences import Disagreement, candidates, consequences, odd_ones, other_side
+from .consequences import Disagreement, candidates, consequences, departing_elsewhere, odd_ones, other_side
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
 from .held_back import may_hold_back
@@ -268,7 +268,19 @@ def _pick_counted(found: list[tuple[Root, Disagreement]], processes: int = 0) ->
     explained = consequences([d for _, d in found], processes)
     chosen = candidates([d for _, d in found], processes)
     roots = [root for root, _ in found]
-    root = next(r for r in roots if r.comm == chosen[0])
+    root, mine = next((r, d) for r, d in found if r.comm == chosen[0])
+    elsewhere = departing_elsewhere(mine, [d for _, d in found], processes) if root.majority else {}
+    # (a member the root names by no rank stays as it is)
+    elsewhere = {p: comms for p, comms in elsewhere.items() if mine.rank_of(p) in root.outlier_ranks}
+    others = {mine.rank_of(p): tuple(comms) for p, comms in elsewhere.items()}
+    if others and set(root.outlier_ranks) - set(others):
+        # Ranks odd here and in another communicator: their count here may follow from their departure there, so
+        # the outliers are the ranks odd here alone, and each such communicator may be where the job diverged too.
+        root = replace(root, outlier_ranks=[r for r in root.outlier_ranks if r not in others],
+                       outlier_candidates=dict(sorted(others.items())))
+        departed = {c for comms in elsewhere.values() for c in comms}
+        chosen = [*chosen, *sorted(departed - set(chosen))]
+        explained = {c: causes for c, causes in explained.items() if c not in departed}
     caveats = _comm_caveats(root, roots, explained, chosen)
     return replace(root, undecided_comms=tuple(c for c in chosen if c != root.comm)), caveats
 

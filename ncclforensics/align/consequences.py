@@ -27,6 +27,11 @@ of another ran different programs here, whatever happened elsewhere.
 
 Where neither rule separates two communicators, both stay candidates: the caller names one and says that the
 evidence cannot tell which diverged first.
+
+The rules weigh a communicator's odd ranks as a whole. Where some of them are odd in another communicator too and
+others in none (`departing_elsewhere`), the latter surely departed here, while the former may only have run on (or
+stayed behind) from their departure there: they are candidates, not outliers, and that communicator a candidate
+too.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ class Disagreement:
     unknown: int = 0  # members of which process they are is not on record (counted in `members` by a key of their own)
     other: frozenset[Hashable] = frozenset()  # where no side is a majority, the other side (it may have departed)
     shown: bool = False  # its own records show that it diverged (see the module docstring): no consequence
+    # each member key with the rank a root names it by, where that is not the key (RAS: a process by its rank)
+    names: tuple[tuple[Hashable, int], ...] = ()
 
     def sides(self) -> list[frozenset[Hashable]]:
         """The odd ranks as the disagreement may be read: its odd ones, or, where no side is a majority, the
@@ -60,6 +67,10 @@ class Disagreement:
         if len(self.members) >= processes:
             return len(other.members - self.members) <= self.unknown
         return other.members <= self.members
+
+    def rank_of(self, key: Hashable) -> Hashable:
+        """The rank a root names the member `key` by."""
+        return dict(self.names).get(key, key)
 
 
 def other_side(launched: Mapping[Hashable, int], odd: frozenset[Hashable], majority: bool) -> frozenset[Hashable]:
@@ -100,6 +111,25 @@ def consequences(found: list[Disagreement], processes: int = 0) -> dict[str, lis
             if d.comm not in covering and not d.shown:
                 explained[d.comm] = covering
     return explained
+
+
+def departing_elsewhere(chosen: Disagreement, found: list[Disagreement], processes: int = 0
+                        ) -> dict[Hashable, list[str]]:
+    """The odd ranks of `chosen` (a majority's outliers) that are odd in another communicator too, with those
+    communicators, where some of its odd ranks are odd in no other: those surely departed here, while the others'
+    counts here may follow from their departure there (a rank that skipped a collective there ran on past its
+    peers, stuck behind, into collectives here they never reach; one stuck there launched fewer here), or be a
+    departure of their own here as well; counts cannot tell which. A communicator that holds `chosen` inside it is
+    left out: a divergence in the outer group does not make the inner one disagree (the nesting rule). Empty where
+    every odd rank is odd elsewhere too: the rules weigh those communicators as wholes."""
+    processes = max(processes, len({p for d in found for p in d.members if not unnamed_process(p)}))
+    elsewhere: dict[Hashable, list[str]] = {}
+    for p in chosen.odd:
+        comms = [d.comm for d in found if d.comm != chosen.comm and not d.may_contain(chosen, processes)
+                 and any(p in side for side in d.sides())]
+        if comms:
+            elsewhere[p] = sorted(comms)
+    return elsewhere if elsewhere and set(chosen.odd) - set(elsewhere) else {}
 
 
 def unordered_counts(counts: Mapping[Hashable, Mapping[str, int]]) -> bool:

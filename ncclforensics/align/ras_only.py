@@ -78,7 +78,8 @@ def ras_only_roots(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
             continue
         root = _comm_root(comm, history, stops)
         if root is not None:
-            found.append((_named(root, _names(comm, history, rank_map)), _disagreement(comm, history, root)))
+            names = _names_for(root, _names(comm, history, rank_map))
+            found.append((_named(root, names), _disagreement(comm, history, root, names)))
     sizes = {comm: history.states[-1][1].size or 0 for comm, history in ras.items()}
     largest = [comm for comm, size in sizes.items() if size and size == max(sizes.values())]
     if len(largest) == 1:
@@ -164,20 +165,25 @@ def unnamed_ranks(comm: str, ras: dict[str, RasHistory], rank_map: dict) -> list
             + "; no record gives its global rank, so the ranks named leave it out" for r in left]
 
 
-def _named(root: Root, names: dict[int, int]) -> Root:
-    """`root` with its comm ranks renamed (those with no name left out), unless that would leave no outlier."""
+def _names_for(root: Root, names: dict[int, int]) -> dict[int, int]:
+    """`names` (see _names), unless they would leave the root no outlier: then every rank by its comm rank."""
     if not any(r in names for r in root.outlier_ranks):
-        names = {r: r for r in [*root.outlier_ranks, *root.reference_ranks]}
+        return {r: r for r in [*root.outlier_ranks, *root.reference_ranks]}
+    return names
+
+
+def _named(root: Root, names: dict[int, int]) -> Root:
+    """`root` with its comm ranks renamed (those with no name left out; see _names_for)."""
     return replace(root, outlier_ranks=sorted(names[r] for r in root.outlier_ranks if r in names),
                    reference_ranks=sorted(names[r] for r in root.reference_ranks if r in names),
                    counts_by_type={t: {names[r]: c for r, c in counts.items() if r in names}
                                    for t, counts in root.counts_by_type.items()})
 
 
-def _disagreement(comm: str, history: RasHistory, root: Root) -> Disagreement:
+def _disagreement(comm: str, history: RasHistory, root: Root, names: dict[int, int]) -> Disagreement:
     """Who the communicator's disagreement involves (`root` in comm ranks), each process by the host and pid RAS
     names it by (the same process in two communicators; a rank a reply lists only in a count of ranks is of no
-    known process)."""
+    known process), with the rank the root names it by (`names`: comm rank -> that rank)."""
     block = history.states[-1][1]
     pids = {r.rank: (r.host, r.pid) for _, b in history.states for r in b.ranks if r.pid is not None}
     size = max([block.size or 0, *(r.rank + 1 for r in block.ranks), *(r + 1 for r in history.by_type())])
@@ -188,7 +194,8 @@ def _disagreement(comm: str, history: RasHistory, root: Root) -> Disagreement:
     odd = frozenset(lost) or odd_ones(launched, {key[r] for r in root.outlier_ranks if r in key}, root.majority)
     other = frozenset() if lost else other_side(launched, odd, root.majority)
     return Disagreement(comm, frozenset(key.values()), odd, unknown=sum(r not in pids for r in key), other=other,
-                        shown=not lost and unordered_counts(history.by_type()))
+                        shown=not lost and unordered_counts(history.by_type()),
+                        names=tuple((key[r], names[r]) for r in sorted(key) if r in names))
 
 
 def _by_type(typed: dict[int, dict[str, int]]) -> dict[str, dict[int, int]]:

@@ -155,11 +155,15 @@ def _described_ranks(evidence: list[Evidence]) -> set[int]:
 
 def _key(row: FingerprintRow) -> tuple | None:
     """What the members of one physical collective share: its digest, else its sum (not its step: ranks
-    misaligned across a step boundary file one collective under two steps)."""
+    misaligned across a step boundary file one collective under two steps). A sum checked right goes with its
+    tag: the members of one collective read back one result, and where it is what a consistent world gives, each
+    of them ran the collective the program has there, under one tag (a misaligned pairing mixes two collectives'
+    data, which checks wrong); so ranks that read back one right sum under two tags ran two collectives whose sums
+    coincide (TP groups whose sums are multiples of each other's), not one pairing of a comm holding both."""
     if row.digest is not None:
         return ("digest", row.digest)
     if row.sum is not None and not math.isnan(row.sum):
-        return ("sum", row.sum)
+        return ("sum", row.sum, row.tag) if checked_right(row) else ("sum", row.sum)
     return None
 
 

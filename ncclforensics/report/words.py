@@ -167,6 +167,8 @@ def root_sentence(root: Root) -> str:
         return (f"{root_sentence(replace(root, unstopped=False))} Nothing here says the job had stopped when its "
                 f"dumps were written, so {behind} may only have lagged behind the others, not yet launched what they "
                 f"had; a timeout or entries that never complete would confirm it.")
+    if root.outlier_candidates:
+        return root_sentence(replace(root, outlier_candidates={})) + candidates_words(root)
     who = ranks_words(root.outlier_ranks)
     n = plural(root.size, "collective") if root.size else "collectives"  # (size 0: how many is not known)
     at = where(root)
@@ -237,6 +239,23 @@ def root_sentence(root: Root) -> str:
         MISSING: f"{who.capitalize()} did not launch {n} in comm {root.comm} that the others did, {at}{also}.",
         DIFFERENT_OPS: f"{who.capitalize()} launched a different collective in comm {root.comm}, {at}{also}.",
     }[root.kind]
+
+
+def candidates_words(root: Root) -> str:
+    """Why the ranks whose counts part as the outliers' do, but that depart in another communicator too, are
+    candidates rather than outliers (empty where there are none)."""
+    if not root.outlier_candidates:
+        return ""
+    ranks = sorted(root.outlier_candidates)
+    one = len(ranks) == 1
+    comms = sorted({c for cs in root.outlier_candidates.values() for c in cs})
+    it, its = ("it", "its") if one else ("they", "their")
+    who = ranks_words(ranks)
+    return (f" {who.capitalize()}'s counts here part from the others' as {ranks_words(root.outlier_ranks)}'s do, "
+            f"but {it} {'departs' if one else 'depart'} in comm {' and '.join(comms)} too: {its} count here may follow from "
+            f"that (a rank that departed there ran on past its peers, or stayed behind them), or {it} departed here "
+            f"as well; counts cannot tell which, so {it} {'is a candidate' if one else 'are candidates'}, not "
+            f"named.")
 
 
 def issue_order_words(root: Root) -> str:

@@ -4,10 +4,11 @@ reply of a tensor-parallel group inside a world group."""
 
 from __future__ import annotations
 
-from ncclforensics.align.choose import _unseen_causes
-from ncclforensics.align.consequences import Disagreement, candidates, consequences, odd_ones, other_side
+from ncclforensics.align.choose import _pick_counted, _unseen_causes
+from ncclforensics.align.consequences import (Disagreement, candidates, consequences, departing_elsewhere,
+                                              odd_ones, other_side)
 from ncclforensics.align.divergence import MISSING, RangeReason, Root
-from ncclforensics.align.ras import ras_histories
+from ncclforensics.align.ras import job_processes, ras_histories
 from ncclforensics.align.ras_only import ras_only_root, ras_only_roots, ras_rank_map, unnamed_ranks
 from ncclforensics.align.streams import Streams
 from ncclforensics.align.watchdog import EnqueueMarks, marks_only_root
@@ -193,3 +194,52 @@ def test_of_groups_that_may_hold_every_held_up_rank_the_smallest_comes_first():
                {("unknown", "world", r) for r in range(4)}, unknown=4)
     tp = _d("tp0", [("h", 443), *(("unknown", "tp0", r) for r in (0, 2, 3))], {("h", 443)}, unknown=3)
     assert candidates([world, tp])[0] == "tp0" and candidates([tp, world])[0] == "tp0"
+
+
+def test_ranks_odd_here_and_in_another_group_are_candidates_beside_those_odd_here_alone():
+    # World of 8, TP groups (0..3) (4..7). Ranks 2 and 7 each launched one more world collective; rank 7 also ran
+    # ahead in its TP group. Rank 2's lead is explained by nothing else; rank 7's may follow from its TP group.
+    world = _d("world", range(8), {2, 7})
+    tp1 = _d("tp1", range(4, 8), {7})
+    assert departing_elsewhere(world, [world, tp1]) == {7: ["tp1"]}
+    # every odd rank odd elsewhere too: the rules weigh the groups as wholes (nesting: the world is the consequence)
+    assert departing_elsewhere(_d("world", range(8), {7}), [tp1]) == {}
+    # a group that holds this one inside it is left out: a world divergence does not split a TP group
+    tp0 = _d("tp0", range(4), {1, 2})
+    assert departing_elsewhere(tp0, [tp0, _d("world", range(8), {2})]) == {}
+
+
+def _reply(world_lines: str, tp_lines: str) -> str:
+    head = REPLY.split("Group     Comms")[0].replace("          4            1          4        4",
+                                                       "          8            1          8        8")
+    return (head + "Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors\n"
+            "    #  in group  per comm  per node  per comm  in group\n"
+            "    0         1         1         8         8         8   RUNNING  MISMATCH\n"
+            "    1         2         1         4         4         8   RUNNING  MISMATCH\n\nErrors\n======\n\n"
+            f"Warnings\n========\n\n#0-0 ({WORLD}) MISMATCH\n{world_lines}\n#1-0 ({TP}) MISMATCH\n{tp_lines}")
+
+
+def test_ras_counts_name_the_rank_ahead_here_alone_and_the_one_ahead_elsewhere_too_as_a_candidate(tmp_path):
+    """A world of 8 (processes 100..107) and a TP group of ranks 4..7: ranks 2 and 7 launched one more world
+    collective, and rank 7 two more in the TP group (it skipped one there and ran on). Rank 2's lead has no other
+    cause on record; rank 7's may follow from the TP group, or be an extra world collective of its own. Naming
+    both as the world's outliers says more than the counts do."""
+    world = ("  Communicator ranks have different AllReduce operation counts\n"
+             "  6 ranks have launched up to operation 2\n"
+             "  Rank 2 has launched up to operation 3 -- GPU 2 managed by process 102 on node 10.1.0.2\n"
+             "  Rank 7 has launched up to operation 3 -- GPU 7 managed by process 107 on node 10.1.0.2\n")
+    tp = ("  Communicator ranks have different AllReduce operation counts\n"
+          "  3 ranks have launched up to operation 4\n"
+          "  Rank 3 has launched up to operation 6 -- GPU 7 managed by process 107 on node 10.1.0.2\n")
+    evidence = []
+    for name in ("ras_status_q0.txt", "ras_status_q1.txt"):  # two replies with the same counts: stuck
+        (tmp_path / name).write_text(_reply(world, tp))
+        item = parse_file(InputFile(tmp_path / name, name))
+        assert not item.has_errors, item.problems
+        evidence.append(item)
+    histories = ras_histories([(e.format.value, s) for e in evidence for s in e.ras])
+    rank_map = ras_rank_map(Streams(), evidence, histories)
+    root, caveats = _pick_counted(ras_only_roots(histories, rank_map, Streams(), stops={}), job_processes(histories))
+    assert (root.comm, root.outlier_ranks, root.outlier_candidates) == ("0x" + WORLD, [2], {7: ("0x" + TP,)})
+    assert root.majority and root.undecided_comms == ("0x" + TP,)
+    assert any("nothing on record says whether" in c for c in caveats)

@@ -250,6 +250,31 @@ def test_a_sum_that_two_comms_share_by_coincidence_follows_its_tag(tmp_path):
     assert root["comm"] == "[ranks=2,3]" and root["seq_range"] == [10, 10] and 3 in root["outlier_ranks"]
 
 
+def test_sums_checked_right_that_two_tp_groups_share_by_coincidence_name_no_comm_of_both(tmp_path):
+    """DP groups (0,2) (1,3) and TP groups (0,1) (2,3), sums with expected values, no digests, nothing wrong. In
+    every step the TP groups' sums coincide once, (0,1)'s `l1` with (2,3)'s `l3` (sums that are multiples of each
+    other's do so again and again): all four share two results under two tags, `l1` never aligned, which looked
+    like misaligned pairings of a comm wider than (0,1), and the traces of every rank were left out as several
+    comms the sums cannot split. Each of those results is checked right, what its own collective gives (a
+    pairing mixes two collectives' data, which checks wrong): no pairing, and each follows its tag."""
+    for rank in range(4):
+        lines = []
+        for step in range(3):
+            dp = 100.0 + 10 * step + rank % 2
+            lines.append({"step": step, "op": 0, "rank": rank, "tag": "dp", "kind": "AllReduce", "numel": 1,
+                          "sum": dp, "expected_sum": dp})
+            for op in range(5):
+                total = 3072.0 * (10 * step + op + 1)
+                if rank >= 2:
+                    total = 3072.0 * (10 * step + 2) if op == 3 else 7168.0 * (10 * step + op + 1)
+                lines.append({"step": step, "op": op + 1, "rank": rank, "tag": f"l{op}", "kind": "AllReduce",
+                              "numel": 4096, "sum": total, "expected_sum": total})
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    d = answer(tmp_path)
+    assert not any("cannot be told" in c for c in d["caveats"])
+    assert {"[ranks=0,1]", "[ranks=0,2]", "[ranks=1,3]", "[ranks=2,3]"} == {c["comm"] for c in d["comms"]}
+
+
 def test_a_trace_lines_up_with_a_ring_that_lost_its_beginning_by_seq(tmp_path):
     """wrapped-ring with rank 0's NCCL log empty: its stream is its ring (seqs 61..90) and its trace (seqs 1..90,
     from step 0). The trace's record of seq 61 goes with the ring's first entry, not its first record: rank 0

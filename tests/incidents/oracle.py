@@ -30,6 +30,10 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   where the root rests on counts alone of ranks behind and names the ranks ahead that may instead have launched one
   more and held them back in another comm (`root.may_be_held_back_by`), the true outliers among those are right too:
   the counts read the same either way (a twin incident of the opposite truth writes the same files);
+  where the root rests on counts alone and names apart, as candidates (`root.outlier_candidates`), ranks whose
+  counts part as the outliers' do but that depart in another comm too, outliers that are the named ones with any
+  of those are right too: a rank that departed elsewhere runs on (or stays behind) into the same count here as one
+  that departed here as well, and the counts read the same either way;
   where nothing in the evidence names global ranks (NCCL logs of a job without a comm over every rank, RAS
   replies alone), comm ranks are right too; a rank the answer numbers as a stand-in (`stand_in_ranks`) is read
   as the rank of the process it names;
@@ -308,8 +312,13 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     held = set(root.get("may_be_held_back_by") or [])
     held_back = (bool(held) and root.get("kind") == "missing" and set(true.outliers) <= held and not got & held
                  and root.get("pinned_by") in COUNTS_SOURCES)
-    if got not in accepted and not between and not held_back and not _checksum_firsts(incident, root, got) \
-            and not _explained_by_cut(root, written):
+    # Counts alone of ranks that part as the outliers do, but depart in another comm too: named apart as candidates,
+    # the true outliers are the ranks named with any of them.
+    maybe = set(_job_ranks(incident, answer, root.get("outlier_candidates") or []))
+    with_candidates = (bool(maybe) and root.get("pinned_by") in COUNTS_SOURCES
+                       and any(got <= side <= got | maybe for side in accepted))
+    if got not in accepted and not between and not held_back and not with_candidates \
+            and not _checksum_firsts(incident, root, got) and not _explained_by_cut(root, written):
         add(Violation("wrong_outliers", f"outlier_ranks {sorted(got)}; true outliers {list(true.outliers)} "
                                         f"(diverged on the comm: {list(true.faulted)}, of which the evidence shows "
                                         f"{sorted(seen)}; majority: {root.get('majority')})"))
