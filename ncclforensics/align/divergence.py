@@ -148,7 +148,7 @@ class Root:
     # the other communicators whose ranks disagree too and that nothing on record ranks against this one's: any of
     # them may be where the job diverged first (see consequences.py)
     undecided_comms: tuple[str, ...] = ()
-# Placed by the issue orders, which fit as well a collective the outliers left out before it in these other
+    # Placed by the issue orders, which fit as well a collective the outliers left out before it in these other
     # communicators (their later collectives here each one of those short): either may be the divergence
     left_out_in: tuple[str, ...] = ()
     # Counts only: ranks whose counts here part from the majority's as the outliers' do, but that depart in another
