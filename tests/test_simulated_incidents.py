@@ -42,123 +42,125 @@ KNOWN: dict[int, str] = {
 }
 
 
-# Seeds beyond the sample that broke the property until a mechanism was built, one or two per mechanism: a
-# whole NCCL log that initialized a comm and logged none of its collectives (686, 783); traces of several comms
-# with sums only (9753); an even split of the ranks that tell the groups apart, the others cut or unrecorded
-# (1098, 2889, 6448); PyTorch's counts past where fingerprint traces end (3702, 8838); the one NCCL log process
-# no dump matches, where one rank of the job is left (2453); a wrong per-step checksum where the other ranks'
-# traces are cut short before it (1685, 2940: a divergence by that step, every rank named, no majority); one more
-# world collective on one rank, placed by the ranks' issue order across communicators (NCCL logs: 7747; a dump
-# ring that dropped its oldest entries beside logs: 5024), or by RAS counts against how far the gate journals got
-# (2701); PyTorch's counts carrying a rank whose NCCL log was cut past its cut (1172: an even split; 7414: it joins
-# the group that ends where it does); a stream cut before the groups part swings the majority (2935); ranks behind
-# one that ran extra collectives, counted against the rest of the reference (8063); an outlier that departs after
-# the first one is not named (8785); an even split by call stacks of a minority the signatures named (6011);
-# counts for members whose dump rings kept none of a comm's records (156, in the sample); results checked wrong
-# where the ranks that may have departed are those wrong, those unchecked in that step and those wrong only in the
-# next (8672, 3554), or one rank alone wrong among ranks checked right (1011), or the one rank with a trace (1925);
-# results read back wrong before where a rank's launches stop (9474); a trace whose last step was never read back,
-# before collectives the others completed (7975); tags that show a rank departing from seq 1 where signatures show
-# only another rank's trace going on longer (5905); dumps' pg_status counts of a group no stream holds, every ring
-# having lost its entries, while other comms' streams compare ranks (37139: nothing says the job stopped, so the root
-# says the rank may only lag), with the pg_id the ring lost tied to its pg_config name (39807); PyTorch's counts past
-# every stream that holds the group's ranks (30343); ranks timing out at one SeqNum in different collectives beside
-# NCCL logs cut before it (3285); per-collective traces with digests past logs of several comms cut short (3365);
-# per-step checksums checked wrong in two even sides (33721); launch counts that differ in several communicators, none
-# a consequence of another, named as candidates (4834), a two-rank split among them read either way (8067); trace
-# results shared by no trace, of a group whose other member left none, named by other evidence (39642: the torch logs)
-# or by the rank numbering (30504); a rank's watchdog word on a group, which puts it in the group its trace's results
-# name (32928); a root only the gate journal places, on a world whose records agree, explains no count that differs
-# elsewhere (2167); one more world collective on one rank whose TP peer waits behind it, placed by the issue order
-# where the TP group's records only end apart (dumps: 1911), or by PyTorch's completion marks in the TP groups
-# (watchdog logs alone: 36638; 356, in the sample); traces with sums only whose ranks part by count right after a
-# misaligned pairing, one comm still (34565); per-step checksums that only the rank that left out a collective
-# completed, the others' whole traces waiting in that step (37971); of several outliers, one that may come first only
-# by a whole period of the program shifted is not named (7781, 37019); beside the ranks the issue orders name, one
-# whose records part from the others' where it issued its collective in their place (32020); ranks timing out at one
-# SeqNum in one op and size issued from different code, their stacks printed beside traces (35427, 35179); one rank
-# alone checked right in a step where the others' sums are wrong alike, wrong in the next (31349); per-step sums of a
-# job whose comms nothing names, the replica classes those of the first step (1234); issue orders where a rank's log
-# was cut after its early world collective (32767) or another's before it (30961, that rank unplaced); tags more
-# ranks recorded picking one side of an even split by call stacks (33971); NCCL log processes placed through a comm
-# they share with one the group layout placed (3183), and never as a dumped rank no dump matched (31481); a rank that
-# issued a collective early, by its issue order, where its records only end apart (496, in the sample); ranks a cut
-# left unplaced count beside the one placed early (36631: a healthy job); a gate decision's time, written to the
-# millisecond, may precede it by half of one, and a record with no time may come after it (35128, 4396); results
-# read back wrong make no root in a comm that is only the ranks grouped by their traces' results (3464, 33912); ranks
-# whose whole logs end before the seq where the others part are on neither side (9833), and a rank held back
-# elsewhere by the one that ran an extra collective leaves a tie of call stacks (37353); completions at watchdog
-# timeouts that rule out the stop the records place widen the root back to where they allow (37536); rings that all
-# begin after the root leave two even sides where the outliers' records begin (8936); a rank behind whose dump says
-# that all it launched elsewhere completed is analysed as behind (8418); a whole log of a rank in no other comm that
-# ends where one group ends goes with it (6946); a pairing NCCL never completes, in NCCL logs alone, stops the group,
-# so the ranks that launched fewer there (lookalikes left out) are behind (39162, 39784); a rank named beside the
-# first because it may have departed at the range's last seq reaches the range on to where it may have departed
-# (30194); ranks whose counts end before the groups part swing no majority (5743); a rank behind by RAS counts whose
-# gate journal ends early, having launched the fewest, is held back, not named beside the rank ahead (36457); traces
-# of ranks that end before the root, whose PyTorch counts say they never launched where the others part, swing no
-# majority (1290); traces with sums only of a world collective issued once a step, its second result shared by the
-# ranks that went on (3179); per-step checksums of two comms that each diverged once, each outlier alone in how far
-# off it read back beside its peers off alike (5335); per-step checksums where an outlier's read back the very sums
-# a reference rank's did (5830: a reorder inside one step sums alike) or was off by less than a floating sum's
-# tolerance (30361) show another outlier, not it; ranks right in a step and wrong all through the next, beside ranks
-# wrong in it whose offsets part by comm, are the fewer side (30266); a rank whose records were cut before the sides
-# part, placed by what its per-step checksum read back (31146); ranks behind by PyTorch's counts whose dumps show them
-# stuck in a collective of another comm, with collectives enqueued behind it, are held back, not added to a root
-# whose records begin late (6828, 37541, 6776); a rank a peer's desync report counts is on record, though its own
+# Seeds beyond the sample that broke the property until a mechanism was built, one or two per mechanism: a whole NCCL
+# log that initialized a comm and logged none of its collectives (686, 783); traces of several comms with sums only
+# (9753); an even split of the ranks that tell the groups apart, the others cut or unrecorded (1098, 2889, 6448);
+# PyTorch's counts past where fingerprint traces end (3702, 8838); the one NCCL log process no dump matches, where one
+# rank of the job is left (2453); a wrong per-step checksum where the other ranks' traces are cut short before it
+# (1685, 2940: a divergence by that step, every rank named, no majority); one more world collective on one rank,
+# placed by the ranks' issue order across communicators (NCCL logs: 7747; a dump ring that dropped its oldest entries
+# beside logs: 5024), or by RAS counts against how far the gate journals got (2701); PyTorch's counts carrying a rank
+# whose NCCL log was cut past its cut (1172: an even split; 7414: it joins the group that ends where it does); a
+# stream cut before the groups part swings the majority (2935); ranks behind one that ran extra collectives, counted
+# against the rest of the reference (8063); an outlier that departs after the first one is not named (8785); an even
+# split by call stacks of a minority the signatures named (6011); counts for members whose dump rings kept none of a
+# comm's records (156, in the sample); results checked wrong where the ranks that may have departed are those wrong,
+# those unchecked in that step and those wrong only in the next (8672, 3554), or one rank alone wrong among ranks
+# checked right (1011), or the one rank with a trace (1925); results read back wrong before where a rank's launches
+# stop (9474); a trace whose last step was never read back, before collectives the others completed (7975); tags that
+# show a rank departing from seq 1 where signatures show only another rank's trace going on longer (5905); dumps'
+# pg_status counts of a group no stream holds, every ring having lost its entries, while other comms' streams compare
+# ranks (37139: nothing says the job stopped, so the root says the rank may only lag), with the pg_id the ring lost
+# tied to its pg_config name (39807); PyTorch's counts past every stream that holds the group's ranks (30343); ranks
+# timing out at one SeqNum in different collectives beside NCCL logs cut before it (3285); per-collective traces with
+# digests past logs of several comms cut short (3365); per-step checksums checked wrong in two even sides (33721);
+# launch counts that differ in several communicators, none a consequence of another, named as candidates (4834), a
+# two-rank split among them read either way (8067); trace results shared by no trace, of a group whose other member
+# left none, named by other evidence (39642: the torch logs) or by the rank numbering (30504); a rank's watchdog word
+# on a group, which puts it in the group its trace's results name (32928); a root only the gate journal places, on a
+# world whose records agree, explains no count that differs elsewhere (2167); one more world collective on one rank
+# whose TP peer waits behind it, placed by the issue order where the TP group's records only end apart (dumps: 1911),
+# or by PyTorch's completion marks in the TP groups (watchdog logs alone: 36638; 356, in the sample); traces with sums
+# only whose ranks part by count right after a misaligned pairing, one comm still (34565); per-step checksums that
+# only the rank that left out a collective completed, the others' whole traces waiting in that step (37971); of
+# several outliers, one that may come first only by a whole period of the program shifted is not named (7781, 37019);
+# beside the ranks the issue orders name, one whose records part from the others' where it issued its collective in
+# their place (32020); ranks timing out at one SeqNum in one op and size issued from different code, their stacks
+# printed beside traces (35427, 35179); one rank alone checked right in a step where the others' sums are wrong alike,
+# wrong in the next (31349); per-step sums of a job whose comms nothing names, the replica classes those of the first
+# step (1234); issue orders where a rank's log was cut after its early world collective (32767) or another's before it
+# (30961, that rank unplaced); tags more ranks recorded picking one side of an even split by call stacks (33971); NCCL
+# log processes placed through a comm they share with one the group layout placed (3183), and never as a dumped rank
+# no dump matched (31481); a rank that issued a collective early, by its issue order, where its records only end apart
+# (496, in the sample); ranks a cut left unplaced count beside the one placed early (36631: a healthy job); a gate
+# decision's time, written to the millisecond, may precede it by half of one, and a record with no time may come after
+# it (35128, 4396); results read back wrong make no root in a comm that is only the ranks grouped by their traces'
+# results (3464, 33912); ranks whose whole logs end before the seq where the others part are on neither side (9833),
+# and a rank held back elsewhere by the one that ran an extra collective leaves a tie of call stacks (37353);
+# completions at watchdog timeouts that rule out the stop the records place widen the root back to where they allow
+# (37536); rings that all begin after the root leave two even sides where the outliers' records begin (8936); a rank
+# behind whose dump says that all it launched elsewhere completed is analysed as behind (8418); a whole log of a rank
+# in no other comm that ends where one group ends goes with it (6946); a pairing NCCL never completes, in NCCL logs
+# alone, stops the group, so the ranks that launched fewer there (lookalikes left out) are behind (39162, 39784); a
+# rank named beside the first because it may have departed at the range's last seq reaches the range on to where it
+# may have departed (30194); ranks whose counts end before the groups part swing no majority (5743); a rank behind by
+# RAS counts whose gate journal ends early, having launched the fewest, is held back, not named beside the rank ahead
+# (36457); traces of ranks that end before the root, whose PyTorch counts say they never launched where the others
+# part, swing no majority (1290); traces with sums only of a world collective issued once a step, its second result
+# shared by the ranks that went on (3179); per-step checksums of two comms that each diverged once, each outlier alone
+# in how far off it read back beside its peers off alike (5335); per-step checksums where an outlier's read back the
+# very sums a reference rank's did (5830: a reorder inside one step sums alike) or was off by less than a floating
+# sum's tolerance (30361) show another outlier, not it; ranks right in a step and wrong all through the next, beside
+# ranks wrong in it whose offsets part by comm, are the fewer side (30266); a rank whose records were cut before the
+# sides part, placed by what its per-step checksum read back (31146); ranks behind by PyTorch's counts whose dumps
+# show them stuck in a collective of another comm, with collectives enqueued behind it, are held back, not added to a
+# root whose records begin late (6828, 37541, 6776); a rank a peer's desync report counts is on record, though its own
 # log says nothing of the group (9465: an outlier that shows) or it left no file (31193: two ranks behind two, an even
 # split); a rank whose last collective in a desync report's snapshot is of another type than the others' of that
 # number shows there (3033: the one of two outliers counts alone miss), while its number is only a floor where it
-# never finished that one or another comm may hold it (30372); a desync report's group ranks placed through the
-# places in the group that the reporting ranks' status lines give (818, 1776, 2335, 7701: a TP group over every
-# rank, whose laggard left no file), or through the members a dump's pg_config lists (2228: two ranks behind two);
-# a report whose snapshot names a rank nothing places adds none of its ranks (1960); a tie the gate journal cannot
-# break where some rank of it journaled nothing (7476); a laggard that finished its last collective counted exactly
-# (482, 31193); ranks no record places at a substitution may side with the outlier, so no majority is honest
-# (33908, 6741); ranks with only a floor or none of their own at the root (37210, 38688); RAS communicators of fewer
-# processes than the job summary gives do not span the job, so they hold no smaller one by its unnamed members (62289,
-# 68785: two TP groups each with an outlier, DP pairs split); a log cut short may have gone on as far as the rank ahead,
-# so one ahead of two with it is no minority (69434); a rank whose collectives here each sit one of its other
-# communicator's short left one out there, not an extra one here (61855); a reference parting with no majority before
-# the issue orders' split names no issue-order root (67324); a trace's result shared by ranks beyond every comm of the
-# trace (a world all-reduce that a few cut traces leave shared once by each set) goes with those ranks, and every record
-# placed by such a guess widens the seqs after it (65062, 65575); a trace cut after a first record that shares nothing
-# goes to the one set of ranks its comms have, which the others' results name too (66976); ranks PyTorch's counts leave
+# never finished that one or another comm may hold it (30372); a desync report's group ranks placed through the places
+# in the group that the reporting ranks' status lines give (818, 1776, 2335, 7701: a TP group over every rank, whose
+# laggard left no file), or through the members a dump's pg_config lists (2228: two ranks behind two); a report whose
+# snapshot names a rank nothing places adds none of its ranks (1960); a tie the gate journal cannot break where some
+# rank of it journaled nothing (7476); a laggard that finished its last collective counted exactly (482, 31193); ranks
+# no record places at a substitution may side with the outlier, so no majority is honest (33908, 6741); ranks with
+# only a floor or none of their own at the root (37210, 38688); RAS communicators of fewer processes than the job
+# summary gives do not span the job, so they hold no smaller one by its unnamed members (62289, 68785: two TP groups
+# each with an outlier, DP pairs split); a log cut short may have gone on as far as the rank ahead, so one ahead of
+# two with it is no minority (69434); a rank whose collectives here each sit one of its other communicator's short
+# left one out there, not an extra one here (61855); a reference parting with no majority before the issue orders'
+# split names no issue-order root (67324); a trace's result shared by ranks beyond every comm of the trace (a world
+# all-reduce that a few cut traces leave shared once by each set) goes with those ranks, and every record placed by
+# such a guess widens the seqs after it (65062, 65575); a trace cut after a first record that shares nothing goes to
+# the one set of ranks its comms have, which the others' results name too (66976); ranks PyTorch's counts leave
 # together whose per-step checksums part from the rest of them (64544); records alike everywhere with a misaligned
-# result name every rank, and PyTorch's counts say which (69891); a world result that only the ranks that went on share
-# is the world's tail, no tag of their TP group's own (63313); a swap whose first half a dump ring lost begins anywhere
-# the ring lost (60359); collectives left out where a rank's ring lost its oldest entries, its records shifted past the
-# others' end (69627; 61317: a two-rank tie); with no majority, the two sides named alone only where every rank that
-# sides with either is known on neither side (62516: one counted, one whose whole dump ends before the sides part); a
-# log cut short beside a whole dump that ends before the other ranks' dumps (61978); a group member without the call
-# stacks that place the group's edit departs where its own records allow (66743); stream cut before the ranks behind
-# stop, on neither side of a length difference, placed by what its per-step checksum read back (64456); trace records
-# filling the seqs between a log cut short and a ring that begins later (61834: tags, digests only); unchecked per-step
-# sums in two even sides where one side's whole traces stop a step sooner (68373: every rank, no majority); by the
-# oracle's reading, a rank whose tracer read nothing back is on no fingerprint record (62990: a tie of the two ranks on
-# record), and ranks grouped by their traces name the one smallest comm holding them (64512); traces with sums only
-# where a comm misaligned from its first collective is named by the wrong results its ranks share under several tags,
-# two or more (65018); by the oracle's reading, a whole NCCL log that names a comm nowhere (its rank launched nothing
-# there, and NCCL makes the comm at its first collective) shows nothing of it (67488); ranks the counts leave
-# together compared by their checksums only where all are on record (636, 31227); beside a minority PyTorch's counts
-# name among records alike, ranks of the rest whose records part from the larger part of it departed too (63947: two
-# timeouts of another type); streams that differ in length only, parted by their completions at a seq, may hold a
-# block of different collectives through it after which the side stuck there launched nothing (67013: a swap whose
-# all-gather side completed); a rank that stopped short whose later collectives each sit one of its other
-# communicator's short, as an extra block here or one left out there puts them (its records end before the block would
-# show its size), launched extra collectives here or left one out there: no mere stop at its end (60558); traces with
-# sums only where two TP groups' right sums coincide in every step under other tags: a result checked right is its own
-# collective's, so it follows its tag and names no comm of both groups (63480); RAS counts where a rank ahead in the
-# world is ahead in its TP group too: its lead in the world may follow from that, so it is a candidate, and the
-# world's outlier is the rank ahead there alone (60642).
+# result name every rank, and PyTorch's counts say which (69891); a world result that only the ranks that went on
+# share is the world's tail, no tag of their TP group's own (63313); a swap whose first half a dump ring lost begins
+# anywhere the ring lost (60359); collectives left out where a rank's ring lost its oldest entries, its records
+# shifted past the others' end (69627; 61317: a two-rank tie); with no majority, the two sides named alone only where
+# every rank that sides with either is known on neither side (62516: one counted, one whose whole dump ends before the
+# sides part); a log cut short beside a whole dump that ends before the other ranks' dumps (61978); a group member
+# without the call stacks that place the group's edit departs where its own records allow (66743); stream cut before
+# the ranks behind stop, on neither side of a length difference, placed by what its per-step checksum read back
+# (64456); trace records filling the seqs between a log cut short and a ring that begins later (61834: tags, digests
+# only); unchecked per-step sums in two even sides where one side's whole traces stop a step sooner (68373: every
+# rank, no majority); by the oracle's reading, a rank whose tracer read nothing back is on no fingerprint record
+# (62990: a tie of the two ranks on record), and ranks grouped by their traces name the one smallest comm holding them
+# (64512); traces with sums only where a comm misaligned from its first collective is named by the wrong results its
+# ranks share under several tags, two or more (65018); by the oracle's reading, a whole NCCL log that names a comm
+# nowhere (its rank launched nothing there, and NCCL makes the comm at its first collective) shows nothing of it
+# (67488); ranks the counts leave together compared by their checksums only where all are on record (636, 31227);
+# beside a minority PyTorch's counts name among records alike, ranks of the rest whose records part from the larger
+# part of it departed too (63947: two timeouts of another type); streams that differ in length only, parted by their
+# completions at a seq, may hold a block of different collectives through it after which the side stuck there launched
+# nothing (67013: a swap whose all-gather side completed); a rank that stopped short whose later collectives each sit
+# one of its other communicator's short, as an extra block here or one left out there puts them (its records end
+# before the block would show its size), launched extra collectives here or left one out there: no mere stop at its
+# end (60558); traces with sums only where two TP groups' right sums coincide in every step under other tags: a result
+# checked right is its own collective's, so it follows its tag and names no comm of both groups (63480, 91353); RAS
+# counts where a rank ahead in the world is ahead in its TP group too: its lead in the world may follow from that, so
+# it is a candidate, and the world's outlier is the rank ahead there alone (60642); a departure tags show (a swap)
+# before streams that differ in length only, where the tags leave the longer one no edit before it (91849, 92101:
+# traces flushed per step, the others hung in the next).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
-          37139, 37971, 39642, 39807, 36631, 35128, 4396, 3464, 33912, 9833, 37353, 37536, 8936, 8418, 6946, 39162, 39784, 5160,
-          30194, 5743, 36457, 1290, 3179, 5335, 5830, 30361, 30266, 31146, 6828, 37541, 6776,
-          9465, 31193, 3033, 30372, 818, 1776, 2335, 7701, 2228, 1960, 7476, 482, 33908, 6741, 37210, 38688,
-          62289, 68785, 69434, 61855, 67324, 65062, 65575, 66976, 64544, 69891, 63313, 60359, 69627, 61317, 62516,
-          61978, 66743, 64456, 61834, 68373, 62990, 64512, 65018, 67488, 636, 31227, 63947, 67013, 60558, 63480, 60642)
+          37139, 37971, 39642, 39807, 36631, 35128, 4396, 3464, 33912, 9833, 37353, 37536, 8936, 8418, 6946, 39162,
+          39784, 5160, 30194, 5743, 36457, 1290, 3179, 5335, 5830, 30361, 30266, 31146, 6828, 37541, 6776, 9465,
+          31193, 3033, 30372, 818, 1776, 2335, 7701, 2228, 1960, 7476, 482, 33908, 6741, 37210, 38688, 62289, 68785,
+          69434, 61855, 67324, 65062, 65575, 66976, 64544, 69891, 63313, 60359, 69627, 61317, 62516, 61978, 66743,
+          64456, 61834, 68373, 62990, 64512, 65018, 67488, 636, 31227, 63947, 67013, 60558, 63480, 60642, 91849,
+          92101, 91353)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))

@@ -639,8 +639,9 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             found = _one_side(found, proposal, codes)
         # Records that differ beat streams that differ in length only (a trace flushed per step, a cut), where
         # they depart no later: the first departure is theirs.
-        earlier = found.shown and not proposal.shown and _span(found.placements)[0] <= _span(
-            proposal.placements)[0] if proposal is not None and proposal.placements else False
+        earlier = found.shown and not proposal.shown and (_span(found.placements)[0] <= _span(
+            proposal.placements)[0] or _lengths_later(found, proposal, codes, start)) \
+            if proposal is not None and proposal.placements else False
         if proposal is None or (proposal.stopped and not found.stopped) or earlier:
             if earlier:
                 narrowed.append(label)
@@ -770,6 +771,30 @@ def _one_side(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> P
         return found
     return Proposal(mine, proposal.outliers, proposal.reference, True, found.whole, shown=found.shown,
                     members={proposal.outliers[0]: list(proposal.outliers)})
+
+
+def _lengths_later(found: Proposal, proposal: Proposal, codes: dict[int, Codes], start: int) -> bool:
+    """Whether a richer field that shows ranks departing at a seq (`found`) leaves the ranks whose streams differed
+    in length only under the poorer fields (`proposal`) no edit before that seq: their early placements paired only
+    lookalikes, which the richer field tells apart, so the first departure the records show is `found`'s, and the
+    lengths differ after it (a trace flushed per step, or ranks that stopped). Worked example: rank 1's trace holds
+    a step more than the others' (they hung in that step, their results never read back), which signatures alone
+    place as extra collectives from seq 2 on; the tags say rank 0 issued seq 3 and 4 in each other's place, and
+    rank 1's records pair with the others' tag for tag: rank 0 departed first, at seq 3."""
+    low = _span(found.placements)[0]
+    named = set(found.outliers)
+    reference = [r for r in found.reference if r in codes and r not in named]
+    late = [r for r in proposal.outliers if r not in named]
+    if not late or any(r not in codes for r in late):
+        return False
+    for rank in late:
+        others = [r for r in reference if r != rank]
+        if not others:
+            return False
+        placed, _ = place_edits(rank, codes[rank], merged(codes[r] for r in others), start)
+        if any(p.low < low for p in placed):
+            return False
+    return True
 
 
 def _picks_side(found: Proposal, proposal: Proposal) -> bool:

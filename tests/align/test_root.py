@@ -298,6 +298,27 @@ def test_an_even_split_by_a_richer_field_narrows_the_minority_a_poorer_one_named
     assert not solution.majority and solution.outliers == [0, 1, 2, 3, 4]
 
 
+def test_a_departure_a_richer_field_shows_comes_before_lengths_it_leaves_no_earlier_edit():
+    # Traces flushed per step: rank 1 read back a step more than the others (they hung in it, their results of it
+    # never read back). By signatures alone (lookalikes but the last of each step) that is rank 1 running a whole
+    # step extra from seq 2 on. The tags show rank 0 issuing seq 3 and 4 in each other's place, and leave rank 1
+    # no edit before seq 7 (its records pair with the others' tag for tag): rank 0 departed first, at seq 3.
+    ops, tags = [1, 1, 1, 1, 1, 2], [10, 11, 12, 13, 14, 15]
+    signatures = {r: stream(ops) for r in (0, 2, 3)}
+    signatures[1] = stream(ops + [1, 1, 1, 1, 2])
+    fields = {r: stream(ops, tags) for r in (2, 3)}
+    fields[0] = stream(ops, [10, 11, 13, 12, 14, 15])
+    fields[1] = stream(ops + [1, 1, 1, 1, 2], tags + [10, 11, 13, 14, 15])
+    assert span(solve([("signatures", lambda: signatures)], 1, [], lambda seq: ()).placements)[0] == 2
+    solution = solve([("signatures", lambda: signatures), ("tags", lambda: fields)], 1, [], lambda seq: ())
+    assert solution.outliers == [0] and solution.seq_range == (3, 3) and solution.pinned_by == "tags"
+    # Where the tags leave rank 1 an edit before rank 0's departure (its next step's tags pair with the others'
+    # shifted from seq 2 on), the lengths may depart first: the signatures' answer stands.
+    fields[1] = stream(ops + [1, 1, 1, 1, 2], tags + [11, 12, 13, 14, 15])
+    solution = solve([("signatures", lambda: signatures), ("tags", lambda: fields)], 1, [], lambda seq: ())
+    assert solution.outliers == [1]
+
+
 def test_a_stream_known_incomplete_that_ends_before_the_sides_part_sides_with_nobody():
     # Ranks 0 and 2 against rank 1 at seq 5; rank 3's records end at seq 3 and are known incomplete (a file cut
     # short): with it on rank 1's side the split would be even, so no majority is claimed.
