@@ -190,7 +190,8 @@ def _by_members(logs: list[Evidence], evidence: list[Evidence], processes: list[
         if rank is not None:
             fits = {g for g in groups.get(rank, []) if len(g) == i.comm_size and 0 <= i.comm_rank < len(g)
                     and g[i.comm_rank] == rank}
-            members[i.comm] = members[i.comm] & fits if i.comm in members else fits
+            if fits:  # (one that no listed group holds there says nothing of which group it is)
+                members[i.comm] = members[i.comm] & fits if i.comm in members else fits
     found: dict[tuple, int] = {}
     taken = set(mapping.values())
     for process in processes:
