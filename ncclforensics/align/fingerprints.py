@@ -13,8 +13,9 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
     """Fill `step` and `tag` of the rows a rank's per-collective fingerprints describe.
 
     Fingerprints name no communicator, so a rank's trace (ordered by step, then op) is tied to the one comm
-    whose stream launches the same ops with the same counts in the same order; if none or several do, the
-    trace is left unattached (it still serves as corruption evidence).
+    whose stream launches the same ops with the same counts in the same order, or to the rank's comms together in
+    the order it issued them (one comm's stream alone only where the rank launched in no other); if none or several
+    do, the trace is left unattached (it still serves as corruption evidence).
     """
     per_collective = [f for f in fingerprints if f.op is not None]
     if not per_collective or not streams.parts:
@@ -46,8 +47,14 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
         issued = issue_ordered(pl.concat(mine) if mine else streams.stream("", rank))
         if issued is not None and issued.get_column("comm").n_unique() > 1:
             candidates.append(issued)
+        # Comms the rank has records of: a trace lists the rank's collectives of every comm one after another, so a
+        # stream of one comm takes it only where the rank launched in no other (else the trace's records of the
+        # others would be read as this comm's, and its tags shifted by them).
+        launched_in = {comm for (comm, r), part in streams.parts.items() if r == rank and part.height}
         matches = []
         for stream in candidates:
+            if stream is not issued and len(launched_in) > 1:
+                continue
             skip = _lost_head(stream, trace)
             if skip is None:
                 continue

@@ -45,15 +45,17 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
     dumps = _dump_groups(evidence)
     wanted = sorted({seq for groups in dumps.values() for _, _, head in groups for seq, _ in head})
     mapping: dict[tuple, int] = {}
+    matched: dict[tuple, set[int]] = {}  # process -> the dumps it fits (several where its log shows too little)
     for process in processes:
         comms = _process_comms(logs, process, wanted)
         matches = [rank for rank, groups in dumps.items() if _matches(comms, groups)]
+        matched[process] = set(matches)
         if len(matches) == 1 and matches[0] not in mapping.values():
             mapping[process] = matches[0]
     while True:
         # each process placed may place others, through a communicator they share or the ranks left
         found = _by_members(logs, evidence, processes, mapping)
-        found.update(_by_layout(logs, evidence, processes, {**mapping, **found}, set(dumps)))
+        found.update(_by_layout(logs, evidence, processes, {**mapping, **found}, set(dumps), matched))
         if not found:
             break
         mapping.update(found)
@@ -179,13 +181,17 @@ def _by_members(logs: list[Evidence], evidence: list[Evidence], processes: list[
                 for rank in set(info.ranks or ()):
                     groups.setdefault(rank, []).append(tuple(info.ranks))
     identities = [i for item in logs for i in item.identities if i.comm_size and i.comm_rank is not None]
+    # Each placed process allows the groups that hold its rank at its comm rank; the comm's group is one every
+    # placed member allows (rank 27 at comm rank 3 of a group of 8 fits both (24..31) and (3, 11, .., 59), and
+    # its peers in the comm say which).
     members: dict[str, set[tuple[int, ...]]] = {}
     for i in identities:
         rank = mapping.get((i.host, i.pid))
         if rank is not None:
-            members.setdefault(i.comm, set()).update(
-                g for g in groups.get(rank, []) if len(g) == i.comm_size and 0 <= i.comm_rank < len(g)
-                and g[i.comm_rank] == rank)
+            fits = {g for g in groups.get(rank, []) if len(g) == i.comm_size and 0 <= i.comm_rank < len(g)
+                    and g[i.comm_rank] == rank}
+            if fits:  # (one that no listed group holds there says nothing of which group it is)
+                members[i.comm] = members[i.comm] & fits if i.comm in members else fits
     found: dict[tuple, int] = {}
     taken = set(mapping.values())
     for process in processes:
@@ -200,7 +206,7 @@ def _by_members(logs: list[Evidence], evidence: list[Evidence], processes: list[
 
 
 def _by_layout(logs: list[Evidence], evidence: list[Evidence], processes: list[tuple], mapping: dict[tuple, int],
-               dumped: set[int]) -> dict[tuple, int]:
+               dumped: set[int], matched: dict[tuple, set[int]] | None = None) -> dict[tuple, int]:
     """Processes still unplaced, placed by the job's group layout alone: every dump's `pg_config` lists every
     group's global ranks, so each of a process's communicators (its size, its comm rank) allows the global ranks
     at that position of a group of that size, and one rank left over them all is the process's. Worked example:
@@ -230,8 +236,8 @@ def _by_layout(logs: list[Evidence], evidence: list[Evidence], processes: list[t
             here = {group[comm_rank] for group in layouts if len(group) == size and comm_rank < size}
             allowed = here if allowed is None else allowed & here
         # a process with a dump of its own would have matched it (a group no dump lists can leave a dumped
-        # rank the only one allowed)
-        allowed = (allowed or set()) - taken - dumped
+        # rank the only one allowed); one whose log shows too little to tell several dumps apart may be any of them
+        allowed = (allowed or set()) - taken - (dumped - (matched or {}).get(process, set()))
         if len(allowed) == 1:
             found[process] = allowed.pop()
             taken.add(found[process])

@@ -231,6 +231,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
         else:
             undecided.append((rank, [groups[i][0] for i in matching]))
     groups = _regrouped(groups, codes, undecided, ended, incomplete, settled)
+    groups = _ran_on(groups, codes, incomplete, settled)
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
@@ -367,6 +368,32 @@ def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
         else:
             undecided.append((rank, [rebuilt[i][0] for i in matching]))
     return [(members, merged(codes[r] for r in members)) for members, _ in rebuilt]
+
+
+def _ran_on(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes], incomplete: set[int] | None,
+            settled: set[int] | None) -> list[tuple[list[int], Codes]]:
+    """The groups, with the members of one that went on past where the rest of it stopped split off as a group of
+    their own, where the rest are `settled` (their records hold all they launched and nothing elsewhere held them:
+    their streams end where their program stopped) and as far as only a minority of the ranks went: ranks that ran
+    one program stop at one place, so those that launched more were elsewhere in it (they left out lookalikes, or
+    added collectives at the end). Worked example: ranks 0 and 1 launch 4 all-reduces and stop, rank 2 launches 7
+    and rank 3 departs visibly at seq 4: rank 2 agrees with ranks 0 and 1 wherever they overlap, yet departed too,
+    perhaps first (it skipped one of the lookalikes before seq 4). Only where the records part other ranks too:
+    streams that differ in length alone are weighed as such (`_lengths_only`)."""
+    if len(groups) < 2 or not settled:
+        return groups
+    known = [r for r in codes if r not in (incomplete or ())] or list(codes)
+    out = []
+    for members, stream in groups:
+        top = max(codes[r].length for r in members)
+        ahead = [r for r in members if codes[r].length == top]
+        rest = [r for r in members if codes[r].length < top]
+        if rest and set(rest) <= settled and sum(codes[r].length >= top for r in known) * 2 < len(known):
+            members[:] = rest  # (in place: the undecided name the groups by their member lists)
+            out += [(members, merged(codes[r] for r in rest)), (ahead, merged(codes[r] for r in ahead))]
+        else:
+            out.append((members, stream))
+    return out
 
 
 def _length_edit(stream: Codes, reference: Codes) -> bool:
@@ -549,8 +576,16 @@ class GateStep:
         end, reach = self.unread.get(placement.rank, (None, None))
         if end is not None and placement.low <= end <= placement.high:
             placement = replace(placement, high=max(placement.high, reach))
-        span = self.reference_span if placement.kind is EditKind.MISSING and self.reference_span else \
-            self.spans[placement.rank]
+        if placement.kind is EditKind.MISSING and self.reference_span:
+            span = self.reference_span
+        elif placement.kind is EditKind.MISSING:
+            # Collectives the rank left out of the step lie between its records of it, or after its last one,
+            # before its first of the next step (a gate that skipped the step's drafter, whose collectives end it):
+            # a missing edit is placed at the seq of the rank's next record, one past the step's.
+            first, last = self.spans[placement.rank]
+            span = (first, last + 1)
+        else:
+            span = self.spans[placement.rank]
         low, high = max(placement.low, span[0]), min(placement.high, span[1])
         return replace(placement, low=low, high=high) if low <= high else None
 

@@ -582,3 +582,30 @@ def test_a_pair_parted_by_completions_in_streams_that_differ_in_length_only_may_
     # every block runs through seq 14, and none starts before rank 3's records stop (seq 8)
     blocks = [p for p in solution.placements if p.kind is EditKind.DIFFERENT]
     assert all(p.low + p.size > 14 and p.low >= 8 and p.high == 14 for p in blocks)
+
+
+def test_a_gate_that_skipped_allows_the_missing_collectives_right_after_the_step_records():
+    """Rank 48's gate skipped the drafter at step 0, whose collectives end the step; its records of step 0 are seqs
+    1..3, and no other rank's steps are known. What it left out lies after its last record of the step, at the seq
+    its first record of step 1 then takes: a missing edit at seq 4 is of the step."""
+    gate = GateStep({48: (1, 3)}, None, False, (Location("gate", 1),))
+    missing = Placement(48, EditKind.MISSING, 2, 1, 4)
+    assert gate.narrow(missing) == Placement(48, EditKind.MISSING, 2, 1, 4)
+    # A different collective of the step is one of its records: at most seq 3.
+    assert gate.narrow(Placement(48, EditKind.DIFFERENT, 1, 1, 4)).high == 3
+    # Where the others' steps are known, theirs bound what it left out, as before.
+    assert GateStep({48: (1, 3)}, (1, 5), False, ()).narrow(Placement(48, EditKind.MISSING, 2, 4, 6)).high == 5
+
+
+def test_a_rank_that_went_on_past_where_the_rest_of_its_group_stopped_departed_too():
+    """Ranks 0 and 1 launch 4 lookalikes and stop, rank 3 departs visibly at seq 4 (another type), and rank 2,
+    agreeing with ranks 0 and 1 wherever they overlap, launched 7: ranks of one program stop at one place, so rank 2
+    was elsewhere in it, perhaps first (a lookalike left out before seq 4). Every rank's records are whole and
+    nothing elsewhere held them."""
+    codes = {0: stream([1] * 4), 1: stream([1] * 4), 2: stream([1] * 7), 3: stream([1, 1, 1, 2])}
+    found = propose(codes, 1, closed=set(codes), settled=set(codes))
+    assert found.majority and found.outliers == [2, 3] and found.reference == [0, 1]
+    assert min(p.low for p in found.placements if p.rank == 2) == 1
+    # Ranks that another comm may have held (not settled) stop anywhere: their ends say nothing of rank 2.
+    held = propose(codes, 1, closed=set(codes), settled={2, 3})
+    assert held.outliers == [3]

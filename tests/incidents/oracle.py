@@ -163,15 +163,16 @@ def _kept(incident: Incident, written: Written, rank: int):
     return launches[-written.ring[rank]:] if rank in written.ring else launches
 
 
-def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, seq: int) -> bool:
+def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, seq: int,
+                  kinds: list[str] | None = None) -> bool:
     """Whether every record the rank has of `comm` misses `seq`: a rank that never launched it (blocked elsewhere:
     what it would have launched there is no record, whatever kind of evidence counts its launches), NCCL logs cut
     short before it, Flight Recorder rings whose oldest entry kept is after it, or a peer's desync report alone,
     which gives the rank's last collective and how many it launched (or a floor of it), where `seq` is not that
     last one and the count says nothing of `seq`: a floor, or a root that left the counts as they were (a
     substitution or a reorder: `[3] started ALLREDUCE` at #15 says nothing of what rank 3 issued at #5); any other
-    kind of evidence counts as a record."""
-    kinds = _record_kinds(incident, written, rank, comm)
+    kind of evidence counts as a record. `kinds`: the kinds of the rank's records to look at (all by default)."""
+    kinds = _record_kinds(incident, written, rank, comm) if kinds is None else kinds
     if kinds and incident.truth.launched.get(comm, {}).get(rank, 0) < seq:
         return True
     if kinds == ["torch"] and not written.has("torch", rank):
@@ -288,8 +289,10 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     # shows the divergence (NCCL logs beside dumps whose call stacks alone part the ranks).
     showing = outcome.visible.get(comm, [])
     shows_at = max(true.seq, min(_first_kept(incident, written, r, comm) for r in seen))
-    deciding = {r for r in evident if not _no_record_at(incident, written, r, comm, shows_at)
-                and any(kind in kinds[r] for kind in showing)} or evident
+    # (a record of a kind that cannot show the divergence decides nothing: a rank whose Flight Recorder ring, the
+    # only kind that shows it, begins after the root sides with either, whatever logs of lookalikes it left)
+    deciding = {r for r in evident if any(kind in kinds[r] for kind in showing) and not _no_record_at(
+        incident, written, r, comm, shows_at, [k for k in kinds[r] if k in showing])} or evident
     # (ranks with no record at the root side with either: with them beside the outliers, no majority either)
     unknown = evident - deciding
     for pool in {frozenset(evident), frozenset(deciding)}:

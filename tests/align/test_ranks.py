@@ -1,0 +1,51 @@
+"""align/ranks.py: global ranks for NCCL logs of processes that no communicator over every rank names."""
+
+from __future__ import annotations
+
+from ncclforensics.align.ranks import _by_layout, _by_members
+from ncclforensics.model import CommInfo, Evidence, Location, ProcessIdentity, SourceFormat
+from ncclforensics.sources import formats
+
+FACTS = formats()
+# Nine ranks: tensor-parallel groups of 3 and data-parallel groups of 3, one size for both.
+TP = [(0, 1, 2), (3, 4, 5), (6, 7, 8)]
+DP = [(0, 3, 6), (1, 4, 7), (2, 5, 8)]
+
+
+def _dump(rank: int) -> Evidence:
+    """A Flight Recorder dump whose `pg_config` lists every group."""
+    infos = [CommInfo(loc=Location(f"fr_rank{rank}", field="pg_config"), comm=str(i), ranks=g)
+             for i, g in enumerate(TP + DP)]
+    return Evidence(path=f"fr_rank{rank}", format=SourceFormat.FLIGHT_RECORDER, comm_infos=infos,
+                    facts=FACTS[SourceFormat.FLIGHT_RECORDER])
+
+
+def _log(pid: int, *comms: tuple[str, int]) -> Evidence:
+    """One process's NCCL log: its comm rank in each comm of size 3."""
+    identities = [ProcessIdentity(loc=Location(f"nccl.{pid}.log", 1), host="node", pid=pid, rank=comm_rank,
+                                  comm=comm, comm_rank=comm_rank, comm_size=3) for comm, comm_rank in comms]
+    return Evidence(path=f"nccl.{pid}.log", format=SourceFormat.NCCL_LOG, identities=identities,
+                    facts=FACTS[SourceFormat.NCCL_LOG])
+
+
+def test_a_comm_is_the_one_group_every_placed_member_allows():
+    """Comm 0xdp holds rank 0 at comm rank 0 and rank 3 at comm rank 1. Rank 0 alone allows (0, 1, 2) and
+    (0, 3, 6); rank 3 allows (0, 3, 6) only: the comm is that group, and its comm rank 2 is rank 6 (a union of
+    what each allows would leave two groups, and place nobody)."""
+    logs = [_log(1, ("0xdp", 0)), _log(2, ("0xdp", 1)), _log(3, ("0xdp", 2))]
+    processes = [("node", 1), ("node", 2), ("node", 3)]
+    found = _by_members(logs, [*logs, _dump(0)], processes, {("node", 1): 0, ("node", 2): 3})
+    assert found == {("node", 3): 6}
+
+
+def test_a_process_that_fits_several_dumps_may_be_any_of_them():
+    """A log cut after its first INIT line (comm rank 2 of a group of 3) fits the dumps of ranks 5 and 8 alike.
+    With ranks 2, 5 and 6 placed, the layout leaves 7 (no dump) and 8 (a dump): a process with a dump of its own
+    would have matched it, but this one matched rank 8's among others, so it may be rank 8; nothing places it."""
+    process = ("node", 9)
+    logs = [_log(9, ("0xcut", 2))]
+    evidence = [*logs, _dump(8), _dump(5)]
+    placed = {("node", 1): 2, ("node", 2): 5, ("node", 3): 6}
+    assert _by_layout(logs, evidence, [process], placed, {5, 8}, {process: {5, 8}}) == {}
+    # (one that matched no dump is not rank 8: the one rank left is its)
+    assert _by_layout(logs, evidence, [process], placed, {5, 8}, {process: set()}) == {process: 7}
