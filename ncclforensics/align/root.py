@@ -856,8 +856,7 @@ def edits_before_stop(solution: Solution, codes: dict[int, Codes], start: int,
     own just before (paired with its peers' regular ones, which its records cannot tell from its own where they
     look alike in everything recorded), or left some out, and then blocked elsewhere. Every such edit its records
     allow (`place_edits`, up to MAX_EDIT; none before a record that is provably the program's own collective there)
-    joins the stop, as a likelier explanation than none but less likely than the stop, where every constraint
-    allows it (results checked right before it, the gate journal's step, the issue orders). Returns whether it
+    joins the stop, each scored below it (the stop stays the likeliest kind), where every constraint allows it (results checked right before it, the gate journal's step, the issue orders). Returns whether it
     widened a stop.
 
     Worked example (NCCL logs alone): ranks 0 and 1 logged eight all-reduces of 1024 floats, rank 3 six. Rank 3
