@@ -121,13 +121,14 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
 
     marks = enqueue_marks(progress, watchdog, [c for e in evidence for c in e.comm_infos])
     counted = counted_past_cuts(streams, marks)
+    died = bool(_death_evidence(ras, rank_map, watchdog))
     analyses: dict[str, CommAnalysis] = {}
     for comm in sorted(streams.members):
         analyses[comm] = analyze_comm(streams, comm, gate, counted=counted.get(comm),
-                                      enqueued=enqueued_in(marks, streams, comm))
+                                      enqueued=enqueued_in(marks, streams, comm), died=died)
 
     _apply_progress(analyses, streams, progress, watchdog)
-    if not _death_evidence(ras, rank_map, watchdog):
+    if not died:
         stopped = _stop_evidence(streams, analyses, ras, watchdog, dead)
         _behind_ranks(analyses, streams, gate, {**_hanging_pairings(streams, analyses), **stopped}, dead)
         _issue_order_roots(analyses, streams, gate)
@@ -140,7 +141,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     choice = choose_root(analyses, streams, gate, gates=gates, ras=ras, rank_map=rank_map, marks=marks,
                          watchdog=watchdog, fingerprints=fingerprints, stops=stops,
                          cut_files={e.path for e in evidence if e.cut is not None},
-                         died=bool(_death_evidence(ras, rank_map, watchdog)))
+                         died=died)
     root, counted_cause = choice.root, choice.counted_cause
     unranked_caveats += choice.caveats
     root, guessed_caveats = _widened_by_guesses(root, guesses)

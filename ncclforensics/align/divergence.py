@@ -28,6 +28,7 @@ from .root import (
     LeftOut,
     ResultChecks,
     Solution,
+    edits_before_stop,
     solve,
 )
 from .streams import SIGNATURE, Streams, traced
@@ -225,7 +226,7 @@ STAGES = (("signatures", tuple(SIGNATURE)), ("call sites", ("stack",)), ("tags",
 def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = None,
                  behind: set[int] | None = None, counted: dict[int, int] | None = None,
                  left_out: dict[int, tuple[int, int]] | None = None,
-                 enqueued: dict[int, int] | None = None) -> CommAnalysis:
+                 enqueued: dict[int, int] | None = None, died: bool = False) -> CommAnalysis:
     """Launched and completed marks, the first visible mismatch and the root of one communicator.
 
     `gate`, the first step at which the drafter gates disagreed (if journaled), narrows the root to the
@@ -236,6 +237,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     that they left out a collective here somewhere in a range of seqs (root.LeftOut), rank -> that range.
     `enqueued`: PyTorch's count of the work each rank enqueued in this communicator's process group; a rank whose
     records end before a collective others completed (incomplete, as a cut file's are) is counted as far as it.
+    `died`: the evidence says a process died (a rank that stopped launching is then the dead one, and its stop
+    hides no edit before it).
     """
     rows = comm_streams(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
@@ -306,6 +309,9 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         # (a rank counted with none of its records kept has recorded nothing from the start on)
         unrecorded_stop = _past_counted(solution, {**recorded, **{r: start - 1 for r in unseen}}, right,
                                         stages[-1][1](), start)
+        if not died:
+            # (a stop whose records may hide an edit just before it: an extra block among lookalikes, or a skip)
+            edits_before_stop(solution, stages[-1][1](), start, constraints)
         # Evidence every rank recorded, in a stage the answer rests on (a stage of some ranks only is labelled
         # with them, and tells the words nothing about the others).
         full = {label for label, _ in STAGES[1:]}

@@ -41,6 +41,7 @@ __all__ = [
     "Placement",
     "ResultChecks",
     "Solution",
+    "edits_before_stop",
     "place_edits",
     "propose",
     "solve",
@@ -881,6 +882,44 @@ def _skips(codes: dict[int, Codes], proposal: Proposal, start: int) -> list[Plac
     # The same ranks may instead have run collectives of their own there and then blocked elsewhere: their
     # records, one for one with the others' up to their end, do not tell the two apart.
     return skips + [replace(p, kind=EditKind.EXTRA, score=p.score - 1) for p in skips]
+
+
+def edits_before_stop(solution: Solution, codes: dict[int, Codes], start: int,
+                      constraints: list[Constraint]) -> bool:
+    """A stop's explanations widened by the edits its records hide: the end of a rank's records is a cut, so a rank
+    whose records agree with the others' up to where it stopped may instead have run a block of collectives of its
+    own just before (paired with its peers' regular ones, which its records cannot tell from its own where they
+    look alike in everything recorded), or left some out, and then blocked elsewhere. Every such edit its records
+    allow (`place_edits`, up to MAX_EDIT; none before a record that is provably the program's own collective there)
+    joins the stop, each scored below it (the stop stays the likeliest kind), where every constraint allows it (results checked right before it, the gate journal's step, the issue orders). Returns whether it
+    widened a stop.
+
+    Worked example (NCCL logs alone): ranks 0 and 1 logged eight all-reduces of 1024 floats, rank 3 six. Rank 3
+    stopped after its sixth, or ran two of its own at seq 2 (a drafter pass that pairs with the others' layers) and
+    then blocked in another communicator: the answer is seq 1..7, not a stop at 7."""
+    if not solution.placements or any(p.kind is not EditKind.STOPPED for p in solution.placements):
+        return False
+    stopped = {r for p in solution.placements for r in solution.members.get(p.rank, [p.rank])}
+    keep = [r for r in solution.reference if r in codes and r not in stopped]
+    if not keep:
+        return False
+    reference = merged(codes[r] for r in keep)
+    found: list[Placement] = []
+    for stop in solution.placements:
+        ranks = [r for r in solution.members.get(stop.rank, [stop.rank]) if r in codes]
+        for rank in ranks:
+            placed, _ = place_edits(stop.rank, codes[rank], reference, start, known=True)
+            for p in placed:
+                if p.kind not in (EditKind.EXTRA, EditKind.MISSING) or p.low >= stop.low:
+                    continue
+                edit: Placement | None = replace(p, high=min(p.high, stop.high), score=min(p.score, stop.score) - 1,
+                                                 widest=None)
+                for constraint in constraints:
+                    edit = constraint.narrow(edit) if edit is not None else None
+                if edit is not None and edit.low <= edit.high:
+                    found.append(edit)
+    solution.placements = solution.placements + found
+    return bool(found)
 
 
 def _span(placements: list[Placement]) -> tuple[int, int]:

@@ -375,7 +375,7 @@ def ambiguity(root: Root) -> str | None:
                 f"seq {root.records_start} (a larger TORCH_NCCL_TRACE_BUFFER_SIZE, or {LOG_SETTINGS}) would tell")
     elif root.reason is RangeReason.LOOKALIKE:
         basis = ", ".join(dict.fromkeys(["signatures", *root.compared, *root.narrowed_by]))
-        kinds = " or ".join(_kind_noun(k) for k in (root.kinds or (root.kind,)))
+        kinds = _either([_kind_noun(k) for k in (root.kinds or (root.kind,))])
         text = (f"{kinds} anywhere in {seq_words(*root.seq_range)} explain every record ({basis}) equally well, "
                 f"since the collectives there look alike in everything recorded")
         if "call sites" in root.compared:

@@ -208,7 +208,8 @@ def test_a_rank_that_left_out_a_collective_of_its_other_communicator_issued_no_e
     # has one, as a rank that issued an extra TP collective early would; but it issues seq 2 after none too, where
     # an extra seq 1 would put it after one (the program's seq 1): each of its TP collectives sits one collective
     # of its pair short of the program's, which is the pair's divergence, not one here. Rank 2 left out step 1's
-    # last TP collective: that is the TP group's divergence.
+    # last TP collective: that is the TP group's divergence (its records end there, and the TP collectives before it
+    # look alike: it may as well have left out an earlier one, or run some of its own, and then stopped).
     def dp_step(rank):
         return [(f"0xd{rank % 4}", ONE)] + [(T1 if rank < 4 else T2, LAYER)] * 3
 
@@ -216,7 +217,7 @@ def test_a_rank_that_left_out_a_collective_of_its_other_communicator_issued_no_e
     logs += [rank_log(2, dp_step(2) + dp_step(2)[:-1]), rank_log(3, dp_step(3)[1:] + dp_step(3))]
     d = diagnose(logs)
     tp = d.comms[T1].root
-    assert tp.pinned_by != ISSUE_ORDER and tp.outlier_ranks == [2] and tp.seq_range == (6, 6)
+    assert tp.pinned_by != ISSUE_ORDER and tp.outlier_ranks == [2] and tp.seq_range[0] < tp.seq_range[1] == 6
     assert d.comms["0xd3"].root.outlier_ranks == [3, 7]  # the pair's two ranks: no majority of two
 
 

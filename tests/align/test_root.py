@@ -11,6 +11,7 @@ from ncclforensics.align.root import (
     Placement,
     ResultChecks,
     Solution,
+    edits_before_stop,
     place_edits,
     propose,
     solve,
@@ -429,6 +430,33 @@ def test_a_wrong_result_before_a_stop_is_a_departure_at_or_before_it_not_the_sto
     # Results checked right only leave the stop as it was.
     right = ResultChecks(frozenset(range(1, 9)), frozenset(), (Location("fp", 9),))
     assert _solve(codes, [right]).placements[0].kind is EditKind.STOPPED
+
+
+def test_a_stop_reaches_back_over_the_lookalikes_where_an_edit_before_it_could_hide():
+    # Ranks 0..2 logged ten all-reduces alike, rank 3 eight: by lengths alone it stopped after seq 8. Its records
+    # end at a cut, though: it may have run two of its own at seq 2 (paired with the others' regular ones) and then
+    # blocked elsewhere, or left some out. Every such edit its records allow joins the stop, which stays likeliest.
+    codes = {r: stream([1] * 10) for r in (0, 1, 2)}
+    codes[3] = stream([1] * 8)
+    solution = _solve(codes)
+    assert solution.seq_range == (9, 9)
+    assert edits_before_stop(solution, codes, 1, [])
+    assert solution.outliers == [3] and solution.seq_range == (1, 9) and solution.best.kind is EditKind.STOPPED
+    assert {EditKind.EXTRA, EditKind.MISSING} <= set(solution.kinds)
+    # Results checked right up to seq 6 were aligned: no edit starts there.
+    solution = _solve(codes)
+    edits_before_stop(solution, codes, 1, [ResultChecks(frozenset(range(1, 7)), frozenset(), (Location("fp", 1),))])
+    assert solution.seq_range == (7, 9)
+
+
+def test_a_stop_after_records_that_are_provably_the_programs_own_stays_a_stop():
+    # Tags and steps name each collective once: rank 3's last record is the others' own collective there, so no
+    # edit of its own hides before its end (a block of its own would carry its own tags).
+    tags, steps = list(range(1, 11)), [1 + i // 5 for i in range(10)]
+    codes = {r: stream([1] * 10, tags, steps) for r in (0, 1, 2)}
+    codes[3] = stream([1] * 8, tags[:8], steps[:8])
+    solution = _solve(codes)
+    assert not edits_before_stop(solution, codes, 1, []) and solution.seq_range == (9, 9)
 
 
 def test_records_that_differ_beat_a_length_difference_where_they_depart_no_later():
