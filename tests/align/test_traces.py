@@ -545,3 +545,29 @@ def test_a_world_result_only_the_ranks_that_went_on_share_is_the_worlds_tail_not
     comms = {c["comm"]: c["launched"] for c in answer(tmp_path)["comms"]}
     assert comms["[ranks=0,1,2,3]"] == {"0": 2, "1": 2, "2": 3, "3": 3}
     assert comms["[ranks=2,3]"] == {"2": 6, "3": 6}
+
+
+def test_a_trace_that_lacks_a_collective_its_rank_completed_ends_where_it_was_written(tmp_path):
+    """World (0-3) and TP groups (0,1) (2,3), digests, written once a step. Rank 2 completed world collective 3
+    (step 2's first; its watchdog's `last completed work: 3`), then launched a 4th there alone and hung, so its
+    trace holds steps 0 and 1 only; its peer's holds step 2 too. The TP group's shorter stream is where the trace
+    stopped being written, no departure: the root is rank 2's extra world collective."""
+    for rank in range(4):
+        steps = range(2 if rank == 2 else 3)
+        rows = [{"step": s, "op": op, "rank": rank, "tag": tag, "digest": f"{s}{op}{'w' if op == 0 else rank // 2}"}
+                for s in steps for op, tag in enumerate(("dp", "mlp", "lm_head"))]
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        pg = f"[rank{rank}]:[E1129 09:55:07.757101066 ProcessGroupNCCL.cpp:1914] [PG ID 0 PG GUID 0(default_pg) " \
+             f"Rank {rank}]"
+        lines = (["[rank2]:[E1129 09:55:01.763101066 ProcessGroupNCCL.cpp:689] [Rank 2] Watchdog caught collective "
+                  "operation timeout: WorkNCCL(SeqNum=4, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=20000) "
+                  "ran for 20018 milliseconds before timing out.",
+                  "[rank2]:[E1129 09:55:01.764201066 ProcessGroupNCCL.cpp:2303] [PG ID 0 PG GUID 0(default_pg) Rank 2]"
+                  "  failure detected by watchdog at work sequence id: 4 PG status: last enqueued work: 4, last "
+                  "completed work: 3"] if rank == 2 else
+                 [f"{pg} Received a dump signal due to a collective timeout from  rank 2 and we will try our best to "
+                  "dump the debug info. Last enqueued NCCL work: 3, last completed NCCL work: 3."])
+        (tmp_path / f"torch_rank{rank}.log").write_text("\n".join(lines) + "\n")
+    root = answer(tmp_path)["root"]
+    assert (root["comm"], root["outlier_ranks"], root["kind"]) == ("0", [2], "extra")
+    assert root["seq_range"][0] <= 4 <= root["seq_range"][1]
