@@ -226,7 +226,9 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
     are shared in groups that leave this rank out (`by_tag_elsewhere`: its tensor-parallel peers traced nothing),
     it goes to a group of its own with the ranks no such group holds, where they are as many as its peers; where
     they are not, a digest's record is UNKNOWN (of a comm whose other members left no trace and are not known: a
-    digest is one physical collective's, so it is of no comm whose other members traced it), and left out."""
+    digest is one physical collective's, so it is of no comm whose other members traced it), and left out. A result
+    shared with no one that only the one comm holding the rank would place follows its tag where that tag went with
+    ranks beyond every comm elsewhere in the trace (a guess, as that one is)."""
     keys = [_key(row) for row in trace]
     own = [frozenset(holders.get(key, ())) | {rank} if key is not None else frozenset({rank}) for key in keys]
     # A result whose holders gave it one tag is one collective they all issued; one given several tags is a
@@ -276,6 +278,7 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
                 by_tag.setdefault(tag, set()).add(members)
     placed: list[Members | None] = []
     beyond: set[int] = set()  # records that went with the ranks sharing their result, which no comm here holds
+    alone: set[int] = set()  # records shared with no one, placed only by the one comm that holds the rank
     for i, (row, members, one) in enumerate(zip(trace, own, confirmed)):
         if members in comms and one:
             # A comm of its own whose results of this tag were a wider comm's before that comm's other members'
@@ -303,6 +306,18 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
             # no result of this trace names twice) than its neighbours' comm, where their peers did not read it.
             beyond.add(i)
             placed[-1] = members
+        elif unshared and members == {rank} and not untraced and not apart and len(holding) == 1:
+            alone.add(i)
+    # A result shared with no one, which only the one comm holding the rank put in it, whose tag went with ranks
+    # beyond every comm elsewhere in the trace: its partners there left no record of it (their traces stopped
+    # sooner), so it follows its tag, a guess as that one is.
+    went = {}
+    for i in beyond:
+        went.setdefault(trace[i].tag, set()).add(placed[i])
+    for i in alone:
+        if trace[i].tag is not None and len(went.get(trace[i].tag, ())) == 1:
+            placed[i] = next(iter(went[trace[i].tag]))
+            beyond.add(i)
     first = next((m for m in placed if m is not None and m is not UNKNOWN), next(iter(comms)))
     out: list[Members] = []
     before = first
