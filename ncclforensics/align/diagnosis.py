@@ -40,7 +40,7 @@ from .ras import RasHistory, ras_histories
 from .ras_only import ras_comm_wedge, ras_only_wedge, ras_rank_map
 from .reconcile import Reconciliation, reconcile
 from .streams import Streams, build_streams
-from .traces import Guesses, seq_slack, with_trace_rows
+from .traces import Guesses, seq_slack, unwritten_ends, with_trace_rows
 from .unranked import unranked_streams
 from .watchdog import (
     STOP_EVENTS,
@@ -112,6 +112,10 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     progress = [p for e in evidence for p in e.progress]
     snapshots = [(e.format.value, s) for e in evidence for s in e.ras]
     streams = attach_fingerprints(streams, fingerprints)
+    # traces a PyTorch count shows were not written up to their rank's end: cut short, in effect
+    for key, where in unwritten_ends(streams, progress, watchdog).items():
+        streams.cut.setdefault(key, where)
+        streams.launch_ends.discard(key)
     problems += clock_disagreements(evidence, streams)
 
     gate = first_gate_disagreement(gates)

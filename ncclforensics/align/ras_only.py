@@ -22,11 +22,12 @@ def ras_rank_map(streams: Streams, evidence: list[Evidence], ras: dict[str, RasH
     for (comm, rank), part in streams.parts.items():
         for comm_rank in part.select(pl.col("comm_rank").drop_nulls().unique(maintain_order=True)).to_series():
             mapping[(comm, comm_rank)] = rank
-    pid_rank: dict[int, int] = {}
+    # A pid is unique on its host only: (host, pid) -> rank, host None where a record names no host.
+    process_rank: dict[tuple[str | None, int], int] = {}
     for item in evidence:
         for identity in item.identities:
             if identity.pid is not None and identity.rank is not None:
-                pid_rank[identity.pid] = identity.rank
+                process_rank[(identity.host, identity.pid)] = identity.rank
     world = max((len(m) for m in streams.members.values()), default=0)
     # The one communicator larger than every other spans the job: its comm ranks are global ranks, and the
     # processes it names are those ranks in every other communicator too (a TP group's rank 0 that is process 636,
@@ -37,12 +38,19 @@ def ras_rank_map(streams: Streams, evidence: list[Evidence], ras: dict[str, RasH
         for _, block in ras[largest[0]].states:
             for r in block.ranks:
                 if r.pid is not None:
-                    pid_rank.setdefault(r.pid, r.rank)
+                    process_rank.setdefault((r.host, r.pid), r.rank)
+    hosts: dict[int, set[str | None]] = {}  # pid -> the hosts RAS names a process of that pid on
+    for history in ras.values():
+        for _, block in history.states:
+            for r in block.ranks:
+                if r.pid is not None:
+                    hosts.setdefault(r.pid, set()).add(r.host)
     for comm, history in ras.items():
         for _, block in history.states:
             for r in block.ranks:
-                if (comm, r.rank) not in mapping and r.pid in pid_rank:
-                    mapping[(comm, r.rank)] = pid_rank[r.pid]
+                rank = _process_rank(process_rank, r.host, r.pid, len(hosts.get(r.pid, ())) > 1)
+                if (comm, r.rank) not in mapping and rank is not None:
+                    mapping[(comm, r.rank)] = rank
     # A communicator spanning the whole job (the world) has comm ranks equal to global ranks. (Without streams,
     # only the one larger than every other is known to span it.)
     for comm, history in ras.items():
@@ -51,6 +59,21 @@ def ras_rank_map(streams: Streams, evidence: list[Evidence], ras: dict[str, RasH
             for rank in range(size):
                 mapping.setdefault((comm, rank), rank)
     return mapping
+
+
+def _process_rank(process_rank: dict[tuple[str | None, int], int], host: str | None, pid: int | None,
+                  shared: bool) -> int | None:
+    """The global rank of process `pid` on `host`: the record of that very process, else (a record that names no
+    host, or spells it another way) the one rank every record of that pid agrees on, unless the pid is `shared`
+    by processes on several hosts (the same pid on two nodes is two processes: which record is which is unknown)."""
+    if pid is None:
+        return None
+    if (host, pid) in process_rank:
+        return process_rank[(host, pid)]
+    if shared:
+        return None
+    ranks = {rank for (_, p), rank in process_rank.items() if p == pid}
+    return ranks.pop() if len(ranks) == 1 else None
 
 
 def ras_only_root(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,

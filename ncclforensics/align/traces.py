@@ -19,10 +19,11 @@ from dataclasses import dataclass, replace
 
 import polars as pl
 
-from ..model import EventState, Evidence, FingerprintRow, conform
+from ..model import EventState, Evidence, FingerprintRow, Location, ProgressReport, WatchdogEvent, conform
 from ..model.kinds import normalize_op
 from ..model.phrases import ranks_words
 from .fingerprints import checked_right
+from .streams import Streams
 
 Members = frozenset[int]
 MIXED: list[Members] = []  # a trace of several comms that its sums cannot split
@@ -142,6 +143,33 @@ def seq_slack(comm: str, low: int, guesses: Guesses) -> tuple[int, int]:
     return down, up
 
 
+def unwritten_ends(streams: Streams, progress: list[ProgressReport], watchdog: list[WatchdogEvent]
+                   ) -> dict[tuple[str, int], Location]:
+    """(comm, rank) -> the last record of the rank's trace, for each comm whose stream that trace ends, where a
+    PyTorch count says the rank completed more in some comm than its trace holds there: a trace is written as
+    results are read back (once a step, where it is flushed so), so one that lacks a collective the rank completed
+    was not written past its end, in any comm; its ends there say nothing of where the rank stopped, as a file cut
+    short says nothing. Worked example: rank 2 completed world collective 3 (its watchdog's `last completed work:
+    3`) and hung in the same step; its trace, flushed per step, ends a step sooner with 2 world records and 4 of its
+    TP group's, where its peer's holds 6: the TP group's shorter stream is no departure."""
+    traced = {(comm, rank): (last, file) for (comm, rank, source), (last, file) in streams.launched_by_source.items()
+              if source == "fingerprint"}
+    completed: dict[tuple[str, int], int] = {}
+    for comm, rank, count in [*((p.comm, p.rank, p.last_completed) for p in progress),
+                              *((w.comm, w.rank, w.last_completed) for w in watchdog)]:
+        if comm is not None and rank is not None and count is not None:
+            key = (streams.aliases.get(comm, comm), rank)
+            completed[key] = max(completed.get(key, 0), count)
+    short = {file for key, (last, file) in traced.items() if completed.get(key, 0) > last}
+    out: dict[tuple[str, int], Location] = {}
+    for (comm, rank), (last, file) in traced.items():
+        part = streams.parts.get((comm, rank))
+        if file in short and part is not None and part.height and int(part.get_column("seq").max()) == last:
+            row = part.filter(pl.col("seq") == last).row(0, named=True)
+            out[(comm, rank)] = Location(file, row.get("line"))
+    return out
+
+
 def _described_ranks(evidence: list[Evidence]) -> set[int]:
     ranks: set[int] = set()
     for item in evidence:
@@ -198,7 +226,9 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
     are shared in groups that leave this rank out (`by_tag_elsewhere`: its tensor-parallel peers traced nothing),
     it goes to a group of its own with the ranks no such group holds, where they are as many as its peers; where
     they are not, a digest's record is UNKNOWN (of a comm whose other members left no trace and are not known: a
-    digest is one physical collective's, so it is of no comm whose other members traced it), and left out."""
+    digest is one physical collective's, so it is of no comm whose other members traced it), and left out. A result
+    shared with no one that only the one comm holding the rank would place follows its tag where that tag went with
+    ranks beyond every comm elsewhere in the trace (a guess, as that one is)."""
     keys = [_key(row) for row in trace]
     own = [frozenset(holders.get(key, ())) | {rank} if key is not None else frozenset({rank}) for key in keys]
     # A result whose holders gave it one tag is one collective they all issued; one given several tags is a
@@ -248,6 +278,7 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
                 by_tag.setdefault(tag, set()).add(members)
     placed: list[Members | None] = []
     beyond: set[int] = set()  # records that went with the ranks sharing their result, which no comm here holds
+    alone: set[int] = set()  # records shared with no one, placed only by the one comm that holds the rank
     for i, (row, members, one) in enumerate(zip(trace, own, confirmed)):
         if members in comms and one:
             # A comm of its own whose results of this tag were a wider comm's before that comm's other members'
@@ -275,6 +306,18 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
             # no result of this trace names twice) than its neighbours' comm, where their peers did not read it.
             beyond.add(i)
             placed[-1] = members
+        elif unshared and members == {rank} and not untraced and not apart and len(holding) == 1:
+            alone.add(i)
+    # A result shared with no one, which only the one comm holding the rank put in it, whose tag went with ranks
+    # beyond every comm elsewhere in the trace: its partners there left no record of it (their traces stopped
+    # sooner), so it follows its tag, a guess as that one is.
+    went = {}
+    for i in beyond:
+        went.setdefault(trace[i].tag, set()).add(placed[i])
+    for i in alone:
+        if trace[i].tag is not None and len(went.get(trace[i].tag, ())) == 1:
+            placed[i] = next(iter(went[trace[i].tag]))
+            beyond.add(i)
     first = next((m for m in placed if m is not None and m is not UNKNOWN), next(iter(comms)))
     out: list[Members] = []
     before = first

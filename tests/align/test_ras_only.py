@@ -76,3 +76,30 @@ def test_comm_ranks_named_for_want_of_global_ones_are_said_to_be_comm_ranks():
     assert d["root"]["comm"] == "0x3c8e95904ecc4c46" and d["root"]["outlier_ranks"] == [0, 1]
     assert any("ranks are named by their rank in it, not the job's" in c and "rank 0 is process 21428" in c
                for c in d["caveats"])
+
+
+def test_one_pid_on_two_nodes_is_two_processes(tmp_path):
+    # Each node numbers its processes apart: ranks 1 and 3 share pid 21435 but not the node, so the world
+    # comm's ranks (its comm ranks are global ranks) stay two ranks, not one named twice.
+    reply = tmp_path / "ras_status_q0.txt"
+    reply.write_text("\n".join([
+        "NCCL version 2.28.9 compiled with CUDA 13.0", "CUDA runtime version 13000, driver version 13000", "",
+        "Job summary", "===========", "",
+        "  Nodes  Processes         GPUs  Processes     GPUs",
+        "(total)   per node  per process    (total)  (total)",
+        "      2          3            1          6        6", "",
+        "Communicators... (0.000s)", "=============", "",
+        "Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors",
+        "    #  in group  per comm  per node  per comm  in group",
+        "    0         1         2         3         6         6   RUNNING  MISMATCH", "",
+        "Errors", "======", "", "Warnings", "========", "",
+        "#0-0 (912922dd2503890a) MISMATCH",
+        "  Communicator ranks have different AllReduce operation counts",
+        "  4 ranks have launched up to operation 8",
+        "  Rank 1 has launched up to operation 10 -- GPU 1 managed by process 21435 on node 10.1.0.2",
+        "  Rank 3 has launched up to operation 10 -- GPU 1 managed by process 21435 on node 10.1.0.9", ""]))
+    evidence, ras = _ras(tmp_path, reply.name)
+    rank_map = ras_rank_map(Streams(), [evidence], ras)
+    assert (rank_map[("0x912922dd2503890a", 1)], rank_map[("0x912922dd2503890a", 3)]) == (1, 3)
+    root = ras_only_root(ras, rank_map, Streams(), stops={"0x912922dd2503890a": ["RAS"]})
+    assert (root.outlier_ranks, root.reference_ranks) == ([1, 3], [0, 2, 4, 5])

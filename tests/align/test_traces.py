@@ -545,3 +545,55 @@ def test_a_world_result_only_the_ranks_that_went_on_share_is_the_worlds_tail_not
     comms = {c["comm"]: c["launched"] for c in answer(tmp_path)["comms"]}
     assert comms["[ranks=0,1,2,3]"] == {"0": 2, "1": 2, "2": 3, "3": 3}
     assert comms["[ranks=2,3]"] == {"2": 6, "3": 6}
+
+
+def test_a_trace_that_lacks_a_collective_its_rank_completed_ends_where_it_was_written(tmp_path):
+    """World (0-3) and TP groups (0,1) (2,3), digests, written once a step. Rank 2 completed world collective 3
+    (step 2's first; its watchdog's `last completed work: 3`), then launched a 4th there alone and hung, so its
+    trace holds steps 0 and 1 only; its peer's holds step 2 too. The TP group's shorter stream is where the trace
+    stopped being written, no departure: the root is rank 2's extra world collective."""
+    for rank in range(4):
+        steps = range(2 if rank == 2 else 3)
+        rows = [{"step": s, "op": op, "rank": rank, "tag": tag, "digest": f"{s}{op}{'w' if op == 0 else rank // 2}"}
+                for s in steps for op, tag in enumerate(("dp", "mlp", "lm_head"))]
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        pg = f"[rank{rank}]:[E1129 09:55:07.757101066 ProcessGroupNCCL.cpp:1914] [PG ID 0 PG GUID 0(default_pg) " \
+             f"Rank {rank}]"
+        lines = (["[rank2]:[E1129 09:55:01.763101066 ProcessGroupNCCL.cpp:689] [Rank 2] Watchdog caught collective "
+                  "operation timeout: WorkNCCL(SeqNum=4, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=20000) "
+                  "ran for 20018 milliseconds before timing out.",
+                  "[rank2]:[E1129 09:55:01.764201066 ProcessGroupNCCL.cpp:2303] [PG ID 0 PG GUID 0(default_pg) Rank 2]"
+                  "  failure detected by watchdog at work sequence id: 4 PG status: last enqueued work: 4, last "
+                  "completed work: 3"] if rank == 2 else
+                 [f"{pg} Received a dump signal due to a collective timeout from  rank 2 and we will try our best to "
+                  "dump the debug info. Last enqueued NCCL work: 3, last completed NCCL work: 3."])
+        (tmp_path / f"torch_rank{rank}.log").write_text("\n".join(lines) + "\n")
+    root = answer(tmp_path)["root"]
+    assert (root["comm"], root["outlier_ranks"], root["kind"]) == ("0", [2], "extra")
+    assert root["seq_range"][0] <= 4 <= root["seq_range"][1]
+
+
+def test_a_result_no_one_shares_follows_its_tag_to_the_ranks_it_went_with_before(tmp_path):
+    """TP groups (0,1) (2,3), DP groups (0,2) (1,3), sums only. Ranks 0 and 3 hung in step 1 and their traces end
+    with step 0, so rank 1's step-1 `dp` result is shared with no one; its tag went with rank 3 (beyond every comm
+    its trace's aligned results name) in step 0. It follows that tag, not the TP group, the one comm holding rank 1:
+    there it would put every later TP seq one too high."""
+    from ncclforensics.align.traces import with_trace_rows
+    from ncclforensics.sources import InputFile, parse_file
+
+    def record(rank, step, op, tag, value):
+        return {"step": step, "op": op, "rank": rank, "tag": tag, "kind": "AllReduce", "numel": 64, "sum": value,
+                "expected_sum": value}
+    for rank in range(4):
+        tp, dp = 1000.0 * (1 + rank // 2), 10.0 * (1 + rank % 2)
+        rows = [record(rank, s, op, tag, (tp if tag != "dp" else dp) + 100 * s + op)
+                for s in (range(2) if rank in (1, 2) else range(1))
+                for op, tag in enumerate(("dp", "attn", "mlp", "lm_head"))]
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    evidence = [parse_file(InputFile(p, p.name)) for p in sorted(tmp_path.iterdir())]
+    out, _, guesses = with_trace_rows(evidence)
+    rows = next(e for e in out if e.path.endswith("rank1.jsonl")).collectives
+    placed = {(r["step"], r["tag"]): (r["comm"], r["seq"]) for r in rows.iter_rows(named=True)}
+    assert placed[(1, "dp")] == ("[ranks=1,3]", 2)
+    assert placed[(1, "attn")] == ("[ranks=0,1]", 4)
+    assert any(p.by_neighbours and p.comm == "[ranks=1,3]" and p.seq == 2 for p in guesses[1])
