@@ -272,8 +272,9 @@ def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: Gat
         # their records there say that everything they launched completed (nothing holds them there).
         elsewhere = {r for c, other in analyses.items() if c != comm for r in other.ranks
                      if other.completed.get(r) is None or other.completed[r] < other.launched[r]}
+        # (the named ones launched as few as their own departure made them: they need no block elsewhere)
         caused = analysis.root is not None and analysis.root.shown and analysis.root.kind != STOPPED \
-            and behind <= elsewhere
+            and behind - named <= elsewhere
         if behind and not behind <= named and not caused and len(behind) * 2 <= len(set(analysis.ranks) - cut):
             analyses[comm] = analyze_comm(streams, comm, gate, behind, analysis.counted)
 
@@ -299,7 +300,10 @@ def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams, gate
             # (ranks that stopped short elsewhere too leave the places of what they issued before as they were)
             left_out = skipped_here(streams, comm, root.outlier_ranks)
             if left_out:
-                analyses[comm] = analyze_comm(streams, comm, gate, counted=analysis.counted, left_out=left_out)
+                # (ranks found behind whose issue orders place nothing stay behind: they skipped collectives or
+                # are blocked elsewhere, as before)
+                analyses[comm] = analyze_comm(streams, comm, gate, set(analysis.behind), analysis.counted,
+                                              left_out=left_out)
                 continue
         if any(r.shown for r in rooted):
             continue

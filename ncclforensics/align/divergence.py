@@ -176,6 +176,8 @@ class CommAnalysis:
     unrecorded: dict[str, list[int]] = field(default_factory=dict)
     # ranks whose records end where a file was cut short, with the last seq PyTorch counts them enqueueing
     counted: dict[int, int] = field(default_factory=dict)
+    # ranks analysed as behind (root.propose): they launched fewer than the others of this stopped communicator
+    behind: frozenset[int] = frozenset()
 
 
 def op_at(row: dict) -> OpAt:
@@ -293,6 +295,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     cut = {rank for (c, rank) in streams.cut if c == comm} - set(counted)
     constraints = (_constraints(rows, start, gate, deviants, analysis.counted)
                    + _parted_completions(rows, start, analysis.completed))
+    analysis.behind = frozenset(behind or ())
     if left_out:
         constraints.append(LeftOut(dict(left_out)))
         behind = set(behind or ()) | set(left_out)

@@ -1,0 +1,58 @@
+"""align/diagnosis.py: which ranks of a communicator that stopped are analysed again as behind, and which stay
+behind where the issue orders place some of them."""
+
+from __future__ import annotations
+
+from ncclforensics.align import diagnosis
+from ncclforensics.align.divergence import STOPPED, CommAnalysis, Root
+from ncclforensics.align.streams import Streams
+
+W, TP = "0xw0", "0xtp"
+
+
+def _root(outliers, reference, kind, shown):
+    return Root(comm=W, seq=3, seq_range=(3, 3), outlier_ranks=outliers, reference_ranks=reference, kind=kind,
+                size=1, pinned_by="call sites", reason=None, shown=shown)
+
+
+def _calls(monkeypatch):
+    calls = []
+
+    def analyze(streams, comm, gate=None, behind=None, counted=None, left_out=None, **_):
+        calls.append((comm, set(behind or ()), dict(left_out or {})))
+        return CommAnalysis(comm=comm, ranks=[], launched={}, completed={}, first_seq={})
+
+    monkeypatch.setattr(diagnosis, "analyze_comm", analyze)
+    return calls
+
+
+def test_outliers_behind_need_no_block_elsewhere_to_leave_the_rest_held_back(monkeypatch):
+    # 123788: ranks 1 and 4 ran a collective of their own at seq 3 (their call stacks show it) and launched one
+    # fewer than the rest; rank 5 launched two fewer, and waits in its TP group, where its work never completed.
+    # Ranks 1 and 4 are behind by their own departure; rank 5 is held back by it: no rank to analyse as behind.
+    calls = _calls(monkeypatch)
+    world = CommAnalysis(comm=W, ranks=list(range(8)), launched={0: 4, 1: 3, 2: 4, 3: 4, 4: 3, 5: 2, 6: 4, 7: 4},
+                         completed=dict.fromkeys(range(8)), first_seq=dict.fromkeys(range(8), 1))
+    world.root = _root([1, 4], [0, 2, 3, 5, 6, 7], "different", shown=True)
+    tp = CommAnalysis(comm=TP, ranks=[4, 5], launched={4: 4, 5: 4}, completed={4: 2, 5: 2}, first_seq={4: 1, 5: 1})
+    analyses = {W: world, TP: tp}
+    diagnosis._behind_ranks(analyses, Streams(), None, {W: ["timeout"]}, set())
+    assert calls == []
+    # Where rank 5's TP work all completed, nothing holds it there: it is behind.
+    tp.completed = {4: 4, 5: 4}
+    diagnosis._behind_ranks(analyses, Streams(), None, {W: ["timeout"]}, set())
+    assert calls == [(W, {1, 4, 5}, {})]
+
+
+def test_ranks_behind_whose_issue_orders_place_nothing_stay_behind(monkeypatch):
+    # 100643: ranks 4 and 6 launched one world collective fewer and were analysed as behind; the issue orders show
+    # rank 6 left one out at seq 3 and went on elsewhere, and say nothing of rank 4: it stays behind.
+    calls = _calls(monkeypatch)
+    monkeypatch.setattr(diagnosis, "skipped_here", lambda streams, comm, ranks: {6: (3, 3)})
+    world = CommAnalysis(comm=W, ranks=list(range(8)), launched={r: 2 if r in (4, 6) else 3 for r in range(8)},
+                         completed=dict.fromkeys(range(8)), first_seq=dict.fromkeys(range(8), 2))
+    world.root = _root([4, 6], [0, 1, 2, 3, 5, 7], STOPPED, shown=False)
+    world.behind = frozenset({4, 6})
+    streams = Streams(members={W: list(range(8))})
+    diagnosis._issue_order_roots({W: world}, streams, None)
+    assert calls == [(W, {4, 6}, {6: (3, 3)})]
