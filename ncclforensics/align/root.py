@@ -288,11 +288,6 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             outliers.update(members)
             standing[members[0]] = list(members)
             placements.extend(replace(p, rank=members[0]) for p in found)
-    if majority and len(sides) == 1:
-        for rank, found in _ahead_in_reference(sides[0][0], codes, start, loose, cut, incomplete, closed).items():
-            outliers.add(rank)
-            standing[rank] = [rank]
-            placements.extend(found)
     reference_ranks = sorted(set(codes) - outliers - set(unplaced)) if len(sides) == 1 else sorted(codes)
     named = sorted(outliers) if majority else sorted(codes)
     if not majority:
@@ -309,35 +304,6 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1,
                         members=standing, unplaced=unplaced)
     return _with_behind(proposal, codes, start, behind) if majority else proposal
-
-
-def _ahead_in_reference(members: list[int], codes: dict[int, Codes], start: int, loose: set[int],
-                        cut: set[int] | None, incomplete: set[int] | None,
-                        closed: set[int] | None) -> dict[int, list[Placement]]:
-    """The reference's members whose streams go on past the rest of it, as only a minority of it did, against
-    streams that hold every collective their ranks launched (`closed`), with the edits that explain them. Their
-    records agree with the others' wherever both have one, yet they launched collectives the others never did (the
-    rest of the reference is whole, not cut): they departed too, extra collectives among lookalikes or ones left
-    out that put them ahead, and that departure may come before the one the other outliers' records show (as
-    `_lengths_only` reads the ranks ahead where no record differs at all). Worked example: rank 0 skipped one of
-    a step's lookalike all-reduces and ran two past the others' end; rank 2 issued an all-gather at seq 6. Rank 0's
-    whole log agrees with ranks 1 and 3 up to their end, so it joins their group, and only rank 2's record shows;
-    yet rank 0 went on past their whole logs: it departed somewhere up to seq 6 as well, and may have done first."""
-    if not closed:
-        return {}
-    lengths = {r: codes[r].length for r in members if r not in loose}
-    if len(lengths) < 3:
-        return {}
-    longest = max(lengths.values())
-    ahead = sorted(r for r, n in lengths.items() if n == longest)
-    # A shorter stream counts only where it is whole; one cut short may have gone on as far as the longest.
-    behind = [r for r in lengths if r not in ahead and r in closed and r not in (cut or set()) | (incomplete or set())]
-    unknown = [r for r in lengths if r not in ahead and r not in behind]
-    if not behind or (len(ahead) + len(unknown)) * 2 >= len(ahead) + len(behind) + len(unknown):
-        return {}
-    reference = merged(codes[r] for r in behind)
-    found = {rank: place_edits(rank, codes[rank], reference, start)[0] for rank in ahead}
-    return {rank: placed for rank, placed in found.items() if placed}
 
 
 def _without_fields(members: list[int], stream: Codes, codes: dict[int, Codes]) -> list[int]:

@@ -641,12 +641,13 @@ def test_a_rank_that_went_on_past_where_the_rest_of_its_group_stopped_departed_t
 
 def test_a_whole_stream_of_the_reference_that_goes_on_past_the_rest_of_it_departed_too():
     # 96352: rank 2 issued another collective at seq 6; rank 0 left out a lookalike and ran two past the others'
-    # end. Its whole records agree with ranks 1 and 3 up to theirs, whole too: it launched what they never did.
+    # end. Its whole records agree with ranks 1 and 3 up to theirs, whole too and held nowhere else: it launched
+    # what they never did.
     codes = {r: stream([1] * 6) for r in (1, 3)} | {0: stream([1] * 8), 2: stream([1] * 5 + [2])}
-    proposal = propose(codes, 1, closed={0, 1, 2, 3})
+    proposal = propose(codes, 1, closed={0, 1, 2, 3}, settled={0, 1, 2, 3})
     assert proposal.majority and proposal.outliers == [0, 2] and proposal.reference == [1, 3]
     solution = Solution(proposal.placements, proposal.outliers, proposal.reference, True, "signatures")
     assert solution.seq_range[0] == 1 and solution.leading == [0, 2]
-    # Shorter streams that may be cut short say nothing of where the longer one ends: it may only be whole.
+    # Shorter streams that may be cut short, or held back elsewhere, say nothing of where the longer one ends.
     assert propose(codes, 1).outliers == [2]
-    assert propose(codes, 1, closed={0, 1, 2, 3}, cut={1}).outliers == [2]
+    assert propose(codes, 1, closed={0, 1, 2, 3}, settled={0, 2, 3}).outliers == [2]
