@@ -545,3 +545,65 @@ def test_a_world_result_only_the_ranks_that_went_on_share_is_the_worlds_tail_not
     comms = {c["comm"]: c["launched"] for c in answer(tmp_path)["comms"]}
     assert comms["[ranks=0,1,2,3]"] == {"0": 2, "1": 2, "2": 3, "3": 3}
     assert comms["[ranks=2,3]"] == {"2": 6, "3": 6}
+
+
+def _sums_only(tmp_path, rows_of) -> dict:
+    """Write each rank's records (rank -> [(step, tag, numel, sum, expected)]) as a trace of sums only; the answer."""
+    for rank, rows in rows_of.items():
+        ops: dict[int, int] = {}
+        lines = []
+        for step, tag, numel, got, want in rows:
+            ops[step] = ops.get(step, -1) + 1
+            lines.append(json.dumps({"step": step, "op": ops[step], "rank": rank, "tag": tag, "kind": "AllReduce",
+                                     "numel": numel, "sum": got, "expected_sum": want}))
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("\n".join(lines) + "\n")
+    return answer(tmp_path)
+
+
+def test_a_split_of_one_comm_beside_another_comm_of_the_rank_goes_to_the_comm_whose_tags_it_carries(tmp_path):
+    """TP groups (0-3) (4-7) and DP pairs (i, i+4), sums only. Rank 1 issues `head` before `mlp` in step 0: ranks 0,
+    2 and 3 share two wrong sums rank 1 does not. Rank 0's trace then holds three sets, its DP pair, the TP group
+    (step 1, aligned) and the three, whose tags are the TP group's: the three are the TP group split, beside the DP
+    pair (two widest sets, which left every trace but rank 1's out as comms its sums cannot split, and the answer
+    fell back on per-step checksums naming all four); the tags part rank 1 from the three at seq 1."""
+    rows_of = {}
+    for rank in range(8):
+        group, pair = rank // 4, rank % 4
+        rows = []
+        for step in range(2):
+            dp = 10.0 + pair + 100 * step
+            mlp, head = 1000.0 * (group + 1) + 10 * step, 50000.0 * (group + 1) + 10 * step
+            tp = [("mlp", 64, mlp, mlp), ("head", 256, head, head)]
+            if group == 0 and step == 0:
+                tp = ([("head", 256, 777.0, head), ("mlp", 64, 999.0, mlp)] if rank == 1
+                      else [("mlp", 64, 333.0, mlp), ("head", 256, 555.0, head)])
+            rows += [(step, "dp", 1, dp, dp), *((step, *x) for x in tp)]
+        rows_of[rank] = rows
+    d = _sums_only(tmp_path, rows_of)
+    root = d["root"]
+    assert not any("cannot be told" in c for c in d["caveats"])
+    assert (root["comm"], root["seq_range"], root["outlier_ranks"]) == ("[ranks=0,1,2,3]", [1, 1], [1])
+
+
+def test_a_split_of_the_world_beside_a_tp_group_inside_it_goes_to_the_world(tmp_path):
+    """A world (0-3) with `dp.0` and `dp.1` a step, TP groups (0,1) (2,3) inside it, sums only. Rank 3 issues
+    `dp.1` before `dp.0` in step 1: ranks 0-2 share two wrong sums under the world's tags. Rank 0's trace holds the
+    world, its TP group (tags of its own: a comm, not a split of the world though the world holds it) and the
+    three, which carry the world's tags: its split (the one widest set held both, which left the traces out as
+    comms the sums cannot split); the tags part rank 3 from the three at seq 3."""
+    rows_of = {}
+    for rank in range(4):
+        group = rank // 2
+        rows = []
+        for step in range(2):
+            dp = [("dp.0", 1, 20.0 + step, 20.0 + step), ("dp.1", 8, 300.0 + step, 300.0 + step)]
+            if step == 1:
+                dp = ([("dp.1", 8, 44.0, 301.0), ("dp.0", 1, 66.0, 21.0)] if rank == 3
+                      else [("dp.0", 1, 22.0, 21.0), ("dp.1", 8, 88.0, 301.0)])
+            mlp = 1000.0 * (group + 1) + 10 * step
+            rows += [*((step, *x) for x in dp), (step, "mlp", 64, mlp, mlp)]
+        rows_of[rank] = rows
+    d = _sums_only(tmp_path, rows_of)
+    root = d["root"]
+    assert not any("cannot be told" in c for c in d["caveats"])
+    assert (root["comm"], root["seq_range"], root["outlier_ranks"]) == ("[ranks=0,1,2,3]", [3, 3], [3])
