@@ -319,8 +319,9 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     that may have departed, and no majority: the ranks checked right all through both steps shared no misaligned
     collective, so nothing places the departure on them.
 
-    Where every rank that completed that step read back wrong and each other rank's whole trace (no file cut short)
-    goes up to the step before it, those never completed it: the ranks part into those whose collectives of the
+    Where every rank that completed that step read back wrong (but bystanders: ranks right all through it and the
+    next, or in the job's last step, which shared no misaligned collective; another TP group) and each other rank's
+    whole trace (no file cut short) goes up to the step before it, those never completed it: the ranks part into those whose collectives of the
     step were all paired and those left waiting. One program on every rank but the outliers, the two sides ran
     different numbers of collectives there (fewer: done first; more: left waiting with nothing to pair their last
     with), so a strict minority of either side is the outliers. So too where every rank read the step back, and
@@ -351,10 +352,14 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
         return _alone(next(iter(wrong)), sorted(traced), after, step, known), bound
     waiting = traced - set(checked)
     before = verdicts.get(step - 1, {})
-    if wrong == set(checked) and waiting and not waiting & cut and waiting <= set(before):
+    # Ranks right all through the step and the next (or the job's last step) shared no misaligned collective and
+    # departed nowhere that shows: bystanders (another TP group), beside which the rest part as below.
+    bystanders = {rank for rank, right in checked.items() if right and (not after or after.get(rank) is True)}
+    involved = traced - bystanders
+    if wrong == set(checked) - bystanders and waiting and not waiting & cut and waiting <= set(before):
         fewer = min((wrong, waiting), key=len)
-        if len(fewer) * 2 < len(traced):
-            return _root(sorted(fewer), sorted(traced - fewer), True, step, known), bound
+        if len(fewer) * 2 < len(involved):
+            return _root(sorted(fewer), sorted(involved - fewer), True, step, known), bound
     crossed = {rank for rank, right in checked.items() if right and after and not after.get(rank, False)}
     if set(checked) == traced and crossed == traced - wrong and all(after.get(rank) is False for rank in crossed):
         # Every rank read the step back, the ones right in it wrong all through the next: they ran fewer

@@ -91,6 +91,20 @@ def test_the_one_rank_that_completed_a_step_wrong_while_the_others_wait_in_it_is
     assert step_sums_root(rows, {})[0].outlier_ranks == [2]
 
 
+def test_the_one_rank_that_completed_a_step_wrong_while_its_group_waits_beside_another_group_right_is_the_outlier():
+    # TP groups 0..3 and 4..7: rank 0 left out a collective of step 1 and completed it wrong; ranks 1..3 wait in it;
+    # ranks 4..7 read it back right, the job's last step. They shared no misaligned collective: bystanders, and
+    # beside them rank 0 is the one of four that completed the step (it named every rank of 0..3, no majority).
+    rows = [step_sum(r, 0, True) for r in range(8)] + [step_sum(0, 1, False)]
+    rows += [step_sum(r, 1, True) for r in range(4, 8)]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([0], [1, 2, 3], True, 1)
+    assert root.comm == "[ranks=0,1,2,3]"
+    # Ranks right in the step but with no record of the next one while others have it are no bystanders.
+    rows += [step_sum(r, 2, True) for r in range(5, 8)]
+    assert step_sums_root(rows, {})[0].outlier_ranks == [0, 1, 2, 3, 4]
+
+
 def test_traces_cut_short_before_the_step_may_be_of_either_side():
     rows = [step_sum(r, 0, True, path=f"cut{r}" if r != 2 else None) for r in range(4)] + [step_sum(2, 1, False)]
     root, _ = step_sums_root(rows, {}, cut=frozenset({0, 1, 3}))
