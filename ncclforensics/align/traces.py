@@ -414,12 +414,15 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
         # misaligned result carries that result's tags (a later one may be a coincidence of sums across comms)
         first = own.index(m)
         return {t for members, g in zip(own[:first], given[:first]) if members == whole for t in g} - {None}
+    def mixed_in(whole: Members) -> set[str | None]:
+        # the tags of the whole set's misaligned results: each collective paired in one was issued on its comm
+        return {t for members, g, one in zip(own, given, alike) if members == whole and not one for t in g} - {None}
     # From the widest sets down, each set goes to the one wider comm whose tags it carries (a split of it); a set
     # that carries no wider comm's tags is a comm of its own (a tensor-parallel group inside the world).
     fold: dict[Members, Members] = {}
     for m in sorted(comms, key=len, reverse=True):
         wider = {fold[w] for w in comms
-                 if m < w and tags.get(m, set()) & (tags.get(w, set()) - {None} | before(m, w))}
+                 if m < w and tags.get(m, set()) & (tags.get(w, set()) - {None} | before(m, w) | mixed_in(w))}
         if len(wider) > 1:
             return None
         fold[m] = wider.pop() if wider else m

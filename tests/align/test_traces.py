@@ -607,3 +607,25 @@ def test_a_split_of_the_world_beside_a_tp_group_inside_it_goes_to_the_world(tmp_
     root = d["root"]
     assert not any("cannot be told" in c for c in d["caveats"])
     assert (root["comm"], root["seq_range"], root["outlier_ranks"]) == ("[ranks=0,1,2,3]", [3, 3], [3])
+
+
+def test_a_split_from_the_first_misaligned_collective_carries_a_tag_the_whole_comm_read_back_misaligned(tmp_path):
+    """One comm of four, sums only. Rank 3 leaves out `moe` in step 0: its `head` (an all-gather of another size)
+    pairs with the others' `moe`, its next `mlp` with their `head`, each side reading back its own sum, so ranks 0-2
+    share wrong sums under `moe` and `head` that no aligned result of the four carries. Then rank 3's `moe` pairs
+    with their `mlp` of the same size: one wrong result all four read back under `mlp` and `moe`, so `moe` was
+    issued on the four's comm, and the three are the four split (their sums left out as several comms the sums
+    cannot split, and per-step checksums named all four); the tags part rank 3 from the three at seq 4."""
+    rows_of = {r: [(0, "a", 512, 10.0, 10.0), (0, "b", 512, 20.0, 20.0), (0, "mlp", 512, 30.0, 30.0)]
+               for r in range(4)}
+    for r in range(3):
+        rows_of[r] += [(0, "moe", 512, 41.0, 40.0), (0, "head", 128, 51.0, 50.0), (1, "a", 512, 61.0, 60.0),
+                       (1, "b", 512, 71.0, 70.0), (1, "mlp", 512, 81.0, 80.0), (1, "moe", 512, 91.0, 90.0),
+                       (1, "head", 128, 101.0, 100.0)]
+    rows_of[3] += [(0, "head", 128, 999.0, 50.0), (1, "a", 512, 888.0, 60.0), (1, "b", 512, 61.0, 70.0),
+                   (1, "mlp", 512, 71.0, 80.0), (1, "moe", 512, 81.0, 90.0), (1, "head", 128, 444.0, 100.0),
+                   (2, "a", 512, 777.0, 110.0)]
+    d = _sums_only(tmp_path, rows_of)
+    root = d["root"]
+    assert not any("cannot be told" in c for c in d["caveats"])
+    assert (root["comm"], root["seq_range"], root["outlier_ranks"]) == ("[ranks=0,1,2,3]", [4, 4], [3])
