@@ -249,3 +249,26 @@ def test_unchecked_sums_in_two_even_sides_where_one_sides_traces_stop_sooner_nam
     assert step_sums_root([unchecked(r, s, 10.0 * s + r % 2) for r in range(4) for s in range(4)], {}) is None
     # ... nor do traces that end sooner where their files were cut short.
     assert step_sums_root(rows, {}, cut=frozenset({1, 3})) is None
+
+
+def test_two_ranks_whose_unchecked_sums_part_at_the_first_step_name_no_one():
+    # Ranks 2 and 3 summed step 0 alone and their sums differ: two replicas of one rank each (other DP groups)
+    # read back different results by design, so nothing says they diverged. Where they agreed in an earlier step,
+    # parting later says one of the two departed.
+    def unchecked(rank: int, step: int, got: float) -> FingerprintRow:
+        return FingerprintRow(Location(f"fp{rank}", step + 1), rank, step, None, sum=got)
+
+    assert step_sums_root([unchecked(2, 0, 932084.0), unchecked(3, 0, 932206.0)], {}) is None
+    rows = [unchecked(2, 0, 5.0), unchecked(3, 0, 5.0), unchecked(2, 1, 932084.0), unchecked(3, 1, 932206.0)]
+    root, _ = step_sums_root(rows, {})
+    assert root.outlier_ranks == [2, 3] and not root.majority
+
+
+def test_ranks_wrong_alike_beside_ranks_right_in_the_step_and_wrong_all_through_the_next_name_both_sides():
+    # TP pairs (0,1) (2,3), DP pairs (0,2) (1,3): ranks 0 and 1 each left out their DP pair's last collective of
+    # step 0, so ranks 2 and 3 read it back wrong, off alike, and ranks 0 and 1 read it back right and step 1
+    # wrong. Two even sides, either of which departed: not the two wrong ones alone.
+    rows = [r for rank in (0, 1) for r in per_step(rank, [(10.0, 10.0), (9.0, 10.0), (9.0, 10.0)])]
+    rows += [r for rank in (2, 3) for r in per_step(rank, [(11.0, 10.0), (11.0, 10.0)])]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, step) == ([0, 1, 2, 3], False, 0)
