@@ -204,11 +204,13 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             alike = sorted(r for ranks in ordered if len(ranks) > 1 for r in ranks)
             yield _root(lone, alike, True, step, known, rows), step if _earlier_right(by_step, step) else None
             return
-        if not majority and (len(rows) > 2 or not checked and not _agreed_before(by_step, step, set(rows))) \
-                and (len(ordered) > 2 or not checked):
+        if not majority and (len(rows) > 2 and len(ordered) > 2
+                             or not checked and not _agreed_before(by_step, step, set(rows))):
             # Several sides, none a majority, or two even sides of sums no expected value checks (two replicas'
             # sums may differ by design; two ranks whose sums part at the first step both summed read the same as
-            # two replicas of one rank each): the checksums name no one.
+            # two replicas of one rank each): the checksums name no one. Sums that were equal on every one of them
+            # in an earlier step are of one class (as the first step's classes say, _classes_of_first_step): two
+            # even sides of them say one side departed, and nothing says which.
             yield None
             return
         # Two even sides of results checked wrong: one side departed, and nothing says which; the root names both.

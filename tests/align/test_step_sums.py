@@ -272,3 +272,16 @@ def test_ranks_wrong_alike_beside_ranks_right_in_the_step_and_wrong_all_through_
     rows += [r for rank in (2, 3) for r in per_step(rank, [(11.0, 10.0), (11.0, 10.0)])]
     root, step = step_sums_root(rows, {})
     assert (root.outlier_ranks, root.majority, step) == ([0, 1, 2, 3], False, 0)
+
+
+def test_unchecked_sums_equal_in_an_earlier_step_that_part_into_two_even_sides_name_every_rank():
+    # Ranks 0-3 read back equal sums in steps 0, 1 and 3 (one class: a correct run makes them equal) and two even
+    # sides in step 2 (ranks 0 and 2 swapped two collectives of another size there): one side departed, nothing says
+    # which. Two replicas' sums that part from the first step on say nothing (the test above).
+    def unchecked(rank: int, step: int, got: float) -> FingerprintRow:
+        return FingerprintRow(Location(f"fp{rank}", step + 1), rank, step, None, sum=got)
+
+    rows = [unchecked(r, s, 100.0 * s) for r in range(4) for s in (0, 1, 3)]
+    rows += [unchecked(r, 2, 3875328.0 if r in (0, 2) else 3820032.0) for r in range(4)]
+    root, _ = step_sums_root(rows, {})
+    assert root.outlier_ranks == [0, 1, 2, 3] and not root.majority and root.step_bound == 2
