@@ -161,7 +161,10 @@ KNOWN: dict[int, str] = {
 # step beside ranks right in it and wrong all through the next name both sides (129045: by the oracle's reading,
 # naming every rank compared is right where the first outliers of the comms hit are no strict minority of them); by
 # the oracle's reading, outliers whose every view is a reference rank's (a reorder summing alike in one step, a wrong
-# sum all read back alike) may be named with those ranks (104329).
+# sum all read back alike) may be named with those ranks (104329); unchecked per-step sums equal on every rank in an
+# earlier step that part into two even sides, one class of sums, name every rank (123464); by the oracle's reading, a
+# rank whose records of the kinds that show the divergence miss the root (a ring that begins after it) sides with
+# either, whatever its records of kinds that cannot show it (158306: NCCL logs of a swap alike in shape).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -170,7 +173,8 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           31193, 3033, 30372, 818, 1776, 2335, 7701, 2228, 1960, 7476, 482, 33908, 6741, 37210, 38688, 62289, 68785,
           69434, 61855, 67324, 65062, 65575, 66976, 64544, 69891, 63313, 60359, 69627, 61317, 62516, 61978, 66743,
           64456, 61834, 68373, 62990, 64512, 65018, 67488, 636, 31227, 63947, 67013, 60558, 63480, 60642, 91849,
-          92101, 91353, 152911, 155297, 101561, 153745, 126217, 123077, 129045, 104329)
+          92101, 91353, 152911, 155297, 101561, 153745, 126217, 123077, 129045, 104329,
+          123464, 158306)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
@@ -477,3 +481,21 @@ def test_checksums_that_part_two_even_sides_across_comms_may_name_every_rank_com
 
     assert verdict([0, 1]) == verdict([0, 1, 2, 3]) == []
     assert verdict([2, 3]) == verdict([0, 1, 2]) == ["wrong_outliers"]
+
+
+def test_a_rank_whose_records_of_the_kinds_that_show_it_miss_the_root_sides_with_either(tmp_path):
+    """Seed 158306, every kind of evidence: rank 2 swapped two all-reduces of one size at seq 8, which only the
+    call stacks of Flight Recorder entries show; the rings of ranks 0 and 3 begin after it. Their NCCL logs, sums,
+    RAS counts hold seq 8 but cannot show a swap of collectives alike in shape: they side with either, so ranks 1
+    and 2 are a tie, and naming all four, no majority, is right; naming rank 0 alone is not."""
+    from incidents.oracle import check
+
+    incident, written = _written_as_drawn(158306, tmp_path)
+
+    def verdict(outliers):
+        root = {"comm": incident.program.comms["0"].comm_id, "seq_range": [1, 8], "outlier_ranks": outliers,
+                "pinned_by": "call sites", "majority": False}
+        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+
+    assert verdict([0, 1, 2, 3]) == verdict([2]) == []
+    assert verdict([0]) == ["wrong_outliers"]

@@ -16,7 +16,9 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   names no rank that ran the comm's program; or the same among the outliers the evidence shows, visibility.py);
   where the outliers are no strict minority of the ranks on record (two ranks, or an even split), naming the
   other side or both sides is right too (`Root.majority` is then false); a rank whose records of the comm all
-  miss the root (NCCL logs cut short before it, Flight Recorder rings whose oldest entry kept is after it), or that
+  miss the root (NCCL logs cut short before it, Flight Recorder rings whose oldest entry kept is after it; of the
+  kinds that show the divergence: its records of kinds that do not, whole NCCL logs of a swap of collectives alike
+  in shape, say nothing of either side), or that
   has no evidence of a kind that shows the divergence, is not on record for this (its records side with either);
   nor is one through fingerprint traces whose tracer read nothing back (it left no trace file: an empty file is
   evidence of no format, so no fingerprint record holds it);
@@ -167,7 +169,8 @@ def _kept(incident: Incident, written: Written, rank: int):
     return launches[-written.ring[rank]:] if rank in written.ring else launches
 
 
-def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, seq: int) -> bool:
+def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, seq: int,
+                  showing: list[str] | None = None) -> bool:
     """Whether every record the rank has of `comm` misses `seq`: a rank that never launched it (blocked elsewhere:
     what it would have launched there is no record, whatever kind of evidence counts its launches), NCCL logs cut
     short before it, Flight Recorder rings whose oldest entry kept is after it, or a peer's desync report alone,
@@ -176,6 +179,10 @@ def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, se
     substitution or a reorder: `[3] started ALLREDUCE` at #15 says nothing of what rank 3 issued at #5); any other
     kind of evidence counts as a record."""
     kinds = _record_kinds(incident, written, rank, comm)
+    if showing is not None:
+        # (records of kinds that do not show the divergence say nothing of either side: the rank's own record of
+        # it is what its kinds that show it kept)
+        kinds = [k for k in kinds if k in showing]
     if kinds and incident.truth.launched.get(comm, {}).get(rank, 0) < seq:
         return True
     if kinds == ["torch"] and not written.has("torch", rank):
@@ -292,7 +299,7 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     # shows the divergence (NCCL logs beside dumps whose call stacks alone part the ranks).
     showing = outcome.visible.get(comm, [])
     shows_at = max(true.seq, min(_first_kept(incident, written, r, comm) for r in seen))
-    deciding = {r for r in evident if not _no_record_at(incident, written, r, comm, shows_at)
+    deciding = {r for r in evident if not _no_record_at(incident, written, r, comm, shows_at, showing)
                 and any(kind in kinds[r] for kind in showing)} or evident
     # (ranks with no record at the root side with either: with them beside the outliers, no majority either)
     unknown = evident - deciding
