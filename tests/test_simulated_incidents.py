@@ -171,7 +171,20 @@ KNOWN: dict[int, str] = {
 # records differ, maybe first (96352, 98665: a lookalike left out, its records otherwise the others'); ranks found
 # behind whose issue orders place nothing stay behind beside the one they place (100643); outliers behind by their own
 # departure need no block elsewhere, so a rank behind that waits in another communicator is held back by them, not
-# behind (123788).
+# behind (123788); traces with sums only where the ranks that share a comm's wrong sums are a split of it beside
+# another comm of theirs, each carrying its own tags (152911: a TP group beside DP pairs; 155297: the world beside a
+# TP group inside it); checked per-step sums where the one rank that completed a step wrong has its peers waiting in
+# it beside another group right all through, which shared no misaligned collective (101561, 153745); traces with sums
+# only where a comm's split from its first misaligned collective carries a tag the whole comm read back misaligned
+# (126217); two ranks whose unchecked per-step sums part at the first step they both summed, which replicas of one
+# rank each do by design (123077: no divergence said); ranks wrong alike in a step beside ranks right in it and wrong
+# all through the next name both sides (129045: by the oracle's reading, naming every rank compared is right where the
+# first outliers of the comms hit are no strict minority of them); by the oracle's reading, outliers whose every view
+# is a reference rank's (a reorder summing alike in one step, a wrong sum all read back alike) may be named with those
+# ranks (104329); unchecked per-step sums equal on every rank in an earlier step that part into two even sides, one
+# class of sums, name every rank (123464); by the oracle's reading, a rank whose records of the kinds that show the
+# divergence miss the root (a ring that begins after it) sides with either, whatever its records of kinds that cannot
+# show it (158306: NCCL logs of a swap alike in shape).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -181,7 +194,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           69434, 61855, 67324, 65062, 65575, 66976, 64544, 69891, 63313, 60359, 69627, 61317, 62516, 61978, 66743,
           64456, 61834, 68373, 62990, 64512, 65018, 67488, 636, 31227, 63947, 67013, 60558, 63480, 60642, 91849,
           92101, 91353, 90923, 90007, 90106, 120313, 102329, 101566, 127474, 151249, 129253, 128159, 96352, 98665,
-          100643, 123788)
+          100643, 123788, 152911, 155297, 101561, 153745, 126217, 123077, 129045, 104329, 123464, 158306)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
@@ -439,3 +452,70 @@ def test_counts_of_a_rank_behind_name_the_ranks_ahead_that_may_hold_it_back(tmp_
     root = json.loads(out)["root"]
     assert code == 1 and root["outlier_ranks"] == [1] and root["may_be_held_back_by"] == [0, 2, 3]
     assert "(one of ranks 0, 2 and 3, as far as the record of who shares a communicator with it goes)" in root["cause"]
+
+
+def _written_as_drawn(seed: int, folder):
+    """The incident of `seed` and the evidence its run writes (the subset it draws)."""
+    incident = draw(seed)
+    rng = evidence_rng(seed)
+    _, kinds = draw_subset(rng, incident.program.world)
+    return incident, incident.write(folder, kinds, rng)
+
+
+def test_outliers_whose_every_view_is_a_reference_ranks_may_be_named_with_those_ranks(tmp_path):
+    """Seed 104329: rank 5 swapped two all-reduces inside step 0 and rank 4 (no trace) skipped one in step 1;
+    per-step sums with expected values of ranks 0, 2, 3, 5 and 6. The swap sums alike, and every traced rank read
+    back step 1 wrong by one amount: rank 5's file differs from rank 0's in the rank number alone. Naming the five,
+    no majority, is right; naming rank 5 is too (the truth); naming a part of the others is not. Where the tags of
+    per-collective traces part the outlier (seed 152911), nothing is blurred."""
+    from incidents.oracle import check
+    from incidents.visibility import blurred_outliers
+
+    incident, written = _written_as_drawn(104329, tmp_path / "a")
+    assert blurred_outliers(incident, written) == {"1": {0, 2, 3, 5, 6}}
+
+    def verdict(outliers):
+        root = {"comm": incident.program.comms["1"].comm_id, "seq_range": None, "outlier_ranks": outliers,
+                "pinned_by": "per-step checksums", "step": 1, "majority": False}
+        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+
+    assert verdict([0, 2, 3, 5, 6]) == verdict([5]) == []
+    assert verdict([0, 2, 3]) == ["wrong_outliers"]
+    incident, written = _written_as_drawn(152911, tmp_path / "b")
+    assert blurred_outliers(incident, written) == {}
+
+
+def test_checksums_that_part_two_even_sides_across_comms_may_name_every_rank_compared(tmp_path):
+    """Seed 129045: TP pairs (0,1) (2,3), DP pairs (0,2) (1,3); ranks 0 and 1 each skipped the DP all-reduce of step 0.
+    Per-step sums checked: ranks 2, 3 wrong in step 0, ranks 0, 1 right in it and wrong all through step 1 (they
+    left out the step's last collective, or the others ran one more). Two even sides: naming the first outliers of
+    the two comms (0, 1) is right, and so is naming all four, no majority; one side alone beside them is not."""
+    from incidents.oracle import check
+
+    incident, written = _written_as_drawn(129045, tmp_path)
+
+    def verdict(outliers, comm="[ranks=0,1,2,3]"):
+        root = {"comm": comm, "seq_range": None, "outlier_ranks": outliers, "pinned_by": "per-step checksums",
+                "step": 0, "majority": False}
+        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+
+    assert verdict([0, 1]) == verdict([0, 1, 2, 3]) == []
+    assert verdict([2, 3]) == verdict([0, 1, 2]) == ["wrong_outliers"]
+
+
+def test_a_rank_whose_records_of_the_kinds_that_show_it_miss_the_root_sides_with_either(tmp_path):
+    """Seed 158306, every kind of evidence: rank 2 swapped two all-reduces of one size at seq 8, which only the
+    call stacks of Flight Recorder entries show; the rings of ranks 0 and 3 begin after it. Their NCCL logs, sums,
+    RAS counts hold seq 8 but cannot show a swap of collectives alike in shape: they side with either, so ranks 1
+    and 2 are a tie, and naming all four, no majority, is right; naming rank 0 alone is not."""
+    from incidents.oracle import check
+
+    incident, written = _written_as_drawn(158306, tmp_path)
+
+    def verdict(outliers):
+        root = {"comm": incident.program.comms["0"].comm_id, "seq_range": [1, 8], "outlier_ranks": outliers,
+                "pinned_by": "call sites", "majority": False}
+        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+
+    assert verdict([0, 1, 2, 3]) == verdict([2]) == []
+    assert verdict([0]) == ["wrong_outliers"]

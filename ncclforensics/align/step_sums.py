@@ -186,11 +186,14 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             continue  # equal sums say nothing (two ranks that both read back wrong: either departed)
         ordered = sorted(groups.values(), key=lambda ranks: (-len(ranks), ranks))
         majority = len(ordered) > 1 and len(ordered[0]) * 2 > len(rows)
-        if checked and majority and _unplaced_by_sums(by_step, step, traced):
+        alike = len(ordered) == 1 and all(math.isfinite(row.sum - row.expected_sum) for row in rows.values())
+        if checked and (majority or alike) and _unplaced_by_sums(by_step, step, traced):
             # Offsets that part where some ranks have no sum of the step (their traces stop before it: hung) or
             # read it back right and the next one wrong (they left out the step's last collective): the ranks
             # off by one amount and by another may each be a comm's ranks that the departure of another mixed,
-            # so no side is the minority; who may have departed is said from every rank's verdicts.
+            # so no side is the minority; who may have departed is said from every rank's verdicts. So too where
+            # the ranks that read back wrong are all off by one amount: beside them, those that hung or read the
+            # next step back wrong may have departed as well (each pair of DP groups of a job of two TP pairs).
             yield _BY_VERDICTS
             return
         lone = _lone_beside_alike(ordered) if checked and not majority else []
@@ -201,9 +204,13 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             alike = sorted(r for ranks in ordered if len(ranks) > 1 for r in ranks)
             yield _root(lone, alike, True, step, known, rows), step if _earlier_right(by_step, step) else None
             return
-        if not majority and len(rows) > 2 and (len(ordered) > 2 or not checked):
+        if not majority and (len(rows) > 2 and len(ordered) > 2
+                             or not checked and not _agreed_before(by_step, step, set(rows))):
             # Several sides, none a majority, or two even sides of sums no expected value checks (two replicas'
-            # sums may differ by design): the checksums name no one.
+            # sums may differ by design; two ranks whose sums part at the first step both summed read the same as
+            # two replicas of one rank each): the checksums name no one. Sums that were equal on every one of them
+            # in an earlier step are of one class (as the first step's classes say, _classes_of_first_step): two
+            # even sides of them say one side departed, and nothing says which.
             yield None
             return
         # Two even sides of results checked wrong: one side departed, and nothing says which; the root names both.
@@ -211,6 +218,12 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         root = _root(outliers, ordered[0] if majority else sorted(rows), majority, step, known, rows)
         yield root, step if _earlier_right(by_step, step) else None
         return
+
+
+def _agreed_before(by_step: dict[int, dict[int, FingerprintRow]], step: int, ranks: set[int]) -> bool:
+    """Whether the ranks' sums were equal in some earlier step that every one of them summed."""
+    return any(ranks <= set(rows) and len({repr(rows[r].sum) for r in ranks}) == 1
+               for s, rows in by_step.items() if s < step)
 
 
 def _lone_beside_alike(groups: list[list[int]]) -> list[int]:
@@ -319,8 +332,9 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     that may have departed, and no majority: the ranks checked right all through both steps shared no misaligned
     collective, so nothing places the departure on them.
 
-    Where every rank that completed that step read back wrong and each other rank's whole trace (no file cut short)
-    goes up to the step before it, those never completed it: the ranks part into those whose collectives of the
+    Where every rank that completed that step read back wrong (but bystanders: ranks right all through it and the
+    next, or in the job's last step, which shared no misaligned collective; another TP group) and each other rank's
+    whole trace (no file cut short) goes up to the step before it, those never completed it: the ranks part into those whose collectives of the
     step were all paired and those left waiting. One program on every rank but the outliers, the two sides ran
     different numbers of collectives there (fewer: done first; more: left waiting with nothing to pair their last
     with), so a strict minority of either side is the outliers. So too where every rank read the step back, and
@@ -351,10 +365,14 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
         return _alone(next(iter(wrong)), sorted(traced), after, step, known), bound
     waiting = traced - set(checked)
     before = verdicts.get(step - 1, {})
-    if wrong == set(checked) and waiting and not waiting & cut and waiting <= set(before):
+    # Ranks right all through the step and the next (or the job's last step) shared no misaligned collective and
+    # departed nowhere that shows: bystanders (another TP group), beside which the rest part as below.
+    bystanders = {rank for rank, right in checked.items() if right and (not after or after.get(rank) is True)}
+    involved = traced - bystanders
+    if wrong == set(checked) - bystanders and waiting and not waiting & cut and waiting <= set(before):
         fewer = min((wrong, waiting), key=len)
-        if len(fewer) * 2 < len(traced):
-            return _root(sorted(fewer), sorted(traced - fewer), True, step, known), bound
+        if len(fewer) * 2 < len(involved):
+            return _root(sorted(fewer), sorted(involved - fewer), True, step, known), bound
     crossed = {rank for rank, right in checked.items() if right and after and not after.get(rank, False)}
     if set(checked) == traced and crossed == traced - wrong and all(after.get(rank) is False for rank in crossed):
         # Every rank read the step back, the ones right in it wrong all through the next: they ran fewer

@@ -421,14 +421,21 @@ def _paired_wrong(trace: list[FingerprintRow], own: list[Members], alike: list[b
 
 def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: list[Members], alike: list[bool],
                       given: list[set[str | None]], paired: set[Members] = frozenset()) -> set[Members] | None:
-    """Several sets of ranks sharing sums, as one comm where they are: ranks whose counts differ in a misaligned
-    pairing each read back their own sum, which splits one collective's members, but the records of such a split
-    carry tags the whole set's records carry too (`given`: per record, every tag its result's holders gave it; a
-    misaligned result of the whole set carries the tags of each collective paired in it, so a split right after
-    the pairing went misaligned, before the whole set recorded those tags aligned, carries them too); a set whose
-    tags are its own is a comm of its own. Sums of two groups can also be equal by design (replicas fed alike),
-    so a trace of several comms cannot be split by its sums: None. A set of `paired` (misaligned pairings that
-    recur, _paired_wrong) confirms every tag its results were given, as an aligned result confirms its one tag."""
+    """Several sets of ranks sharing sums, as the comms they are: ranks whose counts differ in a misaligned pairing
+    each read back their own sum, which splits one collective's members, but the records of such a split carry tags
+    the whole set's records carry too (`given`: per record, every tag its result's holders gave it; a misaligned
+    result of the whole set carries the tags of each collective paired in it, so a split right after the pairing
+    went misaligned, before the whole set recorded those tags aligned, carries them too). A split goes to the one
+    wider set whose tags it carries (from the widest down); a set that carries no wider set's tags is a comm of its
+    own (a tensor-parallel group inside the world), and where that leaves several comms, each must be one of its
+    own: every tag their aligned results carry is shared by one of them alone (a program issues each tagged
+    collective on one comm). Sums of two groups can also be equal by design (replicas fed alike), so a trace whose
+    sets do not fit so cannot be split by its sums: None. A set of `paired` (misaligned pairings that recur,
+    _paired_wrong) confirms every tag its results were given, as an aligned result confirms its one tag. Worked
+    example: in the tensor-parallel comm of ranks 56-63 rank 57 issues `lm_head` before `mlp` in step 0, so the
+    other seven share two wrong sums rank 57 does not; rank 56's trace holds its data-parallel comm, the 8 ranks
+    (step 1, aligned) and the seven, whose tags are the 8 ranks': the seven are the 8 ranks' comm split, beside the
+    data-parallel one, and the tags part rank 57 from the seven at seq 1."""
     tags: dict[Members, set[str | None]] = {}
     sets_of_tag: dict[str | None, set[Members]] = {}
     for row, members, one, tagged in zip(trace, own, alike, given):
@@ -444,19 +451,33 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
         # result shared under a tag no aligned result confirms (a coincidence of sums across comms, a misaligned
         # pairing) could be either's: then the sums cannot split the trace.
         return comms
-    widest = [m for m in comms if not any(m < other for other in comms)]
-    if len(widest) != 1:
-        return None
-    whole = tags.get(widest[0], set()) - {None}
 
-    def before(m: Members) -> set[str | None]:
+    def before(m: Members, whole: Members) -> set[str | None]:
         # the tags of the whole set's results before the set's first record: a split that starts right after a
         # misaligned result carries that result's tags (a later one may be a coincidence of sums across comms)
         first = own.index(m)
-        return {t for members, g in zip(own[:first], given[:first]) if members == widest[0] for t in g} - {None}
-    if any(not (tags.get(m, set()) & (whole | before(m))) for m in comms if m != widest[0]):
-        return None
-    return {widest[0]}
+        return {t for members, g in zip(own[:first], given[:first]) if members == whole for t in g} - {None}
+    def mixed_in(whole: Members) -> set[str | None]:
+        # the tags of the whole set's misaligned results: each collective paired in one was issued on its comm
+        return {t for members, g, one in zip(own, given, alike) if members == whole and not one for t in g} - {None}
+    # From the widest sets down, each set goes to the one wider comm whose tags it carries (a split of it); a set
+    # that carries no wider comm's tags is a comm of its own (a tensor-parallel group inside the world).
+    fold: dict[Members, Members] = {}
+    for m in sorted(comms, key=len, reverse=True):
+        wider = {fold[w] for w in comms
+                 if m < w and tags.get(m, set()) & (tags.get(w, set()) - {None} | before(m, w) | mixed_in(w))}
+        if len(wider) > 1:
+            return None
+        fold[m] = wider.pop() if wider else m
+    kept = {fold[m] for m in comms}
+    if len(kept) > 1:
+        # several comms: each must be one of its own, every tag its aligned results carry shared by it alone
+        folded: dict[str | None, set[Members]] = {}
+        for tag, sets in sets_of_tag.items():
+            folded.setdefault(tag, set()).update(fold[m] for m in sets)
+        if None in folded or not tags_shared <= set(folded) or any(len(sets) != 1 for sets in folded.values()):
+            return None
+    return kept
 
 
 def _stopped_before(gone: Members, subset: Members, trace: list[FingerprintRow], own: list[Members],

@@ -91,6 +91,20 @@ def test_the_one_rank_that_completed_a_step_wrong_while_the_others_wait_in_it_is
     assert step_sums_root(rows, {})[0].outlier_ranks == [2]
 
 
+def test_the_one_rank_that_completed_a_step_wrong_while_its_group_waits_beside_another_group_right_is_the_outlier():
+    # TP groups 0..3 and 4..7: rank 0 left out a collective of step 1 and completed it wrong; ranks 1..3 wait in it;
+    # ranks 4..7 read it back right, the job's last step. They shared no misaligned collective: bystanders, and
+    # beside them rank 0 is the one of four that completed the step (it named every rank of 0..3, no majority).
+    rows = [step_sum(r, 0, True) for r in range(8)] + [step_sum(0, 1, False)]
+    rows += [step_sum(r, 1, True) for r in range(4, 8)]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([0], [1, 2, 3], True, 1)
+    assert root.comm == "[ranks=0,1,2,3]"
+    # Ranks right in the step but with no record of the next one while others have it are no bystanders.
+    rows += [step_sum(r, 2, True) for r in range(5, 8)]
+    assert step_sums_root(rows, {})[0].outlier_ranks == [0, 1, 2, 3, 4]
+
+
 def test_traces_cut_short_before_the_step_may_be_of_either_side():
     rows = [step_sum(r, 0, True, path=f"cut{r}" if r != 2 else None) for r in range(4)] + [step_sum(2, 1, False)]
     root, _ = step_sums_root(rows, {}, cut=frozenset({0, 1, 3}))
@@ -235,3 +249,39 @@ def test_unchecked_sums_in_two_even_sides_where_one_sides_traces_stop_sooner_nam
     assert step_sums_root([unchecked(r, s, 10.0 * s + r % 2) for r in range(4) for s in range(4)], {}) is None
     # ... nor do traces that end sooner where their files were cut short.
     assert step_sums_root(rows, {}, cut=frozenset({1, 3})) is None
+
+
+def test_two_ranks_whose_unchecked_sums_part_at_the_first_step_name_no_one():
+    # Ranks 2 and 3 summed step 0 alone and their sums differ: two replicas of one rank each (other DP groups)
+    # read back different results by design, so nothing says they diverged. Where they agreed in an earlier step,
+    # parting later says one of the two departed.
+    def unchecked(rank: int, step: int, got: float) -> FingerprintRow:
+        return FingerprintRow(Location(f"fp{rank}", step + 1), rank, step, None, sum=got)
+
+    assert step_sums_root([unchecked(2, 0, 932084.0), unchecked(3, 0, 932206.0)], {}) is None
+    rows = [unchecked(2, 0, 5.0), unchecked(3, 0, 5.0), unchecked(2, 1, 932084.0), unchecked(3, 1, 932206.0)]
+    root, _ = step_sums_root(rows, {})
+    assert root.outlier_ranks == [2, 3] and not root.majority
+
+
+def test_ranks_wrong_alike_beside_ranks_right_in_the_step_and_wrong_all_through_the_next_name_both_sides():
+    # TP pairs (0,1) (2,3), DP pairs (0,2) (1,3): ranks 0 and 1 each left out their DP pair's last collective of
+    # step 0, so ranks 2 and 3 read it back wrong, off alike, and ranks 0 and 1 read it back right and step 1
+    # wrong. Two even sides, either of which departed: not the two wrong ones alone.
+    rows = [r for rank in (0, 1) for r in per_step(rank, [(10.0, 10.0), (9.0, 10.0), (9.0, 10.0)])]
+    rows += [r for rank in (2, 3) for r in per_step(rank, [(11.0, 10.0), (11.0, 10.0)])]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, step) == ([0, 1, 2, 3], False, 0)
+
+
+def test_unchecked_sums_equal_in_an_earlier_step_that_part_into_two_even_sides_name_every_rank():
+    # Ranks 0-3 read back equal sums in steps 0, 1 and 3 (one class: a correct run makes them equal) and two even
+    # sides in step 2 (ranks 0 and 2 swapped two collectives of another size there): one side departed, nothing says
+    # which. Two replicas' sums that part from the first step on say nothing (the test above).
+    def unchecked(rank: int, step: int, got: float) -> FingerprintRow:
+        return FingerprintRow(Location(f"fp{rank}", step + 1), rank, step, None, sum=got)
+
+    rows = [unchecked(r, s, 100.0 * s) for r in range(4) for s in (0, 1, 3)]
+    rows += [unchecked(r, 2, 3875328.0 if r in (0, 2) else 3820032.0) for r in range(4)]
+    root, _ = step_sums_root(rows, {})
+    assert root.outlier_ranks == [0, 1, 2, 3] and not root.majority and root.step_bound == 2

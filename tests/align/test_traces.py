@@ -597,3 +597,87 @@ def test_a_result_no_one_shares_follows_its_tag_to_the_ranks_it_went_with_before
     assert placed[(1, "dp")] == ("[ranks=1,3]", 2)
     assert placed[(1, "attn")] == ("[ranks=0,1]", 4)
     assert any(p.by_neighbours and p.comm == "[ranks=1,3]" and p.seq == 2 for p in guesses[1])
+
+
+def _sums_only(tmp_path, rows_of) -> dict:
+    """Write each rank's records (rank -> [(step, tag, numel, sum, expected)]) as a trace of sums only; the answer."""
+    for rank, rows in rows_of.items():
+        ops: dict[int, int] = {}
+        lines = []
+        for step, tag, numel, got, want in rows:
+            ops[step] = ops.get(step, -1) + 1
+            lines.append(json.dumps({"step": step, "op": ops[step], "rank": rank, "tag": tag, "kind": "AllReduce",
+                                     "numel": numel, "sum": got, "expected_sum": want}))
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("\n".join(lines) + "\n")
+    return answer(tmp_path)
+
+
+def test_a_split_of_one_comm_beside_another_comm_of_the_rank_goes_to_the_comm_whose_tags_it_carries(tmp_path):
+    """TP groups (0-3) (4-7) and DP pairs (i, i+4), sums only. Rank 1 issues `head` before `mlp` in step 0: ranks 0,
+    2 and 3 share two wrong sums rank 1 does not. Rank 0's trace then holds three sets, its DP pair, the TP group
+    (step 1, aligned) and the three, whose tags are the TP group's: the three are the TP group split, beside the DP
+    pair (two widest sets, which left every trace but rank 1's out as comms its sums cannot split, and the answer
+    fell back on per-step checksums naming all four); the tags part rank 1 from the three at seq 1."""
+    rows_of = {}
+    for rank in range(8):
+        group, pair = rank // 4, rank % 4
+        rows = []
+        for step in range(2):
+            dp = 10.0 + pair + 100 * step
+            mlp, head = 1000.0 * (group + 1) + 10 * step, 50000.0 * (group + 1) + 10 * step
+            tp = [("mlp", 64, mlp, mlp), ("head", 256, head, head)]
+            if group == 0 and step == 0:
+                tp = ([("head", 256, 777.0, head), ("mlp", 64, 999.0, mlp)] if rank == 1
+                      else [("mlp", 64, 333.0, mlp), ("head", 256, 555.0, head)])
+            rows += [(step, "dp", 1, dp, dp), *((step, *x) for x in tp)]
+        rows_of[rank] = rows
+    d = _sums_only(tmp_path, rows_of)
+    root = d["root"]
+    assert not any("cannot be told" in c for c in d["caveats"])
+    assert (root["comm"], root["seq_range"], root["outlier_ranks"]) == ("[ranks=0,1,2,3]", [1, 1], [1])
+
+
+def test_a_split_of_the_world_beside_a_tp_group_inside_it_goes_to_the_world(tmp_path):
+    """A world (0-3) with `dp.0` and `dp.1` a step, TP groups (0,1) (2,3) inside it, sums only. Rank 3 issues
+    `dp.1` before `dp.0` in step 1: ranks 0-2 share two wrong sums under the world's tags. Rank 0's trace holds the
+    world, its TP group (tags of its own: a comm, not a split of the world though the world holds it) and the
+    three, which carry the world's tags: its split (the one widest set held both, which left the traces out as
+    comms the sums cannot split); the tags part rank 3 from the three at seq 3."""
+    rows_of = {}
+    for rank in range(4):
+        group = rank // 2
+        rows = []
+        for step in range(2):
+            dp = [("dp.0", 1, 20.0 + step, 20.0 + step), ("dp.1", 8, 300.0 + step, 300.0 + step)]
+            if step == 1:
+                dp = ([("dp.1", 8, 44.0, 301.0), ("dp.0", 1, 66.0, 21.0)] if rank == 3
+                      else [("dp.0", 1, 22.0, 21.0), ("dp.1", 8, 88.0, 301.0)])
+            mlp = 1000.0 * (group + 1) + 10 * step
+            rows += [*((step, *x) for x in dp), (step, "mlp", 64, mlp, mlp)]
+        rows_of[rank] = rows
+    d = _sums_only(tmp_path, rows_of)
+    root = d["root"]
+    assert not any("cannot be told" in c for c in d["caveats"])
+    assert (root["comm"], root["seq_range"], root["outlier_ranks"]) == ("[ranks=0,1,2,3]", [3, 3], [3])
+
+
+def test_a_split_from_the_first_misaligned_collective_carries_a_tag_the_whole_comm_read_back_misaligned(tmp_path):
+    """One comm of four, sums only. Rank 3 leaves out `moe` in step 0: its `head` (an all-gather of another size)
+    pairs with the others' `moe`, its next `mlp` with their `head`, each side reading back its own sum, so ranks 0-2
+    share wrong sums under `moe` and `head` that no aligned result of the four carries. Then rank 3's `moe` pairs
+    with their `mlp` of the same size: one wrong result all four read back under `mlp` and `moe`, so `moe` was
+    issued on the four's comm, and the three are the four split (their sums left out as several comms the sums
+    cannot split, and per-step checksums named all four); the tags part rank 3 from the three at seq 4."""
+    rows_of = {r: [(0, "a", 512, 10.0, 10.0), (0, "b", 512, 20.0, 20.0), (0, "mlp", 512, 30.0, 30.0)]
+               for r in range(4)}
+    for r in range(3):
+        rows_of[r] += [(0, "moe", 512, 41.0, 40.0), (0, "head", 128, 51.0, 50.0), (1, "a", 512, 61.0, 60.0),
+                       (1, "b", 512, 71.0, 70.0), (1, "mlp", 512, 81.0, 80.0), (1, "moe", 512, 91.0, 90.0),
+                       (1, "head", 128, 101.0, 100.0)]
+    rows_of[3] += [(0, "head", 128, 999.0, 50.0), (1, "a", 512, 888.0, 60.0), (1, "b", 512, 61.0, 70.0),
+                   (1, "mlp", 512, 71.0, 80.0), (1, "moe", 512, 81.0, 90.0), (1, "head", 128, 444.0, 100.0),
+                   (2, "a", 512, 777.0, 110.0)]
+    d = _sums_only(tmp_path, rows_of)
+    root = d["root"]
+    assert not any("cannot be told" in c for c in d["caveats"])
+    assert (root["comm"], root["seq_range"], root["outlier_ranks"]) == ("[ranks=0,1,2,3]", [4, 4], [3])

@@ -16,17 +16,23 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   names no rank that ran the comm's program; or the same among the outliers the evidence shows, visibility.py);
   where the outliers are no strict minority of the ranks on record (two ranks, or an even split), naming the
   other side or both sides is right too (`Root.majority` is then false); a rank whose records of the comm all
-  miss the root (NCCL logs cut short before it, Flight Recorder rings whose oldest entry kept is after it), or that
+  miss the root (NCCL logs cut short before it, Flight Recorder rings whose oldest entry kept is after it; of the
+  kinds that show the divergence: its records of kinds that do not, whole NCCL logs of a swap of collectives alike
+  in shape, say nothing of either side), or that
   has no evidence of a kind that shows the divergence, is not on record for this (its records side with either);
   nor is one through fingerprint traces whose tracer read nothing back (it left no trace file: an empty file is
   evidence of no format, so no fingerprint record holds it);
+  where every kind of evidence that shows an outlier shows it only through a view that is the very view of some
+  reference ranks (per-step sums every rank read back wrong alike, the outlier's own departure a reorder inside one
+  step, which sums alike), naming it with all those ranks is right too: their files differ in the rank number alone;
   a rank a peer's desync report lists is on record through it, whatever its own files (the report gives every
   member's last collective: `[2, 3] finished collective #39, but didn't join collective #40` puts rank 3 beside
   rank 2 though rank 3 left no file, and two ranks behind two are an even split; where that is only a floor of
   what the rank launched, it sides with either, visibility.py);
   a root on per-step checksums alone that names, among the ranks it compared, the first outliers of each of
   several comms that diverged there is right (a step's checksum sums what a rank read back from all its comms:
-  ranks that departed in two comms part from the others alike);
+  ranks that departed in two comms part from the others alike), and where those are no strict minority of the
+  ranks compared, a root naming all of those is right too;
   where the root rests on counts alone of ranks behind and names the ranks ahead that may instead have launched one
   more and held them back in another comm (`root.may_be_held_back_by`), the true outliers among those are right too:
   the counts read the same either way (a twin incident of the opposite truth writes the same files);
@@ -66,7 +72,7 @@ from dataclasses import dataclass, field
 
 from .evidence import Written
 from .incident import Incident
-from .visibility import reported_work, shown_outliers, visible_comms
+from .visibility import blurred_outliers, reported_work, shown_outliers, visible_comms
 
 VIOLATIONS = ("false_divergence", "missed", "root_outside_range", "root_without_range", "wrong_outliers",
               "root_on_unfaulted_comm", "unknown_comm", "parse_error", "crash")
@@ -299,6 +305,11 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
         for side in [side & pool for side in sides]:
             if len(side | unknown) * 2 >= len(pool | unknown):  # no strict majority: either side, or both
                 accepted += [evident - side, evident, pool - side, pool, members - side, members]
+    # Outliers whose every showing view is the very view of some reference ranks (a wrong sum all read back alike):
+    # nothing on file tells them from those ranks, so naming all of them, no majority, is right too.
+    blur = blurred_outliers(incident, written).get(comm)
+    if blur:
+        accepted += [blur, blur & evident]
     if not _names_global_ranks(incident, written):
         # NCCL logs and RAS replies of a job with no communicator over every rank give comm ranks only
         order = incident.program.comms[comm].ranks
@@ -344,7 +355,10 @@ def _checksum_firsts(incident: Incident, root: dict, got: set[int]) -> bool:
     # (a comm that diverged only after the step the checksums part at did not mix them)
     hit = [c for c in incident.truth.roots if compared & set(incident.program.comms[c].ranks)
            and (step is None or incident.truth.roots[c].step is None or incident.truth.roots[c].step - 1 <= step)]
-    return len(hit) > 1 and got == {r for c in hit for r in incident.truth.roots[c].outliers}
+    firsts = {r for c in hit for r in incident.truth.roots[c].outliers}
+    # (where those are no strict minority of the ranks compared, naming every one of them is right too)
+    return len(hit) > 1 and (got == firsts or got == compared and firsts <= compared
+                             and len(firsts) * 2 >= len(compared))
 
 
 def _or(seqs: list[int]) -> str:

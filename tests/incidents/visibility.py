@@ -62,15 +62,35 @@ def shown_outliers(incident: Incident, written: Written) -> dict[str, set[int]]:
     return out
 
 
+def blurred_outliers(incident: Incident, written: Written) -> dict[str, set[int]]:
+    """Per comm that diverged where every kind of evidence that shows an outlier shows it only through a view that
+    is the very view of a reference rank (a wrong sum every member read back alike, and no other outlier showing):
+    the ranks on record whose views are the shown outliers' in every such kind. Nothing on file tells those apart
+    (their files differ in the rank number alone), so any of them may be the one that departed."""
+    out: dict[str, set[int]] = {}
+    for comm, root in incident.truth.roots.items():
+        blur: set[int] | None = None
+        for views_of, differ, _ in _KINDS.values():
+            views = views_of(incident, written, comm)
+            references = [r for r in views if r not in root.faulted]
+            shown = {r for r in root.faulted if r in views
+                     and (views[r][1] or any(differ(views[r], views[o]) for o in references))}
+            if not shown or not references:
+                continue
+            if any(all(views[r] != views[o] for o in references) for r in shown):
+                blur = None  # (this kind tells an outlier from every reference rank)
+                break
+            same = shown | {o for o in views if any(views[o] == views[r] for r in shown)}
+            blur = same if blur is None else blur & same
+        if blur is not None:
+            out[comm] = blur
+    return out
+
+
 def _by_kind(incident: Incident, written: Written) -> dict[str, dict[str, set[int]]]:
     """kind -> comm -> the ranks it shows (outliers on a comm that diverged; any rank whose view differs else)."""
-    kinds: dict[str, tuple[Callable, Callable, Callable]] = {
-        "nccl": (_nccl_views, _nccl_differ, _nccl_before), "fr": (_fr_views, _plain_differ, _fr_before),
-        "torch": (_torch_views, _torch_differ, _torch_before), "ras": (_ras_views, _plain_differ, _counts_before),
-        "fp": (_fp_views, _fp_differ, _results_before),
-    }
     out: dict[str, dict[str, set[int]]] = {}
-    for kind, (views_of, differ, before) in kinds.items():
+    for kind, (views_of, differ, before) in _KINDS.items():
         for comm in incident.program.comms:
             views = views_of(incident, written, comm)
             shown = _shown(incident, comm, views, differ, before)
@@ -300,3 +320,10 @@ def _fp_differ(a: View, b: View) -> bool:
     # per step: sums that a correct run makes equal, differing, on a step where one of the two was misaligned here
     return any(k in keyed_b and keyed_a[k][1] == keyed_b[k][1] and keyed_a[k][0] != keyed_b[k][0]
                and (keyed_a[k][2] or keyed_b[k][2]) for k in keyed_a)
+
+
+_KINDS: dict[str, tuple[Callable, Callable, Callable]] = {
+    "nccl": (_nccl_views, _nccl_differ, _nccl_before), "fr": (_fr_views, _plain_differ, _fr_before),
+    "torch": (_torch_views, _torch_differ, _torch_before), "ras": (_ras_views, _plain_differ, _counts_before),
+    "fp": (_fp_views, _fp_differ, _results_before),
+}  # kind -> (its views of a comm, whether two views differ, a view cut before a seq)
