@@ -891,8 +891,9 @@ def edits_before_stop(solution: Solution, codes: dict[int, Codes], start: int,
     own just before (paired with its peers' regular ones, which its records cannot tell from its own where they
     look alike in everything recorded), or left some out, and then blocked elsewhere. Every such edit its records
     allow (`place_edits`, up to MAX_EDIT; none before a record that is provably the program's own collective there)
-    joins the stop, each scored below it (the stop stays the likeliest kind), where every constraint allows it (results checked right before it, the gate journal's step, the issue orders). Returns whether it
-    widened a stop.
+    joins the stop, each scored below it (the stop stays the likeliest kind), where every constraint allows it
+    (results checked right before it, the gate journal's step, the issue orders). Returns whether it widened a
+    stop.
 
     Worked example (NCCL logs alone): ranks 0 and 1 logged eight all-reduces of 1024 floats, rank 3 six. Rank 3
     stopped after its sixth, or ran two of its own at seq 2 (a drafter pass that pairs with the others' layers) and

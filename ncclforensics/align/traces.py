@@ -457,6 +457,7 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
         # misaligned result carries that result's tags (a later one may be a coincidence of sums across comms)
         first = own.index(m)
         return {t for members, g in zip(own[:first], given[:first]) if members == whole for t in g} - {None}
+
     def mixed_in(whole: Members) -> set[str | None]:
         # the tags of the whole set's misaligned results: each collective paired in one was issued on its comm
         return {t for members, g, one in zip(own, given, alike) if members == whole and not one for t in g} - {None}
