@@ -336,9 +336,8 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     next, or in the job's last step, which shared no misaligned collective; another TP group) and each other rank's
     whole trace (no file cut short) goes up to the step before it, those never completed it: the ranks part into
     those whose collectives of the step were all paired and those left waiting. One program on every rank but the
-    outliers, the two sides ran
-    different numbers of collectives there (fewer: done first; more: left waiting with nothing to pair their last
-    with), so a strict minority of either side is the outliers. So too where every rank read the step back, and
+    outliers, the two sides ran different numbers of collectives there (fewer: done first; more: left waiting with
+    nothing to pair their last with), so a strict minority of either side is the outliers. So too where every rank read the step back, and
     those that read it back right read back the next one wrong, every one: they left out the step's last
     collective, or the others ran one more there, however many comms the wrong ones' offsets part by.
     """
