@@ -337,9 +337,9 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     whole trace (no file cut short) goes up to the step before it, those never completed it: the ranks part into
     those whose collectives of the step were all paired and those left waiting. One program on every rank but the
     outliers, the two sides ran different numbers of collectives there (fewer: done first; more: left waiting with
-    nothing to pair their last with), so a strict minority of either side is the outliers. So too where every rank read the step back, and
-    those that read it back right read back the next one wrong, every one: they left out the step's last
-    collective, or the others ran one more there, however many comms the wrong ones' offsets part by.
+    nothing to pair their last with), so a strict minority of either side is the outliers. So too where every rank
+    read the step back, and those that read it back right read back the next one wrong, every one: they left out the
+    step's last collective, or the others ran one more there, however many comms the wrong ones' offsets part by.
     """
     verdicts: dict[int, dict[int, bool]] = {}
     for row in fingerprints:
