@@ -711,7 +711,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if proposal is None:
             return None
         pinned_by, compared, chosen = "fingerprints", list(stages), richest
-    solution = Solution(proposal.placements, proposal.outliers, proposal.reference, proposal.majority,
+    hidden = _hidden_departures(proposal, chosen, start)
+    solution = Solution(proposal.placements + hidden, proposal.outliers, proposal.reference, proposal.majority,
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
                         either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,
                         compared=compared, members=proposal.members, unplaced=proposal.unplaced)
@@ -751,6 +752,39 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             solution.shown, solution.told = True, False  # results read back wrong: misaligned, whatever records say
     solution.placements += blocks
     return solution
+
+
+def _hidden_departures(proposal: Proposal, codes: dict[int, Codes], start: int) -> list[Placement]:
+    """Edits of a group's members whose own records do not show the group's departure. A stream that lacks the
+    field parting a group from the reference (an NCCL log without the call stacks the others' dumps have) agrees
+    with both, and joins the group by its length only: it departed too, but its records say nothing of where the
+    group's did. It may have left out (or added) a collective anywhere its own records allow against the
+    reference, earlier than the group: every such edit joins the group's, scored below them (the group's stays the
+    likeliest), and no later than them (a later one moves no first departure).
+
+    Worked example: ranks 0..6 keep dumps with call stacks or NCCL logs, all-reduces alike in signature; rank 2's
+    dump shows it skipped seq 22; rank 7, one short too, kept an NCCL log only. Rank 7 may have skipped any of seq
+    1..22: the answer is seq 1..22, not 21..22."""
+    if not proposal.shown or not proposal.members or not proposal.placements or not proposal.reference:
+        return []
+    keep = [r for r in proposal.reference if r in codes]
+    if not keep:
+        return []
+    reference = merged(codes[r] for r in keep)
+    found: list[Placement] = []
+    for rep, members in proposal.members.items():
+        own = [p for p in proposal.placements if p.rank == rep]
+        if not own:
+            continue
+        high, floor = max(p.high for p in own), min(p.score for p in own) - 1
+        for rank in members:
+            if rank == rep or rank not in codes or codes[rank].length == reference.length \
+                    or not agree(codes[rank], reference):
+                continue  # its records show a departure of their own (or none at all)
+            placed, _ = place_edits(rep, codes[rank], reference, start, known=True)
+            found += [replace(p, high=min(p.high, high), score=min(p.score, floor), widest=None) for p in placed
+                      if p.kind in (EditKind.EXTRA, EditKind.MISSING) and p.low < min(q.low for q in own)]
+    return found
 
 
 def _misaligned_by(constraint: Constraint, placements: list[Placement]) -> list[Placement]:

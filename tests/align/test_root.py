@@ -651,3 +651,21 @@ def test_a_whole_stream_of_the_reference_that_goes_on_past_the_rest_of_it_depart
     # Shorter streams that may be cut short, or held back elsewhere, say nothing of where the longer one ends.
     assert propose(codes, 1).outliers == [2]
     assert propose(codes, 1, closed={0, 1, 2, 3}, settled={0, 2, 3}).outliers == [2]
+
+
+def test_a_member_without_the_parting_field_may_have_departed_anywhere_its_own_records_allow():
+    # Ranks 0, 1, 3 and 2 kept call stacks; rank 2's show it skipped the collective at seq 8. Rank 4, one short
+    # too, kept an NCCL log only (lookalike signatures, no stacks): it agrees with the reference and with rank 2,
+    # and goes with rank 2 by its length, but nothing it recorded says it skipped where rank 2 did. Its skip may
+    # lie anywhere its own records allow: the first departure is somewhere in seq 1..8, not pinned at rank 2's.
+    program = [10, 11, 12] * 4
+    signatures = {r: stream([1] * 12) for r in (0, 1, 3)}
+    signatures[2], signatures[4] = stream([1] * 11), stream([1] * 11)
+    stacks = {r: stream([1] * 12, program) for r in (0, 1, 3)}
+    stacks[2] = stream([1] * 11, program[:7] + program[8:])
+    stacks[4] = stream([1] * 11, [0] * 11)
+    solution = solve([("signatures", lambda: signatures), ("call sites", lambda: stacks)], 1, [],
+                     lambda seq: (Location("log", seq),), closed={0, 1, 2, 3, 4}, settled={0, 1, 2, 3, 4})
+    assert solution.outliers == [2, 4] and solution.majority
+    assert solution.seq_range[0] == 1 and solution.seq_range[1] <= 8
+    assert solution.best.low >= 6  # rank 2's own skip stays the likeliest
