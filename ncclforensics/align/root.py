@@ -781,9 +781,8 @@ def _hidden_departures(proposal: Proposal, codes: dict[int, Codes], start: int) 
             if rank == rep or rank not in codes or codes[rank].length == reference.length \
                     or not agree(codes[rank], reference):
                 continue  # its records show a departure of their own (or none at all)
-            placed, _ = place_edits(rep, codes[rank], reference, start, known=True)
-            found += [replace(p, high=min(p.high, high), score=min(p.score, floor), widest=None) for p in placed
-                      if p.kind in (EditKind.EXTRA, EditKind.MISSING) and p.low < min(q.low for q in own)]
+            found += [replace(p, score=min(p.score, floor))
+                      for p in _edits_before(rep, codes[rank], reference, start, min(q.low for q in own), high)]
     return found
 
 
@@ -943,18 +942,23 @@ def edits_before_stop(solution: Solution, codes: dict[int, Codes], start: int,
     for stop in solution.placements:
         ranks = [r for r in solution.members.get(stop.rank, [stop.rank]) if r in codes]
         for rank in ranks:
-            placed, _ = place_edits(stop.rank, codes[rank], reference, start, known=True)
-            for p in placed:
-                if p.kind not in (EditKind.EXTRA, EditKind.MISSING) or p.low >= stop.low:
-                    continue
-                edit: Placement | None = replace(p, high=min(p.high, stop.high), score=min(p.score, stop.score) - 1,
-                                                 widest=None)
+            for p in _edits_before(stop.rank, codes[rank], reference, start, stop.low, stop.high):
+                edit: Placement | None = replace(p, score=min(p.score, stop.score) - 1)
                 for constraint in constraints:
                     edit = constraint.narrow(edit) if edit is not None else None
                 if edit is not None and edit.low <= edit.high:
                     found.append(edit)
     solution.placements = solution.placements + found
     return bool(found)
+
+
+def _edits_before(rank: int, stream: Codes, reference: Codes, start: int, low: int, high: int) -> list[Placement]:
+    """The collectives left out or added that a stream agreeing with `reference` as far as it goes allows before
+    `low` (its records say nothing of where its own departure is), as edits of `rank` that reach no later than
+    `high`: what a stop, or a group the stream joined by its length only, may hide before the edit it shows."""
+    placed, _ = place_edits(rank, stream, reference, start, known=True)
+    return [replace(p, high=min(p.high, high), widest=None) for p in placed
+            if p.kind in (EditKind.EXTRA, EditKind.MISSING) and p.low < low]
 
 
 def _span(placements: list[Placement]) -> tuple[int, int]:

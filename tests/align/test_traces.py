@@ -612,6 +612,14 @@ def _sums_only(tmp_path, rows_of) -> dict:
     return answer(tmp_path)
 
 
+def _split_root(tmp_path, rows_of) -> tuple:
+    """The root's comm, range and outliers of traces of sums only that the sums split into their comms (no caveat
+    that the comms cannot be told)."""
+    d = _sums_only(tmp_path, rows_of)
+    assert not any("cannot be told" in c for c in d["caveats"])
+    return d["root"]["comm"], d["root"]["seq_range"], d["root"]["outlier_ranks"]
+
+
 def test_a_split_of_one_comm_beside_another_comm_of_the_rank_goes_to_the_comm_whose_tags_it_carries(tmp_path):
     """TP groups (0-3) (4-7) and DP pairs (i, i+4), sums only. Rank 1 issues `head` before `mlp` in step 0: ranks 0,
     2 and 3 share two wrong sums rank 1 does not. Rank 0's trace then holds three sets, its DP pair, the TP group
@@ -631,10 +639,7 @@ def test_a_split_of_one_comm_beside_another_comm_of_the_rank_goes_to_the_comm_wh
                       else [("mlp", 64, 333.0, mlp), ("head", 256, 555.0, head)])
             rows += [(step, "dp", 1, dp, dp), *((step, *x) for x in tp)]
         rows_of[rank] = rows
-    d = _sums_only(tmp_path, rows_of)
-    root = d["root"]
-    assert not any("cannot be told" in c for c in d["caveats"])
-    assert (root["comm"], root["seq_range"], root["outlier_ranks"]) == ("[ranks=0,1,2,3]", [1, 1], [1])
+    assert _split_root(tmp_path, rows_of) == ("[ranks=0,1,2,3]", [1, 1], [1])
 
 
 def test_a_split_of_the_world_beside_a_tp_group_inside_it_goes_to_the_world(tmp_path):
@@ -655,10 +660,7 @@ def test_a_split_of_the_world_beside_a_tp_group_inside_it_goes_to_the_world(tmp_
             mlp = 1000.0 * (group + 1) + 10 * step
             rows += [*((step, *x) for x in dp), (step, "mlp", 64, mlp, mlp)]
         rows_of[rank] = rows
-    d = _sums_only(tmp_path, rows_of)
-    root = d["root"]
-    assert not any("cannot be told" in c for c in d["caveats"])
-    assert (root["comm"], root["seq_range"], root["outlier_ranks"]) == ("[ranks=0,1,2,3]", [3, 3], [3])
+    assert _split_root(tmp_path, rows_of) == ("[ranks=0,1,2,3]", [3, 3], [3])
 
 
 def test_a_split_from_the_first_misaligned_collective_carries_a_tag_the_whole_comm_read_back_misaligned(tmp_path):
@@ -677,7 +679,4 @@ def test_a_split_from_the_first_misaligned_collective_carries_a_tag_the_whole_co
     rows_of[3] += [(0, "head", 128, 999.0, 50.0), (1, "a", 512, 888.0, 60.0), (1, "b", 512, 61.0, 70.0),
                    (1, "mlp", 512, 71.0, 80.0), (1, "moe", 512, 81.0, 90.0), (1, "head", 128, 444.0, 100.0),
                    (2, "a", 512, 777.0, 110.0)]
-    d = _sums_only(tmp_path, rows_of)
-    root = d["root"]
-    assert not any("cannot be told" in c for c in d["caveats"])
-    assert (root["comm"], root["seq_range"], root["outlier_ranks"]) == ("[ranks=0,1,2,3]", [4, 4], [3])
+    assert _split_root(tmp_path, rows_of) == ("[ranks=0,1,2,3]", [4, 4], [3])
