@@ -33,13 +33,13 @@ import polars as pl
 
 from ..model import EventState, FingerprintRow, GateDecision, WatchdogEvent
 from ..model.kinds import is_p2p_comm
-from ..model.phrases import ranks_words
 from .consequences import Disagreement, candidates, consequences, departing_elsewhere, odd_ones, other_side
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
 from .held_back import may_hold_back
 from .journal_progress import with_journal_progress
 from .ras import RasHistory, job_processes
+from .notes import ConsequenceComm, CountedAmongLookalikes, Note, UndecidedComm, UnseenComm
 from .ras_only import ras_only_roots, unnamed_ranks
 from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_parted_reference,
                         with_sums_before_records, with_sums_placing_cut_ranks)
@@ -52,9 +52,9 @@ class Choice:
     """The root the evidence names, and what choosing it leaves for the rest of the diagnosis."""
 
     root: Root | None
-    caveats: tuple[str, ...] = ()  # what the choice rests on, in the order the steps said it
+    notes: tuple[Note, ...] = ()  # what the choice rests on, in the order the steps found it
     sums_step: int | None = None  # the step of a root the per-step checksums gave, where the steps before were right
-    counted_cause: tuple[Root, list[str]] | None = None  # RAS counts that took the streams' root's place, and why
+    counted_cause: tuple[Root, list[Note]] | None = None  # RAS counts that took the streams' root's place, and why
     dead: frozenset[int] = frozenset()  # ranks the root shows dead: it stopped launching where a process died
 
 
@@ -66,18 +66,18 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
     `stops`: comm -> what shows that it stopped rather than merely lagging; `cut_files`: the paths of the files cut
     short; `died`: whether the evidence says a process died (RAS missing or dead ranks, peers' remote-process
     errors)."""
-    root, comm_caveats = _pick_root(analyses, gate, streams)
+    root, comm_notes = _pick_root(analyses, gate, streams)
     counted_cause = None
     if root is not None and not root.shown:
         counted_cause = _counted_cause(root, analyses, streams, ras, rank_map, stops)
         if counted_cause is not None:
-            root, comm_caveats = counted_cause
+            root, comm_notes = counted_cause
     if root is None:
-        root, comm_caveats = _pick_counted(ras_only_roots(ras, rank_map, streams, stops)
+        root, comm_notes = _pick_counted(ras_only_roots(ras, rank_map, streams, stops)
                                            or marks_only_roots(marks, streams, watchdog, stopped=bool(stops)),
                                            job_processes(ras))
         if root is not None and root.pinned_by == "RAS counts":
-            comm_caveats += unnamed_ranks(root.comm, ras, rank_map)
+            comm_notes += unnamed_ranks(root.comm, ras, rank_map)
         if root is not None and root.pinned_by == "RAS counts" and (gate is None or not gate.outlier_ranks):
             # Journals that agree on every decision still say how far each rank got.
             named = {rank for (comm, _), rank in rank_map.items() if comm == root.comm}
@@ -87,7 +87,7 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             # Launch counts of one communicator, in a job with others: the ranks behind may be held back elsewhere.
             root = replace(root, behind_may_be_held=True,
                            may_be_held_back_by=may_hold_back(root, _memberships(streams, ras, rank_map, marks)))
-    caveats = list(comm_caveats)
+    notes = list(comm_notes)
     sums_step = None
     known = _known(streams)
     on_record = frozenset(r for ranks in streams.members.values() for r in ranks)
@@ -105,23 +105,23 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             root, sums_step = found
         elif found is not None:
             root, said = with_checksum_outliers(root, found[0])
-            caveats += said
+            notes += said
         if root is not None and root.reason is RangeReason.COUNTS and not said:
             # Checksums that name no side (none, or every rank with no majority) may still part the ranks the
             # counts left together: they departed too.
             root, said = with_parted_reference(root, fingerprints, known, on_record)
-            caveats += said
+            notes += said
     elif root.reason is RangeReason.BEFORE_RECORDS:
         # Records that begin after the ranks already disagree say who differs there; PyTorch's counts may show
         # others that launched more or fewer before it.
         counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
         if counted:
             root, said = with_counted_outliers(root, counted[0], _held_before_records(root, marks, streams))
-            caveats += said
+            notes += said
         found = sums_root()
         if found is not None:
             root, said = with_sums_before_records(root, found[0])
-            caveats += said
+            notes += said
     elif root.reason is RangeReason.LOOKALIKE and not root.majority and set(root.outlier_ranks) == set(
             root.reference_ranks):
         # Records alike in everything recorded, results misaligned: every rank is named, as no record says who
@@ -133,20 +133,20 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             parted = _parted_reference(root, (set(root.outlier_ranks) - set(counted[0].outlier_ranks)) | held, streams)
             if parted is not None:
                 root, said = _counted_among_lookalikes(root, counted[0], held, parted)
-                caveats += said
+                notes += said
     elif root.unplaced_ranks and root.comm in analyses:
         # Records cut before the sides part place no one there; the checksums of the step they part at may.
         found = sums_root()
         if found is not None:
             root, said = with_sums_placing_cut_ranks(root, found[0], analyses[root.comm].launched)
-            caveats += said
+            notes += said
     dead: frozenset[int] = frozenset()
     if root is not None:
         root = _resolve_tie(root, gate)
         if root.kind == STOPPED and died:
             # A rank that stopped launching while its peers report a remote process gone is the dead one.
             dead = frozenset(root.outlier_ranks)
-    return Choice(root, tuple(caveats), sums_step, counted_cause, dead)
+    return Choice(root, tuple(notes), sums_step, counted_cause, dead)
 
 
 def _known(streams: Streams) -> dict[str, set[int]]:
@@ -156,9 +156,9 @@ def _known(streams: Streams) -> dict[str, set[int]]:
 
 
 def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
-               streams: Streams) -> tuple[Root | None, list[str]]:
+               streams: Streams) -> tuple[Root | None, list[Note]]:
     """Among communicators with a root, the cause rather than its consequences (consequences.py: a rank stuck in
-    one communicator stops launching in the others it belongs to), and the caveats of that choice. Then records
+    one communicator stops launching in the others it belongs to), and the notes of that choice. Then records
     that differ beat lengths that differ, which beat a root only the gate journal places; collectives gained or
     changed beat collectives missing or stopped."""
     rooted = [a for a in analyses.values() if a.root is not None]
@@ -190,8 +190,8 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
                         *(r.comm for r in roots if r.comm != root.comm and evidence(r) == evidence(root))})
     explained = {c: causes for c, causes in explained.items() if c not in root.undecided_comms}
     odd = next(d.odd for d in found if d.comm == root.comm)
-    caveats = _comm_caveats(root, roots, explained, undecided) + _unseen_causes(root, odd, streams)
-    return replace(root, undecided_comms=tuple(undecided)), caveats
+    notes = _comm_notes(root, roots, explained, undecided) + _unseen_causes(root, odd, streams)
+    return replace(root, undecided_comms=tuple(undecided)), notes
 
 
 def _shows_disagreement(analysis: CommAnalysis, whole_counts: dict[int, int], streams: Streams) -> bool:
@@ -209,7 +209,7 @@ def _width(seq_range: tuple[int, int | None]) -> float:
     return float("inf") if high is None else high - low
 
 
-def _unseen_causes(root: Root, odd: frozenset, streams: Streams) -> list[str]:
+def _unseen_causes(root: Root, odd: frozenset, streams: Streams) -> list[Note]:
     """Where the root's streams differ only in length, the other communicators of its odd ranks that no two ranks'
     whole records compare (one rank on record, or the others' files cut short): a divergence there would show in
     the root's communicator just so."""
@@ -218,18 +218,16 @@ def _unseen_causes(root: Root, odd: frozenset, streams: Streams) -> list[str]:
     whole = {c: set(ranks) - {r for (cut, r) in streams.cut if cut == c} for c, ranks in streams.members.items()}
     unseen = sorted(c for c, ranks in streams.members.items()
                     if c != root.comm and len(whole[c]) < 2 and set(ranks) & odd and not is_p2p_comm(c))
-    return [f"{ranks_words(sorted(set(streams.members[c]) & odd))} also runs in comm {c}, where no other rank's "
-            f"records are whole to compare with: a divergence there would show in comm {root.comm} just so"
-            for c in unseen]
+    return [UnseenComm(c, tuple(sorted(set(streams.members[c]) & odd)), root.comm) for c in unseen]
 
 
 def _counted_cause(root: Root, analyses: dict[str, CommAnalysis], streams: Streams, ras: dict[str, RasHistory],
                    rank_map: dict[tuple[str, int], int], stops: dict[str, list[str]]
-                   ) -> tuple[Root, list[str]] | None:
+                   ) -> tuple[Root, list[Note]] | None:
     """Where the streams' root rests on lengths only, a communicator of its odd ranks that no two ranks' whole
     records compare, whose RAS counts disagree, is its cause by the nesting rule (consequences.py), as it would be
     were that one's records whole: a rank stuck there stops launching here. Returns that root (from the counts) and
-    the caveats of the choice; None where no such communicator explains it."""
+    the notes of the choice; None where no such communicator explains it."""
     whole = {c: set(ranks) - {r for (cut, r) in streams.cut if cut == c} for c, ranks in streams.members.items()}
     counted = [(r, d) for r, d in ras_only_roots(ras, rank_map, streams, stops)
                if r.comm != root.comm and len(whole.get(r.comm, ())) < 2
@@ -253,15 +251,15 @@ def _counted_cause(root: Root, analyses: dict[str, CommAnalysis], streams: Strea
     causes = [c for c in explained.get(root.comm, []) if c != root.comm]
     if not causes:
         return None
-    chosen, caveats = _pick_counted([(r, d) for r, d in counted if r.comm in causes], processes)
+    chosen, notes = _pick_counted([(r, d) for r, d in counted if r.comm in causes], processes)
     if chosen is None:
         return None
-    return chosen, caveats + _comm_caveats(chosen, [root], {root.comm: causes}, [])
+    return chosen, notes + _comm_notes(chosen, [root], {root.comm: causes}, [])
 
 
-def _pick_counted(found: list[tuple[Root, Disagreement]], processes: int = 0) -> tuple[Root | None, list[str]]:
+def _pick_counted(found: list[tuple[Root, Disagreement]], processes: int = 0) -> tuple[Root | None, list[Note]]:
     """Of the roots counts give (RAS, PyTorch's marks), one per communicator, the first that is no consequence of
-    another, and the caveats of that choice: counts alone never say which communicator diverged first.
+    another, and the notes of that choice: counts alone never say which communicator diverged first.
     `processes`: how many processes the job has, where a RAS reply's job summary says (consequences.py)."""
     if not found:
         return None, []
@@ -281,25 +279,21 @@ def _pick_counted(found: list[tuple[Root, Disagreement]], processes: int = 0) ->
         departed = {c for comms in elsewhere.values() for c in comms}
         chosen = [*chosen, *sorted(departed - set(chosen))]
         explained = {c: causes for c, causes in explained.items() if c not in departed}
-    caveats = _comm_caveats(root, roots, explained, chosen)
-    return replace(root, undecided_comms=tuple(c for c in chosen if c != root.comm)), caveats
+    notes = _comm_notes(root, roots, explained, chosen)
+    return replace(root, undecided_comms=tuple(c for c in chosen if c != root.comm)), notes
 
 
-def _comm_caveats(root: Root, roots: list[Root], explained: dict[str, list[str]], undecided: list[str]) -> list[str]:
+def _comm_notes(root: Root, roots: list[Root], explained: dict[str, list[str]], undecided: list[str]) -> list[Note]:
     """What the choice of the root's communicator rests on: the others whose ranks disagree too, read as its
     consequences, and those the evidence cannot rank against it."""
-    said = {EXTRA: "launched more", MISSING: "launched fewer", STOPPED: "stopped"}
-    caveats = []
+    notes: list[Note] = []
     for other in roots:
-        who = f"{ranks_words(other.outlier_ranks)} {said.get(other.kind, 'launched other collectives')} there"
         if other.comm in explained:
-            caveats.append(f"comm {other.comm}'s ranks disagree too ({who}); read as a consequence of comm "
-                           f"{' and '.join(explained[other.comm])}: a rank stuck in one communicator stops "
-                           f"launching in the others it belongs to")
+            notes.append(ConsequenceComm(other.comm, tuple(other.outlier_ranks), other.kind,
+                                         tuple(explained[other.comm])))
         elif other.comm in undecided and other.comm != root.comm:
-            caveats.append(f"comm {other.comm}'s ranks disagree too ({who}), and nothing on record says whether "
-                           f"comm {root.comm} or comm {other.comm} diverged first; the root names comm {root.comm}")
-    return caveats
+            notes.append(UndecidedComm(other.comm, tuple(other.outlier_ranks), other.kind, root.comm))
+    return notes
 
 
 def _memberships(streams: Streams, ras: dict[str, RasHistory], rank_map: dict[tuple[str, int], int],
@@ -381,7 +375,7 @@ def _pairs(a: tuple, b: tuple) -> bool:
 
 
 def _counted_among_lookalikes(root: Root, counted: Root, held: set[int],
-                              parted: dict[int, int] | None = None) -> tuple[Root, list[str]]:
+                              parted: dict[int, int] | None = None) -> tuple[Root, list[Note]]:
     """A root that names every rank on either side (records alike in everything recorded, results misaligned, or
     records parting the ranks evenly) with the ranks PyTorch's counts show launching more or fewer, a minority, as
     its outliers, and the counts' kind where the records allow it: no record says who departed, and the fewest
@@ -402,17 +396,9 @@ def _counted_among_lookalikes(root: Root, counted: Root, held: set[int],
     kinds = (counted.kind, *(k for k in root.kinds if k != counted.kind)) if counted.kind in root.kinds else root.kinds
     named = replace(root, outlier_ranks=outliers, reference_ranks=sorted(ours - set(outliers)), majority=True,
                     kind=kinds[0] if kinds else root.kind, kinds=kinds)
-    if not parted:
-        said = (f"the records of every rank look alike, and {ranks_words(outliers)} launched "
-                f"{'fewer' if counted.kind == MISSING else 'more'} collectives than the others by "
-                f"{counted.pinned_by}: the root names {ranks_words(outliers)}, the fewest departing")
-        return named, [said]
-    first = min(parted.values())
-    said = (f"no record says which side departed, yet {ranks_words(counted_ranks)} launched "
-            f"{'fewer' if counted.kind == MISSING else 'more'} collectives than the others by {counted.pinned_by}, "
-            f"and {ranks_words(sorted(parted))}'s records part from the rest of them (seq {first}): the root names "
-            f"{ranks_words(outliers)}, the fewest departing")
-    return named, [said]
+    launched = "fewer" if counted.kind == MISSING else "more"
+    return named, [CountedAmongLookalikes(tuple(outliers), tuple(counted_ranks), launched, counted.pinned_by,
+                                          tuple(sorted(parted)), min(parted.values()) if parted else None)]
 
 
 def _resolve_tie(root: Root, gate: GateDisagreement | None) -> Root:

@@ -18,7 +18,7 @@ from ..model import (
     WedgeKind,
 )
 from ..model.kinds import is_p2p_comm
-from ..model.phrases import ranks_words, seq_words
+from ..model.phrases import ranks_words
 from .choose import choose_root
 from .clocks import clock_disagreements
 from .comm_streams import comm_streams
@@ -35,6 +35,7 @@ from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
 from .interleave import issue_order_root, skipped_here
 from .jobs import split_jobs
+from .notes import CompletionsOnly, CutRecords, GuessedTracePlacement, Note, UncomparedFields
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
 from .ras_only import ras_comm_wedge, ras_only_wedge, ras_rank_map
@@ -86,7 +87,7 @@ class Diagnosis:
     death: list[Finding] = field(default_factory=list)  # receipts that a process died
     gate_ties: list[int] = field(default_factory=list)  # outliers whose gate decision explains the root
     journaled_ranks: list[int] = field(default_factory=list)  # ranks whose gate decisions the evidence holds
-    notes: list[str] = field(default_factory=list)  # caveats of the evidence's own (stand-in ranks, ...)
+    notes: list[Note] = field(default_factory=list)  # what the answer rests on and cannot see (align/notes.py)
     stand_in_ranks: dict[int, str] = field(default_factory=dict)  # rank numbered for a process: its host:pid
     text_ras_replies: int = 0
     streams: Streams | None = None  # the merged per-(comm, rank) streams, for plots and reports
@@ -97,11 +98,11 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     evidence = [e for e in evidence if e.format is not None]
     evidence, foreign = split_jobs(evidence)
     evidence = with_watchdog_rows(evidence)
-    evidence, unranked_caveats = unranked_streams(evidence)
-    evidence, rank_caveats, stand_ins = resolve_global_ranks(evidence)
-    unranked_caveats += rank_caveats
-    evidence, trace_caveats, guesses = with_trace_rows(evidence)
-    unranked_caveats += trace_caveats
+    evidence, notes = unranked_streams(evidence)
+    evidence, rank_notes, stand_ins = resolve_global_ranks(evidence)
+    notes += rank_notes
+    evidence, trace_notes, guesses = with_trace_rows(evidence)
+    notes += trace_notes
     streams = build_streams(evidence)
     problems = foreign + list(streams.problems)
     # A file that conflicts with another for the same rank is left out entirely, not only its collectives.
@@ -147,9 +148,9 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
                          cut_files={e.path for e in evidence if e.cut is not None},
                          died=died)
     root, counted_cause = choice.root, choice.counted_cause
-    unranked_caveats += choice.caveats
-    root, guessed_caveats = _widened_by_guesses(root, guesses)
-    unranked_caveats += guessed_caveats
+    notes += choice.notes
+    root, guessed = _widened_by_guesses(root, guesses)
+    notes += guessed
     dead |= choice.dead
     diagnosis.root = root
     if root is not None and root.comm in analyses and analyses[root.comm].first_visible is not None:
@@ -182,25 +183,21 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         # A record made once a collective completed cannot show one in flight: a hang (a collective every rank
         # launched and none completed), or a rank that died in it, leaves no record at all.
         diagnosis.verdict = Verdict.INCONCLUSIVE
-        unranked_caveats.append(f"Only {traces} describe the collectives, and they record a collective once it "
-                                "completed: a collective every rank launched and none completed (a hang), or a rank "
-                                "that died in it, leaves no record, so the ranks' agreement up to where their records "
-                                "end says nothing of what came after")
-    unranked_caveats += [f"{ranks_words(sorted(r for (c, r) in streams.cut if c == comm))}'s records in comm {comm} "
-                         f"end where a file was cut short ({loc}): what came after is unknown"
-                         for comm, loc in sorted({c: loc for (c, _), loc in streams.cut.items()}.items())]
-    unranked_caveats += _uncompared(analyses, root)
+        notes.append(CompletionsOnly(traces))
+    notes += [CutRecords(comm, tuple(sorted(r for (c, r) in streams.cut if c == comm)), str(loc))
+              for comm, loc in sorted({c: loc for (c, _), loc in streams.cut.items()}.items())]
+    notes += _uncompared(analyses, root)
     diagnosis.streams = streams
-    diagnosis.notes = unranked_caveats
+    diagnosis.notes = notes
     diagnosis.text_ras_replies = sum(1 for e in evidence if e.format is SourceFormat.RAS_TEXT and e.ras)
     diagnosis.evidence = _receipts(diagnosis, watchdog) + _job_level_ras(evidence)
     return diagnosis
 
 
-def _widened_by_guesses(root: Root | None, guesses: Guesses) -> tuple[Root | None, list[str]]:
+def _widened_by_guesses(root: Root | None, guesses: Guesses) -> tuple[Root | None, list[Note]]:
     """The root, its seq range widened by as many records of its comm's fingerprint traces as were placed by their
     neighbours alone before it (each may be of another comm, or of this one where it went elsewhere: the seqs
-    after it are then off by one); and a caveat saying so. A trace names no comm, so a seq it gives is only as good
+    after it are then off by one); and the note that says so. A trace names no comm, so a seq it gives is only as good
     as the placing of every record before it."""
     if root is None or root.seq_range is None:
         return root, []
@@ -209,32 +206,20 @@ def _widened_by_guesses(root: Root | None, guesses: Guesses) -> tuple[Root | Non
     if not down and not up:
         return root, []
     wider = (max(1, low - down), None if high is None else high + up)
-    moved = down + up
-    caveat = (f"{moved} record{'s' if moved > 1 else ''} of the fingerprint traces before the root "
-              f"{'were' if moved > 1 else 'was'} put in a communicator by a guess (no tag, and no result shared "
-              f"within a communicator the trace names, places {'them' if moved > 1 else 'it'}): the seqs of comm "
-              f"{root.comm} may be off by as many, so the root is in {seq_words(*wider)}")
-    return replace(root, seq=wider[0], seq_range=wider), [caveat]
+    return replace(root, seq=wider[0], seq_range=wider), [GuessedTracePlacement(down + up, root.comm, wider)]
 
 
-FIELD_WORDS = {"op": "collective type", "count": "count", "dtype": "data type", "redop": "reduction",
-               "root": "root rank", "stack": "call stack", "tag": "tag", "step": "step"}
-
-
-def _uncompared(analyses: dict[str, CommAnalysis], root: Root | None) -> list[str]:
+def _uncompared(analyses: dict[str, CommAnalysis], root: Root | None) -> list[Note]:
     """What could not be compared because only some ranks' evidence carries it, for the root's communicator (or,
     with no root, each one compared): those fields constrain only the pairs that both recorded them."""
     comms = [root.comm] if root is not None and root.comm in analyses else sorted(analyses)
-    said = []
+    found: list[Note] = []
     for comm in comms:
         by_ranks: dict[tuple, list[str]] = {}
         for name, ranks in analyses[comm].unrecorded.items():
-            by_ranks.setdefault(tuple(ranks), []).append(FIELD_WORDS[name])
-        for ranks, names in sorted(by_ranks.items()):
-            said.append(f"In comm {comm}, {ranks_words(list(ranks))}'s evidence carries no {' or '.join(names)}: "
-                        f"{'those were' if len(names) > 1 else 'that was'} compared only between ranks that "
-                        f"recorded {'them' if len(names) > 1 else 'it'}")
-    return said[:6]
+            by_ranks.setdefault(tuple(ranks), []).append(name)
+        found += [UncomparedFields(comm, ranks, tuple(names)) for ranks, names in sorted(by_ranks.items())]
+    return found[:6]
 
 
 def _completions_only(evidence: list[Evidence]) -> str | None:

@@ -22,13 +22,14 @@ from dataclasses import replace
 import polars as pl
 
 from ..model import Evidence
+from .notes import LogRanksAreCommRanks, Note
 
 HEAD = 8  # first collectives of a stream compared when matching a process to a dump
 
 
-def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list[str], dict[int, str]]:
-    """`evidence` with NCCL log ranks made global where two processes claim one rank; the caveats; and the ranks
-    that are stand-ins, each with its process (`host:pid`)."""
+def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list[Note], dict[int, str]]:
+    """`evidence` with NCCL log ranks made global where two processes claim one rank; the note that says so; and
+    the ranks that are stand-ins, each with its process (`host:pid`)."""
     # Processes that claim ranks in their communicators (a log's INIT lines), not a recorder's own rank.
     logs = [item for item in evidence if _claims_comm_ranks(item)]
     claims: dict[int, set[tuple]] = {}
@@ -80,13 +81,9 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
     mapping.update(stand_ins)
     renumber = {id(item) for item in logs}
     changed = [_renumbered(item, mapping) if id(item) in renumber else item for item in evidence]
-    caveats = [f"No communicator in the NCCL logs holds every process, so their ranks are comm ranks, not the "
-               f"job's: {_processes(len(mapping) - len(stand_ins))} given the job's rank through the Flight Recorder "
-               f"dumps"
-               + ("; the others are stand-ins numbered by host, then pid ("
-                  + ", ".join(f"rank {r} = {h}:{pid}" for (h, pid), r in list(stand_ins.items())[:8])
-                  + (", ..." if len(stand_ins) > 8 else "") + ")" if stand_ins else "") + "."]
-    return changed, caveats, {rank: f"{host}:{pid}" for (host, pid), rank in stand_ins.items()}
+    note = LogRanksAreCommRanks(given=len(mapping) - len(stand_ins),
+                                stand_ins=tuple((r, host, pid) for (host, pid), r in stand_ins.items()))
+    return changed, [note], {rank: f"{host}:{pid}" for (host, pid), rank in stand_ins.items()}
 
 
 def _claims_comm_ranks(item: Evidence) -> bool:
@@ -98,10 +95,6 @@ def _claims_comm_ranks(item: Evidence) -> bool:
 def _recorder(item: Evidence) -> bool:
     """A dump of one process (Flight Recorder), whose rank is the job's."""
     return item.facts is not None and item.facts.recorder
-
-
-def _processes(n: int) -> str:
-    return "1 process was" if n == 1 else f"{n} processes were"
 
 
 def _written_ranks(evidence: list[Evidence]) -> set[int]:

@@ -11,6 +11,7 @@ import polars as pl
 from ..model import Evidence, Location, WedgeKind
 from .consequences import Disagreement, candidates, odd_ones, other_side, unnamed_process, unordered_counts
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
+from .notes import Note, RasCommRanks, RasRankUnnamed
 from .ras import RasHistory, job_processes
 from .streams import Streams
 from .wedge import COUNT_FLOORS, LAUNCHES_ONLY, Wedge
@@ -167,8 +168,8 @@ def _names(comm: str, history: RasHistory, rank_map: dict) -> dict[int, int]:
     return named or {r: r for r in ranks}
 
 
-def unnamed_ranks(comm: str, ras: dict[str, RasHistory], rank_map: dict) -> list[str]:
-    """Caveats for the ranks of `comm` that a root from its RAS counts leaves out (see _names)."""
+def unnamed_ranks(comm: str, ras: dict[str, RasHistory], rank_map: dict) -> list[Note]:
+    """Notes on the ranks of `comm` that a root from its RAS counts leaves out (see _names)."""
     history = ras.get(comm)
     if history is None:
         return []
@@ -178,14 +179,9 @@ def unnamed_ranks(comm: str, ras: dict[str, RasHistory], rank_map: dict) -> list
     if not any((comm, r) in rank_map for r in names):
         # No rank of it has a known global rank: the answer names its comm ranks, which a reader must not take
         # for the job's.
-        who = ", ".join(f"rank {r} is process {processes[r][1]} on {processes[r][0]}" for r in sorted(processes))
-        return [f"comm {comm}'s ranks are named by their rank in it, not the job's: no record gives their global "
-                f"ranks" + (f" ({who})" if who else "")]
+        return [RasCommRanks(comm, tuple((r, *processes[r]) for r in sorted(processes)))]
     left = sorted({*counts, *processes} - set(names))
-    return [f"comm {comm}'s rank {r}" + (f" (process {processes[r][1]} on {processes[r][0]})" if r in processes
-                                         else "")
-            + (" launched " + ", ".join(f"{t} {n}" for t, n in sorted(counts[r].items())) if counts.get(r) else "")
-            + "; no record gives its global rank, so the ranks named leave it out" for r in left]
+    return [RasRankUnnamed(comm, r, processes.get(r), tuple(sorted(counts.get(r, {}).items()))) for r in left]
 
 
 def _names_for(root: Root, names: dict[int, int]) -> dict[int, int]:

@@ -35,9 +35,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from ..model import FingerprintRow
-from ..model.phrases import ranks_words
 from .divergence import DIFFERENT_OPS, RangeReason, Root
 from .fingerprints import checked_right
+from .notes import CountedBeforeRecords, CountsNameSide, Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
 from .traces import comm_named_by
 
 
@@ -390,16 +390,16 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     return _root(sorted(ranks), sorted(ranks), False, step, known), bound
 
 
-def with_checksum_outliers(root: Root, sums: Root) -> tuple[Root, list[str]]:
+def with_checksum_outliers(root: Root, sums: Root) -> tuple[Root, list[Note]]:
     """A root from launch counts (which say who launched more or fewer, and place nothing) with the ranks whose
     per-step checksums part from the others' added: they departed too, and nothing says which came first."""
     members = set(root.outlier_ranks) | set(root.reference_ranks)
     if not set(sums.outlier_ranks) <= members:
         return root, []
-    return _with_sums_outliers(root, sums, members, "the counts")
+    return _with_sums_outliers(root, sums, members, "counts")
 
 
-def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int, int]) -> tuple[Root, list[str]]:
+def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int, int]) -> tuple[Root, list[Note]]:
     """A root the records show, with the ranks whose records were cut before the sides part (`root.unplaced_ranks`)
     placed by per-step checksums, where those part the same ranks the records do: one whose checksum parts with
     the outliers' read back what they did (it ran what they ran: an outlier too), one whose checksum reads as the
@@ -424,21 +424,17 @@ def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int
                      seq_range=(low, high), majority=len(outliers) * 2 < len(outliers) + len(reference))
     if not joined:
         return placed, []
-    they, their = ("they", "their") if len(joined) > 1 else ("it", "its")
-    span = f"seq {low} or later" if high is None else f"seq {low}..{high}"
-    return placed, [f"the records of {ranks_words(joined)} end before the sides part, and per-step checksums say "
-                    f"{they} read back at step {sums.step_bound} what the outliers did: {they} departed too, after "
-                    f"{their} last record, so the root names {ranks_words(outliers)} over {span}"]
+    return placed, [SumsPlaceCutRanks(tuple(joined), sums.step_bound, tuple(outliers), (low, high))]
 
 
-def with_sums_before_records(root: Root, sums: Root) -> tuple[Root, list[str]]:
+def with_sums_before_records(root: Root, sums: Root) -> tuple[Root, list[Note]]:
     """A root whose records begin after the ranks already disagree, with the ranks whose per-step checksums part
     from the others' added, where those checksums compare every rank the records do: they departed too, before
     the records begin or in them (the records say who differs where they begin, not who departed first)."""
     members = set(sums.outlier_ranks) | set(sums.reference_ranks)
     if not set(root.outlier_ranks) | set(root.reference_ranks) <= members:
         return root, []
-    return _with_sums_outliers(root, sums, members, "the records, which begin after the ranks already disagree,")
+    return _with_sums_outliers(root, sums, members, "late_records")
 
 
 def _named(root: Root, outliers: list[int], members: set[int]) -> Root:
@@ -447,21 +443,19 @@ def _named(root: Root, outliers: list[int], members: set[int]) -> Root:
                    majority=len(outliers) * 2 < len(members))
 
 
-def _with_sums_outliers(root: Root, sums: Root, members: set[int], basis: str) -> tuple[Root, list[str]]:
-    """`root` with the outliers of `sums` added among `members`, and the caveat that says so (`basis`: what does
-    not say whose departure came first)."""
+def _with_sums_outliers(root: Root, sums: Root, members: set[int], basis: str) -> tuple[Root, list[Note]]:
+    """`root` with the outliers of `sums` added among `members`, and the note that says so (`basis`: what does
+    not say whose departure came first: "counts", or "late_records", records that begin after the ranks already
+    disagree)."""
     added = sorted(set(sums.outlier_ranks) - set(root.outlier_ranks))
     if not sums.majority or not root.majority or not added:
         return root, []
     outliers = sorted(set(root.outlier_ranks) | set(added))
     merged = _named(root, outliers, members)
-    said = (f"{ranks_words(added)} read back per-step checksums that part from the others' at step "
-            f"{sums.step_bound}: {'they' if len(added) > 1 else 'it'} departed too, and {basis} do not say "
-            f"whose departure came first, so the root names {ranks_words(outliers)}")
-    return merged, [said]
+    return merged, [SumsAddOutliers(tuple(added), sums.step_bound, basis, tuple(outliers))]
 
 
-def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset()) -> tuple[Root, list[str]]:
+def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset()) -> tuple[Root, list[Note]]:
     """A root whose records begin after the ranks already disagree, with the ranks that launch counts show
     launching more or fewer added: they departed before the records begin, or the records would show it. `held`:
     ranks behind that are stuck elsewhere before the records begin (not added: held back reads the same).
@@ -477,22 +471,17 @@ def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(
         if not outliers:
             return root, []
         merged = _named(root, outliers, members)
-        said = (f"{ranks_words(sorted(named))} launched {'fewer' if counted.kind == 'missing' else 'more'} "
-                f"collectives than the others by {counted.pinned_by}: of the two sides the records part, "
-                f"{'they' if len(named) > 1 else 'it'} departed")
-        return merged, [said]
+        return merged, [CountsNameSide(tuple(sorted(named)), _launched(counted), counted.pinned_by)]
     added = sorted(set(counted.outlier_ranks) - set(root.outlier_ranks) - held)
     if not added:
         return root, []
     outliers = sorted(set(root.outlier_ranks) | set(added))
     merged = _named(root, outliers, members)
-    said = (f"{ranks_words(added)} launched {'fewer' if counted.kind == 'missing' else 'more'} collectives than "
-            f"the others by {counted.pinned_by}, before the records begin: the root names {ranks_words(outliers)}")
-    return merged, [said]
+    return merged, [CountedBeforeRecords(tuple(added), _launched(counted), counted.pinned_by, tuple(outliers))]
 
 
 def with_parted_reference(root: Root, fingerprints: list[FingerprintRow], known: dict[str, set[int]],
-                          on_record: frozenset[int] = frozenset()) -> tuple[Root, list[str]]:
+                          on_record: frozenset[int] = frozenset()) -> tuple[Root, list[Note]]:
     """A root from launch counts (a strict majority launched as many) with the ranks of that majority added whose
     per-step checksums part from the rest of it at the first step where its checksums differ, where the rest is a
     strict majority of it and all of it are ranks whose checksums a correct run makes equal (replicas): every rank
@@ -526,9 +515,11 @@ def with_parted_reference(root: Root, fingerprints: list[FingerprintRow], known:
         added = sorted(reference - largest)
         members = set(root.outlier_ranks) | reference
         outliers = sorted(set(root.outlier_ranks) | set(added))
-        said = (f"{ranks_words(added)} launched as many collectives as {ranks_words(sorted(largest))} and read back "
-                f"per-step checksums that part from theirs at step {step}: {'they' if len(added) > 1 else 'it'} "
-                f"departed too, and the counts do not say whose departure came first, so the root names "
-                f"{ranks_words(outliers)}")
-        return _named(root, outliers, members), [said]
+        note = SumsPartReference(tuple(added), tuple(sorted(largest)), step, tuple(outliers))
+        return _named(root, outliers, members), [note]
     return root, []
+
+
+def _launched(counted: Root) -> str:
+    """How the ranks a count names differ: they launched "fewer" or "more"."""
+    return "fewer" if counted.kind == "missing" else "more"

@@ -21,8 +21,8 @@ import polars as pl
 
 from ..model import EventState, Evidence, FingerprintRow, Location, ProgressReport, WatchdogEvent, conform
 from ..model.kinds import normalize_op
-from ..model.phrases import ranks_words
 from .fingerprints import checked_right
+from .notes import Note, TracesApart, TracesMixedComms, TracesNameNoComm, TracesUnplaced
 from .streams import Streams
 
 Members = frozenset[int]
@@ -44,10 +44,10 @@ class Placed:
 Guesses = dict[int, tuple[Placed, ...]]  # rank -> its trace's records, in issue order, where any was a guess
 
 
-def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str], Guesses]:
+def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[Note], Guesses]:
     """`evidence`, with collective rows from the per-collective fingerprints of each rank that no NCCL log or
     Flight Recorder dump describes (watchdog rows are sparse: they do not count as describing), put into a copy of
-    the Evidence of the trace's file; caveats about how their communicators were named; and, per rank whose trace
+    the Evidence of the trace's file; notes on how their communicators were named; and, per rank whose trace
     had records placed by their neighbours alone, where each record went (see `seq_slack`)."""
     described = _described_ranks(evidence)
     traced = [f for item in evidence for f in item.fingerprints if f.op is not None]
@@ -65,7 +65,6 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
     # Global ranks count from 0: a rank below the highest on record that left nothing is one of the job's too.
     everyone = set(range(max({*traces, *(r for m in known.values() for r in m)}) + 1))
     rows: dict[str, list[dict]] = {}
-    caveats: list[str] = []
     mixed: list[int] = []  # ranks whose traces hold several comms and no digests
     unplaced: list[int] = []  # ranks whose traces share no result and whose comm nothing names
     apart: list[int] = []  # ranks with results of a comm whose other members left no trace and are not known
@@ -107,22 +106,14 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]
             })
         if guessed:
             guesses[rank] = tuple(placed)
-    if mixed:
-        caveats.append(f"the fingerprint traces of {ranks_words(mixed)} hold collectives of several communicators and no "
-                       f"digests, so which is which cannot be told: left out of the comparison")
-    if unplaced:
-        caveats.append(f"the fingerprint traces of {ranks_words(unplaced)} share no result with another rank's and their "
-                       f"communicator is not known: left out of the comparison")
-    if apart:
-        caveats.append(f"the fingerprint traces of {ranks_words(apart)} hold results no other trace shares, of a "
-                       f"communicator whose other members left no trace and are not known: those left out of the "
-                       f"comparison")
+    notes: list[Note] = [*([TracesMixedComms(tuple(mixed))] if mixed else []),
+                         *([TracesUnplaced(tuple(unplaced))] if unplaced else []),
+                         *([TracesApart(tuple(apart))] if apart else [])]
     named = {r["comm"] for found in rows.values() for r in found}
     if any(grouped_by_traces(comm) for comm in named):
-        caveats.append("fingerprint traces name no communicator: one named [ranks=...] is the ranks that read back "
-                       "the same results")
+        notes.append(TracesNameNoComm())
     out = [replace(item, collectives=_frame(rows.pop(item.path))) if item.path in rows else item for item in evidence]
-    return out, caveats, guesses
+    return out, notes, guesses
 
 
 def seq_slack(comm: str, low: int, guesses: Guesses) -> tuple[int, int]:

@@ -16,13 +16,14 @@ from dataclasses import replace
 import polars as pl
 
 from ..model import Evidence, conform
+from .notes import NoInitLines, Note
 
-SHOWN = 8  # stand-in ranks named in the caveat
+SHOWN = 8  # stand-in ranks the note names
 
 
-def unranked_streams(evidence: list[Evidence]) -> tuple[list[Evidence], list[str]]:
+def unranked_streams(evidence: list[Evidence]) -> tuple[list[Evidence], list[Note]]:
     """`evidence` with rankless NCCL log rows given stand-in ranks, a communicator per size and seq from opCount,
-    where no file names any rank; and the caveats that say so. Otherwise `evidence` as it was."""
+    where no file names any rank; and the note that says so. Otherwise `evidence` as it was."""
     logs = [item for item in evidence if item.declares("opcount_positions", also=True) and item.collectives.height]
     if not logs or any(item.collectives.select(pl.col("rank").is_not_null().any()).item() for item in evidence):
         return evidence, []
@@ -49,14 +50,8 @@ def unranked_streams(evidence: list[Evidence]) -> tuple[list[Evidence], list[str
     changed = [replace(item, collectives=by_file[index]) if index in by_file else item
                for index, item in enumerate(logs)]
     replaced = {id(old): new for old, new in zip(logs, changed)}
-    named = ", ".join(f"rank {rank} = {host}:{pid}" for rank, host, pid in processes.head(SHOWN).iter_rows())
-    more = f" and {processes.height - SHOWN} more" if processes.height > SHOWN else ""
-    caveat = (f"No INIT lines: the ranks and communicator hashes are unknown. COLL lines were grouped into one "
-              f"communicator per size ([nranks=N]) and placed by their opCount, and the processes were numbered by "
-              f"host, then pid ({named}{more}): stand-ins, not necessarily the job's ranks.")
     counts = rows.group_by("comm_size").agg(pl.struct("host", "pid").n_unique().alias("seen")).sort("comm_size")
-    partial = [f"[nranks={size}]: {seen} on record" for size, seen in counts.iter_rows() if seen < size]
-    if partial:  # a paste of a few ranks' lines: the others may be anywhere
-        caveat += (f" Not every rank has lines here ({'; '.join(partial)}): the ranks without any may be where "
-                   f"the others wait.")
-    return [replaced.get(id(item), item) for item in evidence], [caveat]
+    # (a paste of a few ranks' lines: the others may be anywhere)
+    note = NoInitLines(stand_ins=tuple(processes.head(SHOWN).iter_rows()), more=max(0, processes.height - SHOWN),
+                       partial=tuple((size, seen) for size, seen in counts.iter_rows() if seen < size))
+    return [replaced.get(id(item), item) for item in evidence], [note]

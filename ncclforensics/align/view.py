@@ -16,6 +16,7 @@ import polars as pl
 from ..errors import ForensicsError
 from ..model import CommInfo, Evidence
 from ..model.kinds import P2P_SUFFIX
+from .notes import Note, PartialView, ViewLeftOutFingerprints, ViewLeftOutRas
 from .streams import Streams
 
 
@@ -30,15 +31,6 @@ class View:
     def whole(self) -> bool:
         return self.ranks is None and self.comm is None
 
-    def describe(self) -> str:
-        """`ranks 0, 3 in comm 0x1715b7bd1b8fda9e` style text."""
-        parts = []
-        if self.ranks is not None:
-            parts.append(("rank " if len(self.ranks) == 1 else "ranks ") + ", ".join(map(str, sorted(self.ranks))))
-        if self.comm is not None:
-            parts.append(f"comm {self.comm}")
-        return " in ".join(parts) if parts else "the whole job"
-
 
 @dataclass
 class Selection:
@@ -46,7 +38,7 @@ class Selection:
 
     evidence: list[Evidence]
     view: View
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
 
 _LOCATION = ["file", "line", "record"]
@@ -79,10 +71,7 @@ def select(evidence: list[Evidence], streams: Streams, ranks_seen: list[int], vi
         return chosen_rank(rank) and (members is None or rank in members)
 
     keep = _kept_locations(streams, comms, view.ranks)
-    notes = [(f"This analysis looks at {view.describe()} only (--rank/--comm); the rest of the job's evidence "
-              f"was left out, and with it what ties this part to the rest (fingerprints numbered across "
-              f"communicators, the other ranks' gate decisions): the root may be placed less precisely than in "
-              f"the whole job's analysis.")]
+    notes: list[Note] = [PartialView(None if view.ranks is None else tuple(sorted(view.ranks)), view.comm)]
     out: list[Evidence] = []
     dropped_ras = False
     for item in evidence:
@@ -115,11 +104,9 @@ def select(evidence: list[Evidence], streams: Streams, ranks_seen: list[int], vi
     if comms is not None and any(f.op is not None for item in evidence for f in item.fingerprints):
         # A per-collective trace numbers a rank's collectives of a step across all its communicators: with the
         # others' rows gone, its numbers would tie checksums and steps to the wrong collectives.
-        notes.append("Per-collective fingerprints were left out: they number a rank's collectives across all its "
-                     "communicators, which --comm does not keep.")
+        notes.append(ViewLeftOutFingerprints())
     if dropped_ras:
-        notes.append("RAS replies were left out: they count collectives by communicator rank, which --rank does "
-                     "not select.")
+        notes.append(ViewLeftOutRas())
     return Selection(out, view, notes)
 
 

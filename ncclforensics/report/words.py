@@ -16,6 +16,7 @@ from ..align.wedge import COUNT_FLOORS, LAUNCHES_ONLY, Wedge, Window
 from ..model import Verdict, WedgeKind
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words, seq_words
+from .notes import note_words
 
 # What to turn on so that the next incident pins its root (named in every range answer: a setting, or the evidence
 # not given yet where the range already had the kinds a setting adds; tests check both).
@@ -612,7 +613,7 @@ def summary(d: Diagnosis) -> str:
 
 def caveats(d: Diagnosis) -> list[str]:
     """What the answer rests on and what it cannot see."""
-    found = list(d.notes)
+    found = [note_words(note) for note in d.notes]
     root = d.root
     if root is not None and (text := ambiguity(root)):
         found.append(f"Root not pinned: {text}.")

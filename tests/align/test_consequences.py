@@ -10,9 +10,11 @@ from ncclforensics.align.consequences import (Disagreement, candidates, conseque
 from ncclforensics.align.divergence import MISSING, RangeReason, Root
 from ncclforensics.align.ras import job_processes, ras_histories
 from ncclforensics.align.ras_only import ras_only_root, ras_only_roots, ras_rank_map, unnamed_ranks
+from ncclforensics.align.notes import RasRankUnnamed, UndecidedComm, UnseenComm
 from ncclforensics.align.streams import Streams
 from ncclforensics.align.watchdog import EnqueueMarks, marks_only_root
 from ncclforensics.model import Location
+from ncclforensics.report.notes import note_words
 from ncclforensics.sources import InputFile, parse_file
 
 
@@ -169,9 +171,10 @@ def test_ras_counts_name_the_tp_group_and_its_ranks_by_the_world_groups_processe
                                                                                                   "0x" + TP]
     root = ras_only_root(histories, rank_map, Streams(), stops={})
     assert (root.comm, root.outlier_ranks, root.majority) == ("0x" + TP, [2], False)
-    assert unnamed_ranks(root.comm, histories, rank_map) == [
-        f"comm 0x{TP}'s rank 1 (process 637 on 192.0.2.2) launched AllReduce 10; no record gives its global rank, "
-        "so the ranks named leave it out"]
+    (unnamed,) = unnamed_ranks(root.comm, histories, rank_map)
+    assert unnamed == RasRankUnnamed(f"0x{TP}", 1, ("192.0.2.2", 637), (("AllReduce", 10),))
+    assert note_words(unnamed) == (f"comm 0x{TP}'s rank 1 (process 637 on 192.0.2.2) launched AllReduce 10; no "
+                                   "record gives its global rank, so the ranks named leave it out")
 
 
 def test_a_root_of_lengths_names_the_other_comm_of_its_ranks_that_nothing_compares():
@@ -180,9 +183,10 @@ def test_a_root_of_lengths_names_the_other_comm_of_its_ranks_that_nothing_compar
     # Rank 1's TP group: rank 0's log was cut short, so nothing compares the two there.
     streams = Streams(members={"world": [0, 1, 2, 3], "tp0": [0, 1], "tp1": [2, 3]},
                       cut={("tp0", 0): Location("nccl_rank0.log", 812)})
-    assert _unseen_causes(root, frozenset({1}), streams) == [
-        "rank 1 also runs in comm tp0, where no other rank's records are whole to compare with: a divergence there "
-        "would show in comm world just so"]
+    (unseen,) = _unseen_causes(root, frozenset({1}), streams)
+    assert unseen == UnseenComm("tp0", (1,), "world")
+    assert note_words(unseen) == ("rank 1 also runs in comm tp0, where no other rank's records are whole to compare "
+                                  "with: a divergence there would show in comm world just so")
     assert _unseen_causes(root, frozenset({1}), Streams(members=streams.members)) == []
 
 
@@ -239,7 +243,7 @@ def test_ras_counts_name_the_rank_ahead_here_alone_and_the_one_ahead_elsewhere_t
         evidence.append(item)
     histories = ras_histories([(e.format.value, s) for e in evidence for s in e.ras])
     rank_map = ras_rank_map(Streams(), evidence, histories)
-    root, caveats = _pick_counted(ras_only_roots(histories, rank_map, Streams(), stops={}), job_processes(histories))
+    root, notes = _pick_counted(ras_only_roots(histories, rank_map, Streams(), stops={}), job_processes(histories))
     assert (root.comm, root.outlier_ranks, root.outlier_candidates) == ("0x" + WORLD, [2], {7: ("0x" + TP,)})
     assert root.majority and root.undecided_comms == ("0x" + TP,)
-    assert any("nothing on record says whether" in c for c in caveats)
+    assert UndecidedComm("0x" + TP, (7,), root.kind, "0x" + WORLD) in notes

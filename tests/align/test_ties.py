@@ -5,6 +5,7 @@ from __future__ import annotations
 from ncclforensics.align.choose import _resolve_tie
 from ncclforensics.align.divergence import Root
 from ncclforensics.align.gates import GateDisagreement
+from ncclforensics.align.notes import CountedAmongLookalikes
 from ncclforensics.model import GateDecision, Location
 
 
@@ -45,7 +46,8 @@ def test_ranks_the_counts_name_among_records_alike_everywhere_are_the_outliers()
                    kind="missing", size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS)
     root, said = _counted_among_lookalikes(every, counted, set())
     assert root.outlier_ranks == [3] and root.majority and root.kind == "missing" and root.seq_range == (1, 19)
-    assert "rank 3 launched fewer" in said[0]
+    assert said == [CountedAmongLookalikes(outliers=(3,), counted=(3,), launched="fewer",
+                                           counted_by="PyTorch's enqueued counts")]
     # a rank behind that is stuck elsewhere may be held back: the counts then name no one
     assert _counted_among_lookalikes(every, counted, {3}) == (every, [])
     # counts with no majority say nothing of who departed
@@ -79,7 +81,8 @@ def test_ranks_whose_records_part_from_the_rest_of_the_counted_reference_depart_
     assert parted == {2: 5}
     root, said = _counted_among_lookalikes(every, counted, set(), parted)
     assert root.outlier_ranks == [1, 2] and root.reference_ranks == [0, 3] and root.majority
-    assert "rank 2's records part" in said[0]
+    assert said == [CountedAmongLookalikes(outliers=(1, 2), counted=(1,), launched="fewer",
+                                           counted_by="PyTorch's enqueued counts", parted=(2,), parted_seq=5)]
     # With rank 3 in an AllGather too, rank 0 is the one of the rest that parts from the others.
     records[3] = ("AllGather", 1000)
     streams = Streams(parts={("0xa", r): part(r, *v) for r, v in records.items()}, members={"0xa": [0, 1, 2, 3]})

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import polars as pl
 
+from ncclforensics.report.words import caveats
 from ncclforensics.align.streams import Streams, build_streams
 from ncclforensics.align.watchdog import (
     _through_places,
@@ -196,7 +197,7 @@ def test_ranks_the_counts_show_join_a_root_whose_records_begin_late(tmp_path):
     log.write_text(log.read_text().replace("OpType=ALLREDUCE", "OpType=ALLGATHER"))
     _, diagnosis = diff_paths(paths)
     assert diagnosis.root is not None and diagnosis.root.outlier_ranks == [0, 3]
-    assert any("rank 0 launched fewer collectives" in note for note in diagnosis.notes)
+    assert any("rank 0 launched fewer collectives" in words for words in caveats(diagnosis))
 
 
 def _streams(lasts: dict[tuple[str, int], int], cut: set[tuple[str, int]]) -> Streams:

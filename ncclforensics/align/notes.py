@@ -1,0 +1,239 @@
+"""What a diagnosis rests on and what it cannot see, as facts: the analysis says which, report/notes.py words them.
+
+Each note is a small frozen dataclass named for what it says; its fields are what the sentence needs and what
+`--json` gives under `notes` (with `kind`, the class name in snake case).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Note:
+    """A fact beside the answer."""
+
+    @property
+    def kind(self) -> str:
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", type(self).__name__).lower()
+
+
+# How the root's communicator was chosen
+
+
+@dataclass(frozen=True)
+class ConsequenceComm(Note):
+    """Another communicator's ranks disagree too, read as a consequence of `causes`."""
+
+    comm: str
+    ranks: tuple[int, ...]
+    kind_there: str  # the other root's kind (extra, missing, stopped, different_ops)
+    causes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class UndecidedComm(Note):
+    """Another communicator's ranks disagree too, and nothing says whether it or the root's diverged first."""
+
+    comm: str
+    ranks: tuple[int, ...]
+    kind_there: str
+    root_comm: str
+
+
+@dataclass(frozen=True)
+class UnseenComm(Note):
+    """The root's odd ranks run in a communicator no two ranks' whole records compare."""
+
+    comm: str
+    ranks: tuple[int, ...]
+    root_comm: str
+
+
+# Who departed, where records alone do not say
+
+
+@dataclass(frozen=True)
+class CountedAmongLookalikes(Note):
+    """Records alike (or parting evenly); PyTorch's counts name a minority; `parted`: ranks whose records part
+    from the rest of them, first at `parted_seq`."""
+
+    outliers: tuple[int, ...]
+    counted: tuple[int, ...]
+    launched: str  # "fewer" or "more"
+    counted_by: str
+    parted: tuple[int, ...] = ()
+    parted_seq: int | None = None
+
+
+@dataclass(frozen=True)
+class CountsNameSide(Note):
+    """Of the two sides the records part, the ranks counts show launching more or fewer departed."""
+
+    ranks: tuple[int, ...]
+    launched: str
+    counted_by: str
+
+
+@dataclass(frozen=True)
+class CountedBeforeRecords(Note):
+    """Ranks counts show launching more or fewer before the records begin, added to the outliers."""
+
+    added: tuple[int, ...]
+    launched: str
+    counted_by: str
+    outliers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SumsAddOutliers(Note):
+    """Ranks whose per-step checksums part at `step` departed too; `basis` cannot order the departures."""
+
+    added: tuple[int, ...]
+    step: int | None
+    basis: str  # "counts" or "late_records"
+    outliers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SumsPartReference(Note):
+    """Ranks that launched as many as `largest` but whose checksums part from theirs at `step` departed too."""
+
+    added: tuple[int, ...]
+    largest: tuple[int, ...]
+    step: int | None
+    outliers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SumsPlaceCutRanks(Note):
+    """Ranks whose records end before the sides part read back at `step` what the outliers did."""
+
+    joined: tuple[int, ...]
+    step: int | None
+    outliers: tuple[int, ...]
+    seq_range: tuple[int, int | None]
+
+
+@dataclass(frozen=True)
+class GuessedTracePlacement(Note):
+    """`moved` trace records before the root were put in a communicator by a guess: its seqs may be off by as many."""
+
+    moved: int
+    comm: str
+    seq_range: tuple[int, int | None]
+
+
+# What the evidence cannot show
+
+
+@dataclass(frozen=True)
+class CutRecords(Note):
+    """Ranks' records in a communicator end where a file was cut short."""
+
+    comm: str
+    ranks: tuple[int, ...]
+    where: str  # file:line
+
+
+@dataclass(frozen=True)
+class CompletionsOnly(Note):
+    """Only records made once a collective completed describe the collectives (`formats`, plural words)."""
+
+    formats: str
+
+
+@dataclass(frozen=True)
+class UncomparedFields(Note):
+    """Some ranks' evidence carries no `fields`: compared only between ranks that recorded them."""
+
+    comm: str
+    ranks: tuple[int, ...]
+    fields: tuple[str, ...]  # field names (op, count, stack, ...)
+
+
+@dataclass(frozen=True)
+class TracesMixedComms(Note):
+    """Traces hold collectives of several communicators and no digests: left out."""
+
+    ranks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TracesUnplaced(Note):
+    """Traces share no result with another rank's and their communicator is not known: left out."""
+
+    ranks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TracesApart(Note):
+    """Traces hold results no other trace shares, of a communicator whose other members are not known."""
+
+    ranks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TracesNameNoComm(Note):
+    """Fingerprint traces name no communicator: one named [ranks=...] is the ranks that read back the same."""
+
+
+# How ranks were numbered
+
+
+@dataclass(frozen=True)
+class LogRanksAreCommRanks(Note):
+    """No NCCL log communicator holds every process: `given` processes got the job's rank through the dumps, the
+    others are stand-ins (rank, host, pid)."""
+
+    given: int
+    stand_ins: tuple[tuple[int, str, int], ...]
+
+
+@dataclass(frozen=True)
+class NoInitLines(Note):
+    """NCCL logs without INIT lines: COLL lines grouped per size, processes numbered by host then pid."""
+
+    stand_ins: tuple[tuple[int, str, int], ...]  # the first few
+    more: int  # stand-ins not listed
+    partial: tuple[tuple[int, int], ...]  # (nranks, ranks on record) of sizes not every rank has lines of
+
+
+@dataclass(frozen=True)
+class RasCommRanks(Note):
+    """A RAS-counted communicator's ranks are named by their rank in it: no record gives their global ranks."""
+
+    comm: str
+    processes: tuple[tuple[int, str, int], ...]  # (comm rank, host, pid)
+
+
+@dataclass(frozen=True)
+class RasRankUnnamed(Note):
+    """A rank of a RAS-counted communicator that no record gives a global rank, left out of the ranks named."""
+
+    comm: str
+    rank: int
+    process: tuple[str, int] | None  # (host, pid)
+    counts: tuple[tuple[str, int], ...]  # (collective type, launched)
+
+
+# What a partial view leaves out
+
+
+@dataclass(frozen=True)
+class PartialView(Note):
+    """The analysis looks at part of the job only (--rank/--comm; None: not narrowed by that option)."""
+
+    ranks: tuple[int, ...] | None
+    comm: str | None
+
+
+@dataclass(frozen=True)
+class ViewLeftOutFingerprints(Note):
+    """Per-collective fingerprints were left out of a --rank view."""
+
+
+@dataclass(frozen=True)
+class ViewLeftOutRas(Note):
+    """RAS replies were left out of a --rank view."""

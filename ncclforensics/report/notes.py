@@ -1,0 +1,158 @@
+"""The notes of a diagnosis (align/notes.py) in sentences: one sentence a note, the same for every renderer."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from ..align import notes as n
+from ..model.phrases import ranks_words, seq_words
+
+_DID = {"extra": "launched more", "missing": "launched fewer", "stopped": "stopped"}
+FIELD_WORDS = {"op": "collective type", "count": "count", "dtype": "data type", "redop": "reduction",
+               "root": "root rank", "stack": "call stack", "tag": "tag", "step": "step"}
+_BASIS = {"counts": "the counts", "late_records": "the records, which begin after the ranks already disagree,"}
+
+
+def note_dict(note: n.Note) -> dict:
+    """A note for `--json`: its kind and its fields (tuples as lists)."""
+    return {"kind": note.kind, **{k: _plain(v) for k, v in asdict(note).items()}}
+
+
+def _plain(value):
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value
+
+
+def note_words(note: n.Note) -> str:
+    """The sentence that says `note`."""
+    match note:
+        case n.ConsequenceComm(comm, ranks, kind_there, causes):
+            return (f"comm {comm}'s ranks disagree too ({_did(ranks, kind_there)} there); read as a consequence of "
+                    f"comm {' and '.join(causes)}: a rank stuck in one communicator stops launching in the others "
+                    f"it belongs to")
+        case n.UndecidedComm(comm, ranks, kind_there, root_comm):
+            return (f"comm {comm}'s ranks disagree too ({_did(ranks, kind_there)} there), and nothing on record says "
+                    f"whether comm {root_comm} or comm {comm} diverged first; the root names comm {root_comm}")
+        case n.UnseenComm(comm, ranks, root_comm):
+            return (f"{ranks_words(ranks)} also runs in comm {comm}, where no other rank's records are whole to "
+                    f"compare with: a divergence there would show in comm {root_comm} just so")
+        case n.CountedAmongLookalikes(outliers, counted, launched, counted_by, (), _):
+            return (f"the records of every rank look alike, and {ranks_words(outliers)} launched {launched} "
+                    f"collectives than the others by {counted_by}: the root names {ranks_words(outliers)}, the "
+                    f"fewest departing")
+        case n.CountedAmongLookalikes(outliers, counted, launched, counted_by, parted, parted_seq):
+            return (f"no record says which side departed, yet {ranks_words(counted)} launched {launched} collectives "
+                    f"than the others by {counted_by}, and {ranks_words(parted)}'s records part from the rest of "
+                    f"them (seq {parted_seq}): the root names {ranks_words(outliers)}, the fewest departing")
+        case n.CountsNameSide(ranks, launched, counted_by):
+            return (f"{ranks_words(ranks)} launched {launched} collectives than the others by {counted_by}: of the "
+                    f"two sides the records part, {_they(ranks)} departed")
+        case n.CountedBeforeRecords(added, launched, counted_by, outliers):
+            return (f"{ranks_words(added)} launched {launched} collectives than the others by {counted_by}, before "
+                    f"the records begin: the root names {ranks_words(outliers)}")
+        case n.SumsAddOutliers(added, step, basis, outliers):
+            return (f"{ranks_words(added)} read back per-step checksums that part from the others' at step {step}: "
+                    f"{_they(added)} departed too, and {_BASIS[basis]} do not say whose departure came first, so "
+                    f"the root names {ranks_words(outliers)}")
+        case n.SumsPartReference(added, largest, step, outliers):
+            return (f"{ranks_words(added)} launched as many collectives as {ranks_words(largest)} and read back "
+                    f"per-step checksums that part from theirs at step {step}: {_they(added)} departed too, and the "
+                    f"counts do not say whose departure came first, so the root names {ranks_words(outliers)}")
+        case n.SumsPlaceCutRanks(joined, step, outliers, seq_range):
+            they = _they(joined)
+            their = "their" if len(joined) > 1 else "its"
+            return (f"the records of {ranks_words(joined)} end before the sides part, and per-step checksums say "
+                    f"{they} read back at step {step} what the outliers did: {they} departed too, after {their} last "
+                    f"record, so the root names {ranks_words(outliers)} over {_span(seq_range)}")
+        case n.GuessedTracePlacement(moved, comm, seq_range):
+            many = moved > 1
+            return (f"{moved} record{'s' if many else ''} of the fingerprint traces before the root "
+                    f"{'were' if many else 'was'} put in a communicator by a guess (no tag, and no result shared "
+                    f"within a communicator the trace names, places {'them' if many else 'it'}): the seqs of comm "
+                    f"{comm} may be off by as many, so the root is in {seq_words(*seq_range)}")
+        case n.CutRecords(comm, ranks, where):
+            return (f"{ranks_words(ranks)}'s records in comm {comm} end where a file was cut short ({where}): what "
+                    f"came after is unknown")
+        case n.CompletionsOnly(formats):
+            return (f"Only {formats} describe the collectives, and they record a collective once it completed: a "
+                    "collective every rank launched and none completed (a hang), or a rank that died in it, leaves "
+                    "no record, so the ranks' agreement up to where their records end says nothing of what came "
+                    "after")
+        case n.UncomparedFields(comm, ranks, fields):
+            many = len(fields) > 1
+            return (f"In comm {comm}, {ranks_words(ranks)}'s evidence carries no "
+                    f"{' or '.join(FIELD_WORDS[f] for f in fields)}: {'those were' if many else 'that was'} compared "
+                    f"only between ranks that recorded {'them' if many else 'it'}")
+        case n.TracesMixedComms(ranks):
+            return (f"the fingerprint traces of {ranks_words(ranks)} hold collectives of several communicators and "
+                    f"no digests, so which is which cannot be told: left out of the comparison")
+        case n.TracesUnplaced(ranks):
+            return (f"the fingerprint traces of {ranks_words(ranks)} share no result with another rank's and their "
+                    f"communicator is not known: left out of the comparison")
+        case n.TracesApart(ranks):
+            return (f"the fingerprint traces of {ranks_words(ranks)} hold results no other trace shares, of a "
+                    f"communicator whose other members left no trace and are not known: those left out of the "
+                    f"comparison")
+        case n.TracesNameNoComm():
+            return ("fingerprint traces name no communicator: one named [ranks=...] is the ranks that read back the "
+                    "same results")
+        case n.LogRanksAreCommRanks(given, stand_ins):
+            text = (f"No communicator in the NCCL logs holds every process, so their ranks are comm ranks, not the "
+                    f"job's: {'1 process was' if given == 1 else f'{given} processes were'} given the job's rank through the Flight "
+                    f"Recorder dumps")
+            if stand_ins:
+                named = ", ".join(f"rank {r} = {host}:{pid}" for r, host, pid in stand_ins[:8])
+                text += (f"; the others are stand-ins numbered by host, then pid ({named}"
+                         f"{', ...' if len(stand_ins) > 8 else ''})")
+            return text + "."
+        case n.NoInitLines(stand_ins, more, partial):
+            named = ", ".join(f"rank {r} = {host}:{pid}" for r, host, pid in stand_ins)
+            text = (f"No INIT lines: the ranks and communicator hashes are unknown. COLL lines were grouped into one "
+                    f"communicator per size ([nranks=N]) and placed by their opCount, and the processes were "
+                    f"numbered by host, then pid ({named}{f' and {more} more' if more else ''}): stand-ins, not "
+                    f"necessarily the job's ranks.")
+            if partial:
+                sizes = "; ".join(f"[nranks={size}]: {seen} on record" for size, seen in partial)
+                text += f" Not every rank has lines here ({sizes}): the ranks without any may be where the others wait."
+            return text
+        case n.RasCommRanks(comm, processes):
+            who = ", ".join(f"rank {r} is process {pid} on {host}" for r, host, pid in processes)
+            return (f"comm {comm}'s ranks are named by their rank in it, not the job's: no record gives their global "
+                    f"ranks" + (f" ({who})" if who else ""))
+        case n.RasRankUnnamed(comm, rank, process, counts):
+            return (f"comm {comm}'s rank {rank}" + (f" (process {process[1]} on {process[0]})" if process else "")
+                    + (" launched " + ", ".join(f"{t} {c}" for t, c in counts) if counts else "")
+                    + "; no record gives its global rank, so the ranks named leave it out")
+        case n.PartialView(ranks, comm):
+            return (f"This analysis looks at {_view(ranks, comm)} only (--rank/--comm); the rest of the job's "
+                    f"evidence was left out, and with it what ties this part to the rest (fingerprints numbered "
+                    f"across communicators, the other ranks' gate decisions): the root may be placed less precisely "
+                    f"than in the whole job's analysis.")
+        case n.ViewLeftOutFingerprints():
+            return ("Per-collective fingerprints were left out: they number a rank's collectives across all its "
+                    "communicators, which --comm does not keep.")
+        case n.ViewLeftOutRas():
+            return ("RAS replies were left out: they count collectives by communicator rank, which --rank does not "
+                    "select.")
+    raise TypeError(f"no words for {type(note).__name__}")  # a new note needs its sentence here
+
+
+def _did(ranks, kind: str) -> str:
+    return f"{ranks_words(ranks)} {_DID.get(kind, 'launched other collectives')}"
+
+
+def _they(ranks) -> str:
+    return "they" if len(ranks) > 1 else "it"
+
+
+def _span(seq_range: tuple[int, int | None]) -> str:
+    low, high = seq_range
+    return f"seq {low} or later" if high is None else f"seq {low}..{high}"
+
+
+def _view(ranks: tuple[int, ...] | None, comm: str | None) -> str:
+    parts = []
+    if ranks is not None:
+        parts.append(("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, sorted(ranks))))
+    if comm is not None:
+        parts.append(f"comm {comm}")
+    return " in ".join(parts) if parts else "the whole job"
