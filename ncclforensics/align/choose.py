@@ -140,6 +140,9 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         if found is not None:
             root, said = with_sums_placing_cut_ranks(root, found[0], analyses[root.comm].launched)
             notes += said
+    if root is not None and not died:
+        # Ranks behind whose records differ from the others' in length only may be held back by a peer elsewhere.
+        root = _held_back_by_peers(root, analyses, _memberships(streams, ras, rank_map, marks))
     dead: frozenset[int] = frozenset()
     if root is not None:
         root = _resolve_tie(root, gate)
@@ -147,6 +150,34 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             # A rank that stopped launching while its peers report a remote process gone is the dead one.
             dead = frozenset(root.outlier_ranks)
     return Choice(root, tuple(notes), sums_step, counted_cause, dead)
+
+
+def _held_back_by_peers(root: Root, analyses: dict[str, CommAnalysis],
+                        groups: dict[str, tuple[set[int], int]]) -> Root:
+    """A root whose outliers launched fewer than the others, where their records differ from the others' in length
+    only (a stop, or collectives left out among lookalikes), with what else reads the same: a rank runs its
+    collectives in issue order across its communicators, so a peer of theirs in another communicator that launched
+    one more here, alike to the program's next, keeps them waiting there (they launch no more here), while ranks of
+    other groups that got further launch their next one here, which pairs with the extra one. Their stop is then
+    the peer's departure, and the records cannot tell the two apart: the root names the ranks ahead that may have
+    launched it (held_back.may_hold_back). Unchanged where something already placed who departed (issue orders,
+    completion marks, gate journals) or where no rank ahead shares another communicator with each outlier."""
+    if root.kind not in (STOPPED, MISSING) or root.shown or root.behind_may_be_held or root.held_back is not None \
+            or root.journal_steps or root.blocked_elsewhere or root.comm not in analyses:
+        return root
+    launched, completed = analyses[root.comm].launched, analyses[root.comm].completed
+    if any(r not in launched for r in root.outlier_ranks):
+        return root
+    most = max(launched[r] for r in root.outlier_ranks)
+    # (a rank ahead that completed all it launched here has nothing of its own here holding its GPU)
+    ahead = [r for r in root.reference_ranks if launched.get(r, 0) > most
+             and (completed.get(r) is None or completed[r] < launched[r])]
+    if not ahead:
+        return root
+    # (ranks on neither side whose records end no further than the outliers' may be behind too)
+    behind_too = [r for r in root.unplaced_ranks if launched.get(r, most) <= most]
+    held = may_hold_back(replace(root, reference_ranks=ahead), groups, behind_too)
+    return replace(root, behind_may_be_held=True, may_be_held_back_by=held) if held else root
 
 
 def _known(streams: Streams) -> dict[str, set[int]]:

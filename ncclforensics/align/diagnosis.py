@@ -33,7 +33,7 @@ from .divergence import (
 )
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
-from .interleave import issue_order_root, skipped_here
+from .interleave import issue_order_root, issue_order_split, skipped_here
 from .jobs import split_jobs
 from .notes import CompletionsOnly, CutRecords, GuessedTracePlacement, Note, UncomparedFields
 from .ranks import resolve_global_ranks
@@ -272,7 +272,8 @@ def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams, gate
     of its ranks is one program (no root there)."""
     for comm, analysis in list(analyses.items()):
         root = analysis.root
-        if root is not None and root.shown and root.majority and root.kind != STOPPED:
+        if root is not None and root.shown and root.majority and root.kind != STOPPED \
+                and not _held_back_by_issue_order(streams, comm, root):
             continue
         if len(set(analysis.launched.values())) < 2:
             continue
@@ -306,6 +307,19 @@ def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams, gate
                 c for c in others if c in analyses and analyses[c].root is not None)})))
         if found is not None:
             analysis.root = found
+
+
+def _held_back_by_issue_order(streams: Streams, comm: str, root: Root) -> bool:
+    """Whether a root of collectives missing on ranks behind, which their records show (others' results misaligned
+    where they have fewer), is what the issue orders read as a peer's extra collective: the ranks behind are those
+    the issue orders show stopped where the program goes on elsewhere (held back there), and the range where a
+    rank issued one early holds the root's seq. A misaligned pairing there is the extra one's as well, so the
+    issue orders, which say who issued it where the program does not, name the root."""
+    if root.kind != MISSING or root.seq_range is None:
+        return False
+    split = issue_order_split(streams, comm)
+    return (split is not None and sorted(split.blocked) == sorted(root.outlier_ranks)
+            and split.low <= root.seq_range[0] <= split.seq)
 
 
 def _apply_progress(analyses: dict[str, CommAnalysis], streams: Streams, progress: list,

@@ -25,7 +25,7 @@ of it, where their timeout lines give it, tells: the program's own collective co
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import replace
 
 from .divergence import EXTRA, MISSING, HeldBack, Root
@@ -92,12 +92,16 @@ def held_back_root(root: Root, launched: Mapping[str, Mapping[int, int]],
                    behind_may_be_held=False, blocked_elsewhere=tuple(sorted(behind)), held_back=held)
 
 
-def may_hold_back(root: Root, groups: Mapping[str, tuple[Set[int], int]]) -> tuple[int, ...]:
+def may_hold_back(root: Root, groups: Mapping[str, tuple[Set[int], int]], behind_too: Iterable[int] = ()
+                  ) -> tuple[int, ...]:
     """The ranks ahead in the root's comm that may have launched an extra collective there that holds its
-    outliers (behind by counts alone) back: an extra one here keeps a rank's peers of another communicator waiting
-    for it there, so each shares some other communicator with every outlier. `groups`: comm -> (its members on
-    record, its size); members not on record may be any rank. A group of the root's size whose members on record
-    are all the root's may be the root's comm under another name (a process group beside a RAS hash): left out."""
+    outliers (behind by counts, or by records that differ in length only) back: an extra one here keeps a rank's
+    peers of another communicator waiting for it there, so each outlier shares some other communicator with one of
+    them (several ranks ahead may each have launched one, each holding its own peers back). `groups`: comm -> (its
+    members on record, its size); members not on record may be any rank. A group of the root's size whose members
+    on record are all the root's may be the root's comm under another name (a process group beside a RAS hash):
+    left out. `behind_too`: ranks on neither side whose records end where they may be behind as well (cut short):
+    their peers may hold them back just so. Empty where some outlier shares no communicator with a rank ahead."""
     ranks = set(root.outlier_ranks) | set(root.reference_ranks) | set(root.unplaced_ranks)
     others = {c: (set(known), size) for c, (known, size) in groups.items()
               if c != root.comm and not (size == len(ranks) and set(known) <= ranks)}
@@ -105,4 +109,10 @@ def may_hold_back(root: Root, groups: Mapping[str, tuple[Set[int], int]]) -> tup
     def may_share(pair: set[int]) -> bool:
         return any(pair <= known or len(known | pair) <= size for known, size in others.values())
 
-    return tuple(r for r in sorted(root.reference_ranks) if all(may_share({o, r}) for o in root.outlier_ranks))
+    def peers(rank: int) -> set[int]:
+        return {r for r in root.reference_ranks if may_share({rank, r})}
+
+    held = [peers(o) for o in root.outlier_ranks]
+    if not held or not all(held):
+        return ()
+    return tuple(sorted(set().union(*held, *(peers(r) for r in behind_too))))

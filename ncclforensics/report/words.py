@@ -203,7 +203,7 @@ def root_sentence(root: Root) -> str:
         return (f"{who.capitalize()} launched fewer collectives than the others in comm {root.comm}: "
                 f"{'it' if len(root.outlier_ranks) == 1 else 'they'} skipped collectives {at}, or stopped launching "
                 f"after {'its' if len(root.outlier_ranks) == 1 else 'their'} last (blocked elsewhere); the records "
-                f"cannot tell which.")
+                f"cannot tell which." + held_elsewhere_words(root))
     if root.kind == STOPPED and root.reason in (RangeReason.PAST_RECORDS, RangeReason.PAST_COUNTED) \
             and root.seq_range is not None and root.seq_range[1] is not None:
         low, high = root.seq_range
@@ -218,7 +218,7 @@ def root_sentence(root: Root) -> str:
     if root.kind == STOPPED:
         after = f" after seq {root.seq - 1}" if root.seq_range is not None and root.seq_range[0] == root.seq_range[1] \
             else ""
-        return f"{who.capitalize()} stopped launching in comm {root.comm}{after}."
+        return f"{who.capitalize()} stopped launching in comm {root.comm}{after}." + held_elsewhere_words(root)
     if root.kind == MISSING and root.behind_may_be_held:
         one = len(root.outlier_ranks) == 1
         held = root.may_be_held_back_by
@@ -445,13 +445,32 @@ def ambiguity(root: Root) -> str | None:
                  f"would say which")
     if root.behind_may_be_held:
         who = ranks_words(root.outlier_ranks)
-        text += (f"; nor do counts say that {who} deviated: a rank runs its collectives in issue order across its "
+        counts = root.reason in (RangeReason.COUNTS, RangeReason.TYPE_COUNTS)
+        said = "counts" if counts else "records that differ in length only"
+        tell = (f"records of every rank's communicators in the order it issued them ({LOG_SETTINGS} or "
+                f"{FR_SETTINGS}) would tell" if counts else
+                "every rank's records of all its communicators in the order it issued them would tell, where a "
+                "majority of the ranks places that collective alike among the others")
+        text += (f"; nor do {said} say that {who} deviated: a rank runs its collectives in issue order across its "
                  f"communicators, so one that launched an extra collective here holds back its peers in another "
                  f"communicator (they then launch fewer here), while ranks of other groups that got further launch "
                  f"their next collective here, which pairs with the extra one; {who} may be held back elsewhere, and "
-                 f"the rank that launched one more then among those ahead; records of every rank's communicators "
-                 f"in the order it issued them ({LOG_SETTINGS} or {FR_SETTINGS}) would tell")
+                 f"the rank that launched one more then among those ahead; {tell}")
     return text
+
+
+def held_elsewhere_words(root: Root) -> str:
+    """Where ranks behind whose records differ in length only may be held back by a peer ahead that launched one
+    more (empty otherwise)."""
+    if not root.behind_may_be_held or root.kind != STOPPED:
+        return ""
+    one = len(root.outlier_ranks) == 1
+    held = root.may_be_held_back_by
+    # (ranks on neither side whose records end as early may be behind too: their peers are named as well)
+    by = f" ({'one of ' if len(held) > 1 else ''}{ranks_words(held)}, as far as the record of who shares a " \
+         f"communicator with the ranks behind goes)" if held else ""
+    return (f" Or {'it is' if one else 'they are'} held back in another communicator by a rank ahead here that "
+            f"launched one more{by}, which reads the same.")
 
 
 def unplaced_words(root: Root, analysis) -> str:

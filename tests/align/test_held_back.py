@@ -77,3 +77,22 @@ def test_the_timeout_lines_and_their_stacks_name_the_extra_collective():
     assert (root.outlier_ranks, root.kind, root.held_back.stacks_part) == ([2], "extra", True)
     assert "call stack of seq 2 differs" in root_sentence(root)
     assert "left out before it" not in ambiguity(root)
+
+
+def test_each_rank_behind_may_be_held_back_by_its_own_peer():
+    # Ranks 0 and 3 behind in the world, each in another TP group: ranks 1 and 2 may each have launched one more and
+    # hold their own TP peer back. A rank on neither side whose records end as early (cut short) may be held so too.
+    from ncclforensics.align.divergence import MISSING, Root
+    from ncclforensics.align.held_back import may_hold_back
+    groups = {"0": ({0, 1, 2, 3}, 4), "1": ({0, 1}, 2), "2": ({2, 3}, 2)}
+
+    def behind(outliers, unplaced=()):
+        return Root(comm="0", seq=1, seq_range=(1, 2), outlier_ranks=outliers, reference_ranks=[
+            r for r in range(4) if r not in outliers and r not in unplaced], unplaced_ranks=list(unplaced),
+            kind=MISSING, size=1, pinned_by="signatures", reason=None)
+
+    assert may_hold_back(behind([0, 3]), groups) == (1, 2)
+    assert may_hold_back(behind([0], unplaced=[3]), groups, behind_too=[3]) == (1, 2)
+    assert may_hold_back(behind([0], unplaced=[3]), groups) == (1,)
+    # (a rank behind that shares no other communicator with a rank ahead: no peer holds it back)
+    assert may_hold_back(behind([0, 1]), groups) == ()

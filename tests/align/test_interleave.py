@@ -254,3 +254,40 @@ def test_an_early_block_that_fits_a_collective_left_out_elsewhere_too_is_no_mere
     assert tp.seq_range == (7, 10) and tp.size == 0 and tp.left_out_in == (W,)
     assert d.root.comm == T1 and W in d.root.undecided_comms
     assert f"left out a collective of comm {W}" in words.cause(d)
+
+
+def test_a_stop_whose_issue_orders_leave_no_majority_names_the_peer_that_may_hold_it_back():
+    # Rank 0 issues one more world collective right after its first TP one; its TP peer (rank 1) waits in TP behind
+    # it and stops launching; rank 3 launches step 1's, which pairs with rank 0's extra one; rank 2's log was cut
+    # after its first. The issue orders part ranks 0 and 3 with no majority, and the world records differ in length
+    # only: rank 1 stopped, or rank 0 launched one more and holds it back; the root names rank 0 as well.
+    from dataclasses import replace
+    logs = [rank_log(0, [(W, ONE), (T1, LAYER), (W, ONE), (T1, LAYER), (T1, LAYER)]), rank_log(1, step(T1)),
+            rank_log(2, [(W, ONE)]), rank_log(3, step(T2) + step(T2))]
+    logs[2] = replace(logs[2], cut=Location("rank2.log", 1))
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.outlier_ranks == [1] and d.root.kind == "stopped"
+    assert d.root.behind_may_be_held and d.root.may_be_held_back_by == (0,)
+    assert "held back in another communicator by a rank ahead here that launched one more (rank 0, as far as" in words.cause(d)
+    assert "may be held back elsewhere" in words.ambiguity(d.root)
+
+
+def test_ranks_behind_that_records_show_missing_one_are_held_back_where_the_issue_orders_say_so():
+    # Rank 3 issues two world collectives in a row in step 1; its TP peer (rank 2) waits in TP behind them. Other
+    # records (per-collective results misaligned on the ranks that went on, say) that show rank 2 missing the
+    # world collective at seq 3 read the same as the extra one: the issue orders name rank 3, rank 2 held back.
+    from ncclforensics.align.diagnosis import _held_back_by_issue_order
+    from ncclforensics.align.divergence import Root
+    logs = [rank_log(0, step(T1) * 3), rank_log(1, step(T1) * 3), rank_log(2, step(T2) * 2),
+            rank_log(3, step(T2) + [(W, ONE), (W, ONE)] + [(T2, LAYER)] * 3)]
+    streams = build_streams(logs)
+
+    def shown_missing(outliers, seq):
+        return Root(comm=W, seq=seq, seq_range=(seq, seq), outlier_ranks=outliers,
+                    reference_ranks=[r for r in range(4) if r not in outliers], kind="missing", size=1,
+                    pinned_by="fingerprints", reason=None, shown=True)
+
+    assert _held_back_by_issue_order(streams, W, shown_missing([2], 3))
+    # (not where the ranks behind are others than those the issue orders hold back, nor a root before the split)
+    assert not _held_back_by_issue_order(streams, W, shown_missing([1], 3))
+    assert not _held_back_by_issue_order(streams, W, shown_missing([2], 1))

@@ -33,9 +33,12 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   several comms that diverged there is right (a step's checksum sums what a rank read back from all its comms:
   ranks that departed in two comms part from the others alike), and where those are no strict minority of the
   ranks compared, a root naming all of those is right too;
-  where the root rests on counts alone of ranks behind and names the ranks ahead that may instead have launched one
-  more and held them back in another comm (`root.may_be_held_back_by`), the true outliers among those are right too:
-  the counts read the same either way (a twin incident of the opposite truth writes the same files);
+  where the root names ranks behind (missing or stopped collectives) on counts alone, or on records that differ from
+  the others' in length only, and names the ranks ahead that may instead have launched one more and held them back
+  in another comm (`root.may_be_held_back_by`), the true outliers among those are right too: the counts, and records
+  of lookalike collectives, read the same either way (a twin incident of the opposite truth writes the same
+  counts; where the ranks' issue orders are on record too and leave no majority, nothing says which rank issued
+  its collective where the program does);
   where the root rests on counts alone and names apart, as candidates (`root.outlier_candidates`), ranks whose
   counts part as the outliers' do but that depart in another comm too, outliers that are the named ones with any
   of those are right too: a rank that departed elsewhere runs on (or stays behind) into the same count here as one
@@ -321,11 +324,12 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
         first <= got <= set(faulted) and all(low <= true.first.get(r, 0) <= high for r in got - first)
         for first, faulted in ((set(true.outliers), true.faulted), (seen_outliers, seen),
                                (set(true.outliers) & evident, set(true.faulted) & evident)) if first)
-    # Counts alone of ranks behind: one that launched one more here, holding its peers back in another comm, writes
-    # the counts of the peers skipping one; an answer naming the ranks ahead that may have done so names it.
+    # Counts alone of ranks behind, or records that differ in length only: one that launched one more here, holding
+    # its peers back in another comm, writes the counts of the peers skipping one (or stopping); an answer naming the
+    # ranks ahead that may have done so names it.
     held = set(root.get("may_be_held_back_by") or [])
-    held_back = (bool(held) and root.get("kind") == "missing" and set(true.outliers) <= held and not got & held
-                 and root.get("pinned_by") in COUNTS_SOURCES)
+    held_back = (bool(held) and root.get("kind") in ("missing", "stopped") and set(true.outliers) <= held
+                 and not got & held and set(root.get("kinds") or [root.get("kind")]) <= {"missing", "stopped", "extra"})
     # Counts alone of ranks that part as the outliers do, but depart in another comm too: named apart as candidates,
     # the true outliers are the ranks named with any of them.
     maybe = set(_job_ranks(incident, answer, root.get("outlier_candidates") or []))
