@@ -528,3 +528,24 @@ def test_a_rank_whose_records_of_the_kinds_that_show_it_miss_the_root_sides_with
 
     assert verdict([0, 1, 2, 3]) == verdict([2]) == []
     assert verdict([0]) == ["wrong_outliers"]
+
+
+def test_a_watchdog_stack_that_parts_a_rank_at_the_wedge_shows_its_departure(tmp_path):
+    """Seed 153405, watchdog logs and digest traces: rank 7 issued an all-gather for `mlp` at seq 11 (unseen: its
+    trace stops before it, the digests hold no op), rank 4 skipped `moe` (its trace runs a step longer) and rank 6
+    issued `l1.moe` before `l1.mlp`, so it timed out at the wedge in a collective from another call site, which its
+    log's stack of the failed collective shows. Ranks 4 and 6 both show: naming them, within a range holding the
+    root, is right; naming rank 6 alone is not."""
+    from incidents.oracle import check
+    from incidents.visibility import shown_outliers
+
+    incident, written = _written_as_drawn(153405, tmp_path)
+    assert shown_outliers(incident, written)["1"] == {4, 6}
+
+    def verdict(outliers):
+        root = {"comm": "1", "seq_range": [1, 15], "outlier_ranks": outliers, "pinned_by": "call sites",
+                "majority": True}
+        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+
+    assert verdict([4, 6]) == verdict([4]) == []
+    assert verdict([6]) == ["wrong_outliers"]
