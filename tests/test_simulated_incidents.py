@@ -192,7 +192,17 @@ KNOWN: dict[int, str] = {
 # too, by the oracle's reading right where they hold the true outliers (98698: issue orders with no majority, a log
 # cut; 101752, 127000, 153344: PyTorch's counts, dumps; 96755: two ranks ahead each holding its own TP peer back); a
 # root of ranks behind that other records show missing one (results misaligned on the ranks that went on) yields to
-# the issue orders where those hold the same ranks back behind a peer's early collective (210668).
+# the issue orders where those hold the same ranks back behind a peer's early collective (210668); checked per-step
+# sums wrong in several sides, none a majority, still say a collective was misaligned by that step: every rank that
+# may have departed is named, no majority (211801: reorders in two comms, no comm on record); a result shared under
+# several tags, one of them confirmed on the one comm holding every holder, is that comm's misaligned pairing,
+# whatever tag the rank gave its own side (102250: an extra world collective under a tag of its own, sums only); by
+# the oracle's reading, a watchdog log's stack of the failed collective shows a rank whose collective at the wedge
+# came from another call site (153405: a reorder that the stacks show beside a skip, the first departure unseen);
+# ranks behind beside a stream cut no later than where they end, which may be behind too, are no strict minority:
+# every rank is named, no majority (104768: two extra drafter passes, an NCCL log cut short); RAS counts of as many
+# collectives of other types beside records that place a root add their ranks, the range back to the comm's first seq
+# (96783: a different type the digests and the rings do not show, beside a reorder the tags do).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -203,7 +213,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           64456, 61834, 68373, 62990, 64512, 65018, 67488, 636, 31227, 63947, 67013, 60558, 63480, 60642, 91849,
           92101, 91353, 90923, 90007, 90106, 120313, 102329, 101566, 127474, 151249, 129253, 128159, 96352, 98665,
           100643, 123788, 152911, 155297, 101561, 153745, 126217, 123077, 129045, 104329, 123464, 158306, 210240,
-          98698, 101752, 127000, 153344, 96755, 210668)
+          98698, 101752, 127000, 153344, 96755, 210668, 211801, 102250, 153405, 104768, 96783)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
@@ -528,3 +538,24 @@ def test_a_rank_whose_records_of_the_kinds_that_show_it_miss_the_root_sides_with
 
     assert verdict([0, 1, 2, 3]) == verdict([2]) == []
     assert verdict([0]) == ["wrong_outliers"]
+
+
+def test_a_watchdog_stack_that_parts_a_rank_at_the_wedge_shows_its_departure(tmp_path):
+    """Seed 153405, watchdog logs and digest traces: rank 7 issued an all-gather for `mlp` at seq 11 (unseen: its
+    trace stops before it, the digests hold no op), rank 4 skipped `moe` (its trace runs a step longer) and rank 6
+    issued `l1.moe` before `l1.mlp`, so it timed out at the wedge in a collective from another call site, which its
+    log's stack of the failed collective shows. Ranks 4 and 6 both show: naming them, within a range holding the
+    root, is right; naming rank 6 alone is not."""
+    from incidents.oracle import check
+    from incidents.visibility import shown_outliers
+
+    incident, written = _written_as_drawn(153405, tmp_path)
+    assert shown_outliers(incident, written)["1"] == {4, 6}
+
+    def verdict(outliers):
+        root = {"comm": "1", "seq_range": [1, 15], "outlier_ranks": outliers, "pinned_by": "call sites",
+                "majority": True}
+        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+
+    assert verdict([4, 6]) == verdict([4]) == []
+    assert verdict([6]) == ["wrong_outliers"]

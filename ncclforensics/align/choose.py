@@ -40,7 +40,7 @@ from .held_back import may_hold_back
 from .journal_progress import with_journal_progress
 from .ras import RasHistory, job_processes
 from .notes import ConsequenceComm, CountedAmongLookalikes, Note, UndecidedComm, UnseenComm
-from .ras_only import ras_only_roots, unnamed_ranks
+from .ras_only import ras_only_roots, unnamed_ranks, with_swapped_types
 from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_parted_reference,
                         with_sums_before_records, with_sums_placing_cut_ranks)
 from .streams import SIGNATURE, Streams
@@ -140,6 +140,11 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         if found is not None:
             root, said = with_sums_placing_cut_ranks(root, found[0], analyses[root.comm].launched)
             notes += said
+    if root is not None and root.shown and root.comm in ras:
+        # Records that part ranks where they do, beside RAS counts of as many collectives of other types: those
+        # ranks departed too, somewhere no record shows.
+        root, said = with_swapped_types(root, ras[root.comm], rank_map)
+        notes += said
     if root is not None and not died:
         # Ranks behind whose records differ from the others' in length only may be held back by a peer elsewhere.
         root = _held_back_by_peers(root, analyses, _memberships(streams, ras, rank_map, marks))

@@ -117,6 +117,17 @@ class SumsPlaceCutRanks(Note):
 
 
 @dataclass(frozen=True)
+class SwappedTypes(Note):
+    """RAS counts give `added` as many collectives as most ranks, of other types: they departed too, somewhere no
+    record shows."""
+
+    comm: str
+    added: tuple[int, ...]
+    outliers: tuple[int, ...]
+    seq_range: tuple[int, int | None]
+
+
+@dataclass(frozen=True)
 class GuessedTracePlacement(Note):
     """`moved` trace records before the root were put in a communicator by a guess: its seqs may be off by as many."""
 

@@ -11,7 +11,7 @@ import polars as pl
 from ..model import Evidence, Location, WedgeKind
 from .consequences import Disagreement, candidates, odd_ones, other_side, unnamed_process, unordered_counts
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
-from .notes import Note, RasCommRanks, RasRankUnnamed
+from .notes import Note, RasCommRanks, RasRankUnnamed, SwappedTypes
 from .ras import RasHistory, job_processes
 from .streams import Streams
 from .wedge import COUNT_FLOORS, LAUNCHES_ONLY, Wedge
@@ -343,3 +343,34 @@ def wedge_from_counts(comm: str, counts: dict[int, int], completed: dict[int, in
     return Wedge(comm=comm, seq=seq, kind=kind, launched=dict(counts), completed=dict(completed),
                  waiting_ranks=inside, absent_ranks=absent, confirmed_by=confirmed_by, evidence=evidence,
                  ops=dict(ops or {}), seq_range=(low, high), bounded_by=bounded_by)
+
+
+def with_swapped_types(root: Root, history: RasHistory, rank_map: dict) -> tuple[Root, list[Note]]:
+    """A root the records place, with the ranks added whose RAS counts launched as many collectives as a strict
+    majority of the comm's ranks did, of other types: at some seq each issued a collective of another type than the
+    others, a departure wherever it was, and one no record the root rests on shows (records without op types, rings
+    that begin after it). Where that was is not on record, so the range reaches back to the comm's first seq, and the
+    first departure may be theirs. Worked example: fingerprints part rank 0 by its tags at seq 19; RAS counts give
+    rank 2 5 all-gathers and 23 all-reduces, ranks 0, 1 and 3 4 and 24: rank 2 departed too, somewhere in seq
+    1..19, and the root names ranks 0 and 2, no majority."""
+    if root.seq_range is None or root.seq_range[1] is None:
+        return root, []
+    typed = history.by_type()
+    names = {r: rank_map.get((root.comm, r)) for r in typed}
+    if len(typed) < 3 or None in names.values():
+        return root, []
+    vectors = {r: tuple(sorted((t, n) for t, n in counts.items() if n)) for r, counts in typed.items()}
+    usual = max(set(vectors.values()), key=lambda v: sum(1 for w in vectors.values() if w == v))
+    if sum(1 for v in vectors.values() if v == usual) * 2 <= len(vectors):
+        return root, []
+    total = sum(n for _, n in usual)
+    swapped = sorted(names[r] for r, v in vectors.items() if v != usual and sum(n for _, n in v) == total)
+    added = [r for r in swapped if r not in root.outlier_ranks]
+    members = set(root.outlier_ranks) | set(root.reference_ranks) | set(root.unplaced_ranks)
+    if not added or not set(added) <= members:
+        return root, []
+    outliers = sorted(set(root.outlier_ranks) | set(added))
+    high = root.seq_range[1]
+    merged = replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)), seq=1,
+                     seq_range=(1, high), majority=len(outliers) * 2 < len(members))
+    return merged, [SwappedTypes(root.comm, tuple(added), tuple(outliers), (1, high))]

@@ -437,7 +437,11 @@ def _with_behind(proposal: Proposal | None, codes: dict[int, Codes], start: int,
     keep = [r for r in reference_ranks if r not in behind]
     if not late or len(late) * 2 > len(codes) or not keep:
         return proposal
-    tie = len(late) * 2 == len(codes)
+    # A stream cut short no later than where the late ones end may be behind too (what it launched past its cut is
+    # unknown): where it could make the late ones half the ranks, no majority says which side departed.
+    cut_behind = [r for r in (proposal.unplaced if proposal else []) if r in codes and r not in late
+                  and codes[r].length <= max(codes[rank].length for rank in late)]
+    tie = (len(late) + len(cut_behind)) * 2 >= len(codes)
     reference = merged(codes[r] for r in keep)
     # Ranks that stopped short and are not behind (nothing says they left one out or are held back) merely lag:
     # their records end, and they side with nobody.

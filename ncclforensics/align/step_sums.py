@@ -13,7 +13,9 @@ collective (its next one paired with the others' last): it is the outlier, the f
 no record: the root has a step, and no seq. Offsets that part where other ranks have no sum of the step (they
 hung before it) or read it back right and the next one wrong (they left out its last collective) name no side:
 each comm's ranks are off by what that comm mixed, and the ranks that departed may be either those that read
-back wrong or those beside them; every rank that may have departed is named, and no majority.
+back wrong or those beside them; every rank that may have departed is named, and no majority. So too where checked
+sums part into several sides, none a majority (two comms that each diverged, each rank off by its own amount): a
+wrong sum still says its rank's results were mixed by that step, so the step is said, never nothing.
 
 Worked example: ranks 0-7 read back the right sum at step 0; at step 1 all eight are wrong, ranks 0, 1, 3-7 agree
 on 4604928 and rank 2 alone has 33331200 (it launched a drafter pass the others did not): rank 2 is the outlier,
@@ -210,8 +212,10 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             # sums may differ by design; two ranks whose sums part at the first step both summed read the same as
             # two replicas of one rank each): the checksums name no one. Sums that were equal on every one of them
             # in an earlier step are of one class (as the first step's classes say, _classes_of_first_step): two
-            # even sides of them say one side departed, and nothing says which.
-            yield None
+            # even sides of them say one side departed, and nothing says which. Several sides of sums checked
+            # wrong still say a collective was misaligned by this step: every rank's verdicts say who may have
+            # departed (each comm's ranks off by what that comm mixed), and no majority.
+            yield _BY_VERDICTS if checked else None
             return
         # Two even sides of results checked wrong: one side departed, and nothing says which; the root names both.
         outliers = sorted(r for ranks in ordered[1:] for r in ranks) if majority else sorted(rows)

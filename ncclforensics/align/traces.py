@@ -434,8 +434,15 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
         if members in comms and (one or members in paired):
             for tag in tagged | {row.tag} if members in paired else {row.tag}:
                 sets_of_tag.setdefault(tag, set()).add(members)
-    tags_shared = {row.tag for row, members in zip(trace, own) if len(members) > 1}
-    if (None not in sets_of_tag and tags_shared <= set(sets_of_tag)
+    shared = [(row.tag, members, tagged) for row, members, tagged in zip(trace, own, given) if len(members) > 1]
+
+    def unconfirmed(confirmed: dict[str | None, set[Members]]) -> bool:
+        # A shared result whose tag no set confirms, unless its holders gave it several tags (a misaligned pairing:
+        # each collective paired in it was issued on its comm) of which those confirmed name one set holding every
+        # holder: the pairing is of that comm, whatever tag this rank gave its side (an extra collective of its own).
+        return any(tag not in confirmed and len({m for t in tagged - {None} for m in confirmed.get(t, ())
+                                                 if members <= m}) != 1 for tag, members, tagged in shared)
+    if (None not in sets_of_tag and not unconfirmed(sets_of_tag)
             and all(len(sets) == 1 for sets in sets_of_tag.values())):
         # Every tag's results are shared by one set of ranks, each time: a program issues each tagged collective
         # on one comm, so the sets are comms (replicas fed alike would share a tag's sums with both sets). A
@@ -467,7 +474,7 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
         folded: dict[str | None, set[Members]] = {}
         for tag, sets in sets_of_tag.items():
             folded.setdefault(tag, set()).update(fold[m] for m in sets)
-        if None in folded or not tags_shared <= set(folded) or any(len(sets) != 1 for sets in folded.values()):
+        if None in folded or unconfirmed(folded) or any(len(sets) != 1 for sets in folded.values()):
             return None
     return kept
 

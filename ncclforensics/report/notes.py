@@ -63,6 +63,10 @@ def note_words(note: n.Note) -> str:
             return (f"the records of {ranks_words(joined)} end before the sides part, and per-step checksums say "
                     f"{they} read back at step {step} what the outliers did: {they} departed too, after {their} last "
                     f"record, so the root names {ranks_words(outliers)} over {_span(seq_range)}")
+        case n.SwappedTypes(comm, added, outliers, seq_range):
+            return (f"RAS counts give {ranks_words(added)} as many collectives as most ranks of comm {comm}, of other "
+                    f"types: {_they(added)} issued a collective of another type somewhere no record shows, so the "
+                    f"root names {ranks_words(outliers)} over {seq_words(*seq_range)}")
         case n.GuessedTracePlacement(moved, comm, seq_range):
             many = moved > 1
             return (f"{moved} record{'s' if many else ''} of the fingerprint traces before the root "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fixture_paths import EXTRA_OP, KILLED
 
+from ncclforensics.align.notes import SwappedTypes
 from ncclforensics.align.ras import ras_histories
 from ncclforensics.align.ras_only import ras_only_root, ras_rank_map, root_from_counts, wedge_from_counts
 from ncclforensics.align.streams import Streams
@@ -103,3 +104,33 @@ def test_one_pid_on_two_nodes_is_two_processes(tmp_path):
     assert (rank_map[("0x912922dd2503890a", 1)], rank_map[("0x912922dd2503890a", 3)]) == (1, 3)
     root = ras_only_root(ras, rank_map, Streams(), stops={"0x912922dd2503890a": ["RAS"]})
     assert (root.outlier_ranks, root.reference_ranks) == ([1, 3], [0, 2, 4, 5])
+
+
+class _Typed:
+    """A RAS history reduced to its latest counts per comm rank and collective type."""
+
+    def __init__(self, typed: dict[int, dict[str, int]]):
+        self.typed = typed
+
+    def by_type(self) -> dict[int, dict[str, int]]:
+        return self.typed
+
+
+def test_counts_of_as_many_collectives_of_other_types_add_their_ranks_to_a_root_the_records_place():
+    from ncclforensics.align.divergence import DIFFERENT_OPS, RangeReason, Root
+    from ncclforensics.align.ras_only import with_swapped_types
+
+    # Tags part rank 0 at seq 19; RAS counts give rank 2 one all-gather more and one all-reduce fewer than the
+    # others, as many in all: it issued a collective of another type somewhere no record shows.
+    root = Root(comm="0xabc", seq=19, seq_range=(19, 19), outlier_ranks=[0], reference_ranks=[1, 2, 3],
+                kind=DIFFERENT_OPS, size=2, pinned_by="steps", reason=RangeReason.LOOKALIKE, majority=True, ops={},
+                kinds=(DIFFERENT_OPS,), shown=True)
+    rank_map = {("0xabc", r): r for r in range(4)}
+    usual = {"AllGather": 4, "AllReduce": 24}
+    history = _Typed({0: usual, 1: usual, 2: {"AllGather": 5, "AllReduce": 23}, 3: usual})
+    merged, said = with_swapped_types(root, history, rank_map)
+    assert (merged.outlier_ranks, merged.seq_range, merged.majority) == ([0, 2], (1, 19), False)
+    assert said == [SwappedTypes(root.comm, (2,), (0, 2), (1, 19))]
+    # Fewer in all is a rank behind (held back, stopped), not another type: nothing added.
+    behind = _Typed({0: usual, 1: usual, 2: {"AllGather": 4, "AllReduce": 23}, 3: usual})
+    assert with_swapped_types(root, behind, rank_map) == (root, [])

@@ -132,6 +132,19 @@ def test_a_stream_cut_before_the_others_stop_is_neither_reference_nor_outlier():
     assert behind.outliers == [3, 7] and behind.unplaced == [1] and 1 not in behind.reference
 
 
+def test_a_rank_behind_beside_a_stream_cut_no_later_names_no_majority():
+    # Ranks 0 and 3 launched 9, rank 2 (behind: the comm stopped) 8, rank 1's file was cut after 8. What rank 1
+    # launched past its cut is unknown: it may be behind with rank 2, two against two, and no majority says which
+    # side departed (ranks 0 and 3 may have run one more each).
+    codes = {0: stream([1] * 9), 3: stream([1] * 9), 2: stream([1] * 8), 1: stream([1] * 8)}
+    proposal = propose(codes, 1, behind={2}, cut={1})
+    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3]
+    # With more ranks ahead, the one behind stays the minority whichever side the cut one is on.
+    codes.update({4: stream([1] * 9), 5: stream([1] * 9)})
+    proposal = propose(codes, 1, behind={2}, cut={1})
+    assert proposal.majority and proposal.outliers == [2]
+
+
 def test_streams_cut_short_count_for_neither_side_of_a_length_difference():
     # Rank 0 goes on one past rank 1; ranks 2 and 3 end early where their files were cut. One against one: rank
     # 0 launched more or rank 1 stopped short, and no majority says which.

@@ -288,3 +288,13 @@ def test_unchecked_sums_equal_in_an_earlier_step_that_part_into_two_even_sides_n
     rows += [unchecked(r, 2, 3875328.0 if r in (0, 2) else 3820032.0) for r in range(4)]
     root, _ = step_sums_root(rows, {})
     assert root.outlier_ranks == [0, 1, 2, 3] and not root.majority and root.step_bound == 2
+
+
+def test_sums_checked_wrong_that_part_into_several_sides_still_say_the_step_names_every_rank():
+    # Steps 0-2 read back right on ranks 0-3; at step 3 every rank reads back wrong, each by its own amount (ranks 0
+    # and 1 share one comm, 2 and 3 another, and one rank of each reordered): no side is a majority, yet a
+    # collective was misaligned in step 3: every rank may have departed, and no majority says which.
+    rows = [r for rank in range(4) for r in per_step(rank, [(10.0, 10.0)] * 3 + [(9.0 - rank, 10.0)])]
+    root, step = step_sums_root(rows, {})
+    assert root.outlier_ranks == [0, 1, 2, 3] and not root.majority and step == 3
+    assert root.pinned_by == "per-step checksums" and root.comm == "[ranks=0,1,2,3]"

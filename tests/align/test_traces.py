@@ -680,3 +680,24 @@ def test_a_split_from_the_first_misaligned_collective_carries_a_tag_the_whole_co
                    (1, "mlp", 512, 71.0, 80.0), (1, "moe", 512, 81.0, 90.0), (1, "head", 128, 444.0, 100.0),
                    (2, "a", 512, 777.0, 110.0)]
     assert _split_root(tmp_path, rows_of) == ("[ranks=0,1,2,3]", [4, 4], [3])
+
+
+def test_an_extra_collective_paired_misaligned_under_a_tag_of_its_own_goes_to_the_comm_its_partners_tag_names(tmp_path):
+    """A world (0-5) with `dp` a step and TP pairs (0,1) (2,3) (4,5), sums only. Rank 1 runs an extra world
+    `dp.retry` at the end of step 1, which pairs with the step-2 `dp` of ranks 2-5: one wrong result they read back
+    under two tags, one of them the world's. Rank 0 is held elsewhere (its trace ends with step 1). The pairing is
+    the world's collective, whatever tag rank 1 gave its side: rank 1's trace splits into the world and its TP pair
+    (its `dp.retry`, a tag no aligned result confirms, left the trace out as comms its sums cannot split, and rank
+    0, one collective short in the world, was named); the tags part rank 1 from ranks 2-5 at seq 3."""
+    rows_of = {}
+    for rank in range(6):
+        tp = 1000.0 * (rank // 2 + 1)
+        rows = [(step, *x) for step in range(2) for x in (
+            ("dp", 1, 100.0 + step, 100.0 + step), ("mlp", 64, tp + step, tp + step),
+            ("head", 256, tp + 5 + step, tp + 5 + step))]
+        if rank == 1:
+            rows.append((1, "dp.retry", 1, 777.0, 150.0))
+        if rank >= 2:
+            rows += [(2, "dp", 1, 777.0, 110.0), (2, "mlp", 64, tp + 10, tp + 10), (2, "head", 256, tp + 15, tp + 15)]
+        rows_of[rank] = rows
+    assert _split_root(tmp_path, rows_of) == ("[ranks=0,1,2,3,4,5]", [3, 3], [1])

@@ -9,9 +9,10 @@ Each kind of evidence gives every rank a *view* of a comm; two views differ when
   and an unlogged process of the job fits the missing place as well);
 - Flight Recorder: the entries of one seq differ in profiling name, sizes, dtypes or frames (within what the rings
   kept), or `pg_status` says the two enqueued different numbers of collectives;
-- watchdog logs: they time out at one seq in different collectives, or the enqueued counts they give differ, or a
-  desync report's snapshot gives them last collectives of one number but of different types; the report gives
-  every member's last collective (a count where nothing can have held the rank back, see reported_work), so a
+- watchdog logs: they time out at one seq in different collectives (op, sizes or the failed collective's stack,
+  which the log writes), or the enqueued counts they give differ, or a desync report's snapshot gives them last
+  collectives of one number but of different types; the report gives every member's last collective (a count
+  where nothing can have held the rank back, see reported_work), so a
   rank is on record through a peer's report whether or not its own log says anything of the comm;
 - RAS replies: the two launched different numbers of some collective type;
 - fingerprints: the records at one (step, op) differ in tag, digest or sum; or per step, two sums that a correct
@@ -247,7 +248,9 @@ def _torch_views(incident: Incident, written: Written, comm: str) -> dict[int, V
         if not own and r not in reported:
             continue
         launch = stuck.get(r, {}).get(comm) if own else None
-        timeout = (launch.seq, launch.op.kind, launch.op.count, launch.op.out_count(size)) if launch else None
+        # (the log gives the failed collective's stack too: one seq's collectives issued from two call sites differ)
+        timeout = (launch.seq, launch.op.kind, launch.op.count, launch.op.out_count(size),
+                   tuple(launch.op.frames)) if launch else None
         counted = launch or (own and comm == incident.program.default_comm) or r in reported and reported[r][2]
         count = incident.truth.launched[comm][r] if counted else None
         views[r] = ((timeout, count, reported[r][:2] if r in reported else None), False)

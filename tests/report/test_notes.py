@@ -19,6 +19,7 @@ SAMPLES = [
     n.SumsAddOutliers((2, 5), 4, "late_records", (2, 3, 5)),
     n.SumsPartReference((2,), (0, 1), 0, (2, 3)),
     n.SumsPlaceCutRanks((7,), 2, (1, 7), (2, None)),
+    n.SwappedTypes("0xa", (2,), (0, 2), (1, 19)),
     n.GuessedTracePlacement(2, "0xa", (3, 9)),
     n.CutRecords("0xa", (1,), "nccl_rank1.log:40"),
     n.CompletionsOnly("fingerprint traces"),
