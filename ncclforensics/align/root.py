@@ -500,13 +500,28 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
     deciding = len(ahead) + len(behind)
     tie = len(ahead) * 2 == deciding and deciding == 2
     if len(ahead) * 2 < deciding or tie:
-        reference = merged(codes[r] for r in behind)
+        # Ranks that ran one program stop at one place: where most of the rest end alike, those that end sooner
+        # than they do departed as well (they left out lookalikes, or stopped short), and may have departed first.
+        level = max(lengths[r] for r in behind)
+        short = [r for r in behind if lengths[r] < level] if not tie and sum(
+            lengths[r] == level for r in behind) * 2 > deciding + len(unknown) else []
+        reference = merged(codes[r] for r in behind if r not in short)
         placements: list[Placement] = []
         for rank in ahead:
             found, _ = place_edits(rank, codes[rank], reference, start)
             placements.extend(found)
+        for rank in short:
+            found, _ = place_edits(rank, codes[rank], reference, start, known=True)
+            placements += [p for p in found if p.kind is EditKind.MISSING]
+            end = start + lengths[rank]
+            placements.append(Placement(rank, EditKind.STOPPED, level - lengths[rank], end, end))
+        if short:
+            return Proposal(placements, sorted([*ahead, *short]), sorted(set(behind) - set(short)), True, True,
+                            shown=False, unplaced=unknown)
         split = (len(ahead) + len(unknown)) * 2 >= deciding + len(unknown)  # (a two-rank tie among them)
-        return Proposal(placements, sorted(codes) if split else ahead, behind, not split, True, shown=False)
+        # (a stream cut short sides with neither: what it launched past its cut may place it, per-step checksums)
+        return Proposal(placements, sorted(codes) if split else ahead, behind, not split, True, shown=False,
+                        unplaced=[] if split else unknown)
     shortest = min(lengths[r] for r in behind)
     stopped = sorted(r for r in behind if lengths[r] == shortest)
     at = start + shortest

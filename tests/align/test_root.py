@@ -162,6 +162,23 @@ def test_a_stream_cut_short_may_be_on_the_side_ahead():
     assert not proposal.majority and proposal.stopped == [3]
 
 
+def test_ranks_ahead_of_most_and_ranks_behind_them_both_departed():
+    # Most ranks launched 3 lookalikes; rank 1 launched 4 and rank 6 only 2. Ranks that ran one program stop at one
+    # place: rank 6 left one out (or stopped short) as surely as rank 1 added one, and nothing orders the two
+    # departures, so both are named and the range reaches every seq where either may have departed first.
+    codes = {r: stream([1] * 3) for r in (0, 2, 3, 4, 5)}
+    codes.update({1: stream([1] * 4), 6: stream([1] * 2)})
+    proposal = propose(codes, 1)
+    assert proposal.outliers == [1, 6] and proposal.reference == [0, 2, 3, 4, 5] and proposal.majority
+    solution = _solve(codes)
+    assert solution.leading == [1, 6]
+    low, high = solution.named_range
+    assert low == 1 and high >= 3  # (rank 6 left out its third, or stopped before it)
+    # A rank cut short is no rank behind: it is on neither side.
+    proposal = propose(codes, 1, cut={6})
+    assert proposal.outliers == [1] and 6 not in proposal.reference
+
+
 def test_a_stream_without_the_parting_field_joins_the_group_that_recorded_most():
     # Ranks 0 and 1 recorded no call stacks (0): they agree with both sides and go with the larger one; they must
     # not found a group that every other stream then joins.
