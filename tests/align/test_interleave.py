@@ -254,3 +254,17 @@ def test_an_early_block_that_fits_a_collective_left_out_elsewhere_too_is_no_mere
     assert tp.seq_range == (7, 10) and tp.size == 0 and tp.left_out_in == (W,)
     assert d.root.comm == T1 and W in d.root.undecided_comms
     assert f"left out a collective of comm {W}" in words.cause(d)
+
+
+def test_a_rank_that_issued_one_early_departed_beside_one_that_left_one_out():
+    # Rank 1 left out step 1's world collective and went on in TP; rank 5 issued a world collective before its TP
+    # layers, where the program has them first, and then waited (it launched as many as most). Both departed, and
+    # nothing orders the two: the root names both, over every seq where either may have departed.
+    T3 = "0x7e3"
+    logs = [rank_log(r, step(tp) + [(W, ONE)] + [(tp, LAYER)] * 3) for r, tp in ((0, T1), (2, T2), (3, T2))]
+    logs += [rank_log(4, step(T3) + [(W, ONE)])]
+    logs += [rank_log(1, step(T1) + [(T1, LAYER)] * 3), rank_log(5, step(T3, world=2))]
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER
+    assert d.root.outlier_ranks == [1, 5] and d.root.reference_ranks == [0, 2, 3, 4]
+    assert d.root.seq_range == (1, 2)  # (rank 5's two world collectives in a row look alike: either is its own)
