@@ -260,6 +260,14 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     # even where every stream that agrees with several groups belongs to another one (a stream's end is a cut: what
     # it launched past its records may be either group's).
     majority = decided[0] * 2 > sum(decided) + swing or (len(groups) > 2 and decided[0] > decided[1] + swing)
+    if not majority and len(groups) > 2:
+        # Split several ways with no majority over the whole streams, the ranks may still agree where the streams
+        # first part: the first divergent collective is there, and who departed first is the minority there.
+        first = _first_parting_majority([stream for _, stream in groups], codes)
+        if first is not None:
+            groups = [groups[first], *groups[:first], *groups[first + 1:]]
+            decided = [decided[first], *decided[:first], *decided[first + 1:]]
+            majority = True
     sides = [groups[0]]
     if not majority and len(groups) == 2:
         chosen = [g for g in groups if deviants and set(g[0]) <= deviants]
@@ -304,6 +312,36 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1,
                         members=standing, unplaced=unplaced)
     return _with_behind(proposal, codes, start, behind) if majority else proposal
+
+
+def _first_parting_majority(streams: list[Codes], codes: dict[int, Codes]) -> int | None:
+    """The group (index into `streams`) whose record at the first position where any two groups' records differ a
+    strict majority of the ranks share, or None. A rank whose record there pairs with that group's and with one
+    it parts from, or that has no record there (its stream ends sooner), may side with either, and counts
+    against it. Worked example: ranks 0, 2 and 3 issue an all-reduce of 1 element at seq 1 and rank 1 one of 8;
+    ranks 2 and 3 part later, and rank 0's records end before they do: three groups, none a majority, yet at seq
+    1 three ranks against one say that rank 1 departed first."""
+    at = None
+    for i, a in enumerate(streams):
+        for b in streams[i + 1:]:
+            bad = np.flatnonzero(~compatible(a, 0, b, 0, min(a.length, b.length)))
+            if bad.size:
+                at = int(bad[0]) if at is None else min(at, int(bad[0]))
+    if at is None:
+        return None
+
+    def pairs(a: Codes, b: Codes) -> bool:
+        return bool(compatible(a, at, b, at, 1)[0])
+
+    for i, stream in enumerate(streams):
+        if stream.length <= at:
+            continue
+        apart = [other for other in streams if other.length > at and not pairs(other, stream)]
+        held = [r for r, c in codes.items() if c.length > at and pairs(c, stream)
+                and not any(pairs(c, other) for other in apart)]
+        if len(held) * 2 > len(codes):
+            return i
+    return None
 
 
 def _without_fields(members: list[int], stream: Codes, codes: dict[int, Codes]) -> list[int]:

@@ -179,6 +179,20 @@ def test_ranks_ahead_of_most_and_ranks_behind_them_both_departed():
     assert proposal.outliers == [1] and 6 not in proposal.reference
 
 
+def test_streams_split_several_ways_name_the_minority_where_they_first_part():
+    # Rank 1 issues an 8 where the others issue a 1 (seq 1); ranks 2 and 3 part later (seq 3), and rank 0's records
+    # end before they do. Three groups, none a majority over the whole streams, yet at seq 1 three ranks against
+    # one say who departed first: rank 1; rank 2's departure from rank 3 (or rank 3's) comes after it.
+    codes = {0: stream([1, 8]), 1: stream([8, 1, 8]), 2: stream([1, 8, 8]), 3: stream([1, 8, 1, 8])}
+    proposal = propose(codes, 1)
+    assert proposal.majority and 1 in proposal.outliers and 0 in proposal.reference
+    solution = _solve(codes)
+    assert solution.leading == [1] and solution.seq_range[0] == 1
+    # Where the ranks split at their first parting too (two against two), nothing says who departed first.
+    codes = {0: stream([8, 8]), 1: stream([8, 1, 8]), 2: stream([1, 8, 8]), 3: stream([1, 8, 1, 8])}
+    assert not propose(codes, 1).majority
+
+
 def test_a_stream_without_the_parting_field_joins_the_group_that_recorded_most():
     # Ranks 0 and 1 recorded no call stacks (0): they agree with both sides and go with the larger one; they must
     # not found a group that every other stream then joins.
