@@ -231,7 +231,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             groups[same[0]] = (members, merged([stream, codes[rank]]))
         else:
             undecided.append((rank, [groups[i][0] for i in matching]))
-    groups = _regrouped(groups, codes, undecided, ended, incomplete, settled)
+    groups = _regrouped(groups, codes, undecided, ended, incomplete, settled, closed)
     groups = _ran_on(groups, codes, incomplete, settled)
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
@@ -363,7 +363,8 @@ def _swings(past_parting: bool, ended: bool, closed: bool) -> bool:
 
 def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
                undecided: list[tuple[int, list[list[int]]]], ended: set[int] | None,
-               incomplete: set[int] | None = None, settled: set[int] | None = None) -> list[tuple[list[int], Codes]]:
+               incomplete: set[int] | None = None, settled: set[int] | None = None,
+               closed: set[int] | None = None) -> list[tuple[list[int], Codes]]:
     """The groups with every joiner that also agrees with a group founded after it joined taken out again (it
     joined while that group did not exist yet): a stream that recorded less (no call stacks, say) but went on
     longer goes first and joins the first group, whose records it then carries against streams that part from
@@ -399,8 +400,12 @@ def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
         matching = [i for i, (_, stream) in enumerate(rebuilt) if agree(codes[rank], stream)
                     and not apart(rank, stream)]
         same = [i for i in matching if rebuilt[i][1].length == codes[rank].length]
+        # (a group whose records hold all a member launched here, while it runs in other communicators too, may end
+        # where that member was held there, not where its program does: its end then tells nothing)
+        held = (closed or set()) - (settled or set())
+        whole = len(same) == 1 and not any(set(rebuilt[i][0]) & held for i in matching if i != same[0])
         if len(matching) == 1 or rank in (ended or ()) and len(same) == 1 or (
-                even or rank in (settled or ())) and len(same) == 1 and all(
+                even and whole or rank in (settled or ())) and len(same) == 1 and all(
                 _length_edit(rebuilt[i][1], rebuilt[same[0]][1]) for i in matching if i != same[0]):
             members, _ = rebuilt[matching[0] if len(matching) == 1 else same[0]]
             members.append(rank)

@@ -539,6 +539,19 @@ def test_where_the_ranks_that_record_the_parting_field_are_even_the_joiners_go_b
     assert proposal.majority and proposal.outliers == [2]
 
 
+def test_a_group_that_may_end_where_a_member_was_held_elsewhere_sides_no_joiner_by_length():
+    # Rank 3's call stacks part from rank 2's at seq 1 (2 against 1 elsewhere); ranks 0 and 1 recorded no stack
+    # there and end where rank 3 does. Were rank 2's end its program's, the lengths would side them with rank 3;
+    # but its records, whole here, end where it may have been held in its other communicator: ranks 0 and 1 side
+    # with either, and nothing says whether rank 2 left one out or rank 3 launched one more.
+    codes = {3: stream([9, 2]), 0: stream([0, 2]), 1: stream([0, 2]), 2: stream([2])}
+    assert propose(codes, 1).outliers == [2]
+    proposal = propose(codes, 1, closed={2})
+    assert not proposal.majority and {2, 3} <= set(proposal.outliers)
+    # (where nothing held it elsewhere, its end is its program's, and the lengths tell)
+    assert propose(codes, 1, closed={2}, settled={2}).outliers == [2]
+
+
 def test_a_rank_named_beside_the_first_reaches_the_range_on_to_where_it_may_have_departed():
     # Rank 2 left out seq 6; rank 3's records fit one collective more at seq 6 or 7, or one left out at seq 7: it
     # may have departed at seq 6 as well, and stays named, so the range goes on to seq 7.
