@@ -358,11 +358,28 @@ def _held_before_records(root: Root, marks: dict, streams: Streams) -> set[int]:
     the records (held back reads the same), and where they stopped, their records here already say."""
     launched = next((g.launched for name, g in marks.items() if streams.aliases.get(name, name) == root.comm), {})
     # (collectives enqueued behind the one it is stuck in are recorded after it, never started)
-    stuck = {rank for (comm, rank), part in streams.parts.items()
-             if comm != root.comm and (part.get_column("state") == EventState.STARTED.value).any()}
+    stuck: dict[int, set[str]] = {}
+    for (comm, rank), part in streams.parts.items():
+        if comm != root.comm and (part.get_column("state") == EventState.STARTED.value).any():
+            stuck.setdefault(rank, set()).add(comm)
     recorded = {rank: part.get_column("seq").max() for (comm, rank), part in streams.parts.items()
                 if comm == root.comm and part.height}
-    return {rank for rank, n in launched.items() if rank in stuck and n <= recorded.get(rank, n)}
+    waiting = {rank: part.filter(pl.col("state") == EventState.STARTED.value).get_column("seq").max()
+               for (comm, rank), part in streams.parts.items() if comm == root.comm and part.height}
+
+    # (ranks the root names on the reference side alone: one that departed may wait here in a collective of its own)
+    following = set(root.reference_ranks) - set(root.outlier_ranks)
+
+    def holds_itself(rank: int, n: int) -> bool:
+        # Every peer of each communicator it is stuck in follows the program here and waits in a collective past
+        # the rank's count: one of the program's that the rank never launched. The peers wait for it, and it for
+        # them: nothing outside this communicator holds it, so launching fewer is a departure of its own (or of
+        # its peers' order, which the others share).
+        peers = [set(streams.members.get(c, ())) - {rank} for c in stuck[rank]]
+        return all(peer and peer <= following and all((waiting.get(p) or 0) > n for p in peer) for peer in peers)
+
+    return {rank for rank, n in launched.items() if rank in stuck and n <= recorded.get(rank, n)
+            and not holds_itself(rank, n)}
 
 
 def _parted_reference(root: Root, reference: set[int], streams: Streams) -> dict[int, int] | None:

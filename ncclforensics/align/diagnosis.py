@@ -33,7 +33,7 @@ from .divergence import (
 )
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
-from .interleave import issue_order_root, issue_order_split, skipped_here
+from .interleave import issue_order_root, issue_order_split, skipped_here, with_early_issuers
 from .jobs import split_jobs
 from .notes import CompletionsOnly, CutRecords, GuessedTracePlacement, Note, UncomparedFields
 from .ranks import resolve_global_ranks
@@ -290,6 +290,9 @@ def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams, gate
                 # are blocked elsewhere, as before)
                 analyses[comm] = analyze_comm(streams, comm, gate, set(analysis.behind), analysis.counted,
                                               left_out=left_out)
+                if analyses[comm].root is not None:
+                    # Ranks that issued a collective here early departed beside those that left one out.
+                    analyses[comm].root = with_early_issuers(analyses[comm].root, streams, left_out)
                 continue
         if any(r.shown for r in rooted):
             continue

@@ -21,7 +21,7 @@ alike, and both stay candidates.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
@@ -178,11 +178,13 @@ def skipped_here(streams: Streams, comm: str, ranks: list[int]) -> dict[int, tup
     return skipped
 
 
-def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
+def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = frozenset()) -> IssueOrderSplit | None:
     """The ranks of `comm` parted by where they issued its collectives among their other communicators' (see the
     module docstring), where that names a minority that launched one early while every rank with fewer here
-    stopped where the program goes on elsewhere. None where the records do not order each rank's collectives, the
-    ranks are in other communicators of different shapes, or no strict majority places every seq."""
+    stopped where the program goes on elsewhere, or is one of `skipped` (ranks whose issue orders show that they
+    left out a collective here, `skipped_here`: they departed too, and are neither blocked nor of the reference).
+    None where the records do not order each rank's collectives, the ranks are in other communicators of
+    different shapes, or no strict majority places every seq."""
     found = _program_places(streams, comm)
     if found is None:
         return None
@@ -215,9 +217,9 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
     cut = {r for (c, r) in streams.cut if r in places and (c, r) in streams.parts}
     unplaced = sorted(r for r in cut if split not in places[r] or launched[r] < split)
     agree = [r for r, p in places.items() if split in p and split <= launched[r] and p[split] == program[split]]
-    if len(agree) * 2 <= len(agree) + len(outliers) + len(unplaced):
+    if len(agree) * 2 <= len(agree) + len(outliers) + len(unplaced) + len(set(skipped) & set(ranks)):
         return None  # the ones the cut left unplaced may have issued it where the outliers did: no majority then
-    blocked = sorted(r for r in ranks if launched[r] < split and r not in unplaced)
+    blocked = sorted(r for r in ranks if launched[r] < split and r not in unplaced and r not in skipped)
     for r in blocked:
         end = launched[r] + 1
         if end not in program or end not in places[r] or places[r][end] > program[end]:
@@ -231,7 +233,8 @@ def issue_order_split(streams: Streams, comm: str) -> IssueOrderSplit | None:
 
     low = min(back_over_alike(r) for r in outliers)
     return IssueOrderSplit(comm=comm, seq=split, low=low, outliers=outliers,
-                           reference=sorted(r for r in ranks if r not in outliers and r not in unplaced),
+                           reference=sorted(r for r in ranks if r not in outliers and r not in unplaced
+                                            and r not in skipped),
                            before={r: p[split] for r, p in places.items() if split in p and split <= launched[r]},
                            blocked=blocked, unplaced=unplaced, left_out_in=left_out_in,
                            size=blocks.pop() if len(blocks) == 1 and None not in blocks else 0)
@@ -309,6 +312,28 @@ def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None
         blocked_elsewhere=tuple(split.blocked), unplaced_ranks=list(split.unplaced),
         undecided_comms=split.left_out_in, left_out_in=split.left_out_in,
     )
+
+
+def with_early_issuers(root: Root, streams: Streams, left_out: dict[int, tuple[int, int]]) -> Root:
+    """A root of ranks whose issue orders show that they left out a collective here (`left_out`, `skipped_here`),
+    with the ranks whose issue orders show one issued early added (issue_order_split, where only an extra one
+    here fits their places): they departed too, and nothing orders the two departures, so the root names both
+    and its range reaches from the earliest seq where either may have departed to the last where one named
+    did."""
+    split = issue_order_split(streams, root.comm, frozenset(left_out))
+    if split is None or split.left_out_in or root.seq_range is None or root.seq_range[1] is None:
+        return root
+    early = sorted(set(split.outliers) - set(root.outlier_ranks))
+    if not early or not root.majority:
+        return root
+    outliers = sorted({*root.outlier_ranks, *early})
+    low, high = min(root.seq_range[0], split.low), max(root.seq_range[1], split.seq)
+    reference = [r for r in root.reference_ranks if r not in early]
+    return replace(root, seq=low, seq_range=(low, high), outlier_ranks=outliers, reference_ranks=reference,
+                   majority=len(outliers) * 2 < len(outliers) + len(reference),
+                   kinds=(*root.kinds, *((EXTRA,) if EXTRA not in root.kinds else ())),
+                   reason=root.reason or (RangeReason.LOOKALIKE if low < high else None),
+                   issue_places={**root.issue_places, **split.before})
 
 
 def _parted_by_signatures(rows, ranks: list[int], last: int) -> tuple[set[int], bool]:

@@ -231,7 +231,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             groups[same[0]] = (members, merged([stream, codes[rank]]))
         else:
             undecided.append((rank, [groups[i][0] for i in matching]))
-    groups = _regrouped(groups, codes, undecided, ended, incomplete, settled)
+    groups = _regrouped(groups, codes, undecided, ended, incomplete, settled, closed)
     groups = _ran_on(groups, codes, incomplete, settled)
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
@@ -260,6 +260,14 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     # even where every stream that agrees with several groups belongs to another one (a stream's end is a cut: what
     # it launched past its records may be either group's).
     majority = decided[0] * 2 > sum(decided) + swing or (len(groups) > 2 and decided[0] > decided[1] + swing)
+    if not majority and len(groups) > 2:
+        # Split several ways with no majority over the whole streams, the ranks may still agree where the streams
+        # first part: the first divergent collective is there, and who departed first is the minority there.
+        first = _first_parting_majority([stream for _, stream in groups], codes)
+        if first is not None:
+            groups = [groups[first], *groups[:first], *groups[first + 1:]]
+            decided = [decided[first], *decided[:first], *decided[first + 1:]]
+            majority = True
     sides = [groups[0]]
     if not majority and len(groups) == 2:
         chosen = [g for g in groups if deviants and set(g[0]) <= deviants]
@@ -306,6 +314,36 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     return _with_behind(proposal, codes, start, behind) if majority else proposal
 
 
+def _first_parting_majority(streams: list[Codes], codes: dict[int, Codes]) -> int | None:
+    """The group (index into `streams`) whose record at the first position where any two groups' records differ a
+    strict majority of the ranks share, or None. A rank whose record there pairs with that group's and with one
+    it parts from, or that has no record there (its stream ends sooner), may side with either, and counts
+    against it. Worked example: ranks 0, 2 and 3 issue an all-reduce of 1 element at seq 1 and rank 1 one of 8;
+    ranks 2 and 3 part later, and rank 0's records end before they do: three groups, none a majority, yet at seq
+    1 three ranks against one say that rank 1 departed first."""
+    at = None
+    for i, a in enumerate(streams):
+        for b in streams[i + 1:]:
+            bad = np.flatnonzero(~compatible(a, 0, b, 0, min(a.length, b.length)))
+            if bad.size:
+                at = int(bad[0]) if at is None else min(at, int(bad[0]))
+    if at is None:
+        return None
+
+    def pairs(a: Codes, b: Codes) -> bool:
+        return bool(compatible(a, at, b, at, 1)[0])
+
+    for i, stream in enumerate(streams):
+        if stream.length <= at:
+            continue
+        apart = [other for other in streams if other.length > at and not pairs(other, stream)]
+        held = [r for r, c in codes.items() if c.length > at and pairs(c, stream)
+                and not any(pairs(c, other) for other in apart)]
+        if len(held) * 2 > len(codes):
+            return i
+    return None
+
+
 def _without_fields(members: list[int], stream: Codes, codes: dict[int, Codes]) -> list[int]:
     """The members that recorded nothing of some field the group's merged stream holds."""
     held = [name for name, values in stream.fields.items() if np.any(values)]
@@ -325,7 +363,8 @@ def _swings(past_parting: bool, ended: bool, closed: bool) -> bool:
 
 def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
                undecided: list[tuple[int, list[list[int]]]], ended: set[int] | None,
-               incomplete: set[int] | None = None, settled: set[int] | None = None) -> list[tuple[list[int], Codes]]:
+               incomplete: set[int] | None = None, settled: set[int] | None = None,
+               closed: set[int] | None = None) -> list[tuple[list[int], Codes]]:
     """The groups with every joiner that also agrees with a group founded after it joined taken out again (it
     joined while that group did not exist yet): a stream that recorded less (no call stacks, say) but went on
     longer goes first and joins the first group, whose records it then carries against streams that part from
@@ -361,8 +400,12 @@ def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
         matching = [i for i, (_, stream) in enumerate(rebuilt) if agree(codes[rank], stream)
                     and not apart(rank, stream)]
         same = [i for i in matching if rebuilt[i][1].length == codes[rank].length]
+        # (a group whose records hold all a member launched here, while it runs in other communicators too, may end
+        # where that member was held there, not where its program does: its end then tells nothing)
+        held = (closed or set()) - (settled or set())
+        whole = len(same) == 1 and not any(set(rebuilt[i][0]) & held for i in matching if i != same[0])
         if len(matching) == 1 or rank in (ended or ()) and len(same) == 1 or (
-                even or rank in (settled or ())) and len(same) == 1 and all(
+                even and whole or rank in (settled or ())) and len(same) == 1 and all(
                 _length_edit(rebuilt[i][1], rebuilt[same[0]][1]) for i in matching if i != same[0]):
             members, _ = rebuilt[matching[0] if len(matching) == 1 else same[0]]
             members.append(rank)
@@ -504,13 +547,28 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
     deciding = len(ahead) + len(behind)
     tie = len(ahead) * 2 == deciding and deciding == 2
     if len(ahead) * 2 < deciding or tie:
-        reference = merged(codes[r] for r in behind)
+        # Ranks that ran one program stop at one place: where most of the rest end alike, those that end sooner
+        # than they do departed as well (they left out lookalikes, or stopped short), and may have departed first.
+        level = max(lengths[r] for r in behind)
+        short = [r for r in behind if lengths[r] < level] if not tie and sum(
+            lengths[r] == level for r in behind) * 2 > deciding + len(unknown) else []
+        reference = merged(codes[r] for r in behind if r not in short)
         placements: list[Placement] = []
         for rank in ahead:
             found, _ = place_edits(rank, codes[rank], reference, start)
             placements.extend(found)
+        for rank in short:
+            found, _ = place_edits(rank, codes[rank], reference, start, known=True)
+            placements += [p for p in found if p.kind is EditKind.MISSING]
+            end = start + lengths[rank]
+            placements.append(Placement(rank, EditKind.STOPPED, level - lengths[rank], end, end))
+        if short:
+            return Proposal(placements, sorted([*ahead, *short]), sorted(set(behind) - set(short)), True, True,
+                            shown=False, unplaced=unknown)
         split = (len(ahead) + len(unknown)) * 2 >= deciding + len(unknown)  # (a two-rank tie among them)
-        return Proposal(placements, sorted(codes) if split else ahead, behind, not split, True, shown=False)
+        # (a stream cut short sides with neither: what it launched past its cut may place it, per-step checksums)
+        return Proposal(placements, sorted(codes) if split else ahead, behind, not split, True, shown=False,
+                        unplaced=[] if split else unknown)
     shortest = min(lengths[r] for r in behind)
     stopped = sorted(r for r in behind if lengths[r] == shortest)
     at = start + shortest

@@ -57,7 +57,7 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
     if replicas == [traced]:
         replicas = _classes_of_first_step(by_step, traced) or replicas
     for step in sorted(by_step):
-        for found in _step_roots(by_step, step, traced, replicas, known):
+        for found in _step_roots(by_step, step, traced, replicas, known, cut):
             if found is None:
                 return _hung_apart(by_step, traced, cut, known)
             return _wrong_pair(fingerprints, known, cut) if found is _BY_VERDICTS else found
@@ -145,7 +145,7 @@ def _classes_of_first_step(by_step: dict[int, dict[int, FingerprintRow]], traced
 
 
 def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced: set[int],
-                replicas: list[set[int]], known: dict[str, set[int]]):
+                replicas: list[set[int]], known: dict[str, set[int]], cut: frozenset[int] = frozenset()):
     """The root the checksums of `step` give, if any (yielded: the first is the answer)."""
     every = by_step[step]
     if len(every) < 2:
@@ -189,7 +189,7 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         ordered = sorted(groups.values(), key=lambda ranks: (-len(ranks), ranks))
         majority = len(ordered) > 1 and len(ordered[0]) * 2 > len(rows)
         alike = len(ordered) == 1 and all(math.isfinite(row.sum - row.expected_sum) for row in rows.values())
-        if checked and (majority or alike) and _unplaced_by_sums(by_step, step, traced):
+        if checked and (majority or alike) and _unplaced_by_sums(by_step, step, traced - cut):
             # Offsets that part where some ranks have no sum of the step (their traces stop before it: hung) or
             # read it back right and the next one wrong (they left out the step's last collective): the ranks
             # off by one amount and by another may each be a comm's ranks that the departure of another mixed,
@@ -199,7 +199,7 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             yield _BY_VERDICTS
             return
         lone = _lone_beside_alike(ordered) if checked and not majority else []
-        if lone and not _unplaced_by_sums(by_step, step, traced):
+        if lone and not _unplaced_by_sums(by_step, step, traced - cut):
             # Ranks each alone in how far off they read back, beside groups of ranks off alike (each group the
             # ranks of one comm that shared its misaligned collective): each lone one departed, in a comm these
             # sums do not name (the fewest departing: it ran one more, or its peers one fewer).
@@ -414,7 +414,8 @@ def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int
         return root, []
     members = set(root.outlier_ranks) | set(root.reference_ranks) | unplaced
     summed_out, summed_ref = set(sums.outlier_ranks), set(sums.reference_ranks)
-    if not members <= summed_out | summed_ref or not summed_out <= members \
+    # (a rank of the reference with no sum of the step, its trace cut short before it, is placed by its records)
+    if not members - set(root.reference_ranks) <= summed_out | summed_ref or not summed_out <= members \
             or not set(root.outlier_ranks) <= summed_out or set(root.reference_ranks) & summed_out:
         return root, []  # the checksums part other ranks than the records do (another comm's divergence, say)
     joined = sorted(unplaced & summed_out)

@@ -297,12 +297,20 @@ def resolve_pieces(pieces: list[_Piece], comm_infos: list[CommInfo],
         size = sizes.get(name) or (len(pg_ranks) if listed else None)
         candidates = [c for c, m in hash_members.items() if (m == pg_ranks or (m and m <= pg_ranks))
                       and (size is None or sizes.get(c, size) == size)]
-        if not candidates:
-            continue
         agreement = {c: _agreement(named, name, hashed, c) for c in candidates}
-        best = max(candidates, key=lambda c: (agreement[c], len(hash_members[c])))
-        if agreement[best] > 0:
+        best = max(candidates, key=lambda c: (agreement[c], len(hash_members[c])), default=None)
+        if best is not None and agreement[best] > 0:
             aliases[name] = best
+        elif not listed and size is None:
+            # The group's records may come from some of its ranks only (a watchdog log names the collective a
+            # rank timed out in, and a rank stuck in another group names none of this one): a comm whose logs hold
+            # those ranks and more is it, where its collectives agree with the group's and no other's do as well.
+            wider = [c for c, m in hash_members.items() if pg_ranks < m]
+            agreement = {c: _agreement(named, name, hashed, c) for c in wider}
+            top = max(agreement.values(), default=0.0)
+            found = [c for c in wider if agreement[c] == top]
+            if top > 0 and len(found) == 1:
+                aliases[name] = found[0]
     taken: dict[str, list[str]] = {}
     for name, comm in aliases.items():
         taken.setdefault(comm, []).append(name)

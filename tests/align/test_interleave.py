@@ -291,3 +291,17 @@ def test_ranks_behind_that_records_show_missing_one_are_held_back_where_the_issu
     # (not where the ranks behind are others than those the issue orders hold back, nor a root before the split)
     assert not _held_back_by_issue_order(streams, W, shown_missing([1], 3))
     assert not _held_back_by_issue_order(streams, W, shown_missing([2], 1))
+
+
+def test_a_rank_that_issued_one_early_departed_beside_one_that_left_one_out():
+    # Rank 1 left out step 1's world collective and went on in TP; rank 5 issued a world collective before its TP
+    # layers, where the program has them first, and then waited (it launched as many as most). Both departed, and
+    # nothing orders the two: the root names both, over every seq where either may have departed.
+    T3 = "0x7e3"
+    logs = [rank_log(r, step(tp) + [(W, ONE)] + [(tp, LAYER)] * 3) for r, tp in ((0, T1), (2, T2), (3, T2))]
+    logs += [rank_log(4, step(T3) + [(W, ONE)])]
+    logs += [rank_log(1, step(T1) + [(T1, LAYER)] * 3), rank_log(5, step(T3, world=2))]
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER
+    assert d.root.outlier_ranks == [1, 5] and d.root.reference_ranks == [0, 2, 3, 4]
+    assert d.root.seq_range == (1, 2)  # (rank 5's two world collectives in a row look alike: either is its own)

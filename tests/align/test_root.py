@@ -175,6 +175,37 @@ def test_a_stream_cut_short_may_be_on_the_side_ahead():
     assert not proposal.majority and proposal.stopped == [3]
 
 
+def test_ranks_ahead_of_most_and_ranks_behind_them_both_departed():
+    # Most ranks launched 3 lookalikes; rank 1 launched 4 and rank 6 only 2. Ranks that ran one program stop at one
+    # place: rank 6 left one out (or stopped short) as surely as rank 1 added one, and nothing orders the two
+    # departures, so both are named and the range reaches every seq where either may have departed first.
+    codes = {r: stream([1] * 3) for r in (0, 2, 3, 4, 5)}
+    codes.update({1: stream([1] * 4), 6: stream([1] * 2)})
+    proposal = propose(codes, 1)
+    assert proposal.outliers == [1, 6] and proposal.reference == [0, 2, 3, 4, 5] and proposal.majority
+    solution = _solve(codes)
+    assert solution.leading == [1, 6]
+    low, high = solution.named_range
+    assert low == 1 and high >= 3  # (rank 6 left out its third, or stopped before it)
+    # A rank cut short is no rank behind: it is on neither side.
+    proposal = propose(codes, 1, cut={6})
+    assert proposal.outliers == [1] and 6 not in proposal.reference
+
+
+def test_streams_split_several_ways_name_the_minority_where_they_first_part():
+    # Rank 1 issues an 8 where the others issue a 1 (seq 1); ranks 2 and 3 part later (seq 3), and rank 0's records
+    # end before they do. Three groups, none a majority over the whole streams, yet at seq 1 three ranks against
+    # one say who departed first: rank 1; rank 2's departure from rank 3 (or rank 3's) comes after it.
+    codes = {0: stream([1, 8]), 1: stream([8, 1, 8]), 2: stream([1, 8, 8]), 3: stream([1, 8, 1, 8])}
+    proposal = propose(codes, 1)
+    assert proposal.majority and 1 in proposal.outliers and 0 in proposal.reference
+    solution = _solve(codes)
+    assert solution.leading == [1] and solution.seq_range[0] == 1
+    # Where the ranks split at their first parting too (two against two), nothing says who departed first.
+    codes = {0: stream([8, 8]), 1: stream([8, 1, 8]), 2: stream([1, 8, 8]), 3: stream([1, 8, 1, 8])}
+    assert not propose(codes, 1).majority
+
+
 def test_a_stream_without_the_parting_field_joins_the_group_that_recorded_most():
     # Ranks 0 and 1 recorded no call stacks (0): they agree with both sides and go with the larger one; they must
     # not found a group that every other stream then joins.
@@ -519,6 +550,19 @@ def test_where_the_ranks_that_record_the_parting_field_are_even_the_joiners_go_b
     codes = {1: stream([1, 2, 3, 4]), 0: stream([0, 0, 0, 0]), 3: stream([0, 0, 0, 0]), 2: stream([1, 2, 4])}
     proposal = propose(codes, 1)
     assert proposal.majority and proposal.outliers == [2]
+
+
+def test_a_group_that_may_end_where_a_member_was_held_elsewhere_sides_no_joiner_by_length():
+    # Rank 3's call stacks part from rank 2's at seq 1 (2 against 1 elsewhere); ranks 0 and 1 recorded no stack
+    # there and end where rank 3 does. Were rank 2's end its program's, the lengths would side them with rank 3;
+    # but its records, whole here, end where it may have been held in its other communicator: ranks 0 and 1 side
+    # with either, and nothing says whether rank 2 left one out or rank 3 launched one more.
+    codes = {3: stream([9, 2]), 0: stream([0, 2]), 1: stream([0, 2]), 2: stream([2])}
+    assert propose(codes, 1).outliers == [2]
+    proposal = propose(codes, 1, closed={2})
+    assert not proposal.majority and {2, 3} <= set(proposal.outliers)
+    # (where nothing held it elsewhere, its end is its program's, and the lengths tell)
+    assert propose(codes, 1, closed={2}, settled={2}).outliers == [2]
 
 
 def test_a_rank_named_beside_the_first_reaches_the_range_on_to_where_it_may_have_departed():

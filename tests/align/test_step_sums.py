@@ -298,3 +298,20 @@ def test_sums_checked_wrong_that_part_into_several_sides_still_say_the_step_name
     root, step = step_sums_root(rows, {})
     assert root.outlier_ranks == [0, 1, 2, 3] and not root.majority and step == 3
     assert root.pinned_by == "per-step checksums" and root.comm == "[ranks=0,1,2,3]"
+
+
+def test_a_trace_cut_short_before_the_step_is_no_rank_that_hung_and_the_sums_still_name_a_minority():
+    # Ranks 3 and 5 ran two extra collectives in step 2: every rank reads step 2 back wrong, ranks 3 and 5 off by one
+    # amount and the other five by another. Rank 2's trace was cut short after step 1: it did not hang before step 2
+    # (where it would leave every rank that may have departed named), its file merely ends.
+    rows = [r for rank in (0, 1, 4, 6, 7) for r in per_step(rank, [(1.0, 1.0), (2.0, 2.0), (7958528.0, 6995968.0)])]
+    rows += [r for rank in (3, 5) for r in per_step(rank, [(1.0, 1.0), (2.0, 2.0), (12636160.0, 14069760.0)])]
+    rows += per_step(2, [(1.0, 1.0), (2.0, 2.0)])
+    assert step_sums_root(rows, {})[0].outlier_ranks != [3, 5]  # (read as hung before the step)
+    root, step = step_sums_root(rows, {}, cut=frozenset({2}))
+    assert (root.outlier_ranks, root.majority, step) == ([3, 5], True, 2)
+    # The records name rank 3 and leave rank 5, cut before the sides part, unplaced; rank 2, of the records'
+    # reference, has no sum of the step: the sums still place rank 5 beside rank 3.
+    records = records_root([3], [0, 1, 2, 4, 6, 7], [5])
+    placed, said = with_sums_placing_cut_ranks(records, root, {5: 18})
+    assert placed.outlier_ranks == [3, 5] and placed.reference_ranks == [0, 1, 2, 4, 6, 7] and said

@@ -118,3 +118,17 @@ def test_a_log_cut_short_beside_a_whole_dump_that_ends_before_the_other_dumps_is
     traced = _rows("fingerprint_rank1.jsonl", SourceFormat.FINGERPRINT, 1, ops[:3], state="completed")
     streams = build_streams([log, trace_of, traced])
     assert (COMM, 0) in streams.cut
+
+
+def test_a_process_group_on_record_for_some_of_its_ranks_resolves_to_the_wider_comm_its_ops_agree_with():
+    """Watchdog lines name group "0" for ranks 0 and 2 only (rank 1 timed out in another group): the world comm of
+    ranks 0, 1, 2 whose logs launch the same ops at those seqs is that group, not a comm of its own."""
+    world = [("AllReduce", 1), ("AllReduce", 8), ("AllReduce", 1)]
+    logs = [_rows(f"nccl{r}.log", SourceFormat.NCCL_LOG, r, world) for r in (0, 1, 2)]
+    logs += [_rows(f"tp{r}.log", SourceFormat.NCCL_LOG, r, [("AllReduce", 2048)] * 3, comm="0x2") for r in (0, 1)]
+    timeouts = [_rows(f"torch_rank{r}.log", SourceFormat.TORCH_LOG, r, world, comm="0") for r in (0, 2)]
+    streams = build_streams([*logs, *timeouts])
+    assert streams.aliases == {"0": COMM} and set(streams.members) == {COMM, "0x2"}
+    # (ops that agree with two such comms alike tie the group to neither)
+    logs += [_rows(f"ep{r}.log", SourceFormat.NCCL_LOG, r, world, comm="0x3") for r in (0, 1, 2)]
+    assert build_streams([*logs, *timeouts]).aliases == {}

@@ -89,3 +89,31 @@ def test_ranks_whose_records_part_from_the_rest_of_the_counted_reference_depart_
     assert _parted_reference(every, {0, 2, 3}, streams) == {0: 5}
     # A rest that parts evenly (ranks 0 and 3 alone, one in each collective) says nothing of who departed.
     assert _parted_reference(every, {0, 3}, streams) is None
+
+
+def test_a_rank_stuck_where_its_peers_wait_for_it_here_is_not_held_back():
+    # PyTorch's counts: rank 1 finished seq 1 of the world group and never launched seq 2, where ranks 0 and 2 wait
+    # (rank 5 went on ahead); rank 1 is stuck in its pair group with rank 0. Were rank 0 free there, rank 1 might be
+    # held back by it; but rank 0 waits here, at the seq rank 1 never launched: each waits for the other, and nothing
+    # outside this group holds rank 1, so its count is a departure of its own. Rank 3, stuck with rank 2's pair peer
+    # rank 4, which waits nowhere here, may be held back.
+    from dataclasses import replace
+
+    import polars as pl
+
+    from ncclforensics.align.choose import _held_before_records
+    from ncclforensics.align.streams import Streams
+    from ncclforensics.align.watchdog import EnqueueMarks
+
+    def part(rank: int, seq: int, state: str) -> pl.DataFrame:
+        return pl.DataFrame({"rank": [rank], "seq": [seq], "state": [state]})
+    parts = {("0", 0): part(0, 2, "started"), ("0", 2): part(2, 2, "started"),
+             ("1", 0): part(0, 5, "started"), ("1", 1): part(1, 5, "started"),
+             ("2", 3): part(3, 5, "started"), ("2", 4): part(4, 5, "started")}
+    streams = Streams(parts=parts, members={"0": [0, 2, 5], "1": [0, 1], "2": [3, 4]})
+    # (the root of the records: rank 5 went on ahead, ranks 0 and 2 follow the program)
+    root = replace(_tie([5]), comm="0", seq=1, seq_range=(1, 2), reference_ranks=[0, 2], majority=True)
+    marks = {"0": EnqueueMarks(launched={0: 2, 1: 1, 2: 2, 3: 1, 5: 3})}
+    assert _held_before_records(root, marks, streams) & {1, 3} == {3}  # (of the ranks behind)
+    # A peer that departed may wait here in a collective of its own (an extra one): it holds the rank back.
+    assert _held_before_records(replace(root, outlier_ranks=[0], reference_ranks=[2]), marks, streams) & {1} == {1}
