@@ -74,6 +74,9 @@ class Solution:
     compared: list[str] = field(default_factory=list)  # the stages whose fields the answer rests on, in order
     members: dict[int, list[int]] = field(default_factory=dict)  # a placement's rank -> the ranks it stands for
     unplaced: list[int] = field(default_factory=list)  # ranks whose incomplete records end before the sides part
+    # (field, seq, seq): a richer field that parts the same ranks at the first seq, where the poorer fields part them
+    # only at the second (see _parts_earlier); the range runs from one to the other
+    parted_earlier: tuple[str, int, int] | None = None
 
     @property
     def leading(self) -> list[int]:
@@ -662,6 +665,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     stages: list[str] = []  # every stage so far; each adds fields to the last
     compared: list[str] = []  # the stages up to the last one whose proposal was kept
     richest: dict[int, Codes] = {}  # the last stage's codes
+    widened: Proposal | None = None  # the proposal a richer field that parts the same ranks earlier widened
+    parted_earlier: tuple[str, int, int] | None = None
     for label, make in code_stages:
         codes = make()
         if codes is None:
@@ -700,6 +705,12 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             proposal, pinned_by, compared, chosen = found, label, list(stages), codes
             narrowed.append(label)
             continue
+        if (wider := _parts_earlier(found, proposal)) is not None:
+            # A richer field parts the same ranks before the poorer ones do: either may say where they diverged.
+            parted_earlier = (label, _span(found.placements)[0], _span(proposal.placements)[0])
+            proposal, compared, chosen = wider, list(stages), codes
+            widened = proposal
+            continue
         if set(found.outliers) != set(proposal.outliers) or not _within(found, proposal):
             continue  # a field that moves the answer rather than narrowing it is not trusted
         if _span(found.placements) != _span(proposal.placements):
@@ -715,7 +726,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     solution = Solution(proposal.placements + hidden, proposal.outliers, proposal.reference, proposal.majority,
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
                         either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,
-                        compared=compared, members=proposal.members, unplaced=proposal.unplaced)
+                        compared=compared, members=proposal.members, unplaced=proposal.unplaced,
+                        parted_earlier=parted_earlier if proposal is widened else None)
     if proposal.stopped:
         if not any(getattr(c, "wrong", None) for c in constraints):
             return solution
@@ -840,6 +852,36 @@ def _one_side(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> P
         return found
     return Proposal(mine, proposal.outliers, proposal.reference, True, found.whole, shown=found.shown,
                     members={proposal.outliers[0]: list(proposal.outliers)})
+
+
+def _parts_earlier(found: Proposal, proposal: Proposal) -> Proposal | None:
+    """Where a richer field parts the very ranks the poorer fields part (the same outliers, the same sides), but at
+    an earlier seq: the proposal widened back to there, the richer field's earlier placements beside the poorer
+    ones' (scored below them, reaching no later). Both can hold, and neither rules the other out: ranks may issue
+    the same collective from different code (call stacks that differ where nothing diverged) and part where the
+    signatures do, or issue collectives alike in signature in each other's place (a swap the signatures cannot
+    show) where the richer field parts them. So the first divergent collective lies between the two.
+
+    Worked example: ranks 4 and 5, a pair, run all-reduces alike in signature; their call stacks part at seq 1
+    (rank 4 issued a layer's MLP before its attention), their signatures at seq 6 (rank 5 issued an all-gather in
+    an all-reduce's place). The answer is seq 1..6, not 6."""
+    if not found.shown or not proposal.shown or not found.placements or not proposal.placements:
+        return None
+    if found.stopped or proposal.stopped or set(found.outliers) != set(proposal.outliers):
+        return None
+    if found.majority != proposal.majority or found.either_side != proposal.either_side:
+        return None
+    if found.either_side and {frozenset(v) for v in found.members.values()} != {
+            frozenset(v) for v in proposal.members.values()}:
+        return None  # a split along other lines
+    (low, _), (first, high) = _span(found.placements), _span(proposal.placements)
+    if low >= first:
+        return None
+    floor = min(p.score for p in proposal.placements) - 1
+    earlier = [replace(p, high=min(p.high, high), score=min(p.score, floor), widest=None)
+               for p in found.placements if p.low < first]
+    return replace(proposal, placements=proposal.placements + earlier,
+                   members={**found.members, **proposal.members})
 
 
 def _lengths_later(found: Proposal, proposal: Proposal, codes: dict[int, Codes], start: int) -> bool:

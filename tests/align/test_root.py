@@ -669,3 +669,26 @@ def test_a_member_without_the_parting_field_may_have_departed_anywhere_its_own_r
     assert solution.outliers == [2, 4] and solution.majority
     assert solution.seq_range[0] == 1 and solution.seq_range[1] <= 8
     assert solution.best.low >= 6  # rank 2's own skip stays the likeliest
+
+
+def test_a_richer_field_that_parts_the_same_ranks_earlier_widens_the_range_back_to_it():
+    # A pair: rank 1 issued seq 6 with another op (the signatures part the two there); the tags part the same two
+    # at seq 2 already, where rank 0 issued two lookalikes in each other's place. Either may be the divergence:
+    # the answer is seq 2..6, with both seqs on record, not 6 alone.
+    signatures = {0: stream([1, 2, 2, 4, 5, 6, 7]), 1: stream([1, 2, 2, 4, 5, 9, 7])}
+    tags = {0: stream([1, 2, 2, 4, 5, 6, 7], [10, 12, 11, 13, 14, 15, 16]),
+            1: stream([1, 2, 2, 4, 5, 9, 7], [10, 11, 12, 13, 14, 15, 16])}
+    alone = solve([("signatures", lambda: signatures)], 1, [], lambda seq: ())
+    assert alone.seq_range == (6, 6)
+    solution = solve([("signatures", lambda: signatures), ("tags", lambda: tags)], 1, [], lambda seq: ())
+    assert solution.seq_range == (2, 6) and sorted(solution.outliers) == [0, 1]
+    assert solution.parted_earlier == ("tags", 2, 6)
+    assert solution.best.kind is EditKind.DIFFERENT and solution.best.low == 6  # the signatures' stays likeliest
+    # Where the richer field parts other ranks than the poorer ones do (rank 0 from ranks 1 and 2), it is no
+    # widening of theirs.
+    trio = {r: stream([1, 2, 2, 4, 5, 6, 7]) for r in (0, 2)} | {1: stream([1, 2, 2, 4, 5, 9, 7])}
+    fields = {0: stream([1, 2, 2, 4, 5, 6, 7], [10, 12, 11, 13, 14, 15, 16]),
+              2: stream([1, 2, 2, 4, 5, 6, 7], [10, 11, 12, 13, 14, 15, 16]),
+              1: stream([1, 2, 2, 4, 5, 9, 7], [10, 11, 12, 13, 14, 15, 16])}
+    solution = solve([("signatures", lambda: trio), ("tags", lambda: fields)], 1, [], lambda seq: ())
+    assert solution.parted_earlier is None
