@@ -402,9 +402,20 @@ def _ran_on(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes], inco
 
 def _length_edit(stream: Codes, reference: Codes) -> bool:
     """Whether collectives left out or added are all that parts `stream` from `reference` (no different ones: a
-    length that parts them then tells who left out or added them)."""
+    length that parts them then tells who left out or added them).
+
+    Where the lengths differ, a block of different collectives is no rival to a collective left out or added that
+    alone explains every record: it leaves the difference in length to explain, by such a collective beside it (two
+    edits where one does). Worked example: rank 0 left out a drafter pass of two collectives at seq 1; only rank 2's
+    dump reaches back to the pass's second collective, whose call stack parts it from rank 0's there. Rank 0 issuing
+    another collective there explains that one record too, but not that it launched two fewer."""
     found, whole = place_edits(0, stream, reference, 0)
-    return whole and bool(found) and all(p.kind in (EditKind.MISSING, EditKind.EXTRA) for p in found)
+    shifts = [p for p in found if p.kind in (EditKind.MISSING, EditKind.EXTRA)]
+    diff = stream.length - reference.length
+    if diff:
+        kind = EditKind.EXTRA if diff > 0 else EditKind.MISSING
+        return whole and any(p.kind is kind and p.size == abs(diff) for p in shifts)
+    return whole and bool(found) and len(shifts) == len(found)
 
 
 def _groups_of_members(groups: list[tuple[list[int], Codes]], matching: list[list[int]]) -> list[Codes]:

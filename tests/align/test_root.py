@@ -692,3 +692,18 @@ def test_a_richer_field_that_parts_the_same_ranks_earlier_widens_the_range_back_
               1: stream([1, 2, 2, 4, 5, 9, 7], [10, 11, 12, 13, 14, 15, 16])}
     solution = solve([("signatures", lambda: trio), ("tags", lambda: fields)], 1, [], lambda seq: ())
     assert solution.parted_earlier is None
+
+
+def test_joiners_go_by_length_where_a_different_block_leaves_the_length_unexplained():
+    # Rank 0 left out a drafter pass of two collectives at seq 1 (two short, in a loop of two call stacks). Only
+    # rank 2's stacks reach back to the pass's second collective, which parts it from rank 0 there; ranks 1 and 3
+    # kept stacks from later on (rings that lost their oldest entries), as long as rank 2's. Rank 0 issuing another
+    # collective at seq 2 explains that one record too, but not that it launched two fewer, which a collective left
+    # out must explain beside it: the joiners go with rank 2 by their length, and rank 0 departed.
+    loop = [7, 8] * 4
+    codes = {0: stream([1] * 8, loop), 2: stream([1] * 10, [0, 9] + loop),
+             1: stream([1] * 10, [0] * 6 + loop[:4]), 3: stream([1] * 10, [0, 0] + loop)}
+    ranks = set(codes)
+    proposal = propose(codes, 1, closed=ranks, settled=ranks)
+    assert proposal.majority and proposal.outliers == [0] and proposal.reference == [1, 2, 3]
+    assert {p.kind for p in proposal.placements} >= {EditKind.MISSING}
