@@ -5,6 +5,7 @@ from ncclforensics.align.diagnosis import diagnose
 from ncclforensics.align.interleave import ISSUE_ORDER, issue_order_root, issue_order_split
 from ncclforensics.align.streams import build_streams
 from ncclforensics.model import CollectiveEvent, Evidence, Location, SourceFormat, collectives_to_frame
+from ncclforensics.model.event import ProcessIdentity
 from ncclforensics.report import words
 
 W, T1, T2 = "0xwor1d", "0x7e1", "0x7e2"
@@ -254,3 +255,23 @@ def test_an_early_block_that_fits_a_collective_left_out_elsewhere_too_is_no_mere
     assert tp.seq_range == (7, 10) and tp.size == 0 and tp.left_out_in == (W,)
     assert d.root.comm == T1 and W in d.root.undecided_comms
     assert f"left out a collective of comm {W}" in words.cause(d)
+
+
+def _with_init(log, rank, comms):
+    """The log with an INIT line of each of `comms` (the process initialized them, whatever it then issued)."""
+    log.identities = [ProcessIdentity(loc=Location(log.path, 0), rank=rank, comm=c) for c in comms]
+    return log
+
+
+def test_a_rank_that_issued_nothing_here_yet_went_on_elsewhere_left_one_out_beside_an_extra_one():
+    # Rank 0 issued one more world collective in step 0 (lookalikes: its records place it at seq 1..2); rank 1, its
+    # TP peer, left out the world's first and went on in TP, where the others waited for it. Rank 1's log holds no
+    # world collective at all: it went on past where the program issues seq 1, so it left seq 1 out, and it may
+    # have departed first: both are named, at seq 1.
+    logs = [_with_init(rank_log(0, step(T1, world=2) + step(T1, world=0)), 0, (W, T1)),
+            _with_init(rank_log(1, step(T1, world=0) + step(T1, world=0)), 1, (W, T1)),
+            _with_init(rank_log(2, step(T2) + step(T2, world=0)), 2, (W, T2)),
+            _with_init(rank_log(3, step(T2) + step(T2, world=0)), 3, (W, T2))]
+    d = diagnose(logs)
+    world = d.comms[W].root
+    assert world.outlier_ranks == [0, 1] and world.seq_range[0] == 1 and world.majority
