@@ -271,6 +271,11 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             majority = True
         else:
             sides = [groups[0], groups[1]]
+    elif not majority:
+        # Several groups and none larger than the rest: nothing says which one ran the program, so each is placed
+        # against every other (against the first alone, one whose edit against another comes earlier would be
+        # placed where it parts from the first only).
+        sides = list(groups)
     placements: list[Placement] = []
     whole = True
     outliers: set[int] = set()
@@ -846,8 +851,9 @@ def _one_side(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> P
     that is one side of that split, and the rest of that side recorded nothing that parts it from the other (it
     sides with either): that side's named ranks departed (the richer field says where, not who), so the split's
     placements of that side are kept, as a narrowing of the same outliers."""
-    if found.majority or not found.either_side or not proposal.majority or proposal.stopped:
-        return found
+    if found.majority or not found.either_side or not proposal.majority or proposal.stopped \
+            or len(found.members) != 2:
+        return found  # (a split of several groups: another side's edits against the rest are not the named one's)
     named = set(proposal.outliers)
     sides = [rep for rep, ranks in found.members.items() if named <= set(ranks)]
     if len(sides) != 1:
