@@ -484,10 +484,17 @@ def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(
     added = sorted(set(counted.outlier_ranks) - set(root.outlier_ranks) - held)
     if not added:
         return root, []
-    outliers = sorted(set(root.outlier_ranks) | set(added))
+    # Where the records part the ranks they compare with no majority, a rank they do not compare (known by its
+    # count alone) may be on either side of that split: it is named too, as the records' own no-majority answer
+    # names every rank that sides with either (naming it among the reference would say it ran the program).
+    either = sorted(members - ours - set(counted.outlier_ranks) - held) if not root.majority else []
+    outliers = sorted(set(root.outlier_ranks) | set(added) | set(either))
     merged = _named(root, outliers, members)
     said = (f"{ranks_words(added)} launched {'fewer' if counted.kind == 'missing' else 'more'} collectives than "
             f"the others by {counted.pinned_by}, before the records begin: the root names {ranks_words(outliers)}")
+    if either:
+        said += (f" ({ranks_words(either)}, which no record compares, may be on either side of the records' split, "
+                 f"which no majority decides)")
     return merged, [said]
 
 
