@@ -331,7 +331,25 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         if analysis.counted and not analysis.root.shown:
             # Lengths part the ranks, and some ranks' lengths are PyTorch's counts past their records.
             analysis.root = replace(analysis.root, pinned_by=ENQUEUED_COUNTS)
+        analysis.root = _with_unrecorded_members(analysis.root, streams, comm)
     return analysis
+
+
+def _with_unrecorded_members(root: Root, streams: Streams, comm: str) -> Root:
+    """A root that names every rank on record with no majority (nothing says which side ran the program), with
+    the members of the communicator that recorded none of its collectives added: a rank whose file was cut before
+    them (its other records go on elsewhere, so it is no silent member that launched none here) may have gone
+    either way, as every rank that sides with either is named where no majority decides."""
+    if root.majority or not set(root.outlier_ranks) >= set(root.reference_ranks):
+        return root
+    cut = {rank for _, rank in streams.cut}
+    elsewhere = {rank for (c, rank), part in streams.parts.items() if c != comm and part.height}
+    absent = sorted(r for r in streams.expected_members.get(comm, []) if r not in root.outlier_ranks
+                    and r in cut & elsewhere and (comm, r) not in streams.parts and r not in root.unplaced_ranks)
+    if not absent:
+        return root
+    ranks = sorted({*root.outlier_ranks, *absent})
+    return replace(root, outlier_ranks=ranks, reference_ranks=ranks)
 
 
 def _short_of_completions(analysis: CommAnalysis) -> set[int]:
