@@ -280,12 +280,16 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     whole = True
     outliers: set[int] = set()
     standing: dict[int, list[int]] = {}
+    parting: dict[frozenset[int], int] = {}  # a pair of groups (by their first ranks) -> where they have parted by
     for reference_ranks, reference in sides:
         for members, stream in groups:
             if members is reference_ranks:
                 continue
             known = bool(deviants and set(members) & deviants)
             found, held = place_edits(members[0], stream, reference, start, known)
+            if found:
+                pair = frozenset((members[0], reference_ranks[0]))
+                parting[pair] = max(parting.get(pair, 0), max(p.high for p in found))
             for rank in _without_fields(members, stream, codes):
                 # The group's stream carries fields this member never recorded (call stacks its NCCL log lacks):
                 # where the others' records place the group's edit says nothing of where this member departed,
@@ -296,6 +300,11 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             outliers.update(members)
             standing[members[0]] = list(members)
             placements.extend(replace(p, rank=members[0]) for p in found)
+    if len(sides) > 2 and len(parting) == len(sides) * (len(sides) - 1) // 2:
+        # Two groups that have parted by a seq cannot both be the program past it: the first divergent collective
+        # comes no later than the earliest such parting of any two (edits that start after it depart later).
+        bound = min(parting.values())
+        placements = [replace(p, high=min(p.high, bound)) for p in placements if p.low <= bound]
     reference_ranks = sorted(set(codes) - outliers - set(unplaced)) if len(sides) == 1 else sorted(codes)
     named = sorted(outliers) if majority else sorted(codes)
     if not majority:
