@@ -272,6 +272,9 @@ def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams, gate
     of its ranks is one program (no root there)."""
     for comm, analysis in list(analyses.items()):
         root = analysis.root
+        if root is not None and root.majority and root.kind != STOPPED and _left_out_beside(
+                analyses, streams, comm, gate):
+            continue
         if root is not None and root.shown and root.majority and root.kind != STOPPED \
                 and not _held_back_by_issue_order(streams, comm, root):
             continue
@@ -323,6 +326,34 @@ def _held_back_by_issue_order(streams: Streams, comm: str, root: Root) -> bool:
     split = issue_order_split(streams, comm)
     return (split is not None and sorted(split.blocked) == sorted(root.outlier_ranks)
             and split.low <= root.seq_range[0] <= split.seq)
+
+
+def _left_out_beside(analyses: dict[str, CommAnalysis], streams: Streams, comm: str,
+                     gate: GateDisagreement | None) -> bool:
+    """Ranks of a root's reference that launched fewer here than the rest of it, and whose issue orders show that
+    they left out a collective here rather than stopped (interleave.skipped_here: they went on elsewhere past where
+    the program issues it), departed too: where the collective they left out may come at or before the root's
+    last seq, they may have departed first, and the root is analysed again with them among the ranks behind.
+    Worked example: rank 1 left out the world's first all-reduce and went on in its tensor-parallel group, while
+    rank 0 launched one more in the world: the records place rank 0's extra one at seq 1..2, and the issue orders
+    place rank 1's skip at seq 1; both are named. Returns whether it analysed the root again."""
+    analysis = analyses[comm]
+    root = analysis.root
+    reference = [r for r in root.reference_ranks if r in analysis.launched]
+    if not reference or root.seq_range is None or root.seq_range[1] is None:
+        return False
+    most = max(analysis.launched[r] for r in reference)
+    fewer = [r for r in reference if analysis.launched[r] < most and r not in analysis.behind]
+    left_out = {r: span for r, span in (skipped_here(streams, comm, fewer) if fewer else {}).items()
+                if span[0] <= root.seq_range[1]}
+    if not left_out:
+        return False
+    again = analyze_comm(streams, comm, gate, set(analysis.behind) | set(left_out), analysis.counted,
+                         left_out=left_out)
+    if again.root is None or not set(root.outlier_ranks) | set(left_out) <= set(again.root.outlier_ranks):
+        return False
+    analyses[comm] = again
+    return True
 
 
 def _apply_progress(analyses: dict[str, CommAnalysis], streams: Streams, progress: list,

@@ -53,6 +53,7 @@ class RangeReason(str, Enum):
     PAST_COUNTED = "past_counted"  # a rank's records stop before what PyTorch's counts say it launched
     UNREAD_STEP = "unread_step"  # the deviants' records end before the gate's step: the root is past them
     LAST_OPS = "last_ops"  # a desync report's snapshot: ranks whose last collectives, of one number, differ in type
+    PARTED_EARLIER = "parted_earlier"  # a richer field parts the same ranks earlier than the signatures do
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,9 @@ class Root:
     # communicator too (rank -> those communicators), so their count here may follow from that departure or be one
     # of their own; the outliers are the ranks that depart here alone (see consequences.departing_elsewhere).
     outlier_candidates: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # (field, seq, seq): a richer field ("call sites") parts the outliers from the reference at the first seq, the
+    # poorer fields only at the second; the root is between them (root.py _parts_earlier)
+    parted_earlier: tuple[str, int, int] | None = None
 
 
 @dataclass
@@ -327,7 +331,25 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         if analysis.counted and not analysis.root.shown:
             # Lengths part the ranks, and some ranks' lengths are PyTorch's counts past their records.
             analysis.root = replace(analysis.root, pinned_by=ENQUEUED_COUNTS)
+        analysis.root = _with_unrecorded_members(analysis.root, streams, comm)
     return analysis
+
+
+def _with_unrecorded_members(root: Root, streams: Streams, comm: str) -> Root:
+    """A root that names every rank on record with no majority (nothing says which side ran the program), with
+    the members of the communicator that recorded none of its collectives added: a rank whose file was cut before
+    them (its other records go on elsewhere, so it is no silent member that launched none here) may have gone
+    either way, as every rank that sides with either is named where no majority decides."""
+    if root.majority or not set(root.outlier_ranks) >= set(root.reference_ranks):
+        return root
+    cut = {rank for _, rank in streams.cut}
+    elsewhere = {rank for (c, rank), part in streams.parts.items() if c != comm and part.height}
+    absent = sorted(r for r in streams.expected_members.get(comm, []) if r not in root.outlier_ranks
+                    and r in cut & elsewhere and (comm, r) not in streams.parts and r not in root.unplaced_ranks)
+    if not absent:
+        return root
+    ranks = sorted({*root.outlier_ranks, *absent})
+    return replace(root, outlier_ranks=ranks, reference_ranks=ranks)
 
 
 def _short_of_completions(analysis: CommAnalysis) -> set[int]:
@@ -718,6 +740,8 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
         reason, high = RangeReason.UNREAD_STEP, None
     elif low != high:
         reason = RangeReason.BEFORE_RECORDS if low < start else RangeReason.LOOKALIKE
+        if reason is RangeReason.LOOKALIKE and solution.parted_earlier is not None:
+            reason = RangeReason.PARTED_EARLIER
     return Root(
         comm=comm, seq=low, seq_range=(low, high), outlier_ranks=solution.leading,
         reference_ranks=solution.reference, kind=best.kind.value, size=best.size, pinned_by=solution.pinned_by,
@@ -725,4 +749,5 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
         kinds=tuple(k.value for k in solution.kinds), narrowed_by=tuple(solution.narrowed_by),
         contradictions=tuple(solution.contradictions), departs_again=solution.departs_again, records_start=start,
         shown=solution.shown, told=solution.told, unplaced_ranks=list(solution.unplaced),
+        parted_earlier=solution.parted_earlier,
     )

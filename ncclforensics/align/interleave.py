@@ -159,13 +159,19 @@ def skipped_here(streams: Streams, comm: str, ranks: list[int]) -> dict[int, tup
     collectives than the program has before that seq (`high`): it went on past where the program issues that seq
     (a rank that stopped, held back elsewhere or on the host, goes no further anywhere). A collective it issued
     where the program issues the same seq, and not where the program issues the next, comes before the one it
-    left out (`low`)."""
+    left out (`low`). A rank with no record here at all is placed by all it issued elsewhere (`_issued_elsewhere`)."""
     found = _program_places(streams, comm)
     if found is None:
         return {}
     places, launched, program = found
     skipped = {}
     for r in ranks:
+        if r not in places and 1 in program and (elsewhere := _issued_elsewhere(streams, comm, r)) is not None:
+            # No record here at all, yet its whole records elsewhere go on past where the program issues seq 1:
+            # it left seq 1 out
+            if elsewhere > program[1]:
+                skipped[r] = (1, 1)
+            continue
         if r not in places:
             continue
         past = [seq for seq in sorted(places[r]) if seq <= launched[r] + 1 and seq in program
@@ -176,6 +182,19 @@ def skipped_here(streams: Streams, comm: str, ranks: list[int]) -> dict[int, tup
                    and program.get(seq + 1, program[seq]) != program[seq]]
         skipped[r] = (max(aligned, default=0) + 1, past[0])
     return skipped
+
+
+def _issued_elsewhere(streams: Streams, comm: str, rank: int) -> int | None:
+    """How many collectives a rank with no records in `comm` issued in its other communicators, where its records
+    of each begin at seq 1 and none was cut short (None otherwise): all it issued before `comm`'s first seq, had
+    it issued that."""
+    parts = [(c, part) for (c, r), part in streams.parts.items() if r == rank and c != comm
+             and not is_p2p_comm(c) and part.height]
+    if not parts or (comm, rank) in streams.parts and streams.parts[(comm, rank)].height:
+        return None
+    if any((c, rank) in streams.cut or int(part.get_column("seq").min()) != 1 for c, part in parts):
+        return None
+    return sum(int(part.get_column("seq").max()) for _, part in parts)
 
 
 def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = frozenset()) -> IssueOrderSplit | None:

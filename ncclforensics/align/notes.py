@@ -84,6 +84,7 @@ class CountedBeforeRecords(Note):
     launched: str
     counted_by: str
     outliers: tuple[int, ...]
+    either: tuple[int, ...] = ()  # ranks no record compares, named as they may be on either side of a tie
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,9 @@ class Solution:
     compared: list[str] = field(default_factory=list)  # the stages whose fields the answer rests on, in order
     members: dict[int, list[int]] = field(default_factory=dict)  # a placement's rank -> the ranks it stands for
     unplaced: list[int] = field(default_factory=list)  # ranks whose incomplete records end before the sides part
+    # (field, seq, seq): a richer field that parts the same ranks at the first seq, where the poorer fields part them
+    # only at the second (see _parts_earlier); the range runs from one to the other
+    parted_earlier: tuple[str, int, int] | None = None
 
     @property
     def leading(self) -> list[int]:
@@ -276,16 +279,25 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             majority = True
         else:
             sides = [groups[0], groups[1]]
+    elif not majority:
+        # Several groups and none larger than the rest: nothing says which one ran the program, so each is placed
+        # against every other (against the first alone, one whose edit against another comes earlier would be
+        # placed where it parts from the first only).
+        sides = list(groups)
     placements: list[Placement] = []
     whole = True
     outliers: set[int] = set()
     standing: dict[int, list[int]] = {}
+    parting: dict[frozenset[int], int] = {}  # a pair of groups (by their first ranks) -> where they have parted by
     for reference_ranks, reference in sides:
         for members, stream in groups:
             if members is reference_ranks:
                 continue
             known = bool(deviants and set(members) & deviants)
             found, held = place_edits(members[0], stream, reference, start, known)
+            if found:
+                pair = frozenset((members[0], reference_ranks[0]))
+                parting[pair] = max(parting.get(pair, 0), max(p.high for p in found))
             for rank in _without_fields(members, stream, codes):
                 # The group's stream carries fields this member never recorded (call stacks its NCCL log lacks):
                 # where the others' records place the group's edit says nothing of where this member departed,
@@ -296,6 +308,11 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             outliers.update(members)
             standing[members[0]] = list(members)
             placements.extend(replace(p, rank=members[0]) for p in found)
+    if len(sides) > 2 and len(parting) == len(sides) * (len(sides) - 1) // 2:
+        # Two groups that have parted by a seq cannot both be the program past it: the first divergent collective
+        # comes no later than the earliest such parting of any two (edits that start after it depart later).
+        bound = min(parting.values())
+        placements = [replace(p, high=min(p.high, bound)) for p in placements if p.low <= bound]
     reference_ranks = sorted(set(codes) - outliers - set(unplaced)) if len(sides) == 1 else sorted(codes)
     named = sorted(outliers) if majority else sorted(codes)
     if not majority:
@@ -442,9 +459,20 @@ def _ran_on(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes], inco
 
 def _length_edit(stream: Codes, reference: Codes) -> bool:
     """Whether collectives left out or added are all that parts `stream` from `reference` (no different ones: a
-    length that parts them then tells who left out or added them)."""
+    length that parts them then tells who left out or added them).
+
+    Where the lengths differ, a block of different collectives is no rival to a collective left out or added that
+    alone explains every record: it leaves the difference in length to explain, by such a collective beside it (two
+    edits where one does). Worked example: rank 0 left out a drafter pass of two collectives at seq 1; only rank 2's
+    dump reaches back to the pass's second collective, whose call stack parts it from rank 0's there. Rank 0 issuing
+    another collective there explains that one record too, but not that it launched two fewer."""
     found, whole = place_edits(0, stream, reference, 0)
-    return whole and bool(found) and all(p.kind in (EditKind.MISSING, EditKind.EXTRA) for p in found)
+    shifts = [p for p in found if p.kind in (EditKind.MISSING, EditKind.EXTRA)]
+    diff = stream.length - reference.length
+    if diff:
+        kind = EditKind.EXTRA if diff > 0 else EditKind.MISSING
+        return whole and any(p.kind is kind and p.size == abs(diff) for p in shifts)
+    return whole and bool(found) and len(shifts) == len(found)
 
 
 def _groups_of_members(groups: list[tuple[list[int], Codes]], matching: list[list[int]]) -> list[Codes]:
@@ -724,6 +752,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     stages: list[str] = []  # every stage so far; each adds fields to the last
     compared: list[str] = []  # the stages up to the last one whose proposal was kept
     richest: dict[int, Codes] = {}  # the last stage's codes
+    widened: Proposal | None = None  # the proposal a richer field that parts the same ranks earlier widened
+    parted_earlier: tuple[str, int, int] | None = None
     for label, make in code_stages:
         codes = make()
         if codes is None:
@@ -762,6 +792,12 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             proposal, pinned_by, compared, chosen = found, label, list(stages), codes
             narrowed.append(label)
             continue
+        if (wider := _parts_earlier(found, proposal)) is not None:
+            # A richer field parts the same ranks before the poorer ones do: either may say where they diverged.
+            parted_earlier = (label, _span(found.placements)[0], _span(proposal.placements)[0])
+            proposal, compared, chosen = wider, list(stages), codes
+            widened = proposal
+            continue
         if set(found.outliers) != set(proposal.outliers) or not _within(found, proposal):
             continue  # a field that moves the answer rather than narrowing it is not trusted
         if _span(found.placements) != _span(proposal.placements):
@@ -777,7 +813,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     solution = Solution(proposal.placements + hidden, proposal.outliers, proposal.reference, proposal.majority,
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
                         either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,
-                        compared=compared, members=proposal.members, unplaced=proposal.unplaced)
+                        compared=compared, members=proposal.members, unplaced=proposal.unplaced,
+                        parted_earlier=parted_earlier if proposal is widened else None)
     if proposal.stopped:
         if not any(getattr(c, "wrong", None) for c in constraints):
             return solution
@@ -885,8 +922,9 @@ def _one_side(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> P
     that is one side of that split, and the rest of that side recorded nothing that parts it from the other (it
     sides with either): that side's named ranks departed (the richer field says where, not who), so the split's
     placements of that side are kept, as a narrowing of the same outliers."""
-    if found.majority or not found.either_side or not proposal.majority or proposal.stopped:
-        return found
+    if found.majority or not found.either_side or not proposal.majority or proposal.stopped \
+            or len(found.members) != 2:
+        return found  # (a split of several groups: another side's edits against the rest are not the named one's)
     named = set(proposal.outliers)
     sides = [rep for rep, ranks in found.members.items() if named <= set(ranks)]
     if len(sides) != 1:
@@ -902,6 +940,36 @@ def _one_side(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> P
         return found
     return Proposal(mine, proposal.outliers, proposal.reference, True, found.whole, shown=found.shown,
                     members={proposal.outliers[0]: list(proposal.outliers)})
+
+
+def _parts_earlier(found: Proposal, proposal: Proposal) -> Proposal | None:
+    """Where a richer field parts the very ranks the poorer fields part (the same outliers, the same sides), but at
+    an earlier seq: the proposal widened back to there, the richer field's earlier placements beside the poorer
+    ones' (scored below them, reaching no later). Both can hold, and neither rules the other out: ranks may issue
+    the same collective from different code (call stacks that differ where nothing diverged) and part where the
+    signatures do, or issue collectives alike in signature in each other's place (a swap the signatures cannot
+    show) where the richer field parts them. So the first divergent collective lies between the two.
+
+    Worked example: ranks 4 and 5, a pair, run all-reduces alike in signature; their call stacks part at seq 1
+    (rank 4 issued a layer's MLP before its attention), their signatures at seq 6 (rank 5 issued an all-gather in
+    an all-reduce's place). The answer is seq 1..6, not 6."""
+    if not found.shown or not proposal.shown or not found.placements or not proposal.placements:
+        return None
+    if found.stopped or proposal.stopped or set(found.outliers) != set(proposal.outliers):
+        return None
+    if found.majority != proposal.majority or found.either_side != proposal.either_side:
+        return None
+    if found.either_side and {frozenset(v) for v in found.members.values()} != {
+            frozenset(v) for v in proposal.members.values()}:
+        return None  # a split along other lines
+    (low, _), (first, high) = _span(found.placements), _span(proposal.placements)
+    if low >= first:
+        return None
+    floor = min(p.score for p in proposal.placements) - 1
+    earlier = [replace(p, high=min(p.high, high), score=min(p.score, floor), widest=None)
+               for p in found.placements if p.low < first]
+    return replace(proposal, placements=proposal.placements + earlier,
+                   members={**found.members, **proposal.members})
 
 
 def _lengths_later(found: Proposal, proposal: Proposal, codes: dict[int, Codes], start: int) -> bool:

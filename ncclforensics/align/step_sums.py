@@ -480,9 +480,14 @@ def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(
     added = sorted(set(counted.outlier_ranks) - set(root.outlier_ranks) - held)
     if not added:
         return root, []
-    outliers = sorted(set(root.outlier_ranks) | set(added))
+    # Where the records part the ranks they compare with no majority, a rank they do not compare (known by its
+    # count alone) may be on either side of that split: it is named too, as the records' own no-majority answer
+    # names every rank that sides with either (naming it among the reference would say it ran the program).
+    either = sorted(members - ours - set(counted.outlier_ranks) - held) if not root.majority else []
+    outliers = sorted(set(root.outlier_ranks) | set(added) | set(either))
     merged = _named(root, outliers, members)
-    return merged, [CountedBeforeRecords(tuple(added), _launched(counted), counted.pinned_by, tuple(outliers))]
+    return merged, [CountedBeforeRecords(tuple(added), _launched(counted), counted.pinned_by, tuple(outliers),
+                                         tuple(either))]
 
 
 def with_parted_reference(root: Root, fingerprints: list[FingerprintRow], known: dict[str, set[int]],

@@ -46,9 +46,11 @@ def note_words(note: n.Note) -> str:
         case n.CountsNameSide(ranks, launched, counted_by):
             return (f"{ranks_words(ranks)} launched {launched} collectives than the others by {counted_by}: of the "
                     f"two sides the records part, {_they(ranks)} departed")
-        case n.CountedBeforeRecords(added, launched, counted_by, outliers):
+        case n.CountedBeforeRecords(added, launched, counted_by, outliers, either):
             return (f"{ranks_words(added)} launched {launched} collectives than the others by {counted_by}, before "
-                    f"the records begin: the root names {ranks_words(outliers)}")
+                    f"the records begin: the root names {ranks_words(outliers)}"
+                    + (f" ({ranks_words(either)}, which no record compares, may be on either side of the records' "
+                       f"split, which no majority decides)" if either else ""))
         case n.SumsAddOutliers(added, step, basis, outliers):
             return (f"{ranks_words(added)} read back per-step checksums that part from the others' at step {step}: "
                     f"{_they(added)} departed too, and {_BASIS[basis]} do not say whose departure came first, so "

@@ -385,6 +385,8 @@ def ambiguity(root: Root) -> str | None:
         missing = [what for label, what in PINNING if label not in root.compared] or [
             "per-collective fingerprints with expected sums (a misaligned result is then wrong)"]
         text += f"; {_either(missing)} would pin it"
+    elif root.reason is RangeReason.PARTED_EARLIER:
+        text = _parted_earlier(root)
     elif root.reason is RangeReason.PAST_RECORDS:
         who = ranks_words(root.outlier_ranks)
         text = (f"the records of {who} end before collectives the others completed, and NCCL completes none "
@@ -471,6 +473,26 @@ def held_elsewhere_words(root: Root) -> str:
          f"communicator with the ranks behind goes)" if held else ""
     return (f" Or {'it is' if one else 'they are'} held back in another communicator by a rank ahead here that "
             f"launched one more{by}, which reads the same.")
+
+
+FIELD_NOUNS = {"call sites": "call stacks"}  # a compared field's label -> its name in a sentence
+
+
+def _parted_earlier(root: Root) -> str:
+    """Why a richer field that parts the same ranks earlier than the signatures leaves a range between the two."""
+    label, early, late = root.parted_earlier or ("", *root.seq_range)
+    noun = FIELD_NOUNS.get(label, label)
+    if root.majority:
+        who = f"{ranks_words(root.outlier_ranks)} and the others"
+    else:
+        who = ranks_words(sorted(set(root.outlier_ranks) | set(root.reference_ranks)))
+    missing = [what for name, what in PINNING if name not in root.compared and name != label] or [
+        "per-collective fingerprints with expected sums (a misaligned result is then wrong)"]
+    return (f"the {noun} part {who} at seq {early}, but the signatures (op, count, type) part them only at seq "
+            f"{late}: the ranks may have issued collectives alike in signature in each other's place at seq "
+            f"{early} (a swap the signatures cannot show), or the same collective from different code there (not a "
+            f"divergence) and parted at seq {late}; both fit every record, so the first divergent collective is in "
+            f"{seq_words(*root.seq_range)}; {_either(missing)} would pin it")
 
 
 def unplaced_words(root: Root, analysis) -> str:

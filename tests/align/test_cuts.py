@@ -99,3 +99,27 @@ def test_dumps_beside_logs_say_which_fields_only_one_side_carries(tmp_path):
     assert answer(d)[:3] == ("diverged", [25, 25], [0])
     assert any("ranks 0 and 1's evidence carries no reduction or root rank" in c for c in d["caveats"])
     assert any("ranks 2 and 3's evidence carries no call stack" in c for c in d["caveats"])
+
+
+def test_a_member_cut_before_a_comms_records_is_named_where_no_majority_decides():
+    # Comm "tp" of ranks 0..3: ranks 0 and 1 part (call stacks), rank 3 sides with either; rank 2's log was cut
+    # before any collective of "tp" (its "dp" records go on). Nothing decides the split, and rank 2 may have gone
+    # either way: it is named with the rest. With a majority, or with rank 2 known to have launched none (no cut),
+    # it is not.
+    from types import SimpleNamespace
+
+    import polars as pl
+
+    from ncclforensics.align.divergence import DIFFERENT_OPS, Root, _with_unrecorded_members
+
+    part = pl.DataFrame({"seq": [1, 2]})
+    streams = SimpleNamespace(cut={("dp", 2): None}, expected_members={"tp": [0, 1, 2, 3]},
+                              parts={("tp", 0): part, ("tp", 1): part, ("tp", 3): part, ("dp", 2): part})
+    tie = Root(comm="tp", seq=1, seq_range=(1, 30), outlier_ranks=[0, 1, 3], reference_ranks=[0, 1, 3],
+               kind=DIFFERENT_OPS, size=1, pinned_by="call sites", reason=None, majority=False)
+    assert _with_unrecorded_members(tie, streams, "tp").outlier_ranks == [0, 1, 2, 3]
+    one = Root(comm="tp", seq=1, seq_range=(1, 30), outlier_ranks=[0], reference_ranks=[1, 3],
+               kind=DIFFERENT_OPS, size=1, pinned_by="call sites", reason=None, majority=True)
+    assert _with_unrecorded_members(one, streams, "tp") == one
+    whole = SimpleNamespace(cut={}, expected_members=streams.expected_members, parts=streams.parts)
+    assert _with_unrecorded_members(tie, whole, "tp") == tie

@@ -5,6 +5,7 @@ from ncclforensics.align.diagnosis import diagnose
 from ncclforensics.align.interleave import ISSUE_ORDER, issue_order_root, issue_order_split
 from ncclforensics.align.streams import build_streams
 from ncclforensics.model import CollectiveEvent, Evidence, Location, SourceFormat, collectives_to_frame
+from ncclforensics.model.event import ProcessIdentity
 from ncclforensics.report import words
 
 W, T1, T2 = "0xwor1d", "0x7e1", "0x7e2"
@@ -305,3 +306,23 @@ def test_a_rank_that_issued_one_early_departed_beside_one_that_left_one_out():
     assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER
     assert d.root.outlier_ranks == [1, 5] and d.root.reference_ranks == [0, 2, 3, 4]
     assert d.root.seq_range == (1, 2)  # (rank 5's two world collectives in a row look alike: either is its own)
+
+
+def _with_init(log, rank, comms):
+    """The log with an INIT line of each of `comms` (the process initialized them, whatever it then issued)."""
+    log.identities = [ProcessIdentity(loc=Location(log.path, 0), rank=rank, comm=c) for c in comms]
+    return log
+
+
+def test_a_rank_that_issued_nothing_here_yet_went_on_elsewhere_left_one_out_beside_an_extra_one():
+    # Rank 0 issued one more world collective in step 0 (lookalikes: its records place it at seq 1..2); rank 1, its
+    # TP peer, left out the world's first and went on in TP, where the others waited for it. Rank 1's log holds no
+    # world collective at all: it went on past where the program issues seq 1, so it left seq 1 out, and it may
+    # have departed first: both are named, at seq 1.
+    logs = [_with_init(rank_log(0, step(T1, world=2) + step(T1, world=0)), 0, (W, T1)),
+            _with_init(rank_log(1, step(T1, world=0) + step(T1, world=0)), 1, (W, T1)),
+            _with_init(rank_log(2, step(T2) + step(T2, world=0)), 2, (W, T2)),
+            _with_init(rank_log(3, step(T2) + step(T2, world=0)), 3, (W, T2))]
+    d = diagnose(logs)
+    world = d.comms[W].root
+    assert world.outlier_ranks == [0, 1] and world.seq_range[0] == 1 and world.majority

@@ -726,3 +726,55 @@ def test_a_member_without_the_parting_field_may_have_departed_anywhere_its_own_r
     assert solution.outliers == [2, 4] and solution.majority
     assert solution.seq_range[0] == 1 and solution.seq_range[1] <= 8
     assert solution.best.low >= 6  # rank 2's own skip stays the likeliest
+
+
+def test_a_richer_field_that_parts_the_same_ranks_earlier_widens_the_range_back_to_it():
+    # A pair: rank 1 issued seq 6 with another op (the signatures part the two there); the tags part the same two
+    # at seq 2 already, where rank 0 issued two lookalikes in each other's place. Either may be the divergence:
+    # the answer is seq 2..6, with both seqs on record, not 6 alone.
+    signatures = {0: stream([1, 2, 2, 4, 5, 6, 7]), 1: stream([1, 2, 2, 4, 5, 9, 7])}
+    tags = {0: stream([1, 2, 2, 4, 5, 6, 7], [10, 12, 11, 13, 14, 15, 16]),
+            1: stream([1, 2, 2, 4, 5, 9, 7], [10, 11, 12, 13, 14, 15, 16])}
+    alone = solve([("signatures", lambda: signatures)], 1, [], lambda seq: ())
+    assert alone.seq_range == (6, 6)
+    solution = solve([("signatures", lambda: signatures), ("tags", lambda: tags)], 1, [], lambda seq: ())
+    assert solution.seq_range == (2, 6) and sorted(solution.outliers) == [0, 1]
+    assert solution.parted_earlier == ("tags", 2, 6)
+    assert solution.best.kind is EditKind.DIFFERENT and solution.best.low == 6  # the signatures' stays likeliest
+    # Where the richer field parts other ranks than the poorer ones do (rank 0 from ranks 1 and 2), it is no
+    # widening of theirs.
+    trio = {r: stream([1, 2, 2, 4, 5, 6, 7]) for r in (0, 2)} | {1: stream([1, 2, 2, 4, 5, 9, 7])}
+    fields = {0: stream([1, 2, 2, 4, 5, 6, 7], [10, 12, 11, 13, 14, 15, 16]),
+              2: stream([1, 2, 2, 4, 5, 6, 7], [10, 11, 12, 13, 14, 15, 16]),
+              1: stream([1, 2, 2, 4, 5, 9, 7], [10, 11, 12, 13, 14, 15, 16])}
+    solution = solve([("signatures", lambda: trio), ("tags", lambda: fields)], 1, [], lambda seq: ())
+    assert solution.parted_earlier is None
+
+
+def test_joiners_go_by_length_where_a_different_block_leaves_the_length_unexplained():
+    # Rank 0 left out a drafter pass of two collectives at seq 1 (two short, in a loop of two call stacks). Only
+    # rank 2's stacks reach back to the pass's second collective, which parts it from rank 0 there; ranks 1 and 3
+    # kept stacks from later on (rings that lost their oldest entries), as long as rank 2's. Rank 0 issuing another
+    # collective at seq 2 explains that one record too, but not that it launched two fewer, which a collective left
+    # out must explain beside it: the joiners go with rank 2 by their length, and rank 0 departed.
+    loop = [7, 8] * 4
+    codes = {0: stream([1] * 8, loop), 2: stream([1] * 10, [0, 9] + loop),
+             1: stream([1] * 10, [0] * 6 + loop[:4]), 3: stream([1] * 10, [0, 0] + loop)}
+    ranks = set(codes)
+    proposal = propose(codes, 1, closed=ranks, settled=ranks)
+    assert proposal.majority and proposal.outliers == [0] and proposal.reference == [1, 2, 3]
+    assert {p.kind for p in proposal.placements} >= {EditKind.MISSING}
+
+
+def test_several_groups_with_no_majority_are_each_placed_against_every_other():
+    # Three ranks, three streams: rank 1 left out one of the lookalikes before seq 5, rank 0 issued another type
+    # at seq 5, rank 2 ran the program. Nothing says which one ran it: against rank 0 alone, rank 1's skip reads as
+    # one at seq 5 (rank 0's odd collective), against rank 2 it may be anywhere in seq 1..6. Ranks 0 and 2 have
+    # parted by seq 5, so the first divergent collective comes no later: seq 1..5.
+    codes = {0: stream([1, 1, 1, 1, 2, 1, 3]), 1: stream([1, 1, 1, 1, 1, 3]), 2: stream([1, 1, 1, 1, 1, 1, 3])}
+    proposal = propose(codes, 1)
+    assert not proposal.majority and proposal.outliers == [0, 1, 2]
+    solution = Solution(proposal.placements, proposal.outliers, proposal.reference, False, "signatures",
+                        either_side=proposal.either_side)
+    assert solution.seq_range == (1, 5)
+    assert {p.rank for p in proposal.placements if p.low == 1} >= {1}

@@ -315,3 +315,21 @@ def test_a_trace_cut_short_before_the_step_is_no_rank_that_hung_and_the_sums_sti
     records = records_root([3], [0, 1, 2, 4, 6, 7], [5])
     placed, said = with_sums_placing_cut_ranks(records, root, {5: 18})
     assert placed.outlier_ranks == [3, 5] and placed.reference_ranks == [0, 1, 2, 4, 6, 7] and said
+
+
+def test_counted_outliers_beside_records_that_tie_name_the_ranks_no_record_compares_too():
+    # Watchdog logs of ranks 2 and 3 only, whose last collectives (seq 7, where their records begin) differ: a tie.
+    # PyTorch's counts: rank 0 launched one fewer than ranks 1..3. Rank 0 departed before the records begin; rank 1,
+    # known by its count alone, may be on either side of the tie: every rank is named, no majority.
+    from ncclforensics.align.step_sums import with_counted_outliers
+
+    records = Root(comm="0", seq=1, seq_range=(1, 7), outlier_ranks=[2, 3], reference_ranks=[2, 3],
+                   kind=DIFFERENT_OPS, size=1, pinned_by="signatures", reason=RangeReason.BEFORE_RECORDS,
+                   majority=False, ops={}, kinds=(DIFFERENT_OPS,), shown=True)
+    counted = Root(comm="0", seq=1, seq_range=(1, 8), outlier_ranks=[0], reference_ranks=[1, 2, 3], kind="missing",
+                   size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS, majority=True)
+    root, said = with_counted_outliers(records, counted)
+    assert root.outlier_ranks == [0, 1, 2, 3] and not root.majority and "rank 1, which no record" in said[0]
+    # Where the records name a majority, the ranks they do not compare stay where the counts put them.
+    root, _ = with_counted_outliers(replace(records, outlier_ranks=[3], reference_ranks=[2], majority=True), counted)
+    assert root.outlier_ranks == [0, 3]

@@ -68,3 +68,13 @@ def test_the_cause_says_whether_gate_journals_were_given_where_they_name_no_disa
     assert "The gate journals of ranks 0, 1, 2 and 3 agree at every step" in words.cause(agreeing)
     assert "Only rank 2 journaled its gate" in words.cause(dataclasses.replace(agreeing, journaled_ranks=[2]))
     assert "No gate journal was given" in words.cause(dataclasses.replace(agreeing, journaled_ranks=[]))
+
+
+def test_a_range_from_a_richer_field_to_the_signatures_says_where_each_parts_the_ranks(root):
+    """Call stacks that part the ranks at seq 1, signatures only at seq 6: the words name both seqs and why both
+    fit, and do not say the stacks repeat (they part)."""
+    ranged = dataclasses.replace(root, reason=RangeReason.PARTED_EARLIER, seq_range=(1, 6), compared=("call sites",),
+                                 parted_earlier=("call sites", 1, 6))
+    text = words.ambiguity(ranged)
+    assert "the call stacks part" in text and "at seq 1" in text and "only at seq 6" in text
+    assert "repeat" not in text and "seq 1..6" in text and "gate journal with steps" in text
