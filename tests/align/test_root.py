@@ -669,3 +669,19 @@ def test_a_member_without_the_parting_field_may_have_departed_anywhere_its_own_r
     assert solution.outliers == [2, 4] and solution.majority
     assert solution.seq_range[0] == 1 and solution.seq_range[1] <= 8
     assert solution.best.low >= 6  # rank 2's own skip stays the likeliest
+
+
+def test_lookalikes_read_back_wrong_name_the_minority_with_no_record_of_the_first_wrong_result():
+    # Ranks 4, 6 and 7 ran alike in everything recorded and read back seq 5 wrong; rank 5's records end at seq 4 (it
+    # never read the rest back). The collective at seq 5 completed on every member, so rank 5 launched it too: the
+    # three alike ran one program, and rank 5, the fewest departing, the other collective.
+    from ncclforensics.align.root import _misaligned_lookalikes
+
+    codes = {4: stream([1] * 8), 6: stream([1] * 8), 7: stream([1] * 8), 5: stream([1] * 4)}
+    checks = [ResultChecks(frozenset(range(1, 5)), frozenset(range(5, 9)), ())]
+    proposal = _misaligned_lookalikes(codes, 1, checks)
+    assert proposal.outliers == [5] and proposal.reference == [4, 6, 7] and proposal.majority
+    # Two of four without a record there are no minority: every rank is named.
+    codes[6] = stream([1] * 4)
+    proposal = _misaligned_lookalikes(codes, 1, checks)
+    assert proposal.outliers == [4, 5, 6, 7] and not proposal.majority
