@@ -226,7 +226,17 @@ KNOWN: dict[int, str] = {
 # substitution); ranks known by their counts alone, beside records that tie with no majority, may be on either side
 # and are named with the counted outliers (211980: watchdog logs of two ranks, one rank behind by its count); so are
 # members whose file was cut before any record of the comm, beside records that name every rank with no majority
-# (211170).
+# (211170); a root on lengths alone (a stop, records alike) beside results read back wrong in another communicator
+# names that one a candidate: it diverged, and a rank stuck there stops launching here just so (96143: a wrong
+# per-step checksum, mixed in the rank's TP pair or the world; 101260, 105967: per-collective traces tied to another
+# comm's stream); traces of every rank name the group a peer's desync report lists them all in, not the default group
+# where each enqueued nothing (`-1`), so the watchdogs' counts past the traces' per-step ends apply (181492); by the
+# oracle's reading, a rank whose per-collective trace, the only kind that shows the divergence, was cut short before
+# the root sides with either, as one whose NCCL log was (94290: a swap alike in shape that tags alone show); a gate
+# decision that no record kept is known to precede bounds the step's collectives by nothing, not by the first record a
+# wrapped ring kept (94513: the drafter block began one seq before the ring's start); lookalikes read back wrong name
+# the minority with no record of the first wrong result, the rest alike in all they recorded (181212: the one rank
+# whose trace ends before it ran the drafter alone).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -238,7 +248,8 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           92101, 91353, 90923, 90007, 90106, 120313, 102329, 101566, 127474, 151249, 129253, 128159, 96352, 98665,
           100643, 123788, 152911, 155297, 101561, 153745, 126217, 123077, 129045, 104329, 123464, 158306, 210240,
           98698, 101752, 127000, 153344, 96755, 210668, 211801, 102250, 153405, 104768, 96783, 158067, 101782,
-          150304, 128187, 97825, 159713, 98097, 210515, 210628, 212450, 102119, 211980, 211170)
+          150304, 128187, 97825, 159713, 98097, 210515, 210628, 212450, 102119, 211980, 211170, 96143, 101260,
+          105967, 181492, 94290, 94513, 181212)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
@@ -584,3 +595,24 @@ def test_a_watchdog_stack_that_parts_a_rank_at_the_wedge_shows_its_departure(tmp
 
     assert verdict([4, 6]) == verdict([4]) == []
     assert verdict([6]) == ["wrong_outliers"]
+
+
+def test_a_rank_whose_trace_was_cut_before_the_root_sides_with_either(tmp_path):
+    """Seed 94290: ranks 2 and 3 swapped two all-reduces alike in shape at seq 23 of 4; only the traces' tags show
+    it, and rank 1's trace was cut mid-line after 13 records (step 1). Rank 1 has no record of seq 23 that shows
+    the swap: it sides with either, so rank 0 against ranks 2 and 3 is no majority, and naming rank 0 is right
+    too. Were its trace whole, rank 1 would side with rank 0 (an even split, both sides right), and rank 0 alone
+    would be no side of it."""
+    from incidents.oracle import check
+
+    incident, written = _written_as_drawn(94290, tmp_path / "a")
+    assert written.cut == {("fp", 1): 13}
+    comm = incident.program.comms["0"].comm_id
+
+    def verdict(outliers):
+        root = {"comm": comm, "seq_range": [23, 23], "outlier_ranks": outliers, "majority": True}
+        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+
+    assert verdict([0]) == verdict([2, 3]) == verdict([0, 1, 2, 3]) == []
+    del written.cut[("fp", 1)]
+    assert verdict([0]) == ["wrong_outliers"] and verdict([2, 3]) == verdict([0, 1]) == []

@@ -21,6 +21,9 @@ which. Records that begin after the ranks already disagree say who differs there
 checksums, may show others that launched more or fewer before it. Records cut before the sides part place no one
 there; the checksums of the step they part at may.
 
+A root on lengths alone (a stop, records alike) names as candidates beside it the other communicators whose results
+fingerprint traces read back wrong (mixed_elsewhere.py): they diverged, and a rank stuck there stops launching here.
+
 The gate journal comes last, as it only splits a tie the rest leave: with no majority (a two-rank comm), it may say
 which side deviated. Where that root stopped launching while peers report a remote process gone, its ranks are the
 dead ones.
@@ -38,8 +41,9 @@ from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, Ra
 from .gates import GateDisagreement
 from .held_back import may_hold_back
 from .journal_progress import with_journal_progress
-from .ras import RasHistory, job_processes
+from .mixed_elsewhere import mixed_elsewhere
 from .notes import ConsequenceComm, CountedAmongLookalikes, Note, UndecidedComm, UnseenComm
+from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots, unnamed_ranks, with_swapped_types
 from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_parted_reference,
                         with_sums_before_records, with_sums_placing_cut_ranks)
@@ -150,6 +154,10 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         root = _held_back_by_peers(root, analyses, _memberships(streams, ras, rank_map, marks))
     dead: frozenset[int] = frozenset()
     if root is not None:
+        # Results read back mixed in another communicator: it diverged too, and a root on lengths alone may be
+        # what a rank stuck there left here.
+        root, said = mixed_elsewhere(root, streams, fingerprints)
+        notes += said
         root = _resolve_tie(root, gate)
         if root.kind == STOPPED and died:
             # A rank that stopped launching while its peers report a remote process gone is the dead one.

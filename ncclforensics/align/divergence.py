@@ -689,10 +689,11 @@ def _gate_span(part: pl.DataFrame, gate: GateDisagreement, rank: int) -> tuple[i
     if decision is not None and decision.time is not None and times.height:
         first, last = times.get_column("time").min(), times.get_column("time").max()
         if first <= decision.time <= last + 3600:  # the same clock, not another timebase
-            # (after the last record known to come before it: a record with no time may come after it)
+            # (after the last record known to come before it: a record with no time may come after it; with none,
+            # anywhere from the first seq, since records that begin later, a ring that wrapped, may begin past it)
             before = times.filter(pl.col("time") < decision.time - _half_last_digit(decision.time)).get_column(
                 "seq").max()
-            low = before + 1 if before is not None else int(part.get_column("seq").min())
+            low = before + 1 if before is not None else 1
             high = span[1] if span else int(part.get_column("seq").max()) + 1
             span = (max(low, span[0]) if span else low, high)
     return span if span is None or span[0] <= span[1] else None

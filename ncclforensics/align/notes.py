@@ -51,6 +51,31 @@ class UnseenComm(Note):
     root_comm: str
 
 
+@dataclass(frozen=True)
+class MixedElsewhere(Note):
+    """Per-collective traces read back wrong results in another communicator: it diverged too, and a rank stuck
+    there stops launching in the root's just so."""
+
+    comm: str
+    ranks: tuple[int, ...]
+    where: str  # file:line of the first wrong result
+    root_comm: str
+
+
+@dataclass(frozen=True)
+class StepSumMixedElsewhere(Note):
+    """A rank's per-step checksum is wrong: results mixed in one of its other communicators (`comms`), which may
+    have diverged too."""
+
+    comms: tuple[str, ...]
+    rank: int
+    step: int
+    where: str
+    sum: float
+    expected_sum: float
+    root_comm: str
+
+
 # Who departed, where records alone do not say
 
 

@@ -904,15 +904,25 @@ def _misaligned_by(constraint: Constraint, placements: list[Placement]) -> list[
 def _misaligned_lookalikes(codes: dict[int, Codes], start: int, constraints: list[Constraint]) -> Proposal | None:
     """Streams that agree in everything recorded, yet results read back wrong: the ranks ran misaligned on
     collectives that look alike (an edit among lookalikes shows in no record). No record says which ranks departed,
-    so every rank is named, on either side; the results say where (at or before the first wrong one, after the
-    right ones: the constraints narrow these placements)."""
+    so every rank is named, on either side, unless the ranks with no record of the first wrong result are a
+    minority: those are named; the results say where (at or before the first wrong one, after the right ones: the
+    constraints narrow these placements)."""
     wrong = [s for c in constraints for s in getattr(c, "wrong", ())]
     if len(codes) < 2 or not wrong or min(wrong) < start:
         return None
     first = min(wrong)
-    placements = [Placement(rank, kind, 1, start, first) for rank in sorted(codes)
+    # Every member of a misaligned collective read it back (it completed on all of them). Where the ranks with a
+    # record of the first wrong result are a strict majority, alike in all they recorded there and after, the
+    # rest, with no record of it, ran the other collective: the fewest departing.
+    at = first - start
+    blank = [r for r in sorted(codes) if codes[r].length <= at or not any(v[at] for v in codes[r].fields.values())]
+    named = blank if blank and len(blank) * 2 < len(codes) else sorted(codes)
+    placements = [Placement(rank, kind, 1, start, first) for rank in named
                   for kind in (EditKind.EXTRA, EditKind.MISSING)]
-    placements += [Placement(rank, EditKind.DIFFERENT, 1, first, first) for rank in sorted(codes)]
+    placements += [Placement(rank, EditKind.DIFFERENT, 1, first, first) for rank in named]
+    if named == blank:
+        return Proposal(placements, blank, [r for r in sorted(codes) if r not in blank], True, True,
+                        members={rank: [rank] for rank in blank})
     return Proposal(placements, sorted(codes), sorted(codes), False, True, either_side=True,
                     members={rank: [rank] for rank in codes})
 

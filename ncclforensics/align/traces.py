@@ -521,13 +521,17 @@ def _cut_out(members: Members, trace: list[FingerprintRow], groups: list[Members
 
 
 def _known_members(evidence: list[Evidence]) -> dict[str, set[int]]:
-    """comm -> the global ranks other evidence puts in it (collective rows, communicator configs, and a rank's
-    own word on how far it got in it or that its watchdog fired there)."""
+    """comm -> the global ranks other evidence puts in it (collective rows, communicator configs, a rank's own
+    word on how far it got in it or that its watchdog fired there, and the members a peer's desync report lists),
+    less the ranks whose own word is that they enqueued nothing there (a comm left with none is dropped)."""
     known: dict[str, set[int]] = {}
+    idle: set[tuple[str, int]] = set()  # (comm, rank) where the rank's own word is that it enqueued no work there
     for item in evidence:
         for said in (*item.progress, *item.watchdog):
             if said.comm is not None and said.rank is not None:
                 known.setdefault(said.comm, set()).add(said.rank)
+                if said.last_enqueued is not None and said.last_enqueued < 0:
+                    idle.add((said.comm, said.rank))
         if item.collectives.height:
             pairs = item.collectives.select("comm", "rank").drop_nulls().unique()
             for comm, rank in pairs.iter_rows():
@@ -535,7 +539,20 @@ def _known_members(evidence: list[Evidence]) -> dict[str, set[int]]:
         for info in item.comm_infos:
             if info.ranks:
                 known.setdefault(info.comm, set()).update(info.ranks)
-    return known
+    from .watchdog import enqueue_marks  # (here: watchdog.py reaches this module through divergence.py)
+
+    # A desync report lists every member of its group, those whose own lines never name it too.
+    marks = enqueue_marks([p for e in evidence for p in e.progress], [w for e in evidence for w in e.watchdog],
+                          [c for e in evidence for c in e.comm_infos])
+    for group, counted in marks.items():
+        if group in known:
+            known[group] |= set(counted.launched)
+    # A group where a rank enqueued no work at all (`last enqueued NCCL work: -1`: the default group of a job whose
+    # collectives all go through others) holds none of that rank's collectives: it names none of its records.
+    for comm, rank in idle:
+        if comm in known:
+            known[comm].discard(rank)
+    return {comm: ranks for comm, ranks in known.items() if ranks}
 
 
 def _only_comm(rank: int, known: dict[str, set[int]], traced: set[int]) -> Members | None:

@@ -35,6 +35,16 @@ def note_words(note: n.Note) -> str:
         case n.UnseenComm(comm, ranks, root_comm):
             return (f"{ranks_words(ranks)} also runs in comm {comm}, where no other rank's records are whole to "
                     f"compare with: a divergence there would show in comm {root_comm} just so")
+        case n.MixedElsewhere(comm, ranks, where, root_comm):
+            return (f"{ranks_words(ranks)} read back wrong results in comm {comm} ({where}): its collectives paired "
+                    f"with others on some rank, so comm {comm} diverged too; a rank stuck there stops launching in "
+                    f"comm {root_comm} just so, and nothing on record says which diverged first")
+        case n.StepSumMixedElsewhere(comms, rank, step, where, got, expected, root_comm):
+            either = " or ".join(f"comm {c}" for c in comms)
+            return (f"rank {rank}'s checksum of step {step} is wrong ({where}: {got:g} where {expected:g} was "
+                    f"expected): it read back results mixed in one of its communicators, so {either} may have "
+                    f"diverged too; a rank stuck there stops launching in comm {root_comm} just so, and nothing on "
+                    f"record says which diverged first")
         case n.CountedAmongLookalikes(outliers, counted, launched, counted_by, (), _):
             return (f"the records of every rank look alike, and {ranks_words(outliers)} launched {launched} "
                     f"collectives than the others by {counted_by}: the root names {ranks_words(outliers)}, the "

@@ -778,3 +778,19 @@ def test_several_groups_with_no_majority_are_each_placed_against_every_other():
                         either_side=proposal.either_side)
     assert solution.seq_range == (1, 5)
     assert {p.rank for p in proposal.placements if p.low == 1} >= {1}
+
+
+def test_lookalikes_read_back_wrong_name_the_minority_with_no_record_of_the_first_wrong_result():
+    # Ranks 4, 6 and 7 ran alike in everything recorded and read back seq 5 wrong; rank 5's records end at seq 4 (it
+    # never read the rest back). The collective at seq 5 completed on every member, so rank 5 launched it too: the
+    # three alike ran one program, and rank 5, the fewest departing, the other collective.
+    from ncclforensics.align.root import _misaligned_lookalikes
+
+    codes = {4: stream([1] * 8), 6: stream([1] * 8), 7: stream([1] * 8), 5: stream([1] * 4)}
+    checks = [ResultChecks(frozenset(range(1, 5)), frozenset(range(5, 9)), ())]
+    proposal = _misaligned_lookalikes(codes, 1, checks)
+    assert proposal.outliers == [5] and proposal.reference == [4, 6, 7] and proposal.majority
+    # Two of four without a record there are no minority: every rank is named.
+    codes[6] = stream([1] * 4)
+    proposal = _misaligned_lookalikes(codes, 1, checks)
+    assert proposal.outliers == [4, 5, 6, 7] and not proposal.majority

@@ -701,3 +701,36 @@ def test_an_extra_collective_paired_misaligned_under_a_tag_of_its_own_goes_to_th
             rows += [(2, "dp", 1, 777.0, 110.0), (2, "mlp", 64, tp + 10, tp + 10), (2, "head", 256, tp + 15, tp + 15)]
         rows_of[rank] = rows
     assert _split_root(tmp_path, rows_of) == ("[ranks=0,1,2,3,4,5]", [3, 3], [1])
+
+
+def test_traces_of_every_rank_go_to_the_group_a_desync_report_lists_them_in_not_to_an_idle_default_group(tmp_path):
+    """One group `1` over ranks 0-4; ranks 0 and 3 left out step 1's second collective, so their traces (flushed
+    per step) hold step 1's first; ranks 1, 2 and 4 hung in step 1 and their traces end with step 0. Only they name
+    group 1 (their watchdogs fired there; the report lists ranks 0 and 3 as its members too); every rank's
+    dump line names the default group 0, where each enqueued nothing (`-1`). The traces are group 1's, where the
+    watchdogs count what ranks 1, 2 and 4 completed past their traces' end: ranks 0 and 3 launched fewer, not more."""
+    for rank in range(5):
+        steps = 2 if rank in (0, 3) else 1
+        rows = [{"step": s, "op": op, "rank": rank, "tag": f"layer{op}", "kind": "AllReduce", "numel": 64,
+                 "sum": 10.0 * s + op, "digest": f"{s}{op}"} for s in range(steps) for op in range(2 if s == 0 else 1)]
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        head = f"[rank{rank}]:[E1129 09:55:07.731921066 ProcessGroupNCCL.cpp:1914] [PG ID 0 PG GUID 0 Rank {rank}]"
+        lines = [f"{head} Received a dump signal due to a collective timeout from  rank 1 and we will try our best to "
+                 "dump the debug info. Last enqueued NCCL work: -1, last completed NCCL work: -1."]
+        if rank in (1, 2, 4):
+            lines = [f"[rank{rank}]:[E1129 09:55:01.733921066 ProcessGroupNCCL.cpp:689] [Rank {rank}] Watchdog caught "
+                     "collective operation timeout: WorkNCCL(SeqNum=4, OpType=ALLREDUCE, NumelIn=64, NumelOut=64, "
+                     "Timeout(ms)=20000) ran for 20017 milliseconds before timing out.",
+                     f"[rank{rank}]:[E1129 09:55:01.734921066 ProcessGroupNCCL.cpp:2495] Rank {rank}",
+                     f"\t - [{rank}] Timeout at collective: ALLREDUCE, #4",
+                     "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+                     "\t     [0, 3] finished collective #3, but didn't join collective #4 (count from 1)",
+                     "\t - Snapshot of ranks' latest states:", "\t   #3 finished ranks:",
+                     "\t     [0, 3] finished ALLREDUCE", "\t   #4 started ranks:", "\t     [1, 2, 4] started ALLREDUCE",
+                     f"[rank{rank}]:[E1129 09:55:01.735021066 ProcessGroupNCCL.cpp:2303] [PG ID 1 PG GUID 1(tp) Rank "
+                     f"{rank}]  failure detected by watchdog at work sequence id: 4 PG status: last enqueued work: 4, "
+                     "last completed work: 3", *lines]
+        (tmp_path / f"torch_rank{rank}.log").write_text("\n".join(lines) + "\n")
+    root = answer(tmp_path)["root"]
+    assert root["comm"] == "1" and root["outlier_ranks"] == [0, 3] and root["kind"] in ("stopped", "missing")
+    assert root["seq_range"][0] <= 4 <= root["seq_range"][1]

@@ -16,10 +16,9 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   names no rank that ran the comm's program; or the same among the outliers the evidence shows, visibility.py);
   where the outliers are no strict minority of the ranks on record (two ranks, or an even split), naming the
   other side or both sides is right too (`Root.majority` is then false); a rank whose records of the comm all
-  miss the root (NCCL logs cut short before it, Flight Recorder rings whose oldest entry kept is after it; of the
-  kinds that show the divergence: its records of kinds that do not, whole NCCL logs of a swap of collectives alike
-  in shape, say nothing of either side), or that
-  has no evidence of a kind that shows the divergence, is not on record for this (its records side with either);
+  miss the root (NCCL logs or per-collective fingerprint traces cut short before it, Flight Recorder rings whose
+  oldest entry kept is after it; of the kinds that show the divergence: its records of kinds that do not, whole
+  NCCL logs of a swap of collectives alike in shape, say nothing of either side), or that has no evidence of a kind that shows the divergence, is not on record for this (its records side with either);
   nor is one through fingerprint traces whose tracer read nothing back (it left no trace file: an empty file is
   evidence of no format, so no fingerprint record holds it);
   where every kind of evidence that shows an outlier shows it only through a view that is the very view of some
@@ -75,6 +74,7 @@ from dataclasses import dataclass, field
 
 from .evidence import Written
 from .incident import Incident
+from .traces import PER_COLLECTIVE, read_back
 from .visibility import blurred_outliers, reported_work, shown_outliers, visible_comms
 
 VIOLATIONS = ("false_divergence", "missed", "root_outside_range", "root_without_range", "wrong_outliers",
@@ -175,8 +175,8 @@ def _kept(incident: Incident, written: Written, rank: int):
 def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, seq: int,
                   kinds: list[str] | None = None) -> bool:
     """Whether every record the rank has of `comm` misses `seq`: a rank that never launched it (blocked elsewhere:
-    what it would have launched there is no record, whatever kind of evidence counts its launches), NCCL logs cut
-    short before it, Flight Recorder rings whose oldest entry kept is after it, or a peer's desync report alone,
+    what it would have launched there is no record, whatever kind of evidence counts its launches), NCCL logs or
+    per-collective fingerprint traces cut short before it, Flight Recorder rings whose oldest entry kept is after it, or a peer's desync report alone,
     which gives the rank's last collective and how many it launched (or a floor of it), where `seq` is not that
     last one and the count says nothing of `seq`: a floor, or a root that left the counts as they were (a
     substitution or a reorder: `[3] started ALLREDUCE` at #15 says nothing of what rank 3 issued at #5); any other
@@ -188,13 +188,25 @@ def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, se
         root = incident.truth.roots.get(comm)
         last_seq, _, exact = reported_work(incident, written, comm)[rank]
         return last_seq != seq and root is not None and (not exact or root.kind not in ("missing", "extra"))
-    if not kinds or set(kinds) - {"nccl", "fr"}:
+    if not kinds or set(kinds) - {"nccl", "fr", "fp"}:
+        return False
+    if "fp" in kinds and not _trace_cut_before(incident, written, rank, comm, seq):
         return False
     if "nccl" in kinds and not (("nccl", rank) in written.cut and written.nccl_kept.get(rank, {}).get(comm, 0) < seq):
         return False
     if "fr" in kinds:
         return min((x.seq for x in _kept(incident, written, rank) if x.op.comm == comm), default=seq + 1) > seq
     return True
+
+
+def _trace_cut_before(incident: Incident, written: Written, rank: int, comm: str, seq: int) -> bool:
+    """Whether the rank's per-collective fingerprint trace was cut short before it got to `seq` of `comm`: its
+    lines are the collectives it read back, one each in issue order, and the whole ones kept end before it (a
+    per-step trace names no collective; it is taken as a record of every one)."""
+    if ("fp", rank) not in written.cut or written.fp_scheme not in PER_COLLECTIVE:
+        return False
+    kept = read_back(incident, rank)[:written.cut[("fp", rank)]]
+    return max((x.seq for x in kept if x.op.comm == comm), default=0) < seq
 
 
 def _first_kept(incident: Incident, written: Written, rank: int, comm: str) -> int:
