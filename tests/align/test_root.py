@@ -768,12 +768,13 @@ def test_joiners_go_by_length_where_a_different_block_leaves_the_length_unexplai
 
 def test_several_groups_with_no_majority_are_each_placed_against_every_other():
     # Three ranks, three streams: rank 1 left out one of the lookalikes before seq 5, rank 0 issued another type
-    # at seq 5, rank 2 ran the program. Nothing says which one ran it: against rank 0 alone, rank 1's skip reads as
-    # one at seq 5 (rank 0's odd collective), against rank 2 it may be anywhere in seq 1..6. Ranks 0 and 2 have
-    # parted by seq 5, so the first divergent collective comes no later: seq 1..5.
+    # at seq 5, rank 2 ran the program. Against rank 0 alone, rank 1's skip reads as one at seq 5 (rank 0's odd
+    # collective); against rank 2 it may be anywhere in seq 1..6. Ranks 1 and 2 alike at seq 5 name rank 0 there,
+    # and rank 0's length sides with rank 2's: ranks 0 and 1 departed, the fewest edits. Ranks 0 and 2 have parted
+    # by seq 5, so the first divergent collective comes no later: seq 1..5, where rank 1's skip may come first.
     codes = {0: stream([1, 1, 1, 1, 2, 1, 3]), 1: stream([1, 1, 1, 1, 1, 3]), 2: stream([1, 1, 1, 1, 1, 1, 3])}
     proposal = propose(codes, 1)
-    assert not proposal.majority and proposal.outliers == [0, 1, 2]
+    assert proposal.outliers == [0, 1] and proposal.reference == [2]
     solution = Solution(proposal.placements, proposal.outliers, proposal.reference, False, "signatures",
                         either_side=proposal.either_side)
     assert solution.seq_range == (1, 5)
