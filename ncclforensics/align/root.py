@@ -49,9 +49,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Contradiction:
-    """Two pieces of evidence that allow nothing in common."""
+    """Two pieces of evidence that allow nothing in common: a constraint (`constraint`, its label) that allows no
+    root the records allow (in `seq_range`), and the evidence of both."""
 
-    what: str
+    constraint: str
+    seq_range: tuple[int, int | None]
     locs: tuple[Location, ...]
 
 
@@ -838,9 +840,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             return None
         if kept is None:
             low, high = solution.seq_range
-            solution.contradictions.append(Contradiction(
-                f"{constraint.label} allow no root the records allow (seq {low}..{high})",
-                tuple(constraint.locs) + basis(low)))
+            solution.contradictions.append(Contradiction(constraint.label, (low, high),
+                                                         tuple(constraint.locs) + basis(low)))
             solution.placements += _misaligned_by(constraint, solution.placements)
             continue
         if _span(kept) != _span(solution.placements):

@@ -144,7 +144,7 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
             "outlier_candidates": sorted(r.outlier_candidates),
             "where_stacks_part": _by_rank(words.where_stacks_part(r)),
             "counts_by_type": {t: _ranks(c) for t, c in r.counts_by_type.items()},
-            "contradictions": [{"what": c.what, "evidence": [str(loc) for loc in c.locs]} for c in r.contradictions],
+            "contradictions": [{"what": words.contradiction_words(c), "evidence": [str(loc) for loc in c.locs]} for c in r.contradictions],
             "ops": {str(rank): op_dict(op) for rank, op in sorted(r.ops.items())},
             "cause": words.cause(d),
         }

@@ -8,6 +8,7 @@ from dataclasses import replace
 from ..align.coverage import GateCoverage, Jurisdiction
 from ..align.diagnosis import Diagnosis, Finding, agreeing_hang
 from ..align.divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
+from ..align.root import Contradiction
 from ..align.gates import decision_tuple
 from ..align.ras import RasHistory
 from ..align.reconcile import CUDA_GRAPH_NOTE
@@ -547,6 +548,11 @@ def death_words(d: Diagnosis) -> str:
     return f" Evidence that it died: {shown}."
 
 
+def contradiction_words(c: Contradiction) -> str:
+    """What a root's contradiction says: the constraint allows no root the records allow."""
+    return f"{c.constraint} allow no root the records allow ({seq_words(*c.seq_range)})"
+
+
 def cause(d: Diagnosis) -> str | None:
     """The root, tied to the gate disagreement where one was journaled."""
     root, gate = d.root, d.gate
@@ -554,7 +560,7 @@ def cause(d: Diagnosis) -> str | None:
         return None
     what = root_sentence(root)
     if root.contradictions:
-        what += " " + " ".join(f"Contradiction: {c.what} ({', '.join(map(str, c.locs[:4]))})."
+        what += " " + " ".join(f"Contradiction: {contradiction_words(c)} ({', '.join(map(str, c.locs[:4]))})."
                                for c in root.contradictions)
     if root.kind == STOPPED:
         return what + death_words(d)

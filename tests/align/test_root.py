@@ -422,6 +422,10 @@ def test_constraints_that_allow_nothing_are_a_contradiction_not_a_choice():
     assert len(solution.contradictions) == 1
     locs = [str(loc) for loc in solution.contradictions[0].locs]
     assert "fp_rank3.jsonl:7" in locs and any(loc.startswith("log:") for loc in locs)
+    contradiction = solution.contradictions[0]
+    assert contradiction.constraint == wrong_early.label and contradiction.seq_range == (11, 11)
+    from ncclforensics.report.words import contradiction_words
+    assert contradiction_words(contradiction) == f"{wrong_early.label} allow no root the records allow (seq 11)"
 
 
 @pytest.mark.parametrize("seed", range(40))
