@@ -236,7 +236,13 @@ KNOWN: dict[int, str] = {
 # decision that no record kept is known to precede bounds the step's collectives by nothing, not by the first record a
 # wrapped ring kept (94513: the drafter block began one seq before the ring's start); lookalikes read back wrong name
 # the minority with no record of the first wrong result, the rest alike in all they recorded (181212: the one rank
-# whose trace ends before it ran the drafter alone).
+# whose trace ends before it ran the drafter alone); by the oracle's reading, unchecked per-step sums compare as a
+# run without the fault makes them, so a rank that skipped one parts from its replicas visibly (97685: its own
+# expected sum lacked the skipped one); ranks wrong in a step that never complete the next, beside one right in it
+# that went on and read the next back wrong, name that one (102067: it left out the step's last collective); an
+# outlier's stream that ends before every reference rank's, where no confirmed edit accounts for the lengths, keeps
+# the shortest block running to its end that starts before the confirmed edits (158151: a drafter pass that hung
+# its rank, one lookalike record of it confirming a different collective after its first).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -249,7 +255,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           100643, 123788, 152911, 155297, 101561, 153745, 126217, 123077, 129045, 104329, 123464, 158306, 210240,
           98698, 101752, 127000, 153344, 96755, 210668, 211801, 102250, 153405, 104768, 96783, 158067, 101782,
           150304, 128187, 97825, 159713, 98097, 210515, 210628, 212450, 102119, 211980, 211170, 96143, 101260,
-          105967, 181492, 94290, 94513, 181212)
+          105967, 181492, 94290, 94513, 181212, 97685, 102067, 158151)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
@@ -538,6 +544,26 @@ def test_outliers_whose_every_view_is_a_reference_ranks_may_be_named_with_those_
     assert verdict([0, 2, 3]) == ["wrong_outliers"]
     incident, written = _written_as_drawn(152911, tmp_path / "b")
     assert blurred_outliers(incident, written) == {}
+
+
+def test_a_rank_that_skipped_one_shows_by_the_checksum_its_replicas_sum_without_the_fault(tmp_path):
+    """Seed 97685, unchecked per-step sums of 64 ranks of one comm: rank 12 skipped a collective and rank 23
+    reordered two, both parting in step 0; rank 27's reorder sums as every other rank's. Rank 12's own expected sum
+    lacks the one it skipped, but a run without the fault gives it its replicas' sum, so its sum parting from
+    theirs shows it: naming 12 and 23 is right; naming 23 alone or 12 with 27 is not."""
+    from incidents.oracle import check
+    from incidents.visibility import shown_outliers
+
+    incident, written = _written_as_drawn(97685, tmp_path)
+    assert shown_outliers(incident, written) == {"0": {12, 23}}
+
+    def verdict(outliers):
+        root = {"comm": incident.program.comms["0"].comm_id, "seq_range": None, "outlier_ranks": outliers,
+                "pinned_by": "per-step checksums", "step": 0, "majority": True}
+        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+
+    assert verdict([12, 23]) == []
+    assert verdict([23]) == verdict([12, 27]) == ["wrong_outliers"]
 
 
 def test_checksums_that_part_two_even_sides_across_comms_may_name_every_rank_compared(tmp_path):

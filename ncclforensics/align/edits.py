@@ -110,11 +110,13 @@ def merged(streams: Iterable[Codes]) -> Codes:
 
 
 def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: bool = False,
-                ) -> tuple[list[Placement], bool]:
+                reference_ends: int | None = None) -> tuple[list[Placement], bool]:
     """Every edit of `outlier` against `reference` that the records allow, in seqs (the streams begin at `start`).
 
     `known`: other evidence (the gate journal) says this rank deviated, so a stream that merely agrees with the
     reference and ends sooner still holds an edit, anywhere up to its last record.
+    `reference_ends`: where the shortest stream of the reference's ranks ends (the merged `reference` runs as far
+    as its longest), where the reference stands for several ranks.
     Returns the placements and whether the records did hold one edit: when no edit explains the whole stream (the
     outlier departs again later), the edits that explain it furthest are returned instead.
     """
@@ -135,6 +137,9 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
     off_end: list[Placement] = []  # edits whose block runs to the end of the records: nothing after them to check
     unseen: list[Placement] = []  # edits past the end of the reference's records: nothing on record to check
     failing: list[tuple[Placement, int]] = []  # (edit, where it fails again), for streams no single edit explains
+    # (whether the outlier's stream ends no sooner than every reference rank's, or a confirmed edit accounts for the
+    # lengths)
+    settled = n_out >= (n_ref if reference_ends is None else reference_ends)
     for size in range(1, MAX_EDIT + 1):
         for kind, shift_out, shift_ref in ((EditKind.EXTRA, size, 0), (EditKind.MISSING, 0, size)):
             length = min(n_out - shift_out, n_ref - shift_ref)
@@ -153,6 +158,7 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
                 low, high = earliest, min(at, length - size)  # at least `size` records after the block pair
                 if low <= high:
                     confirmed.append(_placement(rank, kind, size, low, high, start, score))
+                    settled |= unexplained == 0
                 low = max(earliest, n_out - size)
                 if kind is EditKind.EXTRA and low <= at:
                     off_end.append(_placement(rank, kind, size, low, at, start, score - size))
@@ -189,9 +195,18 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
                                        if p.high >= start + floor] for found in (confirmed, off_end, unseen))
     if confirmed:
         # Edits that run off the records count only at the first visible departure itself: where records after
-        # it confirm an edit, a long block that swallows them is not taken (see MAX_EDIT).
+        # it confirm an edit, a long block that swallows them is not taken (see MAX_EDIT). But where the outlier's
+        # stream ends sooner than every reference rank's and no confirmed edit accounts for the lengths (its rank got stuck, and where it
+        # stopped says nothing of which edit holds), the records confirming one may be lookalikes inside a block
+        # that runs to the end of its stream (a drafter pass that hung it): the shortest such block that starts
+        # before every confirmed edit is kept too, scored below them.
         top = max(p.high for p in confirmed)
-        return confirmed + [replace(p, low=p.high, widest=p.low) for p in off_end if p.high > top] + unseen, True
+        below, lowest = min(p.score for p in confirmed) - 1, min(p.low for p in confirmed)
+        earlier = [p for p in off_end if p.high <= top and p.low < lowest] if not settled else []
+        shortest = sorted(earlier, key=lambda p: (p.size, -p.score, p.low))[:1]
+        swallowing = [replace(p, score=min(p.score, below)) for p in shortest]
+        return (confirmed + [replace(p, low=p.high, widest=p.low) for p in off_end if p.high > top] + swallowing
+                + unseen), True
     if off_end or unseen:
         return off_end + unseen, True
     if not failing:

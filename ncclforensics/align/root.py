@@ -296,7 +296,9 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             if members is reference_ranks:
                 continue
             known = bool(deviants and set(members) & deviants)
-            found, held = place_edits(members[0], stream, reference, start, known)
+            # (where the reference's shortest stream ends: an outlier that stopped no sooner got stuck in nothing)
+            ends = min((codes[r].length for r in reference_ranks if r in codes), default=None)
+            found, held = place_edits(members[0], stream, reference, start, known, ends)
             if found:
                 pair = frozenset((members[0], reference_ranks[0]))
                 parting[pair] = max(parting.get(pair, 0), max(p.high for p in found))

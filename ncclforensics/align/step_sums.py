@@ -344,6 +344,9 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     nothing to pair their last with), so a strict minority of either side is the outliers. So too where every rank
     read the step back, and those that read it back right read back the next one wrong, every one: they left out the
     step's last collective, or the others ran one more there, however many comms the wrong ones' offsets part by.
+    So too where every rank read the step back, the ranks wrong in it never completed the next one (whole traces
+    that stop there) and those right in it that did complete the next one read it back wrong: the ones ahead left
+    out the step's last collective and went on, the others wait with one left over (or each ran one more).
     """
     verdicts: dict[int, dict[int, bool]] = {}
     for row in fingerprints:
@@ -378,6 +381,17 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
         if len(fewer) * 2 < len(involved):
             return _root(sorted(fewer), sorted(involved - fewer), True, step, known), bound
     crossed = {rank for rank, right in checked.items() if right and after and not after.get(rank, False)}
+    ahead = {rank for rank in crossed if after.get(rank) is False}
+    if set(checked) == traced and ahead and not wrong & set(after) and not (wrong | crossed - ahead) & cut:
+        # The ranks wrong in the step never completed the next one (whole traces that stop at it), and those right
+        # in it that did complete the next one read it back wrong: the ones ahead ran fewer collectives in the
+        # step (each left out its last, pairing its next one with the others' last, and went on while the others
+        # wait with one left over), or the ones left waiting one more each; as with ranks left waiting in a step,
+        # a strict minority of either side is the outliers (the fewest departing). Ranks right in the step with
+        # no sum of the next hung beside those waiting and read back nothing mixed: they side with the waiting.
+        fewer = min((wrong, ahead), key=len)
+        if len(fewer) * 2 < len(involved):
+            return _root(sorted(fewer), sorted(involved - fewer), True, step, known), bound
     if set(checked) == traced and crossed == traced - wrong and all(after.get(rank) is False for rank in crossed):
         # Every rank read the step back, the ones right in it wrong all through the next: they ran fewer
         # collectives in it than the others (each left out its last, pairing its next one with the others' last),

@@ -69,6 +69,22 @@ def test_a_record_after_the_odd_collective_confirms_the_short_explanations_only(
     assert span(found) == (11, 11) and {p.kind for p in found} == {EditKind.DIFFERENT}
 
 
+def test_a_block_to_the_end_of_a_shorter_stream_is_kept_where_no_confirmed_edit_accounts_for_the_lengths():
+    # Seed 158151: rank 2 ran a drafter pass of three all-reduces at seq 3 and got stuck after it; its peer ran on
+    # (all-reduce, all-gather, each step). A different collective at seq 4, confirmed by the one lookalike
+    # all-reduce after it, explains the records; so does the block of three from seq 3 to the end of the shorter
+    # stream, and the lengths part either way (a rank that got stuck ends its records where it does).
+    reference = stream([1, 2, 1, 2, 1, 2])
+    outlier = stream([1, 2, 1, 1, 1])
+    found, _ = place_edits(2, outlier, reference, start=1)
+    assert span(found) == (3, 4)
+    best = max(found, key=lambda p: p.score)
+    assert (best.kind, best.low, best.high) == (EditKind.DIFFERENT, 4, 4)
+    # Streams of one length: the different collective accounts for them, and no block swallows its confirmation.
+    found, _ = place_edits(2, outlier, stream([1, 2, 1, 2, 1]), start=1)
+    assert span(found) == (4, 4)
+
+
 def test_unrecorded_fields_constrain_nothing():
     reference = stream([1, 1, 1, 1], [5, 6, 7, 8])
     outlier = stream([1, 1, 1, 1], [0, 0, 0, 0])  # its trace is missing: agrees with anything

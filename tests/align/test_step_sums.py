@@ -55,6 +55,20 @@ def test_ranks_wrong_together_name_themselves_and_a_rank_right_in_the_step_but_n
     assert root.outlier_ranks == [0, 1, 2, 3] and not root.majority and step == 1
 
 
+def test_ranks_wrong_together_that_never_complete_the_next_step_name_the_one_right_in_it_that_went_on_wrong():
+    # Seed 102067: rank 0 left out the last collective of step 0 in its group 0..3; ranks 1..3 read step 0 back
+    # wrong and wait in step 1 with one left over, while rank 0 went on and read step 1 back wrong. Ranks 4 and 5
+    # hung in step 1 beside them (another group's departure), ranks 6 and 7 are right all through. Those ahead ran
+    # fewer collectives, or those waiting one more each: the fewest departing is rank 0.
+    rows = [step_sum(r, 0, r not in (1, 2, 3)) for r in range(8)]
+    rows += [step_sum(0, 1, False)] + [step_sum(r, 1, True) for r in (6, 7)]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([0], [1, 2, 3, 4, 5], True, 0)
+    # The ranks wrong in step 0 completing step 1 too: nothing says who is ahead, and no side is named alone.
+    rows += [step_sum(r, 1, False) for r in (1, 2, 3)]
+    assert step_sums_root(rows, {})[0].outlier_ranks == [0, 1, 2, 3, 4, 5]
+
+
 def test_one_rank_with_a_trace_that_read_back_wrong_is_a_divergence_of_its_comm():
     rows = trace(1, [[True] * 2, [True, False]])
     root, step = step_sums_root(rows, {"0xabc": {0, 1}})

@@ -15,8 +15,11 @@ Each kind of evidence gives every rank a *view* of a comm; two views differ when
   where nothing can have held the rank back, see reported_work), so a
   rank is on record through a peer's report whether or not its own log says anything of the comm;
 - RAS replies: the two launched different numbers of some collective type;
-- fingerprints: the records at one (step, op) differ in tag, digest or sum; or per step, two sums that a correct
-  run makes equal differ. A rank that reads back a wrong sum (where the trace has the expected one) shows too;
+- fingerprints: the records at one (step, op) differ in tag, digest or sum; or per step, two sums that a run of
+  the program without the fault makes equal differ (the two are replicas: what each was to run sums alike, so a
+  rank that skipped or added a collective, whose own expected sum is then another, still parts from its replicas;
+  the files' expected sums are the faulted launches', which say nothing of what the rank was to run). A rank that
+  reads back a wrong sum (where the trace has the expected one) shows too;
   wrong means off by more than a checked sum's tolerance (a relative 1e-6: real checksums are floating sums, and
   one result summed in another order differs in its last bits, so a sum off by less reads as right to any reader).
 
@@ -36,6 +39,7 @@ from collections.abc import Callable
 
 from .evidence import Written
 from .incident import Incident
+from .program import value
 from .ras import type_counts
 from .torch_log import last_work, timed_out
 from .traces import PER_COLLECTIVE, read_back, steps_read_back, sums
@@ -283,6 +287,7 @@ def _fp_views(incident: Incident, written: Written, comm: str) -> dict[int, View
     if scheme is None:
         return {}
     views = {}
+    reference = incident.program.reference_plans() if scheme not in PER_COLLECTIVE else {}
     for r in _ranks(incident, written, "fp", comm):
         wrong = False
         keyed: dict = {}
@@ -305,9 +310,19 @@ def _fp_views(incident: Incident, written: Written, comm: str) -> dict[int, View
                 expected = sum(sums(incident, x)[1] for x in launches)
                 mine = any(x.op.comm == comm and not x.aligned for x in launches)
                 wrong |= mine and scheme == "step_sum_expected" and _read_wrong(got, expected)
-                keyed[step] = (got, expected, mine)
+                keyed[step] = (got, _fault_free_sum(incident, reference[r][step]), mine)
         views[r] = ((scheme, keyed), wrong)
     return views
+
+
+def _fault_free_sum(incident: Incident, segments: list) -> float:
+    """The per-step sum a run of the program without the fault gives a rank whose reference plan of the step is
+    `segments` (every pairing right): two ranks this makes equal run alike (one replica class), so their sums must
+    agree whatever their faulted launches were; a rank that skipped or added a collective is still one of its
+    replicas, and its sum parting from theirs shows it."""
+    comms = incident.program.comms
+    return sum(float(op.count * sum(value(m, op.step, op.vidx) for m in comms[op.comm].ranks))
+               for segment in segments for op in segment)
 
 
 def _read_wrong(got: float, expected: float) -> bool:
@@ -320,7 +335,8 @@ def _fp_differ(a: View, b: View) -> bool:
     (scheme, keyed_a), (_, keyed_b) = a[0], b[0]
     if scheme in PER_COLLECTIVE:
         return any(k in keyed_b and keyed_a[k] != keyed_b[k] for k in keyed_a)
-    # per step: sums that a correct run makes equal, differing, on a step where one of the two was misaligned here
+    # per step: sums that a run without the fault makes equal, differing, on a step where one of the two was
+    # misaligned here
     return any(k in keyed_b and keyed_a[k][1] == keyed_b[k][1] and keyed_a[k][0] != keyed_b[k][0]
                and (keyed_a[k][2] or keyed_b[k][2]) for k in keyed_a)
 
