@@ -247,7 +247,13 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
                         *(r.comm for r in roots if r.comm != root.comm and evidence(r) == evidence(root))})
     explained = {c: causes for c, causes in explained.items() if c not in root.undecided_comms}
     odd = next(d.odd for d in found if d.comm == root.comm)
-    notes = _comm_notes(root, roots, explained, undecided) + _unseen_causes(root, odd, streams)
+    unseen = _unseen_causes(root, odd, streams)
+    if root.told:
+        # The gate journal names the outliers, whose records here agree with their peers': what they ran that the
+        # others did not may have gone to another communicator of theirs where no peer's records compare (a
+        # drafter's collectives on a TP comm whose peer left no evidence). Each is a candidate beside this one.
+        undecided = sorted({*undecided, *(note.comm for note in unseen)})
+    notes = _comm_notes(root, roots, explained, undecided) + unseen
     return replace(root, undecided_comms=tuple(undecided)), notes
 
 
