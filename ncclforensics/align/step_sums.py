@@ -507,8 +507,9 @@ def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int
     and 6."""
     ours = set(root.outlier_ranks) | set(root.reference_ranks)
     members = set(counted.outlier_ranks) | set(counted.reference_ranks)
-    if not root.majority or not counted.majority or not ours <= members:
-        return root, []
+    if not root.majority or not counted.majority or not ours <= members or counted.unstopped \
+            or counted.held_back is not None:
+        return root, []  # (counts of a job that may only lag, or that read as a peer holding others back, add no one)
     reference = [recorded[r] for r in counted.reference_ranks if r in recorded and r not in root.outlier_ranks]
     if not reference:
         return root, []
