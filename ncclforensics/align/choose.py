@@ -45,8 +45,8 @@ from .mixed_elsewhere import mixed_elsewhere
 from .notes import ConsequenceComm, CountedAmongLookalikes, Note, UndecidedComm, UnseenComm
 from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots, unnamed_ranks, with_swapped_types
-from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_parted_reference,
-                        with_sums_before_records, with_sums_placing_cut_ranks)
+from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_counted_past_records,
+                        with_parted_reference, with_sums_before_records, with_sums_placing_cut_ranks)
 from .streams import SIGNATURE, Streams
 from .watchdog import EnqueueMarks, marks_only_roots
 
@@ -144,6 +144,13 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         if found is not None:
             root, said = with_sums_placing_cut_ranks(root, found[0], analyses[root.comm].launched)
             notes += said
+    elif root.shown and root.majority and root.comm in analyses:
+        # PyTorch's counts that go on past the records may part ranks whose records end alike: they departed too.
+        counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
+        if counted:
+            root, said = with_counted_past_records(root, counted[0], _recorded_ends(root.comm, streams),
+                                                   _held_before_records(root, marks, streams))
+            notes += said
     if root is not None and root.shown and root.comm in ras:
         # Records that part ranks where they do, beside RAS counts of as many collectives of other types: those
         # ranks departed too, somewhere no record shows.
@@ -193,6 +200,12 @@ def _held_back_by_peers(root: Root, analyses: dict[str, CommAnalysis],
     return replace(root, behind_may_be_held=True, may_be_held_back_by=held) if held else root
 
 
+def _recorded_ends(comm: str, streams: Streams) -> dict[int, int]:
+    """rank -> the last seq its records of `comm` hold (ranks with none left out)."""
+    return {rank: int(part.get_column("seq").max()) for (c, rank), part in streams.parts.items()
+            if c == comm and part.height}
+
+
 def _known(streams: Streams) -> dict[str, set[int]]:
     """comm -> its members on record (what the streams hold, and what the evidence says a comm should hold)."""
     return {**{c: set(r) for c, r in streams.expected_members.items()},
@@ -234,7 +247,13 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
                         *(r.comm for r in roots if r.comm != root.comm and evidence(r) == evidence(root))})
     explained = {c: causes for c, causes in explained.items() if c not in root.undecided_comms}
     odd = next(d.odd for d in found if d.comm == root.comm)
-    notes = _comm_notes(root, roots, explained, undecided) + _unseen_causes(root, odd, streams)
+    unseen = _unseen_causes(root, odd, streams)
+    if root.told:
+        # The gate journal names the outliers, whose records here agree with their peers': what they ran that the
+        # others did not may have gone to another communicator of theirs where no peer's records compare (a
+        # drafter's collectives on a TP comm whose peer left no evidence). Each is a candidate beside this one.
+        undecided = sorted({*undecided, *(note.comm for note in unseen)})
+    notes = _comm_notes(root, roots, explained, undecided) + unseen
     return replace(root, undecided_comms=tuple(undecided)), notes
 
 

@@ -101,7 +101,11 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     evidence, notes = unranked_streams(evidence)
     evidence, rank_notes, stand_ins = resolve_global_ranks(evidence)
     notes += rank_notes
-    evidence, trace_notes, guesses = with_trace_rows(evidence)
+    # (the ranks PyTorch's counts give each group: a desync report lists members whose own lines never name it)
+    listed = {group: set(m.launched) for group, m in enqueue_marks(
+        [p for e in evidence for p in e.progress], [w for e in evidence for w in e.watchdog],
+        [c for e in evidence for c in e.comm_infos]).items()}
+    evidence, trace_notes, guesses = with_trace_rows(evidence, listed)
     notes += trace_notes
     streams = build_streams(evidence)
     problems = foreign + list(streams.problems)

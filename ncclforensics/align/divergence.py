@@ -54,6 +54,7 @@ class RangeReason(str, Enum):
     UNREAD_STEP = "unread_step"  # the deviants' records end before the gate's step: the root is past them
     LAST_OPS = "last_ops"  # a desync report's snapshot: ranks whose last collectives, of one number, differ in type
     PARTED_EARLIER = "parted_earlier"  # a richer field parts the same ranks earlier than the signatures do
+    LONE_FIELD = "lone_field"  # a richer field of one reference rank alone parts it from the outliers: both named
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,9 @@ class Root:
     # (field, seq, seq): a richer field ("call sites") parts the outliers from the reference at the first seq, the
     # poorer fields only at the second; the root is between them (root.py _parts_earlier)
     parted_earlier: tuple[str, int, int] | None = None
+    # (field, rank, seq): a richer field that only this rank of the reference recorded parts it from the outliers at
+    # the seq, where it may have departed itself: named beside them (root.Solution.lone_field)
+    lone_field: tuple[str, int, int] | None = None
 
 
 @dataclass
@@ -743,6 +747,8 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
         reason = RangeReason.BEFORE_RECORDS if low < start else RangeReason.LOOKALIKE
         if reason is RangeReason.LOOKALIKE and solution.parted_earlier is not None:
             reason = RangeReason.PARTED_EARLIER
+        elif reason is RangeReason.LOOKALIKE and solution.lone_field is not None:
+            reason = RangeReason.LONE_FIELD
     return Root(
         comm=comm, seq=low, seq_range=(low, high), outlier_ranks=solution.leading,
         reference_ranks=solution.reference, kind=best.kind.value, size=best.size, pinned_by=solution.pinned_by,
@@ -750,5 +756,5 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
         kinds=tuple(k.value for k in solution.kinds), narrowed_by=tuple(solution.narrowed_by),
         contradictions=tuple(solution.contradictions), departs_again=solution.departs_again, records_start=start,
         shown=solution.shown, told=solution.told, unplaced_ranks=list(solution.unplaced),
-        parted_earlier=solution.parted_earlier,
+        parted_earlier=solution.parted_earlier, lone_field=solution.lone_field,
     )

@@ -113,6 +113,17 @@ class CountedBeforeRecords(Note):
 
 
 @dataclass(frozen=True)
+class CountedPastRecords(Note):
+    """Ranks counts show launching more or fewer past where the records compare them (their records end alike with
+    the others'), added to the outliers."""
+
+    added: tuple[int, ...]
+    launched: str
+    counted_by: str
+    outliers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class SumsAddOutliers(Note):
     """Ranks whose per-step checksums part at `step` departed too; `basis` cannot order the departures."""
 

@@ -79,6 +79,10 @@ class Solution:
     # (field, seq, seq): a richer field that parts the same ranks at the first seq, where the poorer fields part them
     # only at the second (see _parts_earlier); the range runs from one to the other
     parted_earlier: tuple[str, int, int] | None = None
+    # (field, rank, seq): a richer field that parts the outliers from this one rank of the reference alone, the only
+    # one that recorded it, at that seq, where no one edit explains them against it: it is named beside them, since it
+    # may have departed itself (see _lone_recorder_tie)
+    lone_field: tuple[str, int, int] | None = None
 
     @property
     def leading(self) -> list[int]:
@@ -758,10 +762,15 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     richest: dict[int, Codes] = {}  # the last stage's codes
     widened: Proposal | None = None  # the proposal a richer field that parts the same ranks earlier widened
     parted_earlier: tuple[str, int, int] | None = None
+    lone_field: tuple[str, int, int] | None = None  # (see Solution.lone_field)
+    tied: Proposal | None = None  # the proposal that named a lone recorder of a richer field beside the outliers
+    fields_before: set[str] = set()
     for label, make in code_stages:
         codes = make()
         if codes is None:
             continue
+        added_fields = {f for c in codes.values() for f in c.fields} - fields_before
+        fields_before |= added_fields
         stages.append(label)
         richest = codes
         found = propose(codes, start, deviants, behind, cut, ended, incomplete, unseen, closed, settled)
@@ -804,6 +813,13 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             continue
         if set(found.outliers) != set(proposal.outliers) or not _within(found, proposal):
             continue  # a field that moves the answer rather than narrowing it is not trusted
+        if (tie := _lone_recorder_tie(found, proposal, codes, added_fields, start)) is not None:
+            # The richer field parts the outliers from one rank of the reference alone (the rest recorded none of
+            # it), and no one edit explains their streams against it: that rank may have departed itself.
+            proposal, compared, chosen = tie, list(stages), codes
+            lone_field = (label, *[r for r in tie.outliers if r not in found.outliers], _span(found.placements)[0])
+            tied = tie
+            continue
         if _span(found.placements) != _span(proposal.placements):
             narrowed.append(label)
             pinned_by = label
@@ -818,7 +834,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
                         either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,
                         compared=compared, members=proposal.members, unplaced=proposal.unplaced,
-                        parted_earlier=parted_earlier if proposal is widened else None)
+                        parted_earlier=parted_earlier if proposal is widened else None,
+                        lone_field=lone_field if proposal is tied else None)
     if proposal.stopped:
         if not any(getattr(c, "wrong", None) for c in constraints):
             return solution
@@ -953,6 +970,43 @@ def _one_side(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> P
         return found
     return Proposal(mine, proposal.outliers, proposal.reference, True, found.whole, shown=found.shown,
                     members={proposal.outliers[0]: list(proposal.outliers)})
+
+
+def _lone_recorder_tie(found: Proposal, proposal: Proposal, codes: dict[int, Codes], fields: set[str],
+                       start: int) -> Proposal | None:
+    """Where a richer field narrows a poorer one's answer, but of the reference only one rank recorded that field
+    (dumps with call stacks for it, NCCL logs without for the rest), and no one edit of the outliers explains their
+    streams against it: the field pits the outliers against that one rank, which may itself have departed (an
+    outlier's stream that departs from it twice may as well depart once, where the lone rank departed the other
+    time). The field is no evidence against the outliers there: the poorer answer stands, and the lone rank is
+    named beside the outliers, no majority, each placed against the other from where the field parts them.
+
+    Worked example: ranks 0 and 1 keep NCCL logs, rank 2 a dump, rank 3 both; rank 3 is one all-reduce short
+    (signatures: one left out somewhere in seq 8..13, among lookalikes). The call stacks, ranks 2 and 3's alone,
+    part them at seq 2 (rank 2 issued two layers' all-reduces in each other's place) and again past seq 9 (rank 3's
+    skip): they place rank 3's departure at seq 2 only by a block of a whole step. Rank 2 may have departed at seq 2,
+    or rank 3: both are named over seq 2..13."""
+    if not found.majority or found.whole or found.stopped or not found.shown or not fields:
+        return None
+    outliers = set(found.outliers)
+
+    def recorded(rank: int) -> bool:
+        return any(f in codes[rank].fields and codes[rank].fields[f].any() for f in fields)
+
+    recorders = [r for r in found.reference if r not in outliers and r in codes and recorded(r)]
+    if len(recorders) != 1 or not any(recorded(r) for r in outliers if r in codes):
+        return None
+    lone = recorders[0]
+    theirs = merged(codes[r] for r in found.outliers if r in codes)
+    mine, _ = place_edits(lone, codes[lone], theirs, start)
+    low = _span(found.placements)[0]
+    floor = min((p.score for p in proposal.placements), default=0) - 1
+    placements = proposal.placements + [replace(p, score=min(p.score, floor)) for p in mine if p.low <= low]
+    if len(placements) == len(proposal.placements):
+        return None
+    members = {**proposal.members, lone: [lone]}
+    return Proposal(placements, sorted(outliers | {lone}), [r for r in found.reference if r != lone], False,
+                    proposal.whole, either_side=True, shown=True, members=members)
 
 
 def _parts_earlier(found: Proposal, proposal: Proposal) -> Proposal | None:

@@ -39,7 +39,7 @@ from dataclasses import replace
 from ..model import FingerprintRow
 from .divergence import DIFFERENT_OPS, RangeReason, Root
 from .fingerprints import checked_right
-from .notes import CountedBeforeRecords, CountsNameSide, Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
+from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
 from .traces import comm_named_by
 
 
@@ -502,6 +502,39 @@ def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(
     merged = _named(root, outliers, members)
     return merged, [CountedBeforeRecords(tuple(added), _launched(counted), counted.pinned_by, tuple(outliers),
                                          tuple(either))]
+
+
+def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int],
+                              held: set[int] = frozenset()) -> tuple[Root, list[Note]]:
+    """A root the records place, beside launch counts that go on past some ranks' records (work they enqueued behind
+    the collective they wait in is recorded nowhere) and name, with a majority, ranks launching more or fewer than
+    the others that the root does not name: where the records end alike for those ranks (`recorded`: rank -> the
+    last seq its records hold; theirs end no sooner, or no later, than every other rank's), the records part them
+    from no one by length, and the counts' difference lies past where the records compare them. They departed too,
+    and nothing says whose departure came first: the root names them beside its own. `held`: ranks behind that are
+    stuck elsewhere (not added: held back reads the same).
+
+    Worked example: ranks 0-3 and 5-7 wait in seq 15 (their watchdogs' timeout) with seq 16 enqueued behind it;
+    rank 4 completed its seq 15 and joined no seq 16 (a peer's desync report), and its trace holds all 15. Every
+    rank's records end at seq 15, and the tags part rank 6 from the others in seq 2..15: rank 4, one short by the
+    counts, left out a collective somewhere its records do not compare with the others', and the root names ranks 4
+    and 6."""
+    ours = set(root.outlier_ranks) | set(root.reference_ranks)
+    members = set(counted.outlier_ranks) | set(counted.reference_ranks)
+    if not root.majority or not counted.majority or not ours <= members or counted.unstopped \
+            or counted.held_back is not None:
+        return root, []  # (counts of a job that may only lag, or that read as a peer holding others back, add no one)
+    reference = [recorded[r] for r in counted.reference_ranks if r in recorded and r not in root.outlier_ranks]
+    if not reference:
+        return root, []
+    fewer = _launched(counted) == "fewer"
+    added = sorted(r for r in set(counted.outlier_ranks) - set(root.outlier_ranks) - set(held)
+                   if r in recorded and (recorded[r] >= max(reference) if fewer else recorded[r] <= min(reference)))
+    if not added:
+        return root, []
+    outliers = sorted(set(root.outlier_ranks) | set(added))
+    merged = _named(root, outliers, members)
+    return merged, [CountedPastRecords(tuple(added), _launched(counted), counted.pinned_by, tuple(outliers))]
 
 
 def with_parted_reference(root: Root, fingerprints: list[FingerprintRow], known: dict[str, set[int]],

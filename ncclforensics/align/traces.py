@@ -44,11 +44,13 @@ class Placed:
 Guesses = dict[int, tuple[Placed, ...]]  # rank -> its trace's records, in issue order, where any was a guess
 
 
-def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[Note], Guesses]:
+def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None = None
+                    ) -> tuple[list[Evidence], list[Note], Guesses]:
     """`evidence`, with collective rows from the per-collective fingerprints of each rank that no NCCL log or
     Flight Recorder dump describes (watchdog rows are sparse: they do not count as describing), put into a copy of
     the Evidence of the trace's file; notes on how their communicators were named; and, per rank whose trace
-    had records placed by their neighbours alone, where each record went (see `seq_slack`)."""
+    had records placed by their neighbours alone, where each record went (see `seq_slack`). `listed`: group -> the
+    ranks PyTorch's counts give it (the members a peer's desync report lists among them: watchdog.enqueue_marks)."""
     described = _described_ranks(evidence)
     traced = [f for item in evidence for f in item.fingerprints if f.op is not None]
     mine = sorted({f.rank for f in traced} - described)
@@ -60,7 +62,7 @@ def with_trace_rows(evidence: list[Evidence]) -> tuple[list[Evidence], list[Note
         traces.setdefault(row.rank, []).append(row)
     last_rows = {r: trace[-1] for r, trace in traces.items()}
     recurring = _recurring_with_tails(traced, holders, tags_of, last_rows)
-    known = _known_members(evidence)
+    known = _known_members(evidence, listed or {})
     cut = {f.rank for item in evidence if item.cut is not None for f in item.fingerprints}  # traces cut short
     # Global ranks count from 0: a rank below the highest on record that left nothing is one of the job's too.
     everyone = set(range(max({*traces, *(r for m in known.values() for r in m)}) + 1))
@@ -520,7 +522,7 @@ def _cut_out(members: Members, trace: list[FingerprintRow], groups: list[Members
     return wider[0] if len(set(wider)) == 1 else members
 
 
-def _known_members(evidence: list[Evidence]) -> dict[str, set[int]]:
+def _known_members(evidence: list[Evidence], listed: dict[str, set[int]]) -> dict[str, set[int]]:
     """comm -> the global ranks other evidence puts in it (collective rows, communicator configs, a rank's own
     word on how far it got in it or that its watchdog fired there, and the members a peer's desync report lists),
     less the ranks whose own word is that they enqueued nothing there (a comm left with none is dropped)."""
@@ -539,14 +541,10 @@ def _known_members(evidence: list[Evidence]) -> dict[str, set[int]]:
         for info in item.comm_infos:
             if info.ranks:
                 known.setdefault(info.comm, set()).update(info.ranks)
-    from .watchdog import enqueue_marks  # (here: watchdog.py reaches this module through divergence.py)
-
     # A desync report lists every member of its group, those whose own lines never name it too.
-    marks = enqueue_marks([p for e in evidence for p in e.progress], [w for e in evidence for w in e.watchdog],
-                          [c for e in evidence for c in e.comm_infos])
-    for group, counted in marks.items():
+    for group, ranks in listed.items():
         if group in known:
-            known[group] |= set(counted.launched)
+            known[group] |= set(ranks)
     # A group where a rank enqueued no work at all (`last enqueued NCCL work: -1`: the default group of a job whose
     # collectives all go through others) holds none of that rank's collectives: it names none of its records.
     for comm, rank in idle:

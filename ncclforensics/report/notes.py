@@ -61,6 +61,11 @@ def note_words(note: n.Note) -> str:
                     f"the records begin: the root names {ranks_words(outliers)}"
                     + (f" ({ranks_words(either)}, which no record compares, may be on either side of the records' "
                        f"split, which no majority decides)" if either else ""))
+        case n.CountedPastRecords(added, launched, counted_by, outliers):
+            return (f"{ranks_words(added)} launched {launched} collectives than the others by {counted_by}, which go "
+                    f"on past the records, while {_their(added)} records end where the others' do: {_they(added)} "
+                    f"departed too, where no record compares {_them(added)}, and nothing says whose departure came "
+                    f"first, so the root names {ranks_words(outliers)}")
         case n.SumsAddOutliers(added, step, basis, outliers):
             return (f"{ranks_words(added)} read back per-step checksums that part from the others' at step {step}: "
                     f"{_they(added)} departed too, and {_BASIS[basis]} do not say whose departure came first, so "
@@ -158,6 +163,14 @@ def _did(ranks, kind: str) -> str:
 
 def _they(ranks) -> str:
     return "they" if len(ranks) > 1 else "it"
+
+
+def _their(ranks) -> str:
+    return "their" if len(ranks) > 1 else "its"
+
+
+def _them(ranks) -> str:
+    return "them" if len(ranks) > 1 else "it"
 
 
 def _span(seq_range: tuple[int, int | None]) -> str:

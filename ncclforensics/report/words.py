@@ -388,6 +388,8 @@ def ambiguity(root: Root) -> str | None:
         text += f"; {_either(missing)} would pin it"
     elif root.reason is RangeReason.PARTED_EARLIER:
         text = _parted_earlier(root)
+    elif root.reason is RangeReason.LONE_FIELD:
+        text = _lone_field(root)
     elif root.reason is RangeReason.PAST_RECORDS:
         who = ranks_words(root.outlier_ranks)
         text = (f"the records of {who} end before collectives the others completed, and NCCL completes none "
@@ -494,6 +496,25 @@ def _parted_earlier(root: Root) -> str:
             f"{early} (a swap the signatures cannot show), or the same collective from different code there (not a "
             f"divergence) and parted at seq {late}; both fit every record, so the first divergent collective is in "
             f"{seq_words(*root.seq_range)}; {_either(missing)} would pin it")
+
+
+def _lone_field(root: Root) -> str:
+    """Why a richer field that one rank of the reference alone recorded names that rank beside the outliers."""
+    label, lone, seq = root.lone_field or ("", None, root.seq_range[0])
+    noun = FIELD_NOUNS.get(label.split(" of ")[0], label.split(" of ")[0])
+    others = [r for r in root.outlier_ranks if r != lone]
+    rest = [r for r in root.reference_ranks if r != lone]
+    without = f" ({ranks_words(rest)} recorded none)" if rest else ""
+    asked = dict(PINNING).get(label.split(" of ")[0], FR_SETTINGS)
+    return (f"the {noun} part {ranks_words(others)} from the others at seq {seq} only against rank {lone}'s, the one "
+            f"other rank that recorded them{without}, and no one edit explains "
+            f"{_their(others)} records against rank {lone}'s: rank {lone} may have departed there itself, so both are "
+            f"named, and the first divergent collective is in {seq_words(*root.seq_range)}, where the other records "
+            f"place it; {asked} of every rank would tell")
+
+
+def _their(ranks: list[int]) -> str:
+    return "their" if len(ranks) > 1 else "its"
 
 
 def unplaced_words(root: Root, analysis) -> str:

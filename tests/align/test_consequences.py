@@ -4,6 +4,8 @@ reply of a tensor-parallel group inside a world group."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ncclforensics.align.choose import _pick_counted, _unseen_causes
 from ncclforensics.align.consequences import (Disagreement, candidates, consequences, departing_elsewhere,
                                               odd_ones, other_side)
@@ -247,3 +249,29 @@ def test_ras_counts_name_the_rank_ahead_here_alone_and_the_one_ahead_elsewhere_t
     assert (root.comm, root.outlier_ranks, root.outlier_candidates) == ("0x" + WORLD, [2], {7: ("0x" + TP,)})
     assert root.majority and root.undecided_comms == ("0x" + TP,)
     assert UndecidedComm("0x" + TP, (7,), root.kind, "0x" + WORLD) in notes
+
+
+def test_a_root_the_gate_journal_places_among_records_that_agree_names_the_deviants_unseen_comms_candidates():
+    """Seed 129507: TP pairs (0,1) .. (6,7) inside DP groups (0,2,4,6) and (1,3,5,7); rank 6's gate passed alone, so
+    it ran the drafter's all-reduces on its TP pair, where rank 7 left no evidence. In the DP group rank 6's records
+    agree with its peers'; the journal alone places it there. Its TP pair, where no peer's records compare, may be
+    where it ran what the others did not: a candidate beside the DP group."""
+    from ncclforensics.align.choose import _pick_root
+    from ncclforensics.align.divergence import EXTRA, CommAnalysis
+
+    told = Root(comm="dp0", seq=1, seq_range=(1, 3), outlier_ranks=[6], reference_ranks=[0, 2, 4], kind=EXTRA,
+                size=1, pinned_by="signatures", reason=RangeReason.LOOKALIKE, shown=False, told=True)
+    analyses = {
+        "dp0": CommAnalysis("dp0", [0, 2, 4, 6], {r: 2 for r in (0, 2, 4, 6)}, {r: 2 for r in (0, 2, 4, 6)},
+                            {r: 1 for r in (0, 2, 4, 6)}, root=told),
+        "tp3": CommAnalysis("tp3", [6], {6: 20}, {6: 18}, {6: 1}),
+        "tp0": CommAnalysis("tp0", [0, 1], {0: 18, 1: 18}, {0: 18, 1: 18}, {0: 1, 1: 1}),
+    }
+    streams = Streams(members={"dp0": [0, 2, 4, 6], "tp3": [6], "tp0": [0, 1]})
+    root, notes = _pick_root(analyses, None, streams)
+    assert root.comm == "dp0" and root.undecided_comms == ("tp3",)
+    assert UnseenComm("tp3", (6,), "dp0") in notes
+    # Where the records themselves part rank 6 from its peers (not the journal alone), they place it here.
+    analyses["dp0"].root = replace(told, told=False)
+    root, _ = _pick_root(analyses, None, streams)
+    assert root.undecided_comms == ()

@@ -815,3 +815,31 @@ def test_lookalikes_read_back_wrong_name_the_minority_with_no_record_of_the_firs
     codes[6] = stream([1] * 4)
     proposal = _misaligned_lookalikes(codes, 1, checks)
     assert proposal.outliers == [4, 5, 6, 7] and not proposal.majority
+
+
+def test_a_richer_field_only_one_reference_rank_recorded_is_no_evidence_against_the_outlier():
+    # Seed 94490: seven collectives a step, all-reduces alike but the last. Ranks 0 and 1 kept NCCL logs (no call
+    # stacks), rank 2 a dump, rank 3 both. Rank 2 issued step 0's second and third all-reduces in each other's place;
+    # rank 3 left out step 1's second (one short: the signatures place it in seq 8..13). Of the reference only rank 2
+    # recorded stacks, and against its stacks rank 3's need a whole step left out at seq 2, then depart again: rank 2
+    # may have departed there itself. Both are named, no majority, over a range from the stacks' parting at seq 2.
+    step_ops, step_stacks = [1] * 6 + [2], [10, 11, 12, 13, 14, 15, 16]
+    ops = step_ops * 4
+    program = step_stacks * 4
+    swapped = [10, 12, 11, 13, 14, 15, 16] + step_stacks * 3
+    skipped = program[:8] + program[9:]
+    signatures = {0: stream(ops), 1: stream(ops), 2: stream(ops), 3: stream(ops[:8] + ops[9:])}
+    stacks = {0: stream(ops, [0] * 28), 1: stream(ops, [0] * 28), 2: stream(ops, swapped),
+              3: stream(ops[:8] + ops[9:], skipped)}
+    stages = [("signatures", lambda: signatures), ("call sites", lambda: stacks)]
+    alone = solve(stages[:1], 1, [], lambda seq: ())
+    assert alone.outliers == [3] and alone.best.kind is EditKind.MISSING and alone.best.low >= 8
+    solution = solve(stages, 1, [], lambda seq: ())
+    assert solution.outliers == [2, 3] and not solution.majority and solution.reference == [0, 1]
+    low, high = solution.seq_range
+    assert low <= 2 and high >= 9 and solution.lone_field == ("call sites", 2, 2)
+    # Where one edit explains rank 3's stacks against rank 2's (rank 2 ran the program), they place rank 3's skip.
+    stacks[2] = stream(ops, program)
+    solution = solve(stages, 1, [], lambda seq: ())
+    assert solution.outliers == [3] and solution.majority and solution.best.low == solution.best.high == 9
+    assert solution.lone_field is None

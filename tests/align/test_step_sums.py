@@ -347,3 +347,26 @@ def test_counted_outliers_beside_records_that_tie_name_the_ranks_no_record_compa
     # Where the records name a majority, the ranks they do not compare stay where the counts put them.
     root, _ = with_counted_outliers(replace(records, outlier_ranks=[3], reference_ranks=[2], majority=True), counted)
     assert root.outlier_ranks == [0, 3]
+
+
+def test_counted_outliers_past_the_records_are_added_only_where_the_records_end_alike():
+    # Tags part rank 6 from the others in seq 2..15; every rank's records end at seq 15, and PyTorch's counts give
+    # rank 4 15 against the others' 16 (theirs go on past their records). Rank 4 departed too.
+    from ncclforensics.align.notes import CountedPastRecords
+    from ncclforensics.align.step_sums import with_counted_past_records
+
+    records = Root(comm="1", seq=2, seq_range=(2, 15), outlier_ranks=[6], reference_ranks=[0, 1, 2, 3, 4, 5, 7],
+                   kind=DIFFERENT_OPS, size=1, pinned_by="tags", reason=RangeReason.LOOKALIKE, majority=True,
+                   ops={}, kinds=(DIFFERENT_OPS,), shown=True)
+    counted = Root(comm="1", seq=1, seq_range=(1, 16), outlier_ranks=[4], reference_ranks=[0, 1, 2, 3, 5, 6, 7],
+                   kind="missing", size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS,
+                   majority=True)
+    ends = {r: 15 for r in range(8)}
+    root, said = with_counted_past_records(records, counted, ends)
+    assert root.outlier_ranks == [4, 6] and root.majority and root.seq_range == (2, 15)
+    assert said == [CountedPastRecords((4,), "fewer", "PyTorch's enqueued counts", (4, 6))]
+    # Records that already end sooner for rank 4 had their say (it is behind by them: analysed there, not here);
+    # so do counts of a rank stuck elsewhere, and counts of dumps of a job that may only lag.
+    assert with_counted_past_records(records, counted, {**ends, 4: 14})[0] is records
+    assert with_counted_past_records(records, counted, ends, held={4})[0] is records
+    assert with_counted_past_records(records, replace(counted, unstopped=True), ends)[0] is records

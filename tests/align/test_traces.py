@@ -734,3 +734,42 @@ def test_traces_of_every_rank_go_to_the_group_a_desync_report_lists_them_in_not_
     root = answer(tmp_path)["root"]
     assert root["comm"] == "1" and root["outlier_ranks"] == [0, 3] and root["kind"] in ("stopped", "missing")
     assert root["seq_range"][0] <= 4 <= root["seq_range"][1]
+
+
+def test_a_rank_whose_records_end_where_the_others_do_but_that_launched_one_fewer_by_the_counts_is_named(tmp_path):
+    """One group `1` over ranks 0-4, three all-reduces a step (tags a, b, c). Rank 1 issued step 0's b and c in each
+    other's place (its tags part from the others' at seq 2); rank 0 left out step 1's b. Ranks 1-4 wait in seq 5
+    with seq 6 enqueued behind it (`last enqueued work: 6`), and their traces, flushed per step, end with step 0;
+    rank 0 completed its seq 5, joined no seq 6 (the desync report), and its trace holds all five. Every rank's
+    records end at seq 5: only the counts, which go on past the others' records, show rank 0 one short. It departed
+    too, beside rank 1 (whose tags the records show)."""
+    for rank in range(5):
+        tags = ["a", "c", "b"] if rank == 1 else ["a", "b", "c"]
+        rows = [{"step": 0, "op": op, "rank": rank, "tag": tag, "kind": "AllReduce", "numel": 64,
+                 "digest": f"0{op}"} for op, tag in enumerate(tags)]
+        if rank == 0:
+            rows += [{"step": 1, "op": op, "rank": 0, "tag": tag, "kind": "AllReduce", "numel": 64,
+                      "digest": f"1{op}"} for op, tag in enumerate(["a", "c"])]
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        head = f"[rank{rank}]:[E1129 09:55:07.731921066 ProcessGroupNCCL.cpp:1914] [PG ID 0 PG GUID 0 Rank {rank}]"
+        lines = [f"{head} Received a dump signal due to a collective timeout from  rank 1 and we will try our best to "
+                 "dump the debug info. Last enqueued NCCL work: -1, last completed NCCL work: -1."]
+        if rank:
+            lines = [f"[rank{rank}]:[E1129 09:55:01.733921066 ProcessGroupNCCL.cpp:689] [Rank {rank}] Watchdog caught "
+                     "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=64, NumelOut=64, "
+                     "Timeout(ms)=20000) ran for 20017 milliseconds before timing out.",
+                     f"[rank{rank}]:[E1129 09:55:01.734921066 ProcessGroupNCCL.cpp:2495] Rank {rank}",
+                     f"\t - [{rank}] Timeout at collective: ALLREDUCE, #6",
+                     "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+                     "\t     [0] finished collective #5, but didn't join collective #6 (count from 1)",
+                     "\t - Snapshot of ranks' latest states:", "\t   #5 finished ranks:",
+                     "\t     [0] finished ALLREDUCE", "\t   #6 started ranks:", "\t     [1, 2, 3, 4] started ALLREDUCE",
+                     f"[rank{rank}]:[E1129 09:55:01.735021066 ProcessGroupNCCL.cpp:2303] [PG ID 1 PG GUID 1(tp) Rank "
+                     f"{rank}]  failure detected by watchdog at work sequence id: 5 PG status: last enqueued work: 6, "
+                     "last completed work: 4", *lines]
+        (tmp_path / f"torch_rank{rank}.log").write_text("\n".join(lines) + "\n")
+    d = answer(tmp_path)
+    root = d["root"]
+    assert root["comm"] == "1" and root["outlier_ranks"] == [0, 1] and root["majority"]
+    assert root["seq_range"][0] <= 2 <= root["seq_range"][1]
+    assert [n for n in d["notes"] if n["kind"] == "counted_past_records"][0]["added"] == [0]
