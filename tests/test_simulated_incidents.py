@@ -250,7 +250,11 @@ KNOWN: dict[int, str] = {
 # outlier's records, names it beside the outlier, no majority (94490: call stacks of one dump beside NCCL logs, a
 # reorder and a skip); a root the gate journal places among records that agree names the deviant's communicators that
 # no peer's records compare as candidates (129507: a drafter on a TP pair whose peer left no evidence; its wrong
-# per-step checksum names that pair too, and without the checksums the journal alone does).
+# per-step checksum names that pair too, and without the checksums the journal alone does); whose trace ends before it
+# ran the drafter alone); RAS counts in three steps, where the rank that ran one more world collective waits in it
+# behind the rest while its TP peers wait for it: the ranks furthest behind are named, with the rank between among
+# those that may hold them back (99060, 180635, 181498), read without a rank that departs in another communicator too,
+# which stays a candidate (135145: a TP peer stuck behind another rank's different collective).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -263,7 +267,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           100643, 123788, 152911, 155297, 101561, 153745, 126217, 123077, 129045, 104329, 123464, 158306, 210240,
           98698, 101752, 127000, 153344, 96755, 210668, 211801, 102250, 153405, 104768, 96783, 158067, 101782,
           150304, 128187, 97825, 159713, 98097, 210515, 210628, 212450, 102119, 211980, 211170, 96143, 101260,
-          105967, 181492, 94290, 94513, 181212, 97685, 102067, 158151, 94490, 129507)
+          105967, 181492, 94290, 94513, 181212, 97685, 102067, 158151, 94490, 129507, 99060, 180635, 181498, 135145)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
@@ -521,6 +525,23 @@ def test_counts_of_a_rank_behind_name_the_ranks_ahead_that_may_hold_it_back(tmp_
     root = json.loads(out)["root"]
     assert code == 1 and root["outlier_ranks"] == [1] and root["may_be_held_back_by"] == [0, 2, 3]
     assert "(one of ranks 0, 2 and 3, as far as the record of who shares a communicator with it goes)" in root["cause"]
+
+
+@pytest.mark.parametrize("seed,behind,between", [(99060, [2], [3]), (180635, [2], [3]), (181498, [0, 2, 3], [1])])
+def test_counts_in_three_steps_name_the_ranks_furthest_behind_held_back_by_the_rank_between(tmp_path, seed, behind,
+                                                                                          between):
+    """RAS replies alone: one rank ran one more world collective and waits in it, its TP peers wait for it in their
+    TP comm, and the ranks of the other TP groups launch on past it (world counts 6, 6, 4, 5, 6, 6, 6, 6 for seed
+    99060; 8, 8, 6, 7 for 180635; 2, 3, 2, 2, 4, 4, 4, 4 for 181498). The root names the ranks furthest behind and,
+    among the ranks ahead that may hold them back, the one between."""
+    from incidents.runner import run_seed
+
+    assert run_seed(seed, tmp_path, keep=True).ok
+    code, out, _ = run_cli("diff", "--json", str(tmp_path / f"incident-{seed}"))
+    root = json.loads(out)["root"]
+    assert code == 1 and root["outlier_ranks"] == behind and root["kind"] == "missing"
+    assert set(between) <= set(root["may_be_held_back_by"]) and not set(behind) & set(root["may_be_held_back_by"])
+    assert f"and {'rank' if len(between) == 1 else 'ranks'} {between[0]} fewer than the rest" in root["cause"]
 
 
 def _written_as_drawn(seed: int, folder):

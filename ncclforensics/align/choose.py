@@ -39,7 +39,7 @@ from ..model.kinds import is_p2p_comm
 from .consequences import Disagreement, candidates, consequences, departing_elsewhere, odd_ones, other_side
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
-from .held_back import may_hold_back
+from .held_back import behind_in_chain, may_hold_back
 from .journal_progress import with_journal_progress
 from .mixed_elsewhere import mixed_elsewhere
 from .notes import ConsequenceComm, CountedAmongLookalikes, Note, UndecidedComm, UnseenComm
@@ -87,10 +87,18 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             named = {rank for (comm, _), rank in rank_map.items() if comm == root.comm}
             root = with_journal_progress(root, gates, named) or root
         counted_comms = {streams.aliases.get(c, c) for c in marks}
-        if root is not None and root.kind == MISSING and ({*ras, *counted_comms, *streams.members} - {root.comm}):
-            # Launch counts of one communicator, in a job with others: the ranks behind may be held back elsewhere.
-            root = replace(root, behind_may_be_held=True,
-                           may_be_held_back_by=may_hold_back(root, _memberships(streams, ras, rank_map, marks)))
+        if root is not None and ({*ras, *counted_comms, *streams.members} - {root.comm}):
+            groups = _memberships(streams, ras, rank_map, marks)
+            # Counts in three steps or more: ranks furthest behind, held back by a peer that launched one more
+            # and, stuck in it, launched no further while the rest went on past it.
+            levels = _counted_levels(root, ras, rank_map, marks, streams)
+            if levels is not None:
+                counts, floors, whole = levels
+                root = behind_in_chain(root, counts, groups, floors, whole) or root
+            if root.kind == MISSING:
+                # Launch counts of one communicator, in a job with others: the ranks behind may be held back
+                # elsewhere.
+                root = replace(root, behind_may_be_held=True, may_be_held_back_by=may_hold_back(root, groups))
     notes = list(comm_notes)
     sums_step = None
     known = _known(streams)
@@ -204,6 +212,32 @@ def _recorded_ends(comm: str, streams: Streams) -> dict[int, int]:
     """rank -> the last seq its records of `comm` hold (ranks with none left out)."""
     return {rank: int(part.get_column("seq").max()) for (c, rank), part in streams.parts.items()
             if c == comm and part.height}
+
+
+def _counted_levels(root: Root, ras: dict[str, RasHistory], rank_map: dict[tuple[str, int], int],
+                    marks: dict[str, EnqueueMarks], streams: Streams
+                    ) -> tuple[dict[int, tuple[int, ...]], set[int], bool] | None:
+    """The launch counts a root on counts alone rests on: rank -> its counts (per collective type, of the types that
+    differ, for RAS counts of NCCL 2.26+; else one count of all it launched), the ranks whose count is only a floor,
+    and whether the counts are of every collective (see held_back.behind_in_chain). None where they are not known
+    by the ranks the root names."""
+    if root.pinned_by == "RAS counts" and root.comm in ras:
+        if root.counts_by_type:
+            types = sorted(root.counts_by_type)
+            ranks = {r for counts in root.counts_by_type.values() for r in counts}
+            return {r: tuple(root.counts_by_type[t].get(r, 0) for t in types) for r in ranks}, set(), False
+        history = ras[root.comm]
+        if any(set(c) - {"ops"} for c in history.by_type().values()):
+            return None
+        counts = {r: c.get("ops", 0) for r, c in history.by_type().items()}
+        named = {r: rank_map[(root.comm, r)] for r in counts if (root.comm, r) in rank_map}
+        if named and len(named) < len(counts):
+            return None  # (some ranks by global rank, others by none: the root leaves those out)
+        return {named.get(r, r): (n,) for r, n in counts.items()}, set(), True
+    for group, counted in marks.items():
+        if streams.aliases.get(group, group) == root.comm and counted.source == root.pinned_by:
+            return {r: (n,) for r, n in counted.launched.items()}, set(counted.floors), True
+    return None
 
 
 def _known(streams: Streams) -> dict[str, set[int]]:

@@ -138,6 +138,10 @@ class Root:
     # ... and the ranks ahead here that may have launched that one more: each shares some other communicator with
     # every outlier, as far as the record goes (empty where no membership on record says)
     may_be_held_back_by: tuple[int, ...] = ()
+    # Counts only, in three or more steps (align/held_back.py behind_in_chain): the ranks ahead of the outliers but
+    # behind the rest. One that launched an extra collective here waits in it for the peers it holds back, so it
+    # launches no further while ranks of other groups go on past it; each may be that one.
+    behind_the_rest: tuple[int, ...] = ()
     # Placed by PyTorch's completion marks in the ranks' other groups (align/held_back.py): the ranks behind wait
     # there, held back by the outliers' extra collective.
     held_back: HeldBack | None = None

@@ -21,14 +21,24 @@ than those members did: the two readings part by these counts, which is why they
 The counts do not tell an extra collective of W from collectives of X the members ahead left out before it (a
 drafter pass they skipped, say): either way they issued it after fewer of X's than the program. Their call stack
 of it, where their timeout lines give it, tells: the program's own collective comes from the program's call site.
+
+Launch counts alone (no completion marks) read the same either way, and `may_hold_back` names the ranks ahead that
+may have launched the extra collective. The rank that did is not always level with the ranks of the other groups:
+its GPU waits in the extra collective (or the next, which the peers it holds back never launch), so its host stops
+launching at its next read-back, while the other groups' ranks, whose GPUs run on, launch on into the collective it
+waits in and past it to theirs. The counts then come in three steps, `behind_in_chain`: its held peers furthest
+behind, it one step up, the others above (world counts 6, 6, 4, 5, 6, 6, 6, 6: rank 3 ran one more, rank 2, its TP
+peer, waits for it). Two ranks that skipped collectives, rank 2 two and rank 3 one, write the same counts; one
+skip and one hold do too. The reading that needs one departure only names the ranks furthest behind, and every rank
+ahead that may hold them back, the ranks between with them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import replace
 
-from .divergence import EXTRA, MISSING, HeldBack, Root
+from .divergence import EXTRA, MISSING, HeldBack, RangeReason, Root
 
 
 def held_back_root(root: Root, launched: Mapping[str, Mapping[int, int]],
@@ -102,12 +112,7 @@ def may_hold_back(root: Root, groups: Mapping[str, tuple[Set[int], int]], behind
     on record are all the root's may be the root's comm under another name (a process group beside a RAS hash):
     left out. `behind_too`: ranks on neither side whose records end where they may be behind as well (cut short):
     their peers may hold them back just so. Empty where some outlier shares no communicator with a rank ahead."""
-    ranks = set(root.outlier_ranks) | set(root.reference_ranks) | set(root.unplaced_ranks)
-    others = {c: (set(known), size) for c, (known, size) in groups.items()
-              if c != root.comm and not (size == len(ranks) and set(known) <= ranks)}
-
-    def may_share(pair: set[int]) -> bool:
-        return any(pair <= known or len(known | pair) <= size for known, size in others.values())
+    may_share = _sharing(root, groups)
 
     def peers(rank: int) -> set[int]:
         return {r for r in root.reference_ranks if may_share({rank, r})}
@@ -116,3 +121,76 @@ def may_hold_back(root: Root, groups: Mapping[str, tuple[Set[int], int]], behind
     if not held or not all(held):
         return ()
     return tuple(sorted(set().union(*held, *(peers(r) for r in behind_too))))
+
+
+def _sharing(root: Root, groups: Mapping[str, tuple[Set[int], int]]) -> Callable[[set[int]], bool]:
+    """Whether a pair of the root's ranks may share a communicator other than the root's, as far as the record of
+    members goes (see may_hold_back)."""
+    ranks = set(root.outlier_ranks) | set(root.reference_ranks) | set(root.unplaced_ranks) | set(
+        root.outlier_candidates)
+    others = [(set(known), size) for c, (known, size) in groups.items()
+              if c != root.comm and not (size == len(ranks) and set(known) <= ranks)]
+
+    def may_share(pair: set[int]) -> bool:
+        return any(pair <= known or len(known | pair) <= size for known, size in others)
+
+    return may_share
+
+
+def behind_in_chain(root: Root, counts: Mapping[int, Sequence[int]], groups: Mapping[str, tuple[Set[int], int]],
+                    floors: Iterable[int] = (), whole: bool = False) -> Root | None:
+    """`root` (from launch counts alone) read as ranks held back behind a peer's extra collective, where the counts
+    come in three or more steps (see the module docstring): its outliers the ranks furthest behind (they skipped
+    collectives, or are held back), every other rank on the reference side, those between named
+    (`behind_the_rest`). `counts`: rank -> what it launched here, per collective type (one count, or one per type,
+    the same types for each rank); `groups`: as for may_hold_back; `floors`: ranks whose count is only a floor.
+    Ranks the root names as candidates (`outlier_candidates`) are left out of the steps and stay candidates.
+    `whole`: the counts are of every collective each rank launched here (one count, or every type, not only those
+    that differ), so the range ends one past what the ranks behind launched; else the root's range stays (one that
+    ends past theirs, or none).
+
+    None where the counts do not read so: the steps are not each at least as far in every type as the one below
+    (ranks that launched other collectives, not fewer), some rank below the top has only a floor, some rank between
+    may share no other communicator with a rank behind of its own (each that launched one more holds back a peer of
+    its own, so there are no more of them than ranks behind), or some rank behind shares none with a rank ahead."""
+    if root.held_back is not None or root.journal_steps or root.unstopped or root.reason not in (
+            RangeReason.COUNTS, RangeReason.TYPE_COUNTS):
+        return None  # (placed by more than counts, or ranks RAS lost: no mere step behind)
+    # (ranks the root names as candidates depart in another communicator too: their counts here may follow from
+    # that, so the steps are read without them, and they stay candidates)
+    counts = {r: c for r, c in counts.items() if r not in root.outlier_candidates}
+    levels = sorted(set(map(tuple, counts.values())), key=sum)
+    if len(levels) < 3 or any(sum(low) == sum(high) or any(a > b for a, b in zip(low, high))
+                              for low, high in zip(levels, levels[1:])):
+        return None
+    behind = sorted(r for r, c in counts.items() if tuple(c) == levels[0])
+    between = sorted(r for r, c in counts.items() if tuple(c) not in (levels[0], levels[-1]))
+    if set(floors) & (set(behind) | set(between)):
+        return None  # (a floor may have launched as many as any rank above it)
+    ranks = set(counts)
+    chain = replace(root, outlier_ranks=behind, reference_ranks=sorted(ranks - set(behind)),
+                    unplaced_ranks=[r for r in root.unplaced_ranks if r not in ranks], kind=MISSING, kinds=(),
+                    size=0, majority=len(behind) * 2 < len(ranks), behind_the_rest=tuple(between))
+    may_share = _sharing(chain, groups)
+    if not _matched(between, behind, lambda a, b: may_share({a, b})) or not may_hold_back(chain, groups):
+        return None
+    if whole and root.seq_range is not None and root.seq_range[1] is not None:
+        # (the collective they skipped, or the extra one they wait for, is at most one past what they launched)
+        chain = replace(chain, seq=1, seq_range=(1, sum(levels[0]) + 1))
+    return chain
+
+
+def _matched(these: Sequence[int], those: Sequence[int], may: Callable[[int, int], bool]) -> bool:
+    """Whether each of `these` may be paired with one of `those` of its own (`may`: whether a pair may be)."""
+    partner: dict[int, int] = {}
+
+    def place(a: int, seen: set[int]) -> bool:
+        for b in those:
+            if b not in seen and may(a, b):
+                seen.add(b)
+                if b not in partner or place(partner[b], seen):
+                    partner[b] = a
+                    return True
+        return False
+
+    return all(place(a, set()) for a in these)

@@ -190,7 +190,8 @@ def root_sentence(root: Root) -> str:
         return f"{who.capitalize()} read back results that part from the others' in comm {root.comm}: " \
                f"{'it' if len(root.outlier_ranks) == 1 else 'they'} ran other collectives than theirs; which " \
                f"collective{which_comm} is on no record."
-    if not root.majority and len(root.outlier_ranks) > 1 and (root.kind != STOPPED or len(root.kinds) > 1):
+    if not root.majority and len(root.outlier_ranks) > 1 and (root.kind != STOPPED or len(root.kinds) > 1) \
+            and not root.behind_the_rest:
         what = "launched different collectives" if root.kind == DIFFERENT_OPS else \
             "differ by collectives one side launched and the other did not (or one side stopped)" \
             if root.kind == STOPPED else f"differ by {n} one side launched and the other did not"
@@ -226,6 +227,17 @@ def root_sentence(root: Root) -> str:
         by = (f" ({'one of ' if len(held) > 1 else ''}{ranks_words(held)}, as far as the record of who shares "
               f"a communicator with {'it' if one else 'them'} goes)" if held else "")
         fewer = f"{n} fewer" if root.size else "fewer collectives"
+        if root.behind_the_rest:
+            # (counts in three steps or more: the rank that launched one more may be behind the rest, stuck in it)
+            between = ranks_words(root.behind_the_rest)
+            some = len(root.behind_the_rest) == 1
+            return (f"{who.capitalize()} launched {fewer} than the others in comm {root.comm}, {at}, and {between} "
+                    f"fewer than the rest but more than {'it' if one else 'them'}: {'it' if one else 'they'} "
+                    f"skipped them ({between} some too), or {'it is' if one else 'they are'} held back in another "
+                    f"communicator by a rank ahead here that launched more{by}, which then waits in that "
+                    f"collective and launches no further here while ranks of other groups go on past it "
+                    f"({between} may {'be that rank' if some else 'be such ranks'}); the counts cannot tell "
+                    f"which.")
         return (f"{who.capitalize()} launched {fewer} than the others in comm {root.comm}, {at}: "
                 f"{'it' if one else 'they'} skipped {'it' if root.size == 1 else 'them'}, or "
                 f"{'it is' if one else 'they are'} "
@@ -461,6 +473,13 @@ def ambiguity(root: Root) -> str | None:
                  f"communicator (they then launch fewer here), while ranks of other groups that got further launch "
                  f"their next collective here, which pairs with the extra one; {who} may be held back elsewhere, and "
                  f"the rank that launched one more then among those ahead; {tell}")
+        if root.behind_the_rest:
+            between = ranks_words(root.behind_the_rest)
+            text += (f"; the rank that launched one more waits in it (or in the next collective here, which the "
+                     f"peers it holds back never launch) and launches no further here, while the ranks of other "
+                     f"groups go on past it: the counts come in more than two steps, and {between}, between, may be that "
+                     f"rank; one departure explains them so, while two ranks that each skipped collectives would "
+                     f"take two")
     return text
 
 

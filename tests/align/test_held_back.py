@@ -96,3 +96,63 @@ def test_each_rank_behind_may_be_held_back_by_its_own_peer():
     assert may_hold_back(behind([0], unplaced=[3]), groups) == (1,)
     # (a rank behind that shares no other communicator with a rank ahead: no peer holds it back)
     assert may_hold_back(behind([0, 1]), groups) == ()
+
+
+def _counted_root(counts: dict[int, int]):
+    return root_from_counts("0", counts, "RAS counts")
+
+
+def test_counts_in_three_steps_name_the_ranks_furthest_behind_and_the_rank_between_that_may_hold_them():
+    # Seed 99060, RAS counts alone: rank 3 ran one more world collective and waits in it; its TP peer rank 2 waits
+    # for it in their TP comm, and the ranks of the other TP pairs launched on past rank 3. The TP comms' members
+    # are not on record (a reply gives four comms of two ranks).
+    from ncclforensics.align.held_back import behind_in_chain, may_hold_back
+    counts = {0: 6, 1: 6, 2: 4, 3: 5, 4: 6, 5: 6, 6: 6, 7: 6}
+    groups = {"0": (set(range(8)), 8), **{f"#1-{i}": (set(), 2) for i in range(4)}}
+    root = behind_in_chain(_counted_root(counts), {r: (n,) for r, n in counts.items()}, groups, whole=True)
+    assert (root.outlier_ranks, root.kind, root.behind_the_rest, root.majority) == ([2], "missing", (3,), True)
+    assert root.reference_ranks == [0, 1, 3, 4, 5, 6, 7] and root.seq_range == (1, 5)
+    assert may_hold_back(root, groups) == (0, 1, 3, 4, 5, 6, 7)
+    # (with the TP pairs on record, only rank 2's own peer may hold it back, and it is the rank between)
+    pairs = {"0": (set(range(8)), 8), "1": ({0, 1}, 2), "2": ({2, 3}, 2), "3": ({4, 5}, 2), "4": ({6, 7}, 2)}
+    root = behind_in_chain(_counted_root(counts), {r: (n,) for r, n in counts.items()}, pairs, whole=True)
+    assert root.outlier_ranks == [2] and may_hold_back(root, pairs) == (3,)
+
+
+def test_counts_in_steps_that_one_held_back_rank_does_not_explain_are_left_as_they_are():
+    from ncclforensics.align.held_back import behind_in_chain
+    pairs = {"0": (set(range(8)), 8), "1": ({0, 1}, 2), "2": ({2, 3}, 2), "3": ({4, 5}, 2), "4": ({6, 7}, 2)}
+
+    def chain(counts, groups=pairs, floors=()):
+        return behind_in_chain(_counted_root(counts), {r: (n,) for r, n in counts.items()}, groups, floors, True)
+
+    # the rank between shares no communicator with the rank behind: it holds nobody back here
+    assert chain({0: 6, 1: 6, 2: 4, 3: 6, 4: 6, 5: 5, 6: 6, 7: 6}) is None
+    # two ranks between, one behind: each that launched one more holds back a peer of its own
+    assert chain({0: 6, 1: 6, 2: 4, 3: 5, 4: 6, 5: 6, 6: 6, 7: 6},
+                 {"0": (set(range(8)), 8), "1": ({0, 1, 2, 3}, 4), "2": ({4, 5, 6, 7}, 4)}) is not None
+    assert chain({0: 5, 1: 6, 2: 4, 3: 5, 4: 6, 5: 6, 6: 6, 7: 6},
+                 {"0": (set(range(8)), 8), "1": ({0, 1, 2, 3}, 4), "2": ({4, 5, 6, 7}, 4)}) is None
+    # a rank behind whose count is only a floor may have launched as many as the rank between
+    assert chain({0: 6, 1: 6, 2: 4, 3: 5, 4: 6, 5: 6, 6: 6, 7: 6}, floors={2}) is None
+    # two steps only: the one-level reading (may_hold_back) is all
+    assert chain({0: 6, 1: 6, 2: 5, 3: 6, 4: 6, 5: 6, 6: 6, 7: 6}) is None
+    # counts per type that do not rise together: a rank that launched other collectives, not fewer
+    typed = {0: (6, 2), 1: (6, 2), 2: (4, 2), 3: (4, 3), 4: (6, 2), 5: (6, 2), 6: (6, 2), 7: (6, 2)}
+    assert behind_in_chain(_counted_root({r: sum(c) for r, c in typed.items()}), typed, pairs) is None
+
+
+def test_a_rank_that_departs_elsewhere_too_stays_a_candidate_out_of_the_steps():
+    # Seed 135145, RAS counts alone: rank 2 issued an all-gather where its TP peer rank 3 issued an all-reduce (rank 3
+    # waits there), and rank 4 ran one more world collective that its TP peer rank 5 waits behind. World counts 4, 4,
+    # 4, 2, 3, 2, 4, 4; rank 3's TP comm disagrees too, so it is a candidate. Without it the counts come in three
+    # steps: rank 5 furthest behind, rank 4 between.
+    from dataclasses import replace
+
+    from ncclforensics.align.held_back import behind_in_chain, may_hold_back
+    counts = {0: 4, 1: 4, 2: 4, 3: 2, 4: 3, 5: 2, 6: 4, 7: 4}
+    groups = {"0": (set(range(8)), 8), **{f"#1-{i}": (set(), 2) for i in range(4)}}
+    root = replace(_counted_root(counts), outlier_ranks=[4, 5], outlier_candidates={3: ("#1-1",)})
+    chain = behind_in_chain(root, {r: (n,) for r, n in counts.items()}, groups, whole=True)
+    assert (chain.outlier_ranks, chain.behind_the_rest, chain.outlier_candidates) == ([5], (4,), {3: ("#1-1",)})
+    assert 3 not in chain.reference_ranks and may_hold_back(chain, groups) == (0, 1, 2, 4, 6, 7)
