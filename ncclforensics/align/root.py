@@ -985,7 +985,7 @@ def _lone_recorder_tie(found: Proposal, proposal: Proposal, codes: dict[int, Cod
     (signatures: one left out somewhere in seq 8..13, among lookalikes). The call stacks, ranks 2 and 3's alone,
     part them at seq 2 (rank 2 issued two layers' all-reduces in each other's place) and again past seq 9 (rank 3's
     skip): they place rank 3's departure at seq 2 only by a block of a whole step. Rank 2 may have departed at seq 2,
-    or rank 3: both are named over seq 2..13."""
+    or rank 3: both are named over the signatures' range, seq 1..13, which holds seq 2."""
     if not found.majority or found.whole or found.stopped or not found.shown or not fields:
         return None
     outliers = set(found.outliers)
