@@ -257,7 +257,10 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     rows = comm_streams(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
     analysis = _marked(comm, marks)
-    short = _short_of_completions(analysis)
+    # (a rank whose records end in a completed collective recorded nothing it launched after: a trace records a
+    # collective once it completed, so PyTorch's count past it is work launched and never completed)
+    short = _short_of_completions(analysis) | {r for r, last in analysis.launched.items()
+                                               if analysis.completed.get(r) == last}
     counted = {**{r: n for r, n in (enqueued or {}).items() if r in short}, **(counted or {})}
     unseen = {r: n for r, n in (counted or {}).items() if r not in analysis.launched}  # no records kept
     counted = {r: n for r, n in (counted or {}).items() if r in analysis.launched and n > analysis.launched[r]}
