@@ -76,9 +76,9 @@ def note_words(note: n.Note) -> str:
                     f"counts do not say whose departure came first, so the root names {ranks_words(outliers)}")
         case n.SumsPlaceCutRanks(joined, step, outliers, seq_range):
             they = _they(joined)
-            their = "their" if len(joined) > 1 else "its"
             return (f"the records of {ranks_words(joined)} end before the sides part, and per-step checksums say "
-                    f"{they} read back at step {step} what the outliers did: {they} departed too, after {their} last "
+                    f"{they} read back at step {step} what the outliers did: {they} departed too, after "
+                    f"{_their(joined)} last "
                     f"record, so the root names {ranks_words(outliers)} over {_span(seq_range)}")
         case n.SwappedTypes(comm, added, outliers, seq_range):
             return (f"RAS counts give {ranks_words(added)} as many collectives as most ranks of comm {comm}, of other "
