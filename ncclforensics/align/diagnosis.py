@@ -11,7 +11,6 @@ from ..model import (
     EventState,
     Evidence,
     FingerprintRow,
-    Location,
     SourceFormat,
     Verdict,
     WatchdogEvent,
@@ -39,6 +38,7 @@ from .notes import CompletionsOnly, CutRecords, GuessedTracePlacement, Note, Unc
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
 from .ras_only import ras_comm_wedge, ras_only_wedge, ras_rank_map
+from .receipts import Finding, answer_receipts, death_receipts, job_ras_receipts
 from .reconcile import Reconciliation, reconcile
 from .streams import Streams, build_streams
 from .traces import Guesses, seq_slack, unwritten_ends, with_trace_rows
@@ -52,17 +52,6 @@ from .watchdog import (
     with_watchdog_rows,
 )
 from .wedge import Wedge, Window, count_only_window, find_wedge, first_hanging_pairing, misaligned_window
-
-DEATH_WORDS = ("remote process exited", "remote process error", "connection closed by remote peer",
-               "process exited", "remoteerror")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One receipt: where a piece of evidence is, and what it says."""
-
-    loc: Location
-    says: str
 
 
 @dataclass
@@ -130,7 +119,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
 
     marks = enqueue_marks(progress, watchdog, [c for e in evidence for c in e.comm_infos])
     counted = counted_past_cuts(streams, marks)
-    died = bool(_death_evidence(ras, rank_map, watchdog))
+    died = bool(death_receipts(ras, rank_map, watchdog))
     analyses: dict[str, CommAnalysis] = {}
     for comm in sorted(streams.members):
         analyses[comm] = analyze_comm(streams, comm, gate, counted=counted.get(comm),
@@ -173,7 +162,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     if diagnosis.wedge is None:
         diagnosis.wedge = ras_only_wedge(ras, rank_map, stops, dead, streams) or marks_only_wedge(marks, streams, dead)
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
-    diagnosis.death = _death_evidence(ras, rank_map, watchdog)
+    diagnosis.death = death_receipts(ras, rank_map, watchdog)
     diagnosis.gate_ties = _gate_ties(root, gate)
     diagnosis.root_step = gate.step if diagnosis.gate_ties else choice.sums_step
     if diagnosis.root_step is None and root is not None and root.seq_range is not None:
@@ -194,7 +183,10 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.streams = streams
     diagnosis.notes = notes
     diagnosis.text_ras_replies = sum(1 for e in evidence if e.format is SourceFormat.RAS_TEXT and e.ras)
-    diagnosis.evidence = _receipts(diagnosis, watchdog) + _job_level_ras(evidence)
+    visible_ops = analyses[diagnosis.first_visible[0]].first_visible_ops if diagnosis.first_visible else {}
+    diagnosis.evidence = answer_receipts(diagnosis.root, diagnosis.gate, diagnosis.first_visible, visible_ops,
+                                         diagnosis.wedge, watchdog, diagnosis.checksum_splits,
+                                         diagnosis.corrupted_fingerprints, diagnosis.ras) + job_ras_receipts(evidence)
     return diagnosis
 
 
@@ -392,20 +384,6 @@ def _all_ranks(evidence: list[Evidence], streams: Streams) -> list[int]:
     return sorted(ranks)
 
 
-def _death_evidence(ras: dict[str, RasHistory], rank_map: dict, watchdog: list[WatchdogEvent]) -> list[Finding]:
-    """Receipts that a process died: RAS missing or dead ranks, peers' remote-process errors."""
-    found: list[Finding] = []
-    for comm, history in sorted(ras.items()):
-        for label, ranks in (("missing from", history.missing_ranks), ("dead in", history.dead_ranks)):
-            if ranks:
-                shown = ", ".join(str(rank_map.get((comm, r), r)) for r in ranks)
-                found.append(Finding(history.states[-1][1].loc, f"{ranks_words(shown)} {label} RAS for comm {comm}"))
-    for event in watchdog:
-        if event.kind == "async_error" and any(w in event.message.lower() for w in DEATH_WORDS):
-            found.append(Finding(event.loc, f"rank {event.rank}: {event.message.strip()[:90]}"))
-    return found
-
-
 def _dead_ranks(ras: dict[str, RasHistory], rank_map: dict, watchdog: list[WatchdogEvent]) -> set[int]:
     dead: set[int] = set()
     for comm, history in ras.items():
@@ -559,77 +537,6 @@ def agreeing_hang(wedge: Wedge) -> bool:
 
 def _disagreed(comm) -> bool:
     return len({g.count for g in comm.count_groups}) > 1 or "MISMATCH" in comm.errors
-
-
-def _receipts(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Finding]:
-    found: list[Finding] = []
-    root = diagnosis.root
-    if root is not None:
-        for rank, op in sorted(root.ops.items()):
-            role = "outlier" if rank in root.outlier_ranks else "rank"
-            found.append(Finding(op.loc, f"{role} {rank} seq {op.seq}: {op.describe()}"))
-            if op.fr_loc and op.fr_loc != op.loc:
-                found.append(Finding(op.fr_loc, f"rank {rank} seq {op.seq} in the Flight Recorder: "
-                                                f"{op.state or 'state unknown'}"))
-    if diagnosis.gate is not None:
-        for rank, d in diagnosis.gate.decisions.items():
-            found.append(Finding(d.loc, f"rank {rank} gate at step {d.step}: {d.decision}"))
-    if diagnosis.first_visible is not None:
-        comm, seq = diagnosis.first_visible
-        for rank, op in sorted(diagnosis.comms[comm].first_visible_ops.items()):
-            found.append(Finding(op.loc, f"first visible mismatch, rank {rank} seq {seq}: {op.describe()}"))
-    if diagnosis.wedge is not None:
-        for rank, op in sorted(diagnosis.wedge.ops.items()):
-            found.append(Finding(op.loc, f"wedge: rank {rank} launched seq {op.seq}: {op.describe()}"))
-        for loc in diagnosis.wedge.evidence:
-            if loc not in {f.loc for f in found}:
-                found.append(Finding(loc, f"wedge in comm {diagnosis.wedge.comm}"))
-    for event in watchdog:
-        if event.kind == "desync_report_unavailable":
-            found.append(Finding(event.loc, f"rank {event.rank}: PyTorch could not build its desync report, so it "
-                                            f"names no culprit ({event.message.strip()[:60]}...)"))
-        if event.kind in STOP_EVENTS:
-            what = f"{event.kind.replace('_', ' ')}"
-            if event.seq is not None:
-                what += f" at seq {event.seq}"
-            if event.op:
-                what += f" ({event.op})"
-            who = f"rank {event.rank}" if event.rank is not None else "a process"
-            found.append(Finding(event.loc, f"{who}: {what}" + (f": {event.message.strip()[:80]}"
-                                                               if event.rank is None else "")))
-    for step, rows in list(diagnosis.checksum_splits.items())[:3]:
-        values = ", ".join(f"rank {r}: {row.sum if row.sum is not None else row.digest}" for r, row in rows.items())
-        for row in rows.values():
-            found.append(Finding(row.loc, f"step {step} checksums differ across ranks (mixed data): {values}"))
-            break
-    for row in diagnosis.corrupted_fingerprints[:5]:
-        found.append(Finding(row.loc, f"rank {row.rank} step {row.step}: checksum {row.sum} != expected "
-                                      f"{row.expected_sum}"))
-    for comm, history in diagnosis.ras.items():
-        for _, block in history.states[:4]:
-            state = ",".join(block.errors) or block.status or "OK"
-            found.append(Finding(block.loc, f"RAS comm {comm}: {state}"))
-    return found
-
-
-def _job_level_ras(evidence: list[Evidence]) -> list[Finding]:
-    """RAS errors about processes rather than communicators (`DEAD`: a process unreachable via RAS), which
-    remain when a torn-down job leaves no communicator data."""
-    first: dict[tuple, Location] = {}
-    repeats: dict[tuple, int] = {}
-    for item in evidence:
-        for snapshot in item.ras:
-            for issue in snapshot.issues:
-                if issue.comm is None and not issue.warning:
-                    key = (issue.kind, issue.message, issue.pids)
-                    first.setdefault(key, issue.loc)
-                    repeats[key] = repeats.get(key, -1) + 1
-    found = []
-    for (kind, message, pids), loc in first.items():
-        said = f"RAS {kind}: {message}" + (f" (pid {', '.join(map(str, pids))})" if pids else "")
-        more = repeats[(kind, message, pids)]
-        found.append(Finding(loc, said + (f"; the same in {more} more repl{'y' if more == 1 else 'ies'}" if more else "")))
-    return found
 
 
 

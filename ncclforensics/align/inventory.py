@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from ..model import Diagnostic, Evidence, GateChoice, SourceFormat
 from ..model.phrases import ranks_words
-from .diagnosis import Diagnosis, Finding
+from .diagnosis import Diagnosis
+from .receipts import Finding
 
 @dataclass
 class FileContribution:

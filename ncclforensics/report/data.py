@@ -12,6 +12,7 @@ from ..align.view import View
 from ..align.wedge import Window
 from ..model import Diagnostic, Evidence, Location
 from . import words
+from .receipts import receipt_words
 from .notes import note_dict
 
 
@@ -206,7 +207,7 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
         ],
         "caveats": words.caveats(d),
         "notes": [note_dict(note) for note in d.notes],
-        "evidence": [{**location_dict(f.loc), "says": f.says} for f in d.evidence],
+        "evidence": [{**location_dict(f.loc), "kind": f.fact.kind, "says": receipt_words(f.fact)} for f in d.evidence],
         "problems": [problem_dict(p) for p in d.problems],
         **({"side_by_side": side_by_side_dict(side)} if side is not None else {}),
     }

@@ -25,6 +25,7 @@ from .export import pairings_table, write_table
 from .words import window_words
 from .document import Block, Bullets, Code, Heading, Image, Links, Mono, Para, Table, render_html, render_markdown
 from .files import write_replacing
+from .receipts import receipt_words
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -276,7 +277,7 @@ def _evidence_index(data: PostmortemData) -> list[Block]:
         out.append(Heading("Receipts (file:line)", 3))
         items: list[str] = []
         for f in receipts:
-            items += [Mono(f"{r.loc}: {r.says}") for r in f.receipts]
+            items += [Mono(f"{r.loc}: {receipt_words(r.fact)}") for r in f.receipts]
             items += [Mono(f"{p.loc}: {p.severity.value}: {p.message}") for p in f.problems]
         out.append(Bullets(tuple(items)))
     return out

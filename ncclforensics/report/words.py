@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..align.coverage import GateCoverage, Jurisdiction
-from ..align.diagnosis import Diagnosis, Finding, agreeing_hang
+from ..align.diagnosis import Diagnosis, agreeing_hang
+from ..align.receipts import Finding
 from ..align.divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from ..align.root import Contradiction
 from ..align.gates import decision_tuple
@@ -18,6 +19,7 @@ from ..model import Verdict, WedgeKind
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words, seq_words
 from .notes import note_words
+from .receipts import receipt_words
 
 # What to turn on so that the next incident pins its root (named in every range answer: a setting, or the evidence
 # not given yet where the range already had the kinds a setting adds; tests check both).
@@ -147,9 +149,7 @@ def records_end_words(wedge: Wedge) -> str:
 
 def finding_says(d: Diagnosis, finding: Finding) -> str:
     """What one receipt says, as shown: on a run without a wedge to show, the last collective is not called one."""
-    if finding.says.startswith("wedge: ") and not shows_wedge(d):
-        return "last on record: " + finding.says.removeprefix("wedge: ")
-    return finding.says
+    return receipt_words(finding.fact, wedge_shown=shows_wedge(d))
 
 
 def where(root: Root) -> str:
@@ -584,7 +584,7 @@ def death_words(d: Diagnosis) -> str:
     if not d.death:
         return (" Nothing in the evidence says it died; it may be blocked elsewhere (in another communicator or "
                 "on the host).")
-    shown = "; ".join(f"{f.says} ({f.loc})" for f in d.death[:4])
+    shown = "; ".join(f"{receipt_words(f.fact)} ({f.loc})" for f in d.death[:4])
     return f" Evidence that it died: {shown}."
 
 

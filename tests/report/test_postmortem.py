@@ -20,6 +20,7 @@ from ncclforensics.align.gates import first_gate_disagreement
 from ncclforensics.cli import cli
 from ncclforensics.report import plots, words
 from ncclforensics.report.postmortem import build_figures, write_postmortem
+from ncclforensics.report.receipts import receipt_words
 from ncclforensics.sources import parse_file
 from ncclforensics.sources.base import InputFile
 from fixture_paths import FIXTURES
@@ -101,7 +102,7 @@ def test_evidence_index_lists_every_file_with_receipts(report):
         fmt = item.format.value if item.format else "unrecognised"
         assert f"| `{item.path}` | {fmt} |" in index
     for finding in report.diagnosis.evidence:
-        assert f"`{finding.loc}: {finding.says}`" in index
+        assert f"`{finding.loc}: {receipt_words(finding.fact)}`" in index
 
 
 def test_caveats(report):
