@@ -36,6 +36,7 @@ import polars as pl
 
 from ..model import EventState, FingerprintRow, GateDecision, WatchdogEvent
 from ..model.kinds import is_p2p_comm
+from .compared_alike import departures_bounded
 from .consequences import Disagreement, candidates, consequences, departing_elsewhere, odd_ones, other_side
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
@@ -156,8 +157,13 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         # PyTorch's counts that go on past the records may part ranks whose records end alike: they departed too.
         counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
         if counted:
+            launched = next((g.launched for name, g in marks.items() if streams.aliases.get(name, name) == root.comm),
+                            {})
+            bounded = departures_bounded(root.comm, set(counted[0].outlier_ranks) - set(root.outlier_ranks),
+                                         [r for r in root.reference_ranks if r not in counted[0].outlier_ranks],
+                                         launched, streams)
             root, said = with_counted_past_records(root, counted[0], _recorded_ends(root.comm, streams),
-                                                   _held_before_records(root, marks, streams))
+                                                   _held_before_records(root, marks, streams), bounded)
             notes += said
     if root is not None and root.shown and root.comm in ras:
         # Records that part ranks where they do, beside RAS counts of as many collectives of other types: those
