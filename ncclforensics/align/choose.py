@@ -36,6 +36,7 @@ import polars as pl
 
 from ..model import EventState, FingerprintRow, GateDecision, WatchdogEvent
 from ..model.kinds import is_p2p_comm
+from .compared_alike import departures_bounded
 from .consequences import Disagreement, candidates, consequences, departing_elsewhere, odd_ones, other_side
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
@@ -76,6 +77,8 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         counted_cause = _counted_cause(root, analyses, streams, ras, rank_map, stops)
         if counted_cause is not None:
             root, comm_notes = counted_cause
+        else:
+            root, comm_notes = _enqueued_cause(root, analyses, streams, marks, watchdog, stops) or (root, comm_notes)
     if root is None:
         root, comm_notes = _pick_counted(ras_only_roots(ras, rank_map, streams, stops)
                                            or marks_only_roots(marks, streams, watchdog, stopped=bool(stops)),
@@ -156,8 +159,13 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         # PyTorch's counts that go on past the records may part ranks whose records end alike: they departed too.
         counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
         if counted:
+            launched = next((g.launched for name, g in marks.items() if streams.aliases.get(name, name) == root.comm),
+                            {})
+            bounded = departures_bounded(root.comm, set(counted[0].outlier_ranks) - set(root.outlier_ranks),
+                                         [r for r in root.reference_ranks if r not in counted[0].outlier_ranks],
+                                         launched, streams)
             root, said = with_counted_past_records(root, counted[0], _recorded_ends(root.comm, streams),
-                                                   _held_before_records(root, marks, streams))
+                                                   _held_before_records(root, marks, streams), bounded)
             notes += said
     if root is not None and root.shown and root.comm in ras:
         # Records that part ranks where they do, beside RAS counts of as many collectives of other types: those
@@ -349,6 +357,35 @@ def _counted_cause(root: Root, analyses: dict[str, CommAnalysis], streams: Strea
     if not causes:
         return None
     chosen, notes = _pick_counted([(r, d) for r, d in counted if r.comm in causes], processes)
+    if chosen is None:
+        return None
+    return chosen, notes + _comm_notes(chosen, [root], {root.comm: causes}, [])
+
+
+def _enqueued_cause(root: Root, analyses: dict[str, CommAnalysis], streams: Streams, marks: dict[str, EnqueueMarks],
+                    watchdog: list[WatchdogEvent], stops: dict[str, list[str]]) -> tuple[Root, list[Note]] | None:
+    """As _counted_cause, by PyTorch's enqueued counts: where the streams' root rests on lengths only, a
+    communicator of its odd ranks whose records end alike (a watchdog's line names the collective a rank waits in,
+    not the work it enqueued behind it) while its counts disagree is its cause by the nesting rule: a rank stuck
+    there stops launching here. Returns that root (from the counts) and the notes of the choice; None where no such
+    communicator explains it.
+
+    Worked example: ranks 2 and 3 of a two-rank comm 2 wait in its seq 4, rank 2 with seq 5 enqueued behind it;
+    in the world comm 0, rank 3 launched 2 against the others' 3. Rank 3 is stuck in comm 2 (where either rank may
+    have departed), and its count in comm 0 follows: the root is on comm 2."""
+    counted = [(r, d) for r, d in marks_only_roots(marks, streams, watchdog, stopped=bool(stops))
+               if r.comm != root.comm and (r.comm not in analyses or analyses[r.comm].root is None)]
+    if not counted or root.comm not in analyses:
+        return None
+    analysis = analyses[root.comm]
+    launched = {r: n for r, n in analysis.launched.items() if (root.comm, r) not in streams.cut}
+    odd = odd_ones(launched, set(root.outlier_ranks), root.majority)
+    mine = Disagreement(root.comm, frozenset({*analysis.ranks, *streams.expected_members.get(root.comm, ())}), odd,
+                        other=other_side(launched, odd, root.majority))
+    causes = [c for c in consequences([mine, *(d for _, d in counted)]).get(root.comm, []) if c != root.comm]
+    if not causes:
+        return None
+    chosen, notes = _pick_counted([(r, d) for r, d in counted if r.comm in causes])
     if chosen is None:
         return None
     return chosen, notes + _comm_notes(chosen, [root], {root.comm: causes}, [])

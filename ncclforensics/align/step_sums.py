@@ -504,21 +504,25 @@ def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(
                                          tuple(either))]
 
 
-def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int],
-                              held: set[int] = frozenset()) -> tuple[Root, list[Note]]:
+def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int], held: set[int] = frozenset(),
+                              departs_from: dict[int, int] | None = None) -> tuple[Root, list[Note]]:
     """A root the records place, beside launch counts that go on past some ranks' records (work they enqueued behind
     the collective they wait in is recorded nowhere) and name, with a majority, ranks launching more or fewer than
     the others that the root does not name: where the records end alike for those ranks (`recorded`: rank -> the
     last seq its records hold; theirs end no sooner, or no later, than every other rank's), the records part them
     from no one by length, and the counts' difference lies past where the records compare them. They departed too,
     and nothing says whose departure came first: the root names them beside its own. `held`: ranks behind that are
-    stuck elsewhere (not added: held back reads the same).
+    stuck elsewhere (not added: held back reads the same). `departs_from`: rank -> the first seq at which its
+    records, alike with the reference's up to there, allow its departure (compared_alike.departs_no_sooner): a rank
+    whose records put its departure past the root's range departed after the root, and is not named beside it.
 
     Worked example: ranks 0-3 and 5-7 wait in seq 15 (their watchdogs' timeout) with seq 16 enqueued behind it;
     rank 4 completed its seq 15 and joined no seq 16 (a peer's desync report), and its trace holds all 15. Every
     rank's records end at seq 15, and the tags part rank 6 from the others in seq 2..15: rank 4, one short by the
     counts, left out a collective somewhere its records do not compare with the others', and the root names ranks 4
-    and 6."""
+    and 6. Had rank 4's records held seq 9..15 alike with the others' (tags that change at every seq), and the tags
+    parted rank 6 at seq 2 alone, rank 4 would have left out its collective after seq 14, past the root: the root
+    names rank 6 alone."""
     ours = set(root.outlier_ranks) | set(root.reference_ranks)
     members = set(counted.outlier_ranks) | set(counted.reference_ranks)
     if not root.majority or not counted.majority or not ours <= members or counted.unstopped \
@@ -528,8 +532,11 @@ def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int
     if not reference:
         return root, []
     fewer = _launched(counted) == "fewer"
+    last = root.seq_range[1]
+    departs_from = departs_from or {}
     added = sorted(r for r in set(counted.outlier_ranks) - set(root.outlier_ranks) - set(held)
-                   if r in recorded and (recorded[r] >= max(reference) if fewer else recorded[r] <= min(reference)))
+                   if r in recorded and (recorded[r] >= max(reference) if fewer else recorded[r] <= min(reference))
+                   and (last is None or departs_from.get(r, last) <= last))
     if not added:
         return root, []
     outliers = sorted(set(root.outlier_ranks) | set(added))

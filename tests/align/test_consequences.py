@@ -275,3 +275,28 @@ def test_a_root_the_gate_journal_places_among_records_that_agree_names_the_devia
     analyses["dp0"].root = replace(told, told=False)
     root, _ = _pick_root(analyses, None, streams)
     assert root.undecided_comms == ()
+
+
+def test_enqueued_counts_past_records_that_end_alike_name_the_comm_a_root_on_lengths_is_a_consequence_of():
+    # 345950: in the world comm 0 rank 3 launched 2 against the others' 3 (a root on lengths); in the two-rank
+    # comm 2 both ranks' records end in seq 4, where their watchdogs time out, and PyTorch's counts give rank 2 5
+    # against rank 3's 4. Rank 3 is stuck in comm 2: the root is there, not in comm 0.
+    from ncclforensics.align.choose import _enqueued_cause
+    from ncclforensics.align.divergence import STOPPED, CommAnalysis
+
+    world = CommAnalysis(comm="0", ranks=[0, 1, 2, 3], launched={0: 3, 1: 3, 2: 3, 3: 2},
+                         completed={0: 2, 1: 2, 2: 2, 3: 1}, first_seq=dict.fromkeys(range(4), 1))
+    world.root = Root(comm="0", seq=2, seq_range=(2, 3), outlier_ranks=[3], reference_ranks=[0, 1, 2], kind=STOPPED,
+                      size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.LOOKALIKE, majority=True)
+    pair = CommAnalysis(comm="2", ranks=[2, 3], launched={2: 4, 3: 4}, completed={2: 3, 3: 2},
+                        first_seq={2: 1, 3: 1})
+    analyses = {"0": world, "2": pair}
+    stops = ["watchdog timeout (torch_rank0.log:2)"]
+    marks = {"0": EnqueueMarks(launched={0: 3, 1: 3, 2: 3, 3: 2}, stops=stops),
+             "2": EnqueueMarks(launched={2: 5, 3: 4}, stops=stops)}
+    root, notes = _enqueued_cause(world.root, analyses, Streams(), marks, [], {"0": stops})
+    assert root.comm == "2" and not root.majority and 4 in range(root.seq_range[0], root.seq_range[1] + 1)
+    assert any(getattr(note, "comm", None) == "0" for note in notes)
+    # Counts alike in comm 2 explain nothing.
+    marks["2"] = EnqueueMarks(launched={2: 4, 3: 4}, stops=stops)
+    assert _enqueued_cause(world.root, analyses, Streams(), marks, [], {"0": stops}) is None

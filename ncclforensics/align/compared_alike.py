@@ -1,0 +1,73 @@
+"""How far a rank's records, compared with a reference rank's and found alike, show that it followed the program.
+
+Counts may say that a rank launched fewer (or more) collectives than the others while its records agree with
+theirs wherever both hold one: its departure then lies where the records do not tell it, and the records bound
+that from below. A rank that left out one collective at seq p holds the program's seq k+1 at every seq k >= p; a
+record of it at seq k that matches the reference's seq k, where the reference's seq k+1 differs from its seq k in
+the fields compared, puts the departure after seq k (an extra one, before seq k where the reference's seq k-1
+differs). Records alike in everything recorded (lookalike collectives, or fields one side lacks) bound nothing.
+
+Worked example: ranks 0 and 7 hold tags of a step each (mtp.layers.0, mtp.layers.1, model.layers.0.mlp, lm_head)
+for seq 1..12, alike; PyTorch's counts give rank 7 15 against rank 0's 16. Had rank 7 left out a collective at
+seq 12 or before, its seq 12 would hold rank 0's seq 13, which no record shows; its seq 11 would hold lm_head, not
+model.layers.0.mlp. It departed in seq 12 or later (seq 12 is the last that may still hold what follows it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import polars as pl
+
+from .streams import SIGNATURE, Streams
+
+# Fields that tell one collective from the next (a time or a completion state says nothing of which one it was).
+COMPARED = [*SIGNATURE, "tag", "callsite", "step"]
+
+
+def departs_no_sooner(rank_rows: pl.DataFrame, reference_rows: pl.DataFrame, shift: int) -> int | None:
+    """The first seq at which the rank's departure may lie, as far as its records agree with the reference rank's
+    (None where they bound nothing). `shift`: how many more (> 0) or fewer (< 0) collectives the counts give the
+    rank; the records are read as that many left out (or added) at one place."""
+    if shift == 0:
+        return None
+    fields = [f for f in COMPARED if f in rank_rows.columns and f in reference_rows.columns]
+    ours = {row["seq"]: row for row in rank_rows.select(["seq", *fields]).iter_rows(named=True)}
+    theirs = {row["seq"]: row for row in reference_rows.select(["seq", *fields]).iter_rows(named=True)}
+    bound = None
+    for seq in sorted(set(ours) & set(theirs)):
+        mine, other = ours[seq], theirs[seq]
+        shared = [f for f in fields if mine[f] is not None and other[f] is not None]
+        if not shared:
+            continue
+        if any(mine[f] != other[f] for f in shared):
+            break  # (the records part here: what follows compares nothing)
+        # Left out before or at seq: this record would be the reference's seq - shift (shift < 0); added before it:
+        # the reference's seq - shift as well (shift > 0), so the departure is no sooner than just past the
+        # nearest seq where the record would then differ.
+        shifted = theirs.get(seq - shift)
+        if shifted is not None and any(shifted[f] is not None and shifted[f] != other[f] for f in shared):
+            past = seq + 1 if shift < 0 else seq - shift + 1
+            bound = past if bound is None else max(bound, past)
+    return bound
+
+
+def departures_bounded(comm: str, ranks: set[int], reference: list[int], launched: dict[int, int],
+                       streams: Streams) -> dict[int, int]:
+    """rank -> the first seq at which its departure may lie in `comm`, by its records against each reference rank's
+    (the latest bound any gives: each reference rank compared is taken to follow the program there), for the ranks
+    whose counts (`launched`) part from the reference's most common count and whose records bound it."""
+    counts = Counter(launched[q] for q in reference if q in launched)
+    if not counts:
+        return {}
+    usual = counts.most_common(1)[0][0]
+    bounds: dict[int, int] = {}
+    for rank in sorted(ranks):
+        if rank not in launched or (comm, rank) not in streams.parts:
+            continue
+        found = [departs_no_sooner(streams.parts[(comm, rank)], streams.parts[(comm, q)], launched[rank] - usual)
+                 for q in reference if (comm, q) in streams.parts]
+        found = [b for b in found if b is not None]
+        if found:
+            bounds[rank] = max(found)
+    return bounds
