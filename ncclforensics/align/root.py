@@ -343,9 +343,10 @@ def _first_parting_majority(streams: list[Codes], codes: dict[int, Codes]) -> in
     """The group (index into `streams`) whose record at the first position where any two groups' records differ a
     strict majority of the ranks share, or None. A rank whose record there pairs with that group's and with one
     it parts from, or that has no record there (its stream ends sooner), may side with either, and counts
-    against it. Worked example: ranks 0, 2 and 3 issue an all-reduce of 1 element at seq 1 and rank 1 one of 8;
-    ranks 2 and 3 part later, and rank 0's records end before they do: three groups, none a majority, yet at seq
-    1 three ranks against one say that rank 1 departed first."""
+    against it; so does a group with no record there (a ring that kept only later entries), which every rank pairs
+    with and none takes the side of. Worked example: ranks 0, 2 and 3 issue an all-reduce of 1 element at seq 1 and
+    rank 1 one of 8; ranks 2 and 3 part later, and rank 0's records end before they do: three groups, none a
+    majority, yet at seq 1 three ranks against one say that rank 1 departed first."""
     at = None
     for i, a in enumerate(streams):
         for b in streams[i + 1:]:
@@ -362,6 +363,8 @@ def _first_parting_majority(streams: list[Codes], codes: dict[int, Codes]) -> in
         if stream.length <= at:
             continue
         apart = [other for other in streams if other.length > at and not pairs(other, stream)]
+        if not apart:
+            continue  # (no record there that parts it from any other group: it takes no side where they part)
         held = [r for r, c in codes.items() if c.length > at and pairs(c, stream)
                 and not any(pairs(c, other) for other in apart)]
         if len(held) * 2 > len(codes):

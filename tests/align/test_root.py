@@ -222,6 +222,18 @@ def test_streams_split_several_ways_name_the_minority_where_they_first_part():
     assert not propose(codes, 1).majority
 
 
+def test_a_group_with_no_record_where_the_others_first_part_is_no_majority_there():
+    # Ranks 0 and 2 part at seq 2 (call stacks 3 and 2); rank 3's ring begins after that and agrees with both; rank
+    # 1's ring begins later still, and it parts from everyone at seq 4. Rank 1 recorded nothing at seq 2: every rank
+    # pairs with its blank there, yet none takes its side. Nothing is a majority where they first part.
+    sig = [1] * 6
+    codes = {2: stream(sig, [1, 2, 3, 1, 2, 3]), 0: stream(sig, [0, 3, 3, 1, 2, 3]),
+             3: stream(sig, [0, 0, 0, 1, 2, 3]), 1: stream(sig, [0, 0, 0, 2, 3, 1])}
+    proposal = propose(codes, 1)
+    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3]
+    assert _solve(codes).seq_range[1] <= 2  # (ranks 0 and 2 have parted by seq 2: the first departure is no later)
+
+
 def test_a_stream_without_the_parting_field_joins_the_group_that_recorded_most():
     # Ranks 0 and 1 recorded no call stacks (0): they agree with both sides and go with the larger one; they must
     # not found a group that every other stream then joins.
