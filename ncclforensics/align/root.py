@@ -314,6 +314,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
                 # which may be anywhere its own records allow (ranks that agree in what both recorded may still
                 # have departed at different lookalikes).
                 found += place_edits(members[0], codes[rank], reference, start, known)[0]
+            found += _before_own_records(members, codes, reference, start, known, found)
             whole &= held
             outliers.update(members)
             standing[members[0]] = list(members)
@@ -413,6 +414,32 @@ def _loose_joined(groups: list[tuple[list[int], Codes]], index: int, at: int, lo
         kept = sorted({r for r in members if r not in target} | {r for r, j in target.items() if j == i})
         regrouped.append((kept, merged(codes[r] for r in kept)))
     return regrouped
+
+
+def _before_own_records(members: list[int], codes: dict[int, Codes], reference: Codes, start: int, known: bool,
+                        found: list[Placement]) -> list[Placement]:
+    """The edits of a group's members whose records begin no earlier than where the group's edits are placed (a
+    ring that kept fewer entries): the others' earlier records place the group's departure, and say nothing of
+    where such a member departed, which may be anywhere before its own records allow, as its own records against
+    the reference place it. Each such edit joins the group's, scored below them (theirs stay the likeliest), and no
+    later than them (a later one moves no first departure).
+
+    Worked example: ranks 1 and 3 are one all-reduce short from seq 6 on; rank 1's dump reaches back to seq 4 and
+    pins its skip at seq 6, rank 3's begins at seq 6. Rank 3 may have skipped seq 5 (or any before): the group's
+    answer is seq 1..6, not 6."""
+    if not found:
+        return []
+    low, high = min(p.low for p in found), max(p.high for p in found)
+    floor = min(p.score for p in found) - 1
+    extra: list[Placement] = []
+    for rank in members:
+        recorded = np.flatnonzero(np.any([values != 0 for values in codes[rank].fields.values()], axis=0)) \
+            if codes[rank].fields and codes[rank].length else np.zeros(0, dtype=np.int64)
+        if not recorded.size or start + int(recorded[0]) < low:
+            continue
+        extra += [replace(p, rank=members[0], high=min(p.high, high), score=min(p.score, floor), widest=None)
+                  for p in place_edits(members[0], codes[rank], reference, start, known)[0] if p.low < low]
+    return extra
 
 
 def _without_fields(members: list[int], stream: Codes, codes: dict[int, Codes]) -> list[int]:

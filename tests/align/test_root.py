@@ -222,6 +222,18 @@ def test_streams_split_several_ways_name_the_minority_where_they_first_part():
     assert not propose(codes, 1).majority
 
 
+def test_a_member_whose_ring_begins_at_the_groups_departure_may_have_departed_before_it():
+    # Ranks 1 and 3 are one collective short from seq 4 on; rank 1's records reach back to seq 1 and pin its skip at
+    # seq 4, rank 3's ring begins at seq 4. Rank 3 may have skipped any of seq 1..4: the answer is that range.
+    reference = list(range(1, 11))
+    codes = {r: stream([1] * 10, reference) for r in (0, 2, 4)}
+    codes[1] = stream([1] * 9, [1, 2, 3, 5, 6, 7, 8, 9, 10])
+    codes[3] = stream([0] * 3 + [1] * 6, [0, 0, 0, 5, 6, 7, 8, 9, 10])
+    solution = _solve(codes)
+    assert solution.outliers == [1, 3] and solution.seq_range == (1, 4)
+    assert solution.best.low == 4  # (rank 1's pinned skip stays the likeliest)
+
+
 def test_where_groups_first_part_only_the_ranks_that_tell_them_apart_there_are_counted():
     # Call stacks: rank 3 swaps seq 1 and 2, rank 4 swaps seq 5 and 6; rank 7 agrees with both elsewhere, rank 5's
     # ring begins at seq 3 (it agrees with ranks 3 and 7), ranks 0..2 kept NCCL logs without call stacks. Three
