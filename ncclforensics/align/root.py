@@ -31,6 +31,7 @@ import numpy as np
 
 from ..model import Location
 from .edits import MAX_EDIT, Codes, EditKind, Placement, agree, blocks_through, compatible, merged, place_edits
+from .parting import first_parting, first_parting_majority, loose_joined
 
 __all__ = [
     "MAX_EDIT",
@@ -272,8 +273,10 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     if not majority and len(groups) > 2:
         # Split several ways with no majority over the whole streams, the ranks may still agree where the streams
         # first part: the first divergent collective is there, and who departed first is the minority there.
-        first = _first_parting_majority([stream for _, stream in groups], codes)
-        if first is not None:
+        at = first_parting([stream for _, stream in groups])
+        first = first_parting_majority([stream for _, stream in groups], codes, at) if at is not None else None
+        if at is not None and first is not None:
+            groups = loose_joined(groups, first, at, loose - set(unplaced), codes)
             groups = [groups[first], *groups[:first], *groups[first + 1:]]
             decided = [decided[first], *decided[:first], *decided[first + 1:]]
             majority = True
@@ -312,6 +315,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
                 # which may be anywhere its own records allow (ranks that agree in what both recorded may still
                 # have departed at different lookalikes).
                 found += place_edits(members[0], codes[rank], reference, start, known)[0]
+            found += _before_own_records(members, codes, reference, start, known, found)
             whole &= held
             outliers.update(members)
             standing[members[0]] = list(members)
@@ -339,34 +343,30 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     return _with_behind(proposal, codes, start, behind) if majority else proposal
 
 
-def _first_parting_majority(streams: list[Codes], codes: dict[int, Codes]) -> int | None:
-    """The group (index into `streams`) whose record at the first position where any two groups' records differ a
-    strict majority of the ranks share, or None. A rank whose record there pairs with that group's and with one
-    it parts from, or that has no record there (its stream ends sooner), may side with either, and counts
-    against it. Worked example: ranks 0, 2 and 3 issue an all-reduce of 1 element at seq 1 and rank 1 one of 8;
-    ranks 2 and 3 part later, and rank 0's records end before they do: three groups, none a majority, yet at seq
-    1 three ranks against one say that rank 1 departed first."""
-    at = None
-    for i, a in enumerate(streams):
-        for b in streams[i + 1:]:
-            bad = np.flatnonzero(~compatible(a, 0, b, 0, min(a.length, b.length)))
-            if bad.size:
-                at = int(bad[0]) if at is None else min(at, int(bad[0]))
-    if at is None:
-        return None
+def _before_own_records(members: list[int], codes: dict[int, Codes], reference: Codes, start: int, known: bool,
+                        found: list[Placement]) -> list[Placement]:
+    """The edits of a group's members whose records begin no earlier than where the group's edits are placed (a
+    ring that kept fewer entries): the others' earlier records place the group's departure, and say nothing of
+    where such a member departed, which may be anywhere before its own records allow, as its own records against
+    the reference place it. Each such edit joins the group's, scored below them (theirs stay the likeliest), and no
+    later than them (a later one moves no first departure).
 
-    def pairs(a: Codes, b: Codes) -> bool:
-        return bool(compatible(a, at, b, at, 1)[0])
-
-    for i, stream in enumerate(streams):
-        if stream.length <= at:
+    Worked example: ranks 1 and 3 are one all-reduce short from seq 6 on; rank 1's dump reaches back to seq 4 and
+    pins its skip at seq 6, rank 3's begins at seq 6. Rank 3 may have skipped seq 5 (or any before): the group's
+    answer is seq 1..6, not 6."""
+    if not found:
+        return []
+    low, high = min(p.low for p in found), max(p.high for p in found)
+    floor = min(p.score for p in found) - 1
+    extra: list[Placement] = []
+    for rank in members:
+        first = min((int(hit[0]) for values in codes[rank].fields.values() if (hit := np.flatnonzero(values)).size),
+                    default=None)
+        if first is None or start + first < low:
             continue
-        apart = [other for other in streams if other.length > at and not pairs(other, stream)]
-        held = [r for r, c in codes.items() if c.length > at and pairs(c, stream)
-                and not any(pairs(c, other) for other in apart)]
-        if len(held) * 2 > len(codes):
-            return i
-    return None
+        extra += [replace(p, rank=members[0], high=min(p.high, high), score=min(p.score, floor), widest=None)
+                  for p in place_edits(members[0], codes[rank], reference, start, known)[0] if p.low < low]
+    return extra
 
 
 def _without_fields(members: list[int], stream: Codes, codes: dict[int, Codes]) -> list[int]:

@@ -222,6 +222,44 @@ def test_streams_split_several_ways_name_the_minority_where_they_first_part():
     assert not propose(codes, 1).majority
 
 
+def test_a_member_whose_ring_begins_at_the_groups_departure_may_have_departed_before_it():
+    # Ranks 1 and 3 are one collective short from seq 4 on; rank 1's records reach back to seq 1 and pin its skip at
+    # seq 4, rank 3's ring begins at seq 4. Rank 3 may have skipped any of seq 1..4: the answer is that range.
+    reference = list(range(1, 11))
+    codes = {r: stream([1] * 10, reference) for r in (0, 2, 4)}
+    codes[1] = stream([1] * 9, [1, 2, 3, 5, 6, 7, 8, 9, 10])
+    codes[3] = stream([0] * 3 + [1] * 6, [0, 0, 0, 5, 6, 7, 8, 9, 10])
+    solution = _solve(codes)
+    assert solution.outliers == [1, 3] and solution.seq_range == (1, 4)
+    assert solution.best.low == 4  # (rank 1's pinned skip stays the likeliest)
+
+
+def test_where_groups_first_part_only_the_ranks_that_tell_them_apart_there_are_counted():
+    # Call stacks: rank 3 swaps seq 1 and 2, rank 4 swaps seq 5 and 6; rank 7 agrees with both elsewhere, rank 5's
+    # ring begins at seq 3 (it agrees with ranks 3 and 7), ranks 0..2 kept NCCL logs without call stacks. Three
+    # groups, none a majority, yet at seq 1 ranks 4 and 7 against rank 3 say who departed first (the others tell
+    # nothing there), as two against one do where the whole streams are weighed.
+    sig = [1] * 8
+    codes = {4: stream(sig, [5, 6, 5, 6, 6, 5, 5, 6]), 7: stream(sig, [5, 6, 5, 6, 5, 6, 5, 6]),
+             3: stream(sig, [6, 5, 5, 6, 5, 6, 5, 6]), 5: stream(sig, [0, 0, 5, 6, 5, 6, 5, 6])}
+    codes.update({r: stream(sig, [0] * 8) for r in (0, 1, 2)})
+    assert propose(codes, 1).majority
+    solution = _solve(codes)
+    assert solution.leading == [3] and solution.named_range[0] <= 1 <= solution.named_range[1]
+
+
+def test_a_group_with_no_record_where_the_others_first_part_is_no_majority_there():
+    # Ranks 0 and 2 part at seq 2 (call stacks 3 and 2); rank 3's ring begins after that and agrees with both; rank
+    # 1's ring begins later still, and it parts from everyone at seq 4. Rank 1 recorded nothing at seq 2: every rank
+    # pairs with its blank there, yet none takes its side. Nothing is a majority where they first part.
+    sig = [1] * 6
+    codes = {2: stream(sig, [1, 2, 3, 1, 2, 3]), 0: stream(sig, [0, 3, 3, 1, 2, 3]),
+             3: stream(sig, [0, 0, 0, 1, 2, 3]), 1: stream(sig, [0, 0, 0, 2, 3, 1])}
+    proposal = propose(codes, 1)
+    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3]
+    assert _solve(codes).seq_range[1] <= 2  # (ranks 0 and 2 have parted by seq 2: the first departure is no later)
+
+
 def test_a_stream_without_the_parting_field_joins_the_group_that_recorded_most():
     # Ranks 0 and 1 recorded no call stacks (0): they agree with both sides and go with the larger one; they must
     # not found a group that every other stream then joins.

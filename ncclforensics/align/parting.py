@@ -1,0 +1,85 @@
+"""Where groups of streams that split several ways first part, and which of them the ranks there side with.
+
+propose (root.py) groups the ranks by streams that agree; where no group is a majority over the whole streams, the
+ranks may still agree where the groups first part, and who departed first is the minority there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .edits import Codes, agree, compatible, merged
+
+
+def first_parting(streams: list[Codes]) -> int | None:
+    """The first position where any two of the streams' records differ, or None."""
+    at = None
+    for i, a in enumerate(streams):
+        for b in streams[i + 1:]:
+            bad = np.flatnonzero(~compatible(a, 0, b, 0, min(a.length, b.length)))
+            if bad.size:
+                at = int(bad[0]) if at is None else min(at, int(bad[0]))
+    return at
+
+
+def pairs_at(a: Codes, b: Codes, at: int) -> bool:
+    """Whether the two streams' records at position `at` may pair (a blank or a field one lacks pairs with any)."""
+    return bool(compatible(a, at, b, at, 1)[0])
+
+
+def first_parting_majority(streams: list[Codes], codes: dict[int, Codes], at: int) -> int | None:
+    """The group (index into `streams`) whose record at `at`, the first position where any two groups' records
+    differ, a strict majority of the ranks that tell the groups apart there share, or None. As where the whole
+    streams are weighed (propose), a rank whose record there pairs with that group's and with one it parts from (it
+    lacks the field that parts them, or its ring began later) tells nothing, and is not counted; one whose stream
+    ends sooner may have gone on as either, and counts against it. A group with no record there (a ring that kept
+    only later entries), which every rank pairs with and none takes the side of, is no majority.
+
+    Worked example: ranks 0, 2 and 3 issue an all-reduce of 1 element at seq 1 and rank 1 one of 8; ranks 2 and 3
+    part later, and rank 0's records end before they do: three groups, none a majority, yet at seq 1 three ranks
+    against one say that rank 1 departed first. So do two against one, beside ranks whose NCCL logs carry no call
+    stacks where only the call stacks part them."""
+    for i, stream in enumerate(streams):
+        if stream.length <= at:
+            continue
+        apart = [other for other in streams if other.length > at and not pairs_at(other, stream, at)]
+        if not apart:
+            continue  # (no record there that parts it from any other group: it takes no side where they part)
+        held = [r for r, c in codes.items() if c.length > at and pairs_at(c, stream, at)
+                and not any(pairs_at(c, other, at) for other in apart)]
+        opposed = [r for r, c in codes.items() if c.length > at and not pairs_at(c, stream, at)]
+        short = [r for r, c in codes.items() if c.length <= at]
+        if len(held) * 2 > len(held) + len(opposed) + len(short):
+            return i
+    return None
+
+
+def loose_joined(groups: list[tuple[list[int], Codes]], index: int, at: int, loose: set[int],
+                  codes: dict[int, Codes]) -> list[tuple[list[int], Codes]]:
+    """The groups with every stream that agrees with several of them moved where it claims least: into group
+    `index`, the reference (the majority where the groups first part, at `at`), where it agrees with it, as it goes
+    with the reference where that is the largest group; else into a group that sides with the reference at `at`
+    (it departs later, if at all). Each was put with the largest group it agrees with; named with the group that
+    parts from the reference at `at`, it would be said to have departed first, which its records do not show (a
+    ring that began after `at`, a log without the field that parts them).
+
+    Worked example: ranks 4 and 7 issue attention then MLP at seq 1, rank 3 the two swapped; ranks 4 and 7 part
+    at seq 5. Rank 5's ring begins at seq 3 and agrees with ranks 7 and 3: it is no outlier of seq 1."""
+    founders = [[r for r in members if r not in loose] or members for members, _ in groups]
+    streams = [merged(codes[r] for r in ranks) for ranks in founders]
+    later = [i for i in range(len(groups)) if i != index and pairs_at(streams[i], streams[index], at)]
+    target: dict[int, int] = {}
+    for i, (members, _) in enumerate(groups):
+        for r in members:
+            if r not in loose or i == index or set(members) <= loose:
+                continue  # (a group of loose streams alone keeps them: it is founded on none)
+            into = next((j for j in [index, *later] if agree(codes[r], streams[j])), None)
+            if into is not None and into != i:
+                target[r] = into
+    if not target:
+        return groups
+    regrouped = []
+    for i, (members, _) in enumerate(groups):
+        kept = sorted({r for r in members if r not in target} | {r for r, j in target.items() if j == i})
+        regrouped.append((kept, merged(codes[r] for r in kept)))
+    return regrouped
