@@ -345,7 +345,9 @@ def _first_parting_majority(streams: list[Codes], codes: dict[int, Codes]) -> in
     it parts from, or that has no record there (its stream ends sooner), may side with either, and counts
     against it. Worked example: ranks 0, 2 and 3 issue an all-reduce of 1 element at seq 1 and rank 1 one of 8;
     ranks 2 and 3 part later, and rank 0's records end before they do: three groups, none a majority, yet at seq
-    1 three ranks against one say that rank 1 departed first."""
+    1 three ranks against one say that rank 1 departed first. A group whose record there pairs with every other
+    group's (it recorded nothing of the field that parts them: a ring that kept no call stacks that far back) is on
+    neither side of that parting, and holds no majority of it however many ranks pair with it."""
     at = None
     for i, a in enumerate(streams):
         for b in streams[i + 1:]:
@@ -362,6 +364,8 @@ def _first_parting_majority(streams: list[Codes], codes: dict[int, Codes]) -> in
         if stream.length <= at:
             continue
         apart = [other for other in streams if other.length > at and not pairs(other, stream)]
+        if not apart:
+            continue  # (a group unrecorded in the field that parts the others there is on neither side of it)
         held = [r for r, c in codes.items() if c.length > at and pairs(c, stream)
                 and not any(pairs(c, other) for other in apart)]
         if len(held) * 2 > len(codes):
