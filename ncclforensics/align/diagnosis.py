@@ -332,7 +332,10 @@ def _left_out_beside(analyses: dict[str, CommAnalysis], streams: Streams, comm: 
     last seq, they may have departed first, and the root is analysed again with them among the ranks behind.
     Worked example: rank 1 left out the world's first all-reduce and went on in its tensor-parallel group, while
     rank 0 launched one more in the world: the records place rank 0's extra one at seq 1..2, and the issue orders
-    place rank 1's skip at seq 1; both are named. Returns whether it analysed the root again."""
+    place rank 1's skip at seq 1; both are named. Where the skip comes before every place the records leave the
+    outliers' own departure (rank 1 skips seq 4, rank 0's extra one is seq 5), the skip alone is the root, and the
+    outliers, departed later, are no longer named: they departed still, and stay out of the reference. Returns
+    whether it analysed the root again."""
     analysis = analyses[comm]
     root = analysis.root
     reference = [r for r in root.reference_ranks if r in analysis.launched]
@@ -346,7 +349,10 @@ def _left_out_beside(analyses: dict[str, CommAnalysis], streams: Streams, comm: 
         return False
     again = analyze_comm(streams, comm, gate, set(analysis.behind) | set(left_out), analysis.counted,
                          left_out=left_out)
-    if again.root is None or not set(root.outlier_ranks) | set(left_out) <= set(again.root.outlier_ranks):
+    if again.root is None:
+        return False
+    departed = set(again.ranks) - set(again.root.reference_ranks) - set(again.root.unplaced_ranks)
+    if not set(root.outlier_ranks) | set(left_out) <= departed or not set(left_out) & set(again.root.outlier_ranks):
         return False
     analyses[comm] = again
     return True

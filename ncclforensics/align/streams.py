@@ -42,6 +42,9 @@ class Streams:
     # comm -> ranks whose own log, whole (not cut short), initialized it (an INIT line): a rank logging collectives
     # of other comms there and none of this one launched none in it
     initialized: dict[str, list[int]] = field(default_factory=dict)
+    # comm -> ranks whose own INIT line names them members, in any log (one cut short too): a log cut before the
+    # rank's first collective of the comm still says that the rank is one of its members
+    joined: dict[str, list[int]] = field(default_factory=dict)
     # (comm, rank) -> where the file that holds its last records was cut short: the stream ends there because the
     # file does, so its end says nothing of where the rank stopped
     cut: dict[tuple[str, int], Location] = field(default_factory=dict)
@@ -177,7 +180,7 @@ def build_streams(evidence: list[Evidence]) -> Streams:
     return Streams(parts=parts, members=members, aliases=aliases, problems=problems,
                    launched_by_source=launched_by_source, excluded_files=excluded,
                    expected_members={c: sorted(r) for c, r in expected.items()},
-                   initialized=_initialized(evidence, aliases),
+                   initialized=_initialized(evidence, aliases), joined=_joined(evidence, aliases),
                    cut=cut, launch_ends={key for key, found in by_key.items() if key not in cut and _launch_end(found)})
 
 
@@ -202,6 +205,16 @@ def _initialized(evidence: list[Evidence], aliases: dict[str, str]) -> dict[str,
         for identity in item.identities:
             if identity.comm is not None:
                 found.setdefault(aliases.get(identity.comm, identity.comm), set()).add(int(ranks[0]))
+    return {comm: sorted(ranks) for comm, ranks in found.items()}
+
+
+def _joined(evidence: list[Evidence], aliases: dict[str, str]) -> dict[str, list[int]]:
+    """comm -> ranks an INIT line names members by their global rank, whatever became of the file after it."""
+    found: dict[str, set[int]] = {}
+    for item in evidence:
+        for identity in item.identities:
+            if identity.comm is not None and identity.rank is not None:
+                found.setdefault(aliases.get(identity.comm, identity.comm), set()).add(identity.rank)
     return {comm: sorted(ranks) for comm, ranks in found.items()}
 
 

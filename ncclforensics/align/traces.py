@@ -256,6 +256,19 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
     # by the rest only: that subset is the tail of the wider comm, not a comm of its own. A sub-communicator's
     # other members carry on with records of their own.
     at = {key: i for i, key in enumerate(keys) if key is not None}
+    # A wider set that shared a result once under a tag of a comm it holds (that comm's collective, paired there
+    # with others) is that comm, where its other ranks' traces all ended before this trace's first record of it:
+    # the comm's later records are its tail's alone. Worked example: ranks 1 and 2 each ran a drafter all-reduce
+    # at seq 1, which paired with the layer all-reduce of ranks 0 and 3 (one sum, tags `mtp` and `mlp`); rank 1's
+    # trace ends there (cut), so ranks 0, 2 and 3 alone share the `mlp` sums of seq 2 on: the four are the comm,
+    # not those three. (A sub-communicator's own tags are none of the wider set's: a TP group stays one.)
+    if not digests:
+        tagged: dict[Members, set[str | None]] = {}
+        for key, members in zip(keys, own):
+            tagged.setdefault(members, set()).update(tags_of.get(key, ()) if key is not None else ())
+        comms |= {m for m in seen if m not in comms and any(
+            c < m and tagged.get(c, set()) & tagged.get(m, set()) - {None}
+            and _stopped_before(m - c, c, trace, own, at, last_rows) for c in comms)}
     comms = {m for m in comms if not any(m < wider and _stopped_before(wider - m, m, trace, own, at, last_rows)
                                          for wider in comms)}
     given = [tags_of.get(key, set()) for key in keys]

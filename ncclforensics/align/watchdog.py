@@ -486,8 +486,9 @@ def enqueued_in(groups: dict[str, EnqueueMarks], streams: Streams, comm: str) ->
 
 def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks]) -> dict[str, dict[int, int]]:
     """comm -> {rank: last seq it enqueued} for ranks whose records of the comm end where a file was cut short,
-    or that a configuration names as members with none of their records kept (a dump's ring lost them), and whose
-    PyTorch count of enqueued work goes further: what the rank launched past its records, by count only.
+    or that a configuration (or their own INIT line) names as members with none of their records kept (a dump's
+    ring lost them, a log was cut before them), and whose PyTorch count of enqueued work goes further: what the
+    rank launched past its records, by count only.
 
     A process group is taken for the communicator only where it is the one group whose ranks are the comm's
     members (those on record, and those the configuration names) and whose count for every rank with whole
@@ -503,7 +504,9 @@ def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks]) -> dict
     for comm, members in streams.members.items():
         cut = {r for (c, r) in streams.cut if c == comm}
         whole = set(members) - cut
-        named = set(members) | set(streams.expected_members.get(comm, ()))
+        # (a rank whose INIT line names it a member, its log cut before it logged any of the comm's collectives, is
+        # a member the configuration does not name: the group that counts it may still be the comm)
+        named = set(members) | set(streams.expected_members.get(comm, ())) | set(streams.joined.get(comm, ()))
         for name, launched in counts.items():
             if whole and set(members) <= set(launched) <= named and all(launched[r] == last(comm, r) for r in whole):
                 fits.setdefault(name, []).append(comm)

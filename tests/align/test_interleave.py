@@ -326,3 +326,21 @@ def test_a_rank_that_issued_nothing_here_yet_went_on_elsewhere_left_one_out_besi
     d = diagnose(logs)
     world = d.comms[W].root
     assert world.outlier_ranks == [0, 1] and world.seq_range[0] == 1 and world.majority
+
+
+def test_a_rank_that_left_one_out_before_a_peer_issued_an_extra_one_is_the_root_alone():
+    # A step is two world collectives (1 and 8 elements), then three TP ones. In step 1 rank 0 left out the world's
+    # 8 (seq 4) and went on in TP; rank 1 issued one more world 1 after its first TP layer (seq 5). The records
+    # place rank 1's extra one at seq 5, the issue orders place rank 0's skip at seq 4: the first departure is
+    # rank 0's, and rank 1, which departed after it, is not named (nor taken for the program).
+    eight = ("AllReduce", 8)
+
+    def two_world(tp, world=(ONE, eight), layers=3):
+        return [(W, w) for w in world] + [(tp, LAYER)] * layers
+
+    logs = [rank_log(0, two_world(T1) + two_world(T1, world=(ONE,))),
+            rank_log(1, two_world(T1) + two_world(T1, layers=1) + [(W, ONE)] + [(T1, LAYER)] * 2),
+            rank_log(2, two_world(T2) * 2), rank_log(3, two_world(T2) * 2)]
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.outlier_ranks == [0] and d.root.reference_ranks == [2, 3]
+    assert d.root.seq_range[0] <= 4 <= d.root.seq_range[1]

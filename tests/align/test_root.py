@@ -260,6 +260,23 @@ def test_a_group_with_no_record_where_the_others_first_part_is_no_majority_there
     assert _solve(codes).seq_range[1] <= 2  # (ranks 0 and 2 have parted by seq 2: the first departure is no later)
 
 
+def test_a_group_with_no_record_of_the_field_that_parts_the_others_first_is_no_majority_there():
+    # All-reduces alike in signature, one step (call stacks 5, 6, 7) after another. Ranks 0 and 2 kept call stacks
+    # from seq 1, ranks 1 and 3 only from seq 6 (rings that wrapped); the stacks of ranks 0 and 2 part at seq 4
+    # (rank 0 issued the step's 6 before its 5), and rank 1 issued a 9 in its signatures at seq 8. At seq 4 rank 1's
+    # group recorded nothing that parts it from either side: it is no majority of that parting, and one against
+    # one, with ranks 1 and 3 siding with either, names no side.
+    sig = [1] * 9
+    steps = [5, 6, 7] * 3
+    swapped = steps[:3] + [6, 5] + steps[5:]
+    late = [0] * 5 + steps[5:]
+    codes = {0: stream(sig, swapped), 2: stream(sig, steps), 3: stream(sig, late),
+             1: stream(sig[:7] + [9, 1], late[:7] + [8, 6])}
+    proposal = propose(codes, 1)
+    assert not proposal.majority and {0, 2} <= set(proposal.outliers)
+    assert span(proposal.placements)[0] <= 4
+
+
 def test_a_stream_without_the_parting_field_joins_the_group_that_recorded_most():
     # Ranks 0 and 1 recorded no call stacks (0): they agree with both sides and go with the larger one; they must
     # not found a group that every other stream then joins.

@@ -776,3 +776,25 @@ def test_a_rank_counted_one_fewer_past_records_that_end_alike_is_not_named_where
     assert root["comm"] == "1" and root["outlier_ranks"] == [1] and root["majority"]
     assert root["seq_range"][0] <= 2 <= root["seq_range"][1]
     assert not [n for n in d["notes"] if n["kind"] == "counted_past_records"]
+
+
+def test_a_misaligned_result_shared_once_by_all_whose_other_ranks_stopped_before_the_rest_is_the_comm(tmp_path):
+    """One comm of four, sums only, one `mlp` all-reduce a step. Ranks 1 and 2 each ran a drafter `mtp` all-reduce
+    at seq 1, which paired with the `mlp` of ranks 0 and 3 (one sum, two tags); rank 1's trace was cut after it.
+    From seq 2 on ranks 0, 2 and 3 alone share the sums: the tail of the four (rank 1's trace ended before them),
+    not a comm of three. All four are the comm, and they part at seq 1, two against two."""
+    def record(rank, step, op, tag, got, expected):
+        return {"step": step, "op": op, "rank": rank, "tag": tag, "kind": "AllReduce", "numel": 1024, "sum": got,
+                "expected_sum": expected}
+    sums, expected = [266240.0, 215040.0, 624640.0, 1034240.0], [10240.0, 419840.0, 829440.0, 1239040.0]
+    for rank in (0, 3):
+        rows = [record(rank, step, step, "mlp", sums[step], expected[step]) for step in range(4)]
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    drafter = [record(2, 0, 0, "mtp", sums[0], 522240.0)]
+    rows = drafter + [record(2, step - 1, step, "mlp", sums[step], expected[step - 1]) for step in range(1, 4)]
+    (tmp_path / "fingerprint_rank2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cut = json.dumps(record(1, 0, 1, "mlp", sums[1], expected[0]))[:40]
+    (tmp_path / "fingerprint_rank1.jsonl").write_text(json.dumps({**drafter[0], "rank": 1}) + "\n" + cut)
+    root = answer(tmp_path)["root"]
+    assert root["comm"] == "[ranks=0,1,2,3]" and root["seq_range"][0] == 1
+    assert {1, 2} <= set(root["outlier_ranks"])

@@ -227,6 +227,18 @@ def test_counts_carry_a_cut_rank_past_its_cut_where_the_group_is_the_comm():
     assert counted_past_cuts(streams, marks) == {}
 
 
+def test_counts_carry_a_member_whose_log_was_cut_after_its_init_line_and_before_any_collective_of_the_comm():
+    # Rank 2's log was cut after the INIT line of comm 0xa and before its first collective there: no record, no
+    # configuration names it, only its INIT line. Group "1" counts ranks 0..3 as the records of 0, 1 and 3 end: it
+    # is that comm, and rank 2 launched 7 there, as many as rank 1 (who may not be alone in departing then).
+    lasts = {("0xa", 0): 10, ("0xa", 1): 7, ("0xa", 3): 10, ("0xw", 0): 2, ("0xw", 1): 1, ("0xw", 2): 1}
+    streams = _streams(lasts, {("0xw", 2)})
+    marks = {"1": EnqueueMarks(launched={0: 10, 1: 7, 2: 7, 3: 10})}
+    assert counted_past_cuts(streams, marks) == {}
+    streams.joined = {"0xa": [0, 1, 2, 3], "0xw": [0, 1, 2]}
+    assert counted_past_cuts(streams, marks) == {"0xa": {2: 7}}
+
+
 def test_the_enqueued_counts_of_a_comm_are_those_of_the_group_it_is_by_name():
     streams = _streams({("0", 0): 4, ("0", 1): 7, ("1", 0): 20}, set())
     marks = {"0": EnqueueMarks(launched={0: 6, 1: 8}), "1": EnqueueMarks(launched={0: 21})}
