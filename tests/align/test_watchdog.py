@@ -227,6 +227,18 @@ def test_counts_carry_a_cut_rank_past_its_cut_where_the_group_is_the_comm():
     assert counted_past_cuts(streams, marks) == {}
 
 
+def test_counts_carry_a_member_whose_file_was_cut_before_it_logged_the_comm():
+    # Rank 0's NCCL log ends in the world's first collectives, before it joined comm 0xa; ranks 1-3 log 18, 16, 16
+    # there. PyTorch's group "1" counts ranks 0-3 as 18, 18, 16, 16: it is comm 0xa, and rank 0 launched 18 there.
+    lasts = {("0xw", 0): 1, ("0xw", 1): 3, ("0xw", 2): 2, ("0xw", 3): 2, ("0xa", 1): 18, ("0xa", 2): 16,
+             ("0xa", 3): 16}
+    streams = _streams(lasts, {("0xw", 0)})
+    marks = {"1": EnqueueMarks(launched={0: 18, 1: 18, 2: 16, 3: 16})}
+    assert counted_past_cuts(streams, marks) == {"0xa": {0: 18}}
+    # A rank whose file is whole is no hidden member: the group is not that comm.
+    assert counted_past_cuts(_streams(lasts, set()), marks) == {}
+
+
 def test_the_enqueued_counts_of_a_comm_are_those_of_the_group_it_is_by_name():
     streams = _streams({("0", 0): 4, ("0", 1): 7, ("1", 0): 20}, set())
     marks = {"0": EnqueueMarks(launched={0: 6, 1: 8}), "1": EnqueueMarks(launched={0: 21})}
