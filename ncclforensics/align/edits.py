@@ -289,7 +289,7 @@ def _identified_floor(outlier: Codes, reference: Codes, at: int) -> int:
     twice = values[counts == 2]  # once in each stream
     identified = [c for c in candidates[np.isin(mine[candidates], twice)]
                   if not _lookalike_unrecorded(outlier, int(c)) and not _lookalike_unrecorded(reference, int(c))]
-    return identified[-1] + 1 if identified else 0
+    return int(identified[-1]) + 1 if identified else 0
 
 
 def _lookalike_unrecorded(stream: Codes, position: int) -> bool:
