@@ -262,8 +262,13 @@ def _held(stream: Codes) -> np.ndarray:
 
 def _identified_floor(outlier: Codes, reference: Codes, at: int) -> int:
     """1 + the last position before `at` whose record is provably the reference's own collective there (0 if
-    none): both streams recorded every field, the values are equal, and the value occurs once in each stream.
-    Lookalike signatures identify nothing; a call stack with a tag and a step usually does."""
+    none): both streams recorded every field, the values are equal, the value occurs once in each stream, and no
+    record of either stream that lacks a field may be it too (its recorded fields all equal).
+    Lookalike signatures identify nothing; a call stack with a tag and a step usually does. A value that is the
+    only one of its kind because no other record holds the field identifies nothing either: a watchdog's timeout
+    line gives the call stack of the one collective a rank waits in, beside NCCL logs that give none, and a
+    loop's other collectives of that signature may share it (worked example: every layer's all-reduce comes from
+    one `forward` line)."""
     if at <= 0 or not outlier.fields:
         return 0
     n = min(at, outlier.length, reference.length)
@@ -282,8 +287,21 @@ def _identified_floor(outlier: Codes, reference: Codes, at: int) -> int:
         return 0
     values, counts = np.unique(np.concatenate([mine, theirs]), return_counts=True)
     twice = values[counts == 2]  # once in each stream
-    identified = candidates[np.isin(mine[candidates], twice)]
-    return int(identified[-1]) + 1 if identified.size else 0
+    identified = [c for c in candidates[np.isin(mine[candidates], twice)]
+                  if not _lookalike_unrecorded(outlier, int(c)) and not _lookalike_unrecorded(reference, int(c))]
+    return int(identified[-1]) + 1 if identified else 0
+
+
+def _lookalike_unrecorded(stream: Codes, position: int) -> bool:
+    """Whether a record of `stream` other than the one at `position` lacks some field and pairs with it in every
+    field it did record (it may be the same collective of the program, for all its records say)."""
+    partial = np.zeros(stream.length, dtype=bool)
+    alike = np.ones(stream.length, dtype=bool)
+    for values in stream.fields.values():
+        partial |= values == 0
+        alike &= (values == 0) | (values == values[position])
+    alike[position] = False
+    return bool((partial & alike).any())
 
 
 def _placement(rank: int, kind: EditKind, size: int, earliest: int, at: int, start: int, score: int) -> Placement:

@@ -94,11 +94,12 @@ class CountedAmongLookalikes(Note):
 
 @dataclass(frozen=True)
 class CountsNameSide(Note):
-    """Of the two sides the records part, the ranks counts show launching more or fewer departed."""
+    """Of the two sides the records part, the side of the ranks counts show launching more or fewer departed."""
 
     ranks: tuple[int, ...]
     launched: str
     counted_by: str
+    side: tuple[int, ...] = ()  # every rank of their side (the counted ones and those whose records pair with theirs)
 
 
 @dataclass(frozen=True)

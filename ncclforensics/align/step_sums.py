@@ -479,18 +479,26 @@ def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(
     launching more or fewer added: they departed before the records begin, or the records would show it. `held`:
     ranks behind that are stuck elsewhere before the records begin (not added: held back reads the same).
     Where the records part the ranks with no majority and the counts, with one, name ranks of one side only,
-    that side departed (the counts rank every rank the records compare)."""
+    that side departed (the counts rank every rank the records compare): the whole side, not the counted ranks
+    alone, as the others of that side recorded the same departure.
+    Worked example: at seq 15, where the records begin, ranks 1 and 3 wait in an all-gather and ranks 0 and 2 in
+    an all-reduce; rank 1 enqueued 15, the others 16. Rank 1's side departed: ranks 1 and 3 are named (rank 3
+    reordered its collectives, rank 1 left one out; naming rank 1 alone would say rank 3 ran the program)."""
     ours = set(root.outlier_ranks) | set(root.reference_ranks)
     members = set(counted.outlier_ranks) | set(counted.reference_ranks)
     if not counted.majority or not ours <= members:
         return root, []
     named = set(counted.outlier_ranks) & ours
     if not root.majority and named and named < set(root.outlier_ranks):
-        outliers = sorted(set(counted.outlier_ranks) - held)
+        side = _side_of(root, named)
+        if side is None:
+            return root, []  # (the counted ranks are on both sides, or the records' sides are not known)
+        outliers = sorted((side | set(counted.outlier_ranks)) - held)
         if not outliers:
             return root, []
         merged = _named(root, outliers, members)
-        return merged, [CountsNameSide(tuple(sorted(named)), _launched(counted), counted.pinned_by)]
+        return merged, [CountsNameSide(tuple(sorted(named)), _launched(counted), counted.pinned_by,
+                                       tuple(sorted(side)))]
     added = sorted(set(counted.outlier_ranks) - set(root.outlier_ranks) - held)
     if not added:
         return root, []
@@ -502,6 +510,31 @@ def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(
     merged = _named(root, outliers, members)
     return merged, [CountedBeforeRecords(tuple(added), _launched(counted), counted.pinned_by, tuple(outliers),
                                          tuple(either))]
+
+
+def _side_of(root: Root, named: set[int]) -> set[int] | None:
+    """The ranks whose records at the seq the root's ranks part (`root.ops`) pair with those of `named` (no field
+    both recorded differs) and with no rank's of another side, where all of `named` are of one side; else None."""
+    signature = ("op", "count", "dtype", "redop", "root", "callsite", "stack")
+    records = {rank: tuple(getattr(op, name) for name in signature) for rank, op in root.ops.items()}
+    if not named <= set(records):
+        return None
+    sides: list[set[int]] = []
+    for rank, record in sorted(records.items()):
+        alike = [side for side in sides if all(_pairs(record, records[r]) for r in side)]
+        if len(alike) > 1:
+            return None  # (a rank that pairs with two sides leaves them unparted)
+        if alike:
+            alike[0].add(rank)
+        else:
+            sides.append({rank})
+    holding = [side for side in sides if side & named]
+    return holding[0] if len(sides) > 1 and len(holding) == 1 else None
+
+
+def _pairs(a: tuple, b: tuple) -> bool:
+    """Whether two records may be one collective: no field both recorded differs."""
+    return all(x is None or y is None or x == y for x, y in zip(a, b))
 
 
 def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int], held: set[int] = frozenset(),

@@ -493,7 +493,11 @@ def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks]) -> dict
     A process group is taken for the communicator only where it is the one group whose ranks are the comm's
     members (those on record, and those the configuration names) and whose count for every rank with whole
     records is the last seq those records hold, and it fits no other comm so (a group's name and a comm's hash
-    are tied by nothing else)."""
+    are tied by nothing else). A rank whose file was cut short before it logged anything of the comm (not even
+    its INIT line) may be a member too: where the group counts it, and no rank of the comm on record beside it,
+    it is the member the cut hid (worked example: rank 0's NCCL log ends in the world's first all-reduce, before
+    it joined its TP group; PyTorch's group over ranks 0-3 counts 18, 18, 16, 16, as the records of ranks 1-3
+    end: rank 0 launched 18 there)."""
     def last(comm: str, rank: int) -> int | None:
         part = streams.parts.get((comm, rank))
         return int(part.get_column("seq").max()) if part is not None and part.height else None
@@ -501,12 +505,14 @@ def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks]) -> dict
     counts = {name: marks.launched for name, marks in groups.items()
               if marks.source == ENQUEUED_COUNTS and len(marks.launched) > 1}
     fits: dict[str, list[str]] = {}
+    cut_short = {r for (_, r) in streams.cut}
     for comm, members in streams.members.items():
         cut = {r for (c, r) in streams.cut if c == comm}
         whole = set(members) - cut
         # (a rank whose INIT line names it a member, its log cut before it logged any of the comm's collectives, is
         # a member the configuration does not name: the group that counts it may still be the comm)
-        named = set(members) | set(streams.expected_members.get(comm, ())) | set(streams.joined.get(comm, ()))
+        named = (set(members) | set(streams.expected_members.get(comm, ())) | set(streams.joined.get(comm, ()))
+                 | (cut_short - set(members)))
         for name, launched in counts.items():
             if whole and set(members) <= set(launched) <= named and all(launched[r] == last(comm, r) for r in whole):
                 fits.setdefault(name, []).append(comm)

@@ -53,6 +53,9 @@ def note_words(note: n.Note) -> str:
             return (f"no record says which side departed, yet {ranks_words(counted)} launched {launched} collectives "
                     f"than the others by {counted_by}, and {ranks_words(parted)}'s records part from the rest of "
                     f"them (seq {parted_seq}): the root names {ranks_words(outliers)}, the fewest departing")
+        case n.CountsNameSide(ranks, launched, counted_by, side) if set(side) > set(ranks):
+            return (f"{ranks_words(ranks)} launched {launched} collectives than the others by {counted_by}: of the "
+                    f"two sides the records part, {_their(ranks)} side departed: {ranks_words(side)}")
         case n.CountsNameSide(ranks, launched, counted_by):
             return (f"{ranks_words(ranks)} launched {launched} collectives than the others by {counted_by}: of the "
                     f"two sides the records part, {_they(ranks)} departed")

@@ -898,3 +898,19 @@ def test_a_richer_field_only_one_reference_rank_recorded_is_no_evidence_against_
     solution = solve(stages, 1, [], lambda seq: ())
     assert solution.outliers == [3] and solution.majority and solution.best.low == solution.best.high == 9
     assert solution.lone_field is None
+
+
+def test_a_call_stack_no_other_record_holds_identifies_nothing_among_records_without_one():
+    """NCCL logs give 5 lookalike all-reduces for rank 0 and 3 for the others; each watchdog's timeout line adds
+    the call stack (tag 7, in this helper's second field) of seq 3, where every rank waits. That stack is the only
+    one either stream holds, not one a loop's other all-reduces lack: rank 0 may have left out a lookalike before
+    it (and run on), so its edits are not all after seq 3."""
+    reference = stream([1, 1, 1], [0, 0, 7])
+    outlier = stream([1] * 5, [0, 0, 7, 0, 0])
+    found, _ = place_edits(0, outlier, reference, start=1)
+    assert min(p.low for p in found) == 1
+    # Where every record holds the field, a value that occurs once in each stream still bounds every edit.
+    reference = stream([1, 1, 1], [5, 6, 7])
+    outlier = stream([1] * 5, [5, 6, 7, 8, 9])
+    found, _ = place_edits(0, outlier, reference, start=1)
+    assert min(p.low for p in found) == 4

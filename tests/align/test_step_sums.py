@@ -349,6 +349,33 @@ def test_counted_outliers_beside_records_that_tie_name_the_ranks_no_record_compa
     assert root.outlier_ranks == [0, 3]
 
 
+def test_counts_that_name_one_rank_of_a_side_the_records_tie_name_its_whole_side():
+    # Watchdog logs: at seq 15, where the records begin, ranks 1 and 3 wait in an all-gather and ranks 0 and 2 in an
+    # all-reduce (no majority). PyTorch's counts: rank 1 enqueued 15, the others 16. Rank 1's side departed: rank 3,
+    # whose record pairs with rank 1's, is named with it (naming rank 1 alone would say rank 3 ran the program).
+    from ncclforensics.align.divergence import OpAt
+    from ncclforensics.align.notes import CountsNameSide
+    from ncclforensics.align.step_sums import with_counted_outliers
+
+    def op(rank, kind, count):
+        return OpAt(rank=rank, seq=15, op=kind, count=count, dtype="bfloat16", redop=None, root=None, state="started",
+                    callsite=None, step=None, loc=Location(f"torch_rank{rank}.log", 2))
+
+    ops = {0: op(0, "AllReduce", 4096), 1: op(1, "AllGather", 512), 2: op(2, "AllReduce", 4096),
+           3: op(3, "AllGather", 512)}
+    records = Root(comm="1", seq=1, seq_range=(1, 15), outlier_ranks=[0, 1, 2, 3], reference_ranks=[0, 1, 2, 3],
+                   kind=DIFFERENT_OPS, size=1, pinned_by="signatures", reason=RangeReason.BEFORE_RECORDS,
+                   majority=False, ops=ops, kinds=(DIFFERENT_OPS,), shown=True)
+    counted = Root(comm="1", seq=1, seq_range=(1, 16), outlier_ranks=[1], reference_ranks=[0, 2, 3], kind="missing",
+                   size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS, majority=True)
+    root, said = with_counted_outliers(records, counted)
+    assert (root.outlier_ranks, root.reference_ranks, root.majority) == ([1, 3], [0, 2], False)
+    assert said == [CountsNameSide((1,), "fewer", "PyTorch's enqueued counts", (1, 3))]
+    # A record that pairs with both sides (a field unrecorded) leaves the sides unparted: the counts pick none.
+    ops[2] = replace(ops[2], op=None, count=None)
+    assert with_counted_outliers(replace(records, ops=ops), counted) == (records, [])
+
+
 def test_counted_outliers_past_the_records_are_added_only_where_the_records_end_alike():
     # Tags part rank 6 from the others in seq 2..15; every rank's records end at seq 15, and PyTorch's counts give
     # rank 4 15 against the others' 16 (theirs go on past their records). Rank 4 departed too.

@@ -228,15 +228,28 @@ def test_counts_carry_a_cut_rank_past_its_cut_where_the_group_is_the_comm():
 
 
 def test_counts_carry_a_member_whose_log_was_cut_after_its_init_line_and_before_any_collective_of_the_comm():
-    # Rank 2's log was cut after the INIT line of comm 0xa and before its first collective there: no record, no
-    # configuration names it, only its INIT line. Group "1" counts ranks 0..3 as the records of 0, 1 and 3 end: it
-    # is that comm, and rank 2 launched 7 there, as many as rank 1 (who may not be alone in departing then).
+    # Rank 2's log holds the INIT line of comm 0xa and no collective there: no record, no configuration names it,
+    # only its INIT line. Group "1" counts ranks 0..3 as the records of 0, 1 and 3 end: it is that comm, and rank 2
+    # launched 7 there, as many as rank 1 (who may not be alone in departing then). Without the INIT line (and
+    # with its log whole) rank 2 is no member of 0xa, and the group fits no comm.
     lasts = {("0xa", 0): 10, ("0xa", 1): 7, ("0xa", 3): 10, ("0xw", 0): 2, ("0xw", 1): 1, ("0xw", 2): 1}
-    streams = _streams(lasts, {("0xw", 2)})
+    streams = _streams(lasts, set())
     marks = {"1": EnqueueMarks(launched={0: 10, 1: 7, 2: 7, 3: 10})}
     assert counted_past_cuts(streams, marks) == {}
     streams.joined = {"0xa": [0, 1, 2, 3], "0xw": [0, 1, 2]}
     assert counted_past_cuts(streams, marks) == {"0xa": {2: 7}}
+
+
+def test_counts_carry_a_member_whose_file_was_cut_before_it_logged_the_comm():
+    # Rank 0's NCCL log ends in the world's first collectives, before it joined comm 0xa; ranks 1-3 log 18, 16, 16
+    # there. PyTorch's group "1" counts ranks 0-3 as 18, 18, 16, 16: it is comm 0xa, and rank 0 launched 18 there.
+    lasts = {("0xw", 0): 1, ("0xw", 1): 3, ("0xw", 2): 2, ("0xw", 3): 2, ("0xa", 1): 18, ("0xa", 2): 16,
+             ("0xa", 3): 16}
+    streams = _streams(lasts, {("0xw", 0)})
+    marks = {"1": EnqueueMarks(launched={0: 18, 1: 18, 2: 16, 3: 16})}
+    assert counted_past_cuts(streams, marks) == {"0xa": {0: 18}}
+    # A rank whose file is whole is no hidden member: the group is not that comm.
+    assert counted_past_cuts(_streams(lasts, set()), marks) == {}
 
 
 def test_the_enqueued_counts_of_a_comm_are_those_of_the_group_it_is_by_name():

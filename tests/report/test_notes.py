@@ -16,6 +16,7 @@ SAMPLES = [
     n.CountedAmongLookalikes((3,), (3,), "fewer", "PyTorch's enqueued counts"),
     n.CountedAmongLookalikes((1, 2), (1,), "more", "RAS counts", (2,), 5),
     n.CountsNameSide((2,), "fewer", "PyTorch's enqueued counts"),
+    n.CountsNameSide((2,), "fewer", "PyTorch's enqueued counts", (2, 3)),
     n.CountedBeforeRecords((2,), "more", "PyTorch's enqueued counts", (1, 2)),
     n.CountedBeforeRecords((2,), "fewer", "PyTorch's enqueued counts", (1, 2, 4), (4,)),
     n.CountedPastRecords((4,), "fewer", "PyTorch's enqueued counts", (4, 6)),
