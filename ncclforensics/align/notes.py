@@ -173,6 +173,16 @@ class GuessedTracePlacement(Note):
     seq_range: tuple[int, int | None]
 
 
+@dataclass(frozen=True)
+class TracesMayBeWider(Note):
+    """`records` trace records before the root, results only the traced ranks of its communicator share, may be of
+    a wider communicator that also holds ranks that left no trace: its seqs may be too high by as many."""
+
+    records: int
+    comm: str
+    seq_range: tuple[int, int | None]
+
+
 # What the evidence cannot show
 
 

@@ -34,11 +34,14 @@ NOT_APART: Members = frozenset()  # a tag other ranks' groups do not place
 @dataclass(frozen=True)
 class Placed:
     """One trace record as a collective row: its comm, its seq there, and whether only its neighbours put it
-    there (no result it shares, and no tag, names its comm)."""
+    there (no result it shares, and no tag, names its comm); or whether, placed by the traced ranks that share its
+    result, it may be of a wider comm that also holds ranks of the job that left no trace (`maybe_wider`)."""
 
     comm: str
     seq: int
     by_neighbours: bool
+    maybe_wider: bool = False
+    tag: str | None = None
 
 
 Guesses = dict[int, tuple[Placed, ...]]  # rank -> its trace's records, in issue order, where any was a guess
@@ -66,6 +69,8 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
     cut = {f.rank for item in evidence if item.cut is not None for f in item.fingerprints}  # traces cut short
     # Global ranks count from 0: a rank below the highest on record that left nothing is one of the job's too.
     everyone = set(range(max({*traces, *(r for m in known.values() for r in m)}) + 1))
+    # Ranks that left no trace: a result the traced ranks share may be of a comm that holds some of them too.
+    untraced_ranks = everyone - set(traces)
     rows: dict[str, list[dict]] = {}
     mixed: list[int] = []  # ranks whose traces hold several comms and no digests
     unplaced: list[int] = []  # ranks whose traces share no result and whose comm nothing names
@@ -100,13 +105,14 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
             if members not in names:
                 names[members] = comm_named_by(_cut_out(members, trace, groups, known, traces, cut), known)
             comm = names[members]
-            placed.append(Placed(comm, seqs[members], i in guessed))
+            wider = bool(untraced_ranks) and grouped_by_traces(comm) and i not in guessed
+            placed.append(Placed(comm, seqs[members], i in guessed, wider, row.tag))
             rows.setdefault(row.loc.path, []).append({
                 "file": row.loc.path, "line": row.loc.line, "record": row.loc.record, "rank": rank,
                 "comm": comm, "seq": seqs[members], "op": normalize_op(row.kind) if row.kind else None,
                 "count": row.numel, "state": EventState.COMPLETED.value, "step": row.step, "tag": row.tag,
             })
-        if guessed:
+        if guessed or any(p.maybe_wider for p in placed):
             guesses[rank] = tuple(placed)
     notes: list[Note] = [*([TracesMixedComms(tuple(mixed))] if mixed else []),
                          *([TracesUnplaced(tuple(unplaced))] if unplaced else []),
@@ -134,6 +140,24 @@ def seq_slack(comm: str, low: int, guesses: Guesses) -> tuple[int, int]:
         down = max(down, sum(1 for p in placed[:at] if p.by_neighbours and p.comm == comm))
         up = max(up, sum(1 for p in placed[:at] if p.by_neighbours and p.comm != comm))
     return down, up
+
+
+def wider_slack(comm: str, low: int, guesses: Guesses) -> int:
+    """How far the seqs of `comm` from `low` on may be too high, for the records its members' traces put in it
+    that may be of a wider comm holding ranks that left no trace (`Placed.maybe_wider`): each one before seq `low`
+    may be that comm's, one seq fewer of this one. A record of the tag the rank gave seq `low` is not counted: a
+    program issues a tagged collective on one comm. Worked example: ranks 4-7 alone left traces and each reads back
+    `dp.num_tokens.0` and then `mlp`, every result shared by the four: `dp.num_tokens.0` may be a world collective
+    of all eight ranks, so `mlp` is seq 1 or 2 of the four's comm. The most of any rank counts."""
+    slack = 0
+    for placed in guesses.values():
+        at = next((i for i, p in enumerate(placed) if p.comm == comm and p.seq >= low), None)
+        if at is None:
+            continue
+        here = placed[at].tag
+        slack = max(slack, sum(1 for p in placed[:at] if p.comm == comm and p.maybe_wider
+                               and (here is None or p.tag != here)))
+    return slack
 
 
 def unwritten_ends(streams: Streams, progress: list[ProgressReport], watchdog: list[WatchdogEvent]

@@ -773,3 +773,20 @@ def test_a_rank_whose_records_end_where_the_others_do_but_that_launched_one_fewe
     assert root["comm"] == "1" and root["outlier_ranks"] == [0, 1] and root["majority"]
     assert root["seq_range"][0] <= 2 <= root["seq_range"][1]
     assert [n for n in d["notes"] if n["kind"] == "counted_past_records"][0]["added"] == [0]
+
+
+def test_a_result_the_traced_ranks_share_may_be_of_a_wider_comm_where_ranks_of_the_job_left_no_trace(tmp_path):
+    """Ranks 0-3 left no trace; ranks 4-7 each read back `dp` and then two TP collectives, every result shared by
+    the four. Rank 5 left out `mlp`: its `moe` pairs with the others' `mlp`. That is seq 2 of the four's comm only
+    if `dp` is theirs too; `dp` may as well be a world collective of all eight ranks (nothing the traces hold tells
+    the two apart), which makes it seq 1: the root's range holds both, and a caveat says why."""
+    rows_of = {}
+    for rank in range(4, 8):
+        rows = [(0, "dp", 1, 2196.0, 2196.0)]
+        rows += ([(0, "moe", 512, 16384.0, 26624.0), (0, "mtp", 512, 177152.0, 678912.0)] if rank == 5 else
+                 [(0, "mlp", 512, 16384.0, 13312.0), (0, "moe", 512, 177152.0, 26624.0)])
+        rows_of[rank] = rows
+    d = _sums_only(tmp_path, rows_of)
+    root = d["root"]
+    assert (root["comm"], root["outlier_ranks"], root["seq_range"]) == ("[ranks=4,5,6,7]", [5], [1, 2])
+    assert any("left no trace" in c for c in d["caveats"])
