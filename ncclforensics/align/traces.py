@@ -76,6 +76,7 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
     unplaced: list[int] = []  # ranks whose traces share no result and whose comm nothing names
     apart: list[int] = []  # ranks with results of a comm whose other members left no trace and are not known
     guesses: Guesses = {}
+    grouped: dict[int, tuple[list[Members], frozenset[int]]] = {}  # rank -> each record's members, the guessed ones
     for rank in mine:
         trace = traces[rank]
         # Comms other evidence puts the rank in whose other members left no trace: a result of one of them is
@@ -95,6 +96,10 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
         if groups is None:
             unplaced.append(rank)
             continue
+        grouped[rank] = (groups, guessed)
+    grouped = _joined_by_cut_traces(grouped, traces, holders, cut)
+    for rank, (groups, guessed) in grouped.items():
+        trace = traces[rank]
         seqs: dict[Members, int] = {}
         names: dict[Members, str] = {}
         if UNKNOWN in groups:
@@ -342,6 +347,40 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
         out.append(members if members is not None else before)
         before = out[-1] if out[-1] is not UNKNOWN else before
     return out, frozenset(i for i, members in enumerate(placed) if members is None) | beyond
+
+
+def _joined_by_cut_traces(grouped: dict[int, tuple[list[Members], frozenset[int]]],
+                          traces: dict[int, list[FingerprintRow]], holders: dict[tuple, set[int]], cut: set[int]
+                          ) -> dict[int, tuple[list[Members], frozenset[int]]]:
+    """`grouped`, with each comm widened by the ranks whose traces were cut short and whose every result is one of
+    the comm's records (in some trace) that they read back with its members: they ran its collectives with them until
+    their files stop, so what the members read back after that, without them, says nothing of them. Their own records
+    go to the wider comm, in every trace (a comm is one set of ranks). Worked example: ranks 0 and 2 issued `lm_head`
+    first in a 4-rank comm and read back one result; rank 0's trace is cut after that record, so the comm's later
+    results are shared by ranks 1-3 alone, and rank 0's one record, shared with rank 2 alone, would make a comm of
+    the two: both go to the comm of all four, where rank 0's record parts it from ranks 1 and 3 as rank 2's does."""
+    placed: dict[Members, set[tuple]] = {}  # comm -> the results its records hold, over every trace
+    for rank, (groups, _) in grouped.items():
+        for row, members in zip(traces[rank], groups):
+            key = _key(row)
+            if key is not None and members is not UNKNOWN:
+                placed.setdefault(members, set()).add(key)
+    wider: dict[Members, Members] = {}
+    for members, keys in placed.items():
+        joining = {r for key in keys for r in holders.get(key, ()) if r not in members and r in cut and r in traces
+                   and all(_key(row) in keys for row in traces[r] if _key(row) is not None)}
+        if joining:
+            wider[members] = members | joining
+    if not wider:
+        return grouped
+    out: dict[int, tuple[list[Members], frozenset[int]]] = {}
+    for rank, (groups, guessed) in grouped.items():
+        joined = [(placed[m], w) for m, w in wider.items() if rank in w and rank not in m]  # (its results, comm)
+
+        def comm_of(row: FingerprintRow, members: Members) -> Members:
+            return next((w for keys, w in joined if _key(row) in keys), wider.get(members, members))
+        out[rank] = ([comm_of(row, m) for row, m in zip(traces[rank], groups)], guessed)
+    return out
 
 
 def _with_tails(trace: list[FingerprintRow], own: list[Members], alike: list[bool], comms: set[Members],

@@ -790,3 +790,31 @@ def test_a_result_the_traced_ranks_share_may_be_of_a_wider_comm_where_ranks_of_t
     root = d["root"]
     assert (root["comm"], root["outlier_ranks"], root["seq_range"]) == ("[ranks=4,5,6,7]", [5], [1, 2])
     assert any("left no trace" in c for c in d["caveats"])
+
+
+def test_a_cut_trace_whose_every_result_is_a_comms_joins_that_comm(tmp_path):
+    """One 4-rank comm, sums only. Ranks 0 and 2 issued `head` before `attn` in step 0: ranks 0, 2 read back one
+    wrong sum, ranks 1, 3 another. Rank 0's trace is cut after its first record, so every later result is shared by
+    ranks 1-3 alone. Rank 0 ran the comm's collectives with them until its file stops: its one record goes to the
+    comm of all four, not to a comm of ranks 0 and 2, and the comm's later records are the four's too; the root then
+    parts ranks 0, 2 from ranks 1, 3, no majority, where it named rank 2 alone among ranks 1-3."""
+    from ncclforensics.align.traces import with_trace_rows
+    from ncclforensics.sources import InputFile, parse_file
+
+    def line(rank, step, op, tag, numel, value, expected):
+        return json.dumps({"step": step, "op": op, "rank": rank, "tag": tag, "kind": "AllReduce", "numel": numel,
+                           "sum": value, "expected_sum": expected}) + "\n"
+    for rank in range(4):
+        first = ([("head", 256, 43520.0, 104960.0), ("attn", 1024, 256000.0, 10240.0)] if rank in (0, 2) else
+                 [("attn", 1024, 174080.0, 10240.0), ("head", 256, 64000.0, 104960.0)])
+        rows = [(0, *first[0]), (0, *first[1]), *((s, t, n, v, v) for s in (1, 2)
+                                                  for t, n, v in (("attn", 1024, 4e5 + s), ("head", 256, 2e5 + s)))]
+        text = "".join(line(rank, step, op, *rest) for op, (step, *rest) in enumerate(rows))
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text(text.split("\n")[0] + '\n{"step": 0, "o'
+                                                                if rank == 0 else text)
+    evidence = [parse_file(InputFile(p, p.name)) for p in sorted(tmp_path.iterdir())]
+    out, _, _ = with_trace_rows(evidence)
+    comms = {r["comm"] for e in out for r in e.collectives.iter_rows(named=True)}
+    assert comms == {"[ranks=0,1,2,3]"}
+    root = answer(tmp_path)["root"]
+    assert root["seq_range"] == [1, 1] and not root["majority"] and {0, 2} <= set(root["outlier_ranks"])
