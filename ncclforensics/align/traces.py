@@ -376,10 +376,8 @@ def _joined_by_cut_traces(grouped: dict[int, tuple[list[Members], frozenset[int]
     out: dict[int, tuple[list[Members], frozenset[int]]] = {}
     for rank, (groups, guessed) in grouped.items():
         joined = [(placed[m], w) for m, w in wider.items() if rank in w and rank not in m]  # (its results, comm)
-
-        def comm_of(row: FingerprintRow, members: Members) -> Members:
-            return next((w for keys, w in joined if _key(row) in keys), wider.get(members, members))
-        out[rank] = ([comm_of(row, m) for row, m in zip(traces[rank], groups)], guessed)
+        out[rank] = ([next((w for keys, w in joined if _key(row) in keys), wider.get(m, m))
+                      for row, m in zip(traces[rank], groups)], guessed)
     return out
 
 
