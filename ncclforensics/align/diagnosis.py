@@ -35,13 +35,21 @@ from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
 from .interleave import issue_order_root, issue_order_split, skipped_here, with_early_issuers
 from .jobs import split_jobs
-from .notes import CompletionsOnly, CutRecords, GuessedTracePlacement, Note, TracesMayBeWider, UncomparedFields
+from .notes import (
+    CompletionsOnly,
+    CutRecords,
+    GuessedRootComm,
+    GuessedTracePlacement,
+    Note,
+    TracesMayBeWider,
+    UncomparedFields,
+)
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
 from .ras_only import ras_comm_wedge, ras_only_wedge, ras_rank_map
 from .reconcile import Reconciliation, reconcile
 from .streams import Streams, build_streams
-from .traces import Guesses, seq_slack, unwritten_ends, wider_slack, with_trace_rows
+from .traces import Guesses, guessed_comms, seq_slack, unwritten_ends, wider_slack, with_trace_rows
 from .unranked import unranked_streams
 from .watchdog import (
     STOP_EVENTS,
@@ -207,13 +215,17 @@ def _widened_by_guesses(root: Root | None, guesses: Guesses) -> tuple[Root | Non
     if root is None or root.seq_range is None:
         return root, []
     low, high = root.seq_range
+    others = tuple(c for c in guessed_comms(root.comm, root.seq_range, guesses) if c not in root.undecided_comms)
+    notes: list[Note] = [GuessedRootComm(root.comm, others)] if others else []
+    if others:
+        root = replace(root, undecided_comms=tuple(sorted({*root.undecided_comms, *others})))
     down, up = seq_slack(root.comm, low, guesses)
     beyond = wider_slack(root.comm, low, guesses)
     if not down and not up and not beyond:
-        return root, []
+        return root, notes
     wider = (max(1, low - down - beyond), None if high is None else high + up)
-    notes: list[Note] = [*([GuessedTracePlacement(down + up, root.comm, wider)] if down or up else []),
-                         *([TracesMayBeWider(beyond, root.comm, wider)] if beyond else [])]
+    notes += [*([GuessedTracePlacement(down + up, root.comm, wider)] if down or up else []),
+              *([TracesMayBeWider(beyond, root.comm, wider)] if beyond else [])]
     return replace(root, seq=wider[0], seq_range=wider), notes
 
 

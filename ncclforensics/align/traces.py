@@ -147,6 +147,24 @@ def seq_slack(comm: str, low: int, guesses: Guesses) -> tuple[int, int]:
     return down, up
 
 
+def guessed_comms(comm: str, seq_range: tuple[int, int | None], guesses: Guesses) -> tuple[str, ...]:
+    """The other comms a record of `comm` in `seq_range` that only its neighbours put there may be of: those of the
+    nearest records on either side of it in its trace that were not guesses. A root that rests on such a record
+    may be a departure in any of them. Worked example: rank 0's trace holds `moe` of its TP pair, then
+    `dp.retry`, which no other rank read back and whose tag no comm's results carry, then `dp` of its DP pair:
+    `dp.retry` went with `moe` to the TP pair, and may as well be the DP pair's, as `dp` is."""
+    low, high = seq_range
+    found: set[str] = set()
+    for placed in guesses.values():
+        for i, p in enumerate(placed):
+            if p.comm != comm or not p.by_neighbours or p.seq < low or (high is not None and p.seq > high):
+                continue
+            sides = (reversed(placed[:i]), placed[i + 1:])
+            found |= {q.comm for side in sides for q in [next((q for q in side if not q.by_neighbours), None)]
+                      if q is not None and q.comm != comm}
+    return tuple(sorted(found))
+
+
 def wider_slack(comm: str, low: int, guesses: Guesses) -> int:
     """How far the seqs of `comm` from `low` on may be too high, for the records its members' traces put in it
     that may be of a wider comm holding ranks that left no trace (`Placed.maybe_wider`): each one before seq `low`

@@ -818,3 +818,27 @@ def test_a_cut_trace_whose_every_result_is_a_comms_joins_that_comm(tmp_path):
     assert comms == {"[ranks=0,1,2,3]"}
     root = answer(tmp_path)["root"]
     assert root["seq_range"] == [1, 1] and not root["majority"] and {0, 2} <= set(root["outlier_ranks"])
+
+
+def test_a_root_on_a_record_only_its_neighbours_placed_names_the_comm_of_its_other_neighbours(tmp_path):
+    """TP pairs (0,1) (2,3), DP pairs (0,2) (1,3), sums only. In step 1 rank 0 issues `dp.retry` on its DP pair
+    before `dp.0`: no rank reads back its result (its size differs from rank 2's `dp.0`) and no comm's results carry
+    its tag, so it goes with its neighbour before it, `moe.1` of the TP pair, where it parts rank 0 from rank 1.
+    Its neighbour after it, `dp.0`, is of the DP pair, where the departure truly is: the root names that pair as a
+    candidate beside its own comm. Ranks 0 and 1 hang in step 2, so their traces end with step 1."""
+    rows_of = {}
+    for rank in range(4):
+        dp, tp = 100.0 * (1 + rank % 2), 1000.0 * (1 + rank // 2)
+        rows = []
+        for step in range(2 if rank < 2 else 3):
+            block = [("dp.0", 1, dp + step), ("dp.1", 8, 8 * dp + step), ("moe.0", 1024, tp + step),
+                     ("moe.1", 1024, 4 * tp + step)]
+            rows += [(step, tag, numel, v, v) for tag, numel, v in block]
+        if rank in (0, 2):  # step 1's DP pair misaligned: each reads back its own wrong sums
+            wrong = [(1, "dp.0", 1, 447.0 + rank, dp + 1), (1, "dp.1", 8, 4360.0 + rank, 8 * dp + 1)]
+            rows[4:6] = [(1, "dp.retry", 8, 3632.0, 3872.0), *wrong] if rank == 0 else wrong
+        rows_of[rank] = rows
+    d = _sums_only(tmp_path, rows_of)
+    root = d["root"]
+    assert root["comm"] == "[ranks=0,1]" and "[ranks=0,2]" in root["comm_candidates"]
+    assert any("only its neighbours put in comm" in c for c in d["caveats"])
