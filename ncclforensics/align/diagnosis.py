@@ -34,14 +34,22 @@ from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
 from .interleave import issue_order_root, issue_order_split, skipped_here, with_early_issuers
 from .jobs import split_jobs
-from .notes import CompletionsOnly, CutRecords, GuessedTracePlacement, Note, UncomparedFields
+from .notes import (
+    CompletionsOnly,
+    CutRecords,
+    GuessedRootComm,
+    GuessedTracePlacement,
+    Note,
+    TracesMayBeWider,
+    UncomparedFields,
+)
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
 from .ras_only import ras_comm_wedge, ras_only_wedge, ras_rank_map
 from .receipts import Finding, answer_receipts, death_receipts, job_ras_receipts
 from .reconcile import Reconciliation, reconcile
 from .streams import Streams, build_streams
-from .traces import Guesses, seq_slack, unwritten_ends, with_trace_rows
+from .traces import Guesses, guessed_comms, seq_slack, unwritten_ends, wider_slack, with_trace_rows
 from .unranked import unranked_streams
 from .watchdog import (
     STOP_EVENTS,
@@ -193,16 +201,24 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
 def _widened_by_guesses(root: Root | None, guesses: Guesses) -> tuple[Root | None, list[Note]]:
     """The root, its seq range widened by as many records of its comm's fingerprint traces as were placed by their
     neighbours alone before it (each may be of another comm, or of this one where it went elsewhere: the seqs
-    after it are then off by one); and the note that says so. A trace names no comm, so a seq it gives is only as good
+    after it are then off by one), or that may be of a wider comm holding ranks that left no trace; and the notes
+    that say so. A trace names no comm, so a seq it gives is only as good
     as the placing of every record before it."""
     if root is None or root.seq_range is None:
         return root, []
     low, high = root.seq_range
+    others = tuple(c for c in guessed_comms(root.comm, root.seq_range, guesses) if c not in root.undecided_comms)
+    notes: list[Note] = [GuessedRootComm(root.comm, others)] if others else []
+    if others:
+        root = replace(root, undecided_comms=tuple(sorted({*root.undecided_comms, *others})))
     down, up = seq_slack(root.comm, low, guesses)
-    if not down and not up:
-        return root, []
-    wider = (max(1, low - down), None if high is None else high + up)
-    return replace(root, seq=wider[0], seq_range=wider), [GuessedTracePlacement(down + up, root.comm, wider)]
+    beyond = wider_slack(root.comm, low, guesses)
+    if not down and not up and not beyond:
+        return root, notes
+    wider = (max(1, low - down - beyond), None if high is None else high + up)
+    notes += [*([GuessedTracePlacement(down + up, root.comm, wider)] if down or up else []),
+              *([TracesMayBeWider(beyond, root.comm, wider)] if beyond else [])]
+    return replace(root, seq=wider[0], seq_range=wider), notes
 
 
 def _uncompared(analyses: dict[str, CommAnalysis], root: Root | None) -> list[Note]:

@@ -174,6 +174,25 @@ class GuessedTracePlacement(Note):
     seq_range: tuple[int, int | None]
 
 
+@dataclass(frozen=True)
+class GuessedRootComm(Note):
+    """The root rests on a trace record that only its neighbours put in `comm`; the neighbours on its other side are
+    of `others`, which it may be of as well."""
+
+    comm: str
+    others: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TracesMayBeWider(Note):
+    """`records` trace records before the root, results only the traced ranks of its communicator share, may be of
+    a wider communicator that also holds ranks that left no trace: its seqs may be too high by as many."""
+
+    records: int
+    comm: str
+    seq_range: tuple[int, int | None]
+
+
 # What the evidence cannot show
 
 

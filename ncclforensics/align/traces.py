@@ -34,11 +34,14 @@ NOT_APART: Members = frozenset()  # a tag other ranks' groups do not place
 @dataclass(frozen=True)
 class Placed:
     """One trace record as a collective row: its comm, its seq there, and whether only its neighbours put it
-    there (no result it shares, and no tag, names its comm)."""
+    there (no result it shares, and no tag, names its comm); or whether, placed by the traced ranks that share its
+    result, it may be of a wider comm that also holds ranks of the job that left no trace (`maybe_wider`)."""
 
     comm: str
     seq: int
     by_neighbours: bool
+    maybe_wider: bool = False
+    tag: str | None = None
 
 
 Guesses = dict[int, tuple[Placed, ...]]  # rank -> its trace's records, in issue order, where any was a guess
@@ -66,11 +69,14 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
     cut = {f.rank for item in evidence if item.cut is not None for f in item.fingerprints}  # traces cut short
     # Global ranks count from 0: a rank below the highest on record that left nothing is one of the job's too.
     everyone = set(range(max({*traces, *(r for m in known.values() for r in m)}) + 1))
+    # Ranks that left no trace: a result the traced ranks share may be of a comm that holds some of them too.
+    untraced_ranks = everyone - set(traces)
     rows: dict[str, list[dict]] = {}
     mixed: list[int] = []  # ranks whose traces hold several comms and no digests
     unplaced: list[int] = []  # ranks whose traces share no result and whose comm nothing names
     apart: list[int] = []  # ranks with results of a comm whose other members left no trace and are not known
     guesses: Guesses = {}
+    grouped: dict[int, tuple[list[Members], frozenset[int]]] = {}  # rank -> each record's members, the guessed ones
     for rank in mine:
         trace = traces[rank]
         # Comms other evidence puts the rank in whose other members left no trace: a result of one of them is
@@ -90,6 +96,10 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
         if groups is None:
             unplaced.append(rank)
             continue
+        grouped[rank] = (groups, guessed)
+    grouped = _joined_by_cut_traces(grouped, traces, holders, cut)
+    for rank, (groups, guessed) in grouped.items():
+        trace = traces[rank]
         seqs: dict[Members, int] = {}
         names: dict[Members, str] = {}
         if UNKNOWN in groups:
@@ -100,13 +110,14 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
             if members not in names:
                 names[members] = comm_named_by(_cut_out(members, trace, groups, known, traces, cut), known)
             comm = names[members]
-            placed.append(Placed(comm, seqs[members], i in guessed))
+            wider = bool(untraced_ranks) and grouped_by_traces(comm) and i not in guessed
+            placed.append(Placed(comm, seqs[members], i in guessed, wider, row.tag))
             rows.setdefault(row.loc.path, []).append({
                 "file": row.loc.path, "line": row.loc.line, "record": row.loc.record, "rank": rank,
                 "comm": comm, "seq": seqs[members], "op": normalize_op(row.kind) if row.kind else None,
                 "count": row.numel, "state": EventState.COMPLETED.value, "step": row.step, "tag": row.tag,
             })
-        if guessed:
+        if guessed or any(p.maybe_wider for p in placed):
             guesses[rank] = tuple(placed)
     notes: list[Note] = [*([TracesMixedComms(tuple(mixed))] if mixed else []),
                          *([TracesUnplaced(tuple(unplaced))] if unplaced else []),
@@ -134,6 +145,42 @@ def seq_slack(comm: str, low: int, guesses: Guesses) -> tuple[int, int]:
         down = max(down, sum(1 for p in placed[:at] if p.by_neighbours and p.comm == comm))
         up = max(up, sum(1 for p in placed[:at] if p.by_neighbours and p.comm != comm))
     return down, up
+
+
+def guessed_comms(comm: str, seq_range: tuple[int, int | None], guesses: Guesses) -> tuple[str, ...]:
+    """The other comms a record of `comm` in `seq_range` that only its neighbours put there may be of: those of the
+    nearest records on either side of it in its trace that were not guesses. A root that rests on such a record
+    may be a departure in any of them. Worked example: rank 0's trace holds `moe` of its TP pair, then
+    `dp.retry`, which no other rank read back and whose tag no comm's results carry, then `dp` of its DP pair:
+    `dp.retry` went with `moe` to the TP pair, and may as well be the DP pair's, as `dp` is."""
+    low, high = seq_range
+    found: set[str] = set()
+    for placed in guesses.values():
+        for i, p in enumerate(placed):
+            if p.comm != comm or not p.by_neighbours or p.seq < low or (high is not None and p.seq > high):
+                continue
+            sides = (reversed(placed[:i]), placed[i + 1:])
+            found |= {q.comm for side in sides for q in [next((q for q in side if not q.by_neighbours), None)]
+                      if q is not None and q.comm != comm}
+    return tuple(sorted(found))
+
+
+def wider_slack(comm: str, low: int, guesses: Guesses) -> int:
+    """How far the seqs of `comm` from `low` on may be too high, for the records its members' traces put in it
+    that may be of a wider comm holding ranks that left no trace (`Placed.maybe_wider`): each one before seq `low`
+    may be that comm's, one seq fewer of this one. A record of the tag the rank gave seq `low` is not counted: a
+    program issues a tagged collective on one comm. Worked example: ranks 4-7 alone left traces and each reads back
+    `dp.num_tokens.0` and then `mlp`, every result shared by the four: `dp.num_tokens.0` may be a world collective
+    of all eight ranks, so `mlp` is seq 1 or 2 of the four's comm. The most of any rank counts."""
+    slack = 0
+    for placed in guesses.values():
+        at = next((i for i, p in enumerate(placed) if p.comm == comm and p.seq >= low), None)
+        if at is None:
+            continue
+        here = placed[at].tag
+        slack = max(slack, sum(1 for p in placed[:at] if p.comm == comm and p.maybe_wider
+                               and (here is None or p.tag != here)))
+    return slack
 
 
 def unwritten_ends(streams: Streams, progress: list[ProgressReport], watchdog: list[WatchdogEvent]
@@ -331,6 +378,38 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
         out.append(members if members is not None else before)
         before = out[-1] if out[-1] is not UNKNOWN else before
     return out, frozenset(i for i, members in enumerate(placed) if members is None) | beyond
+
+
+def _joined_by_cut_traces(grouped: dict[int, tuple[list[Members], frozenset[int]]],
+                          traces: dict[int, list[FingerprintRow]], holders: dict[tuple, set[int]], cut: set[int]
+                          ) -> dict[int, tuple[list[Members], frozenset[int]]]:
+    """`grouped`, with each comm widened by the ranks whose traces were cut short and whose every result is one of
+    the comm's records (in some trace) that they read back with its members: they ran its collectives with them until
+    their files stop, so what the members read back after that, without them, says nothing of them. Their own records
+    go to the wider comm, in every trace (a comm is one set of ranks). Worked example: ranks 0 and 2 issued `lm_head`
+    first in a 4-rank comm and read back one result; rank 0's trace is cut after that record, so the comm's later
+    results are shared by ranks 1-3 alone, and rank 0's one record, shared with rank 2 alone, would make a comm of
+    the two: both go to the comm of all four, where rank 0's record parts it from ranks 1 and 3 as rank 2's does."""
+    placed: dict[Members, set[tuple]] = {}  # comm -> the results its records hold, over every trace
+    for rank, (groups, _) in grouped.items():
+        for row, members in zip(traces[rank], groups):
+            key = _key(row)
+            if key is not None and members is not UNKNOWN:
+                placed.setdefault(members, set()).add(key)
+    wider: dict[Members, Members] = {}
+    for members, keys in placed.items():
+        joining = {r for key in keys for r in holders.get(key, ()) if r not in members and r in cut and r in traces
+                   and all(_key(row) in keys for row in traces[r] if _key(row) is not None)}
+        if joining:
+            wider[members] = members | joining
+    if not wider:
+        return grouped
+    out: dict[int, tuple[list[Members], frozenset[int]]] = {}
+    for rank, (groups, guessed) in grouped.items():
+        joined = [(placed[m], w) for m, w in wider.items() if rank in w and rank not in m]  # (its results, comm)
+        out[rank] = ([next((w for keys, w in joined if _key(row) in keys), wider.get(m, m))
+                      for row, m in zip(traces[rank], groups)], guessed)
+    return out
 
 
 def _with_tails(trace: list[FingerprintRow], own: list[Members], alike: list[bool], comms: set[Members],

@@ -93,6 +93,17 @@ def note_words(note: n.Note) -> str:
                     f"{'were' if many else 'was'} put in a communicator by a guess (no tag, and no result shared "
                     f"within a communicator the trace names, places {'them' if many else 'it'}): the seqs of comm "
                     f"{comm} may be off by as many, so the root is in {seq_words(*seq_range)}")
+        case n.GuessedRootComm(comm, others):
+            return (f"The root rests on a record of the fingerprint traces that only its neighbours put in comm {comm} "
+                    f"(no tag, and no result shared within a communicator the trace names, places it); its neighbours "
+                    f"on the other side are of comm {', '.join(others)}, so the departure may be there as well")
+        case n.TracesMayBeWider(records, comm, seq_range):
+            many = records > 1
+            return (f"{records} record{'s' if many else ''} of the fingerprint traces before the root "
+                    f"{'are results' if many else 'is a result'} only the traced ranks of comm {comm} read back, "
+                    f"and ranks of the job left no trace: {'each' if many else 'it'} may be of a wider communicator "
+                    f"that holds them too, so the seqs of comm {comm} may be too high by as many, and the root is "
+                    f"in {seq_words(*seq_range)}")
         case n.CutRecords(comm, ranks, where):
             return (f"{ranks_words(ranks)}'s records in comm {comm} end where a file was cut short ({where}): what "
                     f"came after is unknown")

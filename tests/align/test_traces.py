@@ -798,3 +798,72 @@ def test_a_misaligned_result_shared_once_by_all_whose_other_ranks_stopped_before
     root = answer(tmp_path)["root"]
     assert root["comm"] == "[ranks=0,1,2,3]" and root["seq_range"][0] == 1
     assert {1, 2} <= set(root["outlier_ranks"])
+
+
+def test_a_result_the_traced_ranks_share_may_be_of_a_wider_comm_where_ranks_of_the_job_left_no_trace(tmp_path):
+    """Ranks 0-3 left no trace; ranks 4-7 each read back `dp` and then two TP collectives, every result shared by
+    the four. Rank 5 left out `mlp`: its `moe` pairs with the others' `mlp`. That is seq 2 of the four's comm only
+    if `dp` is theirs too; `dp` may as well be a world collective of all eight ranks (nothing the traces hold tells
+    the two apart), which makes it seq 1: the root's range holds both, and a caveat says why."""
+    rows_of = {}
+    for rank in range(4, 8):
+        rows = [(0, "dp", 1, 2196.0, 2196.0)]
+        rows += ([(0, "moe", 512, 16384.0, 26624.0), (0, "mtp", 512, 177152.0, 678912.0)] if rank == 5 else
+                 [(0, "mlp", 512, 16384.0, 13312.0), (0, "moe", 512, 177152.0, 26624.0)])
+        rows_of[rank] = rows
+    d = _sums_only(tmp_path, rows_of)
+    root = d["root"]
+    assert (root["comm"], root["outlier_ranks"], root["seq_range"]) == ("[ranks=4,5,6,7]", [5], [1, 2])
+    assert any("left no trace" in c for c in d["caveats"])
+
+
+def test_a_cut_trace_whose_every_result_is_a_comms_joins_that_comm(tmp_path):
+    """One 4-rank comm, sums only. Ranks 0 and 2 issued `head` before `attn` in step 0: ranks 0, 2 read back one
+    wrong sum, ranks 1, 3 another. Rank 0's trace is cut after its first record, so every later result is shared by
+    ranks 1-3 alone. Rank 0 ran the comm's collectives with them until its file stops: its one record goes to the
+    comm of all four, not to a comm of ranks 0 and 2, and the comm's later records are the four's too; the root then
+    parts ranks 0, 2 from ranks 1, 3, no majority, where it named rank 2 alone among ranks 1-3."""
+    from ncclforensics.align.traces import with_trace_rows
+    from ncclforensics.sources import InputFile, parse_file
+
+    def line(rank, step, op, tag, numel, value, expected):
+        return json.dumps({"step": step, "op": op, "rank": rank, "tag": tag, "kind": "AllReduce", "numel": numel,
+                           "sum": value, "expected_sum": expected}) + "\n"
+    for rank in range(4):
+        first = ([("head", 256, 43520.0, 104960.0), ("attn", 1024, 256000.0, 10240.0)] if rank in (0, 2) else
+                 [("attn", 1024, 174080.0, 10240.0), ("head", 256, 64000.0, 104960.0)])
+        rows = [(0, *first[0]), (0, *first[1]), *((s, t, n, v, v) for s in (1, 2)
+                                                  for t, n, v in (("attn", 1024, 4e5 + s), ("head", 256, 2e5 + s)))]
+        text = "".join(line(rank, step, op, *rest) for op, (step, *rest) in enumerate(rows))
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text(text.split("\n")[0] + '\n{"step": 0, "o'
+                                                                if rank == 0 else text)
+    evidence = [parse_file(InputFile(p, p.name)) for p in sorted(tmp_path.iterdir())]
+    out, _, _ = with_trace_rows(evidence)
+    comms = {r["comm"] for e in out for r in e.collectives.iter_rows(named=True)}
+    assert comms == {"[ranks=0,1,2,3]"}
+    root = answer(tmp_path)["root"]
+    assert root["seq_range"] == [1, 1] and not root["majority"] and {0, 2} <= set(root["outlier_ranks"])
+
+
+def test_a_root_on_a_record_only_its_neighbours_placed_names_the_comm_of_its_other_neighbours(tmp_path):
+    """TP pairs (0,1) (2,3), DP pairs (0,2) (1,3), sums only. In step 1 rank 0 issues `dp.retry` on its DP pair
+    before `dp.0`: no rank reads back its result (its size differs from rank 2's `dp.0`) and no comm's results carry
+    its tag, so it goes with its neighbour before it, `moe.1` of the TP pair, where it parts rank 0 from rank 1.
+    Its neighbour after it, `dp.0`, is of the DP pair, where the departure truly is: the root names that pair as a
+    candidate beside its own comm. Ranks 0 and 1 hang in step 2, so their traces end with step 1."""
+    rows_of = {}
+    for rank in range(4):
+        dp, tp = 100.0 * (1 + rank % 2), 1000.0 * (1 + rank // 2)
+        rows = []
+        for step in range(2 if rank < 2 else 3):
+            block = [("dp.0", 1, dp + step), ("dp.1", 8, 8 * dp + step), ("moe.0", 1024, tp + step),
+                     ("moe.1", 1024, 4 * tp + step)]
+            rows += [(step, tag, numel, v, v) for tag, numel, v in block]
+        if rank in (0, 2):  # step 1's DP pair misaligned: each reads back its own wrong sums
+            wrong = [(1, "dp.0", 1, 447.0 + rank, dp + 1), (1, "dp.1", 8, 4360.0 + rank, 8 * dp + 1)]
+            rows[4:6] = [(1, "dp.retry", 8, 3632.0, 3872.0), *wrong] if rank == 0 else wrong
+        rows_of[rank] = rows
+    d = _sums_only(tmp_path, rows_of)
+    root = d["root"]
+    assert root["comm"] == "[ranks=0,1]" and "[ranks=0,2]" in root["comm_candidates"]
+    assert any("only its neighbours put in comm" in c for c in d["caveats"])

@@ -26,6 +26,8 @@ SAMPLES = [
     n.SumsPlaceCutRanks((7,), 2, (1, 7), (2, None)),
     n.SwappedTypes("0xa", (2,), (0, 2), (1, 19)),
     n.GuessedTracePlacement(2, "0xa", (3, 9)),
+    n.TracesMayBeWider(1, "[ranks=4,5,6,7]", (1, 2)),
+    n.GuessedRootComm("[ranks=0,1]", ("[ranks=0,2]",)),
     n.CutRecords("0xa", (1,), "nccl_rank1.log:40"),
     n.CompletionsOnly("fingerprint traces"),
     n.UncomparedFields("0xa", (0, 1), ("redop", "root")),
