@@ -111,11 +111,13 @@ def _joined_by_dumps(evidence: list[Evidence], named: list[tuple[int, set[str]]]
     if len(set(dumped)) < len(dumped) or any(len(listed) > 1 for listed in groups.values()):
         return jobs  # two dumps of one rank, or of one group with other ranks: not one job's
     world = max((rank + 1 for listed in groups.values() for ranks in listed for rank in ranks), default=0)
-    fits = dump_fits(evidence)
     processes: dict[int, set[tuple]] = {}
     for (position, _), job in zip(named, jobs):
         processes.setdefault(job, set()).update(
             (i.host, i.pid) for i in evidence[position].identities if i.pid is not None)
+    if sum(sorted(len(members) for members in processes.values())[:2]) > world:
+        return jobs  # (no two groups fit in the job: the dumps are not read)
+    fits = dump_fits(evidence)
     placed = sorted(job for job, members in processes.items() if any(fits.get(p) for p in members))
     if len(placed) < 2:
         return jobs

@@ -90,8 +90,10 @@ def dump_fits(evidence: list[Evidence]) -> dict[tuple, set[int]]:
     """Each process of the NCCL logs -> the Flight Recorder ranks whose dump it may be, where both recorded a
     collective of one of its communicators and agree on all of them (`_matches`); a fit on sizes and comm ranks
     alone is left out (every 2-rank comm fits a dump's 2-rank group at its comm rank)."""
-    logs = [item for item in evidence if _claims_comm_ranks(item)]
     dumps = _dump_groups(evidence)
+    if not dumps:
+        return {}
+    logs = [item for item in evidence if _claims_comm_ranks(item)]
     wanted = sorted({seq for groups in dumps.values() for _, _, head in groups for seq, _ in head})
     processes = {(i.host, i.pid) for item in logs for i in item.identities if i.pid is not None}
     found: dict[tuple, set[int]] = {}
@@ -158,13 +160,14 @@ def _process_comms(logs: list[Evidence], process: tuple, seqs: list[int]) -> dic
     found = {}
     host, pid = process
     for item in logs:
+        mine = [i for i in item.identities if (i.host, i.pid) == process and i.comm_size and i.comm_size > 1]
+        if not mine:
+            continue  # (a log of other processes: its rows are not filtered at all)
         rows = item.collectives.filter((pl.col("host") == host) & (pl.col("pid") == pid)
                                        & pl.col("seq").is_in(seqs))
-        for identity in item.identities:
-            if (identity.host, identity.pid) != process or identity.comm_size is None or identity.comm_size < 2:
-                continue
-            mine = rows.filter(pl.col("comm") == identity.comm).select("seq", "op", "count")
-            ops = {seq: (op, count) for seq, op, count in mine.iter_rows()}
+        for identity in mine:
+            recorded = rows.filter(pl.col("comm") == identity.comm).select("seq", "op", "count")
+            ops = {seq: (op, count) for seq, op, count in recorded.iter_rows()}
             if identity.comm in found:
                 ops = {**found[identity.comm][2], **ops}
             found[identity.comm] = (identity.comm_size, identity.comm_rank, ops)
