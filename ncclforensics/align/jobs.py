@@ -1,9 +1,10 @@
 """Which files belong to the job under study: one rule for every kind of file.
 
-A file belongs to the job of the communicators it names (files sharing a communicator hash are one job); a file
-that names none (a gate journal, a fingerprint trace, a Flight Recorder dump keyed by process-group name, a
-PyTorch log, a RAS reply older than NCCL 2.26) belongs to the job of the files beside it in its folder. The job
-under study is the one with the most files naming communicators; the others are reported and left out.
+A file belongs to the job of the communicators it names (files sharing a communicator hash are one job, and so are
+groups of logs that the Flight Recorder dumps place in one job: `_joined_by_dumps`); a file that names none (a gate
+journal, a fingerprint trace, a Flight Recorder dump keyed by process-group name, a PyTorch log, a RAS reply older
+than NCCL 2.26) belongs to the job of the files beside it in its folder. The job under study is the one with the
+most files naming communicators; the others are reported and left out.
 """
 
 from __future__ import annotations
@@ -96,8 +97,8 @@ def _joined_by_dumps(evidence: list[Evidence], named: list[tuple[int, set[str]]]
 
     Logs of one job can share no communicator: a rank that skipped a group's first collective never creates its
     communicator (PyTorch makes them lazily). Worked example: TP (0, 1), (2, 3) and DP (0, 2), (1, 3), with rank 1
-    skipping DP's first collective and rank 2 the other DP's: ranks 0 and 1 share only TP 0x.., ranks 2 and 3 only
-    TP 0x... The dumps are one job's (one per global rank, their groups alike), and each dump is one process's:
+    skipping DP's first collective and rank 2 the other DP's: ranks 0 and 1 share only their TP comm, ranks 2 and
+    3 only theirs, two groups of logs. The dumps are one job's (one per global rank, their groups alike), and each dump is one process's:
     a process whose log records the same first collectives as a dump, in communicators of its groups' sizes at
     its comm ranks, may be that dump's. Where processes of several groups fit dumps, each a dump of its own, and
     the groups' processes are no more than the dumps' job has ranks, they are that job. Two runs of one job side
