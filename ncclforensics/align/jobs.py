@@ -1,9 +1,10 @@
 """Which files belong to the job under study: one rule for every kind of file.
 
-A file belongs to the job of the communicators it names (files sharing a communicator hash are one job); a file
-that names none (a gate journal, a fingerprint trace, a Flight Recorder dump keyed by process-group name, a
-PyTorch log, a RAS reply older than NCCL 2.26) belongs to the job of the files beside it in its folder. The job
-under study is the one with the most files naming communicators; the others are reported and left out.
+A file belongs to the job of the communicators it names (files sharing a communicator hash are one job, and so are
+groups of logs that the Flight Recorder dumps place in one job: `_joined_by_dumps`); a file that names none (a gate
+journal, a fingerprint trace, a Flight Recorder dump keyed by process-group name, a PyTorch log, a RAS reply older
+than NCCL 2.26) belongs to the job of the files beside it in its folder. The job under study is the one with the
+most files naming communicators; the others are reported and left out.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 
 from ..model import Diagnostic, Evidence, Location
 from .claims import check_claims
+from .ranks import distinct_choice, dump_fits
 
 
 def split_jobs(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnostic]]:
@@ -31,6 +33,8 @@ def _one_job(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnostic]
     if len(named) < 2:
         return evidence, []
     jobs = _linked_by_comms([comms for _, comms in named])
+    if len(set(jobs)) > 1:
+        jobs = _joined_by_dumps(evidence, named, jobs)
     if len(set(jobs)) < 2:
         return evidence, []
     sizes: dict[int, int] = {}
@@ -86,6 +90,42 @@ def _linked_by_comms(comm_sets: list[set[str]]) -> list[int]:
             else:
                 owner[comm] = index
     return [find(index) for index in range(len(comm_sets))]
+
+
+def _joined_by_dumps(evidence: list[Evidence], named: list[tuple[int, set[str]]], jobs: list[int]) -> list[int]:
+    """`jobs`, with the groups of logs that the Flight Recorder dumps place in one job made one.
+
+    Logs of one job can share no communicator: a rank that skipped a group's first collective never creates its
+    communicator (PyTorch makes them lazily). Worked example: TP (0, 1), (2, 3) and DP (0, 2), (1, 3), with rank 1
+    skipping DP's first collective and rank 2 the other DP's: ranks 0 and 1 share only their TP comm, ranks 2 and
+    3 only theirs, two groups of logs. The dumps are one job's (one per global rank, their groups alike), and each dump is one process's:
+    a process whose log records the same first collectives as a dump, in communicators of its groups' sizes at
+    its comm ranks, may be that dump's. Where processes of several groups fit dumps, each a dump of its own, and
+    the groups' processes are no more than the dumps' job has ranks, they are that job. Two runs of one job side
+    by side are two jobs: twice its processes."""
+    dumps = [e for e in evidence if e.facts is not None and e.facts.recorder and e.ranks]
+    dumped = [e.ranks[0] for e in dumps]
+    groups: dict[str, set[tuple[int, ...]]] = {}
+    for item in dumps:
+        for info in item.comm_infos:
+            groups.setdefault(info.comm, set()).add(tuple(info.ranks))
+    if len(set(dumped)) < len(dumped) or any(len(listed) > 1 for listed in groups.values()):
+        return jobs  # two dumps of one rank, or of one group with other ranks: not one job's
+    world = max((rank + 1 for listed in groups.values() for ranks in listed for rank in ranks), default=0)
+    processes: dict[int, set[tuple]] = {}
+    for (position, _), job in zip(named, jobs):
+        processes.setdefault(job, set()).update(
+            (i.host, i.pid) for i in evidence[position].identities if i.pid is not None)
+    if sum(sorted(len(members) for members in processes.values())[:2]) > world:
+        return jobs  # (no two groups fit in the job: the dumps are not read)
+    fits = dump_fits(evidence)
+    placed = sorted(job for job, members in processes.items() if any(fits.get(p) for p in members))
+    if len(placed) < 2:
+        return jobs
+    members = set().union(*(processes[job] for job in placed))
+    if len(members) > world or not distinct_choice([fits[p] for p in members if fits.get(p)]):
+        return jobs
+    return [placed[0] if job in placed else job for job in jobs]
 
 
 def _folder(item: Evidence) -> str:

@@ -86,6 +86,28 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
     return changed, [note], {rank: f"{host}:{pid}" for (host, pid), rank in stand_ins.items()}
 
 
+def dump_fits(evidence: list[Evidence]) -> dict[tuple, set[int]]:
+    """Each process of the NCCL logs -> the Flight Recorder ranks whose dump it may be, where both recorded a
+    collective of one of its communicators and agree on all of them (`_matches`); a fit on sizes and comm ranks
+    alone is left out (every 2-rank comm fits a dump's 2-rank group at its comm rank)."""
+    dumps = _dump_groups(evidence)
+    if not dumps:
+        return {}
+    logs = [item for item in evidence if _claims_comm_ranks(item)]
+    wanted = sorted({seq for groups in dumps.values() for _, _, head in groups for seq, _ in head})
+    processes = {(i.host, i.pid) for item in logs for i in item.identities if i.pid is not None}
+    found: dict[tuple, set[int]] = {}
+    for process in processes:
+        comms = _process_comms(logs, process, wanted)
+        for rank, groups in dumps.items():
+            shown = any(size == len(g_ranks) and comm_rank == g_rank and _agree(ops, g_head)
+                        and any(seq in ops for seq, _ in g_head)
+                        for size, comm_rank, ops in comms.values() for g_ranks, g_rank, g_head in groups)
+            if shown and _matches(comms, groups):
+                found.setdefault(process, set()).add(rank)
+    return found
+
+
 def _claims_comm_ranks(item: Evidence) -> bool:
     """A log whose collectives are its own records and whose processes name their rank in each communicator."""
     own = item.facts is None or item.facts.records == "collectives"
@@ -114,10 +136,10 @@ def _job_size(evidence: list[Evidence]) -> int:
     return size
 
 
-def _dump_groups(evidence: list[Evidence]) -> dict[int, list[tuple[int, int, tuple]]]:
-    """Flight Recorder rank -> per process group: (size, this rank's comm rank, its first collectives on record as
-    (seq, (op, count)): a ring that wrapped starts past seq 1)."""
-    found: dict[int, list[tuple[int, int, tuple]]] = {}
+def _dump_groups(evidence: list[Evidence]) -> dict[int, list[tuple[tuple[int, ...], int, tuple]]]:
+    """Flight Recorder rank -> per process group: (its global ranks, this rank's comm rank, its first collectives
+    on record as (seq, (op, count)): a ring that wrapped starts past seq 1)."""
+    found: dict[int, list[tuple[tuple[int, ...], int, tuple]]] = {}
     for item in evidence:
         if not _recorder(item) or not item.ranks:
             continue
@@ -127,37 +149,63 @@ def _dump_groups(evidence: list[Evidence]) -> dict[int, list[tuple[int, int, tup
             if not info.ranks or rank not in info.ranks:
                 continue
             head = rows.filter(pl.col("comm") == info.comm).sort("seq").head(HEAD)
-            found.setdefault(rank, []).append((len(info.ranks), info.ranks.index(rank), tuple(
+            found.setdefault(rank, []).append((tuple(info.ranks), info.ranks.index(rank), tuple(
                 (seq, (op, count)) for seq, op, count in head.select("seq", "op", "count").iter_rows())))
     return found
 
 
-def _process_comms(logs: list[Evidence], process: tuple, seqs: list[int]) -> list[tuple[int, int, dict]]:
-    """One process's communicators in the logs: (size, comm rank, {seq: (op, count)} at the `seqs` asked for)."""
-    found = []
+def _process_comms(logs: list[Evidence], process: tuple, seqs: list[int]) -> dict[str, tuple[int, int, dict]]:
+    """One process's communicators in the logs: comm -> (size, comm rank, {seq: (op, count)} at the `seqs` asked
+    for)."""
+    found = {}
     host, pid = process
     for item in logs:
+        mine = [i for i in item.identities if (i.host, i.pid) == process and i.comm_size and i.comm_size > 1]
+        if not mine:
+            continue  # (a log of other processes: its rows are not filtered at all)
         rows = item.collectives.filter((pl.col("host") == host) & (pl.col("pid") == pid)
                                        & pl.col("seq").is_in(seqs))
-        for identity in item.identities:
-            if (identity.host, identity.pid) != process or identity.comm_size is None or identity.comm_size < 2:
-                continue
-            mine = rows.filter(pl.col("comm") == identity.comm).select("seq", "op", "count")
-            found.append((identity.comm_size, identity.comm_rank,
-                          {seq: (op, count) for seq, op, count in mine.iter_rows()}))
+        for identity in mine:
+            recorded = rows.filter(pl.col("comm") == identity.comm).select("seq", "op", "count")
+            ops = {seq: (op, count) for seq, op, count in recorded.iter_rows()}
+            if identity.comm in found:
+                ops = {**found[identity.comm][2], **ops}
+            found[identity.comm] = (identity.comm_size, identity.comm_rank, ops)
     return found
 
 
-def _matches(comms: list[tuple[int, int, dict]], groups: list[tuple[int, int, tuple]]) -> bool:
-    """Every communicator of the process is one of the dump's groups: same size, same comm rank, and the same
-    collectives at every seq both recorded (a group with none of those seqs says nothing against)."""
+def _agree(ops: dict, head: tuple) -> bool:
+    """The same collectives at every seq both recorded (none in common says nothing against)."""
+    return all(ops.get(seq, op) == op for seq, op in head)
+
+
+def _matches(comms: dict[str, tuple[int, int, dict]], groups: list[tuple[tuple[int, ...], int, tuple]]) -> bool:
+    """Every communicator of the process is one of the dump's groups, each a group of its own (two communicators
+    of one process are two process groups): same size, same comm rank, and the same collectives at every seq both
+    recorded. Worked example: a process that is comm rank 0 of two 2-rank comms is not the dump whose only group
+    with it at comm rank 0 is one."""
     if not comms:
         return False
-    for size, comm_rank, ops in comms:
-        if not any(size == g_size and comm_rank == g_rank and all(ops.get(seq, op) == op for seq, op in g_head)
-                   for g_size, g_rank, g_head in groups):
-            return False
-    return True
+    fits = [{index for index, (g_ranks, g_rank, g_head) in enumerate(groups)
+             if size == len(g_ranks) and comm_rank == g_rank and _agree(ops, g_head)}
+            for size, comm_rank, ops in comms.values()]
+    return distinct_choice(fits)
+
+
+def distinct_choice(options: list[set[int]]) -> bool:
+    """Whether each entry can take one of its options, no two the same (a bipartite matching, by augmenting
+    paths: a process has a handful of communicators)."""
+    taken: dict[int, int] = {}  # option -> the entry holding it
+
+    def place(entry: int, seen: set[int]) -> bool:
+        for option in options[entry] - seen:
+            seen.add(option)
+            if option not in taken or place(taken[option], seen):
+                taken[option] = entry
+                return True
+        return False
+
+    return all(place(entry, set()) for entry in range(len(options)))
 
 
 def _by_members(logs: list[Evidence], evidence: list[Evidence], processes: list[tuple],
@@ -177,12 +225,21 @@ def _by_members(logs: list[Evidence], evidence: list[Evidence], processes: list[
     # Each placed process allows the groups that hold its rank at its comm rank; the comm's group is one every
     # placed member allows (rank 27 at comm rank 3 of a group of 8 fits both (24..31) and (3, 11, .., 59), and
     # its peers in the comm say which).
+    # A placed rank's own dump also holds its first collectives in each group: a group whose records there differ
+    # from the comm's in the process's log is another communicator (rank 3 at comm rank 1 of a 2-rank comm fits
+    # both (2, 3) and (1, 3); the comm's AllReduce x2048 at seq 1 is (2, 3)'s, if (1, 3)'s is AllReduce x1).
+    heads = {(rank, g_ranks): head for rank, dumped in _dump_groups(evidence).items()
+             for g_ranks, _, head in dumped}
+    wanted = sorted({seq for head in heads.values() for seq, _ in head})
+    ops = {(process, comm): comm_ops for process in mapping
+           for comm, (_, _, comm_ops) in _process_comms(logs, process, wanted).items()}
     members: dict[str, set[tuple[int, ...]]] = {}
     for i in identities:
         rank = mapping.get((i.host, i.pid))
         if rank is not None:
             fits = {g for g in groups.get(rank, []) if len(g) == i.comm_size and 0 <= i.comm_rank < len(g)
-                    and g[i.comm_rank] == rank}
+                    and g[i.comm_rank] == rank
+                    and _agree(ops.get(((i.host, i.pid), i.comm), {}), heads.get((rank, g), ()))}
             if fits:  # (one that no listed group holds there says nothing of which group it is)
                 members[i.comm] = members[i.comm] & fits if i.comm in members else fits
     found: dict[tuple, int] = {}

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from ncclforensics.align.ranks import _by_layout, _by_members
-from ncclforensics.model import CommInfo, Evidence, Location, ProcessIdentity, SourceFormat
+from ncclforensics.align.ranks import _by_layout, _by_members, _matches
+from ncclforensics.model import (
+    CollectiveEvent,
+    CommInfo,
+    Evidence,
+    Location,
+    ProcessIdentity,
+    SourceFormat,
+    collectives_to_frame,
+)
 from ncclforensics.sources import formats
 
 FACTS = formats()
@@ -49,3 +57,36 @@ def test_a_process_that_fits_several_dumps_may_be_any_of_them():
     assert _by_layout(logs, evidence, [process], placed, {5, 8}, {process: {5, 8}}) == {}
     # (one that matched no dump is not rank 8: the one rank left is its)
     assert _by_layout(logs, evidence, [process], placed, {5, 8}, {process: set()}) == {process: 7}
+
+
+def test_two_communicators_of_a_process_are_two_groups_of_its_dump():
+    """Comm rank 0 of two 2-rank comms is not rank 1 of TP (0, 1) and DP (1, 3): its only group with it at comm
+    rank 0 is DP, and one group cannot be both comms (rank 1 skipped DP's collective, so its dump says nothing
+    against either)."""
+    process = {"0xdp": (2, 0, {1: ("AllReduce", 1)}), "0xtp": (2, 0, {1: ("AllReduce", 2048)})}
+    rank_1 = [((0, 1), 1, ((1, ("AllReduce", 2048)),)), ((1, 3), 0, ())]
+    assert not _matches(process, rank_1)
+    assert _matches({"0xtp": process["0xtp"]}, [((0, 1), 0, ((1, ("AllReduce", 2048)),))])
+
+
+def test_a_comm_is_the_group_whose_records_in_the_placed_rank_s_dump_agree():
+    """Rank 3 is comm rank 1 of 0xtp23, which fits both its groups (2, 3) and (1, 3) by position; its dump has
+    AllReduce x2048 in (2, 3) and AllReduce x1 in (1, 3), and the comm's records are AllReduce x2048: the comm is
+    (2, 3), and its comm rank 0 is rank 2."""
+    def log(pid: int, comm_rank: int) -> Evidence:
+        path = f"nccl.{pid}.log"
+        return Evidence(path=path, format=SourceFormat.NCCL_LOG, identities=[ProcessIdentity(
+            loc=Location(path, 1), host="node", pid=pid, rank=comm_rank, comm="0xtp23", comm_rank=comm_rank,
+            comm_size=2)], collectives=collectives_to_frame([CollectiveEvent(
+                loc=Location(path, 2), comm="0xtp23", seq=1, op="AllReduce", count=2048, rank=comm_rank,
+                host="node", pid=pid)]), facts=FACTS[SourceFormat.NCCL_LOG])
+
+    infos = [CommInfo(loc=Location("fr_rank3", field="pg_config"), comm=name, ranks=ranks)
+             for name, ranks in (("2", (2, 3)), ("4", (1, 3)))]
+    dump = Evidence(path="fr_rank3", format=SourceFormat.FLIGHT_RECORDER, comm_infos=infos, collectives=(
+        collectives_to_frame([CollectiveEvent(loc=Location("fr_rank3", record=i), comm=name, seq=1, op="AllReduce",
+                                              count=count, rank=3) for i, (name, count) in enumerate(
+                                                  (("4", 1), ("2", 2048)))])),
+        facts=FACTS[SourceFormat.FLIGHT_RECORDER])
+    logs = [log(2, 0), log(3, 1)]
+    assert _by_members(logs, [*logs, dump], [("node", 2), ("node", 3)], {("node", 3): 3}) == {("node", 2): 2}
