@@ -272,8 +272,11 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
     found = []
     for a in rooted:
         odd = odd_ones(launched[a.comm], set(a.root.outlier_ranks), a.root.majority)
+        counts = launched[a.comm]
+        ahead = bool(odd) and odd < set(counts) and min(counts.get(r, 0) for r in odd) > max(
+            n for r, n in counts.items() if r not in odd)
         found.append(Disagreement(a.comm, frozenset(a.ranks) | frozenset(streams.expected_members.get(a.comm, ())),
-                                  odd, other=other_side(launched[a.comm], odd, a.root.majority)))
+                                  odd, other=other_side(counts, odd, a.root.majority), ahead=ahead))
     explained = consequences([d for d, a in zip(found, rooted) if _shows_disagreement(a, launched[a.comm], streams)])
 
     def evidence(r: Root) -> tuple:

@@ -52,6 +52,7 @@ class Disagreement:
     shown: bool = False  # its own records show that it diverged (see the module docstring): no consequence
     # each member key with the rank a root names it by, where that is not the key (RAS: a process by its rank)
     names: tuple[tuple[Hashable, int], ...] = ()
+    ahead: bool = False  # its odd ranks launched more than every other member (see the nesting rule)
 
     def sides(self) -> list[frozenset[Hashable]]:
         """The odd ranks as the disagreement may be read: its odd ones, or, where no side is a majority, the
@@ -97,7 +98,7 @@ def consequences(found: list[Disagreement], processes: int = 0) -> dict[str, lis
     explained: dict[str, list[str]] = {}
     processes = max(processes, len({p for d in found for p in d.members if not unnamed_process(p)}))
     for outer in found:
-        if outer.shown:
+        if outer.shown or _ran_past_free_ranks(outer, found):
             continue
         inner = [d for d in found if d.comm != outer.comm and outer.may_contain(d, processes)]
         causes = {p: [d.comm for d in inner if p in d.members] for p in outer.odd}
@@ -111,6 +112,18 @@ def consequences(found: list[Disagreement], processes: int = 0) -> dict[str, lis
             if d.comm not in covering and not d.shown:
                 explained[d.comm] = covering
     return explained
+
+
+def _ran_past_free_ranks(outer: Disagreement, found: list[Disagreement]) -> bool:
+    """Whether the odd ranks of `outer` launched more than members that no other disagreeing communicator holds:
+    nothing on record holds those back, so the odd ranks did not merely run on past peers stuck elsewhere, and a
+    divergence inside does not explain them (the nesting rule reads odd ranks stuck inside, or running on past
+    peers stuck there). Worked example: rank 6 launched 5 world collectives, ranks 0 to 7 otherwise 4, and 18 in
+    its TP group against 20; ranks 0 to 3 share no disagreeing group: the world may be where it departed first."""
+    if not outer.ahead:
+        return False
+    held = {p for d in found if d.comm != outer.comm for p in d.members}
+    return bool(outer.members - outer.odd - held)
 
 
 def departing_elsewhere(chosen: Disagreement, found: list[Disagreement], processes: int = 0

@@ -272,8 +272,24 @@ def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: Gat
         # (the named ones launched as few as their own departure made them: they need no block elsewhere)
         caused = analysis.root is not None and analysis.root.shown and analysis.root.kind != STOPPED \
             and behind - named <= elsewhere
+        # Ranks behind that wait in another communicator whose own root has others depart from them (they are its
+        # reference) are held there by that departure, whatever this one's records show: ranks 4, 5 and 7 at one
+        # world collective, ranks 1, 3 and 6 at two, where rank 6 ran seven TP collectives past 4, 5 and 7, which
+        # wait in theirs. Analysed as behind, they would be named beside the world's own extra ranks.
+        held = {r for r in behind - named for c, other in analyses.items() if c != comm and _waits_for_departed(other, r)}
+        caused = caused or (analysis.root is not None and analysis.root.kind != STOPPED and behind - named <= held)
         if behind and not behind <= named and not caused and len(behind) * 2 <= len(set(analysis.ranks) - cut):
             analyses[comm] = analyze_comm(streams, comm, gate, behind, analysis.counted)
+
+
+def _waits_for_departed(analysis: CommAnalysis, rank: int) -> bool:
+    """Whether `rank` waits in this communicator (its last launch there never completed) for ranks its root has
+    depart from it: it is of the root's reference, and a majority."""
+    root = analysis.root
+    if root is None or not root.majority or root.kind == STOPPED or rank not in root.reference_ranks:
+        return False
+    done = analysis.completed.get(rank)
+    return rank in analysis.launched and (done is None or done < analysis.launched[rank])
 
 
 def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateDisagreement | None) -> None:

@@ -56,3 +56,24 @@ def test_ranks_behind_whose_issue_orders_place_nothing_stay_behind(monkeypatch):
     streams = Streams(members={W: list(range(8))})
     diagnosis._issue_order_roots({W: world}, streams, None)
     assert calls == [(W, {4, 6}, {6: (3, 3)})]
+
+
+def test_ranks_behind_waiting_for_a_departure_elsewhere_are_held_there(monkeypatch):
+    # 357111: ranks 0 and 2 launched one world collective more than ranks 1, 3 and 6, which their lengths alone show;
+    # ranks 4, 5 and 7 launched one fewer still, and wait in their TP group, where rank 6 ran seven collectives past
+    # them. They are held back by rank 6 there, not behind here: the world is not analysed again.
+    calls = _calls(monkeypatch)
+    world = CommAnalysis(comm=W, ranks=list(range(8)), launched={0: 3, 1: 2, 2: 3, 3: 2, 4: 1, 5: 1, 6: 2, 7: 1},
+                         completed=dict.fromkeys(range(8)), first_seq=dict.fromkeys(range(8), 1))
+    world.root = _root([0, 2], [1, 3, 4, 5, 6, 7], "extra", shown=False)
+    tp = CommAnalysis(comm=TP, ranks=[4, 5, 6, 7], launched={4: 8, 5: 8, 6: 15, 7: 8},
+                      completed=dict.fromkeys((4, 5, 6, 7)), first_seq=dict.fromkeys((4, 5, 6, 7), 1))
+    tp.root = Root(comm=TP, seq=1, seq_range=(1, 15), outlier_ranks=[6], reference_ranks=[4, 5, 7], kind="extra",
+                   size=7, pinned_by="signatures", reason=None, shown=False)
+    diagnosis._behind_ranks({W: world, TP: tp}, Streams(), None, {W: ["timeout"], TP: ["timeout"]}, set())
+    assert calls == []
+    # Where they are the ones departing there, nothing on record holds them: they are behind here too.
+    tp.root = Root(comm=TP, seq=8, seq_range=(8, 8), outlier_ranks=[4, 5, 7], reference_ranks=[6], kind="stopped",
+                   size=7, pinned_by="signatures", reason=None, shown=False)
+    diagnosis._behind_ranks({W: world, TP: tp}, Streams(), None, {W: ["timeout"]}, set())
+    assert calls == [(W, {4, 5, 7}, {})]

@@ -300,3 +300,18 @@ def test_enqueued_counts_past_records_that_end_alike_name_the_comm_a_root_on_len
     # Counts alike in comm 2 explain nothing.
     marks["2"] = EnqueueMarks(launched={2: 4, 3: 4}, stops=stops)
     assert _enqueued_cause(world.root, analyses, Streams(), marks, [], {"0": stops}) is None
+
+
+def test_odd_ranks_ahead_of_ranks_nothing_holds_are_no_consequence_of_a_group_inside():
+    # 390036: rank 6 launched 5 world collectives against the others' 4, and 18 in its TP group (ranks 4 to 7)
+    # against 20. Ranks 0 to 3 share no disagreeing group: nothing holds them back, so rank 6 did not merely run on
+    # past peers stuck in the TP group; it may have departed in the world first (an extra one it waits in there).
+    world = Disagreement("world", frozenset(range(8)), frozenset({6}), ahead=True)
+    tp = _d("tp", {4, 5, 6, 7}, {6})
+    assert consequences([world, tp]) == {}
+    assert candidates([world, tp]) == ["world", "tp"]
+    # Ranks behind it that all wait in groups that disagree too may be held there: the nesting rule stands.
+    assert consequences([replace(world, members=frozenset({4, 5, 6, 7, 8})), tp, _d("tp2", {8, 9}, {9})]) == {
+        "world": ["tp"]}
+    # Odd ranks behind are those a group inside holds: the nesting rule stands.
+    assert consequences([replace(world, ahead=False), tp]) == {"world": ["tp"]}
