@@ -370,3 +370,32 @@ def test_counted_outliers_past_the_records_are_added_only_where_the_records_end_
     assert with_counted_past_records(records, counted, {**ends, 4: 14})[0] is records
     assert with_counted_past_records(records, counted, ends, held={4})[0] is records
     assert with_counted_past_records(records, replace(counted, unstopped=True), ends)[0] is records
+
+
+def test_a_rank_alone_in_its_unchecked_sum_beside_several_groups_of_replicas_is_the_outlier():
+    # Seed 261208: TP groups 0-3 and 4-7 of a world comm; rank 5 issued an all-gather where its group all-reduced.
+    # At step 0 ranks 0-3 sum alike, ranks 4, 6 and 7 alike, rank 5 alone: the replica groups of one job are alike
+    # in size, so rank 5 is no group of its own but group 4-7's rank that ran other collectives.
+    rows = [unchecked(r, 0, 125076.0) for r in range(4)] + [unchecked(r, 0, 322196.0) for r in (4, 6, 7)]
+    rows += [unchecked(5, 0, 301844.0)] + [unchecked(r, 1, 1764276.0 if r < 4 else 1960884.0) for r in range(8)]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, step) == ([5], True, 0)
+    # Groups of replicas alone, each of several ranks, name no one; nor two lone ranks beside one group.
+    alike = [row for row in rows if (row.rank, row.step) != (5, 0)] + [unchecked(5, 0, 322196.0)]
+    assert step_sums_root(alike, {}) is None
+    assert step_sums_root([unchecked(r, 0, [1.0, 2.0, 3.0, 3.0][r]) for r in range(4)], {}) is None
+
+
+def test_expected_sums_that_part_ranks_known_to_be_replicas_name_the_fewer_even_where_they_read_back_right():
+    # Seed 260338: one comm of ranks 0-7; rank 7 left out the last collective of step 0. Ranks 0-6 read step 0 back
+    # wrong, rank 7 right (its next one paired with their last, and its trace is cut before step 1). Rank 7's
+    # expected sum lacks the collective it left out: what the replicas launched parts it from the rest.
+    rows = [FingerprintRow(Location(f"fp{r}", 1), r, 0, None, sum=256000.0, expected_sum=221184.0) for r in range(7)]
+    rows.append(FingerprintRow(Location("fp7", 1), 7, 0, None, sum=129024.0, expected_sum=129024.0))
+    every = frozenset(range(8))
+    root, step = step_sums_root(rows, {"0xabc": set(every)}, every, cut=frozenset({7}))
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([7], list(range(7)), True, 0)
+    # Ranks not known to be replicas (another TP group expects other sums by design) are not compared so.
+    found = step_sums_root(rows, {"0xabc": set(range(7)), "0xdef": {7}}, every, cut=frozenset({7}))
+    assert found is None or found[0].outlier_ranks != [7]
+
