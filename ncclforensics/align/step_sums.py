@@ -39,6 +39,7 @@ from dataclasses import replace
 from ..model import FingerprintRow
 from .divergence import DIFFERENT_OPS, RangeReason, Root
 from .fingerprints import checked_right
+from .own_records import departed_by_own_records
 from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
 from .traces import comm_named_by
 
@@ -402,6 +403,13 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     traced = {row.rank for row in fingerprints}
     earlier_right = all(all(ranks.values()) for s, ranks in verdicts.items() if s < step)
     bound = step if earlier_right else None
+    own = departed_by_own_records(fingerprints, step, wrong)
+    if own and len(wrong) > 1:
+        # Ranks whose own records of the step depart from the program every other record shows (two tags issued
+        # the other way round, a tag issued with another kind or size) departed; the others that read back wrong
+        # read back what a departure mixed, theirs or a peer's on no record.
+        compared = {rank: None for rank in own}
+        return _root(sorted(own), sorted(traced - own), True, step, known, compared), bound
     if traced == wrong:
         # One rank's trace alone: its results were mixed, so its communicator diverged; who in it departed is on
         # no record (its partners left no trace).
