@@ -408,8 +408,8 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
         # Ranks whose own records of the step depart from the program every other record shows (two tags issued
         # the other way round, a tag issued with another kind or size) departed; the others that read back wrong
         # read back what a departure mixed, theirs or a peer's on no record.
-        compared = {rank: None for rank in own}
-        return _root(sorted(own), sorted(traced - own), True, step, known, compared), bound
+        # (the root's comm is one of the departed ranks': the others read back wrong in comms of their own)
+        return _root(sorted(own), sorted(traced - own), True, step, known, dict.fromkeys(own)), bound
     if traced == wrong:
         # One rank's trace alone: its results were mixed, so its communicator diverged; who in it departed is on
         # no record (its partners left no trace).
