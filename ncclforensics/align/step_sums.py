@@ -39,6 +39,7 @@ from dataclasses import replace
 from ..model import FingerprintRow
 from .divergence import DIFFERENT_OPS, RangeReason, Root
 from .fingerprints import checked_right
+from .own_records import departed_by_own_records
 from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
 from .traces import comm_named_by
 
@@ -56,12 +57,46 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
     replicas = _replica_classes(traced, known, on_record)
     if replicas == [traced]:
         replicas = _classes_of_first_step(by_step, traced) or replicas
+    known_replicas = _replica_classes(traced & on_record, known, on_record)
     for step in sorted(by_step):
+        apart = _expected_apart(by_step[step], known_replicas)
+        if apart is not None:
+            outliers, reference = apart
+            compared = {rank: by_step[step][rank] for rank in outliers + reference}
+            root = _root(outliers, reference, True, step, known, compared)
+            return root, step if _earlier_right(by_step, step) else None
         for found in _step_roots(by_step, step, traced, replicas, known, cut):
             if found is None:
                 return _hung_apart(by_step, traced, cut, known)
             return _wrong_pair(fingerprints, known, cut) if found is _BY_VERDICTS else found
     return _wrong_pair(fingerprints, known, cut) or _hung_apart(by_step, traced, cut, known)
+
+
+def _expected_apart(rows: dict[int, FingerprintRow], replicas: list[set[int]]) -> tuple[list[int], list[int]] | None:
+    """(outliers, reference) where, in a class of ranks known to be replicas (`replicas`: ranks whose every comm is
+    known, in classes that share all their comms), some read back a wrong sum of the step and the expected sums part
+    a strict majority from the rest; else None. A rank's expected sum is what its own launches of the step give in a
+    consistent world, and replicas that launch alike expect alike: those apart launched other collectives in the
+    step (or the majority did, which is more ranks). This holds whatever they read back: one that left out the
+    step's last collective reads back right (its next one paired with the others' last, filed under the next step,
+    which a trace cut short may not hold) while the others read back wrong. Worked example: one comm of ranks 0-7;
+    at step 0 ranks 0-6 read back 256000 and expect 221184, rank 7 reads back and expects 129024: rank 7 departed."""
+    for members in replicas:
+        mine = {rank: row for rank, row in rows.items() if rank in members}
+        verdicts = [checked_right(row) for row in mine.values()]
+        if len(mine) < 3 or None in verdicts or all(verdicts):
+            continue
+        if not all(math.isfinite(row.expected_sum) for row in mine.values()):
+            continue
+        # (expected sums equal up to the tolerance a sum is checked to: floating sums of one design)
+        scale = 1e-6 * max(1.0, *(abs(row.expected_sum) for row in mine.values()))
+        groups: dict[int, list[int]] = {}
+        for rank, row in sorted(mine.items()):
+            groups.setdefault(round(row.expected_sum / scale), []).append(rank)
+        largest = max(groups.values(), key=len)
+        if len(groups) > 1 and len(largest) * 2 > len(mine):
+            return sorted(set(mine) - set(largest)), largest
+    return None
 
 
 def _checksums_by_step(fingerprints: Iterable[FingerprintRow]) -> dict[int, dict[int, FingerprintRow]]:
@@ -198,11 +233,16 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             # next step back wrong may have departed as well (each pair of DP groups of a job of two TP pairs).
             yield _BY_VERDICTS
             return
-        lone = _lone_beside_alike(ordered) if checked and not majority else []
+        lone = _lone_beside_alike(ordered) if not majority else []
         if lone and not _unplaced_by_sums(by_step, step, traced - cut):
             # Ranks each alone in how far off they read back, beside groups of ranks off alike (each group the
             # ranks of one comm that shared its misaligned collective): each lone one departed, in a comm these
-            # sums do not name (the fewest departing: it ran one more, or its peers one fewer).
+            # sums do not name (the fewest departing: it ran one more, or its peers one fewer). So too for sums
+            # no expected value checks, beside groups of equal sums (replicas: a TP group's ranks read back alike):
+            # the replica groups of one job are alike in size, so a rank alone beside several groups of several
+            # ranks is no group of its own but one group's rank that read back otherwise (it ran other collectives
+            # in the step). Worked example: 64 ranks in TP groups of 8; at step 0 seven groups sum alike within
+            # each, ranks 16-21 and 23 sum 9195424 and rank 22 alone 9328834: rank 22 departed.
             alike = sorted(r for ranks in ordered if len(ranks) > 1 for r in ranks)
             yield _root(lone, alike, True, step, known, rows), step if _earlier_right(by_step, step) else None
             return
@@ -363,6 +403,13 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     traced = {row.rank for row in fingerprints}
     earlier_right = all(all(ranks.values()) for s, ranks in verdicts.items() if s < step)
     bound = step if earlier_right else None
+    own = departed_by_own_records(fingerprints, step, wrong)
+    if own and len(wrong) > 1:
+        # Ranks whose own records of the step depart from the program every other record shows (two tags issued
+        # the other way round, a tag issued with another kind or size) departed; the others that read back wrong
+        # read back what a departure mixed, theirs or a peer's on no record.
+        # (the root's comm is one of the departed ranks': the others read back wrong in comms of their own)
+        return _root(sorted(own), sorted(traced - own), True, step, known, dict.fromkeys(own)), bound
     if traced == wrong:
         # One rank's trace alone: its results were mixed, so its communicator diverged; who in it departed is on
         # no record (its partners left no trace).

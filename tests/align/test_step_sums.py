@@ -4,6 +4,7 @@ from dataclasses import replace
 
 from ncclforensics.align.divergence import DIFFERENT_OPS, RangeReason, Root
 from ncclforensics.align.notes import SumsPartReference, SumsPlaceCutRanks
+from ncclforensics.align.own_records import departed_by_own_records
 from ncclforensics.align.step_sums import step_sums_root, with_sums_placing_cut_ranks
 from ncclforensics.model import FingerprintRow, Location
 
@@ -415,3 +416,59 @@ def test_counted_outliers_past_the_records_are_not_added_where_their_records_put
     # A bound inside the root's range (or records that bound nothing) leave it beside the root.
     assert with_counted_past_records(records, counted, ends, departs_from={7: 2})[0].outlier_ranks == [2, 7]
     assert with_counted_past_records(records, counted, ends)[0].outlier_ranks == [2, 7]
+
+
+def test_a_rank_alone_in_its_unchecked_sum_beside_several_groups_of_replicas_is_the_outlier():
+    # Seed 261208: TP groups 0-3 and 4-7 of a world comm; rank 5 issued an all-gather where its group all-reduced.
+    # At step 0 ranks 0-3 sum alike, ranks 4, 6 and 7 alike, rank 5 alone: the replica groups of one job are alike
+    # in size, so rank 5 is no group of its own but group 4-7's rank that ran other collectives.
+    rows = [unchecked(r, 0, 125076.0) for r in range(4)] + [unchecked(r, 0, 322196.0) for r in (4, 6, 7)]
+    rows += [unchecked(5, 0, 301844.0)] + [unchecked(r, 1, 1764276.0 if r < 4 else 1960884.0) for r in range(8)]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, step) == ([5], True, 0)
+    # Groups of replicas alone, each of several ranks, name no one; nor two lone ranks beside one group.
+    alike = [row for row in rows if (row.rank, row.step) != (5, 0)] + [unchecked(5, 0, 322196.0)]
+    assert step_sums_root(alike, {}) is None
+    assert step_sums_root([unchecked(r, 0, [1.0, 2.0, 3.0, 3.0][r]) for r in range(4)], {}) is None
+
+
+def test_expected_sums_that_part_ranks_known_to_be_replicas_name_the_fewer_even_where_they_read_back_right():
+    # Seed 260338: one comm of ranks 0-7; rank 7 left out the last collective of step 0. Ranks 0-6 read step 0 back
+    # wrong, rank 7 right (its next one paired with their last, and its trace is cut before step 1). Rank 7's
+    # expected sum lacks the collective it left out: what the replicas launched parts it from the rest.
+    rows = [FingerprintRow(Location(f"fp{r}", 1), r, 0, None, sum=256000.0, expected_sum=221184.0) for r in range(7)]
+    rows.append(FingerprintRow(Location("fp7", 1), 7, 0, None, sum=129024.0, expected_sum=129024.0))
+    every = frozenset(range(8))
+    root, step = step_sums_root(rows, {"0xabc": set(every)}, every, cut=frozenset({7}))
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([7], list(range(7)), True, 0)
+    # Ranks not known to be replicas (another TP group expects other sums by design) are not compared so.
+    found = step_sums_root(rows, {"0xabc": set(range(7)), "0xdef": {7}}, every, cut=frozenset({7}))
+    assert found is None or found[0].outlier_ranks != [7]
+
+
+def test_of_ranks_wrong_in_a_step_the_one_whose_own_records_invert_the_program_order_is_the_outlier():
+    # Seed 344508: ranks 1 and 2 (TP pairs {0, 1} and {2, 3}; ranks 0 and 3 left no trace) read back step 1 wrong.
+    # Rank 1 issued `mlp` before `attn` there, against its own steps 0 and 2 and rank 2's steps 0-2: it departed.
+    # Rank 2's records are the program's: what it read back wrong a peer on no record mixed.
+    def records(rank: int, step: int, tags: list[str], wrong: bool) -> list[FingerprintRow]:
+        return [FingerprintRow(Location(f"fp{rank}", step * 3 + op), rank, step, op, tag=tag, kind="AllReduce",
+                               numel=8, sum=2.0 if wrong and op else 1.0, expected_sum=1.0)
+                for op, tag in enumerate(tags)]
+
+    program, swapped = ["dp", "attn", "mlp"], ["dp", "mlp", "attn"]
+    rows = [row for rank in (1, 2) for step in (0, 2) for row in records(rank, step, program, False)]
+    rows += records(1, 1, swapped, True) + records(2, 1, program, True)
+    root, step = step_sums_root(rows, {"0xw": {1, 2}, "0xa": {1}, "0xb": {2}})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([1], [2], True, 1)
+    # Rank 1 issuing them in the program's order too, nothing on record says who departed: both are named.
+    rows = [row for row in rows if (row.rank, row.step) != (1, 1)] + records(1, 1, program, True)
+    assert step_sums_root(rows, {"0xw": {1, 2}, "0xa": {1}, "0xb": {2}})[0].outlier_ranks == [1, 2]
+
+
+def test_a_tag_issued_with_a_size_no_other_record_of_it_has_departs_from_the_program():
+    def record(rank: int, step: int, numel: int) -> FingerprintRow:
+        return FingerprintRow(Location(f"fp{rank}", step), rank, step, 0, tag="mlp", kind="AllReduce", numel=numel)
+
+    rows = [record(r, s, 8) for r in (0, 1) for s in (0, 1)] + [record(2, 0, 8), record(2, 1, 2)]
+    assert departed_by_own_records(rows, 1, [0, 1, 2]) == {2}
+    assert departed_by_own_records(rows[:1] + rows[-1:], 1, [0, 2]) == set()  # (one record against it: no program)
