@@ -49,8 +49,9 @@ from .ras_only import ras_comm_wedge, ras_only_wedge, ras_rank_map
 from .receipts import Finding, answer_receipts, death_receipts, job_ras_receipts
 from .reconcile import Reconciliation, reconcile
 from .streams import Streams, build_streams
-from .traces import Guesses, guessed_comms, seq_slack, unwritten_ends, wider_slack, with_trace_rows
+from .traces import Guesses, guessed_comms, seq_slack, wider_slack, with_trace_rows
 from .unranked import unranked_streams
+from .unwritten import completed_floors, parted_at_read_back, unwritten_ends
 from .watchdog import (
     STOP_EVENTS,
     counted_past_cuts,
@@ -114,9 +115,11 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     progress = [p for e in evidence for p in e.progress]
     snapshots = [(e.format.value, s) for e in evidence for s in e.ras]
     streams = attach_fingerprints(streams, fingerprints)
-    # traces a PyTorch count shows were not written up to their rank's end: cut short, in effect
-    for key, where in unwritten_ends(streams, progress, watchdog).items():
-        streams.cut.setdefault(key, where)
+    # traces a PyTorch count or a peer's result shows were not written up to their rank's end: cut short, in effect
+    floors = completed_floors(streams, progress, watchdog)
+    unwritten = {key: where for key, where in unwritten_ends(streams, floors).items() if key not in streams.cut}
+    for key, where in unwritten.items():
+        streams.cut[key] = where
         streams.launch_ends.discard(key)
     problems += clock_disagreements(evidence, streams)
 
@@ -132,6 +135,9 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     for comm in sorted(streams.members):
         analyses[comm] = analyze_comm(streams, comm, gate, counted=counted.get(comm),
                                       enqueued=enqueued_in(marks, streams, comm), died=died)
+        if analyses[comm].root is None and unwritten:
+            # (where the records agree as far as they go, unwritten traces may still part from whole ones)
+            analyses[comm].root = parted_at_read_back(streams, comm, set(unwritten), floors)
 
     _apply_progress(analyses, streams, progress, watchdog)
     if not died:
