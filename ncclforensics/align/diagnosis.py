@@ -118,8 +118,9 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     # traces a PyTorch count or a peer's result shows were not written up to their rank's end: cut short, in effect
     floors = completed_floors(streams, progress, watchdog)
     unwritten = {key: where for key, where in unwritten_ends(streams, floors).items() if key not in streams.cut}
-    for key, where in unwritten.items():
-        streams.cut[key] = where
+    counted_floors = completed_floors(streams, progress, watchdog, peers=False)
+    for key, where in unwritten_ends(streams, counted_floors).items():
+        streams.cut.setdefault(key, where)
         streams.launch_ends.discard(key)
     problems += clock_disagreements(evidence, streams)
 
@@ -135,10 +136,16 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     for comm in sorted(streams.members):
         analyses[comm] = analyze_comm(streams, comm, gate, counted=counted.get(comm),
                                       enqueued=enqueued_in(marks, streams, comm), died=died)
-        if analyses[comm].root is None and unwritten:
-            # (where the records agree as far as they go, unwritten traces may still part from whole ones)
-            analyses[comm].root = parted_at_read_back(streams, comm, set(unwritten), floors)
 
+    # Records that end where traces were not written say nothing of the ranks' lengths there (results checked wrong
+    # still do); where such traces end before a step whole ones hold, the ranks part past its end. That is the root
+    # only where no other communicator's records give one (lengths of unwritten traces give none).
+    unsure = {c for c, a in analyses.items() if _lengths_at_most(a.root) and any(k[0] == c for k in unwritten)}
+    parted = {comm: found for comm in unsure
+              if (found := parted_at_read_back(streams, comm, set(unwritten), floors)) is not None}
+    if len(parted) == 1 and not any(a.root is not None for c, a in analyses.items() if c not in unsure):
+        for comm, found in parted.items():
+            analyses[comm].root = found
     _apply_progress(analyses, streams, progress, watchdog)
     if not died:
         stopped = _stop_evidence(streams, analyses, ras, watchdog, dead)
@@ -225,6 +232,12 @@ def _widened_by_guesses(root: Root | None, guesses: Guesses) -> tuple[Root | Non
     notes += [*([GuessedTracePlacement(down + up, root.comm, wider)] if down or up else []),
               *([TracesMayBeWider(beyond, root.comm, wider)] if beyond else [])]
     return replace(root, seq=wider[0], seq_range=wider), notes
+
+
+def _lengths_at_most(root: Root | None) -> bool:
+    """Whether a comm's root, if any, rests on the lengths of its records alone (no record differs, no result
+    checked wrong)."""
+    return root is None or not root.shown and "fingerprints" not in root.narrowed_by
 
 
 def _uncompared(analyses: dict[str, CommAnalysis], root: Root | None) -> list[Note]:

@@ -23,11 +23,11 @@ from .streams import Streams
 FINGERPRINT = SourceFormat.FINGERPRINT.value  # the source of trace rows in `Streams.launched_by_source`
 
 
-def completed_floors(streams: Streams, progress: list[ProgressReport], watchdog: list[WatchdogEvent]
-                     ) -> dict[tuple[str, int], int]:
+def completed_floors(streams: Streams, progress: list[ProgressReport], watchdog: list[WatchdogEvent],
+                     peers: bool = True) -> dict[tuple[str, int], int]:
     """(comm, rank) -> the last seq the rank surely launched and completed there: PyTorch's `last completed` count
-    of it, and the last completed record of any peer in the comm (NCCL completes a collective only once every rank
-    of its comm took part: a peer's result of seq 23 needs this rank's part in seq 23)."""
+    of it, and (`peers`) the last completed record of any peer in the comm (NCCL completes a collective only once
+    every rank of its comm took part: a peer's result of seq 23 needs this rank's part in seq 23)."""
     floors: dict[tuple[str, int], int] = {}
 
     def raise_to(key: tuple[str, int], seq: int) -> None:
@@ -37,7 +37,7 @@ def completed_floors(streams: Streams, progress: list[ProgressReport], watchdog:
         if comm is not None and rank is not None and count is not None:
             raise_to((streams.aliases.get(comm, comm), rank), count)
     done = pl.col("state") == EventState.COMPLETED.value
-    for (comm, _), part in streams.parts.items():
+    for (comm, _), part in (streams.parts.items() if peers else ()):
         if not part.height or "state" not in part.columns:
             continue
         last = part.filter(done).get_column("seq").max()
