@@ -49,8 +49,9 @@ from .ras_only import ras_comm_wedge, ras_only_wedge, ras_rank_map
 from .receipts import Finding, answer_receipts, death_receipts, job_ras_receipts
 from .reconcile import Reconciliation, reconcile
 from .streams import Streams, build_streams
-from .traces import Guesses, guessed_comms, seq_slack, unwritten_ends, wider_slack, with_trace_rows
+from .traces import Guesses, guessed_comms, seq_slack, wider_slack, with_trace_rows
 from .unranked import unranked_streams
+from .unwritten import completed_floors, parted_at_read_back, unwritten_ends
 from .watchdog import (
     STOP_EVENTS,
     counted_past_cuts,
@@ -114,8 +115,11 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     progress = [p for e in evidence for p in e.progress]
     snapshots = [(e.format.value, s) for e in evidence for s in e.ras]
     streams = attach_fingerprints(streams, fingerprints)
-    # traces a PyTorch count shows were not written up to their rank's end: cut short, in effect
-    for key, where in unwritten_ends(streams, progress, watchdog).items():
+    # traces a PyTorch count or a peer's result shows were not written up to their rank's end: cut short, in effect
+    floors = completed_floors(streams, progress, watchdog)
+    unwritten = {key: where for key, where in unwritten_ends(streams, floors).items() if key not in streams.cut}
+    counted_floors = completed_floors(streams, progress, watchdog, peers=False)
+    for key, where in unwritten_ends(streams, counted_floors).items():
         streams.cut.setdefault(key, where)
         streams.launch_ends.discard(key)
     problems += clock_disagreements(evidence, streams)
@@ -133,6 +137,15 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         analyses[comm] = analyze_comm(streams, comm, gate, counted=counted.get(comm),
                                       enqueued=enqueued_in(marks, streams, comm), died=died)
 
+    # Records that end where traces were not written say nothing of the ranks' lengths there (results checked wrong
+    # still do); where such traces end before a step whole ones hold, the ranks part past its end. That is the root
+    # only where no other communicator's records give one (lengths of unwritten traces give none).
+    unsure = {c for c, a in analyses.items() if _lengths_at_most(a.root) and any(k[0] == c for k in unwritten)}
+    parted = {comm: found for comm in unsure
+              if (found := parted_at_read_back(streams, comm, set(unwritten), floors)) is not None}
+    if len(parted) == 1 and not any(a.root is not None for c, a in analyses.items() if c not in unsure):
+        for comm, found in parted.items():
+            analyses[comm].root = found
     _apply_progress(analyses, streams, progress, watchdog)
     if not died:
         stopped = _stop_evidence(streams, analyses, ras, watchdog, dead)
@@ -219,6 +232,12 @@ def _widened_by_guesses(root: Root | None, guesses: Guesses) -> tuple[Root | Non
     notes += [*([GuessedTracePlacement(down + up, root.comm, wider)] if down or up else []),
               *([TracesMayBeWider(beyond, root.comm, wider)] if beyond else [])]
     return replace(root, seq=wider[0], seq_range=wider), notes
+
+
+def _lengths_at_most(root: Root | None) -> bool:
+    """Whether a comm's root, if any, rests on the lengths of its records alone (no record differs, no result
+    checked wrong)."""
+    return root is None or not root.shown and "fingerprints" not in root.narrowed_by
 
 
 def _uncompared(analyses: dict[str, CommAnalysis], root: Root | None) -> list[Note]:

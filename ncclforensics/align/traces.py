@@ -19,11 +19,10 @@ from dataclasses import dataclass, replace
 
 import polars as pl
 
-from ..model import EventState, Evidence, FingerprintRow, Location, ProgressReport, WatchdogEvent, conform
+from ..model import EventState, Evidence, FingerprintRow, conform
 from ..model.kinds import normalize_op
 from .fingerprints import checked_right
 from .notes import Note, TracesApart, TracesMixedComms, TracesNameNoComm, TracesUnplaced
-from .streams import Streams
 
 Members = frozenset[int]
 MIXED: list[Members] = []  # a trace of several comms that its sums cannot split
@@ -181,33 +180,6 @@ def wider_slack(comm: str, low: int, guesses: Guesses) -> int:
         slack = max(slack, sum(1 for p in placed[:at] if p.comm == comm and p.maybe_wider
                                and (here is None or p.tag != here)))
     return slack
-
-
-def unwritten_ends(streams: Streams, progress: list[ProgressReport], watchdog: list[WatchdogEvent]
-                   ) -> dict[tuple[str, int], Location]:
-    """(comm, rank) -> the last record of the rank's trace, for each comm whose stream that trace ends, where a
-    PyTorch count says the rank completed more in some comm than its trace holds there: a trace is written as
-    results are read back (once a step, where it is flushed so), so one that lacks a collective the rank completed
-    was not written past its end, in any comm; its ends there say nothing of where the rank stopped, as a file cut
-    short says nothing. Worked example: rank 2 completed world collective 3 (its watchdog's `last completed work:
-    3`) and hung in the same step; its trace, flushed per step, ends a step sooner with 2 world records and 4 of its
-    TP group's, where its peer's holds 6: the TP group's shorter stream is no departure."""
-    traced = {(comm, rank): (last, file) for (comm, rank, source), (last, file) in streams.launched_by_source.items()
-              if source == "fingerprint"}
-    completed: dict[tuple[str, int], int] = {}
-    for comm, rank, count in [*((p.comm, p.rank, p.last_completed) for p in progress),
-                              *((w.comm, w.rank, w.last_completed) for w in watchdog)]:
-        if comm is not None and rank is not None and count is not None:
-            key = (streams.aliases.get(comm, comm), rank)
-            completed[key] = max(completed.get(key, 0), count)
-    short = {file for key, (last, file) in traced.items() if completed.get(key, 0) > last}
-    out: dict[tuple[str, int], Location] = {}
-    for (comm, rank), (last, file) in traced.items():
-        part = streams.parts.get((comm, rank))
-        if file in short and part is not None and part.height and int(part.get_column("seq").max()) == last:
-            row = part.filter(pl.col("seq") == last).row(0, named=True)
-            out[(comm, rank)] = Location(file, row.get("line"))
-    return out
 
 
 def _described_ranks(evidence: list[Evidence]) -> set[int]:

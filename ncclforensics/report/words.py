@@ -415,6 +415,16 @@ def ambiguity(root: Root) -> str | None:
                 f"its results were read back, and {who} never read that step back): the first divergent collective "
                 f"lies in that step, past the records, at seq {root.seq_range[0]} or later, and no count of what "
                 f"{who} launched bounds it; {LOG_SETTINGS} or {FR_SETTINGS} would say where")
+    elif root.reason is RangeReason.UNWRITTEN_STEP:
+        low, high = root.seq_range
+        early, late = ((root.outlier_ranks, root.reference_ranks) if root.kind == MISSING
+                       else (root.reference_ranks, root.outlier_ranks))
+        text = (f"the traces of {ranks_words(late)} end before collectives {ranks_words(early)} completed with them "
+                f"(NCCL completes none without every rank), in a step they never wrote: they never got through it, "
+                f"while {ranks_words(early)} did, with nothing of it after seq {high - 1}; so the two part at seq "
+                f"{high}, unless {ranks_words(late)} waited in another communicator of theirs past it (each is a "
+                f"candidate), and what {ranks_words(late)} launched from seq {low} on is on no record; their "
+                f"{LOG_SETTINGS} or {FR_SETTINGS} would say where")
     elif root.reason is RangeReason.PAST_COUNTED:
         who = ranks_words(root.outlier_ranks)
         text = (f"the records of {who} end before what PyTorch's counts say {who} launched: the counts say how "
