@@ -158,6 +158,10 @@ class Root:
     # Placed by the issue orders, which fit as well a collective the outliers left out before it in these other
     # communicators (their later collectives here each one of those short): either may be the divergence
     left_out_in: tuple[str, ...] = ()
+    # The mirror of `left_out_in`: the outliers' issue orders show a collective left out here, on the end of their
+    # records here alone, which fits as well extra collectives they ran in these other communicators before they
+    # stopped (interleave.early_elsewhere): either may be the divergence
+    early_in: tuple[str, ...] = ()
     # Counts only: ranks whose counts here part from the majority's as the outliers' do, but that depart in another
     # communicator too (rank -> those communicators), so their count here may follow from that departure or be one
     # of their own; the outliers are the ranks that depart here alone (see consequences.departing_elsewhere).
