@@ -166,6 +166,10 @@ class Root:
     # communicator too (rank -> those communicators), so their count here may follow from that departure or be one
     # of their own; the outliers are the ranks that depart here alone (see consequences.departing_elsewhere).
     outlier_candidates: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # Records that begin after the ranks already disagree, with counts: ranks whose counts part as a departure
+    # before the records would, but that wait in another communicator (rank -> those communicators): held back
+    # there by a peer, or departed here first and then stopped; the counts read the same, so each is a candidate.
+    waiting_candidates: dict[int, tuple[str, ...]] = field(default_factory=dict)
     # (field, seq, seq): a richer field ("call sites") parts the outliers from the reference at the first seq, the
     # poorer fields only at the second; the root is between them (root.py _parts_earlier)
     parted_earlier: tuple[str, int, int] | None = None

@@ -171,6 +171,8 @@ def root_sentence(root: Root) -> str:
                 f"had; a timeout or entries that never complete would confirm it.")
     if root.outlier_candidates:
         return root_sentence(replace(root, outlier_candidates={})) + candidates_words(root)
+    if root.waiting_candidates:
+        return root_sentence(replace(root, waiting_candidates={})) + waiting_candidates_words(root)
     if root.early_in:
         return root_sentence(replace(root, early_in=())) + early_elsewhere_words(root)
     who = ranks_words(root.outlier_ranks)
@@ -312,6 +314,21 @@ def issue_order_words(root: Root) -> str:
                  f"collective here: held back there (a rank runs its collectives in issue order, so its peers' "
                  f"collectives there wait behind the extra one), not short of one here.")
     return text
+
+
+def waiting_candidates_words(root: Root) -> str:
+    """Why ranks whose counts part, but that wait in another communicator, are candidates (empty where none)."""
+    if not root.waiting_candidates:
+        return ""
+    ranks = sorted(root.waiting_candidates)
+    one = len(ranks) == 1
+    who = ranks_words(ranks)
+    comms = _either([f"comm {c}" for c in sorted({c for cs in root.waiting_candidates.values() for c in cs})])
+    it = "it" if one else "they"
+    return (f" PyTorch's counts part {who} from the others here too, but {it} {'waits' if one else 'wait'} in "
+            f"{comms}: {it} may be held back there by a peer, or {it} departed "
+            f"here before the records begin and then stopped; the counts read the same, so {it} "
+            f"{'is a candidate' if one else 'are candidates'}, not named.")
 
 
 def early_elsewhere_words(root: Root) -> str:
