@@ -286,7 +286,9 @@ KNOWN: dict[int, str] = {
 # unchecked sum beside several groups of replicas departed (261208, 261479: groups are alike in size); of ranks wrong
 # in a step, those whose own records invert the program's tag order (344508); a peer's result a trace lacks means it
 # was not written that far, and ranks that got through a step part past its end from those that never wrote it
-# (350514: the peers hung in a step rank 7 cut short).
+# (350514: the peers hung in a step rank 7 cut short); a rank whose records here end while it went on elsewhere may
+# have run extra ones there and stopped, a candidate comm (354369: a drafter pass); ranks counts part that wait
+# elsewhere are candidates beside records that begin late (357252: two world departures).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -301,7 +303,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           128187, 97825, 159713, 98097, 210515, 210628, 212450, 102119, 211980, 211170, 96143, 101260, 105967, 181492,
           94290, 94513, 181212, 97685, 102067, 158151, 94490, 129507, 99060, 180635, 181498, 135145, 260976, 345950,
           6866, 9558, 348273, 349513, 346678, 3695, 261933, 361607, 353281, 355980, 352991, 364386, 352764, 348813,
-          357111, 390036, 260338, 261208, 261479, 344508, 350514)
+          357111, 390036, 260338, 261208, 261479, 344508, 350514, 354369, 357252)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
@@ -545,6 +547,26 @@ def test_checksums_that_name_the_first_outliers_of_two_comms_are_right_and_no_fe
 
     assert verdict([2, 4, 5]) == []
     assert verdict([4, 5]) == verdict([2, 4]) == verdict([2, 3, 4, 5]) == ["wrong_outliers"]
+
+
+def test_a_rank_whose_counts_part_while_it_waits_elsewhere_is_a_candidate_beside_the_records_outlier(tmp_path):
+    """Seed 357252, watchdog logs alone: ranks 6 and 7 both departed in the world (7 first), and rank 7 then waits
+    in its TP comm for rank 6. The logs' records begin after both departed and part rank 6; the counts part rank 7
+    too, yet a twin with rank 7's departure undone writes the same logs. Rank 6 with rank 7 as a candidate is right;
+    rank 6 alone, with no candidate, is not."""
+    from incidents.oracle import check
+
+    incident = draw(357252)
+    written = _write(incident, tmp_path, ("torch",), 357252)
+    comm = incident.program.comms["0"].name
+
+    def verdict(outliers, candidates):
+        root = {"comm": comm, "seq_range": [1, 5], "outlier_ranks": outliers, "pinned_by": "signatures",
+                "kind": "different", "majority": True, "outlier_candidates": candidates}
+        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+
+    assert verdict([6], [7]) == []
+    assert verdict([6], []) == verdict([5], [7]) == ["wrong_outliers"]
 
 
 def test_counts_of_a_rank_behind_name_the_ranks_ahead_that_may_hold_it_back(tmp_path):

@@ -30,6 +30,8 @@ dead ones.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from dataclasses import dataclass, replace
 
 import polars as pl
@@ -131,8 +133,15 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         # others that launched more or fewer before it.
         counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
         if counted:
-            root, said = with_counted_outliers(root, counted[0], _held_before_records(root, marks, streams))
+            held = _held_before_records(root, marks, streams)
+            root, said = with_counted_outliers(root, counted[0], held)
             notes += said
+            # Ranks the counts part that wait elsewhere are left out as held back; yet one that departed here
+            # before the records and then stopped, waiting in another communicator, leaves the same counts (a
+            # twin incident with its departure undone writes the same logs): each stays a candidate.
+            waiting = sorted(held & _counts_apart(root.comm, marks, streams) - set(root.outlier_ranks))
+            if waiting:
+                root = replace(root, waiting_candidates={r: _stuck_in(streams, r, root.comm) for r in waiting})
         found = sums_root()
         if found is not None:
             root, said = with_sums_before_records(root, found[0])
@@ -481,6 +490,23 @@ def _held_before_records(root: Root, marks: dict, streams: Streams) -> set[int]:
 
     return {rank for rank, n in launched.items() if rank in stuck and n <= recorded.get(rank, n)
             and not holds_itself(rank, n)}
+
+
+def _counts_apart(comm: str, marks: dict, streams: Streams) -> set[int]:
+    """The ranks whose PyTorch count of work enqueued in `comm` differs from the count of a strict majority
+    (none where no count is a strict majority's)."""
+    launched = next((g.launched for name, g in marks.items() if streams.aliases.get(name, name) == comm), {})
+    most = Counter(launched.values()).most_common(1)
+    if not most or most[0][1] * 2 <= len(launched):
+        return set()
+    return {r for r, n in launched.items() if n != most[0][0]}
+
+
+def _stuck_in(streams: Streams, rank: int, comm: str) -> tuple[str, ...]:
+    """The communicators other than `comm` where the rank's records end in a collective that started and never
+    finished."""
+    return tuple(sorted(c for (c, r), part in streams.parts.items() if r == rank and c != comm
+                        and (part.get_column("state") == EventState.STARTED.value).any()))
 
 
 def _parted_reference(root: Root, reference: set[int], streams: Streams) -> dict[int, int] | None:

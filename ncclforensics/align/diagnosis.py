@@ -32,7 +32,7 @@ from .divergence import (
 )
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
-from .interleave import issue_order_root, issue_order_split, skipped_here, with_early_issuers
+from .interleave import early_elsewhere, issue_order_root, issue_order_split, skipped_here, with_early_issuers
 from .jobs import split_jobs
 from .notes import (
     CompletionsOnly,
@@ -343,6 +343,10 @@ def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams, gate
                 if analyses[comm].root is not None:
                     # Ranks that issued a collective here early departed beside those that left one out.
                     analyses[comm].root = with_early_issuers(analyses[comm].root, streams, left_out)
+                    # (or those that went on elsewhere ran extra collectives there, and stopped: candidates too)
+                    if elsewhere := early_elsewhere(streams, comm, left_out):
+                        analyses[comm].root = replace(analyses[comm].root, early_in=elsewhere, undecided_comms=tuple(
+                            sorted({*analyses[comm].root.undecided_comms, *elsewhere})))
                 continue
         if any(r.shown for r in rooted):
             continue

@@ -159,10 +159,18 @@ class Root:
     # Placed by the issue orders, which fit as well a collective the outliers left out before it in these other
     # communicators (their later collectives here each one of those short): either may be the divergence
     left_out_in: tuple[str, ...] = ()
+    # The mirror of `left_out_in`: the outliers' issue orders show a collective left out here, on the end of their
+    # records here alone, which fits as well extra collectives they ran in these other communicators before they
+    # stopped (interleave.early_elsewhere): either may be the divergence
+    early_in: tuple[str, ...] = ()
     # Counts only: ranks whose counts here part from the majority's as the outliers' do, but that depart in another
     # communicator too (rank -> those communicators), so their count here may follow from that departure or be one
     # of their own; the outliers are the ranks that depart here alone (see consequences.departing_elsewhere).
     outlier_candidates: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # Records that begin after the ranks already disagree, with counts: ranks whose counts part as a departure
+    # before the records would, but that wait in another communicator (rank -> those communicators): held back
+    # there by a peer, or departed here first and then stopped; the counts read the same, so each is a candidate.
+    waiting_candidates: dict[int, tuple[str, ...]] = field(default_factory=dict)
     # (field, seq, seq): a richer field ("call sites") parts the outliers from the reference at the first seq, the
     # poorer fields only at the second; the root is between them (root.py _parts_earlier)
     parted_earlier: tuple[str, int, int] | None = None

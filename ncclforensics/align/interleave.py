@@ -184,6 +184,55 @@ def skipped_here(streams: Streams, comm: str, ranks: list[int]) -> dict[int, tup
     return skipped
 
 
+def early_elsewhere(streams: Streams, comm: str, left_out: dict[int, tuple[int, int]]) -> tuple[str, ...]:
+    """The other communicators where ranks `skipped_here` found to have left out a collective here, on the end of
+    their records here alone, may instead have issued extra collectives and then stopped: each collective such a
+    rank issued there after its last one here sits, for a peer of both communicators, after more collectives of
+    this one (its issue orders there part from the peer's). A rank that stopped after an extra block there goes on
+    past where the program issues its next collective here just as one that left that one out and went on does;
+    only the end of its records here tells them apart, and it tells nothing. Worked example: rank 0 issues
+    tensor-parallel all-reduces 7 and 8 after world collective 4, rank 1 after world collective 6, and rank 0's
+    records of the world end at 4: it left out world collectives 5 and 6, or it ran two extra ones of its
+    tensor-parallel group (a drafter's pass) and stopped there, held back; the records read the same."""
+    found: set[str] = set()
+    for rank, (_, high) in left_out.items():
+        mine = streams.parts.get((comm, rank))
+        if mine is None or not mine.height or high != int(mine.get_column("seq").max()) + 1:
+            continue  # it issued a collective here past the one it left out: it went on here too
+        own = _comm_orders(streams, rank)
+        if own is None or any((c, rank) in streams.cut for c in own[1]):
+            continue
+        ahead = _last_here_before(own[0], comm)
+        tail = ahead.filter((pl.col("comm") != comm) & (pl.col("here") == ahead.get_column("here").max()))
+        for other in tail.get_column("comm").unique().to_list():
+            seqs = set(tail.filter(pl.col("comm") == other).get_column("seq").to_list())
+            peers = [p for p in streams.members.get(other, []) if p != rank and p in streams.members.get(comm, [])]
+            for peer in peers:
+                theirs = _comm_orders(streams, peer)
+                if theirs is None:
+                    continue
+                placed = _last_here_before(theirs[0], comm).filter((pl.col("comm") == other)
+                                                                   & pl.col("seq").is_in(list(seqs)))
+                if placed.height and placed.get_column("here").max() > ahead.get_column("here").max():
+                    found.add(other)
+                    break
+    return tuple(sorted(found))
+
+
+def _comm_orders(streams: Streams, rank: int) -> tuple[pl.DataFrame, list[str]] | None:
+    """A rank's collectives of all its communicators in the order it issued them, and those communicators (None
+    where no one source orders them)."""
+    parts = {c: part for (c, r), part in streams.parts.items() if r == rank and not is_p2p_comm(c) and part.height}
+    order = _issue_order(parts) if len(parts) > 1 else None
+    return None if order is None else (order, list(parts))
+
+
+def _last_here_before(order: pl.DataFrame, comm: str) -> pl.DataFrame:
+    """The issue order with `here`: the last seq of `comm` issued at or before each row (0 before its first)."""
+    return order.with_columns(pl.when(pl.col("comm") == comm).then(pl.col("seq")).otherwise(None)
+                              .forward_fill().fill_null(0).alias("here"))
+
+
 def _issued_elsewhere(streams: Streams, comm: str, rank: int) -> int | None:
     """How many collectives a rank with no records in `comm` issued in its other communicators, where its records
     of each begin at seq 1 and none was cut short (None otherwise): all it issued before `comm`'s first seq, had

@@ -142,7 +142,7 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
             "unstopped": r.unstopped,
             "comm_candidates": [r.comm, *r.undecided_comms] if r.undecided_comms else [],
             "may_be_held_back_by": list(r.may_be_held_back_by),
-            "outlier_candidates": sorted(r.outlier_candidates),
+            "outlier_candidates": sorted({*r.outlier_candidates, *r.waiting_candidates}),
             "where_stacks_part": _by_rank(words.where_stacks_part(r)),
             "counts_by_type": {t: _ranks(c) for t, c in r.counts_by_type.items()},
             "contradictions": [{"what": words.contradiction_words(c), "evidence": [str(loc) for loc in c.locs]} for c in r.contradictions],

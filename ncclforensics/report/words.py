@@ -171,6 +171,10 @@ def root_sentence(root: Root) -> str:
                 f"had; a timeout or entries that never complete would confirm it.")
     if root.outlier_candidates:
         return root_sentence(replace(root, outlier_candidates={})) + candidates_words(root)
+    if root.waiting_candidates:
+        return root_sentence(replace(root, waiting_candidates={})) + waiting_candidates_words(root)
+    if root.early_in:
+        return root_sentence(replace(root, early_in=())) + early_elsewhere_words(root)
     who = ranks_words(root.outlier_ranks)
     n = plural(root.size, "collective") if root.size else "collectives"  # (size 0: how many is not known)
     at = where(root)
@@ -310,6 +314,34 @@ def issue_order_words(root: Root) -> str:
                  f"collective here: held back there (a rank runs its collectives in issue order, so its peers' "
                  f"collectives there wait behind the extra one), not short of one here.")
     return text
+
+
+def waiting_candidates_words(root: Root) -> str:
+    """Why ranks whose counts part, but that wait in another communicator, are candidates (empty where none)."""
+    if not root.waiting_candidates:
+        return ""
+    ranks = sorted(root.waiting_candidates)
+    one = len(ranks) == 1
+    who = ranks_words(ranks)
+    comms = _either([f"comm {c}" for c in sorted({c for cs in root.waiting_candidates.values() for c in cs})])
+    it = "it" if one else "they"
+    return (f" PyTorch's counts part {who} from the others here too, but {it} {'waits' if one else 'wait'} in "
+            f"{comms}: {it} may be held back there by a peer, or {it} departed "
+            f"here before the records begin and then stopped; the counts read the same, so {it} "
+            f"{'is a candidate' if one else 'are candidates'}, not named.")
+
+
+def early_elsewhere_words(root: Root) -> str:
+    """Why the root's communicator is no surer than others where its outliers went on (empty where none)."""
+    if not root.early_in:
+        return ""
+    one = len(root.outlier_ranks) == 1
+    who = ranks_words(list(root.outlier_ranks))
+    comms = _either([f"comm {c}" for c in root.early_in])
+    return (f" Or {who} ran extra collectives of {comms} and stopped there: {'its' if one else 'their'} records "
+            f"there after {'its' if one else 'their'} last one here come after fewer of this communicator's "
+            f"collectives than a peer's of the same seq, which a collective left out here and one run early there "
+            f"both give; which, the records do not say.")
 
 
 def held_back_words(root: Root) -> str:

@@ -70,6 +70,18 @@ def test_a_rank_that_skipped_a_world_collective_stays_the_outlier():
     assert d.root.kind == "missing" and d.root.seq_range == (2, 2) and d.root.pinned_by == ISSUE_ORDER
 
 
+def test_a_rank_that_went_on_elsewhere_past_its_last_collective_here_may_have_run_extra_ones_there():
+    # Rank 0 ran its TP group's drafter pass (three extra TP collectives) and stopped before step 1's world one; its
+    # TP peer, rank 1, issued TP 4..6 after world 2. Rank 0's logs are those of a rank that left out world 2 and went
+    # on: the world root stays, and its TP comm is a candidate beside it.
+    logs = [rank_log(0, step(T1) + [(T1, LAYER)] * 3), rank_log(1, step(T1) + step(T1)),
+            rank_log(2, step(T2) + step(T2)), rank_log(3, step(T2) + step(T2))]
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.outlier_ranks == [0] and d.root.kind == "missing"
+    assert d.root.early_in == (T1,) and T1 in d.root.undecided_comms
+    assert f"Or rank 0 ran extra collectives of comm {T1} and stopped there" in words.cause(d)
+
+
 def test_a_rank_that_left_out_a_lookalike_collective_and_went_on_elsewhere_did_not_stop():
     # Rank 4 left out one of step 1's three TP collectives (all alike) and issued step 2's world collective after
     # two of them, where the program has three: its TP records stop short, yet it went on past them.

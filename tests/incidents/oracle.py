@@ -41,7 +41,11 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   where the root rests on counts alone and names apart, as candidates (`root.outlier_candidates`), ranks whose
   counts part as the outliers' do but that depart in another comm too, outliers that are the named ones with any
   of those are right too: a rank that departed elsewhere runs on (or stays behind) into the same count here as one
-  that departed here as well, and the counts read the same either way;
+  that departed here as well, and the counts read the same either way; so too where the root rests on records
+  that begin after the ranks part and the candidates on counts (watchdog logs, RAS replies of theirs) that part
+  them while they wait in another comm: one that departed here before the records and then stopped, waiting
+  there, and one held back there by a peer write the same counts and logs (a twin incident with the candidate's
+  departure undone writes byte-identical watchdog logs);
   where nothing in the evidence names global ranks (NCCL logs of a job without a comm over every rank, RAS
   replies alone), comm ranks are right too; a rank the answer numbers as a stand-in (`stand_in_ranks`) is read
   as the rank of the process it names;
@@ -345,8 +349,11 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     # Counts alone of ranks that part as the outliers do, but depart in another comm too: named apart as candidates,
     # the true outliers are the ranks named with any of them.
     maybe = set(_job_ranks(incident, answer, root.get("outlier_candidates") or []))
-    with_candidates = (bool(maybe) and root.get("pinned_by") in COUNTS_SOURCES
-                       and any(got <= side <= got | maybe for side in accepted))
+    # (records that begin after the ranks part, beside counts that part a rank stuck in another comm: the candidate
+    # rests on those counts, and one that departed here first and then stopped writes the same)
+    counted = root.get("pinned_by") in COUNTS_SOURCES or all(
+        written.has("torch", r) or written.has("ras", r) for r in maybe)
+    with_candidates = bool(maybe) and counted and any(got <= side <= got | maybe for side in accepted)
     if got not in accepted and not between and not held_back and not with_candidates \
             and not _checksum_firsts(incident, root, got) and not _explained_by_cut(root, written):
         add(Violation("wrong_outliers", f"outlier_ranks {sorted(got)}; true outliers {list(true.outliers)} "
