@@ -65,7 +65,7 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
             compared = {rank: by_step[step][rank] for rank in outliers + reference}
             root = _root(outliers, reference, True, step, known, compared)
             return root, step if _earlier_right(by_step, step) else None
-        for found in _step_roots(by_step, step, traced, replicas, known, cut):
+        for found in _step_roots(by_step, step, traced, replicas, known, cut, known_replicas):
             if found is None:
                 return _hung_apart(by_step, traced, cut, known)
             return _wrong_pair(fingerprints, known, cut) if found is _BY_VERDICTS else found
@@ -180,8 +180,10 @@ def _classes_of_first_step(by_step: dict[int, dict[int, FingerprintRow]], traced
 
 
 def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced: set[int],
-                replicas: list[set[int]], known: dict[str, set[int]], cut: frozenset[int] = frozenset()):
-    """The root the checksums of `step` give, if any (yielded: the first is the answer)."""
+                replicas: list[set[int]], known: dict[str, set[int]], cut: frozenset[int] = frozenset(),
+                known_replicas: list[set[int]] = ()):
+    """The root the checksums of `step` give, if any (yielded: the first is the answer). `known_replicas`: classes
+    of ranks that records show sharing all their comms."""
     every = by_step[step]
     if len(every) < 2:
         return
@@ -247,12 +249,13 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             yield _root(lone, alike, True, step, known, rows), step if _earlier_right(by_step, step) else None
             return
         if not majority and (len(rows) > 2 and len(ordered) > 2
-                             or not checked and not _agreed_before(by_step, step, set(rows))):
+                             or not checked and not _one_class(by_step, step, set(rows), known, known_replicas)):
             # Several sides, none a majority, or two even sides of sums no expected value checks (two replicas'
             # sums may differ by design; two ranks whose sums part at the first step both summed read the same as
             # two replicas of one rank each): the checksums name no one. Sums that were equal on every one of them
-            # in an earlier step are of one class (as the first step's classes say, _classes_of_first_step): two
-            # even sides of them say one side departed, and nothing says which. Several sides of sums checked
+            # in another step (before or after: ranks of two classes sum apart in every step), or ranks records
+            # show sharing every comm, are of one class: two even sides of them say one side departed, and nothing
+            # says which. Several sides of sums checked
             # wrong still say a collective was misaligned by this step: every rank's verdicts say who may have
             # departed (each comm's ranks off by what that comm mixed), and no majority.
             yield _BY_VERDICTS if checked else None
@@ -264,10 +267,17 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         return
 
 
-def _agreed_before(by_step: dict[int, dict[int, FingerprintRow]], step: int, ranks: set[int]) -> bool:
-    """Whether the ranks' sums were equal in some earlier step that every one of them summed."""
-    return any(ranks <= set(rows) and len({repr(rows[r].sum) for r in ranks}) == 1
-               for s, rows in by_step.items() if s < step)
+def _one_class(by_step: dict[int, dict[int, FingerprintRow]], step: int, ranks: set[int],
+               known: dict[str, set[int]], known_replicas: list[set[int]]) -> bool:
+    """Whether the ranks are replicas, whose sums a correct run makes equal: their sums were equal in another step
+    that every one of them summed (sums of two classes, what different comms read back, part in every step: equal
+    sums in step 2 after parting in step 0 say one class whose results healed), or records show every one of them
+    sharing all their comms (a comm over them all, and no comm of one that holds the other)."""
+    if any(ranks <= set(rows) and len({repr(rows[r].sum) for r in ranks}) == 1
+           for s, rows in by_step.items() if s != step):
+        return True
+    return (any(ranks <= members for members in known.values())
+            and any(ranks <= members for members in known_replicas))
 
 
 def _lone_beside_alike(groups: list[list[int]]) -> list[int]:

@@ -282,6 +282,22 @@ def test_two_ranks_whose_unchecked_sums_part_at_the_first_step_name_no_one():
     assert root.outlier_ranks == [2, 3] and not root.majority
 
 
+def test_two_ranks_whose_unchecked_sums_part_at_the_first_step_and_agree_later_or_share_their_comm_name_both():
+    # Seed 360493: ranks 0 and 1 part at step 0 (rank 0 issued an all-gather where rank 1 all-reduced) and sum
+    # alike in steps 1 and 2: ranks of two classes (other DP groups) part in every step, so they are replicas,
+    # and one of them departed by step 0.
+    rows = [unchecked(r, 0, [94720.0, 101888.0][r]) for r in (0, 1)]
+    rows += [unchecked(r, s, 1840640.0 * s) for r in (0, 1) for s in (1, 2)]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, root.step_bound, step) == ([0, 1], False, 0, 0)
+    # Seed 380238: step 0 alone, but NCCL logs put both ranks in one comm and no other: replicas too.
+    alone = [unchecked(r, 0, [1590784.0, 321024.0][r]) for r in (0, 1)]
+    root, _ = step_sums_root(alone, {"0x9ebf": {0, 1}}, frozenset({0, 1}))
+    assert (root.outlier_ranks, root.majority, root.step_bound, root.comm) == ([0, 1], False, 0, "0x9ebf")
+    # Known in one comm that holds a third rank apart from one of them: not known to be replicas.
+    assert step_sums_root(alone, {"0x9ebf": {0, 1, 2}, "0x1": {0, 2}}, frozenset({0, 1, 2})) is None
+
+
 def test_ranks_wrong_alike_beside_ranks_right_in_the_step_and_wrong_all_through_the_next_name_both_sides():
     # TP pairs (0,1) (2,3), DP pairs (0,2) (1,3): ranks 0 and 1 each left out their DP pair's last collective of
     # step 0, so ranks 2 and 3 read it back wrong, off alike, and ranks 0 and 1 read it back right and step 1
