@@ -488,3 +488,33 @@ def test_a_tag_issued_with_a_size_no_other_record_of_it_has_departs_from_the_pro
     rows = [record(r, s, 8) for r in (0, 1) for s in (0, 1)] + [record(2, 0, 8), record(2, 1, 2)]
     assert departed_by_own_records(rows, 1, [0, 1, 2]) == {2}
     assert departed_by_own_records(rows[:1] + rows[-1:], 1, [0, 2]) == set()  # (one record against it: no program)
+
+
+def test_two_even_sides_of_replicas_are_told_apart_by_the_offset_each_keeps_to_another_class():
+    # Seed 400271: TP pairs 0-1 and 2-3 under a world comm; rank 0 swapped two world collectives at step 1. Ranks
+    # 2 and 3 sum alike, 116736 above ranks 0 and 1 at step 0; at step 1 rank 1 is 116736 below them again, rank 0
+    # not: ranks 1, 2 and 3 read back alike what they share, rank 0 alone otherwise.
+    sums = {0: [93122.0, 506259.0], 1: [93122.0, 506315.0], 2: [209858.0, 623051.0], 3: [209858.0, 623051.0]}
+    rows = [unchecked(r, s, total) for r, totals in sums.items() for s, total in enumerate(totals)]
+    root, _ = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, root.step_bound) == ([0], [1, 2, 3], True, 1)
+    assert root.comm == "[ranks=0,1,2,3]"
+    # Where neither keeps the offset (the other class's part of the sums changed too), nothing tells them apart.
+    sums[2][1] = sums[3][1] = 623000.0
+    rows = [unchecked(r, s, total) for r, totals in sums.items() for s, total in enumerate(totals)]
+    root, _ = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority) == ([0, 1], False)
+
+
+def test_replica_classes_of_a_later_step_serve_where_the_first_steps_part_into_lone_ranks():
+    # Seed 480271: TP pairs of 8 ranks; at step 0 ranks 0, 1, 6 and 7 each sum alone (ranks 1 and 7 swapped two
+    # collectives of their pairs), at step 1 every pair sums alike: the pairs are the classes, and pair 0-1 parted.
+    first = [436308.0, 490068.0, 1242196.0, 1242196.0, 1940564.0, 1940564.0, 2208852.0, 2262612.0]
+    rows = [unchecked(r, 0, total) for r, total in enumerate(first)]
+    rows += [unchecked(r, 1, 1882228.0 + 698368.0 * (r // 2)) for r in range(8)]
+    root, _ = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, root.step_bound, root.comm) == ([0, 1], False, 0, "[ranks=0,1]")
+    # Pairs at step 1 that split ranks 2 and 3, alike at step 0, are no classes of replicas.
+    pair_of = {0: 0, 7: 0, 1: 1, 2: 1, 3: 2, 4: 2, 5: 3, 6: 3}
+    crossed = [row for row in rows if row.step < 1] + [unchecked(r, 1, 100.0 * pair_of[r]) for r in range(8)]
+    assert step_sums_root(crossed, {}) is None
