@@ -23,11 +23,11 @@ at step 1, seq unknown. Step 0's sums were checked right, so the root is in step
 agree (inputs alike on every rank make them agree even misaligned), it is in step 1 or before.
 
 Where the ranks that read back wrong values are two (a pair of a TP group, or the only two ranks of the job),
-either may have departed, and the root names both. So too for two replicas whose unchecked sums part, unless what each shares
-with another class of replicas tells them apart (replicas.py). Beside a root from launch counts (RAS, PyTorch's marks),
-which place nothing, the ranks whose checksums part from the others' departed too: the root names them as well;
-so do the ranks the counts leave together (launching as many) whose checksums part from the rest of them.
-The same holds the other way round for a root whose records begin after the ranks already disagree: the ranks
+either may have departed, and the root names both. So too for two replicas whose unchecked sums part, unless what
+each shares with another class of replicas tells them apart (replicas.py). Beside a root from launch counts (RAS,
+PyTorch's marks), which place nothing, the ranks whose checksums part from the others' departed too: the root names
+them as well; so do the ranks the counts leave together (launching as many) whose checksums part from the rest of
+them. The same holds the other way round for a root whose records begin after the ranks already disagree: the ranks
 launch counts show launching more or fewer join it (`with_counted_outliers`).
 """
 
