@@ -23,10 +23,11 @@ at step 1, seq unknown. Step 0's sums were checked right, so the root is in step
 agree (inputs alike on every rank make them agree even misaligned), it is in step 1 or before.
 
 Where the ranks that read back wrong values are two (a pair of a TP group, or the only two ranks of the job),
-either may have departed, and the root names both. Beside a root from launch counts (RAS, PyTorch's marks),
-which place nothing, the ranks whose checksums part from the others' departed too: the root names them as well;
-so do the ranks the counts leave together (launching as many) whose checksums part from the rest of them.
-The same holds the other way round for a root whose records begin after the ranks already disagree: the ranks
+either may have departed, and the root names both. So too for two replicas whose unchecked sums part, unless what
+each shares with another class of replicas tells them apart (replicas.py). Beside a root from launch counts (RAS,
+PyTorch's marks), which place nothing, the ranks whose checksums part from the others' departed too: the root names
+them as well; so do the ranks the counts leave together (launching as many) whose checksums part from the rest of
+them. The same holds the other way round for a root whose records begin after the ranks already disagree: the ranks
 launch counts show launching more or fewer join it (`with_counted_outliers`).
 """
 
@@ -40,6 +41,7 @@ from ..model import FingerprintRow
 from .divergence import DIFFERENT_OPS, RangeReason, Root
 from .fingerprints import checked_right
 from .own_records import departed_by_own_records
+from .replicas import classes_of_sums, one_class, parted_by_offsets, replica_classes
 from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
 from .traces import comm_named_by
 
@@ -54,10 +56,10 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
     files were cut short."""
     by_step = _checksums_by_step(fingerprints)
     traced = {rank for rows in by_step.values() for rank in rows}
-    replicas = _replica_classes(traced, known, on_record)
+    replicas = replica_classes(traced, known, on_record)
     if replicas == [traced]:
-        replicas = _classes_of_first_step(by_step, traced) or replicas
-    known_replicas = _replica_classes(traced & on_record, known, on_record)
+        replicas = classes_of_sums(by_step, traced) or replicas
+    known_replicas = replica_classes(traced & on_record, known, on_record)
     for step in sorted(by_step):
         apart = _expected_apart(by_step[step], known_replicas)
         if apart is not None:
@@ -65,7 +67,7 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
             compared = {rank: by_step[step][rank] for rank in outliers + reference}
             root = _root(outliers, reference, True, step, known, compared)
             return root, step if _earlier_right(by_step, step) else None
-        for found in _step_roots(by_step, step, traced, replicas, known, cut):
+        for found in _step_roots(by_step, step, traced, replicas, known, cut, known_replicas):
             if found is None:
                 return _hung_apart(by_step, traced, cut, known)
             return _wrong_pair(fingerprints, known, cut) if found is _BY_VERDICTS else found
@@ -135,53 +137,11 @@ def _hung_apart(by_step: dict[int, dict[int, FingerprintRow]], traced: set[int],
 _BY_VERDICTS = object()  # a step whose sums name no one, where every rank's verdicts say who may have departed
 
 
-def _replica_classes(ranks: set[int], known: dict[str, set[int]], on_record: frozenset[int]) -> list[set[int]]:
-    """The ranks whose unchecked checksums a correct run makes equal, in classes: a step's checksum sums what a
-    rank read back from every comm it is in, so two ranks one of them shares a comm with and the other not (two TP
-    groups of a DP job) read back different results by design. A rank whose comms are not known joins the one
-    class of known ranks, or none where the known ranks part into several (it could be in any of them)."""
-    def apart(a: int, b: int) -> bool:
-        return any((a in members) != (b in members) and (a if b in members else b) in on_record
-                   for members in known.values())
-
-    classes: list[set[int]] = []
-    for rank in sorted(ranks & on_record):
-        home = next((c for c in classes if not apart(rank, next(iter(c)))), None)
-        if home is None:
-            classes.append({rank})
-        else:
-            home.add(rank)
-    unplaced = ranks - on_record
-    if len(classes) <= 1:
-        return [set(ranks)]
-    for rank in sorted(unplaced):
-        homes = [c for c in classes if not any(apart(rank, other) for other in c)]
-        if len(homes) == 1:
-            homes[0].add(rank)
-    return classes
-
-
-def _classes_of_first_step(by_step: dict[int, dict[int, FingerprintRow]], traced: set[int]) -> list[set[int]] | None:
-    """Where nothing says which ranks are replicas: the ranks of equal unchecked sums at the first step that every
-    traced rank summed, where those part into several classes of which none is a strict majority (TP groups of a
-    DP job read back different results by design, each group's alike); else None (one class of every rank, one
-    class with a few apart, or a class of one rank: those may already have departed, and two ranks that part at
-    the first step read the same as two replica groups of one rank each)."""
-    first = next((rows for _, rows in sorted(by_step.items()) if set(rows) == traced), None)
-    if first is None or any(checked_right(row) is not None for row in first.values()):
-        return None
-    classes: dict[str, set[int]] = {}
-    for rank, row in first.items():
-        classes.setdefault(repr(row.sum), set()).add(rank)
-    sizes = [len(ranks) for ranks in classes.values()]
-    if len(sizes) < 2 or min(sizes) < 2 or max(sizes) * 2 > len(traced):
-        return None
-    return sorted(classes.values(), key=min)
-
-
 def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced: set[int],
-                replicas: list[set[int]], known: dict[str, set[int]], cut: frozenset[int] = frozenset()):
-    """The root the checksums of `step` give, if any (yielded: the first is the answer)."""
+                replicas: list[set[int]], known: dict[str, set[int]], cut: frozenset[int] = frozenset(),
+                known_replicas: list[set[int]] = ()):
+    """The root the checksums of `step` give, if any (yielded: the first is the answer). `known_replicas`: classes
+    of ranks that records show sharing all their comms."""
     every = by_step[step]
     if len(every) < 2:
         return
@@ -247,27 +207,28 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             yield _root(lone, alike, True, step, known, rows), step if _earlier_right(by_step, step) else None
             return
         if not majority and (len(rows) > 2 and len(ordered) > 2
-                             or not checked and not _agreed_before(by_step, step, set(rows))):
+                             or not checked and not one_class(by_step, step, set(rows), known, known_replicas)):
             # Several sides, none a majority, or two even sides of sums no expected value checks (two replicas'
             # sums may differ by design; two ranks whose sums part at the first step both summed read the same as
             # two replicas of one rank each): the checksums name no one. Sums that were equal on every one of them
-            # in an earlier step are of one class (as the first step's classes say, _classes_of_first_step): two
-            # even sides of them say one side departed, and nothing says which. Several sides of sums checked
+            # in another step (before or after: ranks of two classes sum apart in every step), or ranks records
+            # show sharing every comm, are of one class: two even sides of them say one side departed, and nothing
+            # says which. Several sides of sums checked
             # wrong still say a collective was misaligned by this step: every rank's verdicts say who may have
             # departed (each comm's ranks off by what that comm mixed), and no majority.
             yield _BY_VERDICTS if checked else None
+            return
+        apart = parted_by_offsets(by_step, step, set(rows), replicas) if not checked and not majority else None
+        if apart is not None:
+            # Two even sides of replicas, told apart by what each shares with another class (class_offsets.py).
+            outliers, reference = apart
+            yield _root(outliers, reference, True, step, known, {r: every[r] for r in outliers + reference}), None
             return
         # Two even sides of results checked wrong: one side departed, and nothing says which; the root names both.
         outliers = sorted(r for ranks in ordered[1:] for r in ranks) if majority else sorted(rows)
         root = _root(outliers, ordered[0] if majority else sorted(rows), majority, step, known, rows)
         yield root, step if _earlier_right(by_step, step) else None
         return
-
-
-def _agreed_before(by_step: dict[int, dict[int, FingerprintRow]], step: int, ranks: set[int]) -> bool:
-    """Whether the ranks' sums were equal in some earlier step that every one of them summed."""
-    return any(ranks <= set(rows) and len({repr(rows[r].sum) for r in ranks}) == 1
-               for s, rows in by_step.items() if s < step)
 
 
 def _lone_beside_alike(groups: list[list[int]]) -> list[int]:
@@ -642,7 +603,7 @@ def with_parted_reference(root: Root, fingerprints: list[FingerprintRow], known:
     # (every rank of it on record: one whose comms are not known may be in another TP group, whose sums part by
     # design)
     if traced != reference or not reference <= on_record \
-            or not any(reference <= c for c in _replica_classes(traced, known, on_record)):
+            or not any(reference <= c for c in replica_classes(traced, known, on_record)):
         return root, []
     for step, rows in sorted(by_step.items()):
         if set(rows) != reference:

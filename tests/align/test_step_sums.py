@@ -282,6 +282,22 @@ def test_two_ranks_whose_unchecked_sums_part_at_the_first_step_name_no_one():
     assert root.outlier_ranks == [2, 3] and not root.majority
 
 
+def test_two_ranks_whose_unchecked_sums_part_at_the_first_step_and_agree_later_or_share_their_comm_name_both():
+    # Seed 360493: ranks 0 and 1 part at step 0 (rank 0 issued an all-gather where rank 1 all-reduced) and sum
+    # alike in steps 1 and 2: ranks of two classes (other DP groups) part in every step, so they are replicas,
+    # and one of them departed by step 0.
+    rows = [unchecked(r, 0, [94720.0, 101888.0][r]) for r in (0, 1)]
+    rows += [unchecked(r, s, 1840640.0 * s) for r in (0, 1) for s in (1, 2)]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, root.step_bound, step) == ([0, 1], False, 0, 0)
+    # Seed 380238: step 0 alone, but NCCL logs put both ranks in one comm and no other: replicas too.
+    alone = [unchecked(r, 0, [1590784.0, 321024.0][r]) for r in (0, 1)]
+    root, _ = step_sums_root(alone, {"0x9ebf": {0, 1}}, frozenset({0, 1}))
+    assert (root.outlier_ranks, root.majority, root.step_bound, root.comm) == ([0, 1], False, 0, "0x9ebf")
+    # Known in one comm that holds a third rank apart from one of them: not known to be replicas.
+    assert step_sums_root(alone, {"0x9ebf": {0, 1, 2}, "0x1": {0, 2}}, frozenset({0, 1, 2})) is None
+
+
 def test_ranks_wrong_alike_beside_ranks_right_in_the_step_and_wrong_all_through_the_next_name_both_sides():
     # TP pairs (0,1) (2,3), DP pairs (0,2) (1,3): ranks 0 and 1 each left out their DP pair's last collective of
     # step 0, so ranks 2 and 3 read it back wrong, off alike, and ranks 0 and 1 read it back right and step 1
@@ -472,3 +488,33 @@ def test_a_tag_issued_with_a_size_no_other_record_of_it_has_departs_from_the_pro
     rows = [record(r, s, 8) for r in (0, 1) for s in (0, 1)] + [record(2, 0, 8), record(2, 1, 2)]
     assert departed_by_own_records(rows, 1, [0, 1, 2]) == {2}
     assert departed_by_own_records(rows[:1] + rows[-1:], 1, [0, 2]) == set()  # (one record against it: no program)
+
+
+def test_two_even_sides_of_replicas_are_told_apart_by_the_offset_each_keeps_to_another_class():
+    # Seed 400271: TP pairs 0-1 and 2-3 under a world comm; rank 0 swapped two world collectives at step 1. Ranks
+    # 2 and 3 sum alike, 116736 above ranks 0 and 1 at step 0; at step 1 rank 1 is 116736 below them again, rank 0
+    # not: ranks 1, 2 and 3 read back alike what they share, rank 0 alone otherwise.
+    sums = {0: [93122.0, 506259.0], 1: [93122.0, 506315.0], 2: [209858.0, 623051.0], 3: [209858.0, 623051.0]}
+    rows = [unchecked(r, s, total) for r, totals in sums.items() for s, total in enumerate(totals)]
+    root, _ = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, root.step_bound) == ([0], [1, 2, 3], True, 1)
+    assert root.comm == "[ranks=0,1,2,3]"
+    # Where neither keeps the offset (the other class's part of the sums changed too), nothing tells them apart.
+    sums[2][1] = sums[3][1] = 623000.0
+    rows = [unchecked(r, s, total) for r, totals in sums.items() for s, total in enumerate(totals)]
+    root, _ = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority) == ([0, 1], False)
+
+
+def test_replica_classes_of_a_later_step_serve_where_the_first_steps_part_into_lone_ranks():
+    # Seed 480271: TP pairs of 8 ranks; at step 0 ranks 0, 1, 6 and 7 each sum alone (ranks 1 and 7 swapped two
+    # collectives of their pairs), at step 1 every pair sums alike: the pairs are the classes, and pair 0-1 parted.
+    first = [436308.0, 490068.0, 1242196.0, 1242196.0, 1940564.0, 1940564.0, 2208852.0, 2262612.0]
+    rows = [unchecked(r, 0, total) for r, total in enumerate(first)]
+    rows += [unchecked(r, 1, 1882228.0 + 698368.0 * (r // 2)) for r in range(8)]
+    root, _ = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, root.step_bound, root.comm) == ([0, 1], False, 0, "[ranks=0,1]")
+    # Pairs at step 1 that split ranks 2 and 3, alike at step 0, are no classes of replicas.
+    pair_of = {0: 0, 7: 0, 1: 1, 2: 1, 3: 2, 4: 2, 5: 3, 6: 3}
+    crossed = [row for row in rows if row.step < 1] + [unchecked(r, 1, 100.0 * pair_of[r]) for r in range(8)]
+    assert step_sums_root(crossed, {}) is None
