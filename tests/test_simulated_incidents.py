@@ -565,13 +565,15 @@ def test_a_rank_whose_counts_part_while_it_waits_elsewhere_is_a_candidate_beside
     written = _write(incident, tmp_path, ("torch",), 357252)
     comm = incident.program.comms["0"].name
 
-    def verdict(outliers, candidates):
+    def verdict(outliers, waiting, key="waiting_candidates"):
         root = {"comm": comm, "seq_range": [1, 5], "outlier_ranks": outliers, "pinned_by": "signatures",
-                "kind": "different", "majority": True, "outlier_candidates": candidates}
+                "kind": "different", "majority": True, key: waiting}
         return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
 
-    assert verdict([6], [7]) == []
-    assert verdict([6], []) == verdict([5], [7]) == ["wrong_outliers"]
+    assert verdict([6], {"7": ["4"]}) == []
+    assert verdict([6], {}) == verdict([5], {"7": ["4"]}) == ["wrong_outliers"]
+    # (candidates that depart elsewhere rest on counts alone; beside a root the records place they excuse nothing)
+    assert verdict([6], [7], key="outlier_candidates") == ["wrong_outliers"]
 
 
 def test_counts_of_a_rank_behind_name_the_ranks_ahead_that_may_hold_it_back(tmp_path):

@@ -349,11 +349,17 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     # Counts alone of ranks that part as the outliers do, but depart in another comm too: named apart as candidates,
     # the true outliers are the ranks named with any of them.
     maybe = set(_job_ranks(incident, answer, root.get("outlier_candidates") or []))
-    # (records that begin after the ranks part, beside counts that part a rank stuck in another comm: the candidate
-    # rests on those counts, and one that departed here first and then stopped writes the same)
-    counted = root.get("pinned_by") in COUNTS_SOURCES or all(
-        written.has("torch", r) or written.has("ras", r) for r in maybe)
-    with_candidates = bool(maybe) and counted and any(got <= side <= got | maybe for side in accepted)
+    with_candidates = (bool(maybe) and root.get("pinned_by") in COUNTS_SOURCES
+                       and any(got <= side <= got | maybe for side in accepted))
+    # Records that begin after the ranks part, beside counts that part a rank waiting in another comm: one held back
+    # there by a peer writes the counts of one that departed here first and then stopped (a twin incident with that
+    # rank's departure undone writes the same files, 357252); named apart as waiting candidates, resting on counts,
+    # the true outliers are the named ones with any of them.
+    waiting = {int(r) for r in root.get("waiting_candidates") or {}}
+    waiting = set(_job_ranks(incident, answer, sorted(waiting)))
+    with_candidates = with_candidates or (
+        bool(waiting) and all(written.has("torch", r) or written.has("ras", r) for r in waiting)
+        and any(got <= side <= got | waiting for side in accepted))
     if got not in accepted and not between and not held_back and not with_candidates \
             and not _checksum_firsts(incident, root, got) and not _explained_by_cut(root, written):
         add(Violation("wrong_outliers", f"outlier_ranks {sorted(got)}; true outliers {list(true.outliers)} "
