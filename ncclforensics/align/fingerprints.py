@@ -8,6 +8,11 @@ from ..model import COLLECTIVE_SCHEMA, EventState, FingerprintRow, SourceFormat
 from ..model.kinds import normalize_op
 from .streams import Streams
 
+# How far, relative to the larger of 1 and the value, a sum read back may be from another that sums the same results
+# (its expected value, or another rank's sum of one design): the tracer sums in the job's float32 while the value a
+# consistent world gives is summed apart, in another order, so equal results may part in the last bits of float32.
+SUM_TOLERANCE = 1e-6
+
 
 def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) -> Streams:
     """Fill `step` and `tag` of the rows a rank's per-collective fingerprints describe.
@@ -223,7 +228,7 @@ def checked_right(row: FingerprintRow) -> bool | None:
     """True when the collective's result equals what a consistent world gives, False when not, None unknown."""
     if row.sum is None or row.expected_sum is None:
         return None
-    return abs(row.sum - row.expected_sum) <= 1e-6 * max(1.0, abs(row.expected_sum))
+    return abs(row.sum - row.expected_sum) <= SUM_TOLERANCE * max(1.0, abs(row.expected_sum))
 
 
 def issue_ordered(rows: pl.DataFrame) -> pl.DataFrame | None:
@@ -243,7 +248,7 @@ def issue_ordered(rows: pl.DataFrame) -> pl.DataFrame | None:
 def corrupted(fingerprints: list[FingerprintRow]) -> list[FingerprintRow]:
     """Rows whose checksum differs from the value a consistent world gives (where the trace records it)."""
     return [f for f in fingerprints
-            if f.sum is not None and f.expected_sum is not None and abs(f.sum - f.expected_sum) > 1e-6 * max(
+            if f.sum is not None and f.expected_sum is not None and abs(f.sum - f.expected_sum) > SUM_TOLERANCE * max(
                 1.0, abs(f.expected_sum))]
 
 

@@ -18,10 +18,18 @@ ranks 1, 2 and 3 read back alike, rank 0 alone otherwise (it swapped two world c
 
 from __future__ import annotations
 
+import math
+
 from ..model import FingerprintRow
 from .fingerprints import checked_right
 
 StepSums = dict[int, dict[int, FingerprintRow]]
+
+# How far, relative to the larger of 1 and the sums, two offsets between sums read back may be apart and still be one
+# offset. Far tighter than the tolerance a sum is checked to its expected value (fingerprints.SUM_TOLERANCE): ranks
+# that read back alike sum bit for bit alike, so an offset they keep is exact but for the rounding of one float64
+# subtraction, and a looser match would let offsets that part by chance pass for one kept.
+OFFSET_TOLERANCE = 1e-12
 
 
 def replica_classes(ranks: set[int], known: dict[str, set[int]], on_record: frozenset[int]) -> list[set[int]]:
@@ -75,10 +83,11 @@ def classes_of_sums(by_step: StepSums, traced: set[int]) -> list[set[int]] | Non
 
 
 def _equal_sums(rows: dict[int, FingerprintRow]) -> list[set[int]]:
-    """The ranks in groups of equal sums, in rank order."""
-    groups: dict[str, set[int]] = {}
+    """The ranks in groups of equal sums, in rank order; a rank whose sum is not finite alone (a NaN equals
+    nothing: two ranks that both read back NaN are not thereby alike)."""
+    groups: dict[object, set[int]] = {}
     for rank, row in rows.items():
-        groups.setdefault(repr(row.sum), set()).add(rank)
+        groups.setdefault(row.sum if math.isfinite(row.sum) else ("not finite", rank), set()).add(rank)
     return sorted(groups.values(), key=min)
 
 
@@ -92,9 +101,9 @@ def one_class(by_step: dict[int, dict[int, FingerprintRow]], step: int, ranks: s
     """Whether the ranks are replicas, whose sums a correct run makes equal: their sums were equal in another step
     that every one of them summed (sums of two classes, what different comms read back, part in every step: equal
     sums in step 2 after parting in step 0 say one class whose results healed), or records show every one of them
-    sharing all their comms (a comm over them all, and no comm of one that holds the other)."""
-    if any(ranks <= set(rows) and len({repr(rows[r].sum) for r in ranks}) == 1
-           for s, rows in by_step.items() if s != step):
+    sharing all their comms (a comm over them all, and no comm of one that holds the other). A step whose sums are
+    not all finite says nothing (`repr(nan) == 'nan'` on every rank, whatever each read back)."""
+    if any(ranks <= set(rows) and _alike(rows, ranks) for s, rows in by_step.items() if s != step):
         return True
     return (any(ranks <= members for members in known.values())
             and any(ranks <= members for members in known_replicas))
@@ -106,6 +115,8 @@ def parted_by_offsets(by_step: StepSums, step: int, parted: set[int],
     those that stand off from another class (alike within at `step`) as the class did at the last earlier step
     where both were alike within, and the rest, a strict minority of every rank compared; else None."""
     now = by_step[step]
+    if not all(math.isfinite(now[r].sum) for r in parted):
+        return None  # (a NaN keeps no offset, nor loses one: it says nothing of what the rank shares)
     for other in classes:
         if other & parted or not other <= set(now) or not _alike(now, other):
             continue
@@ -122,7 +133,9 @@ def parted_by_offsets(by_step: StepSums, step: int, parted: set[int],
 
 
 def _alike(rows: dict[int, FingerprintRow], ranks: set[int]) -> bool:
-    return len({repr(rows[r].sum) for r in ranks}) == 1
+    """Whether the ranks summed one finite value (NaN sums are alike with nothing)."""
+    sums = {rows[r].sum for r in ranks}
+    return len(sums) == 1 and all(math.isfinite(total) for total in sums)
 
 
 def _sum_of(rows: dict[int, FingerprintRow], ranks: set[int]) -> float:
@@ -139,4 +152,4 @@ def _last_alike_before(by_step: StepSums, step: int, ranks: set[int], classes: l
 def _same(a: float, b: float, *steps: dict[int, FingerprintRow]) -> bool:
     """Offsets equal up to the rounding of sums as large as these steps' (floating sums of one design)."""
     scale = max(1.0, *(abs(row.sum) for rows in steps for row in rows.values()))
-    return abs(a - b) <= 1e-12 * scale
+    return abs(a - b) <= OFFSET_TOLERANCE * scale

@@ -39,7 +39,7 @@ from dataclasses import replace
 
 from ..model import FingerprintRow
 from .divergence import DIFFERENT_OPS, RangeReason, Root
-from .fingerprints import checked_right
+from .fingerprints import SUM_TOLERANCE, checked_right
 from .own_records import departed_by_own_records
 from .replicas import classes_of_sums, one_class, parted_by_offsets, replica_classes
 from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
@@ -61,7 +61,7 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
         replicas = classes_of_sums(by_step, traced) or replicas
     known_replicas = replica_classes(traced & on_record, known, on_record)
     for step in sorted(by_step):
-        apart = _expected_apart(by_step[step], known_replicas)
+        apart = _expected_apart(by_step, step, known_replicas)
         if apart is not None:
             outliers, reference = apart
             compared = {rank: by_step[step][rank] for rank in outliers + reference}
@@ -74,31 +74,46 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
     return _wrong_pair(fingerprints, known, cut) or _hung_apart(by_step, traced, cut, known)
 
 
-def _expected_apart(rows: dict[int, FingerprintRow], replicas: list[set[int]]) -> tuple[list[int], list[int]] | None:
+def _expected_apart(by_step: dict[int, dict[int, FingerprintRow]], step: int,
+                    replicas: list[set[int]]) -> tuple[list[int], list[int]] | None:
     """(outliers, reference) where, in a class of ranks known to be replicas (`replicas`: ranks whose every comm is
-    known, in classes that share all their comms), some read back a wrong sum of the step and the expected sums part
-    a strict majority from the rest; else None. A rank's expected sum is what its own launches of the step give in a
-    consistent world, and replicas that launch alike expect alike: those apart launched other collectives in the
-    step (or the majority did, which is more ranks). This holds whatever they read back: one that left out the
-    step's last collective reads back right (its next one paired with the others' last, filed under the next step,
-    which a trace cut short may not hold) while the others read back wrong. Worked example: one comm of ranks 0-7;
-    at step 0 ranks 0-6 read back 256000 and expect 221184, rank 7 reads back and expects 129024: rank 7 departed."""
+    known, in classes that share all their comms), some read back a wrong sum of `step` and the expected sums part
+    a strict majority from the rest, where every one of them expected alike in another step; else None. A rank's
+    expected sum is what its own launches of the step give in a consistent world, and replicas that launch alike
+    expect alike: those apart launched other collectives in the step (or the majority did, which is more ranks).
+    But replicas may expect apart by design (the shards of a reduce-scatter, an uneven last shard), and sharing
+    every comm says nothing of that: only expected sums equal in another step show the ranks launching alike. This
+    holds whatever they read back: one that left out the step's last collective reads back right (its next one
+    paired with the others' last, filed under the next step, which a trace cut short may not hold) while the others
+    read back wrong. Worked example: one comm of ranks 0-7; at step 0 all eight expect 110592; at step 1 ranks 0-6
+    read back 256000 and expect 221184, rank 7 reads back and expects 129024: rank 7 departed."""
+    rows = by_step[step]
     for members in replicas:
         mine = {rank: row for rank, row in rows.items() if rank in members}
         verdicts = [checked_right(row) for row in mine.values()]
         if len(mine) < 3 or None in verdicts or all(verdicts):
             continue
-        if not all(math.isfinite(row.expected_sum) for row in mine.values()):
+        groups = _expected_groups(mine)
+        if groups is None:
             continue
-        # (expected sums equal up to the tolerance a sum is checked to: floating sums of one design)
-        scale = 1e-6 * max(1.0, *(abs(row.expected_sum) for row in mine.values()))
-        groups: dict[int, list[int]] = {}
-        for rank, row in sorted(mine.items()):
-            groups.setdefault(round(row.expected_sum / scale), []).append(rank)
-        largest = max(groups.values(), key=len)
-        if len(groups) > 1 and len(largest) * 2 > len(mine):
+        largest = max(groups, key=len)
+        if len(groups) > 1 and len(largest) * 2 > len(mine) and any(
+                set(mine) <= set(other) and _expected_groups({r: other[r] for r in mine}) == [sorted(mine)]
+                for s, other in by_step.items() if s != step):
             return sorted(set(mine) - set(largest)), largest
     return None
+
+
+def _expected_groups(rows: dict[int, FingerprintRow]) -> list[list[int]] | None:
+    """The ranks in groups of equal expected sums (up to the tolerance a sum is checked to: floating sums of one
+    design), in rank order; None where some expected sum is not given or not finite."""
+    if not all(row.expected_sum is not None and math.isfinite(row.expected_sum) for row in rows.values()):
+        return None
+    scale = SUM_TOLERANCE * max(1.0, *(abs(row.expected_sum) for row in rows.values()))
+    groups: dict[int, list[int]] = {}
+    for rank, row in sorted(rows.items()):
+        groups.setdefault(round(row.expected_sum / scale), []).append(rank)
+    return list(groups.values())
 
 
 def _checksums_by_step(fingerprints: Iterable[FingerprintRow]) -> dict[int, dict[int, FingerprintRow]]:
@@ -193,16 +208,20 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             # next step back wrong may have departed as well (each pair of DP groups of a job of two TP pairs).
             yield _BY_VERDICTS
             return
-        lone = _lone_beside_alike(ordered) if not majority else []
+        # (a lone rank of sums no expected value checks is named only where another step shows it summing alike
+        # with a group: one that sums apart in every step may do so by design, a gather to it, say)
+        lone = [r for r in _lone_beside_alike(ordered) if checked or any(
+            one_class(by_step, step, {r, *ranks}, known, known_replicas) for ranks in ordered if len(ranks) > 1)]
         if lone and not _unplaced_by_sums(by_step, step, traced - cut):
             # Ranks each alone in how far off they read back, beside groups of ranks off alike (each group the
             # ranks of one comm that shared its misaligned collective): each lone one departed, in a comm these
             # sums do not name (the fewest departing: it ran one more, or its peers one fewer). So too for sums
-            # no expected value checks, beside groups of equal sums (replicas: a TP group's ranks read back alike):
-            # the replica groups of one job are alike in size, so a rank alone beside several groups of several
-            # ranks is no group of its own but one group's rank that read back otherwise (it ran other collectives
-            # in the step). Worked example: 64 ranks in TP groups of 8; at step 0 seven groups sum alike within
-            # each, ranks 16-21 and 23 sum 9195424 and rank 22 alone 9328834: rank 22 departed.
+            # no expected value checks, beside groups of equal sums (replicas: a TP group's ranks read back alike),
+            # where another step shows the lone rank summing alike with one of those groups: it is that group's rank
+            # that read back otherwise (it ran other collectives in the step). A rank alone in every step it summed
+            # may sum apart by design (a gather to TP rank 0, a loss logged through gather_object): it names no one.
+            # Worked example: TP groups 0-3 and 4-7; at step 0 ranks 0-3 sum alike, ranks 4, 6 and 7 alike and rank
+            # 5 alone; at step 1 ranks 4-7 sum alike: rank 5 departed.
             alike = sorted(r for ranks in ordered if len(ranks) > 1 for r in ranks)
             yield _root(lone, alike, True, step, known, rows), step if _earlier_right(by_step, step) else None
             return
@@ -220,7 +239,7 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             return
         apart = parted_by_offsets(by_step, step, set(rows), replicas) if not checked and not majority else None
         if apart is not None:
-            # Two even sides of replicas, told apart by what each shares with another class (class_offsets.py).
+            # Two even sides of replicas, told apart by what each shares with another class (replicas.py).
             outliers, reference = apart
             yield _root(outliers, reference, True, step, known, {r: every[r] for r in outliers + reference}), None
             return
@@ -245,7 +264,7 @@ def _result_keys(rows: dict[int, FingerprintRow], checked: bool) -> dict[int, st
     is off: what a rank adds of its own (replicas' inputs) is in its expected value too, and ranks that read back
     the same mixed results are off by the same amount."""
     # (offs equal up to the tolerance a sum is checked to: floating sums of one result may differ in the last bits)
-    scale = 1e-6 * max([1.0, *(abs(row.expected_sum) for row in rows.values() if checked)])
+    scale = SUM_TOLERANCE * max([1.0, *(abs(row.expected_sum) for row in rows.values() if checked)])
     keys = {}
     for rank, row in rows.items():
         off = row.sum - row.expected_sum if checked else None
@@ -264,7 +283,7 @@ def _alone_right(rows: dict[int, FingerprintRow], wrong: list[int], after: dict[
     offsets = [rows[r].sum - rows[r].expected_sum for r in wrong]
     if not all(math.isfinite(off) for off in offsets):
         return None  # (a NaN or infinite sum is off by no one amount)
-    scale = 1e-6 * max([1.0, *(abs(rows[r].expected_sum) for r in wrong)])
+    scale = SUM_TOLERANCE * max([1.0, *(abs(rows[r].expected_sum) for r in wrong)])
     if len({round(off / scale) for off in offsets}) != 1:
         return None
     return right[0]
@@ -282,9 +301,9 @@ def _unplaced_by_sums(by_step: dict[int, dict[int, FingerprintRow]], step: int, 
 
 
 def _root(outliers: list[int], reference: list[int], majority: bool, step: int, known: dict[str, set[int]],
-          compared: dict | None = None) -> Root:
-    """A root from per-step checksums at `step`, on the comm of the ranks compared (all named where `compared` is
-    not given)."""
+          compared: Iterable[int] | None = None) -> Root:
+    """A root from per-step checksums at `step`, on the comm of the ranks compared (`compared`: those ranks, or a
+    mapping keyed by them; all named where not given)."""
     ranks = frozenset(compared) if compared is not None else frozenset(outliers) | frozenset(reference)
     return Root(
         comm=_comm_summed(ranks, known), seq=None, seq_range=None, outlier_ranks=sorted(outliers),
@@ -335,7 +354,8 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     and every other rank was checked right in that step, its collective paired with the others' of the step before
     or after: it is the outlier (the fewest departing), as with per-step sums. Otherwise the root names every rank
     that may have departed, and no majority: the ranks checked right all through both steps shared no misaligned
-    collective, so nothing places the departure on them.
+    collective, so nothing places the departure on them; a rank right in the step whose trace was cut before the
+    next one is not: what would show it left out the step's last collective was cut away, and it is named too.
 
     Where every rank that completed that step read back wrong (but bystanders: ranks right all through it and the
     next, or in the job's last step, which shared no misaligned collective; another TP group) and each other rank's
@@ -370,7 +390,7 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
         # the other way round, a tag issued with another kind or size) departed; the others that read back wrong
         # read back what a departure mixed, theirs or a peer's on no record.
         # (the root's comm is one of the departed ranks': the others read back wrong in comms of their own)
-        return _root(sorted(own), sorted(traced - own), True, step, known, dict.fromkeys(own)), bound
+        return _root(sorted(own), sorted(traced - own), True, step, known, own), bound
     if traced == wrong:
         # One rank's trace alone: its results were mixed, so its communicator diverged; who in it departed is on
         # no record (its partners left no trace).
@@ -382,7 +402,11 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     before = verdicts.get(step - 1, {})
     # Ranks right all through the step and the next (or the job's last step) shared no misaligned collective and
     # departed nowhere that shows: bystanders (another TP group), beside which the rest part as below.
-    bystanders = {rank for rank, right in checked.items() if right and (not after or after.get(rank) is True)}
+    # A rank right in the step whose trace was cut with no verdict of the next one is none: it may have left out the
+    # step's last collective, which the next step it was cut before would show.
+    unseen = {rank for rank, right in checked.items() if right and rank in cut and rank not in after}
+    bystanders = {rank for rank, right in checked.items()
+                  if right and (not after or after.get(rank) is True)} - unseen
     involved = traced - bystanders
     if wrong == set(checked) - bystanders and waiting and not waiting & cut and waiting <= set(before):
         fewer = min((wrong, waiting), key=len)
@@ -408,7 +432,7 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
         fewer = min((wrong, crossed), key=len)
         if len(fewer) * 2 < len(traced):
             return _root(sorted(fewer), sorted(traced - fewer), True, step, known), bound
-    ranks = wrong | (traced - set(checked)) | crossed
+    ranks = wrong | (traced - set(checked)) | crossed | unseen
     if len(ranks) < 2:
         ranks = traced
         if len(ranks) < 2:
@@ -521,23 +545,33 @@ def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(
 
 
 def _side_of(root: Root, named: set[int]) -> set[int] | None:
-    """The ranks whose records at the seq the root's ranks part (`root.ops`) pair with those of `named` (no field
-    both recorded differs) and with no rank's of another side, where all of `named` are of one side; else None."""
+    """The ranks whose records at the seq the root's ranks part (`root.ops`) are of the side of `named`, where all
+    of `named` are of one side and every rank's side is known; else None. Sides are of the ranks that recorded every
+    field some rank recorded (records equal in all of them); a rank that left a field unrecorded joins the one side
+    whose records it pairs with (no field both recorded differs). One that pairs with several sides may be of
+    either, and the side of `named` is then not known (naming it without that rank would say the rank ran the
+    program, naming it with the rank would say it did not): None, whatever the order of the ranks. So too where a
+    rank of `named` is on no side of ranks that recorded every field."""
     signature = ("op", "count", "dtype", "redop", "root", "callsite", "stack")
     records = {rank: tuple(getattr(op, name) for name in signature) for rank, op in root.ops.items()}
     if not named <= set(records):
         return None
-    sides: list[set[int]] = []
-    for rank, record in sorted(records.items()):
-        alike = [side for side in sides if all(_pairs(record, records[r]) for r in side)]
+    compared = [at for at in range(len(signature)) if any(record[at] is not None for record in records.values())]
+    whole = {rank for rank, record in records.items() if all(record[at] is not None for at in compared)}
+    sides: dict[tuple, set[int]] = {}
+    for rank in sorted(whole):
+        sides.setdefault(records[rank], set()).add(rank)
+    joined = [set(side) for side in sides.values()]
+    for rank in sorted(set(records) - whole):
+        alike = [side for record, side in zip(sides, joined) if _pairs(records[rank], record)]
         if len(alike) > 1:
-            return None  # (a rank that pairs with two sides leaves them unparted)
+            return None  # (a rank that pairs with two sides leaves the side of `named` unknown)
         if alike:
             alike[0].add(rank)
         else:
-            sides.append({rank})
-    holding = [side for side in sides if side & named]
-    return holding[0] if len(sides) > 1 and len(holding) == 1 else None
+            joined.append({rank})  # (a side apart from every one known: `named` is placed only on one of those)
+    holding = [side for side in joined if side & named]
+    return holding[0] if len(joined) > 1 and len(holding) == 1 and holding[0] & whole else None
 
 
 def _pairs(a: tuple, b: tuple) -> bool:

@@ -1,5 +1,6 @@
 """Roots from checked results alone (align/step_sums.py): who may have departed, by what each rank read back."""
 
+import math
 from dataclasses import replace
 
 from ncclforensics.align.divergence import DIFFERENT_OPS, RangeReason, Root
@@ -449,17 +450,26 @@ def test_a_rank_alone_in_its_unchecked_sum_beside_several_groups_of_replicas_is_
 
 
 def test_expected_sums_that_part_ranks_known_to_be_replicas_name_the_fewer_even_where_they_read_back_right():
-    # Seed 260338: one comm of ranks 0-7; rank 7 left out the last collective of step 0. Ranks 0-6 read step 0 back
-    # wrong, rank 7 right (its next one paired with their last, and its trace is cut before step 1). Rank 7's
-    # expected sum lacks the collective it left out: what the replicas launched parts it from the rest.
-    rows = [FingerprintRow(Location(f"fp{r}", 1), r, 0, None, sum=256000.0, expected_sum=221184.0) for r in range(7)]
-    rows.append(FingerprintRow(Location("fp7", 1), 7, 0, None, sum=129024.0, expected_sum=129024.0))
+    # One comm of ranks 0-7, all alike at step 0; rank 7 left out the last collective of step 1. Ranks 0-6 read step
+    # 1 back wrong, rank 7 right (its next one paired with their last, and its trace is cut before step 2). Rank 7's
+    # expected sum lacks the collective it left out: what the replicas launched (alike at step 0) parts it.
+    def row(r: int, step: int, got: float, want: float) -> FingerprintRow:
+        return FingerprintRow(Location(f"fp{r}", step + 1), r, step, None, sum=got, expected_sum=want)
+
+    first = [row(r, 0, 110592.0, 110592.0) for r in range(8)]
+    parted = [row(r, 1, 256000.0, 221184.0) for r in range(7)] + [row(7, 1, 129024.0, 129024.0)]
     every = frozenset(range(8))
-    root, step = step_sums_root(rows, {"0xabc": set(every)}, every, cut=frozenset({7}))
-    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([7], list(range(7)), True, 0)
+    root, step = step_sums_root(first + parted, {"0xabc": set(every)}, every, cut=frozenset({7}))
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([7], list(range(7)), True, 1)
     # Ranks not known to be replicas (another TP group expects other sums by design) are not compared so.
-    found = step_sums_root(rows, {"0xabc": set(range(7)), "0xdef": {7}}, every, cut=frozenset({7}))
+    found = step_sums_root(first + parted, {"0xabc": set(range(7)), "0xdef": {7}}, every, cut=frozenset({7}))
     assert found is None or found[0].outlier_ranks != [7]
+    # Seed 260338: the parting step is the only one, so nothing shows the eight expecting alike (replicas may
+    # expect apart by design: an uneven last shard). Rank 7, right in it and cut before the next, may have left out
+    # its last collective, which the step it was cut before would show: every rank is named, and no majority.
+    parted = [row(r, 0, got.sum, got.expected_sum) for r, got in enumerate(parted)]
+    root, step = step_sums_root(parted, {"0xabc": set(every)}, every, cut=frozenset({7}))
+    assert (root.outlier_ranks, root.majority, step) == (list(range(8)), False, 0)
 
 
 def test_of_ranks_wrong_in_a_step_the_one_whose_own_records_invert_the_program_order_is_the_outlier():
@@ -518,3 +528,64 @@ def test_replica_classes_of_a_later_step_serve_where_the_first_steps_part_into_l
     pair_of = {0: 0, 7: 0, 1: 1, 2: 1, 3: 2, 4: 2, 5: 3, 6: 3}
     crossed = [row for row in rows if row.step < 1] + [unchecked(r, 1, 100.0 * pair_of[r]) for r in range(8)]
     assert step_sums_root(crossed, {}) is None
+
+
+def test_a_rank_alone_in_its_unchecked_sum_in_every_step_names_no_one():
+    # A healthy DP=2 x TP=4 job: ranks 0 and 4 (TP rank 0 of each group) also read back a gather to them, so they sum
+    # 77 more per step than their groups in every step, by design. Lone in every step, they are no departure.
+    rows = [unchecked(r, s, (1000.0 if r < 4 else 5000.0) * (s + 1) + (77.0 * (s + 1) if r in (0, 4) else 0.0))
+            for r in range(8) for s in range(3)]
+    assert step_sums_root(rows, {}) is None
+    # Seed 261479's shape: rank 22's group hung after its only step, so no step shows rank 22 summing alike with
+    # it: no lone rank is named, and every rank may have departed by the step the group never completed.
+    rows = [unchecked(r, 0, 100.0 * (r // 4)) for r in range(12) if r != 6] + [unchecked(6, 0, 150.0)]
+    rows += [unchecked(r, 1, 1000.0 + 100.0 * (r // 4)) for r in range(12) if r // 4 != 1]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, root.step_bound) == (list(range(12)), False, 1)
+
+
+def test_nan_sums_make_no_two_ranks_one_class():
+    from ncclforensics.align.replicas import one_class
+
+    # Ranks 0 and 1 sum 100 and 250 by design at step 0; both read back NaN at step 1: NaN equals nothing.
+    rows = [unchecked(0, 0, 100.0), unchecked(1, 0, 250.0), unchecked(0, 1, math.nan), unchecked(1, 1, math.nan)]
+    by_step = {s: {r.rank: r for r in rows if r.step == s} for s in (0, 1)}
+    assert not one_class(by_step, 0, {0, 1}, {}, [])
+    assert step_sums_root(rows, {}) is None
+    # Equal finite sums in another step still make them one class.
+    rows[2:] = [unchecked(0, 1, 5.0), unchecked(1, 1, 5.0)]
+    by_step = {s: {r.rank: r for r in rows if r.step == s} for s in (0, 1)}
+    assert one_class(by_step, 0, {0, 1}, {}, [])
+
+
+def test_expected_sums_that_part_in_the_only_step_may_part_by_design():
+    # Ranks 0-7 share their one comm, but rank 7 expects less in its only step (an uneven last shard of a
+    # reduce-scatter): no other step shows them expecting alike, so rank 7 is not named on its expected sum alone.
+    every = frozenset(range(8))
+    rows = [FingerprintRow(Location(f"fp{r}", 1), r, 0, None, sum=256000.0, expected_sum=221184.0) for r in range(7)]
+    rows.append(FingerprintRow(Location("fp7", 1), 7, 0, None, sum=129024.0, expected_sum=129024.0))
+    rows += [FingerprintRow(Location(f"fp{r}", 2), r, 1, None, sum=221184.0 if r < 7 else 129024.0,
+                            expected_sum=221184.0 if r < 7 else 129024.0) for r in range(8)]
+    found = step_sums_root(rows, {"0xabc": set(every)}, every)
+    assert found is None or found[0].outlier_ranks != [7] or not found[0].majority
+
+
+def test_the_side_of_named_ranks_does_not_hang_on_the_order_of_a_rank_with_a_field_unrecorded():
+    from ncclforensics.align.divergence import OpAt
+    from ncclforensics.align.step_sums import _side_of
+
+    def side(callsites: dict[int, str | None], named: set[int]) -> set[int] | None:
+        ops = {r: OpAt(rank=r, seq=15, op="AllReduce", count=8, dtype="bfloat16", redop=None, root=None,
+                       state="started", callsite=site, step=None, loc=Location(f"torch_rank{r}.log", 2))
+               for r, site in callsites.items()}
+        records = Root(comm="1", seq=1, seq_range=(1, 15), outlier_ranks=sorted(ops), reference_ranks=sorted(ops),
+                       kind=DIFFERENT_OPS, size=1, pinned_by="stacks", reason=RangeReason.BEFORE_RECORDS,
+                       majority=False, ops=ops, kinds=(DIFFERENT_OPS,), shown=True)
+        return _side_of(records, named)
+
+    # Rank 0 recorded no call site: it pairs with rank 1's side and rank 2's alike, wherever it stands in rank order.
+    assert side({0: None, 1: "x", 2: "y", 3: "x"}, {1}) is None
+    assert side({0: "x", 1: "y", 2: None, 3: "x"}, {0}) is None
+    # Every rank's field recorded, or the blank one pairing with one side alone, the side is known.
+    assert side({0: "y", 1: "x", 2: "y", 3: "x"}, {1}) == {1, 3}
+    assert side({0: None, 1: "x", 2: "x", 3: "x"}, {1}) is None  # (one side alone: nothing parts)
