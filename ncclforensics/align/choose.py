@@ -134,7 +134,8 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         # others that launched more or fewer before it.
         counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
         if counted:
-            held = _held_before_records(root, marks, streams)
+            stuck = _stuck_elsewhere(streams, root.comm)
+            held = _held_before_records(root, marks, streams, stuck)
             root, said = with_counted_outliers(root, counted[0], held)
             notes += said
             # Ranks the counts part that wait elsewhere are left out as held back; yet one that departed here
@@ -142,7 +143,7 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             # twin incident with its departure undone writes the same logs): each stays a candidate.
             waiting = sorted(held & _counts_apart(root.comm, marks, streams) - set(root.outlier_ranks))
             if waiting:
-                root = replace(root, waiting_candidates={r: _stuck_in(streams, r, root.comm) for r in waiting})
+                root = replace(root, waiting_candidates={r: tuple(sorted(stuck[r])) for r in waiting})
         found = sums_root()
         if found is not None:
             root, said = with_sums_before_records(root, found[0])
@@ -459,17 +460,16 @@ def _memberships(streams: Streams, ras: dict[str, RasHistory], rank_map: dict[tu
     return found
 
 
-def _held_before_records(root: Root, marks: dict, streams: Streams) -> set[int]:
+def _held_before_records(root: Root, marks: dict, streams: Streams,
+                         stuck: dict[int, set[str]] | None = None) -> set[int]:
     """The ranks whose own records in another comm end in a collective that started and never finished, and whose
     launch count in the root's comm goes no further than their records there (where they hold any): stuck
     elsewhere, they launched nothing here past their count, so launching fewer is no departure of theirs before
-    the records (held back reads the same), and where they stopped, their records here already say."""
+    the records (held back reads the same), and where they stopped, their records here already say. `stuck`: the
+    root's comm's _stuck_elsewhere, where the caller has it."""
     launched = _counts_of(root.comm, marks, streams)
-    # (collectives enqueued behind the one it is stuck in are recorded after it, never started)
-    stuck: dict[int, set[str]] = {}
-    for (comm, rank), part in streams.parts.items():
-        if comm != root.comm and (part.get_column("state") == EventState.STARTED.value).any():
-            stuck.setdefault(rank, set()).add(comm)
+    if stuck is None:
+        stuck = _stuck_elsewhere(streams, root.comm)
     recorded = {rank: part.get_column("seq").max() for (comm, rank), part in streams.parts.items()
                 if comm == root.comm and part.height}
     waiting = {rank: part.filter(pl.col("state") == EventState.STARTED.value).get_column("seq").max()
@@ -506,11 +506,14 @@ def _counts_apart(comm: str, marks: dict, streams: Streams) -> set[int]:
     return {r for r, n in launched.items() if n != most[0][0]}
 
 
-def _stuck_in(streams: Streams, rank: int, comm: str) -> tuple[str, ...]:
-    """The communicators other than `comm` where the rank's records end in a collective that started and never
-    finished."""
-    return tuple(sorted(c for (c, r), part in streams.parts.items() if r == rank and c != comm
-                        and (part.get_column("state") == EventState.STARTED.value).any()))
+def _stuck_elsewhere(streams: Streams, comm: str) -> dict[int, set[str]]:
+    """rank -> the communicators other than `comm` where its records hold a collective that started and never
+    finished (collectives enqueued behind the one it is stuck in are recorded after it, never started)."""
+    stuck: dict[int, set[str]] = {}
+    for (other, rank), part in streams.parts.items():
+        if other != comm and (part.get_column("state") == EventState.STARTED.value).any():
+            stuck.setdefault(rank, set()).add(other)
+    return stuck
 
 
 def _parted_reference(root: Root, reference: set[int], streams: Streams) -> dict[int, int] | None:

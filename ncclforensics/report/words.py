@@ -323,7 +323,8 @@ def waiting_candidates_words(root: Root) -> str:
     ranks = sorted(root.waiting_candidates)
     one = len(ranks) == 1
     who = ranks_words(ranks)
-    comms = _either([f"comm {c}" for c in sorted({c for cs in root.waiting_candidates.values() for c in cs})])
+    comms = _either([f"comm {c}" for c in sorted({c for cs in root.waiting_candidates.values() for c in cs})]) \
+        or "another communicator"
     it = "it" if one else "they"
     return (f" PyTorch's counts part {who} from the others here too, but {it} {'waits' if one else 'wait'} in "
             f"{comms}: {it} may be held back there by a peer, or {it} departed "
@@ -404,7 +405,9 @@ def _kind_noun(kind: str) -> str:
 
 
 def _either(items: list[str]) -> str:
-    """`a`, `a or b`, `a, b, or c`."""
+    """`a`, `a or b`, `a, b, or c` (empty for none)."""
+    if not items:
+        return ""
     if len(items) == 2:
         return f"{items[0]} or {items[1]}"
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + ", or " + items[-1]
