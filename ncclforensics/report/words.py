@@ -460,6 +460,12 @@ def ambiguity(root: Root) -> str | None:
                 f"{high}, unless {ranks_words(late)} waited in another communicator of theirs past it (each is a "
                 f"candidate), and what {ranks_words(late)} launched from seq {low} on is on no record; their "
                 f"{LOG_SETTINGS} or {FR_SETTINGS} would say where")
+    elif root.reason is RangeReason.UNWRITTEN_ENDS:
+        text = (f"some of the ranks' traces end before collectives a peer completed with them (NCCL completes none "
+                f"without every rank): they were not written as far as those ranks got, so where each trace ends "
+                f"says nothing of where its rank stopped, and nothing else on record parts the ranks; the first "
+                f"divergent collective is at seq {root.seq_range[0]} or later, and which rank departed is not "
+                f"told; {LOG_SETTINGS} or {FR_SETTINGS} would say")
     elif root.reason is RangeReason.PAST_COUNTED:
         who = ranks_words(root.outlier_ranks)
         text = (f"the records of {who} end before what PyTorch's counts say {who} launched: the counts say how "
