@@ -39,7 +39,8 @@ import polars as pl
 from ..model import EventState, FingerprintRow, GateDecision, WatchdogEvent
 from ..model.kinds import is_p2p_comm
 from .compared_alike import departures_bounded
-from .consequences import Disagreement, candidates, consequences, departing_elsewhere, odd_ones, other_side
+from .consequences import (Disagreement, candidates, consequences, departing_elsewhere, odd_ones, other_side,
+                           ran_ahead)
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
 from .held_back import behind_in_chain, may_hold_back
@@ -133,7 +134,8 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         # others that launched more or fewer before it.
         counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
         if counted:
-            held = _held_before_records(root, marks, streams)
+            stuck = _stuck_elsewhere(streams, root.comm)
+            held = _held_before_records(root, marks, streams, stuck)
             root, said = with_counted_outliers(root, counted[0], held)
             notes += said
             # Ranks the counts part that wait elsewhere are left out as held back; yet one that departed here
@@ -141,7 +143,7 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             # twin incident with its departure undone writes the same logs): each stays a candidate.
             waiting = sorted(held & _counts_apart(root.comm, marks, streams) - set(root.outlier_ranks))
             if waiting:
-                root = replace(root, waiting_candidates={r: _stuck_in(streams, r, root.comm) for r in waiting})
+                root = replace(root, waiting_candidates={r: tuple(sorted(stuck[r])) for r in waiting})
         found = sums_root()
         if found is not None:
             root, said = with_sums_before_records(root, found[0])
@@ -168,8 +170,7 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         # PyTorch's counts that go on past the records may part ranks whose records end alike: they departed too.
         counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
         if counted:
-            launched = next((g.launched for name, g in marks.items() if streams.aliases.get(name, name) == root.comm),
-                            {})
+            launched = _counts_of(root.comm, marks, streams)
             bounded = departures_bounded(root.comm, set(counted[0].outlier_ranks) - set(root.outlier_ranks),
                                          [r for r in root.reference_ranks if r not in counted[0].outlier_ranks],
                                          launched, streams)
@@ -282,10 +283,8 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
     for a in rooted:
         odd = odd_ones(launched[a.comm], set(a.root.outlier_ranks), a.root.majority)
         counts = launched[a.comm]
-        ahead = bool(odd) and odd < set(counts) and min(counts.get(r, 0) for r in odd) > max(
-            n for r, n in counts.items() if r not in odd)
         found.append(Disagreement(a.comm, frozenset(a.ranks) | frozenset(streams.expected_members.get(a.comm, ())),
-                                  odd, other=other_side(counts, odd, a.root.majority), ahead=ahead))
+                                  odd, other=other_side(counts, odd, a.root.majority), ahead=ran_ahead(counts, odd)))
     explained = consequences([d for d, a in zip(found, rooted) if _shows_disagreement(a, launched[a.comm], streams)])
 
     def evidence(r: Root) -> tuple:
@@ -362,7 +361,7 @@ def _counted_cause(root: Root, analyses: dict[str, CommAnalysis], streams: Strea
     launched = {process[r]: n for r, n in analysis.launched.items() if (root.comm, r) not in streams.cut}
     odd = odd_ones(launched, {process[r] for r in root.outlier_ranks}, root.majority)
     mine = Disagreement(root.comm, frozenset(process[r] for r in members), odd,
-                        other=other_side(launched, odd, root.majority))
+                        other=other_side(launched, odd, root.majority), ahead=ran_ahead(launched, odd))
     processes = job_processes(ras)
     explained = consequences([mine, *(d for _, d in counted)], processes)
     causes = [c for c in explained.get(root.comm, []) if c != root.comm]
@@ -393,7 +392,7 @@ def _enqueued_cause(root: Root, analyses: dict[str, CommAnalysis], streams: Stre
     launched = {r: n for r, n in analysis.launched.items() if (root.comm, r) not in streams.cut}
     odd = odd_ones(launched, set(root.outlier_ranks), root.majority)
     mine = Disagreement(root.comm, frozenset({*analysis.ranks, *streams.expected_members.get(root.comm, ())}), odd,
-                        other=other_side(launched, odd, root.majority))
+                        other=other_side(launched, odd, root.majority), ahead=ran_ahead(launched, odd))
     causes = [c for c in consequences([mine, *(d for _, d in counted)]).get(root.comm, []) if c != root.comm]
     if not causes:
         return None
@@ -461,17 +460,16 @@ def _memberships(streams: Streams, ras: dict[str, RasHistory], rank_map: dict[tu
     return found
 
 
-def _held_before_records(root: Root, marks: dict, streams: Streams) -> set[int]:
+def _held_before_records(root: Root, marks: dict, streams: Streams,
+                         stuck: dict[int, set[str]] | None = None) -> set[int]:
     """The ranks whose own records in another comm end in a collective that started and never finished, and whose
     launch count in the root's comm goes no further than their records there (where they hold any): stuck
     elsewhere, they launched nothing here past their count, so launching fewer is no departure of theirs before
-    the records (held back reads the same), and where they stopped, their records here already say."""
-    launched = next((g.launched for name, g in marks.items() if streams.aliases.get(name, name) == root.comm), {})
-    # (collectives enqueued behind the one it is stuck in are recorded after it, never started)
-    stuck: dict[int, set[str]] = {}
-    for (comm, rank), part in streams.parts.items():
-        if comm != root.comm and (part.get_column("state") == EventState.STARTED.value).any():
-            stuck.setdefault(rank, set()).add(comm)
+    the records (held back reads the same), and where they stopped, their records here already say. `stuck`: the
+    root's comm's _stuck_elsewhere, where the caller has it."""
+    launched = _counts_of(root.comm, marks, streams)
+    if stuck is None:
+        stuck = _stuck_elsewhere(streams, root.comm)
     recorded = {rank: part.get_column("seq").max() for (comm, rank), part in streams.parts.items()
                 if comm == root.comm and part.height}
     waiting = {rank: part.filter(pl.col("state") == EventState.STARTED.value).get_column("seq").max()
@@ -492,21 +490,30 @@ def _held_before_records(root: Root, marks: dict, streams: Streams) -> set[int]:
             and not holds_itself(rank, n)}
 
 
+def _counts_of(comm: str, marks: dict, streams: Streams) -> dict[int, int]:
+    """rank -> PyTorch's count of work it enqueued in `comm` (a group its records tie to the comm's hash goes by
+    the hash); empty where no group's counts are of it."""
+    return next((g.launched for name, g in marks.items() if streams.aliases.get(name, name) == comm), {})
+
+
 def _counts_apart(comm: str, marks: dict, streams: Streams) -> set[int]:
     """The ranks whose PyTorch count of work enqueued in `comm` differs from the count of a strict majority
     (none where no count is a strict majority's)."""
-    launched = next((g.launched for name, g in marks.items() if streams.aliases.get(name, name) == comm), {})
+    launched = _counts_of(comm, marks, streams)
     most = Counter(launched.values()).most_common(1)
     if not most or most[0][1] * 2 <= len(launched):
         return set()
     return {r for r, n in launched.items() if n != most[0][0]}
 
 
-def _stuck_in(streams: Streams, rank: int, comm: str) -> tuple[str, ...]:
-    """The communicators other than `comm` where the rank's records end in a collective that started and never
-    finished."""
-    return tuple(sorted(c for (c, r), part in streams.parts.items() if r == rank and c != comm
-                        and (part.get_column("state") == EventState.STARTED.value).any()))
+def _stuck_elsewhere(streams: Streams, comm: str) -> dict[int, set[str]]:
+    """rank -> the communicators other than `comm` where its records hold a collective that started and never
+    finished (collectives enqueued behind the one it is stuck in are recorded after it, never started)."""
+    stuck: dict[int, set[str]] = {}
+    for (other, rank), part in streams.parts.items():
+        if other != comm and (part.get_column("state") == EventState.STARTED.value).any():
+            stuck.setdefault(rank, set()).add(other)
+    return stuck
 
 
 def _parted_reference(root: Root, reference: set[int], streams: Streams) -> dict[int, int] | None:

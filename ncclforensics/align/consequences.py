@@ -89,6 +89,13 @@ def odd_ones(launched: Mapping[Hashable, int], outliers: set[Hashable], majority
     return behind or frozenset(outliers)
 
 
+def ran_ahead(launched: Mapping[Hashable, int], odd: frozenset[Hashable]) -> bool:
+    """Whether the odd ranks launched more than every other member (`launched`: member -> count): a disagreement's
+    `ahead` (see _ran_past_free_ranks). False where the odd ranks are every member or some has no count."""
+    rest = [n for p, n in launched.items() if p not in odd]
+    return bool(odd) and bool(rest) and odd <= set(launched) and min(launched[p] for p in odd) > max(rest)
+
+
 def consequences(found: list[Disagreement], processes: int = 0) -> dict[str, list[str]]:
     """comm -> the communicators whose divergence explains its disagreement (only comms that are consequences).
     `processes`: how many processes the job has, where a record says (a RAS reply's job summary); else (or where

@@ -27,6 +27,7 @@ from .divergence import (
     MISSING,
     STOPPED,
     CommAnalysis,
+    RangeReason,
     Root,
     analyze_comm,
 )
@@ -143,9 +144,14 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     unsure = {c for c, a in analyses.items() if _lengths_at_most(a.root) and any(k[0] == c for k in unwritten)}
     parted = {comm: found for comm in unsure
               if (found := parted_at_read_back(streams, comm, set(unwritten), floors)) is not None}
-    if len(parted) == 1 and not any(a.root is not None for c, a in analyses.items() if c not in unsure):
-        for comm, found in parted.items():
-            analyses[comm].root = found
+    replaced = set(parted) if len(parted) == 1 and not any(
+        a.root is not None for c, a in analyses.items() if c not in unsure) else set()
+    for comm in sorted(unsure):
+        if comm in replaced:
+            analyses[comm].root = parted[comm]
+        elif analyses[comm].root is not None:
+            # (no parting replaces it: what its lengths say is no more than that the traces end)
+            analyses[comm].root = _unwritten_widened(analyses[comm].root, streams, comm, set(unwritten))
     _apply_progress(analyses, streams, progress, watchdog)
     if not died:
         stopped = _stop_evidence(streams, analyses, ras, watchdog, dead)
@@ -232,6 +238,26 @@ def _widened_by_guesses(root: Root | None, guesses: Guesses) -> tuple[Root | Non
     notes += [*([GuessedTracePlacement(down + up, root.comm, wider)] if down or up else []),
               *([TracesMayBeWider(beyond, root.comm, wider)] if beyond else [])]
     return replace(root, seq=wider[0], seq_range=wider), notes
+
+
+def _unwritten_widened(root: Root, streams: Streams, comm: str, unwritten: set[tuple[str, int]]) -> Root:
+    """A comm's root on lengths alone where some of its ranks' traces were not written as far as they got, and no
+    parting at a step's read-back replaces it: those traces end where they were written, not where the ranks
+    stopped, so the lengths say neither who departed nor where. Every rank of the root is named, no side a
+    majority, from the first collective past the earliest unwritten trace's end on, with nothing bounding it
+    above. Worked example: rank 2's trace holds seq 8, rank 3's seq 7 and ranks 0 and 1's seq 6, and rank 2's
+    result of seq 8 needs every rank's part in it: none of the others' ends is where it stopped, and rank 2's
+    longer trace is no extra collective."""
+    ends = [int(part.get_column("seq").max()) for (c, rank), part in streams.parts.items()
+            if c == comm and (c, rank) in unwritten and part.height]
+    if not ends:
+        return root
+    low = min(ends) + 1
+    everyone = sorted({*root.outlier_ranks, *root.reference_ranks, *root.unplaced_ranks})
+    kinds = tuple(dict.fromkeys((root.kind, *root.kinds, EXTRA, MISSING, DIFFERENT_OPS)))
+    return replace(root, seq=low, seq_range=(low, None), outlier_ranks=everyone, reference_ranks=everyone,
+                   unplaced_ranks=[], majority=False, kind=root.kind, kinds=kinds, size=0, ops={},
+                   reason=RangeReason.UNWRITTEN_ENDS, narrowed_by=(), records_start=min(root.records_start, low))
 
 
 def _lengths_at_most(root: Root | None) -> bool:

@@ -51,6 +51,7 @@ class RangeReason(str, Enum):
     STEP_SUMS = "step_sums"  # per-step checksums only: the step is known, the collective is on no record
     PAST_RECORDS = "past_records"  # a rank's records stop before collectives the others completed with it
     UNWRITTEN_STEP = "unwritten_step"  # traces not written as far as their ranks got: they part past the others' step
+    UNWRITTEN_ENDS = "unwritten_ends"  # traces not written as far as their ranks got, and nothing parts them: lengths alone
     PAST_COUNTED = "past_counted"  # a rank's records stop before what PyTorch's counts say it launched
     UNREAD_STEP = "unread_step"  # the deviants' records end before the gate's step: the root is past them
     LAST_OPS = "last_ops"  # a desync report's snapshot: ranks whose last collectives, of one number, differ in type

@@ -287,21 +287,39 @@ def _identified_floor(outlier: Codes, reference: Codes, at: int) -> int:
         return 0
     values, counts = np.unique(np.concatenate([mine, theirs]), return_counts=True)
     twice = values[counts == 2]  # once in each stream
-    identified = [c for c in candidates[np.isin(mine[candidates], twice)]
-                  if not _lookalike_unrecorded(outlier, int(c)) and not _lookalike_unrecorded(reference, int(c))]
-    return int(identified[-1]) + 1 if identified else 0
+    partial_mine, partial_theirs = _partial(outlier), _partial(reference)
+    # (only the last one identified bounds the edits: the first that passes, from the end)
+    for c in candidates[np.isin(mine[candidates], twice)][::-1]:
+        if not _lookalike_unrecorded(outlier, int(c), partial_mine) \
+                and not _lookalike_unrecorded(reference, int(c), partial_theirs):
+            return int(c) + 1
+    return 0
 
 
-def _lookalike_unrecorded(stream: Codes, position: int) -> bool:
-    """Whether a record of `stream` other than the one at `position` lacks some field and pairs with it in every
-    field it did record (it may be the same collective of the program, for all its records say)."""
-    partial = np.zeros(stream.length, dtype=bool)
-    alike = np.ones(stream.length, dtype=bool)
+def _partial(stream: Codes) -> np.ndarray:
+    """The positions of `stream` that hold a record lacking some field: some field recorded, another not. A
+    position with no field recorded holds no record at all (a gap in the seqs, a ring's lost head): nothing of it
+    is known to look like anything, so it makes no record a lookalike."""
+    recorded = np.zeros(stream.length, dtype=bool)
+    lacking = np.zeros(stream.length, dtype=bool)
     for values in stream.fields.values():
-        partial |= values == 0
-        alike &= (values == 0) | (values == values[position])
-    alike[position] = False
-    return bool((partial & alike).any())
+        recorded |= values[:stream.length] != 0
+        lacking |= values[:stream.length] == 0
+    return np.flatnonzero(recorded & lacking)
+
+
+def _lookalike_unrecorded(stream: Codes, position: int, partial: np.ndarray) -> bool:
+    """Whether a record of `stream` other than the one at `position` lacks some field and pairs with it in every
+    field it did record (it may be the same collective of the program, for all its records say). `partial`: the
+    positions of the records that lack some field (see _partial)."""
+    others = partial[partial != position]
+    if not others.size:
+        return False
+    alike = np.ones(others.size, dtype=bool)
+    for values in stream.fields.values():
+        there = values[others]
+        alike &= (there == 0) | (there == values[position])
+    return bool(alike.any())
 
 
 def _placement(rank: int, kind: EditKind, size: int, earliest: int, at: int, start: int, score: int) -> Placement:

@@ -9,7 +9,8 @@ from dataclasses import replace
 import polars as pl
 
 from ..model import Evidence, Location, WedgeKind
-from .consequences import Disagreement, candidates, odd_ones, other_side, unnamed_process, unordered_counts
+from .consequences import (Disagreement, candidates, odd_ones, other_side, ran_ahead, unnamed_process,
+                           unordered_counts)
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from .notes import Note, RasCommRanks, RasRankUnnamed, SwappedTypes
 from .ras import RasHistory, job_processes
@@ -213,6 +214,7 @@ def _disagreement(comm: str, history: RasHistory, root: Root, names: dict[int, i
     odd = frozenset(lost) or odd_ones(launched, {key[r] for r in root.outlier_ranks if r in key}, root.majority)
     other = frozenset() if lost else other_side(launched, odd, root.majority)
     return Disagreement(comm, frozenset(key.values()), odd, unknown=sum(r not in pids for r in key), other=other,
+                        ahead=not lost and ran_ahead(launched, odd),
                         shown=not lost and unordered_counts(history.by_type()),
                         names=tuple((key[r], names[r]) for r in sorted(key) if r in names))
 

@@ -24,7 +24,7 @@ from ..model import (
     conform,
 )
 from .comm_streams import comm_streams
-from .consequences import Disagreement, candidates, odd_ones
+from .consequences import Disagreement, candidates, odd_ones, ran_ahead
 from .divergence import DIFFERENT_OPS, ENQUEUED_COUNTS, RangeReason, Root, ops_at
 from .held_back import held_back_root
 from .ras_only import root_from_counts, wedge_from_counts
@@ -446,7 +446,8 @@ def marks_only_roots(groups: dict[str, EnqueueMarks], streams: Streams, watchdog
             if not (marks.stops or stopped):
                 root = replace(root, unstopped=True)
             odd = odd_ones(marks.launched, set(root.outlier_ranks), root.majority)
-            found.append((root, Disagreement(root.comm, frozenset(marks.launched), odd)))
+            found.append((root, Disagreement(root.comm, frozenset(marks.launched), odd,
+                                             ahead=ran_ahead(marks.launched, odd))))
     return found
 
 

@@ -323,7 +323,8 @@ def waiting_candidates_words(root: Root) -> str:
     ranks = sorted(root.waiting_candidates)
     one = len(ranks) == 1
     who = ranks_words(ranks)
-    comms = _either([f"comm {c}" for c in sorted({c for cs in root.waiting_candidates.values() for c in cs})])
+    comms = _either([f"comm {c}" for c in sorted({c for cs in root.waiting_candidates.values() for c in cs})]) \
+        or "another communicator"
     it = "it" if one else "they"
     return (f" PyTorch's counts part {who} from the others here too, but {it} {'waits' if one else 'wait'} in "
             f"{comms}: {it} may be held back there by a peer, or {it} departed "
@@ -404,7 +405,9 @@ def _kind_noun(kind: str) -> str:
 
 
 def _either(items: list[str]) -> str:
-    """`a`, `a or b`, `a, b, or c`."""
+    """`a`, `a or b`, `a, b, or c` (empty for none)."""
+    if not items:
+        return ""
     if len(items) == 2:
         return f"{items[0]} or {items[1]}"
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + ", or " + items[-1]
@@ -457,6 +460,12 @@ def ambiguity(root: Root) -> str | None:
                 f"{high}, unless {ranks_words(late)} waited in another communicator of theirs past it (each is a "
                 f"candidate), and what {ranks_words(late)} launched from seq {low} on is on no record; their "
                 f"{LOG_SETTINGS} or {FR_SETTINGS} would say where")
+    elif root.reason is RangeReason.UNWRITTEN_ENDS:
+        text = (f"some of the ranks' traces end before collectives a peer completed with them (NCCL completes none "
+                f"without every rank): they were not written as far as those ranks got, so where each trace ends "
+                f"says nothing of where its rank stopped, and nothing else on record parts the ranks; the first "
+                f"divergent collective is at seq {root.seq_range[0]} or later, and which rank departed is not "
+                f"told; {LOG_SETTINGS} or {FR_SETTINGS} would say")
     elif root.reason is RangeReason.PAST_COUNTED:
         who = ranks_words(root.outlier_ranks)
         text = (f"the records of {who} end before what PyTorch's counts say {who} launched: the counts say how "

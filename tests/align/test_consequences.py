@@ -315,3 +315,28 @@ def test_odd_ranks_ahead_of_ranks_nothing_holds_are_no_consequence_of_a_group_in
         "world": ["tp"]}
     # Odd ranks behind are those a group inside holds: the nesting rule stands.
     assert consequences([replace(world, ahead=False), tp]) == {"world": ["tp"]}
+
+
+def test_odd_ranks_ahead_are_read_alike_by_every_kind_of_evidence():
+    # 390036's shape with the TP group on PyTorch's counts alone: rank 6 launched 5 world collectives against the
+    # others' 4 (a root on lengths), and enqueued 18 in its TP group (ranks 4 to 7) against 20. Ranks 0 to 3 share
+    # no disagreeing group: the world is no consequence of the TP group, whose counts do not take its place.
+    from ncclforensics.align.choose import _enqueued_cause
+    from ncclforensics.align.consequences import ran_ahead
+    from ncclforensics.align.divergence import EXTRA, CommAnalysis
+    from ncclforensics.align.watchdog import marks_only_roots
+
+    world_counts = {r: 5 if r == 6 else 4 for r in range(8)}
+    world = CommAnalysis(comm="0", ranks=list(range(8)), launched=world_counts, completed=dict.fromkeys(range(8), 4),
+                         first_seq=dict.fromkeys(range(8), 1))
+    world.root = Root(comm="0", seq=5, seq_range=(5, 5), outlier_ranks=[6], reference_ranks=[0, 1, 2, 3, 4, 5, 7],
+                      kind=EXTRA, size=1, pinned_by="signatures", reason=None, majority=True)
+    stops = ["watchdog timeout (torch_rank6.log:2)"]
+    marks = {"tp": EnqueueMarks(launched={4: 20, 5: 20, 6: 18, 7: 20}, stops=stops)}
+    assert _enqueued_cause(world.root, {"0": world}, Streams(), marks, [], {"0": stops}) is None
+    # Counts alone read the world's rank 6 as ahead too (as the streams do), and a group's ranks behind as not.
+    marks["0"] = EnqueueMarks(launched=world_counts, stops=stops)
+    found = {d.comm: d for _, d in marks_only_roots(marks, Streams())}
+    assert found["0"].ahead and not found["tp"].ahead
+    assert consequences(list(found.values())) == {}
+    assert ran_ahead({0: 4, 1: 5}, frozenset({1})) and not ran_ahead({0: 5, 1: 5}, frozenset({0, 1}))

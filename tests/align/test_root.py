@@ -914,3 +914,20 @@ def test_a_call_stack_no_other_record_holds_identifies_nothing_among_records_wit
     outlier = stream([1] * 5, [5, 6, 7, 8, 9])
     found, _ = place_edits(0, outlier, reference, start=1)
     assert min(p.low for p in found) == 4
+
+
+def test_a_position_with_no_record_is_no_lookalike_of_an_identified_record():
+    """Position 0 holds no record of rank 0 (a wrapped ring lost its head, a gap in the seqs): nothing of it is
+    known, so it pairs with every record, yet it is no record that lacks a field. Call stacks that occur once in
+    each stream at positions 1 to 4 still identify their collectives: the edits come after them."""
+    from ncclforensics.align.edits import _identified_floor
+
+    reference = stream([1] * 5, [5, 6, 7, 8, 9])
+    whole = stream([1] * 7, [5, 6, 7, 8, 9, 10, 11])
+    headless = stream([0] + [1] * 6, [0, 6, 7, 8, 9, 10, 11])
+    assert _identified_floor(whole, reference, 5) == _identified_floor(headless, reference, 5) == 5
+    found, _ = place_edits(0, headless, reference, start=1)
+    assert min(p.low for p in found) == 6
+    # A record that lacks the stack but holds the op may be any of them: it identifies nothing before it.
+    lacking = stream([1] * 7, [0, 6, 7, 8, 9, 10, 11])
+    assert _identified_floor(lacking, reference, 5) == 0

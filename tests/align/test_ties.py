@@ -117,3 +117,25 @@ def test_a_rank_stuck_where_its_peers_wait_for_it_here_is_not_held_back():
     assert _held_before_records(root, marks, streams) & {1, 3} == {3}  # (of the ranks behind)
     # A peer that departed may wait here in a collective of its own (an extra one): it holds the rank back.
     assert _held_before_records(replace(root, outlier_ranks=[0], reference_ranks=[2]), marks, streams) & {1} == {1}
+
+
+def test_ranks_waiting_elsewhere_are_found_once_and_said_even_where_no_comm_is_on_record():
+    # The one map of where ranks wait outside the root's comm serves both the ranks held back and the candidates'
+    # comms; a candidate of no comm on record (none the map holds) still gets a sentence, not an error.
+    from dataclasses import replace
+
+    import polars as pl
+
+    from ncclforensics.align.choose import _stuck_elsewhere
+    from ncclforensics.align.streams import Streams
+    from ncclforensics.report.words import waiting_candidates_words
+
+    def part(rank: int, state: str) -> pl.DataFrame:
+        return pl.DataFrame({"rank": [rank], "seq": [4], "state": [state]})
+    streams = Streams(parts={("0", 0): part(0, "started"), ("1", 0): part(0, "started"), ("1", 1): part(1, "started"),
+                             ("2", 3): part(3, "completed")}, members={"0": [0], "1": [0, 1], "2": [3]})
+    assert _stuck_elsewhere(streams, "0") == {0: {"1"}, 1: {"1"}}
+    words = waiting_candidates_words(replace(_tie([1]), waiting_candidates={1: ("1",)}))
+    assert "waits in comm 1:" in words
+    words = waiting_candidates_words(replace(_tie([1]), waiting_candidates={1: ()}))
+    assert "waits in another communicator:" in words

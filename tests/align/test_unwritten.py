@@ -42,3 +42,16 @@ def test_traces_that_end_alike_past_a_step_part_nowhere(tmp_path):
     """Every rank wrote the same steps: nothing was left unwritten, and nothing parts them."""
     whole = [TAGS, TAGS]
     assert _digest_traces(tmp_path, {r: whole for r in range(4)})["root"] is None
+
+
+def test_lengths_of_unwritten_traces_that_no_step_parts_name_no_one_and_pin_nothing(tmp_path):
+    """Rank 2's trace holds step 2's `mlp` and `mtp` (seq 7 and 8), rank 3's only `mlp`, ranks 0 and 1's nothing of
+    it. Rank 2's result of seq 8 needs every rank's part: the others' traces were not written as far as they got,
+    and no step's end parts them (rank 3 wrote some of step 2). Rank 2's longer trace is no extra collective: every
+    rank is named, from seq 7 on, nothing bounding it above."""
+    whole = [TAGS, TAGS]
+    d = _digest_traces(tmp_path, {0: whole, 1: whole, 2: [*whole, TAGS[:2]], 3: [*whole, TAGS[:1]]})
+    root = d["root"]
+    assert root["seq_range"] == [7, None] and not root["majority"]
+    assert root["outlier_ranks"] == root["reference_ranks"] == [0, 1, 2, 3]
+    assert "not written as far as those ranks got" in root["ambiguity"]
