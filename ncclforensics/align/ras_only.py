@@ -9,7 +9,8 @@ from dataclasses import replace
 import polars as pl
 
 from ..model import Evidence, Location, WedgeKind
-from .consequences import Disagreement, candidates, odd_ones, other_side, unnamed_process, unordered_counts
+from .consequences import (Disagreement, candidates, odd_behind, odd_ones, other_side, unnamed_process,
+                           unordered_counts)
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from .notes import Note, RasCommRanks, RasRankUnnamed, SwappedTypes
 from .ras import RasHistory, job_processes
@@ -85,7 +86,7 @@ def ras_only_root(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
     if not found:
         return None
     chosen = candidates([d for _, d in found], job_processes(ras))
-    return next(root for root, d in found if d.comm in chosen)
+    return next(root for root, d in found if d.comm == chosen[0])
 
 
 def ras_only_roots(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
@@ -213,7 +214,7 @@ def _disagreement(comm: str, history: RasHistory, root: Root, names: dict[int, i
     odd = frozenset(lost) or odd_ones(launched, {key[r] for r in root.outlier_ranks if r in key}, root.majority)
     other = frozenset() if lost else other_side(launched, odd, root.majority)
     return Disagreement(comm, frozenset(key.values()), odd, unknown=sum(r not in pids for r in key), other=other,
-                        shown=not lost and unordered_counts(history.by_type()),
+                        shown=not lost and unordered_counts(history.by_type()), behind=odd_behind(launched, odd),
                         names=tuple((key[r], names[r]) for r in sorted(key) if r in names))
 
 
