@@ -117,3 +117,26 @@ def test_a_rank_stuck_where_its_peers_wait_for_it_here_is_not_held_back():
     assert _held_before_records(root, marks, streams) & {1, 3} == {3}  # (of the ranks behind)
     # A peer that departed may wait here in a collective of its own (an extra one): it holds the rank back.
     assert _held_before_records(replace(root, outlier_ranks=[0], reference_ranks=[2]), marks, streams) & {1} == {1}
+
+
+def test_ranks_the_counts_part_that_wait_in_another_comm_are_the_candidates_beside_late_records():
+    # 357252: the world group's records begin after ranks 6 and 7 departed, and part rank 6 alone; PyTorch's counts
+    # part both from the six that agree. Rank 7 waits in its TP group (a collective that started and never
+    # finished): held back there by a peer, or departed here first and then stopped; its candidacy rests on the
+    # counts parting it and on where it waits. Counts with no strict majority part nobody.
+    import polars as pl
+
+    from ncclforensics.align.choose import _counts_apart, _stuck_in
+    from ncclforensics.align.streams import Streams
+    from ncclforensics.align.watchdog import EnqueueMarks
+
+    def part(rank: int, seq: int, state: str) -> pl.DataFrame:
+        return pl.DataFrame({"rank": [rank], "seq": [seq], "state": [state]})
+    parts = {("0xw", 6): part(6, 5, "completed"), ("0xw", 7): part(7, 5, "completed"),
+             ("0xtp", 6): part(6, 9, "completed"), ("0xtp", 7): part(7, 9, "started")}
+    streams = Streams(parts=parts, members={"0xw": list(range(8)), "0xtp": [6, 7]}, aliases={"0": "0xw"})
+    marks = {"0": EnqueueMarks(launched={**{r: 4 for r in range(6)}, 6: 5, 7: 6})}
+    assert _counts_apart("0xw", marks, streams) == {6, 7}  # (the group's name goes by its comm's hash)
+    assert [_stuck_in(streams, r, "0xw") for r in (6, 7)] == [(), ("0xtp",)]
+    tie = {"0": EnqueueMarks(launched={0: 4, 1: 4, 2: 5, 3: 5})}
+    assert _counts_apart("0xw", tie, streams) == set()
