@@ -182,16 +182,17 @@ def candidates(found: list[Disagreement], processes: int = 0) -> list[str]:
     known to hold every odd rank of them, the smallest one that may hold them all (as far as its members not on
     record go) comes first: one divergence there can involve every one of those ranks (a RAS reply lists only the
     ranks that depart from a majority, the others as a count). Before all that, those whose own records show that
-    they diverged (`shown`) come first; an outer group kept beside an inner one only because the same odd ranks are
-    behind in both (the nesting rule) comes after it. `processes`: as for consequences."""
+    they diverged (`shown`) come first. An outer group kept beside an inner one only because the same odd ranks are
+    behind in both (the nesting rule) comes last. `processes`: as for consequences."""
     explained = consequences(found, processes)
     processes = max(processes, len({p for d in found for p in d.members if not unnamed_process(p)}))
     left = [d for d in found if d.comm not in explained]
-    # (an outer group the nesting rule keeps only because its odd ranks may have stopped there comes after the
-    # inner one, which it would otherwise be a consequence of)
+    # An outer group the nesting rule keeps only because its odd ranks may have stopped there comes after the others,
+    # which are ordered as though it were a consequence (as it would be, were they not behind in both).
     stopped_outer = {o.comm for o in left for d in left
                      if d.comm != o.comm and o.may_contain(d, processes) and _stopped_in_either(o, d)}
-    left = [d for d in left if d.comm not in stopped_outer] + [d for d in left if d.comm in stopped_outer]
+    kept = [d for d in left if d.comm in stopped_outer]
+    left = [d for d in left if d.comm not in stopped_outer]
     left = [d for d in left if d.shown] + [d for d in left if not d.shown]
     every = frozenset().union(*(d.odd for d in left)) if left else frozenset()
     if every and not any(every <= d.members for d in left):
@@ -200,7 +201,7 @@ def candidates(found: list[Disagreement], processes: int = 0) -> list[str]:
             first = min(holding, key=lambda d: len(d.members))
             if sum(len(d.members) == len(first.members) for d in holding) == 1:
                 left = [first] + [d for d in left if d is not first]
-    return [d.comm for d in left]
+    return [d.comm for d in left + kept]
 
 
 def _may_hold(comm: Disagreement, ranks: frozenset[Hashable], found: list[Disagreement]) -> bool:

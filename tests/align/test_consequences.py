@@ -50,6 +50,13 @@ def test_ranks_behind_in_the_world_and_in_their_tp_group_may_have_stopped_in_eit
     # ranks ahead in the world ran on into it; a TP group whose own records show that it diverged is the cause
     assert consequences([replace(world, behind=False), tp]) == {"world": ["tp"]}
     assert consequences([world, replace(tp, shown=True)]) == {"world": ["tp"]}
+    # Kept only so, the world comes last, even where it alone may hold every odd rank (its other members are
+    # counts in a RAS reply: 500899): the others keep the order they had with it a consequence.
+    unnamed = frozenset({3, *(("unknown", "world", r) for r in range(7))})
+    world = Disagreement("world", unnamed, frozenset({3}), unknown=7, behind=True)
+    pair = Disagreement("pair", frozenset({0, 1}), frozenset({0, 1}), shown=True)
+    tp = Disagreement("tp", frozenset({2, 3}), frozenset({3}), behind=True)
+    assert candidates([world, pair, tp]) == ["pair", "tp", "world"]
 
 
 def test_two_tp_groups_that_diverged_both_stay_candidates_and_the_world_does_not():
