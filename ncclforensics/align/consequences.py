@@ -13,7 +13,10 @@ no side is a majority, the side that launched fewer; else the outliers its root 
 - **nesting**: a communicator whose odd ranks all belong to a smaller one inside it (all of whose members are its
   members) that disagrees too is a consequence of that one. A divergence inside the outer group does not make
   the inner one disagree, since collectives are enqueued without waiting: a rank that skipped a world collective
-  still enqueues its tensor-parallel ones, and its peers enqueue theirs behind the stuck one;
+  still enqueues its tensor-parallel ones, and its peers enqueue theirs behind the stuck one. Except where the
+  same odd ranks are behind in both (`behind`): a rank stopped on the host in the outer group (it waits for the
+  result of a collective it added there) enqueues nothing more inside, while its inner peers go on into their next
+  collectives there, so the inner group disagrees as a consequence of the outer one: both stay candidates;
 - **one cause for all**: of the communicators left, those whose members do not include every odd rank of any of
   them are consequences of those that do (one divergence there involves every one of those ranks; no divergence
   in the others can involve ranks outside them). Where no side of a communicator is a majority, either side may
@@ -53,6 +56,7 @@ class Disagreement:
     # each member key with the rank a root names it by, where that is not the key (RAS: a process by its rank)
     names: tuple[tuple[Hashable, int], ...] = ()
     ahead: bool = False  # its odd ranks launched more than every other member (see the nesting rule)
+    behind: bool = False  # its odd ranks launched fewer than every other member (see the nesting rule)
 
     def sides(self) -> list[frozenset[Hashable]]:
         """The odd ranks as the disagreement may be read: its odd ones, or, where no side is a majority, the
@@ -107,7 +111,8 @@ def consequences(found: list[Disagreement], processes: int = 0) -> dict[str, lis
     for outer in found:
         if outer.shown or _ran_past_free_ranks(outer, found):
             continue
-        inner = [d for d in found if d.comm != outer.comm and outer.may_contain(d, processes)]
+        inner = [d for d in found if d.comm != outer.comm and outer.may_contain(d, processes)
+                 and not _stopped_in_either(outer, d)]
         causes = {p: [d.comm for d in inner if p in d.members] for p in outer.odd}
         if outer.odd and all(causes.values()):
             explained[outer.comm] = sorted({c for comms in causes.values() for c in comms})
@@ -131,6 +136,18 @@ def _ran_past_free_ranks(outer: Disagreement, found: list[Disagreement]) -> bool
         return False
     held = {p for d in found if d.comm != outer.comm for p in d.members}
     return bool(outer.members - outer.odd - held)
+
+
+def _stopped_in_either(outer: Disagreement, inner: Disagreement) -> bool:
+    """Whether the same odd ranks are behind in `outer` and in `inner`, whose own records do not show that it
+    diverged: stopped by a divergence in either, they launch fewer in the other (see the nesting rule)."""
+    return outer.behind and inner.behind and outer.odd == inner.odd and not inner.shown
+
+
+def odd_behind(launched: Mapping[Hashable, int], odd: frozenset[Hashable]) -> bool:
+    """Whether the odd ranks launched fewer than every other member (`launched`: member -> count)."""
+    rest = [n for p, n in launched.items() if p not in odd]
+    return bool(odd) and bool(rest) and max(launched.get(p, 0) for p in odd) < min(rest)
 
 
 def departing_elsewhere(chosen: Disagreement, found: list[Disagreement], processes: int = 0
@@ -172,9 +189,17 @@ def candidates(found: list[Disagreement], processes: int = 0) -> list[str]:
     known to hold every odd rank of them, the smallest one that may hold them all (as far as its members not on
     record go) comes first: one divergence there can involve every one of those ranks (a RAS reply lists only the
     ranks that depart from a majority, the others as a count). Before all that, those whose own records show that
-    they diverged (`shown`) come first. `processes`: as for consequences."""
+    they diverged (`shown`) come first. An outer group kept beside an inner one only because the same odd ranks are
+    behind in both (the nesting rule) comes last. `processes`: as for consequences."""
     explained = consequences(found, processes)
+    processes = max(processes, len({p for d in found for p in d.members if not unnamed_process(p)}))
     left = [d for d in found if d.comm not in explained]
+    # An outer group the nesting rule keeps only because its odd ranks may have stopped there comes after the others,
+    # which are ordered as though it were a consequence (as it would be, were they not behind in both).
+    stopped_outer = {o.comm for o in left for d in left
+                     if d.comm != o.comm and o.may_contain(d, processes) and _stopped_in_either(o, d)}
+    kept = [d for d in left if d.comm in stopped_outer]
+    left = [d for d in left if d.comm not in stopped_outer]
     left = [d for d in left if d.shown] + [d for d in left if not d.shown]
     every = frozenset().union(*(d.odd for d in left)) if left else frozenset()
     if every and not any(every <= d.members for d in left):
@@ -183,7 +208,7 @@ def candidates(found: list[Disagreement], processes: int = 0) -> list[str]:
             first = min(holding, key=lambda d: len(d.members))
             if sum(len(d.members) == len(first.members) for d in holding) == 1:
                 left = [first] + [d for d in left if d is not first]
-    return [d.comm for d in left]
+    return [d.comm for d in left + kept]
 
 
 def _may_hold(comm: Disagreement, ranks: frozenset[Hashable], found: list[Disagreement]) -> bool:

@@ -9,7 +9,7 @@ from dataclasses import replace
 import polars as pl
 
 from ..model import Evidence, Location, WedgeKind
-from .consequences import (Disagreement, candidates, odd_ones, other_side, ran_ahead, unnamed_process,
+from .consequences import (Disagreement, candidates, odd_behind, odd_ones, other_side, ran_ahead, unnamed_process,
                            unordered_counts)
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from .notes import Note, RasCommRanks, RasRankUnnamed, SwappedTypes
@@ -86,7 +86,7 @@ def ras_only_root(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
     if not found:
         return None
     chosen = candidates([d for _, d in found], job_processes(ras))
-    return next(root for root, d in found if d.comm in chosen)
+    return next(root for root, d in found if d.comm == chosen[0])
 
 
 def ras_only_roots(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
@@ -215,7 +215,7 @@ def _disagreement(comm: str, history: RasHistory, root: Root, names: dict[int, i
     other = frozenset() if lost else other_side(launched, odd, root.majority)
     return Disagreement(comm, frozenset(key.values()), odd, unknown=sum(r not in pids for r in key), other=other,
                         ahead=not lost and ran_ahead(launched, odd),
-                        shown=not lost and unordered_counts(history.by_type()),
+                        shown=not lost and unordered_counts(history.by_type()), behind=odd_behind(launched, odd),
                         names=tuple((key[r], names[r]) for r in sorted(key) if r in names))
 
 

@@ -288,12 +288,16 @@ def _groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of
         comms |= {m for m in seen if m not in comms and any(
             c < m and tagged.get(c, set()) & tagged.get(m, set()) - {None}
             and _stopped_before(m - c, c, trace, own, at, last_rows) for c in comms)}
-    comms = {m for m in comms if not any(m < wider and _stopped_before(wider - m, m, trace, own, at, last_rows)
-                                         for wider in comms)}
+    tails = {m: max(wider, key=len) for m in comms
+             if (wider := [w for w in comms if m < w and _stopped_before(w - m, m, trace, own, at, last_rows)])}
+    comms -= set(tails)
     given = [tags_of.get(key, set()) for key in keys]
     if len(comms) > 1 and not digests:
-        comms = _one_comm_of_sums(comms, trace, _with_tails(trace, own, alike, comms, at, last_rows), alike, given,
-                                  paired)
+        # A tail's records are its wider comm's: their tags, and the misaligned pairings that recur in them, are
+        # that comm's too, and a split that carries them is of that comm.
+        as_wider = [tails.get(members, members) for members in own]
+        comms = _one_comm_of_sums(comms, trace, _with_tails(trace, as_wider, alike, comms, at, last_rows), alike,
+                                  given, {tails.get(members, members) for members in paired})
         if comms is None:
             return MIXED
     by_tag: dict[str | None, set[Members]] = {}

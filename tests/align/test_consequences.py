@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from ncclforensics.align.choose import _pick_counted, _unseen_causes
 from ncclforensics.align.consequences import (Disagreement, candidates, consequences, departing_elsewhere,
-                                              odd_ones, other_side)
+                                              odd_behind, odd_ones, other_side)
 from ncclforensics.align.divergence import MISSING, RangeReason, Root
 from ncclforensics.align.ras import job_processes, ras_histories
 from ncclforensics.align.ras_only import ras_only_root, ras_only_roots, ras_rank_map, unnamed_ranks
@@ -36,6 +36,27 @@ def test_a_world_group_behind_only_where_its_tp_group_diverged_is_a_consequence(
     tp = _d("tp", [0, 1], {0})  # rank 0 launched fewer in the TP group of ranks 0 and 1
     assert consequences([world, tp]) == {"world": ["tp"]}
     assert candidates([world, tp]) == ["tp"]
+
+
+def test_ranks_behind_in_the_world_and_in_their_tp_group_may_have_stopped_in_either():
+    """366841: rank 5 is behind in the world (5 against 6) and in its TP group (18 against 27). It may have skipped
+    TP collectives and stopped in the world behind them, or added a world collective whose result it waits for on
+    the host: it then enqueues nothing more in its TP group, whose peers go on there. Both stay candidates, the TP
+    group first (as the nesting rule alone would name it)."""
+    assert odd_behind({0: 6, 4: 6, 5: 5, 7: 6}, frozenset({5})) and not odd_behind({0: 6, 5: 7}, frozenset({5}))
+    world = Disagreement("world", frozenset(range(8)), frozenset({5}), behind=True)
+    tp = Disagreement("tp", frozenset({4, 5, 6, 7}), frozenset({5}), behind=True)
+    assert consequences([world, tp]) == {} and candidates([world, tp]) == ["tp", "world"]
+    # ranks ahead in the world ran on into it; a TP group whose own records show that it diverged is the cause
+    assert consequences([replace(world, behind=False), tp]) == {"world": ["tp"]}
+    assert consequences([world, replace(tp, shown=True)]) == {"world": ["tp"]}
+    # Kept only so, the world comes last, even where it alone may hold every odd rank (its other members are
+    # counts in a RAS reply: 500899): the others keep the order they had with it a consequence.
+    unnamed = frozenset({3, *(("unknown", "world", r) for r in range(7))})
+    world = Disagreement("world", unnamed, frozenset({3}), unknown=7, behind=True)
+    pair = Disagreement("pair", frozenset({0, 1}), frozenset({0, 1}), shown=True)
+    tp = Disagreement("tp", frozenset({2, 3}), frozenset({3}), behind=True)
+    assert candidates([world, pair, tp]) == ["pair", "tp", "world"]
 
 
 def test_two_tp_groups_that_diverged_both_stay_candidates_and_the_world_does_not():

@@ -139,3 +139,26 @@ def test_ranks_waiting_elsewhere_are_found_once_and_said_even_where_no_comm_is_o
     assert "waits in comm 1:" in words
     words = waiting_candidates_words(replace(_tie([1]), waiting_candidates={1: ()}))
     assert "waits in another communicator:" in words
+
+
+def test_ranks_the_counts_part_that_wait_in_another_comm_are_the_candidates_beside_late_records():
+    # 357252: the world group's records begin after ranks 6 and 7 departed, and part rank 6 alone; PyTorch's counts
+    # part both from the six that agree. Rank 7 waits in its TP group (a collective that started and never
+    # finished): held back there by a peer, or departed here first and then stopped; its candidacy rests on the
+    # counts parting it and on where it waits. Counts with no strict majority part nobody.
+    import polars as pl
+
+    from ncclforensics.align.choose import _counts_apart, _stuck_elsewhere
+    from ncclforensics.align.streams import Streams
+    from ncclforensics.align.watchdog import EnqueueMarks
+
+    def part(rank: int, seq: int, state: str) -> pl.DataFrame:
+        return pl.DataFrame({"rank": [rank], "seq": [seq], "state": [state]})
+    parts = {("0xw", 6): part(6, 5, "completed"), ("0xw", 7): part(7, 5, "completed"),
+             ("0xtp", 6): part(6, 9, "completed"), ("0xtp", 7): part(7, 9, "started")}
+    streams = Streams(parts=parts, members={"0xw": list(range(8)), "0xtp": [6, 7]}, aliases={"0": "0xw"})
+    marks = {"0": EnqueueMarks(launched={**{r: 4 for r in range(6)}, 6: 5, 7: 6})}
+    assert _counts_apart("0xw", marks, streams) == {6, 7}  # (the group's name goes by its comm's hash)
+    assert _stuck_elsewhere(streams, "0xw") == {7: {"0xtp"}}
+    tie = {"0": EnqueueMarks(launched={0: 4, 1: 4, 2: 5, 3: 5})}
+    assert _counts_apart("0xw", tie, streams) == set()

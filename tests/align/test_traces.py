@@ -867,3 +867,35 @@ def test_a_root_on_a_record_only_its_neighbours_placed_names_the_comm_of_its_oth
     root = d["root"]
     assert root["comm"] == "[ranks=0,1]" and "[ranks=0,2]" in root["comm_candidates"]
     assert any("only its neighbours put in comm" in c for c in d["caveats"])
+
+
+def test_a_split_carrying_the_tags_of_a_tail_of_the_world_is_the_worlds(tmp_path):
+    """One 5-rank comm, sums checked (470048). Rank 3's trace ends after `a`, `b`, so the others alone share `c`,
+    `d`: the world's tail. Rank 1 runs two drafter collectives before `e`: they pair with `e`, `f` (one wrong sum
+    each, given two tags), and rank 1's trace ends with step 0 (its step 1 never completed), so ranks 0, 2, 4 alone
+    share every later result. Those carry the tail's tags and pairings: the world's records, not a comm of ranks 0,
+    2, 4, where the world's records would part rank 1 from them at seq 3 and name 7 extra collectives."""
+    from ncclforensics.align.traces import with_trace_rows
+    from ncclforensics.sources import InputFile, parse_file
+
+    def line(rank, step, op, tag, value, right):
+        return json.dumps({"step": step, "op": op, "rank": rank, "tag": tag, "kind": "AllReduce", "numel": 64,
+                           "sum": value, "expected_sum": value if right else value + 1}) + "\n"
+    steps = ["a", "b", "c", "d", "e", "f", "head"]
+    ran = {r: [(0, t) for t in steps] + [(1, t) for t in steps] for r in (0, 2, 4)}
+    ran[1] = [(0, t) for t in ("a", "b", "c", "d", "mtp.0", "mtp.1", "e", "f", "head")]
+    ran[3] = [(0, "a"), (0, "b")]
+    for rank, issued in ran.items():
+        ops: dict[int, int] = {}
+        text = ""
+        for seq, (step, tag) in enumerate(issued, start=1):
+            ops[step] = ops.get(step, -1) + 1
+            # a pairing of one collective on each side reads back one result; rank 1's own past seq 6 differ
+            alone = rank == 1 and seq in (7, 9)
+            text += line(rank, step, ops[step], tag, 1000.0 * seq + (rank if alone else 0), seq <= 4)
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text(text)
+    evidence = [parse_file(InputFile(p, p.name)) for p in sorted(tmp_path.iterdir())]
+    out, _, _ = with_trace_rows(evidence)
+    assert {r["comm"] for e in out for r in e.collectives.iter_rows(named=True)} == {"[ranks=0,1,2,3,4]"}
+    root = answer(tmp_path)["root"]
+    assert root["outlier_ranks"] == [1] and root["seq_range"][0] <= 5 <= root["seq_range"][1]
