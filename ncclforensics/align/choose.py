@@ -301,10 +301,12 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
     explained = {c: causes for c, causes in explained.items() if c not in root.undecided_comms}
     odd = next(d.odd for d in found if d.comm == root.comm)
     unseen = _unseen_causes(root, odd, streams)
-    if root.told:
-        # The gate journal names the outliers, whose records here agree with their peers': what they ran that the
-        # others did not may have gone to another communicator of theirs where no peer's records compare (a
-        # drafter's collectives on a TP comm whose peer left no evidence). Each is a candidate beside this one.
+    if root.told or len(set(launched[root.comm].values())) > 1:
+        # A root on lengths alone (ranks that launched fewer or more here) is what a rank stuck in another
+        # communicator of its odd ranks leaves here, and one the gate journal names among records that agree may
+        # have run what the others did not there (a drafter's collectives on a TP comm): where no peer's whole
+        # records compare that one (its peer left no evidence, or a file cut before it), nothing ranks it against
+        # this one. Each is a candidate beside this one.
         undecided = sorted({*undecided, *(note.comm for note in unseen)})
     notes = _comm_notes(root, roots, explained, undecided) + unseen
     return replace(root, undecided_comms=tuple(undecided)), notes

@@ -248,8 +248,9 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
     unplaced = sorted(rank for rank, _ in undecided if rank in (incomplete or ()))
     past = {rank: codes[rank].length > _parting(_groups_of_members(groups, matching)) for rank, matching in undecided}
-    swing = sum(1 for rank, _ in undecided if rank in unplaced or _swings(past[rank], rank in (ended or ()),
-                                                                         rank in (closed or ())))
+    swing = sum(1 for rank, matching in undecided if rank in unplaced or _swings(
+        past[rank], rank in (ended or ()), rank in (closed or ())) or rank in (closed or ()) and past[rank]
+        and _ends_with_another(codes[rank], matching, groups))
     # Known to be on neither side: a rank known only by its count, and one whose whole records end before the
     # groups part (it never launched where they do: it lags, or is held back elsewhere).
     aside = {rank for rank, _ in undecided if rank in (unseen or ()) or rank in (closed or ()) and not past[rank]}
@@ -386,6 +387,19 @@ def _swings(past_parting: bool, ended: bool, closed: bool) -> bool:
     return not past_parting and not closed
 
 
+def _ends_with_another(stream: Codes, matching: list[list[int]], groups: list[tuple[list[int], Codes]]) -> bool:
+    """Whether a whole stream that agrees with several groups (lacking the field that parts them) ends where one
+    of them does other than the largest, which it would go with, and not where that one does: its end sides it with
+    the other as much as the fewest departures side it with the largest, so it may be either's. Worked example
+    (351492): rank 3's call stack parts from rank 2's at seq 2 and it launched 3, rank 2 launched 2 and so did rank
+    0 (a count); rank 1's NCCL log, whole, holds 3 lookalikes: it may be rank 3's, or rank 2's gone on past where
+    rank 2 was held elsewhere."""
+    largest = max(matching, key=len)
+    ends = {id(members): s.length for members, s in groups}
+    return stream.length != ends.get(id(largest)) and any(
+        stream.length == ends.get(id(members)) for members in matching if members is not largest)
+
+
 def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
                undecided: list[tuple[int, list[list[int]]]], ended: set[int] | None,
                incomplete: set[int] | None = None, settled: set[int] | None = None,
@@ -429,7 +443,12 @@ def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
         # where that member was held there, not where its program does: its end then tells nothing)
         held = (closed or set()) - (settled or set())
         whole = len(same) == 1 and not any(set(rebuilt[i][0]) & held for i in matching if i != same[0])
-        if len(matching) == 1 or rank in (ended or ()) and len(same) == 1 or (
+        # Where the joiner and every rank of the groups it agrees with are settled, each stream ends where its
+        # program did: one that ran another group's program would end where that group does, whatever collectives
+        # part the groups. Worked example: rank 3 skipped a drafter pass of 3 and ran on to its program's end, 8
+        # collectives; rank 2 ran the pass, 9; whole NCCL logs of lookalikes, 9 each, are rank 2's program.
+        ends_tell = len(same) == 1 and all(set(rebuilt[i][0]) | {rank} <= (settled or set()) for i in matching)
+        if len(matching) == 1 or rank in (ended or ()) and len(same) == 1 or ends_tell or (
                 even and whole or rank in (settled or ())) and len(same) == 1 and all(
                 _length_edit(rebuilt[i][1], rebuilt[same[0]][1]) for i in matching if i != same[0]):
             members, _ = rebuilt[matching[0] if len(matching) == 1 else same[0]]

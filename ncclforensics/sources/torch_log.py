@@ -435,18 +435,37 @@ def _name_groups(evidence: Evidence) -> None:
     """Give a timeout (or desync report) whose line names no process group the group of the `failure detected by
     watchdog at work sequence id: N` line that the same rank wrote for the same seq: the one that follows it before
     the next timeout (a rank whose groups all timed out at SeqNum 1 writes one such line after each timeout), else
-    the only one."""
+    the only one. A desync report takes the group of the timeout it follows, once that one is named: the watchdog
+    that caught the timeout prints it, and the report counts collectives its own way (`Timeout at collective:
+    ALLREDUCE, #4` after the world's `SeqNum=3`), so its number may be another group's failed seq."""
     groups: dict[tuple, set[str]] = {}
     for event in evidence.watchdog:
         if event.kind == "pg_status" and event.comm is not None and event.seq is not None:
             groups.setdefault((event.rank, event.seq), set()).add(event.comm)
     for index, event in enumerate(evidence.watchdog):
-        if event.comm is None and event.kind in _WORK_KINDS | {"desync_report"}:
+        if event.comm is None and event.kind == "desync_report" and (caught := _caught_timeout(evidence.watchdog,
+                                                                                              index)) is not None:
+            evidence.watchdog[index] = replace(event, comm=caught)
+        elif event.comm is None and event.kind in _WORK_KINDS | {"desync_report"}:
             found = groups.get((event.rank, event.seq), set())
             if len(found) > 1:
                 found = {_following_status(evidence.watchdog, index)} & found
             if len(found) == 1:
                 evidence.watchdog[index] = replace(event, comm=next(iter(found)))
+
+
+def _caught_timeout(events: list[WatchdogEvent], index: int) -> str | None:
+    """The group of the timeout that the desync report events[index] follows in its file: the last one of the same
+    rank before it, with no other report between (None where there is none, or it names no group)."""
+    report = events[index]
+    for earlier in reversed(events[:index]):
+        if earlier.rank != report.rank:
+            continue
+        if earlier.kind == "desync_report":
+            return None
+        if earlier.kind in _WORK_KINDS:
+            return earlier.comm
+    return None
 
 
 def _following_status(events: list[WatchdogEvent], index: int) -> str | None:

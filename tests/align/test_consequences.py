@@ -298,6 +298,29 @@ def test_a_root_the_gate_journal_places_among_records_that_agree_names_the_devia
     assert root.undecided_comms == ()
 
 
+
+def test_a_root_on_lengths_names_its_odd_ranks_comms_that_nothing_compares_candidates():
+    """Seed 357551: TP pairs (0,1) (2,3) in a world comm; rank 3 skipped its gate's drafter pass in TP pair (2,3),
+    where rank 2 then stuck and launched one collective fewer in the world. Rank 3's log was cut before its TP
+    comm: only rank 2 is on record there, so nothing compares that comm, and a rank stuck there leaves the world's
+    lengths just so. It is a candidate beside the world."""
+    from ncclforensics.align.choose import _pick_root
+    from ncclforensics.align.divergence import STOPPED, CommAnalysis
+
+    stopped = Root(comm="world", seq=1, seq_range=(1, 2), outlier_ranks=[2], reference_ranks=[0, 1], kind=STOPPED,
+                   size=1, pinned_by="signatures", reason=RangeReason.LOOKALIKE, shown=False)
+    analyses = {
+        "world": CommAnalysis("world", [0, 1, 2, 3], {0: 2, 1: 2, 2: 1, 3: 1}, {r: None for r in range(4)},
+                              {r: 1 for r in range(4)}, root=stopped),
+        "tp1": CommAnalysis("tp1", [2], {2: 4}, {2: None}, {2: 1}),
+        "tp0": CommAnalysis("tp0", [0, 1], {0: 6, 1: 6}, {0: None, 1: None}, {0: 1, 1: 1}),
+    }
+    streams = Streams(members={"world": [0, 1, 2, 3], "tp1": [2], "tp0": [0, 1]},
+                      cut={("world", 3): Location("nccl.vm.679.log", 19)})
+    root, notes = _pick_root(analyses, None, streams)
+    assert root.comm == "world" and root.undecided_comms == ("tp1",)
+    assert UnseenComm("tp1", (2,), "world") in notes
+
 def test_enqueued_counts_past_records_that_end_alike_name_the_comm_a_root_on_lengths_is_a_consequence_of():
     # 345950: in the world comm 0 rank 3 launched 2 against the others' 3 (a root on lengths); in the two-rank
     # comm 2 both ranks' records end in seq 4, where their watchdogs time out, and PyTorch's counts give rank 2 5

@@ -931,3 +931,31 @@ def test_a_position_with_no_record_is_no_lookalike_of_an_identified_record():
     # A record that lacks the stack but holds the op may be any of them: it identifies nothing before it.
     lacking = stream([1] * 7, [0, 6, 7, 8, 9, 10, 11])
     assert _identified_floor(lacking, reference, 5) == 0
+
+
+def test_whole_streams_held_nowhere_else_side_by_their_ends_whatever_collectives_part_the_groups():
+    # 369260: rank 3 skipped a drafter pass of 3 and ran on to its program's end (8 collectives); rank 2 ran the
+    # pass (9). Their call stacks (here tags) part them with different collectives and a length too; ranks 0 and 1
+    # kept NCCL logs of lookalikes, 9 each. Every stream is whole and held nowhere else, so each ends where its
+    # program did: one of rank 3's program would end at 8. Ranks 0 and 1 are rank 2's; rank 3 departed.
+    codes = {2: stream([1] * 9, [1, 2, 3, 4, 5, 1, 2, 1, 2]), 3: stream([1] * 8, [1, 2] * 4),
+             0: stream([1] * 9, [0] * 9), 1: stream([1] * 9, [0] * 9)}
+    found = propose(codes, 1, closed=set(codes), settled=set(codes))
+    assert found.majority and found.outliers == [3] and found.reference == [0, 1, 2]
+    # (where another comm may have held rank 3, its end is not its program's: the lengths tell nothing)
+    held = propose(codes, 1, closed=set(codes), settled={0, 1, 2})
+    assert not held.majority and {2, 3} <= set(held.outliers)
+
+
+
+def test_a_whole_stream_lacking_the_parting_field_that_ends_where_the_smaller_group_does_may_be_either_sides():
+    # 351492: rank 3's call stack (here the op) parts from rank 2's at seq 2 (it launched one more world collective);
+    # rank 1's records, whole, pair with either there and end at 3, where rank 3's do; rank 0 left only PyTorch's
+    # count, 2, where rank 2's records end. Every rank runs in a TP comm too. Rank 1 may be rank 2's, gone on past
+    # where rank 2 was held elsewhere, as the fewest departures say, or rank 3's, as its end says: no majority.
+    codes = {1: stream([0, 0, 5]), 2: stream([0, 5]), 3: stream([0, 6, 5]), 0: stream([0, 0])}
+    found = propose(codes, 1, ended={0}, unseen={0}, closed={1, 2, 3})
+    assert not found.majority and found.outliers == [0, 1, 2, 3]
+    # (one that ends where the largest group does goes with it, as the fewest departures say)
+    codes[1] = stream([0, 0])
+    assert propose(codes, 1, ended={0}, unseen={0}, closed={1, 2, 3}).outliers == [3]

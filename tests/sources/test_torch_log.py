@@ -362,3 +362,25 @@ def test_timeouts_of_several_groups_at_one_seq_take_the_group_line_that_follows_
     groups = [e.comm for e in sorted(of_kind(evidence, "pg_status"), key=lambda e: e.loc.line)]
     assert [e.numel_in for e in timeouts] == [1, 512]
     assert [e.comm for e in timeouts] == groups and len(set(groups)) == 2
+
+
+# Seed 350022: rank 0's world group (PG 0) times out at SeqNum 3 and its desync report, counting from 1, says #4; its
+# TP group (PG 1) then times out at SeqNum 4. The report is the world's, whose watchdog printed it after its timeout,
+# though its number is the TP group's failed seq.
+TWO_GROUPS = """\
+[rank0]:[E1129 09:55:01.732406066 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=20000) ran for 20016 milliseconds before timing out.
+[rank0]:[E1129 09:55:01.733406066 ProcessGroupNCCL.cpp:2495] Rank 0
+\t - [0] Timeout at collective: ALLREDUCE, #4
+\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:
+\t     [3] finished collective #2, but didn't join collective #3 (count from 1)
+[rank0]:[E1129 09:55:01.733506066 ProcessGroupNCCL.cpp:2303] [PG ID 0 PG GUID 0(default_pg) Rank 0]  failure detected by watchdog at work sequence id: 3 PG status: last enqueued work: 4, last completed work: 2
+[rank0]:[E1129 09:55:01.732406066 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, OpType=ALLREDUCE, NumelIn=512, NumelOut=512, Timeout(ms)=20000) ran for 20016 milliseconds before timing out.
+[rank0]:[E1129 09:55:01.733506066 ProcessGroupNCCL.cpp:2303] [PG ID 1 PG GUID 1 Rank 0]  failure detected by watchdog at work sequence id: 4 PG status: last enqueued work: 6, last completed work: 3
+"""
+
+
+def test_a_desync_report_is_of_the_group_whose_timeout_it_follows(tmp_path):
+    evidence = parse_text(tmp_path, TWO_GROUPS)
+    assert [(t.seq, t.comm) for t in of_kind(evidence, "timeout")] == [(3, "0"), (4, "1")]
+    [desync] = of_kind(evidence, "desync_report")
+    assert (desync.seq, desync.comm) == (4, "0")
