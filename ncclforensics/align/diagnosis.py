@@ -41,6 +41,7 @@ from .notes import (
     GuessedRootComm,
     GuessedTracePlacement,
     Note,
+    RootOffMembers,
     TracesMayBeWider,
     UncomparedFields,
 )
@@ -171,6 +172,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     notes += choice.notes
     root, guessed = _widened_by_guesses(root, guesses)
     notes += guessed
+    root, off = _members_only(root, streams)
+    notes += off
     dead |= choice.dead
     diagnosis.root = root
     if root is not None and root.comm in analyses and analyses[root.comm].first_visible is not None:
@@ -582,6 +585,23 @@ def _unfinished_entries(streams: Streams, comm: str) -> bool:
     adds after the dump was taken: a log goes on where a dump taken by hand stopped.)"""
     unfinished = pl.col("fr_file").is_not_null() & (pl.col("state") != "completed")
     return any(part.select(unfinished.any()).item() for part in streams.comm_parts(comm).values())
+
+
+def _members_only(root: Root | None, streams: Streams) -> tuple[Root | None, list[Note]]:
+    """The root, where every rank it names on either side is a member of its comm as its configuration lists them
+    (a Flight Recorder `pg_config` lists every rank of a group; where none lists the comm, its members are not
+    known and any rank may be one) and, with a majority, no rank is on both sides; else no root, and a note that
+    says why: such a root comes of files tied to the comm inconsistently (a process group tied to the wrong
+    communicator, comm ranks read as the job's), and would name ranks the evidence does not support."""
+    if root is None:
+        return root, []
+    listed = set(streams.expected_members.get(root.comm, ()))
+    named = set(root.outlier_ranks) | set(root.reference_ranks)
+    strays = tuple(sorted(named - listed)) if listed else ()
+    both = tuple(sorted(set(root.outlier_ranks) & set(root.reference_ranks))) if root.majority else ()
+    if not strays and not both:
+        return root, []
+    return None, [RootOffMembers(root.comm, strays, both)]
 
 
 def _verdict(diagnosis: Diagnosis, ras: dict[str, RasHistory]) -> Verdict:

@@ -247,6 +247,16 @@ class TracesNameNoComm(Note):
     """Fingerprint traces name no communicator: one named [ranks=...] is the ranks that read back the same."""
 
 
+@dataclass(frozen=True)
+class RootOffMembers(Note):
+    """The root found on comm `comm` named ranks its members are not (`strays`) or, with a majority, ranks on
+    both sides (`both`): the evidence ties ranks or groups to the comm inconsistently, so no root is given."""
+
+    comm: str
+    strays: tuple[int, ...]
+    both: tuple[int, ...]
+
+
 # How ranks were numbered
 
 

@@ -51,7 +51,9 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
         comms = _process_comms(logs, process, wanted)
         matches = [rank for rank, groups in dumps.items() if _matches(comms, groups)]
         matched[process] = set(matches)
-        if len(matches) == 1 and matches[0] not in mapping.values():
+        # A dump is the process's only where some collective both recorded shows it: a fit on sizes and comm
+        # ranks alone fits a rank that left no dump as well (it is still one the process may be, `_by_layout`).
+        if len(matches) == 1 and matches[0] not in mapping.values() and _shown(comms, dumps[matches[0]]):
             mapping[process] = matches[0]
     while True:
         # each process placed may place others, through a communicator they share or the ranks left
@@ -100,10 +102,7 @@ def dump_fits(evidence: list[Evidence]) -> dict[tuple, set[int]]:
     for process in processes:
         comms = _process_comms(logs, process, wanted)
         for rank, groups in dumps.items():
-            shown = any(size == len(g_ranks) and comm_rank == g_rank and _agree(ops, g_head)
-                        and any(seq in ops for seq, _ in g_head)
-                        for size, comm_rank, ops in comms.values() for g_ranks, g_rank, g_head in groups)
-            if shown and _matches(comms, groups):
+            if _shown(comms, groups) and _matches(comms, groups):
                 found.setdefault(process, set()).add(rank)
     return found
 
@@ -172,6 +171,16 @@ def _process_comms(logs: list[Evidence], process: tuple, seqs: list[int]) -> dic
                 ops = {**found[identity.comm][2], **ops}
             found[identity.comm] = (identity.comm_size, identity.comm_rank, ops)
     return found
+
+
+def _shown(comms: dict[str, tuple[int, int, dict]], groups: list[tuple[tuple[int, ...], int, tuple]]) -> bool:
+    """Whether a collective both recorded ties one of the process's communicators to one of the dump's groups:
+    same size and comm rank, a seq both hold, and the same collectives at every seq both hold. Worked example:
+    comm rank 1 of a 2-rank comm whose log holds seqs 1..13 fits rank 2's group (0, 2), at its comm rank 1, whose
+    ring kept none of its collectives: that fit shows nothing (rank 1, of group (0, 1), with no dump, fits alike)."""
+    return any(size == len(g_ranks) and comm_rank == g_rank and _agree(ops, g_head)
+               and any(seq in ops for seq, _ in g_head)
+               for size, comm_rank, ops in comms.values() for g_ranks, g_rank, g_head in groups)
 
 
 def _agree(ops: dict, head: tuple) -> bool:

@@ -130,7 +130,12 @@ def build_streams(evidence: list[Evidence]) -> Streams:
 
     comm_infos = [c for item in evidence for c in item.comm_infos]
     sizes = {i.comm: i.comm_size for item in evidence for i in item.identities if i.comm and i.comm_size}
-    aliases = resolve_pieces(pieces, comm_infos, sizes)
+    positions: dict[str, dict[int, set[int]]] = {}  # comm -> global rank -> the comm ranks INIT lines give it
+    for item in evidence:
+        for i in item.identities:
+            if i.comm and i.rank is not None and i.comm_rank is not None:
+                positions.setdefault(i.comm, {}).setdefault(i.rank, set()).add(i.comm_rank)
+    aliases = resolve_pieces(pieces, comm_infos, sizes, positions)
     for piece in pieces:
         if piece.comm in aliases:
             piece.comm = aliases[piece.comm]
@@ -279,17 +284,21 @@ def _empty_merged() -> pl.DataFrame:
     )
 
 
-def resolve_pieces(pieces: list[_Piece], comm_infos: list[CommInfo],
-                   sizes: dict[str, int] | None = None) -> dict[str, str]:
+def resolve_pieces(pieces: list[_Piece], comm_infos: list[CommInfo], sizes: dict[str, int] | None = None,
+                   positions: dict[str, dict[int, set[int]]] | None = None) -> dict[str, str]:
     """Map Flight Recorder process-group names to the NCCL comm hash that carried them.
 
     A process group and a communicator are the same when they have the same global ranks and the same
     launch-ordered ops. Worked example: FR pg "0" on ranks {0,1,2,3} whose first ops are AllReduce x4096 matches
     NCCL comm 0x1715b7bd1b8fda9e seen in the INIT lines of the same four processes with the same ops. Where the
     logs hold only some of a group's ranks, a comm whose INIT lines give another size (`sizes`) is not it, and a
-    comm goes to one group only: two groups of one rank are two communicators.
+    comm goes to one group only: two groups of one rank are two communicators. Where a group lists its ranks (in
+    comm-rank order) and INIT lines give a member's comm rank in a comm (`positions`: comm -> global rank -> comm
+    ranks), the comm is that group only where each such member stands at its comm rank there: rank 2 as comm
+    rank 1 of 0x76e2.. is no member of that comm in group (2, 3), whose comm rank 1 is rank 3.
     """
     sizes = sizes or {}
+    positions = positions or {}
     hashed = [p for p in pieces if p.comm.startswith("0x") and p.frame.height]
     named = [p for p in pieces if not p.comm.startswith("0x") and p.frame.height]
     if not hashed or not named:
@@ -304,12 +313,15 @@ def resolve_pieces(pieces: list[_Piece], comm_infos: list[CommInfo],
     for name, ranks in named_members.items():
         pg_ranks = frozenset(ranks)
         listed = False
+        orders = set()
         for info in comm_infos:
             if info.comm == name and info.ranks:
                 pg_ranks, listed = pg_ranks | frozenset(info.ranks), True
+                orders.add(tuple(info.ranks))
         size = sizes.get(name) or (len(pg_ranks) if listed else None)
         candidates = [c for c, m in hash_members.items() if (m == pg_ranks or (m and m <= pg_ranks))
-                      and (size is None or sizes.get(c, size) == size)]
+                      and (size is None or sizes.get(c, size) == size)
+                      and all(_placed_alike(order, positions.get(c, {})) for order in orders)]
         agreement = {c: _agreement(named, name, hashed, c) for c in candidates}
         best = max(candidates, key=lambda c: (agreement[c], len(hash_members[c])), default=None)
         if best is not None and agreement[best] > 0:
@@ -332,6 +344,12 @@ def resolve_pieces(pieces: list[_Piece], comm_infos: list[CommInfo],
             for name in names:
                 del aliases[name]
     return aliases
+
+
+def _placed_alike(order: tuple[int, ...], placed: dict[int, set[int]]) -> bool:
+    """Whether every member whose comm rank INIT lines give stands at that comm rank in the group's `order`."""
+    return all(0 <= comm_rank < len(order) and order[comm_rank] == rank
+               for rank, comm_ranks in placed.items() for comm_rank in comm_ranks)
 
 
 def _agreement(named: list[_Piece], name: str, hashed: list[_Piece], comm: str) -> float:

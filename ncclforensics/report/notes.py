@@ -130,6 +130,11 @@ def note_words(note: n.Note) -> str:
         case n.TracesNameNoComm():
             return ("fingerprint traces name no communicator: one named [ranks=...] is the ranks that read back the "
                     "same results")
+        case n.RootOffMembers(comm, strays, both):
+            said = " and ".join(([f"{ranks_words(strays)}, no member of it"] if strays else [])
+                                + ([f"{ranks_words(both)} on both sides"] if both else []))
+            return (f"the records part in comm {comm}, but the root found there names {said}: the files tie ranks "
+                    f"or process groups to it in ways that do not agree, so no root is given")
         case n.LogRanksAreCommRanks(given, stand_ins):
             text = (f"No communicator in the NCCL logs holds every process, so their ranks are comm ranks, not the "
                     f"job's: {'1 process was' if given == 1 else f'{given} processes were'} given the job's rank through the Flight "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ncclforensics.align.ranks import _by_layout, _by_members, _matches
+from ncclforensics.align.ranks import _by_layout, _by_members, _matches, resolve_global_ranks
 from ncclforensics.model import (
     CollectiveEvent,
     CommInfo,
@@ -90,3 +90,35 @@ def test_a_comm_is_the_group_whose_records_in_the_placed_rank_s_dump_agree():
         facts=FACTS[SourceFormat.FLIGHT_RECORDER])
     logs = [log(2, 0), log(3, 1)]
     assert _by_members(logs, [*logs, dump], [("node", 2), ("node", 3)], {("node", 3): 3}) == {("node", 2): 2}
+
+
+def test_a_dump_that_fits_a_process_on_sizes_and_comm_ranks_alone_is_not_its():
+    """TP (0, 1), (2, 3) and DP (0, 2), (1, 3); dumps of ranks 0, 2 and 3. The one log's process is comm rank 1 of
+    0xtp and comm rank 0 of 0xdp: rank 2's dump fits it (DP (0, 2) at comm rank 1, TP (2, 3) at 0), but its ring
+    kept nothing of DP and TP only from seq 8, past the log's seqs: no collective ties them. Rank 1, which left no
+    dump, fits as well, so the process is no rank a dump gives; it stands in as rank 1, the one rank left."""
+    groups = {"1": (0, 1), "2": (2, 3), "3": (0, 2), "4": (1, 3)}
+
+    def dump(rank: int, rows: list[tuple[str, int, int]]) -> Evidence:
+        path = f"fr_rank{rank}"
+        infos = [CommInfo(loc=Location(path, field="pg_config"), comm=name, ranks=ranks)
+                 for name, ranks in groups.items() if rank in ranks]
+        events = [CollectiveEvent(loc=Location(path, record=i), comm=name, seq=seq, op="AllReduce", count=count,
+                                  rank=rank) for i, (name, seq, count) in enumerate(rows)]
+        return Evidence(path=path, format=SourceFormat.FLIGHT_RECORDER, comm_infos=infos,
+                        collectives=collectives_to_frame(events), facts=FACTS[SourceFormat.FLIGHT_RECORDER])
+
+    path = "nccl.722.log"
+    identities = [ProcessIdentity(loc=Location(path, 1), host="vm", pid=722, rank=comm_rank, comm=comm,
+                                  comm_rank=comm_rank, comm_size=2) for comm, comm_rank in (("0xdp", 0), ("0xtp", 1))]
+    events = [CollectiveEvent(loc=Location(path, 2 + seq), comm="0xtp", seq=seq, op="AllReduce", count=2048,
+                              rank=1, host="vm", pid=722) for seq in (1, 2, 3)]
+    events += [CollectiveEvent(loc=Location(path, 9 + seq), comm="0xdp", seq=seq, op="AllReduce", count=1,
+                               rank=0, host="vm", pid=722) for seq in (1, 2)]
+    log = Evidence(path=path, format=SourceFormat.NCCL_LOG, identities=identities,
+                   collectives=collectives_to_frame(events), facts=FACTS[SourceFormat.NCCL_LOG])
+    dumps = [dump(0, [("1", seq, 2048) for seq in (1, 2, 3)] + [("3", 1, 1)]),
+             dump(2, [("2", seq, 2048) for seq in (8, 9)]),
+             dump(3, [("2", seq, 2048) for seq in range(1, 10)] + [("4", 1, 1)])]
+    _, notes, stand_ins = resolve_global_ranks([log, *dumps])
+    assert stand_ins == {1: "vm:722"} and notes[0].given == 0

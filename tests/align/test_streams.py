@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ncclforensics.align.streams import build_streams
-from ncclforensics.model import CollectiveEvent, CommInfo, Evidence, Location, Severity, SourceFormat, collectives_to_frame
+from ncclforensics.model import (
+    CollectiveEvent,
+    CommInfo,
+    Evidence,
+    Location,
+    ProcessIdentity,
+    Severity,
+    SourceFormat,
+    collectives_to_frame,
+)
 from ncclforensics.sources import formats
 
 COMM = "0x1715b7bd1b8fda9e"
@@ -132,3 +141,18 @@ def test_a_process_group_on_record_for_some_of_its_ranks_resolves_to_the_wider_c
     # (ops that agree with two such comms alike tie the group to neither)
     logs += [_rows(f"ep{r}.log", SourceFormat.NCCL_LOG, r, world, comm="0x3") for r in (0, 1, 2)]
     assert build_streams([*logs, *timeouts]).aliases == {}
+
+
+def test_a_group_is_no_comm_whose_init_lines_put_a_member_at_another_comm_rank():
+    """Rank 2's log puts it at comm rank 1 of COMM; group "2" lists (2, 3), where comm rank 1 is rank 3: whatever
+    their ops, COMM is not that group (a comm rank read as the rank's place in another group ties the wrong one).
+    """
+    log = _rows("nccl2.log", SourceFormat.NCCL_LOG, 2, OPS)
+    log.identities.append(ProcessIdentity(loc=Location("nccl2.log", 1), host="vm", pid=7, rank=2, comm=COMM,
+                                          comm_rank=1, comm_size=2))
+    dump = _rows("fr_rank3", SourceFormat.FLIGHT_RECORDER, 3, OPS, comm="2", record=True)
+    dump.comm_infos.append(CommInfo(loc=Location("fr_rank3", record=0, field="pg_config"), comm="2", ranks=(2, 3)))
+    assert build_streams([log, dump]).aliases == {}
+    # (where it stands at its comm rank, the group is the comm)
+    dump.comm_infos[0] = replace(dump.comm_infos[0], ranks=(3, 2))
+    assert build_streams([log, dump]).aliases == {"2": COMM}

@@ -35,6 +35,8 @@ SAMPLES = [
     n.TracesUnplaced((1, 2)),
     n.TracesApart((3,)),
     n.TracesNameNoComm(),
+    n.RootOffMembers("0xa", (2,), ()),
+    n.RootOffMembers("0xa", (), (3,)),
     n.LogRanksAreCommRanks(3, ((4, "node1", 77),)),
     n.LogRanksAreCommRanks(1, ()),
     n.NoInitLines(((0, "node0", 10), (1, "node0", 11)), 6, ((8, 2),)),
