@@ -38,6 +38,7 @@ from .jobs import split_jobs
 from .notes import (
     CompletionsOnly,
     CutRecords,
+    DepartedLater,
     GuessedRootComm,
     GuessedTracePlacement,
     Note,
@@ -153,10 +154,11 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
             # (no parting replaces it: what its lengths say is no more than that the traces end)
             analyses[comm].root = _unwritten_widened(analyses[comm].root, streams, comm, set(unwritten))
     _apply_progress(analyses, streams, progress, watchdog)
+    departed_later: list[DepartedLater] = []
     if not died:
         stopped = _stop_evidence(streams, analyses, ras, watchdog, dead)
         _behind_ranks(analyses, streams, gate, {**_hanging_pairings(streams, analyses), **stopped}, dead)
-        _issue_order_roots(analyses, streams, gate)
+        departed_later = _issue_order_roots(analyses, streams, gate)
     diagnosis = Diagnosis(verdict=Verdict.CONSISTENT, ranks=_all_ranks(evidence, streams), comms=analyses,
                           gate=gate, ras=ras, problems=problems, stand_in_ranks=stand_ins,
                           journaled_ranks=sorted({g.rank for g in gates}))
@@ -171,6 +173,9 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     notes += choice.notes
     root, guessed = _widened_by_guesses(root, guesses)
     notes += guessed
+    # (ranks a comm's root no longer names as they departed after the ones it names: of the root's comm alone)
+    notes += [note for note in departed_later if root is not None and note.comm == root.comm
+              and not set(note.ranks) & set(root.outlier_ranks)]
     dead |= choice.dead
     diagnosis.root = root
     if root is not None and root.comm in analyses and analyses[root.comm].first_visible is not None:
@@ -337,17 +342,22 @@ def _waits_for_departed(analysis: CommAnalysis, rank: int) -> bool:
     return rank in analysis.launched and (done is None or done < analysis.launched[rank])
 
 
-def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateDisagreement | None) -> None:
+def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams,
+                       gate: GateDisagreement | None) -> list[DepartedLater]:
     """In a communicator whose ranks launched different numbers of collectives, and whose records show no
     majority departing (only lengths, or no majority), the ranks' issue orders across their communicators may say
     who launched an extra one and who is held back elsewhere (align/interleave.py), or that ranks whose records
     stop short left out a collective here and went on elsewhere. They count only where every other communicator
-    of its ranks is one program (no root there)."""
+    of its ranks is one program (no root there). Returns the notes of ranks a root no longer names as they
+    departed later (_left_out_beside)."""
+    departed_later: list[DepartedLater] = []
     for comm, analysis in list(analyses.items()):
         root = analysis.root
-        if root is not None and root.majority and root.kind != STOPPED and _left_out_beside(
-                analyses, streams, comm, gate):
-            continue
+        if root is not None and root.majority and root.kind != STOPPED:
+            again, later = _left_out_beside(analyses, streams, comm, gate)
+            departed_later += later
+            if again:
+                continue
         if root is not None and root.shown and root.majority and root.kind != STOPPED \
                 and not _held_back_by_issue_order(streams, comm, root):
             continue
@@ -390,6 +400,7 @@ def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams, gate
                 c for c in others if c in analyses and analyses[c].root is not None)})))
         if found is not None:
             analysis.root = found
+    return departed_later
 
 
 def _held_back_by_issue_order(streams: Streams, comm: str, root: Root) -> bool:
@@ -406,7 +417,7 @@ def _held_back_by_issue_order(streams: Streams, comm: str, root: Root) -> bool:
 
 
 def _left_out_beside(analyses: dict[str, CommAnalysis], streams: Streams, comm: str,
-                     gate: GateDisagreement | None) -> bool:
+                     gate: GateDisagreement | None) -> tuple[bool, list[DepartedLater]]:
     """Ranks of a root's reference that launched fewer here than the rest of it, and whose issue orders show that
     they left out a collective here rather than stopped (interleave.skipped_here: they went on elsewhere past where
     the program issues it), departed too: where the collective they left out may come at or before the root's
@@ -415,28 +426,29 @@ def _left_out_beside(analyses: dict[str, CommAnalysis], streams: Streams, comm: 
     rank 0 launched one more in the world: the records place rank 0's extra one at seq 1..2, and the issue orders
     place rank 1's skip at seq 1; both are named. Where the skip comes before every place the records leave the
     outliers' own departure (rank 1 skips seq 4, rank 0's extra one is seq 5), the skip alone is the root, and the
-    outliers, departed later, are no longer named: they departed still, and stay out of the reference. Returns
-    whether it analysed the root again."""
+    outliers, departed later, are no longer named: they departed still, and stay out of the reference (a note
+    says so). Returns whether it analysed the root again, and that note."""
     analysis = analyses[comm]
     root = analysis.root
     reference = [r for r in root.reference_ranks if r in analysis.launched]
     if not reference or root.seq_range is None or root.seq_range[1] is None:
-        return False
+        return False, []
     most = max(analysis.launched[r] for r in reference)
     fewer = [r for r in reference if analysis.launched[r] < most and r not in analysis.behind]
     left_out = {r: span for r, span in (skipped_here(streams, comm, fewer) if fewer else {}).items()
                 if span[0] <= root.seq_range[1]}
     if not left_out:
-        return False
+        return False, []
     again = analyze_comm(streams, comm, gate, set(analysis.behind) | set(left_out), analysis.counted,
                          left_out=left_out)
     if again.root is None:
-        return False
+        return False, []
     departed = set(again.ranks) - set(again.root.reference_ranks) - set(again.root.unplaced_ranks)
     if not set(root.outlier_ranks) | set(left_out) <= departed or not set(left_out) & set(again.root.outlier_ranks):
-        return False
+        return False, []
     analyses[comm] = again
-    return True
+    later = tuple(sorted(set(root.outlier_ranks) - set(again.root.outlier_ranks)))
+    return True, [DepartedLater(later, root.seq_range, comm, root.pinned_by)] if later else []
 
 
 def _apply_progress(analyses: dict[str, CommAnalysis], streams: Streams, progress: list,

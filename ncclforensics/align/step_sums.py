@@ -42,7 +42,7 @@ from .divergence import DIFFERENT_OPS, RangeReason, Root
 from .fingerprints import SUM_TOLERANCE, checked_right
 from .own_records import departed_by_own_records
 from .replicas import classes_of_sums, one_class, parted_by_offsets, replica_classes
-from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
+from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, DepartedLater, Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
 from .traces import comm_named_by
 
 
@@ -589,7 +589,8 @@ def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int
     and nothing says whose departure came first: the root names them beside its own. `held`: ranks behind that are
     stuck elsewhere (not added: held back reads the same). `departs_from`: rank -> the first seq at which its
     records, alike with the reference's up to there, allow its departure (compared_alike.departs_no_sooner): a rank
-    whose records put its departure past the root's range departed after the root, and is not named beside it.
+    whose records put its departure past the root's range departed after the root, and is not named beside it (a
+    note says it departed, later).
 
     Worked example: ranks 0-3 and 5-7 wait in seq 15 (their watchdogs' timeout) with seq 16 enqueued behind it;
     rank 4 completed its seq 15 and joined no seq 16 (a peer's desync report), and its trace holds all 15. Every
@@ -609,14 +610,19 @@ def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int
     fewer = _launched(counted) == "fewer"
     last = root.seq_range[1]
     departs_from = departs_from or {}
-    added = sorted(r for r in set(counted.outlier_ranks) - set(root.outlier_ranks) - set(held)
-                   if r in recorded and (recorded[r] >= max(reference) if fewer else recorded[r] <= min(reference))
-                   and (last is None or departs_from.get(r, last) <= last))
+    ending_alike = sorted(r for r in set(counted.outlier_ranks) - set(root.outlier_ranks) - set(held)
+                          if r in recorded and (recorded[r] >= max(reference) if fewer else
+                                                recorded[r] <= min(reference)))
+    added = [r for r in ending_alike if last is None or departs_from.get(r, last) <= last]
+    later = [r for r in ending_alike if r not in added]
+    # (a rank left out for departing later departed still: said, so that no one reads it as running the program)
+    notes: list[Note] = [DepartedLater(tuple(later), (min(departs_from[r] for r in later), None), root.comm,
+                                       counted.pinned_by)] if later else []
     if not added:
-        return root, []
+        return root, notes
     outliers = sorted(set(root.outlier_ranks) | set(added))
     merged = _named(root, outliers, members)
-    return merged, [CountedPastRecords(tuple(added), _launched(counted), counted.pinned_by, tuple(outliers))]
+    return merged, [CountedPastRecords(tuple(added), _launched(counted), counted.pinned_by, tuple(outliers)), *notes]
 
 
 def with_parted_reference(root: Root, fingerprints: list[FingerprintRow], known: dict[str, set[int]],

@@ -3,6 +3,7 @@ alone make it look like the majority, and who is held back elsewhere."""
 
 from ncclforensics.align.diagnosis import diagnose
 from ncclforensics.align.interleave import ISSUE_ORDER, issue_order_root, issue_order_split
+from ncclforensics.align.notes import DepartedLater
 from ncclforensics.align.streams import build_streams
 from ncclforensics.model import CollectiveEvent, Evidence, Location, SourceFormat, collectives_to_frame
 from ncclforensics.model.event import ProcessIdentity
@@ -356,3 +357,7 @@ def test_a_rank_that_left_one_out_before_a_peer_issued_an_extra_one_is_the_root_
     d = diagnose(logs)
     assert d.root.comm == W and d.root.outlier_ranks == [0] and d.root.reference_ranks == [2, 3]
     assert d.root.seq_range[0] <= 4 <= d.root.seq_range[1]
+    # Rank 1 departed still, later: a note says so (it is in neither the outliers nor the reference).
+    later = [note for note in d.notes if isinstance(note, DepartedLater)]
+    assert [(note.ranks, note.seq_range, note.comm) for note in later] == [((1,), (1, 5), W)]
+    assert any(c.startswith(f"rank 1 departed too in comm {W}") for c in words.caveats(d))

@@ -420,6 +420,7 @@ def test_counted_outliers_past_the_records_are_added_only_where_the_records_end_
 def test_counted_outliers_past_the_records_are_not_added_where_their_records_put_the_departure_past_the_root():
     # Steps part rank 2 at seq 2 alone; rank 7, one short by PyTorch's counts, holds tags alike with the others'
     # through seq 12 (they change at every seq): it left out its collective in seq 12 or later, after the root.
+    from ncclforensics.align.notes import DepartedLater
     from ncclforensics.align.step_sums import with_counted_past_records
 
     records = Root(comm="1", seq=2, seq_range=(2, 2), outlier_ranks=[2], reference_ranks=[0, 1, 3, 4, 5, 6, 7],
@@ -429,7 +430,10 @@ def test_counted_outliers_past_the_records_are_not_added_where_their_records_put
                    kind="missing", size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS,
                    majority=True)
     ends = {r: 15 for r in range(8)}
-    assert with_counted_past_records(records, counted, ends, departs_from={7: 12})[0] is records
+    root, said = with_counted_past_records(records, counted, ends, departs_from={7: 12})
+    assert root is records
+    # (it departed still, later: a note says so, lest it be read as running the program)
+    assert said == [DepartedLater((7,), (12, None), "1", "PyTorch's enqueued counts")]
     # A bound inside the root's range (or records that bound nothing) leave it beside the root.
     assert with_counted_past_records(records, counted, ends, departs_from={7: 2})[0].outlier_ranks == [2, 7]
     assert with_counted_past_records(records, counted, ends)[0].outlier_ranks == [2, 7]
