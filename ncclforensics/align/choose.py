@@ -41,6 +41,7 @@ from ..model.kinds import is_p2p_comm
 from .compared_alike import departures_bounded
 from .consequences import (Disagreement, candidates, consequences, departing_elsewhere, odd_ones, other_side,
                            ran_ahead)
+from .counts_beside_records import with_counted_outliers, with_counted_past_records
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
 from .held_back import behind_in_chain, may_hold_back
@@ -49,8 +50,8 @@ from .mixed_elsewhere import mixed_elsewhere
 from .notes import ConsequenceComm, CountedAmongLookalikes, Note, UndecidedComm, UnseenComm
 from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots, unnamed_ranks, with_swapped_types
-from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_counted_past_records,
-                        with_parted_reference, with_sums_before_records, with_sums_placing_cut_ranks)
+from .step_sums import (step_sums_root, with_checksum_outliers, with_parted_reference, with_sums_before_records,
+                        with_sums_placing_cut_ranks)
 from .streams import SIGNATURE, Streams
 from .watchdog import EnqueueMarks, marks_only_roots
 
