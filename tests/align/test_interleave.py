@@ -290,7 +290,7 @@ def test_ranks_behind_that_records_show_missing_one_are_held_back_where_the_issu
     # Rank 3 issues two world collectives in a row in step 1; its TP peer (rank 2) waits in TP behind them. Other
     # records (per-collective results misaligned on the ranks that went on, say) that show rank 2 missing the
     # world collective at seq 3 read the same as the extra one: the issue orders name rank 3, rank 2 held back.
-    from ncclforensics.align.diagnosis import _held_back_by_issue_order
+    from ncclforensics.align.reanalysis import held_back_by_issue_order
     from ncclforensics.align.divergence import Root
     logs = [rank_log(0, step(T1) * 3), rank_log(1, step(T1) * 3), rank_log(2, step(T2) * 2),
             rank_log(3, step(T2) + [(W, ONE), (W, ONE)] + [(T2, LAYER)] * 3)]
@@ -301,10 +301,10 @@ def test_ranks_behind_that_records_show_missing_one_are_held_back_where_the_issu
                     reference_ranks=[r for r in range(4) if r not in outliers], kind="missing", size=1,
                     pinned_by="fingerprints", reason=None, shown=True)
 
-    assert _held_back_by_issue_order(streams, W, shown_missing([2], 3))
+    assert held_back_by_issue_order(streams, W, shown_missing([2], 3))
     # (not where the ranks behind are others than those the issue orders hold back, nor a root before the split)
-    assert not _held_back_by_issue_order(streams, W, shown_missing([1], 3))
-    assert not _held_back_by_issue_order(streams, W, shown_missing([2], 1))
+    assert not held_back_by_issue_order(streams, W, shown_missing([1], 3))
+    assert not held_back_by_issue_order(streams, W, shown_missing([2], 1))
 
 
 def test_a_rank_that_issued_one_early_departed_beside_one_that_left_one_out():
