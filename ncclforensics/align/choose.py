@@ -5,7 +5,7 @@ The streams offer a root first. Among communicators with a root, the cause rathe
 differ beat lengths that differ, which beat a root only the gate journal places, and collectives gained or changed
 beat collectives missing or stopped. Where the streams' root rests on lengths only, RAS counts of a communicator of
 its odd ranks that no two ranks' whole records compare may be its cause by the nesting rule, as they would be were
-that one's records whole: those counts take its place.
+that one's records whole: those counts take its place (causes.py).
 
 With no root from the streams, counts give one: RAS counts, else PyTorch's enqueued counts and desync reports; of
 those, the first communicator that is no consequence of another, since counts alone never say which diverged
@@ -37,20 +37,20 @@ from dataclasses import dataclass, replace
 import polars as pl
 
 from ..model import EventState, FingerprintRow, GateDecision, WatchdogEvent
-from ..model.kinds import is_p2p_comm
+from .causes import comm_choice_notes, enqueued_cause, pick_counted, ras_counted_cause, unseen_causes
 from .compared_alike import departures_bounded
-from .consequences import (Disagreement, candidates, consequences, departing_elsewhere, odd_ones, other_side,
-                           ran_ahead)
+from .consequences import Disagreement, consequences, odd_ones, other_side, ran_ahead
+from .counts_beside_records import with_counted_outliers, with_counted_past_records
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
 from .held_back import behind_in_chain, may_hold_back
 from .journal_progress import with_journal_progress
 from .mixed_elsewhere import mixed_elsewhere
-from .notes import ConsequenceComm, CountedAmongLookalikes, Note, UndecidedComm, UnseenComm
+from .notes import CountedAmongLookalikes, Note
 from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots, unnamed_ranks, with_swapped_types
-from .step_sums import (step_sums_root, with_checksum_outliers, with_counted_outliers, with_counted_past_records,
-                        with_parted_reference, with_sums_before_records, with_sums_placing_cut_ranks)
+from .step_sums import (step_sums_root, with_checksum_outliers, with_parted_reference, with_sums_before_records,
+                        with_sums_placing_cut_ranks)
 from .streams import SIGNATURE, Streams
 from .watchdog import EnqueueMarks, marks_only_roots
 
@@ -77,15 +77,15 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
     root, comm_notes = _pick_root(analyses, gate, streams)
     counted_cause = None
     if root is not None and not root.shown:
-        counted_cause = _counted_cause(root, analyses, streams, ras, rank_map, stops)
+        counted_cause = ras_counted_cause(root, analyses, streams, ras, rank_map, stops)
         if counted_cause is not None:
             root, comm_notes = counted_cause
         else:
-            root, comm_notes = _enqueued_cause(root, analyses, streams, marks, watchdog, stops) or (root, comm_notes)
+            root, comm_notes = enqueued_cause(root, analyses, streams, marks, watchdog, stops) or (root, comm_notes)
     if root is None:
-        root, comm_notes = _pick_counted(ras_only_roots(ras, rank_map, streams, stops)
-                                           or marks_only_roots(marks, streams, watchdog, stopped=bool(stops)),
-                                           job_processes(ras))
+        root, comm_notes = pick_counted(ras_only_roots(ras, rank_map, streams, stops)
+                                        or marks_only_roots(marks, streams, watchdog, stopped=bool(stops)),
+                                        job_processes(ras))
         if root is not None and root.pinned_by == "RAS counts":
             comm_notes += unnamed_ranks(root.comm, ras, rank_map)
         if root is not None and root.pinned_by == "RAS counts" and (gate is None or not gate.outlier_ranks):
@@ -300,7 +300,7 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
                         *(r.comm for r in roots if r.comm != root.comm and evidence(r) == evidence(root))})
     explained = {c: causes for c, causes in explained.items() if c not in root.undecided_comms}
     odd = next(d.odd for d in found if d.comm == root.comm)
-    unseen = _unseen_causes(root, odd, streams)
+    unseen = unseen_causes(root, odd, streams)
     if root.told or len(set(launched[root.comm].values())) > 1:
         # A root on lengths alone (ranks that launched fewer or more here) is what a rank stuck in another
         # communicator of its odd ranks leaves here, and one the gate journal names among records that agree may
@@ -308,7 +308,7 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
         # records compare that one (its peer left no evidence, or a file cut before it), nothing ranks it against
         # this one. Each is a candidate beside this one.
         undecided = sorted({*undecided, *(note.comm for note in unseen)})
-    notes = _comm_notes(root, roots, explained, undecided) + unseen
+    notes = comm_choice_notes(root, roots, explained, undecided) + unseen
     return replace(root, undecided_comms=tuple(undecided)), notes
 
 
@@ -325,122 +325,6 @@ def _width(seq_range: tuple[int, int | None]) -> float:
     """How many seqs past its first a root's range spans (without end where nothing bounds it above)."""
     low, high = seq_range
     return float("inf") if high is None else high - low
-
-
-def _unseen_causes(root: Root, odd: frozenset, streams: Streams) -> list[Note]:
-    """Where the root's streams differ only in length, the other communicators of its odd ranks that no two ranks'
-    whole records compare (one rank on record, or the others' files cut short): a divergence there would show in
-    the root's communicator just so."""
-    if root.shown:
-        return []
-    whole = {c: set(ranks) - {r for (cut, r) in streams.cut if cut == c} for c, ranks in streams.members.items()}
-    unseen = sorted(c for c, ranks in streams.members.items()
-                    if c != root.comm and len(whole[c]) < 2 and set(ranks) & odd and not is_p2p_comm(c))
-    return [UnseenComm(c, tuple(sorted(set(streams.members[c]) & odd)), root.comm) for c in unseen]
-
-
-def _counted_cause(root: Root, analyses: dict[str, CommAnalysis], streams: Streams, ras: dict[str, RasHistory],
-                   rank_map: dict[tuple[str, int], int], stops: dict[str, list[str]]
-                   ) -> tuple[Root, list[Note]] | None:
-    """Where the streams' root rests on lengths only, a communicator of its odd ranks that no two ranks' whole
-    records compare, whose RAS counts disagree, is its cause by the nesting rule (consequences.py), as it would be
-    were that one's records whole: a rank stuck there stops launching here. Returns that root (from the counts) and
-    the notes of the choice; None where no such communicator explains it."""
-    whole = {c: set(ranks) - {r for (cut, r) in streams.cut if cut == c} for c, ranks in streams.members.items()}
-    counted = [(r, d) for r, d in ras_only_roots(ras, rank_map, streams, stops)
-               if r.comm != root.comm and len(whole.get(r.comm, ())) < 2
-               and (r.comm not in analyses or analyses[r.comm].root is None)]
-    if not counted:
-        return None
-    # RAS names processes by host and pid: the same keys for the streams' ranks, where a reply ties them.
-    process = {rank_map[(comm, r.rank)]: (r.host, r.pid) for comm, history in ras.items()
-               for _, block in history.states for r in block.ranks
-               if r.pid is not None and (comm, r.rank) in rank_map}
-    analysis = analyses[root.comm]
-    members = {*analysis.ranks, *streams.expected_members.get(root.comm, ())}
-    if not members <= set(process):
-        return None
-    launched = {process[r]: n for r, n in analysis.launched.items() if (root.comm, r) not in streams.cut}
-    odd = odd_ones(launched, {process[r] for r in root.outlier_ranks}, root.majority)
-    mine = Disagreement(root.comm, frozenset(process[r] for r in members), odd,
-                        other=other_side(launched, odd, root.majority), ahead=ran_ahead(launched, odd))
-    processes = job_processes(ras)
-    explained = consequences([mine, *(d for _, d in counted)], processes)
-    causes = [c for c in explained.get(root.comm, []) if c != root.comm]
-    if not causes:
-        return None
-    chosen, notes = _pick_counted([(r, d) for r, d in counted if r.comm in causes], processes)
-    if chosen is None:
-        return None
-    return chosen, notes + _comm_notes(chosen, [root], {root.comm: causes}, [])
-
-
-def _enqueued_cause(root: Root, analyses: dict[str, CommAnalysis], streams: Streams, marks: dict[str, EnqueueMarks],
-                    watchdog: list[WatchdogEvent], stops: dict[str, list[str]]) -> tuple[Root, list[Note]] | None:
-    """As _counted_cause, by PyTorch's enqueued counts: where the streams' root rests on lengths only, a
-    communicator of its odd ranks whose records end alike (a watchdog's line names the collective a rank waits in,
-    not the work it enqueued behind it) while its counts disagree is its cause by the nesting rule: a rank stuck
-    there stops launching here. Returns that root (from the counts) and the notes of the choice; None where no such
-    communicator explains it.
-
-    Worked example: ranks 2 and 3 of a two-rank comm 2 wait in its seq 4, rank 2 with seq 5 enqueued behind it;
-    in the world comm 0, rank 3 launched 2 against the others' 3. Rank 3 is stuck in comm 2 (where either rank may
-    have departed), and its count in comm 0 follows: the root is on comm 2."""
-    counted = [(r, d) for r, d in marks_only_roots(marks, streams, watchdog, stopped=bool(stops))
-               if r.comm != root.comm and (r.comm not in analyses or analyses[r.comm].root is None)]
-    if not counted or root.comm not in analyses:
-        return None
-    analysis = analyses[root.comm]
-    launched = {r: n for r, n in analysis.launched.items() if (root.comm, r) not in streams.cut}
-    odd = odd_ones(launched, set(root.outlier_ranks), root.majority)
-    mine = Disagreement(root.comm, frozenset({*analysis.ranks, *streams.expected_members.get(root.comm, ())}), odd,
-                        other=other_side(launched, odd, root.majority), ahead=ran_ahead(launched, odd))
-    causes = [c for c in consequences([mine, *(d for _, d in counted)]).get(root.comm, []) if c != root.comm]
-    if not causes:
-        return None
-    chosen, notes = _pick_counted([(r, d) for r, d in counted if r.comm in causes])
-    if chosen is None:
-        return None
-    return chosen, notes + _comm_notes(chosen, [root], {root.comm: causes}, [])
-
-
-def _pick_counted(found: list[tuple[Root, Disagreement]], processes: int = 0) -> tuple[Root | None, list[Note]]:
-    """Of the roots counts give (RAS, PyTorch's marks), one per communicator, the first that is no consequence of
-    another, and the notes of that choice: counts alone never say which communicator diverged first.
-    `processes`: how many processes the job has, where a RAS reply's job summary says (consequences.py)."""
-    if not found:
-        return None, []
-    explained = consequences([d for _, d in found], processes)
-    chosen = candidates([d for _, d in found], processes)
-    roots = [root for root, _ in found]
-    root, mine = next((r, d) for r, d in found if r.comm == chosen[0])
-    elsewhere = departing_elsewhere(mine, [d for _, d in found], processes) if root.majority else {}
-    # (a member the root names by no rank stays as it is)
-    elsewhere = {p: comms for p, comms in elsewhere.items() if mine.rank_of(p) in root.outlier_ranks}
-    others = {mine.rank_of(p): tuple(comms) for p, comms in elsewhere.items()}
-    if others and set(root.outlier_ranks) - set(others):
-        # Ranks odd here and in another communicator: their count here may follow from their departure there, so
-        # the outliers are the ranks odd here alone, and each such communicator may be where the job diverged too.
-        root = replace(root, outlier_ranks=[r for r in root.outlier_ranks if r not in others],
-                       outlier_candidates=dict(sorted(others.items())))
-        departed = {c for comms in elsewhere.values() for c in comms}
-        chosen = [*chosen, *sorted(departed - set(chosen))]
-        explained = {c: causes for c, causes in explained.items() if c not in departed}
-    notes = _comm_notes(root, roots, explained, chosen)
-    return replace(root, undecided_comms=tuple(c for c in chosen if c != root.comm)), notes
-
-
-def _comm_notes(root: Root, roots: list[Root], explained: dict[str, list[str]], undecided: list[str]) -> list[Note]:
-    """What the choice of the root's communicator rests on: the others whose ranks disagree too, read as its
-    consequences, and those the evidence cannot rank against it."""
-    notes: list[Note] = []
-    for other in roots:
-        if other.comm in explained:
-            notes.append(ConsequenceComm(other.comm, tuple(other.outlier_ranks), other.kind,
-                                         tuple(explained[other.comm])))
-        elif other.comm in undecided and other.comm != root.comm:
-            notes.append(UndecidedComm(other.comm, tuple(other.outlier_ranks), other.kind, root.comm))
-    return notes
 
 
 def _memberships(streams: Streams, ras: dict[str, RasHistory], rank_map: dict[tuple[str, int], int],

@@ -16,7 +16,6 @@ from ..model import (
     WatchdogEvent,
     WedgeKind,
 )
-from ..model.kinds import is_p2p_comm
 from ..model.phrases import ranks_words
 from .choose import choose_root
 from .clocks import clock_disagreements
@@ -33,11 +32,11 @@ from .divergence import (
 )
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
-from .interleave import early_elsewhere, issue_order_root, issue_order_split, skipped_here, with_early_issuers
 from .jobs import split_jobs
 from .notes import (
     CompletionsOnly,
     CutRecords,
+    DepartedLater,
     GuessedRootComm,
     GuessedTracePlacement,
     Note,
@@ -48,6 +47,7 @@ from .notes import (
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
 from .ras_only import ras_comm_wedge, ras_only_wedge, ras_rank_map
+from .reanalysis import reanalyze_behind_ranks, reanalyze_by_issue_orders
 from .receipts import Finding, answer_receipts, death_receipts, job_ras_receipts
 from .reconcile import Reconciliation, reconcile
 from .streams import Streams, build_streams
@@ -154,10 +154,11 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
             # (no parting replaces it: what its lengths say is no more than that the traces end)
             analyses[comm].root = _unwritten_widened(analyses[comm].root, streams, comm, set(unwritten))
     _apply_progress(analyses, streams, progress, watchdog)
+    departed_later: list[DepartedLater] = []
     if not died:
         stopped = _stop_evidence(streams, analyses, ras, watchdog, dead)
-        _behind_ranks(analyses, streams, gate, {**_hanging_pairings(streams, analyses), **stopped}, dead)
-        _issue_order_roots(analyses, streams, gate)
+        reanalyze_behind_ranks(analyses, streams, gate, {**_hanging_pairings(streams, analyses), **stopped}, dead)
+        departed_later = reanalyze_by_issue_orders(analyses, streams, gate)
     diagnosis = Diagnosis(verdict=Verdict.CONSISTENT, ranks=_all_ranks(evidence, streams), comms=analyses,
                           gate=gate, ras=ras, problems=problems, stand_in_ranks=stand_ins,
                           journaled_ranks=sorted({g.rank for g in gates}))
@@ -174,6 +175,9 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     notes += guessed
     root, off = _members_only(root, streams)
     notes += off
+    # (ranks a comm's root no longer names as they departed after the ones it names: of the root's comm alone)
+    notes += [note for note in departed_later if root is not None and note.comm == root.comm
+              and not set(note.ranks) & set(root.outlier_ranks)]
     dead |= choice.dead
     diagnosis.root = root
     if root is not None and root.comm in analyses and analyses[root.comm].first_visible is not None:
@@ -292,154 +296,6 @@ def _completions_only(evidence: list[Evidence]) -> str | None:
     if any(not (e.collectives.get_column("state") == EventState.COMPLETED.value).all() for e in described):
         return None
     return " and ".join(sorted({e.facts.label + "s" for e in described}))
-
-
-def _behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateDisagreement | None,
-                  stops: dict[str, list[str]], dead: set[int]) -> None:
-    """In a communicator that stopped, ranks that launched fewer than the others, with nothing saying they died,
-    skipped collectives or are blocked elsewhere: analyse the communicator again with them as outliers."""
-    for comm, analysis in list(analyses.items()):
-        if comm not in stops or len(analysis.ranks) < 3 or is_p2p_comm(comm):
-            continue
-        root = analysis.root
-        # Outliers that ran other collectives than the program (extra ones, say) launched as many as that made
-        # them: the others are behind only if they launched fewer than the rest of the reference.
-        pacing = set(root.reference_ranks) if root is not None and root.majority and root.kind != STOPPED \
-            and root.reference_ranks else set(analysis.ranks)
-        most = max(n for r, n in analysis.launched.items() if r in pacing)
-        # records ending at a cut file: not behind, unknown (unless PyTorch counts what they launched past it)
-        cut = {r for (c, r) in streams.cut if c == comm} - set(analysis.counted)
-        behind = {r for r, n in analysis.launched.items() if n < most} - dead - cut
-        named = set(analysis.root.outlier_ranks) if analysis.root is not None and analysis.root.kind != STOPPED \
-            else set()
-        # Where records already show a rank launching something else, ranks behind that also run in another
-        # communicator are blocked there by it (a rank in this one alone would have nowhere else to wait), unless
-        # their records there say that everything they launched completed (nothing holds them there).
-        elsewhere = {r for c, other in analyses.items() if c != comm for r in other.ranks
-                     if other.completed.get(r) is None or other.completed[r] < other.launched[r]}
-        # (the named ones launched as few as their own departure made them: they need no block elsewhere)
-        caused = analysis.root is not None and analysis.root.shown and analysis.root.kind != STOPPED \
-            and behind - named <= elsewhere
-        # Ranks behind that wait in another communicator whose own root has others depart from them (they are its
-        # reference) are held there by that departure, whatever this one's records show: ranks 4, 5 and 7 at one
-        # world collective, ranks 1, 3 and 6 at two, where rank 6 ran seven TP collectives past 4, 5 and 7, which
-        # wait in theirs. Analysed as behind, they would be named beside the world's own extra ranks.
-        held = {r for r in behind - named for c, other in analyses.items() if c != comm and _waits_for_departed(other, r)}
-        caused = caused or (analysis.root is not None and analysis.root.kind != STOPPED and behind - named <= held)
-        if behind and not behind <= named and not caused and len(behind) * 2 <= len(set(analysis.ranks) - cut):
-            analyses[comm] = analyze_comm(streams, comm, gate, behind, analysis.counted)
-
-
-def _waits_for_departed(analysis: CommAnalysis, rank: int) -> bool:
-    """Whether `rank` waits in this communicator (its last launch there never completed) for ranks its root has
-    depart from it: it is of the root's reference, and a majority."""
-    root = analysis.root
-    if root is None or not root.majority or root.kind == STOPPED or rank not in root.reference_ranks:
-        return False
-    done = analysis.completed.get(rank)
-    return rank in analysis.launched and (done is None or done < analysis.launched[rank])
-
-
-def _issue_order_roots(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateDisagreement | None) -> None:
-    """In a communicator whose ranks launched different numbers of collectives, and whose records show no
-    majority departing (only lengths, or no majority), the ranks' issue orders across their communicators may say
-    who launched an extra one and who is held back elsewhere (align/interleave.py), or that ranks whose records
-    stop short left out a collective here and went on elsewhere. They count only where every other communicator
-    of its ranks is one program (no root there)."""
-    for comm, analysis in list(analyses.items()):
-        root = analysis.root
-        if root is not None and root.majority and root.kind != STOPPED and _left_out_beside(
-                analyses, streams, comm, gate):
-            continue
-        if root is not None and root.shown and root.majority and root.kind != STOPPED \
-                and not _held_back_by_issue_order(streams, comm, root):
-            continue
-        if len(set(analysis.launched.values())) < 2:
-            continue
-        others = {c for c, members in streams.members.items() if c != comm and set(members) & set(analysis.ranks)}
-        rooted = [analyses[c].root for c in others if c in analyses and analyses[c].root is not None]
-        # Another communicator whose records differ runs another program on some ranks; one whose records only
-        # end apart is what a collective held back here leaves there, where this one's records show a departure
-        # (else an early collective here and one left out there before it read the same).
-        if root is not None and root.kind == STOPPED and not any(r.shown or r.kind != STOPPED for r in rooted):
-            # (ranks that stopped short elsewhere too leave the places of what they issued before as they were)
-            left_out = skipped_here(streams, comm, root.outlier_ranks)
-            if left_out:
-                # (ranks found behind whose issue orders place nothing stay behind: they skipped collectives or
-                # are blocked elsewhere, as before)
-                analyses[comm] = analyze_comm(streams, comm, gate, set(analysis.behind), analysis.counted,
-                                              left_out=left_out)
-                if analyses[comm].root is not None:
-                    # Ranks that issued a collective here early departed beside those that left one out.
-                    analyses[comm].root = with_early_issuers(analyses[comm].root, streams, left_out)
-                    # (or those that went on elsewhere ran extra collectives there, and stopped: candidates too)
-                    if elsewhere := early_elsewhere(streams, comm, left_out):
-                        analyses[comm].root = replace(analyses[comm].root, early_in=elsewhere, undecided_comms=tuple(
-                            sorted({*analyses[comm].root.undecided_comms, *elsewhere})))
-                continue
-        if any(r.shown for r in rooted):
-            continue
-        found = issue_order_root(streams, comm, analysis.start)
-        if found is not None and found.left_out_in and not (
-                root is not None and root.kind == STOPPED and root.outlier_ranks == found.outlier_ranks):
-            # Places that fit a collective left out elsewhere as well say nothing of this communicator then: they
-            # replace no root of its own records but a stop of the same ranks, which they show is no mere stop
-            # (its records fit as well extra collectives before it, and the end of records hides their size).
-            found = None
-        if found is not None and rooted and not (root is not None and root.shown):
-            # The other communicators' records only end apart: an early collective here and collectives left out
-            # there before it read the same, so those stay candidates beside this one.
-            found = replace(found, undecided_comms=tuple(sorted({*found.undecided_comms, *(
-                c for c in others if c in analyses and analyses[c].root is not None)})))
-        if found is not None:
-            analysis.root = found
-
-
-def _held_back_by_issue_order(streams: Streams, comm: str, root: Root) -> bool:
-    """Whether a root of collectives missing on ranks behind, which their records show (others' results misaligned
-    where they have fewer), is what the issue orders read as a peer's extra collective: the ranks behind are those
-    the issue orders show stopped where the program goes on elsewhere (held back there), and the range where a
-    rank issued one early holds the root's seq. A misaligned pairing there is the extra one's as well, so the
-    issue orders, which say who issued it where the program does not, name the root."""
-    if root.kind != MISSING or root.seq_range is None:
-        return False
-    split = issue_order_split(streams, comm)
-    return (split is not None and sorted(split.blocked) == sorted(root.outlier_ranks)
-            and split.low <= root.seq_range[0] <= split.seq)
-
-
-def _left_out_beside(analyses: dict[str, CommAnalysis], streams: Streams, comm: str,
-                     gate: GateDisagreement | None) -> bool:
-    """Ranks of a root's reference that launched fewer here than the rest of it, and whose issue orders show that
-    they left out a collective here rather than stopped (interleave.skipped_here: they went on elsewhere past where
-    the program issues it), departed too: where the collective they left out may come at or before the root's
-    last seq, they may have departed first, and the root is analysed again with them among the ranks behind.
-    Worked example: rank 1 left out the world's first all-reduce and went on in its tensor-parallel group, while
-    rank 0 launched one more in the world: the records place rank 0's extra one at seq 1..2, and the issue orders
-    place rank 1's skip at seq 1; both are named. Where the skip comes before every place the records leave the
-    outliers' own departure (rank 1 skips seq 4, rank 0's extra one is seq 5), the skip alone is the root, and the
-    outliers, departed later, are no longer named: they departed still, and stay out of the reference. Returns
-    whether it analysed the root again."""
-    analysis = analyses[comm]
-    root = analysis.root
-    reference = [r for r in root.reference_ranks if r in analysis.launched]
-    if not reference or root.seq_range is None or root.seq_range[1] is None:
-        return False
-    most = max(analysis.launched[r] for r in reference)
-    fewer = [r for r in reference if analysis.launched[r] < most and r not in analysis.behind]
-    left_out = {r: span for r, span in (skipped_here(streams, comm, fewer) if fewer else {}).items()
-                if span[0] <= root.seq_range[1]}
-    if not left_out:
-        return False
-    again = analyze_comm(streams, comm, gate, set(analysis.behind) | set(left_out), analysis.counted,
-                         left_out=left_out)
-    if again.root is None:
-        return False
-    departed = set(again.ranks) - set(again.root.reference_ranks) - set(again.root.unplaced_ranks)
-    if not set(root.outlier_ranks) | set(left_out) <= departed or not set(left_out) & set(again.root.outlier_ranks):
-        return False
-    analyses[comm] = again
-    return True
 
 
 def _apply_progress(analyses: dict[str, CommAnalysis], streams: Streams, progress: list,

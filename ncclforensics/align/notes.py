@@ -125,6 +125,17 @@ class CountedPastRecords(Note):
 
 
 @dataclass(frozen=True)
+class DepartedLater(Note):
+    """Ranks that departed too, in `seq_range` (as `shown_by` says), after the departure the root names: left out
+    of the root, though they did not run the program either."""
+
+    ranks: tuple[int, ...]
+    seq_range: tuple[int, int | None]  # where their departure may lie, as far as their records say
+    comm: str
+    shown_by: str  # the evidence that shows their departure ("PyTorch's enqueued counts", "signatures", ...)
+
+
+@dataclass(frozen=True)
 class SumsAddOutliers(Note):
     """Ranks whose per-step checksums part at `step` departed too; `basis` cannot order the departures."""
 

@@ -69,6 +69,10 @@ def note_words(note: n.Note) -> str:
                     f"on past the records, while {_their(added)} records end where the others' do: {_they(added)} "
                     f"departed too, where no record compares {_them(added)}, and nothing says whose departure came "
                     f"first, so the root names {ranks_words(outliers)}")
+        case n.DepartedLater(ranks, seq_range, comm, shown_by):
+            return (f"{ranks_words(ranks)} departed too in comm {comm} (by {shown_by}), at {_span(seq_range)}, "
+                    f"after the departure the root names: the root leaves {_them(ranks)} out, though "
+                    f"{_they(ranks)} did not run the program either")
         case n.SumsAddOutliers(added, step, basis, outliers):
             return (f"{ranks_words(added)} read back per-step checksums that part from the others' at step {step}: "
                     f"{_they(added)} departed too, and {_BASIS[basis]} do not say whose departure came first, so "

@@ -1,9 +1,9 @@
-"""align/diagnosis.py: which ranks of a communicator that stopped are analysed again as behind, and which stay
+"""align/reanalysis.py: which ranks of a communicator that stopped are analysed again as behind, and which stay
 behind where the issue orders place some of them."""
 
 from __future__ import annotations
 
-from ncclforensics.align import diagnosis
+from ncclforensics.align import reanalysis
 from ncclforensics.align.divergence import STOPPED, CommAnalysis, Root
 from ncclforensics.align.streams import Streams
 
@@ -22,7 +22,7 @@ def _calls(monkeypatch):
         calls.append((comm, set(behind or ()), dict(left_out or {})))
         return CommAnalysis(comm=comm, ranks=[], launched={}, completed={}, first_seq={})
 
-    monkeypatch.setattr(diagnosis, "analyze_comm", analyze)
+    monkeypatch.setattr(reanalysis, "analyze_comm", analyze)
     return calls
 
 
@@ -36,11 +36,11 @@ def test_outliers_behind_need_no_block_elsewhere_to_leave_the_rest_held_back(mon
     world.root = _root([1, 4], [0, 2, 3, 5, 6, 7], "different", shown=True)
     tp = CommAnalysis(comm=TP, ranks=[4, 5], launched={4: 4, 5: 4}, completed={4: 2, 5: 2}, first_seq={4: 1, 5: 1})
     analyses = {W: world, TP: tp}
-    diagnosis._behind_ranks(analyses, Streams(), None, {W: ["timeout"]}, set())
+    reanalysis.reanalyze_behind_ranks(analyses, Streams(), None, {W: ["timeout"]}, set())
     assert calls == []
     # Where rank 5's TP work all completed, nothing holds it there: it is behind.
     tp.completed = {4: 4, 5: 4}
-    diagnosis._behind_ranks(analyses, Streams(), None, {W: ["timeout"]}, set())
+    reanalysis.reanalyze_behind_ranks(analyses, Streams(), None, {W: ["timeout"]}, set())
     assert calls == [(W, {1, 4, 5}, {})]
 
 
@@ -48,13 +48,13 @@ def test_ranks_behind_whose_issue_orders_place_nothing_stay_behind(monkeypatch):
     # 100643: ranks 4 and 6 launched one world collective fewer and were analysed as behind; the issue orders show
     # rank 6 left one out at seq 3 and went on elsewhere, and say nothing of rank 4: it stays behind.
     calls = _calls(monkeypatch)
-    monkeypatch.setattr(diagnosis, "skipped_here", lambda streams, comm, ranks: {6: (3, 3)})
+    monkeypatch.setattr(reanalysis, "skipped_here", lambda streams, comm, ranks: {6: (3, 3)})
     world = CommAnalysis(comm=W, ranks=list(range(8)), launched={r: 2 if r in (4, 6) else 3 for r in range(8)},
                          completed=dict.fromkeys(range(8)), first_seq=dict.fromkeys(range(8), 2))
     world.root = _root([4, 6], [0, 1, 2, 3, 5, 7], STOPPED, shown=False)
     world.behind = frozenset({4, 6})
     streams = Streams(members={W: list(range(8))})
-    diagnosis._issue_order_roots({W: world}, streams, None)
+    reanalysis.reanalyze_by_issue_orders({W: world}, streams, None)
     assert calls == [(W, {4, 6}, {6: (3, 3)})]
 
 
@@ -70,10 +70,10 @@ def test_ranks_behind_waiting_for_a_departure_elsewhere_are_held_there(monkeypat
                       completed=dict.fromkeys((4, 5, 6, 7)), first_seq=dict.fromkeys((4, 5, 6, 7), 1))
     tp.root = Root(comm=TP, seq=1, seq_range=(1, 15), outlier_ranks=[6], reference_ranks=[4, 5, 7], kind="extra",
                    size=7, pinned_by="signatures", reason=None, shown=False)
-    diagnosis._behind_ranks({W: world, TP: tp}, Streams(), None, {W: ["timeout"], TP: ["timeout"]}, set())
+    reanalysis.reanalyze_behind_ranks({W: world, TP: tp}, Streams(), None, {W: ["timeout"], TP: ["timeout"]}, set())
     assert calls == []
     # Where they are the ones departing there, nothing on record holds them: they are behind here too.
     tp.root = Root(comm=TP, seq=8, seq_range=(8, 8), outlier_ranks=[4, 5, 7], reference_ranks=[6], kind="stopped",
                    size=7, pinned_by="signatures", reason=None, shown=False)
-    diagnosis._behind_ranks({W: world, TP: tp}, Streams(), None, {W: ["timeout"]}, set())
+    reanalysis.reanalyze_behind_ranks({W: world, TP: tp}, Streams(), None, {W: ["timeout"]}, set())
     assert calls == [(W, {4, 5, 7}, {})]

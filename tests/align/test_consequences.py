@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ncclforensics.align.choose import _pick_counted, _unseen_causes
+from ncclforensics.align.causes import pick_counted, unseen_causes
 from ncclforensics.align.consequences import (Disagreement, candidates, consequences, departing_elsewhere,
                                               odd_behind, odd_ones, other_side)
 from ncclforensics.align.divergence import MISSING, RangeReason, Root
@@ -206,11 +206,11 @@ def test_a_root_of_lengths_names_the_other_comm_of_its_ranks_that_nothing_compar
     # Rank 1's TP group: rank 0's log was cut short, so nothing compares the two there.
     streams = Streams(members={"world": [0, 1, 2, 3], "tp0": [0, 1], "tp1": [2, 3]},
                       cut={("tp0", 0): Location("nccl_rank0.log", 812)})
-    (unseen,) = _unseen_causes(root, frozenset({1}), streams)
+    (unseen,) = unseen_causes(root, frozenset({1}), streams)
     assert unseen == UnseenComm("tp0", (1,), "world")
     assert note_words(unseen) == ("rank 1 also runs in comm tp0, where no other rank's records are whole to compare "
                                   "with: a divergence there would show in comm world just so")
-    assert _unseen_causes(root, frozenset({1}), Streams(members=streams.members)) == []
+    assert unseen_causes(root, frozenset({1}), Streams(members=streams.members)) == []
 
 
 def test_of_groups_that_may_hold_every_held_up_rank_the_smallest_comes_first():
@@ -266,7 +266,7 @@ def test_ras_counts_name_the_rank_ahead_here_alone_and_the_one_ahead_elsewhere_t
         evidence.append(item)
     histories = ras_histories([(e.format.value, s) for e in evidence for s in e.ras])
     rank_map = ras_rank_map(Streams(), evidence, histories)
-    root, notes = _pick_counted(ras_only_roots(histories, rank_map, Streams(), stops={}), job_processes(histories))
+    root, notes = pick_counted(ras_only_roots(histories, rank_map, Streams(), stops={}), job_processes(histories))
     assert (root.comm, root.outlier_ranks, root.outlier_candidates) == ("0x" + WORLD, [2], {7: ("0x" + TP,)})
     assert root.majority and root.undecided_comms == ("0x" + TP,)
     assert UndecidedComm("0x" + TP, (7,), root.kind, "0x" + WORLD) in notes
@@ -325,7 +325,7 @@ def test_enqueued_counts_past_records_that_end_alike_name_the_comm_a_root_on_len
     # 345950: in the world comm 0 rank 3 launched 2 against the others' 3 (a root on lengths); in the two-rank
     # comm 2 both ranks' records end in seq 4, where their watchdogs time out, and PyTorch's counts give rank 2 5
     # against rank 3's 4. Rank 3 is stuck in comm 2: the root is there, not in comm 0.
-    from ncclforensics.align.choose import _enqueued_cause
+    from ncclforensics.align.causes import enqueued_cause
     from ncclforensics.align.divergence import STOPPED, CommAnalysis
 
     world = CommAnalysis(comm="0", ranks=[0, 1, 2, 3], launched={0: 3, 1: 3, 2: 3, 3: 2},
@@ -338,12 +338,12 @@ def test_enqueued_counts_past_records_that_end_alike_name_the_comm_a_root_on_len
     stops = ["watchdog timeout (torch_rank0.log:2)"]
     marks = {"0": EnqueueMarks(launched={0: 3, 1: 3, 2: 3, 3: 2}, stops=stops),
              "2": EnqueueMarks(launched={2: 5, 3: 4}, stops=stops)}
-    root, notes = _enqueued_cause(world.root, analyses, Streams(), marks, [], {"0": stops})
+    root, notes = enqueued_cause(world.root, analyses, Streams(), marks, [], {"0": stops})
     assert root.comm == "2" and not root.majority and 4 in range(root.seq_range[0], root.seq_range[1] + 1)
     assert any(getattr(note, "comm", None) == "0" for note in notes)
     # Counts alike in comm 2 explain nothing.
     marks["2"] = EnqueueMarks(launched={2: 4, 3: 4}, stops=stops)
-    assert _enqueued_cause(world.root, analyses, Streams(), marks, [], {"0": stops}) is None
+    assert enqueued_cause(world.root, analyses, Streams(), marks, [], {"0": stops}) is None
 
 
 def test_odd_ranks_ahead_of_ranks_nothing_holds_are_no_consequence_of_a_group_inside():
@@ -365,7 +365,7 @@ def test_odd_ranks_ahead_are_read_alike_by_every_kind_of_evidence():
     # 390036's shape with the TP group on PyTorch's counts alone: rank 6 launched 5 world collectives against the
     # others' 4 (a root on lengths), and enqueued 18 in its TP group (ranks 4 to 7) against 20. Ranks 0 to 3 share
     # no disagreeing group: the world is no consequence of the TP group, whose counts do not take its place.
-    from ncclforensics.align.choose import _enqueued_cause
+    from ncclforensics.align.causes import enqueued_cause
     from ncclforensics.align.consequences import ran_ahead
     from ncclforensics.align.divergence import EXTRA, CommAnalysis
     from ncclforensics.align.watchdog import marks_only_roots
@@ -377,7 +377,7 @@ def test_odd_ranks_ahead_are_read_alike_by_every_kind_of_evidence():
                       kind=EXTRA, size=1, pinned_by="signatures", reason=None, majority=True)
     stops = ["watchdog timeout (torch_rank6.log:2)"]
     marks = {"tp": EnqueueMarks(launched={4: 20, 5: 20, 6: 18, 7: 20}, stops=stops)}
-    assert _enqueued_cause(world.root, {"0": world}, Streams(), marks, [], {"0": stops}) is None
+    assert enqueued_cause(world.root, {"0": world}, Streams(), marks, [], {"0": stops}) is None
     # Counts alone read the world's rank 6 as ahead too (as the streams do), and a group's ranks behind as not.
     marks["0"] = EnqueueMarks(launched=world_counts, stops=stops)
     found = {d.comm: d for _, d in marks_only_roots(marks, Streams())}

@@ -3,6 +3,7 @@ alone make it look like the majority, and who is held back elsewhere."""
 
 from ncclforensics.align.diagnosis import diagnose
 from ncclforensics.align.interleave import ISSUE_ORDER, issue_order_root, issue_order_split
+from ncclforensics.align.notes import DepartedLater
 from ncclforensics.align.streams import build_streams
 from ncclforensics.model import CollectiveEvent, Evidence, Location, SourceFormat, collectives_to_frame
 from ncclforensics.model.event import ProcessIdentity
@@ -289,7 +290,7 @@ def test_ranks_behind_that_records_show_missing_one_are_held_back_where_the_issu
     # Rank 3 issues two world collectives in a row in step 1; its TP peer (rank 2) waits in TP behind them. Other
     # records (per-collective results misaligned on the ranks that went on, say) that show rank 2 missing the
     # world collective at seq 3 read the same as the extra one: the issue orders name rank 3, rank 2 held back.
-    from ncclforensics.align.diagnosis import _held_back_by_issue_order
+    from ncclforensics.align.reanalysis import held_back_by_issue_order
     from ncclforensics.align.divergence import Root
     logs = [rank_log(0, step(T1) * 3), rank_log(1, step(T1) * 3), rank_log(2, step(T2) * 2),
             rank_log(3, step(T2) + [(W, ONE), (W, ONE)] + [(T2, LAYER)] * 3)]
@@ -300,10 +301,10 @@ def test_ranks_behind_that_records_show_missing_one_are_held_back_where_the_issu
                     reference_ranks=[r for r in range(4) if r not in outliers], kind="missing", size=1,
                     pinned_by="fingerprints", reason=None, shown=True)
 
-    assert _held_back_by_issue_order(streams, W, shown_missing([2], 3))
+    assert held_back_by_issue_order(streams, W, shown_missing([2], 3))
     # (not where the ranks behind are others than those the issue orders hold back, nor a root before the split)
-    assert not _held_back_by_issue_order(streams, W, shown_missing([1], 3))
-    assert not _held_back_by_issue_order(streams, W, shown_missing([2], 1))
+    assert not held_back_by_issue_order(streams, W, shown_missing([1], 3))
+    assert not held_back_by_issue_order(streams, W, shown_missing([2], 1))
 
 
 def test_a_rank_that_issued_one_early_departed_beside_one_that_left_one_out():
@@ -356,3 +357,7 @@ def test_a_rank_that_left_one_out_before_a_peer_issued_an_extra_one_is_the_root_
     d = diagnose(logs)
     assert d.root.comm == W and d.root.outlier_ranks == [0] and d.root.reference_ranks == [2, 3]
     assert d.root.seq_range[0] <= 4 <= d.root.seq_range[1]
+    # Rank 1 departed still, later: a note says so (it is in neither the outliers nor the reference).
+    later = [note for note in d.notes if isinstance(note, DepartedLater)]
+    assert [(note.ranks, note.seq_range, note.comm) for note in later] == [((1,), (1, 5), W)]
+    assert any(c.startswith(f"rank 1 departed too in comm {W}") for c in words.caveats(d))

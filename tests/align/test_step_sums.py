@@ -353,7 +353,7 @@ def test_counted_outliers_beside_records_that_tie_name_the_ranks_no_record_compa
     # Watchdog logs of ranks 2 and 3 only, whose last collectives (seq 7, where their records begin) differ: a tie.
     # PyTorch's counts: rank 0 launched one fewer than ranks 1..3. Rank 0 departed before the records begin; rank 1,
     # known by its count alone, may be on either side of the tie: every rank is named, no majority.
-    from ncclforensics.align.step_sums import with_counted_outliers
+    from ncclforensics.align.counts_beside_records import with_counted_outliers
 
     records = Root(comm="0", seq=1, seq_range=(1, 7), outlier_ranks=[2, 3], reference_ranks=[2, 3],
                    kind=DIFFERENT_OPS, size=1, pinned_by="signatures", reason=RangeReason.BEFORE_RECORDS,
@@ -373,7 +373,7 @@ def test_counts_that_name_one_rank_of_a_side_the_records_tie_name_its_whole_side
     # whose record pairs with rank 1's, is named with it (naming rank 1 alone would say rank 3 ran the program).
     from ncclforensics.align.divergence import OpAt
     from ncclforensics.align.notes import CountsNameSide
-    from ncclforensics.align.step_sums import with_counted_outliers
+    from ncclforensics.align.counts_beside_records import with_counted_outliers
 
     def op(rank, kind, count):
         return OpAt(rank=rank, seq=15, op=kind, count=count, dtype="bfloat16", redop=None, root=None, state="started",
@@ -398,7 +398,7 @@ def test_counted_outliers_past_the_records_are_added_only_where_the_records_end_
     # Tags part rank 6 from the others in seq 2..15; every rank's records end at seq 15, and PyTorch's counts give
     # rank 4 15 against the others' 16 (theirs go on past their records). Rank 4 departed too.
     from ncclforensics.align.notes import CountedPastRecords
-    from ncclforensics.align.step_sums import with_counted_past_records
+    from ncclforensics.align.counts_beside_records import with_counted_past_records
 
     records = Root(comm="1", seq=2, seq_range=(2, 15), outlier_ranks=[6], reference_ranks=[0, 1, 2, 3, 4, 5, 7],
                    kind=DIFFERENT_OPS, size=1, pinned_by="tags", reason=RangeReason.LOOKALIKE, majority=True,
@@ -420,7 +420,8 @@ def test_counted_outliers_past_the_records_are_added_only_where_the_records_end_
 def test_counted_outliers_past_the_records_are_not_added_where_their_records_put_the_departure_past_the_root():
     # Steps part rank 2 at seq 2 alone; rank 7, one short by PyTorch's counts, holds tags alike with the others'
     # through seq 12 (they change at every seq): it left out its collective in seq 12 or later, after the root.
-    from ncclforensics.align.step_sums import with_counted_past_records
+    from ncclforensics.align.notes import DepartedLater
+    from ncclforensics.align.counts_beside_records import with_counted_past_records
 
     records = Root(comm="1", seq=2, seq_range=(2, 2), outlier_ranks=[2], reference_ranks=[0, 1, 3, 4, 5, 6, 7],
                    kind=DIFFERENT_OPS, size=2, pinned_by="steps", reason=None, majority=True, ops={},
@@ -429,7 +430,10 @@ def test_counted_outliers_past_the_records_are_not_added_where_their_records_put
                    kind="missing", size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS,
                    majority=True)
     ends = {r: 15 for r in range(8)}
-    assert with_counted_past_records(records, counted, ends, departs_from={7: 12})[0] is records
+    root, said = with_counted_past_records(records, counted, ends, departs_from={7: 12})
+    assert root is records
+    # (it departed still, later: a note says so, lest it be read as running the program)
+    assert said == [DepartedLater((7,), (12, None), "1", "PyTorch's enqueued counts")]
     # A bound inside the root's range (or records that bound nothing) leave it beside the root.
     assert with_counted_past_records(records, counted, ends, departs_from={7: 2})[0].outlier_ranks == [2, 7]
     assert with_counted_past_records(records, counted, ends)[0].outlier_ranks == [2, 7]
@@ -572,7 +576,7 @@ def test_expected_sums_that_part_in_the_only_step_may_part_by_design():
 
 def test_the_side_of_named_ranks_does_not_hang_on_the_order_of_a_rank_with_a_field_unrecorded():
     from ncclforensics.align.divergence import OpAt
-    from ncclforensics.align.step_sums import _side_of
+    from ncclforensics.align.counts_beside_records import _side_of
 
     def side(callsites: dict[int, str | None], named: set[int]) -> set[int] | None:
         ops = {r: OpAt(rank=r, seq=15, op="AllReduce", count=8, dtype="bfloat16", redop=None, root=None,

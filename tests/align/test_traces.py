@@ -480,7 +480,8 @@ def test_a_result_shared_beyond_every_comm_of_the_trace_goes_with_its_holders_an
     cut) and once by ranks 0, 1, 3: no comm the trace names holds either set, and no tag places them. They go
     with the ranks that read them back, not into the TP stream beside them (every TP seq after them would be one
     too high), and they are guesses: `seq_slack` widens the TP seqs after them by one each."""
-    from ncclforensics.align.traces import Placed, _groups, _holders, seq_slack
+    from ncclforensics.align.trace_groups import record_groups, result_holders
+    from ncclforensics.align.traces import Placed, seq_slack
     from ncclforensics.model import FingerprintRow, Location
 
     def row(rank, step, op, tag, value):
@@ -488,10 +489,10 @@ def test_a_result_shared_beyond_every_comm_of_the_trace_goes_with_its_holders_an
                               sum=value)
     rows = [row(r, s, 1 + i, tag, 100.0 * s + i) for r in (0, 1) for s in (0, 1) for i, tag in enumerate(("a", "b"))]
     rows += [row(r, 0, 0, "dp", 7.0) for r in (0, 1, 2)] + [row(r, 1, 0, "dp", 9.0) for r in (0, 1, 3)]
-    holders, tags_of = _holders(rows)
+    holders, tags_of = result_holders(rows)
     trace = sorted((r for r in rows if r.rank == 0), key=lambda r: (r.step, r.op))
     last = {r.rank: max((x for x in rows if x.rank == r.rank), key=lambda x: (x.step, x.op)) for r in rows}
-    groups, guessed = _groups(trace, holders, tags_of, 0, last)
+    groups, guessed = record_groups(trace, holders, tags_of, 0, last)
     assert groups == [frozenset({0, 1, 2}), *[frozenset({0, 1})] * 2, frozenset({0, 1, 3}), *[frozenset({0, 1})] * 2]
     assert guessed == {0, 3}
     placed = (Placed("w", 1, True), Placed("tp", 1, False), Placed("tp", 2, False), Placed("w2", 1, True),

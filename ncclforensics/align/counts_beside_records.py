@@ -1,0 +1,140 @@
+"""The ranks launch counts add to a root that records place: counts that name ranks the records do not, before
+the records begin or past where they compare the ranks.
+
+Records say who differs where they compare ranks; launch counts (RAS, PyTorch's marks) say who launched more or
+fewer, and place nothing. Where the records begin after the ranks already disagree, or end alike for ranks the
+counts part, the counts' difference lies where no record compares those ranks: they departed too, and nothing
+says whose departure came first, so the root names them beside its own. These rules read both kinds of evidence
+at once, apart from the per-step checksums of step_sums.py, whose way of naming a merged root they share
+(`named_among`).
+"""
+
+from __future__ import annotations
+
+from .divergence import Root
+from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, DepartedLater, Note
+from .step_sums import named_among
+
+
+def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset()) -> tuple[Root, list[Note]]:
+    """A root whose records begin after the ranks already disagree, with the ranks that launch counts show
+    launching more or fewer added: they departed before the records begin, or the records would show it. `held`:
+    ranks behind that are stuck elsewhere before the records begin (not added: held back reads the same).
+    Where the records part the ranks with no majority and the counts, with one, name ranks of one side only,
+    that side departed (the counts rank every rank the records compare): the whole side, not the counted ranks
+    alone, as the others of that side recorded the same departure.
+    Worked example: at seq 15, where the records begin, ranks 1 and 3 wait in an all-gather and ranks 0 and 2 in
+    an all-reduce; rank 1 enqueued 15, the others 16. Rank 1's side departed: ranks 1 and 3 are named (rank 3
+    reordered its collectives, rank 1 left one out; naming rank 1 alone would say rank 3 ran the program)."""
+    ours = set(root.outlier_ranks) | set(root.reference_ranks)
+    members = set(counted.outlier_ranks) | set(counted.reference_ranks)
+    if not counted.majority or not ours <= members:
+        return root, []
+    named = set(counted.outlier_ranks) & ours
+    if not root.majority and named and named < set(root.outlier_ranks):
+        side = _side_of(root, named)
+        if side is None:
+            return root, []  # (the counted ranks are on both sides, or the records' sides are not known)
+        outliers = sorted((side | set(counted.outlier_ranks)) - held)
+        if not outliers:
+            return root, []
+        merged = named_among(root, outliers, members)
+        return merged, [CountsNameSide(tuple(sorted(named)), _launched(counted), counted.pinned_by,
+                                       tuple(sorted(side)))]
+    added = sorted(set(counted.outlier_ranks) - set(root.outlier_ranks) - held)
+    if not added:
+        return root, []
+    # Where the records part the ranks they compare with no majority, a rank they do not compare (known by its
+    # count alone) may be on either side of that split: it is named too, as the records' own no-majority answer
+    # names every rank that sides with either (naming it among the reference would say it ran the program).
+    either = sorted(members - ours - set(counted.outlier_ranks) - held) if not root.majority else []
+    outliers = sorted(set(root.outlier_ranks) | set(added) | set(either))
+    merged = named_among(root, outliers, members)
+    return merged, [CountedBeforeRecords(tuple(added), _launched(counted), counted.pinned_by, tuple(outliers),
+                                         tuple(either))]
+
+
+def _side_of(root: Root, named: set[int]) -> set[int] | None:
+    """The ranks whose records at the seq the root's ranks part (`root.ops`) are of the side of `named`, where all
+    of `named` are of one side and every rank's side is known; else None. Sides are of the ranks that recorded every
+    field some rank recorded (records equal in all of them); a rank that left a field unrecorded joins the one side
+    whose records it pairs with (no field both recorded differs). One that pairs with several sides may be of
+    either, and the side of `named` is then not known (naming it without that rank would say the rank ran the
+    program, naming it with the rank would say it did not): None, whatever the order of the ranks. So too where a
+    rank of `named` is on no side of ranks that recorded every field."""
+    signature = ("op", "count", "dtype", "redop", "root", "callsite", "stack")
+    records = {rank: tuple(getattr(op, name) for name in signature) for rank, op in root.ops.items()}
+    if not named <= set(records):
+        return None
+    compared = [at for at in range(len(signature)) if any(record[at] is not None for record in records.values())]
+    whole = {rank for rank, record in records.items() if all(record[at] is not None for at in compared)}
+    sides: dict[tuple, set[int]] = {}
+    for rank in sorted(whole):
+        sides.setdefault(records[rank], set()).add(rank)
+    joined = [set(side) for side in sides.values()]
+    for rank in sorted(set(records) - whole):
+        alike = [side for record, side in zip(sides, joined) if _pairs(records[rank], record)]
+        if len(alike) > 1:
+            return None  # (a rank that pairs with two sides leaves the side of `named` unknown)
+        if alike:
+            alike[0].add(rank)
+        else:
+            joined.append({rank})  # (a side apart from every one known: `named` is placed only on one of those)
+    holding = [side for side in joined if side & named]
+    return holding[0] if len(joined) > 1 and len(holding) == 1 and holding[0] & whole else None
+
+
+def _pairs(a: tuple, b: tuple) -> bool:
+    """Whether two records may be one collective: no field both recorded differs."""
+    return all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int], held: set[int] = frozenset(),
+                              departs_from: dict[int, int] | None = None) -> tuple[Root, list[Note]]:
+    """A root the records place, beside launch counts that go on past some ranks' records (work they enqueued behind
+    the collective they wait in is recorded nowhere) and name, with a majority, ranks launching more or fewer than
+    the others that the root does not name: where the records end alike for those ranks (`recorded`: rank -> the
+    last seq its records hold; theirs end no sooner, or no later, than every other rank's), the records part them
+    from no one by length, and the counts' difference lies past where the records compare them. They departed too,
+    and nothing says whose departure came first: the root names them beside its own. `held`: ranks behind that are
+    stuck elsewhere (not added: held back reads the same). `departs_from`: rank -> the first seq at which its
+    records, alike with the reference's up to there, allow its departure (compared_alike.departs_no_sooner): a rank
+    whose records put its departure past the root's range departed after the root, and is not named beside it (a
+    note says it departed, later).
+
+    Worked example: ranks 0-3 and 5-7 wait in seq 15 (their watchdogs' timeout) with seq 16 enqueued behind it;
+    rank 4 completed its seq 15 and joined no seq 16 (a peer's desync report), and its trace holds all 15. Every
+    rank's records end at seq 15, and the tags part rank 6 from the others in seq 2..15: rank 4, one short by the
+    counts, left out a collective somewhere its records do not compare with the others', and the root names ranks 4
+    and 6. Had rank 4's records held seq 9..15 alike with the others' (tags that change at every seq), and the tags
+    parted rank 6 at seq 2 alone, rank 4 would have left out its collective after seq 14, past the root: the root
+    names rank 6 alone."""
+    ours = set(root.outlier_ranks) | set(root.reference_ranks)
+    members = set(counted.outlier_ranks) | set(counted.reference_ranks)
+    if not root.majority or not counted.majority or not ours <= members or counted.unstopped \
+            or counted.held_back is not None:
+        return root, []  # (counts of a job that may only lag, or that read as a peer holding others back, add no one)
+    reference = [recorded[r] for r in counted.reference_ranks if r in recorded and r not in root.outlier_ranks]
+    if not reference:
+        return root, []
+    fewer = _launched(counted) == "fewer"
+    last = root.seq_range[1]
+    departs_from = departs_from or {}
+    ending_alike = sorted(r for r in set(counted.outlier_ranks) - set(root.outlier_ranks) - set(held)
+                          if r in recorded and (recorded[r] >= max(reference) if fewer else
+                                                recorded[r] <= min(reference)))
+    added = [r for r in ending_alike if last is None or departs_from.get(r, last) <= last]
+    later = [r for r in ending_alike if r not in added]
+    # (a rank left out for departing later departed still: said, so that no one reads it as running the program)
+    notes: list[Note] = [DepartedLater(tuple(later), (min(departs_from[r] for r in later), None), root.comm,
+                                       counted.pinned_by)] if later else []
+    if not added:
+        return root, notes
+    outliers = sorted(set(root.outlier_ranks) | set(added))
+    merged = named_among(root, outliers, members)
+    return merged, [CountedPastRecords(tuple(added), _launched(counted), counted.pinned_by, tuple(outliers)), *notes]
+
+
+def _launched(counted: Root) -> str:
+    """How the ranks a count names differ: they launched "fewer" or "more"."""
+    return "fewer" if counted.kind == "missing" else "more"
