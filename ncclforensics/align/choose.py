@@ -43,7 +43,7 @@ from .consequences import Disagreement, consequences, odd_ones, other_side, ran_
 from .counts_beside_records import with_counted_outliers, with_counted_past_records
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
-from .held_back import behind_in_chain, may_hold_back
+from .held_back import behind_in_chain, held_back_root, may_hold_back
 from .journal_progress import with_journal_progress
 from .mixed_elsewhere import mixed_elsewhere
 from .notes import CountedAmongLookalikes, Note
@@ -52,7 +52,7 @@ from .ras_only import ras_only_roots, unnamed_ranks, with_swapped_types
 from .step_sums import (step_sums_root, with_checksum_outliers, with_parted_reference, with_sums_before_records,
                         with_sums_placing_cut_ranks)
 from .streams import SIGNATURE, Streams
-from .watchdog import EnqueueMarks, marks_only_roots
+from .watchdog import ENQUEUED_COUNTS, EnqueueMarks, marks_only_roots, timeout_stacks
 
 
 @dataclass(frozen=True)
@@ -183,6 +183,10 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         root, said = with_swapped_types(root, ras[root.comm], rank_map)
         notes += said
     if root is not None and not died:
+        # Records that differ in length only, results read back wrong: PyTorch's completion marks in the other
+        # groups may say that the ranks behind are held back there by a peer's extra collective here.
+        root = _held_back_by_marks(root, marks, streams, watchdog)
+    if root is not None and not died:
         # Ranks behind whose records differ from the others' in length only may be held back by a peer elsewhere.
         root = _held_back_by_peers(root, analyses, _memberships(streams, ras, rank_map, marks))
     dead: frozenset[int] = frozenset()
@@ -198,6 +202,28 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
     return Choice(root, tuple(notes), sums_step, counted_cause, dead)
 
 
+def _held_back_by_marks(root: Root, marks: dict[str, EnqueueMarks], streams: Streams,
+                        watchdog: list[WatchdogEvent]) -> Root:
+    """A root whose outliers are behind in records that differ in length only, shown misaligned by results read
+    back wrong, read against PyTorch's completion marks in the ranks' other groups (held_back.held_back_root): a
+    wrong result at a seq fits a rank behind that left a collective out there and a rank ahead that ran an extra
+    one there alike, and the marks may say the ranks behind wait in another group, held back by it. Unchanged
+    where they do not, or where the ranks behind are not behind by the marks too."""
+    if not root.by_results or root.kind != MISSING or root.seq_range is None or root.seq_range[1] is None:
+        return root
+    counted = {streams.aliases.get(name, name): g for name, g in marks.items()
+               if g.source == ENQUEUED_COUNTS and g.stops}
+    if root.comm not in counted:
+        return root
+    held = held_back_root(root, {name: g.launched for name, g in counted.items()},
+                          {name: g.completed for name, g in counted.items()}, timeout_stacks(watchdog))
+    if held is None:
+        return root
+    # (the results bound an extra collective of the ranks ahead as they bound the one the ranks behind left out)
+    low, high = max(root.seq_range[0], held.seq_range[0]), min(root.seq_range[1], held.seq_range[1])
+    return replace(held, seq=low, seq_range=(low, high)) if low <= high else root
+
+
 def _held_back_by_peers(root: Root, analyses: dict[str, CommAnalysis],
                         groups: dict[str, tuple[set[int], int]]) -> Root:
     """A root whose outliers launched fewer than the others, where their records differ from the others' in length
@@ -208,7 +234,7 @@ def _held_back_by_peers(root: Root, analyses: dict[str, CommAnalysis],
     the peer's departure, and the records cannot tell the two apart: the root names the ranks ahead that may have
     launched it (held_back.may_hold_back). Unchanged where something already placed who departed (issue orders,
     completion marks, gate journals) or where no rank ahead shares another communicator with each outlier."""
-    if root.kind not in (STOPPED, MISSING) or root.shown or root.behind_may_be_held or root.held_back is not None \
+    if root.kind not in (STOPPED, MISSING) or (root.shown and not root.by_results) or root.behind_may_be_held or root.held_back is not None \
             or root.journal_steps or root.blocked_elsewhere or root.comm not in analyses:
         return root
     launched, completed = analyses[root.comm].launched, analyses[root.comm].completed

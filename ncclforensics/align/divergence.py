@@ -103,6 +103,7 @@ class HeldBack:
     # whether the outliers' call stack of that collective (in their timeout lines) differs from those ranks':
     # None where some stack is not on record or they differ among themselves
     stacks_part: bool | None = None
+    seq: int | None = None  # the collective pending here that the ranks ahead issued early (None: the last seq)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,9 @@ class Root:
     departs_again: bool = False  # the outlier's stream departs again after the root (no single edit explains it)
     records_start: int = 1  # the first seq every rank of the comm has records for
     shown: bool = False  # a record differs (in any field) between outliers and reference, not only their lengths
+    # shown only by results read back wrong: the records differ in length only, and the misalignment the results
+    # show fits an edit of either side at the same seq (see root.Solution.by_results)
+    by_results: bool = False
     told: bool = False  # the records agree; the edit is placed only because the gate journal names the outliers
     counts_by_type: dict[str, dict[int, int]] = field(default_factory=dict)  # type -> rank -> launched (RAS)
     step_bound: int | None = None  # per-step checksums: the step the results part at; the root is in it or before
@@ -772,6 +776,7 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
         reason=reason, ops=ops_at(rows, max(low, start)), majority=solution.majority,
         kinds=tuple(k.value for k in solution.kinds), narrowed_by=tuple(solution.narrowed_by),
         contradictions=tuple(solution.contradictions), departs_again=solution.departs_again, records_start=start,
-        shown=solution.shown, told=solution.told, unplaced_ranks=list(solution.unplaced),
+        shown=solution.shown, told=solution.told, by_results=solution.by_results,
+        unplaced_ranks=list(solution.unplaced),
         parted_earlier=solution.parted_earlier, lone_field=solution.lone_field,
     )

@@ -137,6 +137,7 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
     off_end: list[Placement] = []  # edits whose block runs to the end of the records: nothing after them to check
     unseen: list[Placement] = []  # edits past the end of the reference's records: nothing on record to check
     failing: list[tuple[Placement, int]] = []  # (edit, where it fails again), for streams no single edit explains
+    later: dict[tuple[EditKind, int], int] = {}  # (kind, size) of a confirmed edit -> the last seq it may start at
     # (whether the outlier's stream ends no sooner than every reference rank's, or a confirmed edit accounts for the
     # lengths)
     settled = n_out >= (n_ref if reference_ends is None else reference_ends)
@@ -158,6 +159,9 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
                 low, high = earliest, min(at, length - size)  # at least `size` records after the block pair
                 if low <= high:
                     confirmed.append(_placement(rank, kind, size, low, high, start, score))
+                    # (where they do, the block may start later too, up to the first departure, with records
+                    # after it pairing still, fewer of them there: the same edit, every record explained alike)
+                    later[(kind, size)] = start + min(at, length - 1)
                     settled |= unexplained == 0
                 low = max(earliest, n_out - size)
                 if kind is EditKind.EXTRA and low <= at:
@@ -205,6 +209,7 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
         earlier = [p for p in off_end if p.high <= top and p.low < lowest] if not settled else []
         shortest = sorted(earlier, key=lambda p: (p.size, -p.score, p.low))[:1]
         swallowing = [replace(p, score=min(p.score, below)) for p in shortest]
+        confirmed = [replace(p, high=max(p.high, later.get((p.kind, p.size), p.high))) for p in confirmed]
         return (confirmed + [replace(p, low=p.high, widest=p.low) for p in off_end if p.high > top] + swallowing
                 + unseen), True
     if off_end or unseen:

@@ -96,7 +96,7 @@ def held_back_root(root: Root, launched: Mapping[str, Mapping[int, int]],
     theirs = {(stacks or {}).get((comm, r, seq)) for r in program}
     parted = None if None in mine | theirs or len(mine) > 1 or len(theirs) > 1 else mine != theirs
     held = HeldBack(group=home, work=work, issued_after=work - 1, program_after=min(program.values()),
-                    program_ranks=tuple(sorted(program)), stacks_part=parted)
+                    program_ranks=tuple(sorted(program)), stacks_part=parted, seq=seq)
     return replace(root, seq_range=(root.seq_range[0], seq), outlier_ranks=sorted(ahead),
                    reference_ranks=sorted(set(here) - ahead), kind=EXTRA, size=1, majority=True, kinds=(EXTRA,),
                    behind_may_be_held=False, blocked_elsewhere=tuple(sorted(behind)), held_back=held)

@@ -84,6 +84,9 @@ class Solution:
     # one that recorded it, at that seq, where no one edit explains them against it: it is named beside them, since it
     # may have departed itself (see _lone_recorder_tie)
     lone_field: tuple[str, int, int] | None = None
+    # the records differ in length only; results read back wrong show the group misaligned, which an edit of either
+    # side at the same seq gives alike (a rank behind that left one out, or a rank ahead that ran one more)
+    by_results: bool = False
 
     @property
     def leading(self) -> list[int]:
@@ -887,7 +890,9 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             solution.pinned_by = constraint.label
         solution.placements = kept
         if getattr(constraint, "wrong", None):
-            solution.shown, solution.told = True, False  # results read back wrong: misaligned, whatever records say
+            # results read back wrong: misaligned, whatever records say
+            solution.by_results = solution.by_results or not solution.shown
+            solution.shown, solution.told = True, False
     solution.placements += blocks
     return solution
 

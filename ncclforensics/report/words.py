@@ -350,7 +350,7 @@ def held_back_words(root: Root) -> str:
     held = root.held_back
     if held is None or root.seq_range is None or root.seq_range[1] is None:
         return ""
-    seq = root.seq_range[1]
+    seq = held.seq if held.seq is not None else root.seq_range[1]
     who = ranks_words(root.outlier_ranks)
     has = "has" if len(root.outlier_ranks) == 1 else "have"
     behind = ranks_words(list(root.blocked_elsewhere))
@@ -507,7 +507,7 @@ def ambiguity(root: Root) -> str | None:
         stacks = "equal" if held.stacks_part is False else "not on record for every rank"
         text += (f"; nor do the counts tell an extra collective here from collectives of group {held.group} that "
                  f"{who} left out before it (a skipped drafter pass, say): either way {who} issued seq "
-                 f"{root.seq_range[1]} after fewer of that group's collectives than the others, and the call stacks "
+                 f"{held.seq if held.seq is not None else root.seq_range[1]} after fewer of that group's collectives than the others, and the call stacks "
                  f"of that collective, which would tell, are {stacks}; {who}'s records of both groups in the order "
                  f"{'it' if len(root.outlier_ranks) == 1 else 'they'} issued them ({FR_SETTINGS} with call stacks) "
                  f"would say which")

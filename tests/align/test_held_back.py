@@ -156,3 +156,31 @@ def test_a_rank_that_departs_elsewhere_too_stays_a_candidate_out_of_the_steps():
     chain = behind_in_chain(root, {r: (n,) for r, n in counts.items()}, groups, whole=True)
     assert (chain.outlier_ranks, chain.behind_the_rest, chain.outlier_candidates) == ([5], (4,), {3: ("#1-1",)})
     assert 3 not in chain.reference_ranks and may_hold_back(chain, groups) == (0, 1, 2, 4, 6, 7)
+
+
+def test_a_rank_behind_in_records_shown_misaligned_by_results_alone_may_be_held_back_by_an_extra_one():
+    # Rank 0's records of the world group end sooner, and the others read back the world's seq 2 wrong: by records
+    # and results, rank 0 left a world collective out at seq 2. But a wrong result at seq 2 fits rank 1 running an
+    # extra one there alike, and the marks say so: rank 0 completed all it launched in the world and waits in TP
+    # group "1" at work 5, which both of its members launched; rank 1 has the world's seq 3 pending after 4 of
+    # that group's, where ranks 2 and 3 completed 8 of theirs before it. Rank 1 ran one more; rank 0 is held back.
+    from dataclasses import replace
+
+    from ncclforensics.align.choose import _held_back_by_marks, _held_back_by_peers
+    from ncclforensics.align.divergence import CommAnalysis, Root
+    from ncclforensics.align.watchdog import EnqueueMarks
+
+    stops = ["watchdog timeout"]
+    marks = {"0": EnqueueMarks({0: 2, 1: 3, 2: 3, 3: 3}, {0: 2, 1: 2, 2: 2, 3: 2}, stops=stops),
+             "1": EnqueueMarks({0: 8, 1: 8}, {0: 4, 1: 4}, stops=stops),
+             "2": EnqueueMarks({2: 12, 3: 12}, {2: 8, 3: 8}, stops=stops)}
+    root = Root("0", 2, (2, 2), [0], [1, 2, 3], "missing", 1, "fingerprints", None, shown=True, by_results=True)
+    held = _held_back_by_marks(root, marks, Streams(), [])
+    assert (held.outlier_ranks, held.kind, held.seq_range, held.blocked_elsewhere) == ([1], "extra", (2, 2), (0,))
+    assert held.held_back.seq == 3 and "only rank 1 has one pending, seq 3 here" in root_sentence(held)
+    # Records that differ in more than length are no such reading; without the marks, the rank ahead that shares
+    # a group with rank 0 is named as one that may hold it back.
+    assert _held_back_by_marks(replace(root, by_results=False), marks, Streams(), []).outlier_ranks == [0]
+    analysis = CommAnalysis("0", [0, 1, 2, 3], {0: 2, 1: 3, 2: 3, 3: 3}, {0: 1, 1: 1, 2: 2, 3: 2}, {})
+    groups = {"1": ({0, 1}, 2), "2": ({2, 3}, 2)}
+    assert _held_back_by_peers(root, {"0": analysis}, groups).may_be_held_back_by == (1,)

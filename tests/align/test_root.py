@@ -959,3 +959,16 @@ def test_a_whole_stream_lacking_the_parting_field_that_ends_where_the_smaller_gr
     # (one that ends where the largest group does goes with it, as the fewest departures say)
     codes[1] = stream([0, 0])
     assert propose(codes, 1, ended={0}, unseen={0}, closed={1, 2, 3}).outliers == [3]
+
+
+def test_a_confirmed_block_may_start_as_late_as_the_first_departure_with_fewer_records_after_it():
+    # Call stacks of one step [1, 2, 1, 2, 3] (a layer loop: its collectives repeat stacks). Rank 2 swapped two in
+    # step 1 (seq 8), rank 3 left one out in step 2: by one edit, rank 2 ran a whole step more, its block starting
+    # anywhere that takes in the swap, seq 5..8. Where it starts at seq 7 or 8, fewer than a block's worth of records
+    # follow it, yet the same ones pair: it explains every record as well there, and the first departure is there.
+    step = [1, 2, 1, 2, 3]
+    outlier = stream(step + [1, 2, 2, 1, 3] + step)
+    reference = stream(step + step + [1, 2, 2, 3])
+    found, whole = place_edits(2, outlier, reference, start=1)
+    blocks = [p for p in found if p.kind is EditKind.EXTRA and p.size == 5]
+    assert whole and blocks and span(blocks) == (5, 8)
