@@ -60,6 +60,7 @@ from .watchdog import (
     enqueue_marks,
     enqueued_in,
     marks_only_wedge,
+    reported_ops_past_cuts,
     with_watchdog_rows,
 )
 from .wedge import Wedge, Window, count_only_window, find_wedge, first_hanging_pairing, misaligned_window
@@ -133,11 +134,13 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
 
     marks = enqueue_marks(progress, watchdog, [c for e in evidence for c in e.comm_infos])
     counted = counted_past_cuts(streams, marks)
+    reported = reported_ops_past_cuts(streams, marks, counted)
     died = bool(death_receipts(ras, rank_map, watchdog))
     analyses: dict[str, CommAnalysis] = {}
     for comm in sorted(streams.members):
         analyses[comm] = analyze_comm(streams, comm, gate, counted=counted.get(comm),
-                                      enqueued=enqueued_in(marks, streams, comm), died=died)
+                                      enqueued=enqueued_in(marks, streams, comm), died=died,
+                                      reported=reported.get(comm))
 
     # Records that end where traces were not written say nothing of the ranks' lengths there (results checked wrong
     # still do); where such traces end before a step whole ones hold, the ranks part past its end. That is the root

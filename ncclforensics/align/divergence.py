@@ -254,7 +254,8 @@ STAGES = (("signatures", tuple(SIGNATURE)), ("call sites", ("stack",)), ("tags",
 def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = None,
                  behind: set[int] | None = None, counted: dict[int, int] | None = None,
                  left_out: dict[int, tuple[int, int]] | None = None,
-                 enqueued: dict[int, int] | None = None, died: bool = False) -> CommAnalysis:
+                 enqueued: dict[int, int] | None = None, died: bool = False,
+                 reported: dict[int, tuple[int, str]] | None = None) -> CommAnalysis:
     """Launched and completed marks, the first visible mismatch and the root of one communicator.
 
     `gate`, the first step at which the drafter gates disagreed (if journaled), narrows the root to the
@@ -266,7 +267,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     `enqueued`: PyTorch's count of the work each rank enqueued in this communicator's process group; a rank whose
     records end before a collective others completed (incomplete, as a cut file's are) is counted as far as it.
     `died`: the evidence says a process died (a rank that stopped launching is then the dead one, and its stop
-    hides no edit before it).
+    hides no edit before it). `reported`: rank -> (seq, op) of the last collective a peer's desync report gives a
+    rank counted with none of its records kept: its stream holds that op there, else nothing.
     """
     rows = comm_streams(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
@@ -296,6 +298,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     analysis.unrecorded = _unrecorded(rows)
     signature = [c for c in SIGNATURE if c in columns]
     book = CodeBook(rows, start, counted)
+    ops = _reported_op_codes(rows, book, {r: at for r, at in (reported or {}).items() if r in unseen
+                                          and start <= at[0] <= unseen[r]})
     for rank in silent:
         analysis.ranks.append(rank)
         analysis.launched[rank], analysis.first_seq[rank] = 0, start
@@ -316,7 +320,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         used = used + added
         stages.append((_stage_label(label, added, without, ranks),
                        lambda fields=tuple(used): book.codes(list(fields)) | _empty_codes(silent, fields)
-                       | _blank_codes(unseen, start, fields)))
+                       | _blank_codes(unseen, start, fields, ops)))
     deviants = _deviants(gate, ranks)
     prefer = None
     if deviants:
@@ -502,10 +506,37 @@ def _silent_ranks(streams: Streams, comm: str) -> list[int]:
     return silent
 
 
-def _blank_codes(ends: dict[int, int], start: int, fields: tuple[str, ...]) -> dict[int, Codes]:
-    """Streams known only by how far they ran: unrecorded (code 0) from `start` to each end."""
-    return {rank: Codes({name: np.zeros(max(0, end - start + 1), dtype=np.uint64) for name in fields},
-                        max(0, end - start + 1)) for rank, end in ends.items()}
+def _blank_codes(ends: dict[int, int], start: int, fields: tuple[str, ...],
+                 ops: dict[int, tuple[int, np.uint64]] | None = None) -> dict[int, Codes]:
+    """Streams known only by how far they ran: unrecorded (code 0) from `start` to each end, but for the op
+    `ops` gives a rank at a seq (rank -> (seq, its code))."""
+    out = {rank: Codes({name: np.zeros(max(0, end - start + 1), dtype=np.uint64) for name in fields},
+                       max(0, end - start + 1)) for rank, end in ends.items()}
+    for rank, (seq, code) in (ops or {}).items():
+        if rank in out and "op" in fields:
+            out[rank].fields["op"][seq - start] = code
+    return out
+
+
+def _reported_op_codes(rows: CommStreams, book: CodeBook,
+                       reported: dict[int, tuple[int, str]]) -> dict[int, tuple[int, np.uint64]]:
+    """rank -> (seq, code) of the op a desync report gives a rank with no records, where some rank's record at
+    that seq holds that very op (its code is the record's): a report names ops as PyTorch does, and only one a
+    record names alike is compared (one no record holds says nothing the codes can weigh)."""
+    out: dict[int, tuple[int, np.uint64]] = {}
+    if not reported:
+        return out
+    codes = book.codes(["op"])
+    for rank, (seq, op) in reported.items():
+        for other, part in rows.parts.items():
+            if "op" not in part.columns or not part.height:
+                continue
+            found = part.filter((pl.col("seq") == seq) & (pl.col("op") == op))
+            position = seq - book.start
+            if found.height and position < codes[other].length and codes[other].fields["op"][position]:
+                out[rank] = (seq, codes[other].fields["op"][position])
+                break
+    return out
 
 
 def _empty_codes(ranks: list[int], fields: tuple[str, ...]) -> dict[int, Codes]:

@@ -485,7 +485,8 @@ def enqueued_in(groups: dict[str, EnqueueMarks], streams: Streams, comm: str) ->
                  if marks.source == ENQUEUED_COUNTS and streams.aliases.get(name, name) == comm), {})
 
 
-def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks]) -> dict[str, dict[int, int]]:
+def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks],
+                      tied: dict[str, str] | None = None) -> dict[str, dict[int, int]]:
     """comm -> {rank: last seq it enqueued} for ranks whose records of the comm end where a file was cut short,
     or that a configuration (or their own INIT line) names as members with none of their records kept (a dump's
     ring lost them, a log was cut before them), and whose PyTorch count of enqueued work goes further: what the
@@ -498,7 +499,7 @@ def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks]) -> dict
     its INIT line) may be a member too: where the group counts it, and no rank of the comm on record beside it,
     it is the member the cut hid (worked example: rank 0's NCCL log ends in the world's first all-reduce, before
     it joined its TP group; PyTorch's group over ranks 0-3 counts 18, 18, 16, 16, as the records of ranks 1-3
-    end: rank 0 launched 18 there)."""
+    end: rank 0 launched 18 there). `tied`, where given, gets comm -> the group taken for it."""
     def last(comm: str, rank: int) -> int | None:
         part = streams.parts.get((comm, rank))
         return int(part.get_column("seq").max()) if part is not None and part.height else None
@@ -522,9 +523,28 @@ def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks]) -> dict
         if len(comms) != 1 or sum(comms[0] in c for c in fits.values()) != 1:
             continue
         comm = comms[0]
+        if tied is not None:
+            tied[comm] = name
         unseen = {r for r in counts[name] if r not in streams.members[comm]}
         ahead = {r: n for r, n in counts[name].items() if ((comm, r) in streams.cut or r in unseen)
                  and n > (last(comm, r) or 0)}
         if ahead:
             found[comm] = ahead
     return found
+
+
+def reported_ops_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks],
+                           counted: dict[str, dict[int, int]]) -> dict[str, dict[int, tuple[int, str]]]:
+    """comm -> {rank: (seq, op)} for the ranks counted past their records there (`counted`, counted_past_cuts)
+    with none of their records of the comm kept: the op of the last collective a peer's desync report gives each
+    (`#12 started ranks: [9, 46] started ALLREDUCE`), at its seq (the group taken for the comm counts on the
+    comm's seqs). A rank that left no file is still on record there: what it issued at that seq."""
+    tied: dict[str, str] = {}
+    counted_past_cuts(streams, groups, tied)
+    out: dict[str, dict[int, tuple[int, str]]] = {}
+    for comm, name in tied.items():
+        ops = {r: groups[name].last_ops[r] for r in counted.get(comm, {}) if r in groups[name].last_ops
+               and (comm, r) not in streams.parts}
+        if ops:
+            out[comm] = ops
+    return out

@@ -15,7 +15,8 @@ from ncclforensics.align.watchdog import (
     marks_only_wedge, with_watchdog_rows,
 )
 from ncclforensics.model import (
-    CommInfo, EventState, Evidence, Location, ProgressReport, SourceFormat, WatchdogEvent, WatchdogKind, WedgeKind,
+    CollectiveEvent, CommInfo, EventState, Evidence, Location, ProgressReport, SourceFormat, WatchdogEvent,
+    WatchdogKind, WedgeKind, collectives_to_frame,
 )
 
 
@@ -401,3 +402,38 @@ def test_a_report_whose_snapshot_names_a_rank_no_line_places_adds_no_laggard():
     # With place 3 known (rank 3's own line), the whole snapshot is placed.
     three = replace(status[1], loc=Location("torch_rank3.log", 3), rank=3, group_rank=3)
     assert enqueue_marks(progress, [*status, three, report])["1"].launched == {0: 7, 2: 9, 1: 7, 3: 9}
+
+
+def test_a_rank_with_no_records_sides_with_those_whose_op_a_peer_s_report_gives_it_at_one_seq():
+    # Ranks 0, 1, 2, 4 and 5 left NCCL logs of comm 0xa: rank 1 issued an AllGather before an AllReduce at seqs 3
+    # and 4, where the others issued them the other way round. Rank 3 left no file; a peer's desync report gives
+    # its last collective, #4, an AllReduce, as rank 1's (`#4 started ranks: [1, 3] started ALLREDUCE`): it
+    # departed by seq 4 too, so the root names it beside rank 1.
+    from ncclforensics.align.divergence import analyze_comm
+    from ncclforensics.align.watchdog import reported_ops_past_cuts
+
+    ops = {r: ["AllReduce", "AllReduce", "AllReduce", "AllGather"] for r in (0, 2, 4, 5)}
+    ops[1] = ["AllReduce", "AllReduce", "AllGather", "AllReduce"]
+    rows = [Evidence(path=f"nccl{r}.log", format=SourceFormat.NCCL_LOG, collectives=collectives_to_frame([
+        CollectiveEvent(loc=Location(f"nccl{r}.log", seq), comm="0xa", seq=seq, op=op, rank=r, count=2048,
+                        dtype="bfloat16", redop="sum", root=0) for seq, op in enumerate(seq_ops, start=1)]))
+        for r, seq_ops in ops.items()]
+    streams = build_streams(rows)
+    streams.expected_members["0xa"] = list(range(6))
+    progress = [ProgressReport(loc=Location(f"torch_rank{r}.log", 3), rank=r, comm="0", last_enqueued=4,
+                               last_completed=2) for r in ops]
+    report = WatchdogEvent(loc=Location("torch_rank0.log", 5), kind=WatchdogKind.DESYNC_REPORT.value, rank=0,
+                           comm="0", seq=4, lagging=(((0, 1, 2, 3, 4, 5), 4, False),),
+                           latest=(((1, 3), 4, False, "AllReduce"), ((0, 2, 4, 5), 4, False, "AllGather")),
+                           group_ranks=tuple(range(6)))
+    marks = enqueue_marks(progress, [_timeout("torch_rank0.log", 2, 0, 3, "AllReduce"), report])
+    counted = counted_past_cuts(streams, marks)
+    assert counted == {"0xa": {3: 4}}
+    reported = reported_ops_past_cuts(streams, marks, counted)
+    assert reported == {"0xa": {3: (4, "AllReduce")}}
+    root = analyze_comm(streams, "0xa", counted=counted["0xa"], reported=reported["0xa"]).root
+    assert root is not None and root.outlier_ranks == [1, 3] and root.majority
+    assert root.seq_range[0] <= 3 <= root.seq_range[1] and root.seq_range[1] <= 4
+    # Without the report's op, rank 3's stream is blank and pairs with anything: rank 1 alone.
+    alone = analyze_comm(streams, "0xa", counted=counted["0xa"]).root
+    assert alone is not None and alone.outlier_ranks == [1]
