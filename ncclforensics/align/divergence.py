@@ -334,7 +334,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         behind = set(behind or ()) | set(left_out)
     incomplete = cut | _short_of_completions(analysis)
     closed = {r for r in ranks if (comm, r) in streams.launch_ends} - incomplete - set(counted)
-    elsewhere = {r for c, members in streams.members.items() if c != comm for r in members}
+    elsewhere = {r for c, members in streams.members.items() if c != comm for r in members
+                 if not _free_there(streams, c, r)}
     solution = solve(stages, start, constraints,
                      lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut,
                      set(counted) | set(unseen), incomplete, set(unseen),
@@ -811,3 +812,14 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
         unplaced_ranks=list(solution.unplaced),
         parted_earlier=solution.parted_earlier, lone_field=solution.lone_field,
     )
+
+
+def _free_there(streams: Streams, comm: str, rank: int) -> bool:
+    """Whether nothing in `comm` held `rank`: its records there are whole (they end with a launch in a format that
+    records every launch, in a file not cut short) and say its last collective there completed. Such a rank was
+    blocked in no collective of `comm`: where it is in no other communicator that held it, its stream in the one
+    analysed ends where its program stopped, as a rank's in no other communicator does (`settled`)."""
+    if (comm, rank) not in streams.launch_ends:
+        return False
+    part = streams.parts.get((comm, rank))
+    return part is not None and part.height > 0 and part.get_column("state")[-1] == "completed"

@@ -223,8 +223,8 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     `closed`: ranks whose records hold every collective they launched here (an NCCL log or a dump, whole). One
     that ends before the groups part never launched where they do: it is on neither side, and it cannot make the
     smaller side as large as the larger (a rank blocked elsewhere votes for nothing here). `settled`: those of them
-    in no other communicator, so that nothing elsewhere held them: their streams end where their program did, as
-    `ended` ones' do."""
+    that nothing elsewhere held (in no other communicator, or with whole records there whose last collective
+    completed): their streams end where their program did, as `ended` ones' do."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
     # The streams that recorded most go first, and each group compares as everything its members recorded: a
