@@ -295,7 +295,8 @@ def resolve_pieces(pieces: list[_Piece], comm_infos: list[CommInfo], sizes: dict
     comm goes to one group only: two groups of one rank are two communicators. Where a group lists its ranks (in
     comm-rank order) and INIT lines give a member's comm rank in a comm (`positions`: comm -> global rank -> comm
     ranks), the comm is that group only where each such member stands at its comm rank there: rank 2 as comm
-    rank 1 of 0x76e2.. is no member of that comm in group (2, 3), whose comm rank 1 is rank 3.
+    rank 1 of 0x76e2.. is no member of that comm in group (2, 3), whose comm rank 1 is rank 3. (A list shorter than
+    the comm, as a view of some ranks leaves it, gives no comm ranks.)
     """
     sizes = sizes or {}
     positions = positions or {}
@@ -321,7 +322,8 @@ def resolve_pieces(pieces: list[_Piece], comm_infos: list[CommInfo], sizes: dict
         size = sizes.get(name) or (len(pg_ranks) if listed else None)
         candidates = [c for c, m in hash_members.items() if (m == pg_ranks or (m and m <= pg_ranks))
                       and (size is None or sizes.get(c, size) == size)
-                      and all(_placed_alike(order, positions.get(c, {})) for order in orders)]
+                      and all(_placed_alike(order, positions.get(c, {})) for order in orders
+                              if len(order) == sizes.get(c, len(order)))]
         agreement = {c: _agreement(named, name, hashed, c) for c in candidates}
         best = max(candidates, key=lambda c: (agreement[c], len(hash_members[c])), default=None)
         if best is not None and agreement[best] > 0:
