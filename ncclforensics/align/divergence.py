@@ -148,6 +148,9 @@ class Root:
     # behind the rest. One that launched an extra collective here waits in it for the peers it holds back, so it
     # launches no further while ranks of other groups go on past it; each may be that one.
     behind_the_rest: tuple[int, ...] = ()
+    # The same, where some ranks launched more than the rest, most ranks, did: an extra collective of theirs here
+    # (holding peers back or not), a departure the steps below need besides their own.
+    ahead_of_the_rest: tuple[int, ...] = ()
     # Placed by PyTorch's completion marks in the ranks' other groups (align/held_back.py): the ranks behind wait
     # there, held back by the outliers' extra collective.
     held_back: HeldBack | None = None

@@ -30,7 +30,9 @@ waits in and past it to theirs. The counts then come in three steps, `behind_in_
 behind, it one step up, the others above (world counts 6, 6, 4, 5, 6, 6, 6, 6: rank 3 ran one more, rank 2, its TP
 peer, waits for it). Two ranks that skipped collectives, rank 2 two and rank 3 one, write the same counts; one
 skip and one hold do too. The reading that needs one departure only names the ranks furthest behind, and every rank
-ahead that may hold them back, the ranks between with them.
+ahead that may hold them back, the ranks between with them. Ranks above a count most ranks share (world counts 4, 4,
+4, 4, 2, 3, 5, 4) launched more than the rest: an extra collective, a departure of its own; the steps end at the
+rest's count, and those ranks are among the ranks ahead that may hold the others back (`ahead_of_the_rest`).
 """
 
 from __future__ import annotations
@@ -160,17 +162,25 @@ def behind_in_chain(root: Root, counts: Mapping[int, Sequence[int]], groups: Map
     # that, so the steps are read without them, and they stay candidates)
     counts = {r: c for r, c in counts.items() if r not in root.outlier_candidates}
     levels = sorted(set(map(tuple, counts.values())), key=sum)
-    if len(levels) < 3 or any(sum(low) == sum(high) or any(a > b for a, b in zip(low, high))
-                              for low, high in zip(levels, levels[1:])):
+    if any(sum(low) == sum(high) or any(a > b for a, b in zip(low, high)) for low, high in zip(levels, levels[1:])):
+        return None
+    # (ranks above a level most ranks share launched more than the rest: an extra collective, holding a peer
+    # back or not; they are among the ranks ahead, and the steps end at the rest's level)
+    rest = next((level for level in levels if sum(tuple(c) == level for c in counts.values()) * 2 > len(counts)),
+                levels[-1])
+    ahead = sorted(r for r, c in counts.items() if sum(c) > sum(rest))
+    levels = levels[:levels.index(rest) + 1]
+    if len(levels) < 3:
         return None
     behind = sorted(r for r, c in counts.items() if tuple(c) == levels[0])
-    between = sorted(r for r, c in counts.items() if tuple(c) not in (levels[0], levels[-1]))
+    between = sorted(r for r, c in counts.items() if tuple(c) in levels[1:-1])
     if set(floors) & (set(behind) | set(between)):
         return None  # (a floor may have launched as many as any rank above it)
     ranks = set(counts)
     chain = replace(root, outlier_ranks=behind, reference_ranks=sorted(ranks - set(behind)),
                     unplaced_ranks=[r for r in root.unplaced_ranks if r not in ranks], kind=MISSING, kinds=(),
-                    size=0, majority=len(behind) * 2 < len(ranks), behind_the_rest=tuple(between))
+                    size=0, majority=len(behind) * 2 < len(ranks), behind_the_rest=tuple(between),
+                    ahead_of_the_rest=tuple(ahead))
     may_share = _sharing(chain, groups)
     if not _matched(between, behind, lambda a, b: may_share({a, b})) or not may_hold_back(chain, groups):
         return None

@@ -241,7 +241,7 @@ def root_sentence(root: Root) -> str:
                     f"communicator by a rank ahead here that launched more{by}, which then waits in that "
                     f"collective and launches no further here while ranks of other groups go on past it "
                     f"({between} may {'be that rank' if some else 'be such ranks'}); the counts cannot tell "
-                    f"which.")
+                    f"which.{ahead_words(root)}")
         return (f"{who.capitalize()} launched {fewer} than the others in comm {root.comm}, {at}: "
                 f"{'it' if one else 'they'} skipped {'it' if root.size == 1 else 'them'}, or "
                 f"{'it is' if one else 'they are'} "
@@ -530,8 +530,20 @@ def ambiguity(root: Root) -> str | None:
                      f"peers it holds back never launch) and launches no further here, while the ranks of other "
                      f"groups go on past it: the counts come in more than two steps, and {between}, between, may be that "
                      f"rank; one departure explains them so, while two ranks that each skipped collectives would "
-                     f"take two")
+                     f"take two" + (", besides the extra collective of the ranks ahead of the rest"
+                                    if root.ahead_of_the_rest else ""))
     return text
+
+
+def ahead_words(root: Root) -> str:
+    """Where ranks of a root on counts in steps launched more than the rest (empty otherwise)."""
+    if not root.ahead_of_the_rest:
+        return ""
+    ahead = ranks_words(root.ahead_of_the_rest)
+    one = len(root.ahead_of_the_rest) == 1
+    return (f" {ahead[0].upper() + ahead[1:]} launched more than the rest: "
+            f"{'an extra collective' if one else 'extra collectives'} here, a departure of {'its' if one else 'their'}"
+            f" own, before or after this one; the counts cannot tell which came first.")
 
 
 def held_elsewhere_words(root: Root) -> str:

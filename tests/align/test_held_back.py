@@ -184,3 +184,18 @@ def test_a_rank_behind_in_records_shown_misaligned_by_results_alone_may_be_held_
     analysis = CommAnalysis("0", [0, 1, 2, 3], {0: 2, 1: 3, 2: 3, 3: 3}, {0: 1, 1: 1, 2: 2, 3: 2}, {})
     groups = {"1": ({0, 1}, 2), "2": ({2, 3}, 2)}
     assert _held_back_by_peers(root, {"0": analysis}, groups).may_be_held_back_by == (1,)
+
+
+def test_ranks_above_the_rest_end_the_steps_at_the_rest_and_are_among_those_ahead():
+    # Seed 570201, RAS counts alone: rank 5 ran one more world collective (its TP peer rank 4 waits behind it), and
+    # rank 6 one more too. World counts 4, 4, 4, 4, 2, 3, 5, 4: the steps end at the rest's 4, rank 6 above them is
+    # ahead (an extra collective of its own), and rank 5 between may hold rank 4 back.
+    from ncclforensics.align.held_back import behind_in_chain, may_hold_back
+    counts = {0: 4, 1: 4, 2: 4, 3: 4, 4: 2, 5: 3, 6: 5, 7: 4}
+    groups = {"0": (set(range(8)), 8), **{f"#1-{i}": (set(), 2) for i in range(4)}}
+    root = behind_in_chain(_counted_root(counts), {r: (n,) for r, n in counts.items()}, groups, whole=True)
+    assert (root.outlier_ranks, root.behind_the_rest, root.ahead_of_the_rest) == ([4], (5,), (6,))
+    assert root.kind == "missing" and may_hold_back(root, groups) == (0, 1, 2, 3, 5, 6, 7)
+    from dataclasses import replace
+    held = replace(root, behind_may_be_held=True, may_be_held_back_by=may_hold_back(root, groups))
+    assert "Rank 6 launched more than the rest" in root_sentence(held)
