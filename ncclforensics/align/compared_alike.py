@@ -32,24 +32,25 @@ def departs_no_sooner(rank_rows: pl.DataFrame, reference_rows: pl.DataFrame, shi
     if shift == 0:
         return None
     fields = [f for f in COMPARED if f in rank_rows.columns and f in reference_rows.columns]
-    ours = {row["seq"]: row for row in rank_rows.select(["seq", *fields]).iter_rows(named=True)}
-    theirs = {row["seq"]: row for row in reference_rows.select(["seq", *fields]).iter_rows(named=True)}
-    bound = None
-    for seq in sorted(set(ours) & set(theirs)):
-        mine, other = ours[seq], theirs[seq]
-        shared = [f for f in fields if mine[f] is not None and other[f] is not None]
-        if not shared:
-            continue
-        if any(mine[f] != other[f] for f in shared):
-            break  # (the records part here: what follows compares nothing)
-        # Left out before or at seq: this record would be the reference's seq - shift (shift < 0); added before it:
-        # the reference's seq - shift as well (shift > 0), so the departure is no sooner than just past the
-        # nearest seq where the record would then differ.
-        shifted = theirs.get(seq - shift)
-        if shifted is not None and any(shifted[f] is not None and shifted[f] != other[f] for f in shared):
-            past = seq + 1 if shift < 0 else seq - shift + 1
-            bound = past if bound is None else max(bound, past)
-    return bound
+    mine = rank_rows.select("seq", *fields)
+    theirs = reference_rows.select("seq", *[pl.col(f).alias(f"{f}_ref") for f in fields])
+    # (the reference's record `shift` seqs back: what the rank's record would be, had it departed before it)
+    shifted = reference_rows.select((pl.col("seq") + shift).alias("seq"), *[pl.col(f).alias(f"{f}_sh") for f in fields])
+    both = [pl.col(f).is_not_null() & pl.col(f"{f}_ref").is_not_null() for f in fields]
+    rows = (mine.join(theirs, on="seq").join(shifted, on="seq", how="left")
+            .filter(pl.any_horizontal(both)).sort("seq")
+            .select("seq",
+                    parts=pl.any_horizontal([b & (pl.col(f) != pl.col(f"{f}_ref")) for f, b in zip(fields, both)]),
+                    bounds=pl.any_horizontal([b & pl.col(f"{f}_sh").is_not_null()
+                                              & (pl.col(f"{f}_sh") != pl.col(f"{f}_ref"))
+                                              for f, b in zip(fields, both)]))
+            .with_columns(pl.col("parts").fill_null(False), pl.col("bounds").fill_null(False)))
+    # (where the records part, what follows compares nothing)
+    alike = rows.filter(pl.col("parts").cum_sum() == 0)
+    past = alike.filter("bounds").get_column("seq")
+    if past.is_empty():
+        return None
+    return int(past.max()) + 1 if shift < 0 else int(past.max()) - shift + 1
 
 
 def departures_bounded(comm: str, ranks: set[int], reference: list[int], launched: dict[int, int],
