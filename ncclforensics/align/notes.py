@@ -10,13 +10,17 @@ import re
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
-class Note:
-    """A fact beside the answer."""
+class Fact:
+    """A fact of the analysis, named in `--json` by `kind`: its class name in snake case (`cut_records`)."""
 
     @property
     def kind(self) -> str:
         return re.sub(r"(?<!^)(?=[A-Z])", "_", type(self).__name__).lower()
+
+
+@dataclass(frozen=True)
+class Note(Fact):
+    """A fact beside the answer."""
 
 
 # How the root's communicator was chosen

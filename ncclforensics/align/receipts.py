@@ -3,11 +3,11 @@ them). One small frozen dataclass per kind of receipt; a `Finding` pairs one wit
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..model import Evidence, FingerprintRow, Location, WatchdogEvent
 from .divergence import OpAt
+from .notes import Fact
 from .ras import RasHistory
 from .watchdog import STOP_EVENTS
 
@@ -16,12 +16,8 @@ DEATH_WORDS = ("remote process exited", "remote process error", "connection clos
 
 
 @dataclass(frozen=True)
-class Receipt:
+class Receipt(Fact):
     """What one file:line holds; `kind` names the kind in `--json` (`root_op`, `wrong_checksum`, ...)."""
-
-    @property
-    def kind(self) -> str:
-        return re.sub(r"(?<!^)(?=[A-Z])", "_", type(self).__name__).lower()
 
 
 @dataclass(frozen=True)

@@ -46,27 +46,26 @@ def note_words(note: n.Note) -> str:
                     f"diverged too; a rank stuck there stops launching in comm {root_comm} just so, and nothing on "
                     f"record says which diverged first")
         case n.CountedAmongLookalikes(outliers, counted, launched, counted_by, (), _):
-            return (f"the records of every rank look alike, and {ranks_words(outliers)} launched {launched} "
-                    f"collectives than the others by {counted_by}: the root names {ranks_words(outliers)}, the "
-                    f"fewest departing")
+            return (f"the records of every rank look alike, and {_counted(outliers, launched, counted_by)}: the "
+                    f"root names {ranks_words(outliers)}, the fewest departing")
         case n.CountedAmongLookalikes(outliers, counted, launched, counted_by, parted, parted_seq):
-            return (f"no record says which side departed, yet {ranks_words(counted)} launched {launched} collectives "
-                    f"than the others by {counted_by}, and {ranks_words(parted)}'s records part from the rest of "
-                    f"them (seq {parted_seq}): the root names {ranks_words(outliers)}, the fewest departing")
+            return (f"no record says which side departed, yet {_counted(counted, launched, counted_by)}, and "
+                    f"{ranks_words(parted)}'s records part from the rest of them (seq {parted_seq}): the root names "
+                    f"{ranks_words(outliers)}, the fewest departing")
         case n.CountsNameSide(ranks, launched, counted_by, side) if set(side) > set(ranks):
-            return (f"{ranks_words(ranks)} launched {launched} collectives than the others by {counted_by}: of the "
-                    f"two sides the records part, {_their(ranks)} side departed: {ranks_words(side)}")
+            return (f"{_counted(ranks, launched, counted_by)}: of the two sides the records part, {_their(ranks)} "
+                    f"side departed: {ranks_words(side)}")
         case n.CountsNameSide(ranks, launched, counted_by):
-            return (f"{ranks_words(ranks)} launched {launched} collectives than the others by {counted_by}: of the "
-                    f"two sides the records part, {_they(ranks)} departed")
+            return (f"{_counted(ranks, launched, counted_by)}: of the two sides the records part, {_they(ranks)} "
+                    f"departed")
         case n.CountedBeforeRecords(added, launched, counted_by, outliers, either):
-            return (f"{ranks_words(added)} launched {launched} collectives than the others by {counted_by}, before "
-                    f"the records begin: the root names {ranks_words(outliers)}"
+            return (f"{_counted(added, launched, counted_by)}, before the records begin: the root names "
+                    f"{ranks_words(outliers)}"
                     + (f" ({ranks_words(either)}, which no record compares, may be on either side of the records' "
                        f"split, which no majority decides)" if either else ""))
         case n.CountedPastRecords(added, launched, counted_by, outliers):
-            return (f"{ranks_words(added)} launched {launched} collectives than the others by {counted_by}, which go "
-                    f"on past the records, while {_their(added)} records end where the others' do: {_they(added)} "
+            return (f"{_counted(added, launched, counted_by)}, which go on past the records, while {_their(added)} "
+                    f"records end where the others' do: {_they(added)} "
                     f"departed too, where no record compares {_them(added)}, and nothing says whose departure came "
                     f"first, so the root names {ranks_words(outliers)}")
         case n.DepartedLater(ranks, seq_range, comm, shown_by):
@@ -182,6 +181,11 @@ def note_words(note: n.Note) -> str:
 
 def _did(ranks, kind: str) -> str:
     return f"{ranks_words(ranks)} {_DID.get(kind, 'launched other collectives')}"
+
+
+def _counted(ranks, launched: str, counted_by: str) -> str:
+    """`ranks 1 and 2 launched fewer collectives than the others by RAS counts`."""
+    return f"{ranks_words(ranks)} launched {launched} collectives than the others by {counted_by}"
 
 
 def _they(ranks) -> str:
