@@ -40,7 +40,7 @@ from ..model import EventState, FingerprintRow, GateDecision, WatchdogEvent
 from .causes import comm_choice_notes, enqueued_cause, pick_counted, ras_counted_cause, unseen_causes
 from .compared_alike import departures_bounded
 from .consequences import Disagreement, consequences, odd_ones, other_side, ran_ahead
-from .counts_beside_records import with_counted_outliers, with_counted_past_records
+from .counts_beside_records import records_pair, with_counted_outliers, with_counted_past_records
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
 from .held_back import behind_in_chain, held_back_root, may_hold_back
@@ -449,7 +449,7 @@ def _parted_reference(root: Root, reference: set[int], streams: Streams) -> dict
     for seq, records in sorted(by_seq.items()):
         groups: list[list[int]] = []
         for rank, record in records.items():
-            alike = [g for g in groups if all(_pairs(record, records[r]) for r in g)]
+            alike = [g for g in groups if all(records_pair(record, records[r]) for r in g)]
             if alike:
                 alike[0].append(rank)
             else:
@@ -461,16 +461,11 @@ def _parted_reference(root: Root, reference: set[int], streams: Streams) -> dict
             return None
         largest = max(groups, key=len)
         for rank in records:
-            if rank not in largest and all(_pairs(records[rank], records[r]) for r in largest):
+            if rank not in largest and all(records_pair(records[rank], records[r]) for r in largest):
                 continue  # (it pairs with the largest part too: unrecorded where they differ)
             if rank not in largest:
                 parted.setdefault(rank, seq)
     return parted
-
-
-def _pairs(a: tuple, b: tuple) -> bool:
-    """Whether two records may be one collective: no field both recorded differs."""
-    return all(x is None or y is None or x == y for x, y in zip(a, b))
 
 
 def _counted_among_lookalikes(root: Root, counted: Root, held: set[int],

@@ -73,7 +73,7 @@ def _side_of(root: Root, named: set[int]) -> set[int] | None:
         sides.setdefault(records[rank], set()).add(rank)
     joined = [set(side) for side in sides.values()]
     for rank in sorted(set(records) - whole):
-        alike = [side for record, side in zip(sides, joined) if _pairs(records[rank], record)]
+        alike = [side for record, side in zip(sides, joined) if records_pair(records[rank], record)]
         if len(alike) > 1:
             return None  # (a rank that pairs with two sides leaves the side of `named` unknown)
         if alike:
@@ -84,8 +84,9 @@ def _side_of(root: Root, named: set[int]) -> set[int] | None:
     return holding[0] if len(joined) > 1 and len(holding) == 1 and holding[0] & whole else None
 
 
-def _pairs(a: tuple, b: tuple) -> bool:
-    """Whether two records may be one collective: no field both recorded differs."""
+def records_pair(a: tuple, b: tuple) -> bool:
+    """Whether two records (tuples of the same fields, None where unrecorded) may be one collective: no field both
+    recorded differs."""
     return all(x is None or y is None or x == y for x, y in zip(a, b))
 
 
