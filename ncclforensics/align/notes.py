@@ -191,8 +191,8 @@ class GuessedTracePlacement(Note):
 
 @dataclass(frozen=True)
 class GuessedRootComm(Note):
-    """The root rests on a trace record that only its neighbours put in `comm`; the neighbours on its other side are
-    of `others`, which it may be of as well."""
+    """The root rests on a trace record that only its neighbours put in `comm`; its rank's trace holds records of
+    `others` too, which it may be of as well."""
 
     comm: str
     others: tuple[str, ...]

@@ -98,8 +98,8 @@ def note_words(note: n.Note) -> str:
                     f"{comm} may be off by as many, so the root is in {seq_words(*seq_range)}")
         case n.GuessedRootComm(comm, others):
             return (f"The root rests on a record of the fingerprint traces that only its neighbours put in comm {comm} "
-                    f"(no tag, and no result shared within a communicator the trace names, places it); its neighbours "
-                    f"on the other side are of comm {', '.join(others)}, so the departure may be there as well")
+                    f"(no tag, and no result shared within a communicator the trace names, places it); its rank's trace "
+                    f"holds records of comm {', '.join(others)} too, so the departure may be there as well")
         case n.TracesMayBeWider(records, comm, seq_range):
             many = records > 1
             return (f"{records} record{'s' if many else ''} of the fingerprint traces before the root "

@@ -900,3 +900,17 @@ def test_a_split_carrying_the_tags_of_a_tail_of_the_world_is_the_worlds(tmp_path
     assert {r["comm"] for e in out for r in e.collectives.iter_rows(named=True)} == {"[ranks=0,1,2,3,4]"}
     root = answer(tmp_path)["root"]
     assert root["outlier_ranks"] == [1] and root["seq_range"][0] <= 5 <= root["seq_range"][1]
+
+
+def test_a_record_placed_by_neighbours_of_one_comm_may_be_of_any_comm_of_its_rank():
+    """Rank 6 is in a TP group and a DP pair. Its trace holds `dp.0` of the DP pair, then the TP group's `moe`,
+    `dp.retry` (no one read it back, no comm's results carry its tag) and `lm_head`: both neighbours of `dp.retry`
+    are the TP group's, so it went there, but a rank issues its comms' collectives in any order, and it may as well
+    be the DP pair's. A root resting on it names the DP pair too (570042: a DP pair's extra world collective)."""
+    from ncclforensics.align.traces import Placed, guessed_comms
+    placed = (Placed("dp", 1, False, tag="dp.0"), Placed("tp", 1, False, tag="moe"),
+              Placed("tp", 2, True, tag="dp.retry"), Placed("tp", 3, False, tag="lm_head"),
+              Placed("dp", 2, False, tag="dp.0"))
+    assert guessed_comms("tp", (2, 2), {6: placed}) == ("dp",)
+    assert guessed_comms("tp", (3, None), {6: placed}) == ()  # (the guess is before the range: `seq_slack`'s)
+    assert guessed_comms("dp", (1, 2), {6: placed}) == ()  # (no guess in the DP pair)
