@@ -67,6 +67,18 @@ class MixedElsewhere(Note):
 
 
 @dataclass(frozen=True)
+class HeldBackComm(Note):
+    """The root's ranks behind (`ranks`) share `comm` with ranks ahead (`ahead`) that may hold them back: those may
+    have left collectives of it out and issued their next one in the root's comm early, which reads as an extra one
+    there; the departure may be in `comm`."""
+
+    comm: str
+    ranks: tuple[int, ...]
+    ahead: tuple[int, ...]
+    root_comm: str
+
+
+@dataclass(frozen=True)
 class StepSumMixedElsewhere(Note):
     """A rank's per-step checksum is wrong: results mixed in one of its other communicators (`comms`), which may
     have diverged too."""
