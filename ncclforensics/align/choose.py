@@ -43,7 +43,7 @@ from .consequences import Disagreement, consequences, odd_ones, other_side, ran_
 from .counts_beside_records import records_pair, with_counted_outliers, with_counted_past_records
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
-from .held_back import behind_in_chain, held_back_root, may_hold_back
+from .held_back import behind_in_chain, held_back_elsewhere, held_back_root, may_hold_back
 from .journal_progress import with_journal_progress
 from .mixed_elsewhere import mixed_elsewhere
 from .notes import CountedAmongLookalikes, Note
@@ -194,6 +194,10 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         # Results read back mixed in another communicator: it diverged too, and a root on lengths alone may be
         # what a rank stuck there left here.
         root, said = mixed_elsewhere(root, streams, fingerprints)
+        notes += said
+        # Ranks ahead that may hold the ranks behind back may have left collectives of the communicator they share
+        # out, rather than launched an extra one here: that one is a candidate too.
+        root, said = held_back_elsewhere(root, _memberships(streams, ras, rank_map, marks))
         notes += said
         root = _resolve_tie(root, gate)
         if root.kind == STOPPED and died:

@@ -40,7 +40,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import replace
 
+from ..model.kinds import is_p2p_comm
 from .divergence import EXTRA, MISSING, HeldBack, RangeReason, Root
+from .notes import HeldBackComm, Note
 
 
 def held_back_root(root: Root, launched: Mapping[str, Mapping[int, int]],
@@ -125,18 +127,67 @@ def may_hold_back(root: Root, groups: Mapping[str, tuple[Set[int], int]], behind
     return tuple(sorted(set().union(*held, *(peers(r) for r in behind_too))))
 
 
+def held_back_elsewhere(root: Root, groups: Mapping[str, tuple[Set[int], int]]) -> tuple[Root, list[Note]]:
+    """The root with, as candidates beside it, the communicators where its ranks behind may be held back by a rank
+    ahead here (`may_be_held_back_by`, or the completion marks' group where the call stacks do not say the rank
+    ahead issued an extra collective), and a note for each. The rank ahead that issued its next collective here
+    early, pairing with the next one of the ranks that got further, launched an extra one here, or left collectives
+    of the communicator it shares with the ranks behind out before it (a skipped drafter pass), which reads the same
+    here: the departure may be there. Worked example: world counts 4, 2, 4, 4 and TP pairs {0, 1} {2, 3} with
+    records alike; rank 0 skipped its drafter's collectives of TP pair {0, 1} and issued the world's next one early,
+    so rank 1, waiting in the pair for rank 0, launched no more in the world: TP pair {0, 1} is a candidate.
+    `groups`: as for may_hold_back."""
+    named = {root.comm, *root.undecided_comms}
+    held = root.held_back
+    if held is not None and not held.stacks_part and held.group not in named and root.blocked_elsewhere:
+        found = {held.group: (tuple(root.blocked_elsewhere), tuple(root.outlier_ranks))}
+    elif root.may_be_held_back_by:
+        found = {}
+        for comm, may_share in _sharing_by_comm(root, groups).items():
+            pairs = [(b, a) for b in root.outlier_ranks for a in root.may_be_held_back_by if may_share({b, a})]
+            if pairs and comm not in named and not is_p2p_comm(comm):
+                found[comm] = (tuple(sorted({b for b, _ in pairs})), tuple(sorted({a for _, a in pairs})))
+    else:
+        return root, []
+    # (a process group and its NCCL communicator that nothing on record ties together hold the same ranks: one
+    # name, the NCCL hash first, as comm_named_by does)
+    seen: dict[tuple, str] = {}
+    for comm in sorted(found, key=lambda c: (not c.startswith("0x"), c)):
+        members = groups.get(comm)
+        key = (frozenset(members[0]), members[1]) if members is not None else (comm,)
+        if key in seen:
+            del found[comm]
+        else:
+            seen[key] = comm
+    if not found:
+        return root, []
+    notes: list[Note] = [HeldBackComm(comm, behind, ahead, root.comm) for comm, (behind, ahead) in sorted(found.items())]
+    return replace(root, undecided_comms=tuple(sorted({*root.undecided_comms, *found}))), notes
+
+
 def _sharing(root: Root, groups: Mapping[str, tuple[Set[int], int]]) -> Callable[[set[int]], bool]:
     """Whether a pair of the root's ranks may share a communicator other than the root's, as far as the record of
     members goes (see may_hold_back)."""
-    ranks = set(root.outlier_ranks) | set(root.reference_ranks) | set(root.unplaced_ranks) | set(
-        root.outlier_candidates)
-    others = [(set(known), size) for c, (known, size) in groups.items()
-              if c != root.comm and not (size == len(ranks) and set(known) <= ranks)]
+    each = list(_sharing_by_comm(root, groups).values())
 
     def may_share(pair: set[int]) -> bool:
-        return any(pair <= known or len(known | pair) <= size for known, size in others)
+        return any(one(pair) for one in each)
 
     return may_share
+
+
+def _sharing_by_comm(root: Root, groups: Mapping[str, tuple[Set[int], int]]
+                     ) -> dict[str, Callable[[set[int]], bool]]:
+    """comm -> whether a pair of the root's ranks may share it, for each communicator other than the root's (see
+    may_hold_back)."""
+    ranks = set(root.outlier_ranks) | set(root.reference_ranks) | set(root.unplaced_ranks) | set(
+        root.outlier_candidates)
+
+    def sharing(known: Set[int], size: int) -> Callable[[set[int]], bool]:
+        return lambda pair: pair <= known or len(known | pair) <= size
+
+    return {c: sharing(set(known), size) for c, (known, size) in groups.items()
+            if c != root.comm and not (size == len(ranks) and set(known) <= ranks)}
 
 
 def behind_in_chain(root: Root, counts: Mapping[int, Sequence[int]], groups: Mapping[str, tuple[Set[int], int]],

@@ -67,6 +67,18 @@ class MixedElsewhere(Note):
 
 
 @dataclass(frozen=True)
+class HeldBackComm(Note):
+    """The root's ranks behind (`ranks`) share `comm` with ranks ahead (`ahead`) that may hold them back: those may
+    have left collectives of it out and issued their next one in the root's comm early, which reads as an extra one
+    there; the departure may be in `comm`."""
+
+    comm: str
+    ranks: tuple[int, ...]
+    ahead: tuple[int, ...]
+    root_comm: str
+
+
+@dataclass(frozen=True)
 class StepSumMixedElsewhere(Note):
     """A rank's per-step checksum is wrong: results mixed in one of its other communicators (`comms`), which may
     have diverged too."""
@@ -191,8 +203,8 @@ class GuessedTracePlacement(Note):
 
 @dataclass(frozen=True)
 class GuessedRootComm(Note):
-    """The root rests on a trace record that only its neighbours put in `comm`; the neighbours on its other side are
-    of `others`, which it may be of as well."""
+    """The root rests on a trace record that only its neighbours put in `comm`; its rank's trace holds records of
+    `others` too, which it may be of as well."""
 
     comm: str
     others: tuple[str, ...]

@@ -69,7 +69,8 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
     they are not, a digest's record is UNKNOWN (of a comm whose other members left no trace and are not known: a
     digest is one physical collective's, so it is of no comm whose other members traced it), and left out. A result
     shared with no one that only the one comm holding the rank would place follows its tag where that tag went with
-    ranks beyond every comm elsewhere in the trace (a guess, as that one is)."""
+    ranks beyond every comm elsewhere in the trace (a guess, as that one is); where its tag went with none it stays
+    in that comm, a guess as well wherever any result went beyond it (that comm is then not the rank's only one)."""
     keys = [result_key(row) for row in trace]
     own = [frozenset(holders.get(key, ())) | {rank} if key is not None else frozenset({rank}) for key in keys]
     # A result whose holders gave it one tag is one collective they all issued; one given several tags is a
@@ -176,13 +177,16 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
         if trace[i].tag is not None and len(went.get(trace[i].tag, ())) == 1:
             placed[i] = next(iter(went[trace[i].tag]))
             beyond.add(i)
+    # Where results went with ranks beyond that comm, it is not the rank's only one: a result shared with no one
+    # may be of either, and the one that holds the rank places it by a guess too.
+    guessed = beyond | alone if beyond else beyond
     first = next((m for m in placed if m is not None and m is not UNKNOWN), next(iter(comms)))
     out: list[Members] = []
     before = first
     for members in placed:
         out.append(members if members is not None else before)
         before = out[-1] if out[-1] is not UNKNOWN else before
-    return out, frozenset(i for i, members in enumerate(placed) if members is None) | beyond
+    return out, frozenset(i for i, members in enumerate(placed) if members is None) | guessed
 
 
 def _with_tails(trace: list[FingerprintRow], own: list[Members], alike: list[bool], comms: set[Members],

@@ -142,20 +142,20 @@ def seq_slack(comm: str, low: int, guesses: Guesses) -> tuple[int, int]:
 
 
 def guessed_comms(comm: str, seq_range: tuple[int, int | None], guesses: Guesses) -> tuple[str, ...]:
-    """The other comms a record of `comm` in `seq_range` that only its neighbours put there may be of: those of the
-    nearest records on either side of it in its trace that were not guesses. A root that rests on such a record
-    may be a departure in any of them. Worked example: rank 0's trace holds `moe` of its TP pair, then
-    `dp.retry`, which no other rank read back and whose tag no comm's results carry, then `dp` of its DP pair:
-    `dp.retry` went with `moe` to the TP pair, and may as well be the DP pair's, as `dp` is."""
+    """The other comms a record of `comm` in `seq_range` that only its neighbours put there may be of: every other
+    comm its rank's trace places a record in (by a guess too: a result a rank read back with other ranks is of a
+    collective of theirs). A rank issues its comms' collectives in any order, so a record no result or tag places is
+    as likely any of its comms' as its neighbours' (those on both sides may be of one comm, and it of another); a
+    root that rests on it may be a departure in any of them. Worked example: rank 6's trace holds `moe` of its TP
+    group, then `dp.retry`, which no other rank read back and whose tag no comm's results carry, then `lm_head` of
+    the TP group: `dp.retry` went with its neighbours to the TP group, and may as well be its DP pair's, as `dp`
+    earlier in its trace is."""
     low, high = seq_range
     found: set[str] = set()
     for placed in guesses.values():
-        for i, p in enumerate(placed):
-            if p.comm != comm or not p.by_neighbours or p.seq < low or (high is not None and p.seq > high):
-                continue
-            sides = (reversed(placed[:i]), placed[i + 1:])
-            found |= {q.comm for side in sides for q in [next((q for q in side if not q.by_neighbours), None)]
-                      if q is not None and q.comm != comm}
+        if any(p.comm == comm and p.by_neighbours and p.seq >= low and (high is None or p.seq <= high)
+               for p in placed):
+            found |= {p.comm for p in placed if p.comm != comm}
     return tuple(sorted(found))
 
 

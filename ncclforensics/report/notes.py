@@ -39,6 +39,13 @@ def note_words(note: n.Note) -> str:
             return (f"{ranks_words(ranks)} read back wrong results in comm {comm} ({where}): its collectives paired "
                     f"with others on some rank, so comm {comm} diverged too; a rank stuck there stops launching in "
                     f"comm {root_comm} just so, and nothing on record says which diverged first")
+        case n.HeldBackComm(comm, ranks, ahead, root_comm):
+            one = len(ahead) == 1
+            return (f"{ranks_words(ahead)} may hold {ranks_words(ranks)} back in comm {comm}, which they share: "
+                    f"{'it' if one else 'they'} may have left collectives of comm {comm} out (a skipped drafter pass, "
+                    f"say) and issued {'its' if one else 'their'} next collective in comm {root_comm} early, which "
+                    f"reads there as an extra one; the departure may be in comm {comm}, and nothing on record says "
+                    f"which")
         case n.StepSumMixedElsewhere(comms, rank, step, where, got, expected, root_comm):
             either = " or ".join(f"comm {c}" for c in comms)
             return (f"rank {rank}'s checksum of step {step} is wrong ({where}: {got:g} where {expected:g} was "
@@ -98,8 +105,8 @@ def note_words(note: n.Note) -> str:
                     f"{comm} may be off by as many, so the root is in {seq_words(*seq_range)}")
         case n.GuessedRootComm(comm, others):
             return (f"The root rests on a record of the fingerprint traces that only its neighbours put in comm {comm} "
-                    f"(no tag, and no result shared within a communicator the trace names, places it); its neighbours "
-                    f"on the other side are of comm {', '.join(others)}, so the departure may be there as well")
+                    f"(no tag, and no result shared within a communicator the trace names, places it); its rank's trace "
+                    f"holds records of comm {', '.join(others)} too, so the departure may be there as well")
         case n.TracesMayBeWider(records, comm, seq_range):
             many = records > 1
             return (f"{records} record{'s' if many else ''} of the fingerprint traces before the root "

@@ -199,3 +199,26 @@ def test_ranks_above_the_rest_end_the_steps_at_the_rest_and_are_among_those_ahea
     from dataclasses import replace
     held = replace(root, behind_may_be_held=True, may_be_held_back_by=may_hold_back(root, groups))
     assert "Rank 6 launched more than the rest" in root_sentence(held)
+
+
+def test_the_communicator_a_rank_behind_shares_with_a_rank_that_may_hold_it_back_is_a_candidate():
+    """World "0" of ranks 0..3 over TP pairs "1" (0, 1) and "2" (2, 3); the PyTorch group "pg1" holds ranks 0 and 1
+    too (the pair's own name beside its NCCL hash "0x1"). Rank 1 launched fewer in the world and rank 0 may hold it
+    back: rank 0 may have launched an extra world collective, or left collectives of their pair out (a skipped
+    drafter pass) and issued the world's next one early, which reads the same. The pair is a candidate, named once
+    (610262: a drafter skipped on rank 0)."""
+    from dataclasses import replace
+
+    from ncclforensics.align.divergence import STOPPED, Root
+    from ncclforensics.align.held_back import held_back_elsewhere
+    from ncclforensics.report.notes import note_words
+    groups = {"0": ({0, 1, 2, 3}, 4), "0x1": ({0, 1}, 2), "pg1": ({0, 1}, 2), "2": ({2, 3}, 2)}
+    root = Root(comm="0", seq=1, seq_range=(1, 3), outlier_ranks=[1], reference_ranks=[0, 2, 3], kind=STOPPED,
+                size=2, pinned_by="signatures", reason=None, behind_may_be_held=True, may_be_held_back_by=(0,))
+    found, notes = held_back_elsewhere(root, groups)
+    assert found.undecided_comms == ("0x1",)
+    assert [(n.comm, n.ranks, n.ahead, n.root_comm) for n in notes] == [("0x1", (1,), (0,), "0")]
+    assert "left collectives of comm 0x1 out" in note_words(notes[0])
+    # (nothing holds rank 1 back: no candidate)
+    assert held_back_elsewhere(replace(root, behind_may_be_held=False, may_be_held_back_by=()), groups) == (
+        replace(root, behind_may_be_held=False, may_be_held_back_by=()), [])

@@ -900,3 +900,50 @@ def test_a_split_carrying_the_tags_of_a_tail_of_the_world_is_the_worlds(tmp_path
     assert {r["comm"] for e in out for r in e.collectives.iter_rows(named=True)} == {"[ranks=0,1,2,3,4]"}
     root = answer(tmp_path)["root"]
     assert root["outlier_ranks"] == [1] and root["seq_range"][0] <= 5 <= root["seq_range"][1]
+
+
+def test_a_record_placed_by_neighbours_of_one_comm_may_be_of_any_comm_of_its_rank():
+    """Rank 6 is in a TP group and a DP pair. Its trace holds `dp.0` of the DP pair, then the TP group's `moe`,
+    `dp.retry` (no one read it back, no comm's results carry its tag) and `lm_head`: both neighbours of `dp.retry`
+    are the TP group's, so it went there, but a rank issues its comms' collectives in any order, and it may as well
+    be the DP pair's. A root resting on it names the DP pair too (570042: a DP pair's extra world collective)."""
+    from ncclforensics.align.traces import Placed, guessed_comms
+    placed = (Placed("dp", 1, False, tag="dp.0"), Placed("tp", 1, False, tag="moe"),
+              Placed("tp", 2, True, tag="dp.retry"), Placed("tp", 3, False, tag="lm_head"),
+              Placed("dp", 2, False, tag="dp.0"))
+    assert guessed_comms("tp", (2, 2), {6: placed}) == ("dp",)
+    assert guessed_comms("tp", (3, None), {6: placed}) == ()  # (the guess is before the range: `seq_slack`'s)
+    assert guessed_comms("dp", (1, 2), {6: placed}) == ()  # (no guess in the DP pair)
+
+
+def test_a_result_no_one_shares_is_a_guess_where_results_went_beyond_the_one_comm_holding_the_rank():
+    """TP pairs (0,1) (2,3), DP pairs (0,2) (1,3), sums only; rank 0 read back `dp.0` of step 0 with rank 2, and
+    the rest of its DP pair's results with no one (misaligned: rank 2 skipped `dp.1`). Its TP results recur, so the
+    one comm its trace names is the TP pair; but the result shared with rank 2 went beyond it, so the TP pair is
+    not the rank's only comm, and `dp.1`, shared with no one, whose tag went nowhere, is placed there by a guess
+    (590265: the root on the TP pair rested on it as a firm record)."""
+    from ncclforensics.align.trace_groups import record_groups, result_holders
+    from ncclforensics.align.traces import Placed, guessed_comms
+    from ncclforensics.model import FingerprintRow, Location
+
+    def row(rank, step, op, tag, value):
+        return FingerprintRow(Location(f"fp{rank}", step * 10 + op), rank, step, op, tag=tag, kind="AllReduce",
+                              sum=value)
+    tp = {0: 100.0, 1: 100.0, 2: 1100.0, 3: 1100.0}
+    rows = [row(r, s, 2 + i, tag, tp[r] + 100.0 * s + i) for r in range(4) for s in (0, 1)
+            for i, tag in enumerate(("a", "b"))]
+    rows += [row(r, s, i, tag, 17.0 + 10 * s + i) for r in (1, 3) for s in (0, 1)
+             for i, tag in enumerate(("dp.0", "dp.1"))]
+    rows += [row(0, 0, 0, "dp.0", 7.0), row(2, 0, 0, "dp.0", 7.0), row(0, 0, 1, "dp.1", 55.0),
+             row(0, 1, 0, "dp.0", 8.0), row(0, 1, 1, "dp.1", 66.0), row(2, 1, 0, "dp.0", 9.0),
+             row(2, 1, 1, "dp.1", 10.0)]
+    holders, tags_of = result_holders(rows)
+    trace = sorted((r for r in rows if r.rank == 0), key=lambda r: (r.step, r.op))
+    last = {r.rank: max((x for x in rows if x.rank == r.rank), key=lambda x: (x.step, x.op)) for r in rows}
+    groups, guessed = record_groups(trace, holders, tags_of, 0, last)
+    dp, own_tp = frozenset({0, 2}), frozenset({0, 1})
+    assert groups == [dp, own_tp, own_tp, own_tp, dp, own_tp, own_tp, own_tp]
+    assert guessed == {0, 1, 4, 5}
+    # a root resting on `dp.1` names the DP pair as a candidate, though every record placed there was a guess too
+    placed = (Placed("dp", 1, True), Placed("tp", 1, True), Placed("tp", 2, False), Placed("tp", 3, False))
+    assert guessed_comms("tp", (1, 2), {0: placed}) == ("dp",)
