@@ -499,6 +499,24 @@ def test_constraints_that_allow_nothing_are_a_contradiction_not_a_choice():
     assert contradiction_words(contradiction) == f"{wrong_early.label} allow no root the records allow (seq 11)"
 
 
+def test_results_wrong_from_one_outliers_skip_on_leave_a_later_outliers_swap_where_its_records_put_it():
+    # Rank 6 left out seq 1 (tag 11), rank 1 swapped seq 2 and 3, ranks 0, 2..5 ran the program; every result from
+    # seq 1 on read back wrong. Rank 6's skip misaligns them all: rank 1's swap need not, and departed later.
+    program = [11, 12, 13, 14, 15] * 2
+    codes = {r: stream([1] * 10, program) for r in (0, 2, 3, 4, 5)}
+    codes[6] = stream([1] * 9, program[1:])
+    codes[1] = stream([1] * 10, [11, 13, 12] + program[3:])
+    wrong = ResultChecks(frozenset(), frozenset(range(1, 10)), (Location("fp_rank0.jsonl", 1),))
+    solution = solve([("signatures", lambda: {r: stream([1] * c.length) for r, c in codes.items()}),
+                      ("tags", lambda: codes)], 1, [wrong], lambda seq: (Location("log", seq),))
+    assert solution.seq_range == (1, 1) and solution.leading == [6] and not solution.contradictions
+    assert solution.kinds[0] is EditKind.MISSING and EditKind.DIFFERENT not in solution.kinds  # (rank 1's swap)
+    # A split with no majority is no pair of departures: a side the results rule out is a contradiction still.
+    solution = _solve({0: stream([1] * 10 + [2] * 10), 1: stream([1] * 10 + [3] + [2] * 10)},
+                      [ResultChecks(frozenset(), frozenset({4}), (Location("fp", 1),))])
+    assert solution.contradictions
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_random_single_edits_are_always_inside_the_range(seed):
     rng = np.random.default_rng(seed)
