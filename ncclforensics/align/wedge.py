@@ -153,7 +153,7 @@ def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root) -> W
     wrong = _wrong_results(frame, low)
     if wrong is not None:
         end = max(end, wrong)
-    if root.kind == DIFFERENT_OPS and root.size:
+    if root.kind == DIFFERENT_OPS and root.size and high is not None:
         # A swapped collective misaligns only its own seqs; the streams pair normally after it.
         end = min(end, high + root.size - 1)
     # (a stop the records cannot tell from collectives left out or added earlier may still have misaligned them)
@@ -162,7 +162,8 @@ def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root) -> W
                       completion_known=completion_known)
     return Window(
         comm=analysis.comm, first_seq=low, last_seq=end, collectives=end - low + 1,
-        collectives_min=max(end - high + 1, 0), completion_known=completion_known,
+        # (a root open above, at `low` or later, may come after every collective: none is surely misaligned)
+        collectives_min=max(end - high + 1, 0) if high is not None else 0, completion_known=completion_known,
         pairings=classify_pairings(frame, low, end),
     )
 
