@@ -31,7 +31,7 @@ import numpy as np
 
 from ..model import Location
 from .edits import MAX_EDIT, Codes, EditKind, Placement, agree, blocks_through, compatible, merged, place_edits
-from .parting import first_parting, first_parting_majority, loose_joined
+from .parting import first_parting, first_parting_majority, loose_joined, reference_among_alike
 
 __all__ = [
     "MAX_EDIT",
@@ -283,6 +283,8 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
         at = first_parting([stream for _, stream in groups])
         first = first_parting_majority([stream for _, stream in groups], codes, at) if at is not None else None
         if at is not None and first is not None:
+            # (groups that side with it there part later: the reference is the one a majority holds where they do)
+            first = reference_among_alike([stream for _, stream in groups], codes, at, first)
             groups = loose_joined(groups, first, at, loose - set(unplaced), codes)
             groups = [groups[first], *groups[:first], *groups[first + 1:]]
             decided = [decided[first], *decided[:first], *decided[first + 1:]]

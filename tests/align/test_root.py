@@ -351,6 +351,19 @@ def test_an_outlier_that_departs_after_another_is_no_outlier_of_the_root():
     assert solution.seq_range == (3, 6) and solution.leading == [0, 1, 2]
 
 
+def test_of_groups_alike_where_three_first_part_the_reference_is_the_one_a_majority_holds_where_they_part_next():
+    # Seed 740263: rank 3 swapped seq 2 and 3 (its tags), rank 2 left out the all-gather at seq 10 (its NCCL log), rank
+    # 1 ran the program; three streams, none a majority. At seq 2 ranks 1 and 2 agree; at seq 10 ranks 1 and 3 do.
+    ops = {1: [1] * 9 + [2], 2: [1] * 11, 3: [1] * 9 + [2]}
+    tags = {1: [1, 2, 3, 4, 5, 6] + [0] * 4, 2: [1, 2, 3, 4, 5, 6, 1, 2, 3, 0, 0], 3: [1, 3, 2, 4, 5, 6] + [0] * 4}
+    codes = {r: stream(ops[r], tags[r]) for r in ops}
+    found = propose(codes, 1)
+    assert (found.outliers, found.reference, found.majority) == ([2, 3], [1], True)
+    solution = solve([("signatures", lambda: {r: stream(ops[r]) for r in ops}), ("tags", lambda: codes)], 1, [],
+                     lambda seq: (Location("log", seq),))
+    assert solution.leading == [3] and solution.seq_range == (2, 2) and solution.pinned_by == "tags"
+
+
 def test_an_outlier_that_comes_first_only_by_a_whole_period_shifted_is_no_outlier_of_the_root():
     # A program of seven collectives a step, all alike but the last. Rank 6 left out seq 7 (the step's last), rank 0
     # the seq 13 (the next step's sixth): its records also pair with the reference's shifted by 13 extra
