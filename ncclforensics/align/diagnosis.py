@@ -424,9 +424,10 @@ def _stop_evidence(streams: Streams, analyses: dict[str, CommAnalysis], ras: dic
 
 
 def _hanging_pairings(streams: Streams, analyses: dict[str, CommAnalysis]) -> dict[str, list[str]]:
-    """comm -> a pairing its records show that NCCL never completes (types of different sizes at one seq, every
-    rank in it), past a root the records show: the group stopped there, whatever else is on record, so ranks that
-    launched fewer than the others are behind, not lagging (NCCL logs alone say nothing of completion)."""
+    """comm -> a pairing its records show that NCCL never completes (types of different sizes at one seq, among the
+    ranks that recorded it: a rank whose log was cut before it cannot complete it), past a root the records show:
+    the group stopped there, whatever else is on record, so ranks that launched fewer than the others are behind,
+    not lagging (NCCL logs alone say nothing of completion)."""
     found: dict[str, list[str]] = {}
     for comm, analysis in analyses.items():
         root = analysis.root

@@ -83,3 +83,24 @@ def loose_joined(groups: list[tuple[list[int], Codes]], index: int, at: int, loo
         kept = sorted({r for r in members if r not in target} | {r for r, j in target.items() if j == i})
         regrouped.append((kept, merged(codes[r] for r in kept)))
     return regrouped
+
+
+def reference_among_alike(streams: list[Codes], codes: dict[int, Codes], at: int, first: int) -> int:
+    """The group (index into `streams`) that is the reference among those whose records at `at`, the first position
+    where any two groups part, pair with the majority's (group `first`): where they part later, the one whose record
+    there a strict majority of every rank's records holds (the minority there departed later, if at all; a rank that
+    departed at `at` still votes where its stream pairs again); `first` where nothing says more. Worked example:
+    ranks 1 and 2 issue `layers.1` at seq 2 and rank 3 `layers.2` (a swap); at seq 10 ranks 1 and 3 issue an
+    all-gather and rank 2 an all-reduce: rank 3 departed first, rank 2 later, and rank 1 is the reference."""
+    alike = [first, *(i for i in range(len(streams)) if i != first and streams[i].length > at
+                      and streams[first].length > at and pairs_at(streams[i], streams[first], at))]
+    while len(alike) > 1:
+        later = first_parting([streams[i] for i in alike])
+        found = first_parting_majority([streams[i] for i in alike], codes, later) if later is not None else None
+        if found is None:
+            break
+        held = alike[found]
+        alike = [held, *(i for i in alike if i != held and streams[i].length > later
+                          and pairs_at(streams[i], streams[held], later))]
+        first = held
+    return first

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..model import Location
 from .edits import MAX_EDIT, Codes, EditKind, Placement, agree, blocks_through, compatible, merged, place_edits
-from .parting import first_parting, first_parting_majority, loose_joined
+from .parting import first_parting, first_parting_majority, loose_joined, reference_among_alike
 
 __all__ = [
     "MAX_EDIT",
@@ -148,8 +148,11 @@ class Solution:
 
     @property
     def kinds(self) -> list[EditKind]:
-        """The edit kinds left, likeliest first."""
-        ordered = sorted(self.placements, key=lambda p: (-p.score, p.size))
+        """The edit kinds left, likeliest first: of the leading outliers' edits (those of outliers that departed
+        later are no explanation of the first departure)."""
+        named = set(self.leading)
+        theirs = [p for p in self.placements if p.rank in named or named & set(self.members.get(p.rank, ()))]
+        ordered = sorted(theirs or self.placements, key=lambda p: (-p.score, p.size))
         return list(dict.fromkeys(p.kind for p in ordered))
 
     @property
@@ -280,6 +283,8 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
         at = first_parting([stream for _, stream in groups])
         first = first_parting_majority([stream for _, stream in groups], codes, at) if at is not None else None
         if at is not None and first is not None:
+            # (groups that side with it there part later: the reference is the one a majority holds where they do)
+            first = reference_among_alike([stream for _, stream in groups], codes, at, first)
             groups = loose_joined(groups, first, at, loose - set(unplaced), codes)
             groups = [groups[first], *groups[:first], *groups[first + 1:]]
             decided = [decided[first], *decided[:first], *decided[first + 1:]]
@@ -738,23 +743,51 @@ class LeftOut:
         return replace(placement, low=low, high=high) if low <= high else None
 
 
-def apply(placements: list[Placement], constraint: Constraint) -> list[Placement] | None:
+def apply(placements: list[Placement], constraint: Constraint, joint: bool = False) -> list[Placement] | None:
     """The placements `constraint` allows, or None where it rules out every edit of some outlier (whose stream
-    still departs somewhere: that is a contradiction, not a narrowing)."""
-    kept: list[Placement] = []
-    for rank in dict.fromkeys(p.rank for p in placements):
-        theirs = [p for p in placements if p.rank == rank]
-        found = [(p, n) for p in theirs if (n := constraint.narrow(p)) is not None]
-        if any(p.widest is not None for p in theirs) and all(p.widest is not None for p, _ in found):
-            # The edits records confirmed are ruled out: an edit that runs off the records' end may start anywhere
-            # it could before they held it to where the records part.
-            found = [(p, n) for p in theirs
-                     if (n := constraint.narrow(replace(p, low=p.widest, widest=None) if p.widest is not None
-                                                else p)) is not None]
-        if not found:
-            return None
-        kept.extend(n for _, n in found)
-    return kept
+    still departs somewhere: that is a contradiction, not a narrowing). `joint`: the placements' ranks are outliers
+    that each departed from one reference, not the two sides of a split one of which departed (_later_departures)."""
+    ranks = dict.fromkeys(p.rank for p in placements)
+    kept = {rank: _narrowed([p for p in placements if p.rank == rank], constraint) for rank in ranks}
+    if joint and getattr(constraint, "wrong", None):
+        kept = _later_departures(placements, constraint, kept)
+    if not all(kept.values()):
+        return None
+    return [p for rank in ranks for p in kept[rank]]
+
+
+def _narrowed(theirs: list[Placement], constraint: Constraint) -> list[Placement]:
+    """The part of one outlier's placements `constraint` allows (none: it rules them all out)."""
+    found = [(p, n) for p in theirs if (n := constraint.narrow(p)) is not None]
+    if any(p.widest is not None for p in theirs) and all(p.widest is not None for p, _ in found):
+        # The edits records confirmed are ruled out: an edit that runs off the records' end may start anywhere
+        # it could before they held it to where the records part.
+        found = [(p, n) for p in theirs
+                 if (n := constraint.narrow(replace(p, low=p.widest, widest=None) if p.widest is not None
+                                            else p)) is not None]
+    return [n for _, n in found]
+
+
+def _later_departures(placements: list[Placement], constraint: Constraint,
+                      kept: dict[int, list[Placement]]) -> dict[int, list[Placement]]:
+    """`kept` (rank -> the placements results checked allow), where several outliers each departed: results read
+    back wrong say where the first departure is, not where each one is. An edit of one outlier that they keep
+    misaligns every wrong result (a shift before the first, or a block holding them all), and another outlier may
+    have departed after it, where its own records say: one whose likeliest edits the wrong results rule out (or
+    all of its edits) is held to the right results alone, beside an outlier whose likeliest edits they keep (or,
+    where none does, any edit). Worked example: rank 6 left out seq 1 and every result from seq 1 on read back
+    wrong; rank 1 swapped seq 2 and 3. Rank 1's swap mixes no result at seq 1, and need not: rank 6's skip did, and
+    rank 1 departed later (no longer forced onto a whole period of extra collectives at seq 1, which also fits)."""
+    top = {rank: max(p.score for p in placements if p.rank == rank) for rank in kept}
+    leaders = {rank for rank, mine in kept.items() if any(p.score == top[rank] for p in mine)}
+    explaining = leaders or {rank for rank, mine in kept.items() if mine}
+    right_only = replace(constraint, wrong=frozenset())
+    out = dict(kept)
+    for rank, mine in kept.items():
+        if rank in leaders or not explaining - {rank} or (mine and not leaders):
+            continue
+        out[rank] = _narrowed([p for p in placements if p.rank == rank], right_only)
+    return out
 
 
 # -- one answer ---------------------------------------------------------------------------------------------------
@@ -874,7 +907,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     blocks = _different_then_stopped(chosen, proposal, start, constraints) if not proposal.shown else []
     for constraint in constraints:
         blocks = [n for p in blocks if (n := constraint.narrow(p)) is not None]
-        kept = apply(solution.placements, constraint)
+        kept = apply(solution.placements, constraint, joint=solution.majority and not solution.either_side)
         if kept is None and not solution.shown and not getattr(constraint, "wrong", True):
             # Streams that differ in length only, and results checked right wherever an edit could be: the longer
             # stream is not ahead, the others' records stop short of it (a trace flushed per step, a cut).

@@ -368,6 +368,8 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     So too where every rank read the step back, the ranks wrong in it never completed the next one (whole traces
     that stop there) and those right in it that did complete the next one read it back wrong: the ones ahead left
     out the step's last collective and went on, the others wait with one left over (or each ran one more).
+    So too a step earlier: where the ranks that read the first wrong step back all read the step before it back
+    right, and every other rank's whole trace ends before that one, they part there (_ahead_of_waiting).
     """
     verdicts: dict[int, dict[int, bool]] = {}
     for row in fingerprints:
@@ -412,6 +414,12 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
         fewer = min((wrong, waiting), key=len)
         if len(fewer) * 2 < len(involved):
             return _root(sorted(fewer), sorted(involved - fewer), True, step, known), bound
+    if (parted := _ahead_of_waiting(verdicts, step, traced, cut)) is not None:
+        ahead, waiting_before = parted
+        involved_before = ahead | waiting_before
+        fewer = min((ahead, waiting_before), key=len)
+        if len(fewer) * 2 < len(involved_before):
+            return _root(sorted(fewer), sorted(involved_before - fewer), True, step - 1, known), step - 1
     crossed = {rank for rank, right in checked.items() if right and after and not after.get(rank, False)}
     ahead = {rank for rank in crossed if after.get(rank) is False}
     if set(checked) == traced and ahead and not wrong & set(after) and not (wrong | crossed - ahead) & cut:
@@ -438,6 +446,29 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
         if len(ranks) < 2:
             return None
     return _root(sorted(ranks), sorted(ranks), False, step, known), bound
+
+
+def _ahead_of_waiting(verdicts: dict[int, dict[int, bool]], step: int, traced: set[int],
+                      cut: frozenset[int]) -> tuple[set[int], set[int]] | None:
+    """(ahead, waiting) where the ranks part in the step before `step`, the first one any rank read back wrong:
+    every rank of `ahead` read that step back right and `step` wrong, and every rank of `waiting` has a whole trace
+    (no file cut short) that ends with the step before that one, so it never completed the step they part in. The
+    ones ahead left out that step's last collective (their next one paired with the others' last, which they file
+    under `step`) and went on, while the others wait with nothing to pair their last one with; or those waiting
+    ran more there. Ranks right in both steps shared no misaligned collective (bystanders: another TP group). None
+    where any other rank is on record there. Worked example: ranks 0, 1 and 3 have sums of step 0 alone; rank 2
+    read back step 1 right and step 2 wrong: rank 2 left out the end of step 1 (the others' drafter pass) and ran
+    on, or ranks 0, 1 and 3 ran more collectives in step 1 than it."""
+    parting = step - 1
+    at, then, before = verdicts.get(parting, {}), verdicts.get(step, {}), verdicts.get(parting - 1, {})
+    ahead = {rank for rank, right in then.items() if not right}
+    waiting = traced - set(at)
+    bystanders = {rank for rank, right in at.items() if right and then.get(rank) is True}
+    if not ahead or not waiting or waiting & cut or not waiting <= set(before) or waiting & set(then):
+        return None
+    if set(at) - bystanders != ahead or not all(at[rank] for rank in ahead):
+        return None
+    return ahead, waiting
 
 
 def with_checksum_outliers(root: Root, sums: Root) -> tuple[Root, list[Note]]:

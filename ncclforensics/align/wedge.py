@@ -153,7 +153,7 @@ def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root) -> W
     wrong = _wrong_results(frame, low)
     if wrong is not None:
         end = max(end, wrong)
-    if root.kind == DIFFERENT_OPS and root.size:
+    if root.kind == DIFFERENT_OPS and root.size and high is not None:
         # A swapped collective misaligns only its own seqs; the streams pair normally after it.
         end = min(end, high + root.size - 1)
     # (a stop the records cannot tell from collectives left out or added earlier may still have misaligned them)
@@ -162,7 +162,8 @@ def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root) -> W
                       completion_known=completion_known)
     return Window(
         comm=analysis.comm, first_seq=low, last_seq=end, collectives=end - low + 1,
-        collectives_min=max(end - high + 1, 0), completion_known=completion_known,
+        # (a root open above, at `low` or later, may come after every collective: none is surely misaligned)
+        collectives_min=max(end - high + 1, 0) if high is not None else 0, completion_known=completion_known,
         pairings=classify_pairings(frame, low, end),
     )
 
@@ -340,18 +341,19 @@ def pairing_hangs(ops: list[OpAt], comm_size: int | None) -> bool:
 
 
 def first_hanging_pairing(rows: CommStreams, low: int, high: int) -> int | None:
-    """The first seq in [low, high] whose collectives, launched by every rank, pair in a way NCCL never
-    completes (where no rank records completing it)."""
+    """The first seq in [low, high] whose collectives, as every rank that recorded one there launched them, pair
+    in a way NCCL never completes (where no rank records completing it). Two ranks on record there suffice: a
+    collective completes on every rank of it or on none, so whatever a rank with no record of it launched (its log
+    cut short before it, or one it never reached) leaves it hanging."""
     if high < low or not rows.parts:
         return None
     size = len(rows.parts)
     low = max(low, rows.start) if rows.start is not None else low
     if high < low:
         return None
-    # Rank by rank: per seq, how many ranks launched it and whether their ops differ (arrays of the seqs only).
+    # Rank by rank: per seq, whether the ops of the ranks that launched it differ (arrays of the seqs only).
     codes: dict[str, int] = {}
     reference = np.full(high - low + 1, -1, dtype=np.int64)
-    launched = np.zeros(high - low + 1, dtype=np.int64)
     differs = np.zeros(high - low + 1, dtype=bool)
     for part in rows.parts.values():
         mine = part.filter(pl.col("seq").is_between(low, high)).select("seq", "op")
@@ -363,8 +365,7 @@ def first_hanging_pairing(rows: CommStreams, low: int, high: int) -> int | None:
         first = reference[at] == -1
         reference[at[first]] = op[first]
         differs[at] |= reference[at] != op
-        launched[at] += 1
-    mixed_seqs = (np.flatnonzero(differs & (launched == size)) + low).tolist()
+    mixed_seqs = (np.flatnonzero(differs) + low).tolist()
     for seq in mixed_seqs[:64]:
         ops = list(ops_at(rows, seq).values())
         if any(op.state == "completed" for op in ops):

@@ -351,6 +351,19 @@ def test_an_outlier_that_departs_after_another_is_no_outlier_of_the_root():
     assert solution.seq_range == (3, 6) and solution.leading == [0, 1, 2]
 
 
+def test_of_groups_alike_where_three_first_part_the_reference_is_the_one_a_majority_holds_where_they_part_next():
+    # Seed 740263: rank 3 swapped seq 2 and 3 (its tags), rank 2 left out the all-gather at seq 10 (its NCCL log), rank
+    # 1 ran the program; three streams, none a majority. At seq 2 ranks 1 and 2 agree; at seq 10 ranks 1 and 3 do.
+    ops = {1: [1] * 9 + [2], 2: [1] * 11, 3: [1] * 9 + [2]}
+    tags = {1: [1, 2, 3, 4, 5, 6] + [0] * 4, 2: [1, 2, 3, 4, 5, 6, 1, 2, 3, 0, 0], 3: [1, 3, 2, 4, 5, 6] + [0] * 4}
+    codes = {r: stream(ops[r], tags[r]) for r in ops}
+    found = propose(codes, 1)
+    assert (found.outliers, found.reference, found.majority) == ([2, 3], [1], True)
+    solution = solve([("signatures", lambda: {r: stream(ops[r]) for r in ops}), ("tags", lambda: codes)], 1, [],
+                     lambda seq: (Location("log", seq),))
+    assert solution.leading == [3] and solution.seq_range == (2, 2) and solution.pinned_by == "tags"
+
+
 def test_an_outlier_that_comes_first_only_by_a_whole_period_shifted_is_no_outlier_of_the_root():
     # A program of seven collectives a step, all alike but the last. Rank 6 left out seq 7 (the step's last), rank 0
     # the seq 13 (the next step's sixth): its records also pair with the reference's shifted by 13 extra
@@ -497,6 +510,24 @@ def test_constraints_that_allow_nothing_are_a_contradiction_not_a_choice():
     assert contradiction.constraint == wrong_early.label and contradiction.seq_range == (11, 11)
     from ncclforensics.report.words import contradiction_words
     assert contradiction_words(contradiction) == f"{wrong_early.label} allow no root the records allow (seq 11)"
+
+
+def test_results_wrong_from_one_outliers_skip_on_leave_a_later_outliers_swap_where_its_records_put_it():
+    # Rank 6 left out seq 1 (tag 11), rank 1 swapped seq 2 and 3, ranks 0, 2..5 ran the program; every result from
+    # seq 1 on read back wrong. Rank 6's skip misaligns them all: rank 1's swap need not, and departed later.
+    program = [11, 12, 13, 14, 15] * 2
+    codes = {r: stream([1] * 10, program) for r in (0, 2, 3, 4, 5)}
+    codes[6] = stream([1] * 9, program[1:])
+    codes[1] = stream([1] * 10, [11, 13, 12] + program[3:])
+    wrong = ResultChecks(frozenset(), frozenset(range(1, 10)), (Location("fp_rank0.jsonl", 1),))
+    solution = solve([("signatures", lambda: {r: stream([1] * c.length) for r, c in codes.items()}),
+                      ("tags", lambda: codes)], 1, [wrong], lambda seq: (Location("log", seq),))
+    assert solution.seq_range == (1, 1) and solution.leading == [6] and not solution.contradictions
+    assert solution.kinds[0] is EditKind.MISSING and EditKind.DIFFERENT not in solution.kinds  # (rank 1's swap)
+    # A split with no majority is no pair of departures: a side the results rule out is a contradiction still.
+    solution = _solve({0: stream([1] * 10 + [2] * 10), 1: stream([1] * 10 + [3] + [2] * 10)},
+                      [ResultChecks(frozenset(), frozenset({4}), (Location("fp", 1),))])
+    assert solution.contradictions
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -108,6 +108,22 @@ def test_the_one_rank_that_completed_a_step_wrong_while_the_others_wait_in_it_is
     assert step_sums_root(rows, {})[0].outlier_ranks == [2]
 
 
+def test_the_one_rank_that_completed_a_step_right_and_the_next_wrong_while_the_others_wait_in_it_is_the_outlier():
+    # Seed 590106: rank 2's gate skipped the drafter pass that ends step 1; it read step 1 back right and step 2 wrong
+    # (its next collectives paired with the others' drafter pass), while ranks 0, 1 and 3 have whole traces up to
+    # step 0 alone: they wait in step 1. The ranks part in step 1, and the fewest departing is rank 2.
+    rows = [step_sum(r, 0, True) for r in range(4)] + [step_sum(2, 1, True), step_sum(2, 2, False)]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([2], [0, 1, 3], True, 1)
+    assert root.step_bound == 1
+    # Ranks right through both steps shared no misaligned collective: bystanders beside those that part.
+    rows += [step_sum(r, s, True) for r in range(4, 8) for s in (0, 1, 2)]
+    assert step_sums_root(rows, {})[0].outlier_ranks == [2]
+    # Traces cut short say nothing of where their ranks stopped: no side is named.
+    cut = [step_sum(r, 0, True) for r in range(4)] + [step_sum(2, 1, True), step_sum(2, 2, False)]
+    assert not step_sums_root(cut, {}, cut=frozenset({0, 1}))[0].majority
+
+
 def test_the_one_rank_that_completed_a_step_wrong_while_its_group_waits_beside_another_group_right_is_the_outlier():
     # TP groups 0..3 and 4..7: rank 0 left out a collective of step 1 and completed it wrong; ranks 1..3 wait in it;
     # ranks 4..7 read it back right, the job's last step. They shared no misaligned collective: bystanders, and

@@ -8,8 +8,15 @@ from fixture_paths import EXTRA_OP
 
 from ncclforensics import api
 from ncclforensics.align.comm_streams import comm_streams
-from ncclforensics.align.divergence import OpAt
-from ncclforensics.align.wedge import PairingRun, classify_pairings, pairing_hangs
+from ncclforensics.align.divergence import DIFFERENT_OPS, CommAnalysis, OpAt, Root
+from ncclforensics.align.streams import Streams
+from ncclforensics.align.wedge import (
+    PairingRun,
+    classify_pairings,
+    first_hanging_pairing,
+    misaligned_window,
+    pairing_hangs,
+)
 from ncclforensics.model import Location, PairingKind, WedgeKind
 
 SHAPE, COUNT, TYPE = PairingKind.SHAPE_EQUAL, PairingKind.COUNT_MISMATCH, PairingKind.TYPE_MISMATCH
@@ -55,6 +62,42 @@ def _op(rank: int, op: str | None, count: int | None) -> OpAt:
 ])
 def test_which_pairings_nccl_leaves_hanging(ops, size, hangs):
     assert pairing_hangs([_op(rank, op, count) for rank, (op, count) in enumerate(ops)], size) is hangs
+
+
+def _logged(rank: int, ops: list[tuple[str, int]]) -> pl.DataFrame:
+    """A rank's NCCL log lines of one comm of four: launches, no completion on record."""
+    n = len(ops)
+    return _part(rank, ops).with_columns(
+        pl.lit(None, pl.String).alias("state"), pl.lit(None, pl.String).alias("callsite"),
+        pl.lit(None, pl.Int64).alias("step"), pl.lit(f"nccl{rank}.log").alias("file"),
+        pl.Series("line", list(range(1, n + 1)), pl.Int64), pl.lit(None, pl.Int64).alias("record"),
+        pl.lit(4, pl.Int64).alias("comm_size"))
+
+
+def test_a_pairing_that_hangs_among_the_ranks_on_record_hangs_whatever_a_log_cut_before_it_holds():
+    # Seed 612974: rank 2 launched an AllGather where ranks 0 and 1 launched an AllReduce of the same count, at seq
+    # 3; rank 3's log was cut after its first line. The collective completes on every rank or on none: the
+    # pairing of the ranks on record hangs there, whatever rank 3 launched.
+    program = [("AllReduce", 1024)] * 5
+    gathered = program[:2] + [("AllGather", 1024)] + program[3:]
+    parts = {0: _logged(0, program), 1: _logged(1, program), 2: _logged(2, gathered), 3: _logged(3, program[:1])}
+    assert first_hanging_pairing(comm_streams(parts), 1, 5) == 3
+    # An AllGather whose gathered count is the AllReduce's pairs: nothing hangs.
+    parts[2] = _logged(2, program[:2] + [("AllGather", 256)] + program[3:])
+    assert first_hanging_pairing(comm_streams(parts), 1, 5) is None
+
+
+def test_a_root_open_above_makes_a_window_with_no_collective_surely_misaligned():
+    # Seed 740657: traces not written as far as their ranks got leave the root at seq 3 or later (no seq above):
+    # the window runs from there to the last collective every rank completed, and none of it is surely misaligned.
+    program = [("AllReduce", 1024)] * 5
+    streams = Streams(parts={("c", r): _logged(r, program) for r in range(3)}, members={"c": [0, 1, 2]})
+    analysis = CommAnalysis(comm="c", ranks=[0, 1, 2], launched=dict.fromkeys(range(3), 5),
+                            completed=dict.fromkeys(range(3), 5), first_seq=dict.fromkeys(range(3), 1))
+    root = Root(comm="c", seq=3, seq_range=(3, None), outlier_ranks=[0, 1, 2], reference_ranks=[0, 1, 2],
+                kind=DIFFERENT_OPS, size=1, pinned_by="signatures", reason=None, majority=False)
+    window = misaligned_window(streams, analysis, root)
+    assert (window.first_seq, window.last_seq, window.collectives, window.collectives_min) == (3, 5, 3, 0)
 
 
 def test_a_real_extra_collective_wedges_the_comm_where_the_others_never_arrive():
