@@ -174,7 +174,7 @@ def _root(console: Console, d: Diagnosis) -> None:
     for column in ("rank", "role", "seq", "collective", "state"):
         table.add_column(column)
     for rank, op in sorted(r.ops.items()):
-        role = "[bold red]outlier[/]" if rank in r.outlier_ranks else "reference"
+        role = "[bold red]outlier[/]" if rank in r.outlier_ranks else words.role(r, rank)
         table.add_row(str(rank), role, str(op.seq), _m(op.describe()), _m(op.state or "-"))
     if _fit(console, table):
         console.print(table)

@@ -77,7 +77,7 @@ def root_lines(d: Diagnosis) -> list[str]:
     out = [root_heading(d)]
     locations = root_locations(d)
     for rank, op in sorted(r.ops.items()):
-        role = "outlier" if rank in r.outlier_ranks else "reference"
+        role = words.role(r, rank)
         out.append(f"  rank {rank} ({role}) seq {op.seq}: {_p(op.describe())}" + (f", {_p(op.state)}" if op.state else ""))
         out += [f"    {loc}" for loc in locations[rank]]
     visible = visible_line(d)

@@ -154,7 +154,7 @@ def _root_cause(d: Diagnosis, images: dict[str, Image]) -> list[Block]:
         r = d.root
         out.append(Para(words.cause(d) or words.summary(d)))
         out.append(Table(("rank", "role", "seq", "collective", "state", "evidence"), tuple(
-            (str(rank), "outlier" if rank in r.outlier_ranks else "reference", str(op.seq), op.describe(),
+            (str(rank), words.role(r, rank), str(op.seq), op.describe(),
              op.state or "-", Mono(str(op.loc)))
             for rank, op in sorted(r.ops.items()))))
         if d.first_visible is not None and d.first_visible != (r.comm, r.seq):

@@ -152,6 +152,20 @@ def finding_says(d: Diagnosis, finding: Finding) -> str:
     return receipt_words(finding.fact, wedge_shown=shows_wedge(d))
 
 
+def role(root: Root, rank: int) -> str:
+    """What a rank of the root's table is: only the ranks the root names take a side (a rank left off both, such as
+    one departing later or with records that end before the sides part, is not shown as the reference)."""
+    if rank in root.outlier_ranks:
+        return "outlier"
+    if rank in root.reference_ranks:
+        return "reference"
+    if rank in root.unplaced_ranks:
+        return "unplaced"
+    if rank in root.outlier_candidates or rank in root.waiting_candidates:
+        return "candidate"
+    return "neither side"
+
+
 def where(root: Root) -> str:
     """`at seq 25`, `somewhere in seq 1..91`, or where no count places it."""
     if root.seq_range is None:

@@ -78,3 +78,14 @@ def test_a_range_from_a_richer_field_to_the_signatures_says_where_each_parts_the
     text = words.ambiguity(ranged)
     assert "the call stacks part" in text and "at seq 1" in text and "only at seq 6" in text
     assert "repeat" not in text and "seq 1..6" in text and "gate journal with steps" in text
+
+
+def test_a_rank_the_root_puts_on_neither_side_is_not_called_the_reference(root):
+    """Ranks in the root's table that it names on neither side (departing later, records ending before the sides
+    part, candidates) are shown as what they are, not as reference ranks."""
+    ranks = sorted(root.ops)
+    outlier, reference, unplaced, candidate, other = ranks[0], ranks[1], ranks[2], ranks[3], 99
+    named = dataclasses.replace(root, outlier_ranks=[outlier], reference_ranks=[reference], unplaced_ranks=[unplaced],
+                                outlier_candidates={candidate: ("0xabc",)})
+    assert [words.role(named, r) for r in (outlier, reference, unplaced, candidate, other)] == [
+        "outlier", "reference", "unplaced", "candidate", "neither side"]
