@@ -171,6 +171,10 @@ class Root:
     # records here alone, which fits as well extra collectives they ran in these other communicators before they
     # stopped (interleave.early_elsewhere): either may be the divergence
     early_in: tuple[str, ...] = ()
+    # Placed by the issue orders of another communicator (comm, seq): the outliers issued that seq there after
+    # fewer of this one's collectives than the program, and went on past where its next one there comes without
+    # issuing it, so they left collectives out here before it (align/left_out_before.py)
+    left_out_before: tuple[str, int] | None = None
     # Counts only: ranks whose counts here part from the majority's as the outliers' do, but that depart in another
     # communicator too (rank -> those communicators), so their count here may follow from that departure or be one
     # of their own; the outliers are the ranks that depart here alone (see consequences.departing_elsewhere).

@@ -17,6 +17,7 @@ from ..model.kinds import is_p2p_comm
 from .divergence import MISSING, STOPPED, CommAnalysis, Root, analyze_comm
 from .gates import GateDisagreement
 from .interleave import early_elsewhere, issue_order_root, issue_order_split, skipped_here, with_early_issuers
+from .left_out_before import left_out_root
 from .notes import DepartedLater
 from .streams import Streams
 
@@ -112,12 +113,18 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
         if any(r.shown for r in rooted):
             continue
         found = issue_order_root(streams, comm, analysis.start)
-        if found is not None and found.left_out_in and not (
-                root is not None and root.kind == STOPPED and root.outlier_ranks == found.outlier_ranks):
+        if found is not None and found.left_out_in and not _replaceable(root, found):
             # Places that fit a collective left out elsewhere as well say nothing of this communicator then: they
             # replace no root of its own records but a stop of the same ranks, which they show is no mere stop
             # (its records fit as well extra collectives before it, and the end of records hides their size).
             found = None
+        if found is None and (elsewhere := left_out_root(streams, comm)) is not None:
+            # The outliers issued their collective here early and went on elsewhere past the program's next one
+            # here: they left collectives out there, which is where they departed, alone.
+            theirs = analyses.get(elsewhere.comm)
+            if theirs is not None and not (theirs.root is not None and theirs.root.shown):
+                theirs.root = elsewhere
+            continue
         if found is not None and rooted and not (root is not None and root.shown):
             # The other communicators' records only end apart: an early collective here and collectives left out
             # there before it read the same, so those stay candidates beside this one.
@@ -126,6 +133,21 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
         if found is not None:
             analysis.root = found
     return departed_later
+
+
+def _replaceable(root: Root | None, found: Root) -> bool:
+    """Whether an issue-order root whose places fit collectives left out elsewhere as well (`found.left_out_in`)
+    takes the place of the communicator's own `root`: a stop of the same ranks, which the places show is no mere
+    stop; and, where they give the extra block's size (records that end before any later collective here could
+    tell the two readings apart), a stop of its outliers and the ranks they hold back elsewhere, or a root naming
+    no majority: neither says more of who departed, and the issue orders name the early one, with the other
+    communicators as candidates."""
+    if root is None:
+        return False
+    if root.kind == STOPPED and root.outlier_ranks == found.outlier_ranks:
+        return True
+    held = set(found.outlier_ranks) | set(found.blocked_elsewhere)
+    return bool(found.size) and (not root.majority or root.kind == STOPPED and set(root.outlier_ranks) <= held)
 
 
 def held_back_by_issue_order(streams: Streams, comm: str, root: Root) -> bool:
