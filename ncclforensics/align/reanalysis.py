@@ -36,7 +36,7 @@ def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, 
             and root.reference_ranks else set(analysis.ranks)
         most = max(n for r, n in analysis.launched.items() if r in pacing)
         # records ending at a cut file: not behind, unknown (unless PyTorch counts what they launched past it)
-        cut = {r for (c, r) in streams.cut if c == comm} - set(analysis.counted)
+        cut = {r for (c, r) in streams.cut if c == comm} - set(analysis.counted) - analysis.whole
         behind = {r for r, n in analysis.launched.items() if n < most} - dead - cut
         named = set(analysis.root.outlier_ranks) if analysis.root is not None and analysis.root.kind != STOPPED \
             else set()
@@ -55,7 +55,13 @@ def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, 
         held = {r for r in behind - named for c, other in analyses.items() if c != comm and _waits_for_departed(other, r)}
         caused = caused or (analysis.root is not None and analysis.root.kind != STOPPED and behind - named <= held)
         if behind and not behind <= named and not caused and len(behind) * 2 <= len(set(analysis.ranks) - cut):
-            analyses[comm] = analyze_comm(streams, comm, gate, behind, analysis.counted)
+            analyses[comm] = analyze_comm(streams, comm, gate, behind, _counts(analysis))
+
+
+def _counts(analysis: CommAnalysis) -> dict[int, int]:
+    """What PyTorch counts of the ranks cut short, for analysing the communicator again: those counted past their
+    records, and those whose records it shows whole."""
+    return {**analysis.counted, **{r: analysis.launched[r] for r in analysis.whole}}
 
 
 def _waits_for_departed(analysis: CommAnalysis, rank: int) -> bool:
@@ -100,7 +106,7 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
             if left_out:
                 # (ranks found behind whose issue orders place nothing stay behind: they skipped collectives or
                 # are blocked elsewhere, as before)
-                analyses[comm] = analyze_comm(streams, comm, gate, set(analysis.behind), analysis.counted,
+                analyses[comm] = analyze_comm(streams, comm, gate, set(analysis.behind), _counts(analysis),
                                               left_out=left_out)
                 if analyses[comm].root is not None:
                     # Ranks that issued a collective here early departed beside those that left one out.
@@ -186,7 +192,7 @@ def _left_out_beside(analyses: dict[str, CommAnalysis], streams: Streams, comm: 
                 if span[0] <= root.seq_range[1]}
     if not left_out:
         return False, []
-    again = analyze_comm(streams, comm, gate, set(analysis.behind) | set(left_out), analysis.counted,
+    again = analyze_comm(streams, comm, gate, set(analysis.behind) | set(left_out), _counts(analysis),
                          left_out=left_out)
     if again.root is None:
         return False, []
