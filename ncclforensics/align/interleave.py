@@ -15,7 +15,10 @@ are the same program's, on other ranks: TP groups of the same shape). A rank tha
 extra one there; a rank whose records end with as many others as the program has before its next one stopped
 there, held back elsewhere. The end of a rank's records hides how many extra ones it launched: where its later
 collectives here each sit one of its other communicators' short, an extra block here and one left out there put them
-alike, and both stay candidates.
+alike, and both stay candidates; so too where its records hold no later collective here at all, and end where an
+extra one would leave them. Where they go on elsewhere past where the program issues its next collective here,
+without issuing it, the rank launched no extra one here (an extra one moves its later collectives here on, never
+its others): it left collectives out there (left_out_before.py).
 """
 
 from __future__ import annotations
