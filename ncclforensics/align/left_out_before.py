@@ -31,7 +31,11 @@ def left_out_root(streams: Streams, comm: str) -> Root | None:
     lows, highs = [], []
     for rank in split.outliers:
         before = issued_before(streams, rank, comm, split.seq)
-        prior = issued_before(streams, rank, comm, split.seq - 1) if split.seq > 1 else {}
+        # (what it issued before its previous collective here, where its records hold that one: a ring that lost
+        # it bounds nothing below)
+        mine = streams.parts.get((comm, rank))
+        held = mine is not None and bool((mine.get_column("seq") == split.seq - 1).any())
+        prior = issued_before(streams, rank, comm, split.seq - 1) if held else {}
         if before is None or prior is None:
             return None
         lows.append(prior.get(other, 0) + 1)
