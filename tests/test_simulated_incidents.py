@@ -314,17 +314,22 @@ KNOWN: dict[int, str] = {
 # peer's desync report gives its last collective (502009: two ranks' swap, one left no file); a rank whose whole
 # records elsewhere all completed was held there by nothing, and its stream ends where its program stopped (502139);
 # counts in steps end at the rest's count, a rank above it among the ranks ahead (570201); a trace record only its
-# neighbours placed may be of any comm of its rank, each a candidate (570042: a DP pair's extra one amid TP records);
-# a result shared with no one is placed by a guess where others went beyond the one comm holding the rank (590265: a
-# DP pair misaligned from its second collective on); a comm the ranks behind share with a rank that may hold them back
-# is a candidate, as that rank may have left collectives of it out (610262: a drafter skipped on one rank); a rank that
-# read a step back right and the next wrong, beside ranks whose whole traces end a step sooner, left out that step's end
+# neighbours placed may be of any comm of its rank, each a candidate (570042: a DP pair's extra one amid TP records); a
+# result shared with no one is placed by a guess where others went beyond the one comm holding the rank (590265: a DP
+# pair misaligned from its second collective on); a comm the ranks behind share with a rank that may hold them back is a
+# candidate, as that rank may have left collectives of it out (610262: a drafter skipped on one rank); a rank that read
+# a step back right and the next wrong, beside ranks whose whole traces end a step sooner, left out that step's end
 # (590106: a drafter pass skipped alone); results wrong from one outlier's skip on leave another outlier's later swap
 # where its own records put it (611103); a pairing that hangs among the ranks on record hangs whatever a log cut before
 # it holds, so a rank that launched fewer is behind (612974: a skip beside a lone all-gather); a root open above has a
 # window with no collective surely misaligned (740657: traces not written as far as their ranks got); of groups that
-# agree where three first part, the reference is the one a majority holds where they part next (740263: a swap shown
-# by tags, a skip by signatures later).
+# agree where three first part, the reference is the one a majority holds where they part next (740263: a swap shown by
+# tags, a skip by signatures later); rank whose records hold no later collective here after one it issued early, and end
+# where an extra one would leave them, may as well have left collectives out of another comm before it: that comm is a
+# candidate (502915: a drafter pass left out); one whose records go on elsewhere past the program's next collective here
+# issued no extra one here, and the root is in the comm it issued fewer of before it (590043: a TP skip beside a world
+# extra one); a rank cut short that PyTorch counts no further than its records hold is whole there (720127: two skips,
+# one rank's log cut after it).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -341,8 +346,8 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           6866, 9558, 348273, 349513, 346678, 3695, 261933, 361607, 353281, 355980, 352991, 364386, 352764, 348813,
           357111, 390036, 260338, 261208, 261479, 344508, 350514, 354369, 357252, 360493, 380137, 380238, 361066,
           400271, 480271, 470048, 366841, 360838, 365766, 365206, 369260, 351492, 350022, 357551, 520102, 500445,
-          501648, 502009, 502139, 570201, 570042, 590265, 610262, 590106, 611103, 612974, 740657,
-          740263)
+          501648, 502009, 502139, 570201, 570042, 590265, 610262, 590106, 611103, 612974, 740657, 740263, 502915,
+          590043, 720127)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))

@@ -171,6 +171,10 @@ class Root:
     # records here alone, which fits as well extra collectives they ran in these other communicators before they
     # stopped (interleave.early_elsewhere): either may be the divergence
     early_in: tuple[str, ...] = ()
+    # Placed by the issue orders of another communicator (comm, seq): the outliers issued that seq there after
+    # fewer of this one's collectives than the program, and went on past where its next one there comes without
+    # issuing it, so they left collectives out here before it (align/left_out_before.py)
+    left_out_before: tuple[str, int] | None = None
     # Counts only: ranks whose counts here part from the majority's as the outliers' do, but that depart in another
     # communicator too (rank -> those communicators), so their count here may follow from that departure or be one
     # of their own; the outliers are the ranks that depart here alone (see consequences.departing_elsewhere).
@@ -205,6 +209,8 @@ class CommAnalysis:
     unrecorded: dict[str, list[int]] = field(default_factory=dict)
     # ranks whose records end where a file was cut short, with the last seq PyTorch counts them enqueueing
     counted: dict[int, int] = field(default_factory=dict)
+    # ranks whose records end where a file was cut short, that PyTorch counts no further: their records are whole
+    whole: frozenset[int] = frozenset()
     # ranks analysed as behind (root.propose): they launched fewer than the others of this stopped communicator
     behind: frozenset[int] = frozenset()
 
@@ -280,10 +286,15 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     # collective once it completed, so PyTorch's count past it is work launched and never completed)
     short = _short_of_completions(analysis) | {r for r, last in analysis.launched.items()
                                                if analysis.completed.get(r) == last}
+    # (a rank cut short that PyTorch's counts of the comm count no further than its records launched nothing past
+    # them: they are whole. Those counts are of the job's end, as they are where every whole rank's records end; a
+    # count taken while the job ran on, a dump's, is only a floor)
+    whole = {r for r, n in (counted or {}).items() if r in analysis.launched and n == analysis.launched[r]}
     counted = {**{r: n for r, n in (enqueued or {}).items() if r in short}, **(counted or {})}
     unseen = {r: n for r, n in (counted or {}).items() if r not in analysis.launched}  # no records kept
     counted = {r: n for r, n in (counted or {}).items() if r in analysis.launched and n > analysis.launched[r]}
     analysis.counted = {**counted, **unseen}
+    analysis.whole = frozenset(whole)
     recorded = {r: analysis.launched[r] for r in counted}  # the last seq each counted rank's records hold
     analysis.launched.update(counted)
     ranks = analysis.ranks
@@ -328,7 +339,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     prefer = None
     if deviants:
         prefer = EditKind.EXTRA if deviants <= set(gate.passed) else EditKind.MISSING
-    cut = {rank for (c, rank) in streams.cut if c == comm} - set(counted)
+    cut = {rank for (c, rank) in streams.cut if c == comm} - set(counted) - whole
     constraints = (_constraints(rows, start, gate, deviants, analysis.counted)
                    + _parted_completions(rows, start, analysis.completed))
     analysis.behind = frozenset(behind or ())

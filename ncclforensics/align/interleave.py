@@ -15,7 +15,10 @@ are the same program's, on other ranks: TP groups of the same shape). A rank tha
 extra one there; a rank whose records end with as many others as the program has before its next one stopped
 there, held back elsewhere. The end of a rank's records hides how many extra ones it launched: where its later
 collectives here each sit one of its other communicators' short, an extra block here and one left out there put them
-alike, and both stay candidates.
+alike, and both stay candidates; so too where its records hold no later collective here at all, and end where an
+extra one would leave them. Where they go on elsewhere past where the program issues its next collective here,
+without issuing it, the rank launched no extra one here (an extra one moves its later collectives here on, never
+its others): it left collectives out there (left_out_before.py).
 """
 
 from __future__ import annotations
@@ -48,6 +51,10 @@ class IssueOrderSplit:
     # as well as an extra block here): empty where only an extra one here fits
     left_out_in: tuple[str, ...] = ()
     size: int = 1  # how many extra collectives the outliers' later places show (0: not known)
+    # no extra block here fits the outliers' places (their records go on elsewhere past where the program issues
+    # its next collective here): they left collectives out in `left_out_in`, and departed there alone
+    left_out_only: bool = False
+    left_out_sizes: dict[int, int] = field(default_factory=dict)  # outlier -> how many it left out, where it may have
 
 
 _ORDER_KEYS = (("file", "line"), ("fr_file", "fr_record"), (None, "time"))
@@ -266,14 +273,22 @@ def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = fro
                       if split in p and split <= launched[r] and p[split] != program[split])
     if any(places[r][split] > program[split] for r in outliers):
         return None  # launched later than the program: a skipped collective, which the counts already show
-    # An extra collective here moves the outlier's later ones on by one seq; one left out in another communicator
-    # leaves each of its later ones one collective of that communicator short. Where both fit (the records end
-    # before an extra block would show its size), the issue orders cannot tell them apart.
+    # An extra collective here moves the outlier's later ones on by one seq; collectives left out in another
+    # communicator leave each of its later ones as many of that communicator's short. Where both fit (the records
+    # end before an extra block would show its size, or hold no later collective here at all), the issue orders
+    # cannot tell them apart.
     shifted = all(_shifted_by_one(places[r], program, split, launched[r]) for r in outliers)
-    left_out_in = _left_out_in(streams, comm, outliers, places, program, split, launched) if not shifted else ()
+    unchecked = all(not _later_on_record(places[r], program, split, launched[r]) for r in outliers)
+    left_out_in = _left_out_in(streams, comm, outliers, places, program, split, launched) \
+        if not shifted or unchecked else ()
     blocks = {_block_size(places[r], program, split, launched[r]) for r in outliers} if not shifted else {1}
-    if not left_out_in and (None in blocks or len(blocks) > 1):
+    sized = None not in blocks and len(blocks) == 1
+    if not left_out_in and not sized:
         return None  # neither an extra block here nor one left out elsewhere puts them so
+    # An extra block whose size the records do not show still leaves the outlier no further on elsewhere than the
+    # program goes before this seq (its next collective here, once the block is done): one that went on past it
+    # issued no extra one here, and left collectives out there.
+    left_out_only = not sized and not all(_ends_before(places[r], program, split, launched[r]) for r in outliers)
     peers = [set(m) - {r} for r in outliers for c, m in streams.members.items()
              if c != comm and r in m and not set(ranks) <= set(m)]
     if peers and all(peer & set(outliers) for peer in peers):
@@ -305,7 +320,9 @@ def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = fro
                                             and r not in skipped),
                            before={r: p[split] for r, p in places.items() if split in p and split <= launched[r]},
                            blocked=blocked, unplaced=unplaced, left_out_in=left_out_in,
-                           size=blocks.pop() if len(blocks) == 1 and None not in blocks else 0)
+                           size=blocks.pop() if sized else 0, left_out_only=left_out_only,
+                           left_out_sizes={r: n for r in outliers if left_out_in
+                                           and (n := _left_out_size(places[r], program, split, launched[r]))})
 
 
 def _shifted_by_one(places: dict[int, int], program: dict[int, int], split: int, launched: int) -> bool:
@@ -317,7 +334,26 @@ def _shifted_by_one(places: dict[int, int], program: dict[int, int], split: int,
     (the program's seq 1). Such a rank's places fit one left out there (_left_out_in), or an extra block here of as
     many as the program has between two of that communicator's (_block_size): the issue orders then cannot tell."""
     return all(places[k] == program[k - 1] for k in range(split + 1, launched + 1)
-               if k in places and k - 1 in program)
+               if k in places and k - 1 in program) and _ends_before(places, program, launched, launched)
+
+
+def _later_on_record(places: dict[int, int], program: dict[int, int], split: int, launched: int) -> bool:
+    """Whether a rank placed some collective here after `split` where the program places one: an extra one's
+    shift shows there (with none, its records end too soon to tell an extra one here from ones left out
+    elsewhere)."""
+    return any(k in places and k - 1 in program for k in range(split + 1, launched + 1))
+
+
+def _ends_before(places: dict[int, int], program: dict[int, int], seq: int, launched: int) -> bool:
+    """Whether a rank's records end no further on in its other communicators than the program goes before `seq`
+    here (its next collective here had it launched extra ones: it launched none of the program's past it). One
+    whose records go on past that issued no extra collective here: an extra one moves its later ones on, never
+    its others. Worked example: world collectives after 0 and 4 TP collectives, a rank that issued its second after
+    3 and then 4 more TP collectives but no world one: an extra second world collective would have it issue the
+    program's second after 4, which it went on past; it left a TP collective out. True where its end is not on
+    record (a file cut short) or the program places no `seq`."""
+    end = places.get(launched + 1)
+    return end is None or seq not in program or end <= program[seq]
 
 
 def _block_size(places: dict[int, int], program: dict[int, int], split: int, launched: int) -> int | None:
@@ -327,32 +363,61 @@ def _block_size(places: dict[int, int], program: dict[int, int], split: int, lau
     None where no size fits so."""
     for m in range(2, launched - split + 1):
         checked = [k for k in range(split + m, launched + 1) if k in places and k - m in program]
-        if checked and all(places[k] == program[k - m] for k in checked):
+        if checked and all(places[k] == program[k - m] for k in checked) \
+                and _ends_before(places, program, launched + 1 - m, launched):
             return m
     return None
 
 
 def _left_out_in(streams: Streams, comm: str, outliers: list[int], places: dict[int, dict[int, int]],
                  program: dict[int, int], split: int, launched: dict[int, int]) -> tuple[str, ...]:
-    """The other communicators where the outliers may have left out one collective before `split` instead of
-    launching an extra one here: each outlier issued every collective here from `split` on after one collective
-    fewer of its other communicators than the program (as one left out there, and none added here, puts them), and
-    launched fewer in such a communicator than a peer there (or some member's records of it were cut short). Empty
-    where some outlier fits no such reading."""
+    """The other communicators where the outliers may have left out collectives before `split` instead of
+    launching an extra one here: each outlier issued every collective here from `split` on after as many
+    collectives fewer of its other communicators than the program, one or more (as a block left out there, and none
+    added here, puts them), and launched fewer in such a communicator than a peer there (or some member's records of
+    it were cut short), or issued fewer of its collectives before `split` here than a peer of both issued before
+    its own (a rank that went on past the block it left out makes up its count there, not its place). Empty where
+    some outlier fits no such reading."""
     found: set[str] = set()
     for r in outliers:
         seqs = [k for k in places[r] if split <= k <= launched[r] and k in program]
-        if not seqs or any(places[r][k] != program[k] - 1 for k in seqs):
+        if not seqs or _left_out_size(places[r], program, split, launched[r]) is None:
             return ()
         counts = {c: {m: int(part.get_column("seq").max()) for (cc, m), part in streams.parts.items()
                       if cc == c and part.height}
                   for c, members in streams.members.items() if c != comm and r in members and not is_p2p_comm(c)}
         short = {c for c, n in counts.items() if r in n and (any(v > n[r] for v in n.values())
                                                              or any((c, m) in streams.cut for m in n))}
+        mine = issued_before(streams, r, comm, split)
+        for c in set(counts) - short if mine is not None else ():
+            peers = [p for p in streams.members.get(c, []) if p not in outliers and p in streams.members.get(comm, [])]
+            theirs = [issued_before(streams, p, comm, split) for p in peers]
+            if any(t is not None and t.get(c, 0) > mine.get(c, 0) for t in theirs):
+                short.add(c)
         if not short:
             return ()
         found |= short
     return tuple(sorted(found))
+
+
+def _left_out_size(places: dict[int, int], program: dict[int, int], split: int, launched: int) -> int | None:
+    """How many collectives of its other communicators a rank left out before `split` here, where each of its
+    collectives here from `split` on sits that many short of the program's place (None where no one count fits)."""
+    gaps = {program[k] - places[k] for k in places if split <= k <= launched and k in program}
+    return gaps.pop() if len(gaps) == 1 and min(gaps) >= 1 else None
+
+
+def issued_before(streams: Streams, rank: int, comm: str, seq: int) -> dict[str, int] | None:
+    """The last seq of each other communicator a rank issued before its `seq` of `comm` (before the end of its
+    records where it never issued that seq), or None where nothing orders its collectives."""
+    own = _comm_orders(streams, rank)
+    if own is None:
+        return None
+    order = own[0].with_row_index("at")
+    at = order.filter((pl.col("comm") == comm) & (pl.col("seq") == seq)).get_column("at")
+    before = order if at.is_empty() else order.filter(pl.col("at") < at.item())
+    last = before.filter(pl.col("comm") != comm).group_by("comm").agg(pl.col("seq").max())
+    return dict(zip(last.get_column("comm").to_list(), last.get_column("seq").to_list()))
 
 
 def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None:
@@ -360,8 +425,8 @@ def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None
     seq where they issued one earlier than the program, or at a seq before it where they issued the same
     collectives in a row (alike: any of them may be the extra one)."""
     split = issue_order_split(streams, comm)
-    if split is None:
-        return None
+    if split is None or split.left_out_only:
+        return None  # (the outliers departed elsewhere alone: left_out_before.py)
     rows = comm_streams(streams.comm_parts(comm))
     # A rank of the reference whose records part from the others' by the split departed too (it ran another
     # collective there, in its place): the root names it beside those the issue orders name. Where the reference's
@@ -389,7 +454,10 @@ def with_early_issuers(root: Root, streams: Streams, left_out: dict[int, tuple[i
     and its range reaches from the earliest seq where either may have departed to the last where one named
     did."""
     split = issue_order_split(streams, root.comm, frozenset(left_out))
-    if split is None or split.left_out_in or root.seq_range is None or root.seq_range[1] is None:
+    # (places that fit an extra block of unknown size here as well as collectives left out elsewhere say nothing
+    # of this communicator; one of known size they fit alike leaves those communicators candidates)
+    if split is None or split.left_out_in and not split.size or split.left_out_only or root.seq_range is None \
+            or root.seq_range[1] is None:
         return root
     early = sorted(set(split.outliers) - set(root.outlier_ranks))
     if not early or not root.majority:
@@ -401,7 +469,8 @@ def with_early_issuers(root: Root, streams: Streams, left_out: dict[int, tuple[i
                    majority=len(outliers) * 2 < len(outliers) + len(reference),
                    kinds=(*root.kinds, *((EXTRA,) if EXTRA not in root.kinds else ())),
                    reason=root.reason or (RangeReason.LOOKALIKE if low < high else None),
-                   issue_places={**root.issue_places, **split.before})
+                   issue_places={**root.issue_places, **split.before},
+                   undecided_comms=tuple(sorted({*root.undecided_comms, *split.left_out_in})))
 
 
 def _parted_by_signatures(rows, ranks: list[int], last: int) -> tuple[set[int], bool]:

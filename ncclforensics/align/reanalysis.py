@@ -17,6 +17,7 @@ from ..model.kinds import is_p2p_comm
 from .divergence import MISSING, STOPPED, CommAnalysis, Root, analyze_comm
 from .gates import GateDisagreement
 from .interleave import early_elsewhere, issue_order_root, issue_order_split, skipped_here, with_early_issuers
+from .left_out_before import left_out_root
 from .notes import DepartedLater
 from .streams import Streams
 
@@ -35,7 +36,7 @@ def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, 
             and root.reference_ranks else set(analysis.ranks)
         most = max(n for r, n in analysis.launched.items() if r in pacing)
         # records ending at a cut file: not behind, unknown (unless PyTorch counts what they launched past it)
-        cut = {r for (c, r) in streams.cut if c == comm} - set(analysis.counted)
+        cut = {r for (c, r) in streams.cut if c == comm} - set(analysis.counted) - analysis.whole
         behind = {r for r, n in analysis.launched.items() if n < most} - dead - cut
         named = set(analysis.root.outlier_ranks) if analysis.root is not None and analysis.root.kind != STOPPED \
             else set()
@@ -54,7 +55,13 @@ def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, 
         held = {r for r in behind - named for c, other in analyses.items() if c != comm and _waits_for_departed(other, r)}
         caused = caused or (analysis.root is not None and analysis.root.kind != STOPPED and behind - named <= held)
         if behind and not behind <= named and not caused and len(behind) * 2 <= len(set(analysis.ranks) - cut):
-            analyses[comm] = analyze_comm(streams, comm, gate, behind, analysis.counted)
+            analyses[comm] = analyze_comm(streams, comm, gate, behind, _counts(analysis))
+
+
+def _counts(analysis: CommAnalysis) -> dict[int, int]:
+    """What PyTorch counts of the ranks cut short, for analysing the communicator again: those counted past their
+    records, and those whose records it shows whole."""
+    return {**analysis.counted, **{r: analysis.launched[r] for r in analysis.whole}}
 
 
 def _waits_for_departed(analysis: CommAnalysis, rank: int) -> bool:
@@ -99,7 +106,7 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
             if left_out:
                 # (ranks found behind whose issue orders place nothing stay behind: they skipped collectives or
                 # are blocked elsewhere, as before)
-                analyses[comm] = analyze_comm(streams, comm, gate, set(analysis.behind), analysis.counted,
+                analyses[comm] = analyze_comm(streams, comm, gate, set(analysis.behind), _counts(analysis),
                                               left_out=left_out)
                 if analyses[comm].root is not None:
                     # Ranks that issued a collective here early departed beside those that left one out.
@@ -112,12 +119,18 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
         if any(r.shown for r in rooted):
             continue
         found = issue_order_root(streams, comm, analysis.start)
-        if found is not None and found.left_out_in and not (
-                root is not None and root.kind == STOPPED and root.outlier_ranks == found.outlier_ranks):
+        if found is not None and found.left_out_in and not _replaceable(root, found):
             # Places that fit a collective left out elsewhere as well say nothing of this communicator then: they
             # replace no root of its own records but a stop of the same ranks, which they show is no mere stop
             # (its records fit as well extra collectives before it, and the end of records hides their size).
             found = None
+        if found is None and (elsewhere := left_out_root(streams, comm)) is not None:
+            # The outliers issued their collective here early and went on elsewhere past the program's next one
+            # here: they left collectives out there, which is where they departed, alone.
+            theirs = analyses.get(elsewhere.comm)
+            if theirs is not None and not (theirs.root is not None and theirs.root.shown):
+                theirs.root = elsewhere
+            continue
         if found is not None and rooted and not (root is not None and root.shown):
             # The other communicators' records only end apart: an early collective here and collectives left out
             # there before it read the same, so those stay candidates beside this one.
@@ -126,6 +139,21 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
         if found is not None:
             analysis.root = found
     return departed_later
+
+
+def _replaceable(root: Root | None, found: Root) -> bool:
+    """Whether an issue-order root whose places fit collectives left out elsewhere as well (`found.left_out_in`)
+    takes the place of the communicator's own `root`: a stop of the same ranks, which the places show is no mere
+    stop; and, where they give the extra block's size (records that end before any later collective here could
+    tell the two readings apart), a stop of its outliers and the ranks they hold back elsewhere, or a root naming
+    no majority: neither says more of who departed, and the issue orders name the early one, with the other
+    communicators as candidates."""
+    if root is None:
+        return False
+    if root.kind == STOPPED and root.outlier_ranks == found.outlier_ranks:
+        return True
+    held = set(found.outlier_ranks) | set(found.blocked_elsewhere)
+    return bool(found.size) and (not root.majority or root.kind == STOPPED and set(root.outlier_ranks) <= held)
 
 
 def held_back_by_issue_order(streams: Streams, comm: str, root: Root) -> bool:
@@ -164,7 +192,7 @@ def _left_out_beside(analyses: dict[str, CommAnalysis], streams: Streams, comm: 
                 if span[0] <= root.seq_range[1]}
     if not left_out:
         return False, []
-    again = analyze_comm(streams, comm, gate, set(analysis.behind) | set(left_out), analysis.counted,
+    again = analyze_comm(streams, comm, gate, set(analysis.behind) | set(left_out), _counts(analysis),
                          left_out=left_out)
     if again.root is None:
         return False, []

@@ -490,7 +490,8 @@ def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks],
     """comm -> {rank: last seq it enqueued} for ranks whose records of the comm end where a file was cut short,
     or that a configuration (or their own INIT line) names as members with none of their records kept (a dump's
     ring lost them, a log was cut before them), and whose PyTorch count of enqueued work goes further: what the
-    rank launched past its records, by count only.
+    rank launched past its records, by count only; or, for a rank cut short, as far as its records hold: it launched
+    nothing past them.
 
     A process group is taken for the communicator only where it is the one group whose ranks are the comm's
     members (those on record, and those the configuration names) and whose count for every rank with whole
@@ -526,8 +527,10 @@ def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks],
         if tied is not None:
             tied[comm] = name
         unseen = {r for r in counts[name] if r not in streams.members[comm]}
-        ahead = {r: n for r, n in counts[name].items() if ((comm, r) in streams.cut or r in unseen)
-                 and n > (last(comm, r) or 0)}
+        # (a rank cut short whose count is the last seq its records hold is counted too: its records hold all it
+        # launched there, the cut hid none of it)
+        ahead = {r: n for r, n in counts[name].items() if (comm, r) in streams.cut and n >= (last(comm, r) or 0)
+                 or r in unseen and n > 0}
         if ahead:
             found[comm] = ahead
     return found

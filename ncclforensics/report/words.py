@@ -268,7 +268,8 @@ def root_sentence(root: Root) -> str:
     return {
         EXTRA: f"{who.capitalize()} launched {n} in comm {root.comm} that the others did not, {at}{also}."
                + issue_order_words(root) + held_back_words(root) + journal_progress_words(root),
-        MISSING: f"{who.capitalize()} did not launch {n} in comm {root.comm} that the others did, {at}{also}.",
+        MISSING: f"{who.capitalize()} did not launch {n} in comm {root.comm} that the others did, {at}{also}."
+                 + (left_out_before_words(root) if root.left_out_before is not None else ""),
         DIFFERENT_OPS: f"{who.capitalize()} launched a different collective in comm {root.comm}, {at}{also}.",
     }[root.kind]
 
@@ -295,6 +296,8 @@ def issue_order_words(root: Root) -> str:
     issued it among its other communicators' collectives, and who is held back elsewhere."""
     if not root.issue_places:
         return ""
+    if root.left_out_before is not None:
+        return left_out_before_words(root)
     seq = (root.seq_range[1] if root.seq_range else None) or root.seq
     by_place: dict[int, list[int]] = {}
     for rank, n in sorted(root.issue_places.items()):
@@ -311,8 +314,8 @@ def issue_order_words(root: Root) -> str:
         comms = _either([f"comm {c}" for c in root.left_out_in])
         unsized = (f", and {'its' if one else 'their'} records end before an extra block here would show its size"
                    if not root.size else "")
-        text += (f" Or {'it' if one else 'they'} left out a collective of {comms} before it: each of "
-                 f"{'its' if one else 'their'} collectives here from seq {seq} on comes after one fewer of those than "
+        text += (f" Or {'it' if one else 'they'} left out collectives of {comms} before it: each of "
+                 f"{'its' if one else 'their'} collectives here from seq {seq} on comes after fewer of those than "
                  f"the others' of the same seq, as either puts it{unsized}; which, the records do not say.")
     parted = [r for r in root.outlier_ranks if r not in early]
     if parted:
@@ -327,6 +330,28 @@ def issue_order_words(root: Root) -> str:
                  f"on in {'its' if one else 'their'} other communicators than the program goes before its next "
                  f"collective here: held back there (a rank runs its collectives in issue order, so its peers' "
                  f"collectives there wait behind the extra one), not short of one here.")
+    return text
+
+
+def left_out_before_words(root: Root) -> str:
+    """Why another communicator's issue orders place collectives left out here (align/left_out_before.py)."""
+    comm, seq = root.left_out_before
+    by_place: dict[int, list[int]] = {}
+    for rank, n in sorted(root.issue_places.items()):
+        by_place.setdefault(n, []).append(rank)
+    said = "; ".join(f"{ranks_words(ranks)} after {plural(n, 'collective')}" for n, ranks in sorted(by_place.items()))
+    who = ranks_words(root.outlier_ranks)
+    one = len(root.outlier_ranks) == 1
+    text = (f" Each rank's records give its collectives of every communicator in the order it issued them, and "
+            f"seq {seq} of comm {comm} comes after so many of their other communicators' ({said}): {who} issued "
+            f"{'it' if one else 'theirs'} early, yet went on in {'its' if one else 'their'} other communicators past "
+            f"where the program issues the next one there without issuing it, which an extra collective there would "
+            f"not do: {'it' if one else 'they'} left out collectives of comm {root.comm} before it.")
+    if root.blocked_elsewhere:
+        behind = ranks_words(list(root.blocked_elsewhere))
+        text += (f" {behind.capitalize()} launched fewer in comm {comm}, but "
+                 f"{'its' if len(root.blocked_elsewhere) == 1 else 'their'} records end no further on than the "
+                 f"program goes before the next one there: held back, not short of one there.")
     return text
 
 

@@ -267,7 +267,7 @@ def test_an_early_block_that_fits_a_collective_left_out_elsewhere_too_is_no_mere
     assert tp.pinned_by == ISSUE_ORDER and tp.kind == "extra" and tp.outlier_ranks == [1]
     assert tp.seq_range == (7, 10) and tp.size == 0 and tp.left_out_in == (W,)
     assert d.root.comm == T1 and W in d.root.undecided_comms
-    assert f"left out a collective of comm {W}" in words.cause(d)
+    assert f"left out collectives of comm {W}" in words.cause(d)
 
 
 def test_a_stop_whose_issue_orders_leave_no_majority_names_the_peer_that_may_hold_it_back():
@@ -361,3 +361,36 @@ def test_a_rank_that_left_one_out_before_a_peer_issued_an_extra_one_is_the_root_
     later = [note for note in d.notes if isinstance(note, DepartedLater)]
     assert [(note.ranks, note.seq_range, note.comm) for note in later] == [((1,), (1, 5), W)]
     assert any(c.startswith(f"rank 1 departed too in comm {W}") for c in words.caveats(d))
+
+
+def test_a_drafter_block_left_out_elsewhere_reads_like_an_extra_one_here_when_nothing_later_tells():
+    # A step is one world collective, then six alike of the rank's TP group (three layers, three of a drafter).
+    # Rank 3 left its drafter's three out of step 0 and issued step 1's world collective after three TP ones, where
+    # ranks 0 and 1 issue it after six; its TP peer, rank 2, waits in TP and never issues it. Rank 3's records hold
+    # no later world collective that an extra one would move on, and end where an extra one would leave them: one
+    # extra world collective and three TP ones left out read the same, so the TP comm is a candidate beside it.
+    logs = [rank_log(r, step(T1, layers=6) + step(T1)) for r in (0, 1)]
+    logs += [rank_log(2, step(T2, layers=6)), rank_log(3, step(T2) + step(T2))]
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER and d.root.outlier_ranks == [3]
+    assert d.root.left_out_in == (T2,) and T2 in d.root.undecided_comms
+    assert f"Or it left out collectives of comm {T2} before it" in words.cause(d)
+
+
+def test_a_rank_that_went_on_past_the_program_s_next_collective_here_issued_no_extra_one():
+    # A step is one world collective, then four alike of the rank's TP group. Rank 3 left out one TP collective of
+    # step 0, issued step 1's world collective after three TP ones (the others after four), then four more TP ones
+    # and no world one; rank 0, its TP peer, waits in TP. An extra world collective would have rank 3 issue the
+    # program's second after four TP ones, which it went on past without issuing it: it left the TP one out, and
+    # the root is there, somewhere in TP seqs 1..4, not an extra world collective.
+    logs = [rank_log(0, step(T1, layers=4)), rank_log(3, step(T1, layers=3) + step(T1, layers=4))]
+    logs += [rank_log(r, step(T2, layers=4) * 2) for r in (6, 7)]  # (TP groups of two on record, alike)
+    streams = build_streams(logs)
+    split = issue_order_split(streams, W)
+    assert split.outliers == [3] and split.left_out_only and split.left_out_in == (T1,)
+    assert issue_order_root(streams, W) is None
+    d = diagnose(logs)
+    assert d.root.comm == T1 and d.root.outlier_ranks == [3] and d.root.kind == "missing"
+    assert d.root.seq_range == (1, 4) and d.root.pinned_by == ISSUE_ORDER
+    assert d.root.left_out_before == (W, 2) and d.root.blocked_elsewhere == (0,)
+    assert f"it left out collectives of comm {T1} before it" in words.cause(d)

@@ -437,3 +437,25 @@ def test_a_rank_with_no_records_sides_with_those_whose_op_a_peer_s_report_gives_
     # Without the report's op, rank 3's stream is blank and pairs with anything: rank 1 alone.
     alone = analyze_comm(streams, "0xa", counted=counted["0xa"]).root
     assert alone is not None and alone.outlier_ranks == [1]
+
+
+def test_a_rank_cut_short_whose_count_ends_where_its_records_do_is_whole_there():
+    # Six ranks of one comm; ranks 0 and 3 launched one all-reduce, the others two. Rank 0's NCCL log was cut just
+    # after its first, but PyTorch counts it enqueueing 1, as its records hold: the cut hid nothing there, and it
+    # is behind beside rank 3, not a rank of unknown length.
+    from ncclforensics.align.diagnosis import diagnose
+
+    def nccl(rank: int, n: int) -> Evidence:
+        name = f"nccl_rank{rank}.log"
+        events = [CollectiveEvent(loc=Location(name, seq), comm="0xw", seq=seq, op="AllReduce", rank=rank,
+                                  count=2048, dtype="float32", redop="sum", root=0) for seq in range(1, n + 1)]
+        return Evidence(path=name, format=SourceFormat.NCCL_LOG, collectives=collectives_to_frame(events),
+                        cut=Location(name, n + 1) if rank == 0 else None)
+
+    launched = {0: 1, 1: 2, 2: 2, 3: 1, 4: 2, 5: 2}
+    logs = [nccl(r, n) for r, n in launched.items()]
+    logs += [_log(f"torch_rank{r}.log", progress=(ProgressReport(loc=Location(f"torch_rank{r}.log", 3), rank=r,
+                                                                 comm="0", last_enqueued=n, last_completed=1),))
+             for r, n in launched.items()]
+    root = diagnose(logs).root
+    assert root.outlier_ranks == [0, 3] and root.unplaced_ranks == [] and root.seq_range[0] <= 2 <= root.seq_range[1]
