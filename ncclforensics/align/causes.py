@@ -17,8 +17,8 @@ from dataclasses import replace
 
 from ..model import WatchdogEvent
 from ..model.kinds import is_p2p_comm
-from .consequences import (Disagreement, candidates, consequences, departing_elsewhere, odd_ones, other_side,
-                           ran_ahead)
+from .consequences import (Disagreement, candidates, consequences, departing_elsewhere, left_out_elsewhere, odd_ones,
+                           other_side, ran_ahead)
 from .divergence import CommAnalysis, Root
 from .notes import ConsequenceComm, Note, UndecidedComm, UnseenComm
 from .ras import RasHistory, job_processes
@@ -126,6 +126,11 @@ def pick_counted(found: list[tuple[Root, Disagreement]], processes: int = 0) -> 
         departed = {c for comms in elsewhere.values() for c in comms}
         chosen = [*chosen, *sorted(departed - set(chosen))]
         explained = {c: causes for c, causes in explained.items() if c not in departed}
+    # Odd ranks ahead here may have left collectives of another of their communicators out, where counts differ too,
+    # and issued their next one here early: each such communicator may be where the job diverged.
+    skipped = left_out_elsewhere(mine, [d for _, d in found], processes)
+    chosen = [*chosen, *(c for c in skipped if c not in chosen)]
+    explained = {c: causes for c, causes in explained.items() if c not in skipped}
     notes = comm_choice_notes(root, roots, explained, chosen)
     return replace(root, undecided_comms=tuple(c for c in chosen if c != root.comm)), notes
 

@@ -35,6 +35,11 @@ The rules weigh a communicator's odd ranks as a whole. Where some of them are od
 others in none (`departing_elsewhere`), the latter surely departed here, while the former may only have run on (or
 stayed behind) from their departure there: they are candidates, not outliers, and that communicator a candidate
 too.
+
+Odd ranks that ran ahead may have left collectives of another of their communicators out and issued their next one
+here early, which reads here as an extra one would (`left_out_elsewhere`): each other communicator of theirs whose
+counts differ too stays a candidate beside this one, whatever the rules read of it (one that holds this one inside
+it excepted, by the nesting rule).
 """
 
 from __future__ import annotations
@@ -167,6 +172,19 @@ def departing_elsewhere(chosen: Disagreement, found: list[Disagreement], process
         if comms:
             elsewhere[p] = sorted(comms)
     return elsewhere if elsewhere and set(chosen.odd) - set(elsewhere) else {}
+
+
+def left_out_elsewhere(chosen: Disagreement, found: list[Disagreement], processes: int = 0) -> list[str]:
+    """The other communicators whose counts differ too that hold one of `chosen`'s odd ranks, where those ran
+    ahead: a rank that left collectives of another of its communicators out issues its next one here early, and
+    runs ahead here just as one that launched an extra one here does (the mirror of it); the counts do not say
+    which came first, whatever the rules read. A communicator that holds `chosen` inside it is left out (the
+    nesting rule: a rank that skipped a collective of the outer group still launches its inner ones)."""
+    if not chosen.ahead:
+        return []
+    processes = max(processes, len({p for d in found for p in d.members if not unnamed_process(p)}))
+    return sorted(d.comm for d in found if d.comm != chosen.comm and chosen.odd & d.members
+                  and not d.may_contain(chosen, processes))
 
 
 def unordered_counts(counts: Mapping[Hashable, Mapping[str, int]]) -> bool:

@@ -384,3 +384,40 @@ def test_odd_ranks_ahead_are_read_alike_by_every_kind_of_evidence():
     assert found["0"].ahead and not found["tp"].ahead
     assert consequences(list(found.values())) == {}
     assert ran_ahead({0: 4, 1: 5}, frozenset({1})) and not ran_ahead({0: 5, 1: 5}, frozenset({0, 1}))
+
+
+TP2 = "c41e07b2d95a3f60"
+
+
+def test_ranks_ahead_in_the_world_may_have_left_out_collectives_of_tp_groups_whose_counts_differ_too(tmp_path):
+    """750620: a world of 8 (processes 500..507) and TP groups {0..3} and {4..7}. Ranks 2, 4 and 6 each skipped a
+    TP collective and issued their next world collective early: one world collective ahead, and 13 against 7 in
+    their TP groups. A reply counts the world's other ranks without naming them, and the world holds every odd
+    rank: by the counts' rules the TP groups are its consequences. Yet a rank ahead here may have left collectives
+    of another of its groups out: each TP group whose counts differ too stays a candidate beside the world."""
+    world = ("  Communicator ranks have different AllReduce operation counts\n"
+             "  5 ranks have launched up to operation 1\n"
+             "  Rank 2 has launched up to operation 2 -- GPU 2 managed by process 502 on node 10.1.0.2\n"
+             "  Rank 4 has launched up to operation 2 -- GPU 4 managed by process 504 on node 10.1.0.2\n"
+             "  Rank 6 has launched up to operation 2 -- GPU 6 managed by process 506 on node 10.1.0.2\n")
+    tp = ("  Communicator ranks have different AllReduce operation counts\n"
+          "  3 ranks have launched up to operation 7\n"
+          "  Rank 2 has launched up to operation 13 -- GPU 2 managed by process 502 on node 10.1.0.2\n")
+    tp2 = (f"\n#1-1 ({TP2}) MISMATCH\n"
+           "  Communicator ranks have different AllReduce operation counts\n"
+           "  2 ranks have launched up to operation 7\n"
+           "  Rank 0 has launched up to operation 13 -- GPU 4 managed by process 504 on node 10.1.0.2\n"
+           "  Rank 2 has launched up to operation 13 -- GPU 6 managed by process 506 on node 10.1.0.2\n")
+    evidence = []
+    for name in ("ras_status_q0.txt", "ras_status_q1.txt"):  # two replies with the same counts: stuck
+        (tmp_path / name).write_text(_reply(world, tp + tp2))
+        item = parse_file(InputFile(tmp_path / name, name))
+        assert not item.has_errors, item.problems
+        evidence.append(item)
+    histories = ras_histories([(e.format.value, s) for e in evidence for s in e.ras])
+    assert len(histories) == 3
+    rank_map = ras_rank_map(Streams(), evidence, histories)
+    root, notes = pick_counted(ras_only_roots(histories, rank_map, Streams(), stops={}), job_processes(histories))
+    tps = {"0x" + TP, "0x" + TP2}
+    assert tps <= {root.comm, *root.undecided_comms}
+    assert not [n for n in notes if getattr(n, "comm", None) in tps and not isinstance(n, UndecidedComm)]
