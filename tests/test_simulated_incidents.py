@@ -324,12 +324,12 @@ KNOWN: dict[int, str] = {
 # it holds, so a rank that launched fewer is behind (612974: a skip beside a lone all-gather); a root open above has a
 # window with no collective surely misaligned (740657: traces not written as far as their ranks got); of groups that
 # agree where three first part, the reference is the one a majority holds where they part next (740263: a swap shown by
-# tags, a skip by signatures later); rank whose records hold no later collective here after one it issued early, and end
+# tags, a skip by signatures later); a rank whose records hold no later collective here after one it issued early, and end
 # where an extra one would leave them, may as well have left collectives out of another comm before it: that comm is a
 # candidate (502915: a drafter pass left out); one whose records go on elsewhere past the program's next collective here
 # issued no extra one here, and the root is in the comm it issued fewer of before it (590043: a TP skip beside a world
 # extra one); a rank cut short that PyTorch counts no further than its records hold is whole there (720127: two skips,
-# one rank's log cut after it); comm whose counts differ too beside ranks ahead on counts alone is a candidate, as they
+# one rank's log cut after it); a comm whose counts differ too beside ranks ahead on counts alone is a candidate, as they
 # may have left collectives of it out and issued their next one here early (750620: RAS replies alone, three ranks each
 # skipping a TP collective).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
