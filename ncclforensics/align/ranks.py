@@ -17,6 +17,7 @@ or the ranks left over, where they are as many; else past every rank the other e
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 import polars as pl
@@ -243,6 +244,7 @@ def _by_members(logs: list[Evidence], evidence: list[Evidence], processes: list[
     ops = {(process, comm): comm_ops for process in mapping
            for comm, (_, _, comm_ops) in _process_comms(logs, process, wanted).items()}
     members: dict[str, set[tuple[int, ...]]] = {}
+    own: dict[tuple, set[str]] = {}  # placed process -> its comms some listed group fits
     for i in identities:
         rank = mapping.get((i.host, i.pid))
         if rank is not None:
@@ -251,6 +253,8 @@ def _by_members(logs: list[Evidence], evidence: list[Evidence], processes: list[
                     and _agree(ops.get(((i.host, i.pid), i.comm), {}), heads.get((rank, g), ()))}
             if fits:  # (one that no listed group holds there says nothing of which group it is)
                 members[i.comm] = members[i.comm] & fits if i.comm in members else fits
+                own.setdefault((i.host, i.pid), set()).add(i.comm)
+    _distinct_groups(members, own)
     found: dict[tuple, int] = {}
     taken = set(mapping.values())
     for process in processes:
@@ -264,6 +268,24 @@ def _by_members(logs: list[Evidence], evidence: list[Evidence], processes: list[
     return found
 
 
+def _distinct_groups(members: dict[str, set[tuple[int, ...]]], own: dict[tuple, set[str]]) -> None:
+    """Narrows `members` in place: two comms of one process are two of its groups (as in `_matches`), so a group
+    left alone for one of a placed process's comms is none of its others'. Worked example: rank 0 at comm rank 0 of
+    0xtp and 0xdp fits its groups (0, 1) and (0, 2) in both; 0xtp's records at seq 10 are (0, 1)'s alone, and
+    0xdp's log holds no seq that tells them apart: 0xdp is (0, 2)."""
+    changed = True
+    while changed:
+        changed = False
+        for comms in own.values():
+            pinned = {comm: next(iter(members[comm])) for comm in comms if len(members[comm]) == 1}
+            for comm in comms:
+                others = {group for other, group in pinned.items() if other != comm}
+                left = members[comm] - others
+                if left and left != members[comm]:  # (none left: the records disagree; leave it as it is)
+                    members[comm] = left
+                    changed = True
+
+
 def _by_layout(logs: list[Evidence], evidence: list[Evidence], processes: list[tuple], mapping: dict[tuple, int],
                dumped: set[int], matched: dict[tuple, set[int]] | None = None) -> dict[tuple, int]:
     """Processes still unplaced, placed by the job's group layout alone: every dump's `pg_config` lists every
@@ -273,11 +295,17 @@ def _by_layout(logs: list[Evidence], evidence: list[Evidence], processes: list[t
     comm allows ranks 2 and 6, comm rank 1 of a 2-rank comm allows 4, 5, 6 and 7: rank 6."""
     layouts = {tuple(info.ranks) for item in evidence if _recorder(item) for info in item.comm_infos
                if len(info.ranks) > 1}
-    job = set(range(_job_size(evidence)))
-    # Only sizes whose groups, as the dumps list them, cover the whole job: a group no dump lists would otherwise
-    # leave its true ranks out and a wrong one over.
-    complete = {size for size in {len(g) for g in layouts}
-                if {r for g in layouts if len(g) == size for r in g} >= job}
+    job = set(range(max(_job_size(evidence), len(processes))))  # (every process is a rank of the job)
+    logged = Counter(size for _, size in {(i.comm, i.comm_size) for item in logs for i in item.identities
+                                          if i.comm and i.comm_size})
+    listed = Counter(len(g) for g in layouts)
+    # Only sizes whose groups, as the dumps list them, cover the whole job, and are as many as the logs show comms
+    # of that size or more: a group no dump lists (a dump lists its own rank's groups) would otherwise leave its
+    # true ranks out and a wrong one over. Worked example: rank 0's dump lists (0, 1) and (0, 2), the logs show four
+    # 2-rank comms of four processes; (1, 3) and (2, 3) are listed nowhere, and rank 3, comm rank 1 of both, would
+    # be read as rank 2.
+    complete = {size for size in listed
+                if {r for g in layouts if len(g) == size for r in g} >= job and logged[size] <= listed[size]}
     if not layouts or not job:
         return {}
     taken = set(mapping.values())
@@ -304,11 +332,13 @@ def _by_layout(logs: list[Evidence], evidence: list[Evidence], processes: list[t
 
 
 def _renumbered(item: Evidence, mapping: dict[tuple, int]) -> Evidence:
-    """The log's rows and identities with each process's global rank."""
+    """The log's rows, identities and watchdog events (its aborts and WARN lines) with each process's global
+    rank."""
     keys = pl.DataFrame({"host": [h for h, _ in mapping], "pid": [p for _, p in mapping],
                          "_rank": list(mapping.values())}, schema={"host": pl.String, "pid": pl.Int64,
                                                                    "_rank": pl.Int64})
     rows = item.collectives.join(keys, on=["host", "pid"], how="left", maintain_order="left").with_columns(
         pl.coalesce("_rank", "rank").alias("rank")).drop("_rank")
     identities = [replace(i, rank=mapping.get((i.host, i.pid), i.rank)) for i in item.identities]
-    return replace(item, collectives=rows, identities=identities)
+    watchdog = [replace(w, rank=mapping.get((w.host, w.pid), w.rank)) for w in item.watchdog]
+    return replace(item, collectives=rows, identities=identities, watchdog=watchdog)

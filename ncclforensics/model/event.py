@@ -207,6 +207,10 @@ class WatchdogEvent:
     kind: str  # a WatchdogKind value (checked: a parser cannot make up a kind the analysis does not know)
     rank: int | None = None
     comm: str | None = None  # process group name or NCCL hash
+    # the process whose line it is, where the source names it (NCCL logs): its `rank` is renumbered with the process
+    # where the log's ranks are comm ranks (align/ranks.py)
+    host: str | None = None
+    pid: int | None = None
     seq: int | None = None
     op: str | None = None
     numel_in: int | None = None

@@ -10,6 +10,7 @@ from ncclforensics.model import (
     Location,
     ProcessIdentity,
     SourceFormat,
+    WatchdogEvent,
     collectives_to_frame,
 )
 from ncclforensics.sources import formats
@@ -122,3 +123,72 @@ def test_a_dump_that_fits_a_process_on_sizes_and_comm_ranks_alone_is_not_its():
              dump(3, [("2", seq, 2048) for seq in range(1, 10)] + [("4", 1, 1)])]
     _, notes, stand_ins = resolve_global_ranks([log, *dumps])
     assert stand_ins == {1: "vm:722"} and notes[0].given == 0
+
+
+# Four ranks, 2-rank comms TP (0, 1), (2, 3) and DP (0, 2), (1, 3); only rank 0 left a dump, which lists its own
+# two groups. Comm rank 0 is the lower global rank in each.
+PAIRS = {"0xtp01": (0, 1), "0xtp23": (2, 3), "0xdp02": (0, 2), "0xdp13": (1, 3)}
+
+
+def _pair_log(rank: int, counts: dict[str, list[int]]) -> Evidence:
+    """Rank `rank`'s NCCL log: its comm rank in each 2-rank comm holding it, and the counts of its AllReduces
+    there (seq 1 on), where given."""
+    path = f"nccl.{100 + rank}.log"
+    comms = [(comm, ranks.index(rank)) for comm, ranks in PAIRS.items() if rank in ranks]
+    identities = [ProcessIdentity(loc=Location(path, 1), host="node", pid=100 + rank, rank=comm_rank, comm=comm,
+                                  comm_rank=comm_rank, comm_size=2) for comm, comm_rank in comms]
+    events = [CollectiveEvent(loc=Location(path, 2 + seq), comm=comm, seq=seq, op="AllReduce", count=count,
+                              rank=comm_rank, host="node", pid=100 + rank)
+              for comm, comm_rank in comms for seq, count in enumerate(counts.get(comm, []), start=1)]
+    # its aborts, numbered as the log numbers the process: its comm rank in the comm it initialized first
+    aborts = [WatchdogEvent(loc=Location(path, 99), kind="abort", rank=comms[0][1], comm=comm, host="node",
+                            pid=100 + rank) for comm, _ in comms]
+    return Evidence(path=path, format=SourceFormat.NCCL_LOG, identities=identities, watchdog=aborts,
+                    collectives=collectives_to_frame(events), facts=FACTS[SourceFormat.NCCL_LOG])
+
+
+def _rank_0_dump() -> Evidence:
+    """Rank 0's dump, a ring that kept TP's seqs 10..11 and DP's seq 4 only."""
+    infos = [CommInfo(loc=Location("fr_rank0", field="pg_config"), comm=name, ranks=ranks)
+             for name, ranks in (("1", (0, 1)), ("3", (0, 2)))]
+    rows = [("1", 10, 2048), ("1", 11, 2048), ("3", 4, 8)]
+    events = [CollectiveEvent(loc=Location("fr_rank0", record=i), comm=name, seq=seq, op="AllReduce", count=count,
+                              rank=0) for i, (name, seq, count) in enumerate(rows)]
+    return Evidence(path="fr_rank0", format=SourceFormat.FLIGHT_RECORDER, comm_infos=infos,
+                    collectives=collectives_to_frame(events), facts=FACTS[SourceFormat.FLIGHT_RECORDER])
+
+
+def test_a_group_one_comm_of_a_placed_process_is_is_not_another_of_its_comms():
+    """Rank 0's process is comm rank 0 of 0xtp01 and of 0xdp02; both of its dump's groups, (0, 1) and (0, 2), put it
+    at comm rank 0. 0xtp01's AllReduce x2048 at seq 10 is (0, 1)'s only, and 0xdp02 holds no seq past 4 that tells
+    the two apart by records: but (0, 1) is 0xtp01, so 0xdp02 is (0, 2), and its comm rank 1 is rank 2."""
+    tp, dp = [1, 8] + [2048] * 10, [1, 8, 1, 8]
+    logs = [_pair_log(0, {"0xtp01": tp, "0xdp02": dp}), _pair_log(2, {"0xdp02": dp + [1]})]
+    found = _by_members(logs, [*logs, _rank_0_dump()], [("node", 100), ("node", 102)], {("node", 100): 0})
+    assert found == {("node", 102): 2}
+
+
+def test_a_layout_the_dumps_list_part_of_is_no_layout():
+    """Rank 0's dump lists (0, 1) and (0, 2), which cover ranks 0..2, but the logs show four processes and four
+    2-rank comms: TP (2, 3) and DP (1, 3) are listed nowhere. Rank 3's process is comm rank 1 of both of its comms,
+    which the listed groups allow for ranks 1 and 2 alone: with 0 and 1 placed the layout would name it rank 2.
+    Nothing places it."""
+    logs = [_pair_log(rank, {}) for rank in range(4)]
+    placed = {("node", 100): 0, ("node", 101): 1}
+    processes = [("node", 100 + rank) for rank in range(4)]
+    assert _by_layout(logs, [*logs, _rank_0_dump()], processes, placed, {0}) == {}
+
+
+def test_processes_of_2_rank_comms_beside_one_dump_are_their_ranks_in_every_record():
+    """The four processes of TP (0, 1), (2, 3) and DP (0, 2), (1, 3), with rank 0's dump alone: rank 0's process
+    matches it, its comms name ranks 1 and 2 (0xdp02 by elimination), and rank 3 is the one left; not rank 2 by a
+    layout that lists half the groups. Their aborts carry the same ranks as their collectives."""
+    tp, dp = [1, 8] + [2048] * 10, [1, 8, 1, 8]
+    logs = [_pair_log(0, {"0xtp01": tp, "0xdp02": dp}), _pair_log(1, {"0xtp01": tp, "0xdp13": dp}),
+            _pair_log(2, {"0xdp02": dp + [8], "0xtp23": tp}), _pair_log(3, {"0xdp13": dp + [8], "0xtp23": tp})]
+    changed, notes, stand_ins = resolve_global_ranks([*logs, _rank_0_dump()])
+    assert stand_ins == {} and notes[0].given == 4
+    for rank, log in enumerate(changed[:4]):
+        assert {i.rank for i in log.identities} == {rank}
+        assert set(log.collectives.get_column("rank").to_list()) == {rank}
+        assert {w.rank for w in log.watchdog} == {rank}

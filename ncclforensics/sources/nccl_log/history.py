@@ -127,7 +127,7 @@ class History:
             dev = e.comm.cuda_dev if e.comm is not None and e.comm.cuda_dev is not None else e.dev
             events.append(WatchdogEvent(
                 loc=Location(self.problems.name, e.line), kind=e.kind.value, rank=self.rank_of(e.host, e.pid, dev),
-                comm=e.comm.key if e.comm is not None else None, message=e.message,
+                comm=e.comm.key if e.comm is not None else None, host=e.host, pid=e.pid, message=e.message,
             ))
         return events
 
