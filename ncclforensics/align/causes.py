@@ -13,6 +13,7 @@ against the root: the counts of the communicators around it.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from dataclasses import replace
 
 from ..model import WatchdogEvent
@@ -56,17 +57,19 @@ def ras_counted_cause(root: Root, analyses: dict[str, CommAnalysis], streams: St
     process = {rank_map[(comm, r.rank)]: (r.host, r.pid) for comm, history in ras.items()
                for _, block in history.states for r in block.ranks
                if r.pid is not None and (comm, r.rank) in rank_map}
-    analysis = analyses[root.comm]
-    members = {*analysis.ranks, *streams.expected_members.get(root.comm, ())}
-    if not members <= set(process):
+
+    def tied(analysis: CommAnalysis) -> bool:
+        return {*analysis.ranks, *streams.expected_members.get(analysis.comm, ())} <= set(process)
+
+    if not tied(analyses[root.comm]):
         return None
-    launched = {process[r]: n for r, n in analysis.launched.items() if (root.comm, r) not in streams.cut}
-    odd = odd_ones(launched, {process[r] for r in root.outlier_ranks}, root.majority)
-    mine = Disagreement(root.comm, frozenset(process[r] for r in members), odd,
-                        other=other_side(launched, odd, root.majority), ahead=ran_ahead(launched, odd))
+    mine = _streams_disagreement(root, analyses[root.comm], streams, process)
+    # (as in enqueued_cause, the other communicators whose streams disagree too are weighed as well)
+    beside = [_streams_disagreement(a.root, a, streams, process) for c, a in sorted(analyses.items())
+              if c != root.comm and a.root is not None and a.root.comm == c and tied(a)]
     processes = job_processes(ras)
-    explained = consequences([mine, *(d for _, d in counted)], processes)
-    causes = [c for c in explained.get(root.comm, []) if c != root.comm]
+    explained = consequences([mine, *beside, *(d for _, d in counted)], processes)
+    causes = [c for c in explained.get(root.comm, []) if c != root.comm and c in {d.comm for _, d in counted}]
     if not causes:
         return None
     chosen, notes = pick_counted([(r, d) for r, d in counted if r.comm in causes], processes)
@@ -90,18 +93,34 @@ def enqueued_cause(root: Root, analyses: dict[str, CommAnalysis], streams: Strea
                if r.comm != root.comm and (r.comm not in analyses or analyses[r.comm].root is None)]
     if not counted or root.comm not in analyses:
         return None
-    analysis = analyses[root.comm]
-    launched = {r: n for r, n in analysis.launched.items() if (root.comm, r) not in streams.cut}
-    odd = odd_ones(launched, set(root.outlier_ranks), root.majority)
-    mine = Disagreement(root.comm, frozenset({*analysis.ranks, *streams.expected_members.get(root.comm, ())}), odd,
-                        other=other_side(launched, odd, root.majority), ahead=ran_ahead(launched, odd))
-    causes = [c for c in consequences([mine, *(d for _, d in counted)]).get(root.comm, []) if c != root.comm]
+    mine = _streams_disagreement(root, analyses[root.comm], streams)
+    # (the other communicators whose streams disagree too are weighed as well: a rank odd in the counted one may be
+    # stuck in one of them rather than in the root's, so the counted one need not be the one cause of them all)
+    beside = [_streams_disagreement(a.root, a, streams) for c, a in sorted(analyses.items())
+              if c != root.comm and a.root is not None and a.root.comm == c]
+    causes = [c for c in consequences([mine, *beside, *(d for _, d in counted)]).get(root.comm, [])
+              if c != root.comm and c in {d.comm for _, d in counted}]
     if not causes:
         return None
     chosen, notes = pick_counted([(r, d) for r, d in counted if r.comm in causes])
     if chosen is None:
         return None
     return chosen, notes + comm_choice_notes(chosen, [root], {root.comm: causes}, [])
+
+
+def _streams_disagreement(root: Root, analysis: CommAnalysis, streams: Streams,
+                          process: Mapping[int, Hashable] | None = None) -> Disagreement:
+    """A communicator's disagreement as its streams' root reads it (the ranks of files cut short left out of the
+    counts). `process`: rank -> the key RAS names its process by, where the disagreement is weighed against RAS
+    counts."""
+    def key(rank: int) -> Hashable:
+        return rank if process is None else process[rank]
+
+    launched = {key(r): n for r, n in analysis.launched.items() if (root.comm, r) not in streams.cut}
+    odd = odd_ones(launched, {key(r) for r in root.outlier_ranks}, root.majority)
+    members = frozenset(key(r) for r in {*analysis.ranks, *streams.expected_members.get(root.comm, ())})
+    return Disagreement(root.comm, members, odd, other=other_side(launched, odd, root.majority),
+                        ahead=ran_ahead(launched, odd))
 
 
 def pick_counted(found: list[tuple[Root, Disagreement]], processes: int = 0) -> tuple[Root | None, list[Note]]:

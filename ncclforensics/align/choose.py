@@ -69,12 +69,13 @@ class Choice:
 def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateDisagreement | None, *,
                 gates: list[GateDecision], ras: dict[str, RasHistory], rank_map: dict[tuple[str, int], int],
                 marks: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], fingerprints: list[FingerprintRow],
-                stops: dict[str, list[str]], cut_files: set[str], died: bool) -> Choice:
+                stops: dict[str, list[str]], cut_files: set[str], died: bool,
+                guessed: frozenset[str] = frozenset()) -> Choice:
     """The root the evidence names (None where none offers one), and what the choice adds to the diagnosis.
     `stops`: comm -> what shows that it stopped rather than merely lagging; `cut_files`: the paths of the files cut
     short; `died`: whether the evidence says a process died (RAS missing or dead ranks, peers' remote-process
-    errors)."""
-    root, comm_notes = _pick_root(analyses, gate, streams)
+    errors); `guessed`: the comms whose roots rest on trace records placed by a guess (traces.resting_on_guesses)."""
+    root, comm_notes = _pick_root(analyses, gate, streams, guessed)
     counted_cause = None
     if root is not None and not root.shown:
         counted_cause = ras_counted_cause(root, analyses, streams, ras, rank_map, stops)
@@ -294,12 +295,14 @@ def _known(streams: Streams) -> dict[str, set[int]]:
             **{c: set(r) for c, r in streams.members.items()}}
 
 
-def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
-               streams: Streams) -> tuple[Root | None, list[Note]]:
+def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None, streams: Streams,
+               guessed: frozenset[str] = frozenset()) -> tuple[Root | None, list[Note]]:
     """Among communicators with a root, the cause rather than its consequences (consequences.py: a rank stuck in
     one communicator stops launching in the others it belongs to), and the notes of that choice. Then records
-    that differ beat lengths that differ, which beat a root only the gate journal places; collectives gained or
-    changed beat collectives missing or stopped."""
+    that differ beat lengths that differ, which beat a root only the gate journal places; of those alike, a root
+    whose departure records their results place beats one that may rest on a record only its neighbours placed
+    (`guessed`: their comms), which stays a candidate beside it; collectives gained or changed beat collectives
+    missing or stopped."""
     rooted = [a for a in analyses.values() if a.root is not None]
     if not rooted:
         return None, []
@@ -323,7 +326,7 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
         return not r.shown, r.comm in explained, not (r.shown or len(set(launched[r.comm].values())) > 1)
 
     roots = [a.root for a in rooted]
-    root = min(roots, key=lambda r: (*evidence(r), r.told, not (set(r.outlier_ranks) & deviants), order[r.kind],
+    root = min(roots, key=lambda r: (*evidence(r), r.comm in guessed, r.told, not (set(r.outlier_ranks) & deviants), order[r.kind],
                                      _width(r.seq_range), r.seq, r.comm))
     # (a root may come with the communicators its own evidence leaves undecided beside it)
     undecided = sorted({*root.undecided_comms,

@@ -51,7 +51,7 @@ from .reanalysis import reanalyze_behind_ranks, reanalyze_by_issue_orders
 from .receipts import Finding, answer_receipts, death_receipts, job_ras_receipts
 from .reconcile import Reconciliation, reconcile
 from .streams import Streams, build_streams
-from .traces import Guesses, guessed_comms, seq_slack, wider_slack, with_trace_rows
+from .traces import Guesses, guessed_comms, resting_on_guesses, seq_slack, wider_slack, with_trace_rows
 from .unranked import unranked_streams
 from .unwritten import completed_floors, parted_at_read_back, unwritten_ends
 from .watchdog import (
@@ -171,7 +171,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     choice = choose_root(analyses, streams, gate, gates=gates, ras=ras, rank_map=rank_map, marks=marks,
                          watchdog=watchdog, fingerprints=fingerprints, stops=stops,
                          cut_files={e.path for e in evidence if e.cut is not None},
-                         died=died)
+                         died=died, guessed=resting_on_guesses(
+                             [a.root for a in analyses.values() if a.root is not None], guesses))
     root, counted_cause = choice.root, choice.counted_cause
     notes += choice.notes
     root, guessed = _widened_by_guesses(root, guesses)

@@ -15,7 +15,9 @@ comms is trace_groups.py's; here the groups become rows, named by what other evi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -24,6 +26,9 @@ from ..model.kinds import normalize_op
 from .notes import Note, TracesApart, TracesMixedComms, TracesNameNoComm, TracesUnplaced
 from .trace_groups import (MIXED, UNKNOWN, Members, partners_by_tag, record_groups, recurring_with_tails,
                            result_holders, result_key)
+
+if TYPE_CHECKING:
+    from .divergence import Root  # (divergence.py imports this module)
 
 @dataclass(frozen=True)
 class Placed:
@@ -157,6 +162,24 @@ def guessed_comms(comm: str, seq_range: tuple[int, int | None], guesses: Guesses
                for p in placed):
             found |= {p.comm for p in placed if p.comm != comm}
     return tuple(sorted(found))
+
+
+def resting_on_guesses(roots: Iterable[Root], guesses: Guesses) -> frozenset[str]:
+    """The comms of `roots` whose outliers' departure may be a record that only its neighbours put there: a record
+    of an outlier's trace in the root's comm and range, placed by a guess. Were it another comm's, the root's
+    records would not show that departure at all (it may be where the rank issued a collective of that other comm
+    among this one's), so such a root weighs less than one whose records their results place. Worked example (the
+    one of guessed_comms): rank 6's `dp.retry` went with its neighbours to the TP group, where it reads as an extra
+    collective of rank 6's; it may as well be of rank 6's DP pair, and the TP group's records then agree."""
+    found = set()
+    for root in roots:
+        if root.seq_range is None:
+            continue
+        low, high = root.seq_range
+        if any(p.comm == root.comm and p.by_neighbours and p.seq >= low and (high is None or p.seq <= high)
+               for rank in root.outlier_ranks for p in guesses.get(rank, ())):
+            found.add(root.comm)
+    return frozenset(found)
 
 
 def wider_slack(comm: str, low: int, guesses: Guesses) -> int:

@@ -346,6 +346,33 @@ def test_enqueued_counts_past_records_that_end_alike_name_the_comm_a_root_on_len
     assert enqueued_cause(world.root, analyses, Streams(), marks, [], {"0": stops}) is None
 
 
+def test_enqueued_counts_of_an_outer_comm_are_no_cause_where_its_odd_ranks_part_in_several_comms_inside():
+    # 721158: TP groups 1 (ranks 0 to 3) and 2 (ranks 4 to 7) each part one rank by call sites (3 and 7: each ran
+    # its drafter alone), and the world's counts give ranks 3 and 7 one collective fewer: each is held in its own TP
+    # group. The world is their consequence, not the cause of either; weighed against comm 1 alone it would be the
+    # one comm that holds both odd ranks.
+    from ncclforensics.align.causes import enqueued_cause
+    from ncclforensics.align.divergence import STOPPED, CommAnalysis
+
+    def tp(comm: str, ranks: list[int], odd: int) -> CommAnalysis:
+        analysis = CommAnalysis(comm=comm, ranks=ranks, launched={r: 7 if r == odd else 8 for r in ranks},
+                                completed={r: 6 if r == odd else 7 for r in ranks}, first_seq=dict.fromkeys(ranks, 7))
+        analysis.root = Root(comm=comm, seq=1, seq_range=(1, 8), outlier_ranks=[odd],
+                             reference_ranks=[r for r in ranks if r != odd], kind=STOPPED, size=1,
+                             pinned_by="call sites", reason=RangeReason.BEFORE_RECORDS, majority=True)
+        return analysis
+
+    world_ranks = [0, 1, 2, 4, 5, 6]
+    world = CommAnalysis(comm="0", ranks=world_ranks, launched=dict.fromkeys(world_ranks, 2),
+                         completed=dict.fromkeys(world_ranks, 1), first_seq=dict.fromkeys(world_ranks, 2))
+    analyses = {"0": world, "1": tp("1", [0, 1, 2, 3], 3), "2": tp("2", [4, 5, 6, 7], 7)}
+    stops = ["watchdog timeout (torch_rank0.log:2)"]
+    marks = {"0": EnqueueMarks(launched={r: 1 if r in (3, 7) else 2 for r in range(8)}, stops=stops),
+             "1": EnqueueMarks(launched={0: 14, 1: 14, 2: 14, 3: 10}, stops=stops),
+             "2": EnqueueMarks(launched={4: 14, 5: 14, 6: 14, 7: 10}, stops=stops)}
+    assert enqueued_cause(analyses["1"].root, analyses, Streams(), marks, [], {"0": stops}) is None
+
+
 def test_odd_ranks_ahead_of_ranks_nothing_holds_are_no_consequence_of_a_group_inside():
     # 390036: rank 6 launched 5 world collectives against the others' 4, and 18 in its TP group (ranks 4 to 7)
     # against 20. Ranks 0 to 3 share no disagreeing group: nothing holds them back, so rank 6 did not merely run on

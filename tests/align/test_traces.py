@@ -947,3 +947,37 @@ def test_a_result_no_one_shares_is_a_guess_where_results_went_beyond_the_one_com
     # a root resting on `dp.1` names the DP pair as a candidate, though every record placed there was a guess too
     placed = (Placed("dp", 1, True), Placed("tp", 1, True), Placed("tp", 2, False), Placed("tp", 3, False))
     assert guessed_comms("tp", (1, 2), {0: placed}) == ("dp",)
+
+
+def test_a_root_that_may_rest_on_a_record_placed_by_neighbours_yields_to_one_its_records_place():
+    """721193: rank 6's `dp.retry` went with its neighbours to its TP group, where it reads as an extra collective
+    of rank 6 (a root by call sites, somewhere in seq 1..10); rank 0's TP group has a different collective, its
+    records placed by the results they share. Were `dp.retry` of rank 6's DP pair, the TP group's records would
+    show no departure: the root is rank 0's comm, and rank 6's stays a candidate beside it."""
+    from dataclasses import replace
+
+    from ncclforensics.align.choose import _pick_root
+    from ncclforensics.align.divergence import DIFFERENT_OPS, EXTRA, CommAnalysis, RangeReason, Root
+    from ncclforensics.align.streams import Streams
+    from ncclforensics.align.traces import Placed, resting_on_guesses
+
+    extra = Root(comm="2", seq=1, seq_range=(1, 10), outlier_ranks=[6], reference_ranks=[4, 5, 7], kind=EXTRA,
+                 size=1, pinned_by="call sites", reason=RangeReason.LOOKALIKE, shown=True)
+    different = Root(comm="1", seq=7, seq_range=(7, 14), outlier_ranks=[0], reference_ranks=[1, 2, 3],
+                     kind=DIFFERENT_OPS, size=1, pinned_by="signatures", reason=RangeReason.LOOKALIKE, shown=True)
+    analyses = {
+        "1": CommAnalysis("1", [0, 1, 2, 3], dict.fromkeys(range(4), 14), dict.fromkeys(range(4)),
+                          dict.fromkeys(range(4), 1), root=different),
+        "2": CommAnalysis("2", [4, 5, 6, 7], {4: 11, 5: 11, 6: 12, 7: 11}, dict.fromkeys(range(4, 8)),
+                          dict.fromkeys(range(4, 8), 1), root=extra),
+    }
+    placed = (Placed("[ranks=2,6]", 1, False, tag="dp.0"), Placed("2", 9, False, tag="moe"),
+              Placed("2", 10, True, tag="dp.retry"), Placed("2", 11, False, tag="lm_head"))
+    guessed = resting_on_guesses([extra, different], {6: placed})
+    assert guessed == {"2"}
+    root, _ = _pick_root(analyses, None, Streams(), guessed)
+    assert root.comm == "1" and root.undecided_comms == ("2",)
+    # A guess past the root's range, or on a rank it does not name, leaves the root as its records give it.
+    assert resting_on_guesses([replace(extra, seq_range=(1, 9))], {6: placed}) == frozenset()
+    assert resting_on_guesses([extra], {5: placed}) == frozenset()
+    assert _pick_root(analyses, None, Streams())[0].comm == "2"
