@@ -854,7 +854,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             proposal, pinned_by, compared, chosen = found, label, list(stages), codes
             narrowed.append(label)
             continue
-        if _picks_side(found, proposal):
+        if _picks_side(found, proposal, chosen):
             # A poorer field that only some ranks recorded split them evenly; a richer one more of them recorded
             # names one side of that split as a minority: it says who departed, within where.
             proposal, pinned_by, compared, chosen = found, label, list(stages), codes
@@ -1120,16 +1120,38 @@ def _lengths_later(found: Proposal, proposal: Proposal, codes: dict[int, Codes],
     return True
 
 
-def _picks_side(found: Proposal, proposal: Proposal) -> bool:
-    """Whether a richer field's proposal, with a majority, names as its outliers exactly one side of a poorer
-    field's even split (either side may have departed there) and places them within where that split did: the
-    richer field decides who departed, as a narrowing (the ranks that did not record the poorer field side with
-    either, and the richer one counts them)."""
+def _picks_side(found: Proposal, proposal: Proposal, poorer: dict[int, Codes]) -> bool:
+    """Whether a richer field's proposal, with a majority, names as its outliers one side of a poorer field's even
+    split (either side may have departed there) and places them within where that split did: the richer field
+    decides who departed, as a narrowing (the ranks that did not record the poorer field side with either, and the
+    richer one counts them). `poorer`: the codes the split was made from.
+
+    The side named may be the split's side as grouped, or the ranks of it whose poorer records part it from the
+    other side with any that side with either: a group of the split lumps ranks that recorded nothing there with
+    one side or the other. Worked example (seed 740944): eight ranks, tags of every collective, call stacks from
+    rings that reach back to the parting on ranks 0 and 6 alone; ranks 2 and 6 issued two layers' all-reduces in
+    each other's place. The stacks part rank 0 from rank 6, one against one; the tags part ranks 2 and 6 from
+    the six others: rank 6's side departed, and rank 2 (no stack there) with it."""
     if proposal.majority or not proposal.either_side or proposal.stopped or not found.majority or found.stopped:
         return False
     if not found.shown or not found.placements or not _within(found, proposal):
         return False
-    return any(set(found.outliers) == set(ranks) for ranks in proposal.members.values())
+    named = set(found.outliers)
+    if any(named == set(ranks) for ranks in proposal.members.values()):
+        return True
+    parting = _parting_ranks(proposal, poorer)
+    return any(mine and mine <= named and not theirs & named for mine, theirs in (parting, parting[::-1]))
+
+
+def _parting_ranks(proposal: Proposal, codes: dict[int, Codes]) -> tuple[set[int], set[int]]:
+    """The ranks of each side of a two-way split whose records part them from the other side's (the rest of
+    that side recorded nothing that does: they side with either); two empty sets for a split of more groups."""
+    sides = [[r for r in ranks if r in codes] for ranks in proposal.members.values()]
+    if len(sides) != 2 or not all(sides):
+        return set(), set()
+    first, second = sides
+    return ({r for r in first if not agree(codes[r], merged(codes[o] for o in second))},
+            {r for r in second if not agree(codes[r], merged(codes[o] for o in first))})
 
 
 def _different_then_stopped(codes: dict[int, Codes], proposal: Proposal, start: int,

@@ -427,6 +427,37 @@ def test_an_even_split_by_a_richer_field_narrows_the_minority_a_poorer_one_named
     assert not solution.majority and solution.outliers == [0, 1, 2, 3, 4]
 
 
+def test_a_richer_field_names_one_side_of_a_split_the_poorer_one_drew_between_two_recorders():
+    # Seed 740944: eight ranks. Ranks 2 and 6 issued seq 2 and 3 in each other's place. Call stacks reach back
+    # there on ranks 0 and 6 alone (the others' rings begin at seq 5): one against one, no majority, and the split
+    # lumps the six that side with either with rank 0. Every rank traced tags, which part ranks 2 and 6 from the
+    # six others: rank 6's side of the split departed, rank 2 (no stack there) with it.
+    ops, program = [1] * 12, [10, 11, 12, 13, 14, 15] * 2
+    swapped = [10, 12, 11] + program[3:]
+    ring = [0] * 4 + program[4:]
+
+    def codes(**fields) -> Codes:
+        return Codes({n: np.array(v, dtype=np.uint64) for n, v in fields.items()}, len(ops))
+
+    stacks = {r: codes(op=ops, stack=ring) for r in range(8)}
+    stacks[0], stacks[6] = codes(op=ops, stack=program), codes(op=ops, stack=swapped)
+    tags = {r: codes(op=ops, stack=stacks[r].fields["stack"], tag=swapped if r in (2, 6) else program)
+            for r in range(8)}
+    assert not propose(stacks, 1).majority
+    solution = solve([("call sites", lambda: stacks), ("tags", lambda: tags)], 1, [], lambda seq: ())
+    assert solution.outliers == [2, 6] and solution.majority and solution.pinned_by == "tags"
+    assert solution.reference == [0, 1, 3, 4, 5, 7]
+    # Where the tags part ranks 0 and 2 instead, rank 0's side departed (rank 6's stacks are the program's).
+    tags = {r: codes(op=ops, stack=stacks[r].fields["stack"], tag=swapped if r in (0, 2) else program)
+            for r in range(8)}
+    solution = solve([("call sites", lambda: stacks), ("tags", lambda: tags)], 1, [], lambda seq: ())
+    assert solution.outliers == [0, 2] and solution.majority
+    # Where they part rank 2 alone, neither side of the stacks' split is theirs: the one against one stands.
+    tags = {r: codes(op=ops, stack=stacks[r].fields["stack"], tag=swapped if r == 2 else program) for r in range(8)}
+    solution = solve([("call sites", lambda: stacks), ("tags", lambda: tags)], 1, [], lambda seq: ())
+    assert not solution.majority and solution.outliers == list(range(8))
+
+
 def test_a_departure_a_richer_field_shows_comes_before_lengths_it_leaves_no_earlier_edit():
     # Traces flushed per step: rank 1 read back a step more than the others (they hung in it, their results of it
     # never read back). By signatures alone (lookalikes but the last of each step) that is rank 1 running a whole
