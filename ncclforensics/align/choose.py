@@ -39,7 +39,7 @@ import polars as pl
 from ..model import EventState, FingerprintRow, GateDecision, WatchdogEvent
 from .causes import comm_choice_notes, enqueued_cause, pick_counted, ras_counted_cause, unseen_causes
 from .compared_alike import departures_bounded
-from .consequences import Disagreement, consequences, odd_ones, other_side, ran_ahead
+from .consequences import Disagreement, consequences, kept_outer, odd_behind, odd_ones, other_side, ran_ahead
 from .counts_beside_records import records_pair, with_counted_outliers, with_counted_past_records
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
@@ -314,8 +314,12 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
         odd = odd_ones(launched[a.comm], set(a.root.outlier_ranks), a.root.majority)
         counts = launched[a.comm]
         found.append(Disagreement(a.comm, frozenset(a.ranks) | frozenset(streams.expected_members.get(a.comm, ())),
-                                  odd, other=other_side(counts, odd, a.root.majority), ahead=ran_ahead(counts, odd)))
-    explained = consequences([d for d, a in zip(found, rooted) if _shows_disagreement(a, launched[a.comm], streams)])
+                                  odd, other=other_side(counts, odd, a.root.majority), ahead=ran_ahead(counts, odd),
+                                  behind=odd_behind(counts, odd)))
+    showing = [d for d, a in zip(found, rooted) if _shows_disagreement(a, launched[a.comm], streams)]
+    explained = consequences(showing)
+    # (an outer group kept only because its odd ranks may have stopped there comes after the inner one)
+    kept = kept_outer([d for d in showing if d.comm not in explained])
 
     def evidence(r: Root) -> tuple:
         # A root whose records differ beats one where streams differ only in length (a rank stuck elsewhere),
@@ -323,8 +327,8 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
         return not r.shown, r.comm in explained, not (r.shown or len(set(launched[r.comm].values())) > 1)
 
     roots = [a.root for a in rooted]
-    root = min(roots, key=lambda r: (*evidence(r), r.told, not (set(r.outlier_ranks) & deviants), order[r.kind],
-                                     _width(r.seq_range), r.seq, r.comm))
+    root = min(roots, key=lambda r: (*evidence(r), r.comm in kept, r.told, not (set(r.outlier_ranks) & deviants),
+                                     order[r.kind], _width(r.seq_range), r.seq, r.comm))
     # (a root may come with the communicators its own evidence leaves undecided beside it)
     undecided = sorted({*root.undecided_comms,
                         *(r.comm for r in roots if r.comm != root.comm and evidence(r) == evidence(root))})
