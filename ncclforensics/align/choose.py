@@ -47,6 +47,7 @@ from .held_back import behind_in_chain, held_back_elsewhere, held_back_root, may
 from .journal_progress import with_journal_progress
 from .mixed_elsewhere import mixed_elsewhere
 from .notes import CountedAmongLookalikes, Note
+from .past_hang import with_ranks_past_hang
 from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots, unnamed_ranks, with_swapped_types
 from .step_sums import (step_sums_root, with_checksum_outliers, with_parted_reference, with_sums_before_records,
@@ -177,6 +178,11 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             root, said = with_counted_past_records(root, counted[0], _recorded_ends(root.comm, streams),
                                                    _held_before_records(root, marks, streams), bounded)
             notes += said
+    if root is not None and root.comm in analyses:
+        # Records of the reference that run on past a collective hanging on every rank, where most stop: they
+        # departed too.
+        root, said = with_ranks_past_hang(root, analyses[root.comm], streams)
+        notes += said
     if root is not None and root.shown and root.comm in ras:
         # Records that part ranks where they do, beside RAS counts of as many collectives of other types: those
         # ranks departed too, somewhere no record shows.
