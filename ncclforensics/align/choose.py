@@ -39,7 +39,7 @@ import polars as pl
 from ..model import EventState, FingerprintRow, GateDecision, WatchdogEvent
 from .causes import comm_choice_notes, enqueued_cause, pick_counted, ras_counted_cause, unseen_causes
 from .compared_alike import departures_bounded
-from .consequences import Disagreement, consequences, odd_ones, other_side, ran_ahead
+from .consequences import Disagreement, consequences, kept_outer, odd_behind, odd_ones, other_side, ran_ahead
 from .counts_beside_records import records_pair, with_counted_outliers, with_counted_past_records
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
@@ -47,6 +47,7 @@ from .held_back import behind_in_chain, held_back_elsewhere, held_back_root, may
 from .journal_progress import with_journal_progress
 from .mixed_elsewhere import mixed_elsewhere
 from .notes import CountedAmongLookalikes, Note
+from .past_hang import with_ranks_past_hang
 from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots, unnamed_ranks, with_swapped_types
 from .step_sums import (step_sums_root, with_checksum_outliers, with_parted_reference, with_sums_before_records,
@@ -178,6 +179,11 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             root, said = with_counted_past_records(root, counted[0], _recorded_ends(root.comm, streams),
                                                    _held_before_records(root, marks, streams), bounded)
             notes += said
+    if root is not None and root.comm in analyses:
+        # Records of the reference that run on past a collective hanging on every rank, where most stop: they
+        # departed too.
+        root, said = with_ranks_past_hang(root, analyses[root.comm], streams)
+        notes += said
     if root is not None and root.shown and root.comm in ras:
         # Records that part ranks where they do, beside RAS counts of as many collectives of other types: those
         # ranks departed too, somewhere no record shows.
@@ -301,8 +307,9 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
     one communicator stops launching in the others it belongs to), and the notes of that choice. Then records
     that differ beat lengths that differ, which beat a root only the gate journal places; of those alike, a root
     whose departure records their results place beats one that may rest on a record only its neighbours placed
-    (`guessed`: their comms), which stays a candidate beside it; collectives gained or changed beat collectives
-    missing or stopped."""
+    (`guessed`: their comms), which stays a candidate beside it, as an outer group kept only because its odd ranks
+    may have stopped there stays one beside the inner group; collectives gained or changed beat collectives missing
+    or stopped."""
     rooted = [a for a in analyses.values() if a.root is not None]
     if not rooted:
         return None, []
@@ -317,8 +324,12 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
         odd = odd_ones(launched[a.comm], set(a.root.outlier_ranks), a.root.majority)
         counts = launched[a.comm]
         found.append(Disagreement(a.comm, frozenset(a.ranks) | frozenset(streams.expected_members.get(a.comm, ())),
-                                  odd, other=other_side(counts, odd, a.root.majority), ahead=ran_ahead(counts, odd)))
-    explained = consequences([d for d, a in zip(found, rooted) if _shows_disagreement(a, launched[a.comm], streams)])
+                                  odd, other=other_side(counts, odd, a.root.majority), ahead=ran_ahead(counts, odd),
+                                  behind=odd_behind(counts, odd)))
+    showing = [d for d, a in zip(found, rooted) if _shows_disagreement(a, launched[a.comm], streams)]
+    explained = consequences(showing)
+    # (an outer group kept only because its odd ranks may have stopped there comes after the inner one)
+    kept = kept_outer([d for d in showing if d.comm not in explained])
 
     def evidence(r: Root) -> tuple:
         # A root whose records differ beats one where streams differ only in length (a rank stuck elsewhere),
@@ -326,8 +337,9 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
         return not r.shown, r.comm in explained, not (r.shown or len(set(launched[r.comm].values())) > 1)
 
     roots = [a.root for a in rooted]
-    root = min(roots, key=lambda r: (*evidence(r), r.comm in guessed, r.told, not (set(r.outlier_ranks) & deviants), order[r.kind],
-                                     _width(r.seq_range), r.seq, r.comm))
+    root = min(roots, key=lambda r: (*evidence(r), r.comm in kept, r.comm in guessed, r.told,
+                                     not (set(r.outlier_ranks) & deviants), order[r.kind], _width(r.seq_range), r.seq,
+                                     r.comm))
     # (a root may come with the communicators its own evidence leaves undecided beside it)
     undecided = sorted({*root.undecided_comms,
                         *(r.comm for r in roots if r.comm != root.comm and evidence(r) == evidence(root))})

@@ -16,7 +16,10 @@ no side is a majority, the side that launched fewer; else the outliers its root 
   still enqueues its tensor-parallel ones, and its peers enqueue theirs behind the stuck one. Except where the
   same odd ranks are behind in both (`behind`): a rank stopped on the host in the outer group (it waits for the
   result of a collective it added there) enqueues nothing more inside, while its inner peers go on into their next
-  collectives there, so the inner group disagrees as a consequence of the outer one: both stay candidates;
+  collectives there, so the inner group disagrees as a consequence of the outer one: both stay candidates. So too
+  where the outer group's odd ranks are ahead inside and the ranks behind inside are none of them: those peers,
+  gone on inside, wait there for the ranks stopped outside and launch no more outside, a wait-for cycle that an
+  inner departure writes alike;
 - **one cause for all**: of the communicators left, those whose members do not include every odd rank of any of
   them are consequences of those that do (one divergence there involves every one of those ranks; no divergence
   in the others can involve ranks outside them). Where no side of a communicator is a majority, either side may
@@ -117,7 +120,7 @@ def consequences(found: list[Disagreement], processes: int = 0) -> dict[str, lis
         if outer.shown or _ran_past_free_ranks(outer, found):
             continue
         inner = [d for d in found if d.comm != outer.comm and outer.may_contain(d, processes)
-                 and not _stopped_in_either(outer, d)]
+                 and not _stopped_in_either(outer, d) and not _waiting_on_each_other(outer, d)]
         causes = {p: [d.comm for d in inner if p in d.members] for p in outer.odd}
         if outer.odd and all(causes.values()):
             explained[outer.comm] = sorted({c for comms in causes.values() for c in comms})
@@ -147,6 +150,21 @@ def _stopped_in_either(outer: Disagreement, inner: Disagreement) -> bool:
     """Whether the same odd ranks are behind in `outer` and in `inner`, whose own records do not show that it
     diverged: stopped by a divergence in either, they launch fewer in the other (see the nesting rule)."""
     return outer.behind and inner.behind and outer.odd == inner.odd and not inner.shown
+
+
+def _waiting_on_each_other(outer: Disagreement, inner: Disagreement) -> bool:
+    """Whether the odd ranks of `outer` are ahead in `inner`, whose own records do not show that it diverged,
+    while its ranks behind are none of the odd ones in `outer`: each side may wait in one communicator for the
+    other (a wait-for cycle across the two; see the nesting rule). A rank stopped on the host in the outer group
+    (waiting for the result of a collective it added there, or of one its peers there left out) enqueues nothing
+    more inside, while its inner peers go on there, wait for it, and launch no more outside: the counts read the
+    same as an inner departure that holds those peers back. Worked example: ranks 0 and 1 launched 10 and 9 in
+    their pair, the world 2, 3, 3, 3: rank 1 may have added a world collective, or rank 0 one in the pair."""
+    if inner.shown or not outer.behind:
+        return False
+    ahead = inner.other or (inner.members - inner.odd if inner.behind else frozenset())
+    held = outer.odd & inner.members
+    return bool(held) and held <= ahead and not inner.odd & outer.odd
 
 
 def odd_behind(launched: Mapping[Hashable, int], odd: frozenset[Hashable]) -> bool:
@@ -214,8 +232,7 @@ def candidates(found: list[Disagreement], processes: int = 0) -> list[str]:
     left = [d for d in found if d.comm not in explained]
     # An outer group the nesting rule keeps only because its odd ranks may have stopped there comes after the others,
     # which are ordered as though it were a consequence (as it would be, were they not behind in both).
-    stopped_outer = {o.comm for o in left for d in left
-                     if d.comm != o.comm and o.may_contain(d, processes) and _stopped_in_either(o, d)}
+    stopped_outer = kept_outer(left, processes)
     kept = [d for d in left if d.comm in stopped_outer]
     left = [d for d in left if d.comm not in stopped_outer]
     left = [d for d in left if d.shown] + [d for d in left if not d.shown]
@@ -227,6 +244,15 @@ def candidates(found: list[Disagreement], processes: int = 0) -> list[str]:
             if sum(len(d.members) == len(first.members) for d in holding) == 1:
                 left = [first] + [d for d in left if d is not first]
     return [d.comm for d in left + kept]
+
+
+def kept_outer(found: list[Disagreement], processes: int = 0) -> set[str]:
+    """The outer groups of `found` that the nesting rule keeps beside an inner one only because their odd ranks
+    may have stopped there: the same odd ranks behind in both, or each side waiting in one for the other.
+    `processes`: as for consequences, where the caller has already counted them."""
+    processes = max(processes, len({p for d in found for p in d.members if not unnamed_process(p)}))
+    return {o.comm for o in found for d in found if d.comm != o.comm and o.may_contain(d, processes)
+            and (_stopped_in_either(o, d) or _waiting_on_each_other(o, d))}
 
 
 def _may_hold(comm: Disagreement, ranks: frozenset[Hashable], found: list[Disagreement]) -> bool:

@@ -141,6 +141,18 @@ class CountedPastRecords(Note):
 
 
 @dataclass(frozen=True)
+class RanPastHang(Note):
+    """Ranks whose records in `comm` run on past `stop_seq`, where a strict majority's stop, though the pairing at
+    `hang_seq` hangs on every rank (align/past_hang.py), added to the outliers."""
+
+    added: tuple[int, ...]
+    comm: str
+    hang_seq: int
+    stop_seq: int
+    outliers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class DepartedLater(Note):
     """Ranks that departed too, in `seq_range` (as `shown_by` says), after the departure the root names: left out
     of the root, though they did not run the program either."""

@@ -75,6 +75,12 @@ def note_words(note: n.Note) -> str:
                     f"records end where the others' do: {_they(added)} "
                     f"departed too, where no record compares {_them(added)}, and nothing says whose departure came "
                     f"first, so the root names {ranks_words(outliers)}")
+        case n.RanPastHang(added, comm, hang_seq, stop_seq, outliers):
+            return (f"{ranks_words(added)} launched past seq {stop_seq} in comm {comm}, where most ranks stop, "
+                    f"though seq {hang_seq} hangs on every rank (a pairing NCCL never completes) and the program "
+                    f"stops every rank's launches at one place behind it: {_they(added)} departed too, at or before "
+                    f"seq {stop_seq + 1}, where no record compares {_them(added)}, and nothing says whose departure "
+                    f"came first, so the root names {ranks_words(outliers)}")
         case n.DepartedLater(ranks, seq_range, comm, shown_by):
             return (f"{ranks_words(ranks)} departed too in comm {comm} (by {shown_by}), at {_span(seq_range)}, "
                     f"after the departure the root names: the root leaves {_them(ranks)} out, though "

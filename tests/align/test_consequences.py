@@ -59,6 +59,23 @@ def test_ranks_behind_in_the_world_and_in_their_tp_group_may_have_stopped_in_eit
     assert candidates([world, pair, tp]) == ["pair", "tp", "world"]
 
 
+def test_a_pair_and_the_world_waiting_on_each_other_both_stay_candidates():
+    """741188: ranks 0 and 1 launched 10 and 9 in their pair (no majority), the world 2, 3, 3 (rank 0 behind).
+    Rank 1 may have added a world collective and waited for it on the host, leaving rank 0 to go on in the pair
+    and wait there for it; or rank 0 added one in the pair, and rank 1 waits in the world's next for it. The
+    counts read the same either way: both stay candidates, the pair first (as the nesting rule alone names it)."""
+    pair_counts, world_counts = {0: 10, 1: 9}, {0: 2, 1: 3, 2: 3}
+    odd = odd_ones(pair_counts, {0, 1}, majority=False)
+    pair = Disagreement("pair", frozenset({0, 1}), odd, other=other_side(pair_counts, odd, majority=False))
+    behind = odd_ones(world_counts, {0}, majority=True)
+    world = Disagreement("world", frozenset(range(4)), behind, behind=odd_behind(world_counts, behind))
+    assert consequences([world, pair]) == {} and candidates([world, pair]) == ["pair", "world"]
+    # the rank behind in the pair behind in the world too: nothing waits on it there, so the pair is the cause
+    assert consequences([replace(world, odd=frozenset({0, 1})), pair]) == {"world": ["pair"]}
+    # a pair whose own records show that it diverged is the cause
+    assert consequences([world, replace(pair, shown=True)]) == {"world": ["pair"]}
+
+
 def test_two_tp_groups_that_diverged_both_stay_candidates_and_the_world_does_not():
     world = _d("world", range(4), {1, 2})
     assert candidates([world, _d("tp0", [0, 1], {1}), _d("tp1", [2, 3], {2})]) == ["tp0", "tp1"]
