@@ -786,3 +786,23 @@ def test_a_rank_whose_trace_was_cut_before_the_root_sides_with_either(tmp_path):
     assert verdict([0]) == verdict([2, 3]) == verdict([0, 1, 2, 3]) == []
     del written.cut[("fp", 1)]
     assert verdict([0]) == ["wrong_outliers"] and verdict([2, 3]) == verdict([0, 1]) == []
+
+
+def test_an_outliers_ring_that_begins_after_the_root_sets_where_the_ranks_show_sides(tmp_path):
+    """Seed 720515, every kind of evidence: ranks 2 and 3 swapped two all-reduces alike in shape at seq 1, which
+    only the call stacks of Flight Recorder entries show, and no ring reaches back to seq 1. Rank 2's NCCL logs
+    hold seq 1 but show nothing there, so the ranks show sides where its ring begins (seq 2), and only ranks 2 and
+    7 have an entry there: a tie, and naming every rank, no majority, is right. Rank 5 alone, which nothing parts
+    from the others, is not."""
+    from incidents.oracle import check
+
+    incident, written = _written_as_drawn(720515, tmp_path)
+    comm = incident.program.comms["0"].comm_id
+
+    def verdict(outliers):
+        root = {"comm": comm, "seq_range": [1, 2], "outlier_ranks": outliers, "pinned_by": "call sites",
+                "majority": False}
+        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+
+    assert verdict(list(range(8))) == verdict([2, 3]) == []
+    assert verdict([5]) == ["wrong_outliers"]

@@ -213,10 +213,11 @@ def _trace_cut_before(incident: Incident, written: Written, rank: int, comm: str
     return max((x.seq for x in kept if x.op.comm == comm), default=0) < seq
 
 
-def _first_kept(incident: Incident, written: Written, rank: int, comm: str) -> int:
-    """The first seq of `comm` the rank's records hold: the oldest entry its Flight Recorder ring kept where a ring
-    is all it left, else 1."""
-    if _record_kinds(incident, written, rank, comm) != ["fr"] or rank not in written.ring:
+def _first_kept(incident: Incident, written: Written, rank: int, comm: str, showing: list[str]) -> int:
+    """The first seq of `comm` the rank's records of a kind that shows the divergence (`showing`) hold: the oldest
+    entry its Flight Recorder ring kept where a ring is all of them it left, else 1 (its logs of lookalikes show
+    nothing at seqs the ring lost)."""
+    if [k for k in _record_kinds(incident, written, rank, comm) if k in showing] != ["fr"] or rank not in written.ring:
         return 1
     return min((x.seq for x in _kept(incident, written, rank) if x.op.comm == comm), default=1)
 
@@ -313,7 +314,7 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     # outliers' own rings begin after it, at their first entry kept); nor does one with no evidence of a kind that
     # shows the divergence (NCCL logs beside dumps whose call stacks alone part the ranks).
     showing = outcome.visible.get(comm, [])
-    shows_at = max(true.seq, min(_first_kept(incident, written, r, comm) for r in seen))
+    shows_at = max(true.seq, min(_first_kept(incident, written, r, comm, showing) for r in seen))
     # (a record of a kind that cannot show the divergence decides nothing: a rank whose Flight Recorder ring, the
     # only kind that shows it, begins after the root sides with either, whatever logs of lookalikes it left)
     deciding = {r for r in evident if any(kind in kinds[r] for kind in showing) and not _no_record_at(
