@@ -409,7 +409,9 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]], 
     after = verdicts.get(step + 1, {})
     if len(wrong) == 1 and set(checked) == traced:
         return _alone(next(iter(wrong)), sorted(traced), after, step, known), bound
-    waiting = traced - set(checked)
+    # (ranks that whole logs show sharing no comm with those that read back wrong shared no collective with them)
+    apart = {rank for rank in traced - wrong if apart_from(rank, wrong, comms_of or {})}
+    waiting = traced - set(checked) - apart
     before = verdicts.get(step - 1, {})
     # Ranks right all through the step and the next (or the job's last step) shared no misaligned collective and
     # departed nowhere that shows: bystanders (another TP group), beside which the rest part as below.
@@ -418,7 +420,7 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]], 
     unseen = {rank for rank, right in checked.items() if right and rank in cut and rank not in after}
     bystanders = {rank for rank, right in checked.items()
                   if right and (not after or after.get(rank) is True)} - unseen
-    involved = traced - bystanders
+    involved = traced - bystanders - apart
     if wrong == set(checked) - bystanders and waiting and not waiting & cut and waiting <= set(before):
         fewer = min((wrong, waiting), key=len)
         if len(fewer) * 2 < len(involved):
@@ -449,11 +451,9 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]], 
         fewer = min((wrong, crossed), key=len)
         if len(fewer) * 2 < len(traced):
             return _root(sorted(fewer), sorted(traced - fewer), True, step, known), bound
-    maybe = (traced - set(checked)) | crossed | unseen
-    beside = {rank for rank in maybe - wrong if not apart_from(rank, wrong, comms_of or {})}
-    if beside != maybe - wrong and not beside and len(wrong) == 1:
-        return _root(sorted(wrong), sorted(wrong), False, step, known), bound
-    ranks = wrong | beside
+    ranks = wrong | ((waiting | crossed | unseen) - apart)
+    if apart and len(ranks) == 1:
+        return _root(sorted(ranks), sorted(ranks), False, step, known), bound
     if len(ranks) < 2:
         ranks = traced
         if len(ranks) < 2:
