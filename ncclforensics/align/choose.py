@@ -50,6 +50,7 @@ from .notes import CountedAmongLookalikes, Note
 from .past_hang import with_ranks_past_hang
 from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots, unnamed_ranks, with_swapped_types
+from .comms_apart import comms_by_rank
 from .step_sums import (step_sums_root, with_checksum_outliers, with_parted_reference, with_sums_before_records,
                         with_sums_placing_cut_ranks)
 from .streams import SIGNATURE, Streams
@@ -114,7 +115,8 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
 
     def sums_root():
         return step_sums_root(fingerprints, known, on_record,
-                              frozenset(f.rank for f in fingerprints if f.loc.path in cut_files))
+                              frozenset(f.rank for f in fingerprints if f.loc.path in cut_files),
+                              comms_by_rank(streams.initialized))
 
     if root is None or root.reason in (RangeReason.COUNTS, RangeReason.TYPE_COUNTS):
         # Streams that show nothing leave the checksums' word (results mixed in some step); counts that place

@@ -31,6 +31,7 @@ from .root import (
     edits_before_stop,
     solve,
 )
+from .recurring_sites import broke_recurring_order
 from .streams import SIGNATURE, Streams, traced
 from .traces import grouped_by_traces
 
@@ -376,7 +377,28 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
             # Lengths part the ranks, and some ranks' lengths are PyTorch's counts past their records.
             analysis.root = replace(analysis.root, pinned_by=ENQUEUED_COUNTS)
         analysis.root = _with_unrecorded_members(analysis.root, streams, comm)
+        if not analysis.root.majority and "stack" in columns:
+            analysis.root = _by_recurring_sites(analysis.root, book, start)
     return analysis
+
+
+def _by_recurring_sites(root: Root, book: CodeBook, start: int) -> Root:
+    """A tie of call stacks (the others' records side with either) told apart by the order of call sites the
+    program repeats: the side whose run there recurs nowhere else departed (recurring_sites.py)."""
+    if root.seq_range is None or root.seq_range[1] is None or len(root.outlier_ranks) < 2:
+        return root
+    low, high = root.seq_range
+    stacks = {rank: codes.fields["stack"] for rank, codes in book.codes(["stack"]).items()}
+    found = broke_recurring_order(stacks, root.outlier_ranks, max(low, start) - start, high - start)
+    if found is None:
+        return root
+    departed, kept, times = found
+    label = (f"{root.pinned_by}, whose run there on rank{'s' if len(departed) > 1 else ''} "
+             f"{', '.join(map(str, departed))} recurs nowhere else in the records and on the other side at {times} "
+             f"other places")
+    everyone = set(root.outlier_ranks) | set(root.reference_ranks)
+    return replace(root, outlier_ranks=departed, reference_ranks=sorted(everyone - set(departed)), majority=True,
+                   pinned_by=label, narrowed_by=(*root.narrowed_by[:-1], label) if root.narrowed_by else (label,))
 
 
 def _with_unrecorded_members(root: Root, streams: Streams, comm: str) -> Root:

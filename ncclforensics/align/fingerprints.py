@@ -242,7 +242,30 @@ def issue_ordered(rows: pl.DataFrame) -> pl.DataFrame | None:
         return rows.sort("line")
     if rows.get_column("time").null_count() == 0:
         return rows.sort("time")
-    return None
+    return _log_then_dump(rows)
+
+
+def _log_then_dump(rows: pl.DataFrame) -> pl.DataFrame | None:
+    """One rank's rows in issue order where one log holds some and one dump the rest, and the rows both hold tie
+    the two orders together (a log cut short, a dump's ring that goes on past it): each row the dump alone holds goes
+    after the last row both hold that the dump recorded before it; else None. Worked example: a log holds comm A's
+    seqs 1-9 and comm B's 1-4 (lines 17-43, cut there), a dump records A's seqs 5-10 (records 0-5): A's seq 10 goes
+    after A's seq 9, the last row both hold."""
+    lined = rows.filter(pl.col("line").is_not_null())
+    dumped = rows.filter(pl.col("line").is_null())
+    both = lined.filter(pl.col("fr_record").is_not_null()).sort("fr_record")
+    if not lined.height or not both.height or lined.get_column("file").n_unique() != 1 \
+            or dumped.get_column("fr_record").null_count() or pl.concat([both, dumped]).get_column("fr_file").n_unique() != 1:
+        return None
+    if not both.get_column("line").is_sorted():
+        return None  # (the two orders disagree: neither is the issue order)
+    anchors = dumped.sort("fr_record").join_asof(
+        both.select(pl.col("fr_record"), pl.col("line").alias("_after")), on="fr_record", strategy="backward")
+    if anchors.get_column("_after").null_count():
+        return None  # (a row the dump alone holds before every row both hold: where among the log's it goes is unknown)
+    return pl.concat([lined.with_columns(pl.col("line").alias("_after"), pl.lit(0).alias("_dumped")),
+                      anchors.with_columns(pl.lit(1).alias("_dumped"))], how="vertical_relaxed") \
+        .sort("_after", "_dumped", "fr_record").drop("_after", "_dumped")
 
 
 def corrupted(fingerprints: list[FingerprintRow]) -> list[FingerprintRow]:

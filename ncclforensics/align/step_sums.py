@@ -39,6 +39,7 @@ from dataclasses import replace
 
 from ..model import FingerprintRow
 from .divergence import DIFFERENT_OPS, RangeReason, Root
+from .comms_apart import apart_from
 from .fingerprints import SUM_TOLERANCE, checked_right
 from .notes import Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
 from .own_records import departed_by_own_records
@@ -48,12 +49,14 @@ from .traces import comm_named_by
 
 def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
                    on_record: frozenset[int] = frozenset(),
-                   cut: frozenset[int] = frozenset()) -> tuple[Root, int | None] | None:
+                   cut: frozenset[int] = frozenset(),
+                   comms_of: dict[int, frozenset[str]] | None = None) -> tuple[Root, int | None] | None:
     """The root and its step (where the steps before were checked right): the ranks whose per-step checksum parts
     from the others' at the first step that shows mixed data, in the comm of the ranks compared (named as `known`
     members allow); None where no step shows it or no side is the minority of more than two ranks. `on_record`:
     the ranks whose every comm is known (their own records list the comms they are in); `cut`: ranks whose trace
-    files were cut short."""
+    files were cut short; `comms_of`: rank -> every comm it is in, for ranks whose whole logs say (comms_apart.py)."""
+    comms_of = comms_of or {}
     by_step = _checksums_by_step(fingerprints)
     traced = {rank for rows in by_step.values() for rank in rows}
     replicas = replica_classes(traced, known, on_record)
@@ -70,8 +73,8 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
         for found in _step_roots(by_step, step, traced, replicas, known, cut, known_replicas):
             if found is None:
                 return _hung_apart(by_step, traced, cut, known)
-            return _wrong_pair(fingerprints, known, cut) if found is _BY_VERDICTS else found
-    return _wrong_pair(fingerprints, known, cut) or _hung_apart(by_step, traced, cut, known)
+            return _wrong_pair(fingerprints, known, cut, comms_of) if found is _BY_VERDICTS else found
+    return _wrong_pair(fingerprints, known, cut, comms_of) or _hung_apart(by_step, traced, cut, known)
 
 
 def _expected_apart(by_step: dict[int, dict[int, FingerprintRow]], step: int,
@@ -342,8 +345,8 @@ def _comm_summed(ranks: frozenset[int], known: dict[str, set[int]]) -> str:
     return comm_named_by(ranks, {})
 
 
-def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
-                cut: frozenset[int] = frozenset()) -> tuple[Root, int | None] | None:
+def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]], cut: frozenset[int] = frozenset(),
+                comms_of: dict[int, frozenset[str]] | None = None) -> tuple[Root, int | None] | None:
     """Results checked wrong where no sums part into sides, at the first step any rank read back a wrong value.
 
     Every rank of a misaligned collective reads back a mixed result, the one that departed too where the trace checks
@@ -356,6 +359,12 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     that may have departed, and no majority: the ranks checked right all through both steps shared no misaligned
     collective, so nothing places the departure on them; a rank right in the step whose trace was cut before the
     next one is not: what would show it left out the step's last collective was cut away, and it is named too.
+    But a rank that whole logs show sharing no comm with any rank that read back wrong (`comms_of`) shared no
+    collective with them: it may have hung in a divergence of its own, and names no side of this one. Where that
+    leaves one rank that read back wrong, its comm diverged and who in it departed is on no record (its peers there
+    left no trace): it alone is named, no majority. Worked example: rank 0 reads back step 3 wrong, ranks 2-5
+    right, rank 7's whole trace ends at step 2; rank 0 is in comms [0,1] and [0,2,4,6], rank 7 in [6,7] and
+    [1,3,5,7]: rank 7 waits in a comm of its own, and the root names rank 0 alone.
 
     Where every rank that completed that step read back wrong (but bystanders: ranks right all through it and the
     next, or in the job's last step, which shared no misaligned collective; another TP group) and each other rank's
@@ -400,7 +409,9 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     after = verdicts.get(step + 1, {})
     if len(wrong) == 1 and set(checked) == traced:
         return _alone(next(iter(wrong)), sorted(traced), after, step, known), bound
-    waiting = traced - set(checked)
+    # (ranks that whole logs show sharing no comm with those that read back wrong shared no collective with them)
+    apart = {rank for rank in traced - wrong if apart_from(rank, wrong, comms_of or {})}
+    waiting = traced - set(checked) - apart
     before = verdicts.get(step - 1, {})
     # Ranks right all through the step and the next (or the job's last step) shared no misaligned collective and
     # departed nowhere that shows: bystanders (another TP group), beside which the rest part as below.
@@ -409,7 +420,7 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
     unseen = {rank for rank, right in checked.items() if right and rank in cut and rank not in after}
     bystanders = {rank for rank, right in checked.items()
                   if right and (not after or after.get(rank) is True)} - unseen
-    involved = traced - bystanders
+    involved = traced - bystanders - apart
     if wrong == set(checked) - bystanders and waiting and not waiting & cut and waiting <= set(before):
         fewer = min((wrong, waiting), key=len)
         if len(fewer) * 2 < len(involved):
@@ -440,7 +451,9 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
         fewer = min((wrong, crossed), key=len)
         if len(fewer) * 2 < len(traced):
             return _root(sorted(fewer), sorted(traced - fewer), True, step, known), bound
-    ranks = wrong | (traced - set(checked)) | crossed | unseen
+    ranks = wrong | ((waiting | crossed | unseen) - apart)
+    if apart and len(ranks) == 1:
+        return _root(sorted(ranks), sorted(ranks), False, step, known), bound
     if len(ranks) < 2:
         ranks = traced
         if len(ranks) < 2:

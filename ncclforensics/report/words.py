@@ -197,9 +197,11 @@ def root_sentence(root: Root) -> str:
             # (Some of them may have read back nothing there: a trace cut short still puts its rank in the doubt.)
             step = f" by step {root.step_bound}" if root.step_bound is not None else ""
             if len(root.outlier_ranks) == 1:
-                return f"The checksums of {who} (the one rank with a trace) show results mixed{step} in comm " \
-                       f"{root.comm}: the communicator diverged, and which of its ranks deviated, and in which " \
-                       f"collective, is on no record."
+                # (the one rank with a trace, or one that read back wrong beside ranks that share no comm with it:
+                # its peers in the collective that mixed its results left no trace)
+                return f"The checksums of {who} show results mixed{step} in comm {root.comm}, and no rank that " \
+                       f"shared the collective that mixed them left a trace: the communicator diverged, and which " \
+                       f"of its ranks deviated, and in which collective, is on no record."
             return f"The per-step checksums of {who} show results mixed{step} in comm {root.comm}, and nothing " \
                    f"says which of them deviated; which collective is on no record."
         # (ranks the checksums alone group may be in several comms: a checksum sums every comm a rank is in)

@@ -30,3 +30,29 @@ def test_a_trace_of_a_rank_in_two_comms_does_not_go_to_one_comm_alone():
                             digest=f"{i:016x}") for i, tag in enumerate(["dp", "layers.0", "layers.1"])]
     streams = attach_fingerprints(build_streams(evidence), trace)
     assert streams.stream(TP, 0).get_column("tag").to_list() == [None, None, None]
+
+
+def _event(path: str, rank: int, comm: str, seq: int, count: int, *, line: int | None = None,
+           record: int | None = None) -> CollectiveEvent:
+    return CollectiveEvent(loc=Location(path, line, record=record), comm=comm, seq=seq, op="AllReduce", count=count,
+                           rank=rank, dtype="float32", redop="sum", root=0,
+                           state="completed" if record is not None else None)
+
+
+def test_a_trace_of_a_rank_in_two_comms_follows_a_log_cut_short_and_the_dump_that_goes_on_past_it():
+    """Rank 0's NCCL log holds its dp all-reduce and tp seqs 1-2, then is cut; its dump's ring holds tp seqs 2-3.
+    The row both hold (tp seq 2) ties the dump's order to the log's, so tp seq 3 goes after it: the rank's issue
+    order is dp 1, tp 1, tp 2, tp 3, and its trace of four records gives each its tag."""
+    log = [_event("nccl.0.log", 0, DP, 1, 1, line=10), _event("nccl.0.log", 0, TP, 1, 2048, line=11),
+           _event("nccl.0.log", 0, TP, 2, 2048, line=12)]
+    dump = [_event("fr_rank0", 0, TP, 2, 2048, record=0), _event("fr_rank0", 0, TP, 3, 2048, record=1)]
+    evidence = [Evidence(path="nccl.0.log", format=SourceFormat.NCCL_LOG, collectives=collectives_to_frame(log),
+                         facts=FACTS[SourceFormat.NCCL_LOG]),
+                Evidence(path="fr_rank0", format=SourceFormat.FLIGHT_RECORDER, collectives=collectives_to_frame(dump),
+                         facts=FACTS[SourceFormat.FLIGHT_RECORDER])]
+    trace = [FingerprintRow(loc=Location("fingerprint_rank0.jsonl", i + 1), rank=0, step=0, op=i, tag=tag,
+                            kind="AllReduce", numel=numel, digest=f"{i:016x}")
+             for i, (tag, numel) in enumerate([("dp", 1), ("layers.0", 2048), ("layers.1", 2048), ("lm", 2048)])]
+    streams = attach_fingerprints(build_streams(evidence), trace)
+    assert streams.stream(TP, 0).get_column("tag").to_list() == ["layers.0", "layers.1", "lm"]
+    assert streams.stream(DP, 0).get_column("tag").to_list() == ["dp"]

@@ -47,6 +47,31 @@ def test_a_wrong_result_beside_a_trace_that_stops_before_the_step_names_both_ran
     assert root.outlier_ranks == [2, 3] and not root.majority and root.comm == "[ranks=2,3]"
 
 
+def test_a_trace_that_stops_before_the_step_names_no_side_where_whole_logs_show_it_sharing_no_comm():
+    # As above, but whole logs show rank 3 in comms of its own (it waits in a divergence there) and rank 2 in comm
+    # "a" with a rank that left no trace: rank 3 shared no collective with rank 2, and the root names rank 2 alone.
+    rows = trace(0, [[True] * 3] * 2) + trace(1, [[True] * 3] * 2)
+    rows += trace(2, [[True] * 3, [True, True, False]]) + trace(3, [[True] * 3])
+    comms_of = {0: frozenset("c"), 1: frozenset("d"), 2: frozenset("ac"), 3: frozenset("bd")}
+    root, step = step_sums_root(rows, {}, comms_of=comms_of)
+    assert root.outlier_ranks == [2] and not root.majority and step == 1 and root.comm == "[ranks=2]"
+    # (a rank with no whole log may share a comm with it that no record shows: it is still named)
+    root, _ = step_sums_root(rows, {}, comms_of={r: c for r, c in comms_of.items() if r != 3})
+    assert root.outlier_ranks == [2, 3]
+
+
+def test_a_rank_left_waiting_in_a_comm_of_its_own_is_no_side_of_the_ranks_that_read_back_wrong():
+    # Ranks 0 and 1 read back step 1 wrong, ranks 2-6 right; rank 7's whole trace ends at step 0. Read as one
+    # comm's two sides, rank 7 is the fewest departing; but whole logs show it sharing no comm with ranks 0 and 1
+    # (it waits in a divergence of its own): ranks 0 and 1 are named, and no majority.
+    rows = [r for rank in range(7) for r in trace(rank, [[True] * 2, [rank > 1] * 2])] + trace(7, [[True] * 2])
+    comms_of = {rank: frozenset({"a", "w"}) for rank in range(7)} | {7: frozenset("b")}
+    root, _ = step_sums_root(rows, {})
+    assert root.outlier_ranks == [7] and root.majority
+    root, _ = step_sums_root(rows, {}, comms_of=comms_of)
+    assert root.outlier_ranks == [0, 1] and not root.majority
+
+
 def test_ranks_wrong_together_name_themselves_and_a_rank_right_in_the_step_but_not_the_next():
     # Ranks 0, 2 and 3 read back step 1 wrong; rank 1 read it back right and step 2 wrong (it left out the
     # step's last collective, pairing its next one with theirs); ranks 4..7 right all through.

@@ -1,0 +1,48 @@
+"""Which side of a tie of call sites broke the order the program repeats.
+
+A model's forward issues its call sites in one order every step, on every rank that runs it (own_records.py says
+the same of fingerprint tags). Where the ranks whose dumps carry call stacks part evenly where the others' records
+(NCCL logs, no stacks) side with either, the run of call sites each side issued there tells them apart where the
+runs hold the same call sites in other orders (a swap): a run that recurs elsewhere in the records (the side's own
+later steps, the other side's) is the program's order, and one that no other place holds departed from it. Runs
+that differ by what they hold say nothing: a step that left out a drafter pass may be the program's as well (the
+pass may run in that one step alone). Worked example: dumps of ranks 1 and 6, 9 collectives a step; at seqs 1-3 rank
+1 issued call sites A B C, rank 6 A C B; every later step of both issues A B C: rank 6 swapped two lookalikes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Other places a run must recur at to be the program's: one may be a second departure of its own.
+_AGAINST = 2
+
+
+def broke_recurring_order(stacks: dict[int, np.ndarray], ranks: list[int], low: int,
+                          high: int) -> tuple[list[int], list[int], int] | None:
+    """(departed, kept, times) where `ranks` (the two sides of a tie, `stacks`: rank -> its call-site codes by
+    position, 0 where unrecorded) issued at positions `low`..`high` and one position either side runs of the same
+    call sites in orders that part them into sides, and one side's run recurs at no other place of any rank's records while every other
+    side's recurs at `_AGAINST` places or more (`times`: the fewest of those); else None."""
+    first, last = max(0, low - 1), high + 2
+    runs = {rank: stacks[rank][first:last] for rank in ranks if rank in stacks}
+    recorders = [rank for rank, run in runs.items() if len(run) == last - first and run.all()]
+    if len(recorders) < 2:
+        return None
+    sides: dict[bytes, list[int]] = {}
+    for rank in recorders:
+        sides.setdefault(runs[rank].tobytes(), []).append(rank)
+    if len(sides) < 2 or len({tuple(sorted(runs[members[0]].tolist())) for members in sides.values()}) > 1:
+        return None  # (runs of other call sites: a skip or an extra one, which no order tells apart)
+    width = last - first
+    views = [np.lib.stride_tricks.sliding_window_view(stack, width) for stack in stacks.values() if len(stack) >= width]
+    elsewhere = {}
+    for key, members in sides.items():
+        run = runs[members[0]]
+        elsewhere[key] = sum(int(np.all(view == run, axis=1).sum()) for view in views) - len(members)
+    novel = [key for key, times in elsewhere.items() if times == 0]
+    if len(novel) != 1 or any(times < _AGAINST for key, times in elsewhere.items() if key != novel[0]):
+        return None
+    departed = sorted(sides[novel[0]])
+    kept = sorted(rank for key, members in sides.items() if key != novel[0] for rank in members)
+    return departed, kept, min(times for key, times in elsewhere.items() if key != novel[0])

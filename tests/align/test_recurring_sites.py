@@ -1,0 +1,49 @@
+"""A tie of call stacks told apart by the order of call sites the program repeats (align/recurring_sites.py)."""
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from ncclforensics.align.divergence import DIFFERENT_OPS, Root, _by_recurring_sites
+from ncclforensics.align.recurring_sites import broke_recurring_order
+
+# Call sites A=1 (attention), B=2 (mlp), C=3 (drafter), E=4 (head), one step after another: A B C A B E.
+STEP = [1, 2, 3, 1, 2, 4]
+
+
+def test_the_side_whose_run_of_call_sites_recurs_nowhere_else_broke_the_program_order():
+    # Rank 6 swapped B and C in the first step (A C B); rank 1 and every later step of both issue A B C.
+    kept = np.array(STEP * 3, dtype=np.uint64)
+    swapped = kept.copy()
+    swapped[1], swapped[2] = 3, 2
+    stacks = {1: kept, 6: swapped, 0: np.zeros(18, dtype=np.uint64)}  # (rank 0: a log without call stacks)
+    assert broke_recurring_order(stacks, [0, 1, 6], 1, 2) == ([6], [1], 4)
+
+
+def test_runs_of_other_call_sites_or_that_recur_nowhere_name_no_side():
+    # Rank 6 left out the drafter (C) in the first step: A B A B E...; its run (B A B) recurs nowhere, but it holds
+    # other call sites than rank 1's (B C A): a drafter pass may run in one step alone, and no order says which.
+    kept = np.array(STEP * 3, dtype=np.uint64)
+    skipped = np.array([1, 2, 1, 2, 4] + STEP * 2 + [1], dtype=np.uint64)
+    assert broke_recurring_order({1: kept, 6: skipped}, [1, 6], 2, 2) is None
+    # One step only: neither run recurs, and nothing says which is the program's.
+    one = np.array(STEP, dtype=np.uint64)
+    other = one.copy()
+    other[1], other[2] = 3, 2
+    assert broke_recurring_order({1: one, 6: other}, [1, 6], 1, 2) is None
+
+
+def test_a_tie_of_call_stacks_beside_logs_without_them_names_the_rank_that_broke_the_order():
+    # Dumps of ranks 1 and 6 part at seq 2..3, ranks 0 and 2 kept NCCL logs (no stacks): no majority, every rank
+    # named; the order of call sites says rank 6 departed.
+    kept = np.array(STEP * 3, dtype=np.uint64)
+    swapped = kept.copy()
+    swapped[1], swapped[2] = 3, 2
+    stacks = {0: np.zeros(18, dtype=np.uint64), 1: kept, 2: np.zeros(18, dtype=np.uint64), 6: swapped}
+    book = SimpleNamespace(codes=lambda fields: {r: SimpleNamespace(fields={"stack": s}) for r, s in stacks.items()})
+    tie = Root(comm="tp", seq=2, seq_range=(2, 3), outlier_ranks=[0, 1, 2, 6], reference_ranks=[0, 1, 2, 6],
+               kind=DIFFERENT_OPS, size=2, pinned_by="call sites", reason=None, majority=False,
+               narrowed_by=("call sites",))
+    root = _by_recurring_sites(tie, book, 1)
+    assert root.outlier_ranks == [6] and root.reference_ranks == [0, 1, 2] and root.majority
+    assert root.pinned_by.startswith("call sites, whose run there on rank 6 recurs nowhere else")
