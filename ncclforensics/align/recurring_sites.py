@@ -22,8 +22,9 @@ def broke_recurring_order(stacks: dict[int, np.ndarray], ranks: list[int], low: 
                           high: int) -> tuple[list[int], list[int], int] | None:
     """(departed, kept, times) where `ranks` (the two sides of a tie, `stacks`: rank -> its call-site codes by
     position, 0 where unrecorded) issued at positions `low`..`high` and one position either side runs of the same
-    call sites in orders that part them into sides, and one side's run recurs at no other place of any rank's records while every other
-    side's recurs at `_AGAINST` places or more (`times`: the fewest of those); else None."""
+    call sites in orders that part them into sides, and one side's run recurs at no other place of any rank's
+    records while every other side's recurs at `_AGAINST` places or more (`times`: the fewest of those); else
+    None."""
     first, last = max(0, low - 1), high + 2
     runs = {rank: stacks[rank][first:last] for rank in ranks if rank in stacks}
     recorders = [rank for rank, run in runs.items() if len(run) == last - first and run.all()]
