@@ -146,23 +146,25 @@ def _global_lagging(report: WatchdogEvent, group: str, members: set[int], job: s
                     listed: tuple[int, ...] | None = None) -> tuple | None:
     """The report's laggards (or other `entries` of it, its snapshot's) with global ranks. It numbers ranks within
     the group (`[2]` of a group of global ranks 4-7 is rank 6): where a dump lists the group's members in order
-    (`listed`, pg_config), group rank i is the i-th of them; in the default group (the world), and where the
-    group's ranks are 0..N-1, they are global already, as they are where the report names as many ranks as the job
-    has (`job`: every rank any line is from; the group is the world); else through the places in the group that
-    lines give their ranks (`places`, see _through_places); else, with every member on record, group rank i is the
-    i-th lowest; else None (which rank is meant is not known). (A rank that died leaves no line about the
-    group: the default group still numbers it.)"""
+    (`listed`, pg_config), group rank i is the i-th of them; in the default group (the world) they are global
+    already, as they are where the report names as many ranks as the job has (`job`: every rank any line is from;
+    the group is the world); else through the places in the group that lines give their ranks (`places`, see
+    _through_places), and members 0..k-1 on record are the group's places 0..k-1 (no member is below them; a rank
+    past them may be any member above); else, with every member on record, group rank i is the i-th lowest; else
+    None (which rank is meant is not known). (A rank that died leaves no line about the group: the default group
+    still numbers it, and `members`, the ranks with lines about the group, may lack it.)"""
     entries = report.lagging if entries is None else entries
     if listed:
         if any(r >= len(listed) for ranks, *_ in entries for r in ranks):
             return None  # (a place past the list's end: the report is of another group of that name)
         return tuple((tuple(listed[r] for r in ranks), *rest) for ranks, *rest in entries)
-    if group == DEFAULT_GROUP or members == set(range(len(members))):
+    if group == DEFAULT_GROUP:
         return entries
     named_all = set(report.group_ranks)
     if named_all and named_all == set(range(len(named_all))) == job:
         return entries
-    placed = _through_places(entries, places or {})
+    lowest = next(k for k in range(len(members) + 1) if k not in members)  # members 0..lowest-1 are on record
+    placed = _through_places(entries, {**{rank: rank for rank in range(lowest)}, **(places or {})})
     if placed is not None:
         return placed
     order = sorted(members)

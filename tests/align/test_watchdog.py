@@ -161,7 +161,10 @@ def test_a_rank_only_the_snapshot_counts_sides_with_those_it_launched_as_many_as
                            comm="1", seq=16, op="AllReduce", lagging=(((1, 3), 15, False),),
                            latest=(((1, 3), 15, True, "AllReduce"), ((0, 2), 16, False, "AllReduce")),
                            group_ranks=(0, 1, 2, 3))
-    marks = enqueue_marks(progress, [_timeout("torch_rank0.log", 2, 0, 16, "AllReduce", comm="1"), report])
+    # (`[PG ID 1 PG GUID 1(tp) Rank 3]` on rank 3's line: places 0 and 3 are ranks 0 and 3, so 1 and 2 are 1 and 2)
+    places = [WatchdogEvent(loc=Location(f"torch_rank{r}.log", 4), kind="pg_status", rank=r, comm="1", seq=16,
+                            group_rank=r) for r in (0, 3)]
+    marks = enqueue_marks(progress, [_timeout("torch_rank0.log", 2, 0, 16, "AllReduce", comm="1"), report, *places])
     assert marks["1"].launched == {0: 16, 3: 15, 1: 15, 2: 16}
     # (a laggard that finished its last and joined no next launched no more; the snapshot's others are floors)
     assert marks["1"].floors == {2}
@@ -459,3 +462,24 @@ def test_a_rank_cut_short_whose_count_ends_where_its_records_do_is_whole_there()
              for r, n in launched.items()]
     root = diagnose(logs).root
     assert root.outlier_ranks == [0, 3] and root.unplaced_ranks == [] and root.seq_range[0] <= 2 <= root.seq_range[1]
+
+
+def test_a_report_s_group_rank_past_the_lowest_members_on_record_is_no_global_rank():
+    # Group "3" is global ranks 0 and 2; only rank 0 left lines about it (`[PG ID 2 PG GUID 3(dp) Rank 0]`). Its
+    # report's `[1] finished collective #6, but didn't join collective #7` names the group's second member: some
+    # rank above 0, not global rank 1 (a member of other groups only).
+    progress = [ProgressReport(loc=Location("torch_rank0.log", 9), rank=0, comm="3", last_enqueued=7,
+                               last_completed=6)]
+    status = WatchdogEvent(loc=Location("torch_rank0.log", 9), kind="pg_status", rank=0, comm="3", seq=7,
+                           group_rank=0)
+    report = WatchdogEvent(loc=Location("torch_rank0.log", 3), kind=WatchdogKind.DESYNC_REPORT.value, rank=0,
+                           comm="3", seq=7, op="AllReduce", lagging=(((1,), 6, False),),
+                           latest=(((1,), 6, True, "AllReduce"), ((0,), 7, False, "AllReduce")), group_ranks=(0, 1))
+    timeout = _timeout("torch_rank0.log", 2, 0, 7, "AllReduce", comm="3")
+    assert enqueue_marks(progress, [timeout, report, status])["3"].launched == {0: 7}
+    # A line of global rank 2 at place 1 in the group ties the report's `[1]` to it.
+    placed = replace(status, loc=Location("torch_rank2.log", 4), rank=2, group_rank=1)
+    assert enqueue_marks(progress, [timeout, report, status, placed])["3"].launched == {0: 7, 2: 6}
+    # Ranks 0 and 1 both on record in the group are its places 0 and 1: the report's `[1]` is rank 1.
+    second = replace(status, loc=Location("torch_rank1.log", 4), rank=1, group_rank=None)
+    assert enqueue_marks(progress, [timeout, report, status, second])["3"].launched == {0: 7, 1: 6}
