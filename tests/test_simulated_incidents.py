@@ -350,7 +350,8 @@ KNOWN: dict[int, str] = {
 # without them goes to the side whose order of call sites recurs nowhere else where the other's recurs (753785: two
 # dumps, a swap of lookalikes on one of them, a skip later); a desync report's group ranks are global ranks only where
 # lines, dumps or the group's lowest members on record place them, never past those (831794: a DP group of ranks 0 and 2
-# whose report, on rank 0 alone, named place 1).
+# whose report, on rank 0 alone, named place 1); per-step checksums may name every rank that departed by the step
+# they part at (810065: two skips in step 0).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -369,7 +370,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           400271, 480271, 470048, 366841, 360838, 365766, 365206, 369260, 351492, 350022, 357551, 520102, 500445,
           501648, 502009, 502139, 570201, 570042, 590265, 610262, 590106, 611103, 612974, 740657, 740263, 502915,
           590043, 720127, 750620, 750926, 721158, 721193, 740944, 741188, 740618, 720515, 755510, 755766, 753785,
-          831794)
+          831794, 810065)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
@@ -815,3 +816,21 @@ def test_an_outliers_ring_that_begins_after_the_root_sets_where_the_ranks_show_s
 
     assert verdict(list(range(8))) == verdict([2, 3]) == []
     assert verdict([5]) == ["wrong_outliers"]
+
+
+def test_checksums_alone_may_name_every_rank_that_departed_by_the_step_they_part_at(tmp_path):
+    """Seed 810065, per-step checksums alone: ranks 2 and 6 each skipped a collective in step 0 (rank 2 first),
+    rank 5 swapped two in step 1. The checksums part at step 0 and order nothing inside it: naming ranks 2 and 6
+    is right, and so is rank 2 alone (or every rank that diverged); naming rank 6 alone, or rank 2 with rank 5, which
+    departed a step later, is not."""
+    from incidents.oracle import check
+
+    incident, written = _written_as_drawn(810065, tmp_path)
+
+    def verdict(outliers):
+        root = {"comm": "[ranks=0,1,2,3,4,5,6,7]", "seq_range": None, "outlier_ranks": outliers, "step": 0,
+                "pinned_by": "per-step checksums", "majority": True}
+        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+
+    assert verdict([2, 6]) == verdict([2]) == []
+    assert verdict([6]) == verdict([2, 5]) == ["wrong_outliers"]

@@ -341,6 +341,12 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
         first <= got <= set(faulted) and all(low <= true.first.get(r, 0) <= high for r in got - first)
         for first, faulted in ((set(true.outliers), true.faulted), (seen_outliers, seen),
                                (set(true.outliers) & evident, set(true.faulted) & evident)) if first)
+    # Per-step checksums alone place no collective, so they cannot order departures inside one step: naming the
+    # first ones with others that departed by the step the checksums part at names no rank that ran the program.
+    between = between or (low is None and root.get("pinned_by") == "per-step checksums" and root.get("step") is not None
+                          and set(true.outliers) <= got <= set(true.faulted)
+                          and all(_step_of(incident, r, comm, true.first[r]) <= root["step"]
+                                  for r in got - set(true.outliers)))
     # Counts alone of ranks behind, or records that differ in length only: one that launched one more here, holding
     # its peers back in another comm, writes the counts of the peers skipping one (or stopping); an answer naming the
     # ranks ahead that may have done so names it.
@@ -371,6 +377,12 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
 
 
 COUNTS_SOURCES = ("RAS counts", "PyTorch's enqueued counts", "PyTorch's desync report")
+
+
+def _step_of(incident: Incident, rank: int, comm: str, seq: int) -> int:
+    """The step in which the rank launched `seq` of `comm` (its last step where it launched fewer)."""
+    steps = [x.step for x in incident.run.launches[rank] if x.op.comm == comm and x.seq <= seq]
+    return steps[-1] if steps else 0
 
 
 def _checksum_firsts(incident: Incident, root: dict, got: set[int]) -> bool:
