@@ -351,7 +351,8 @@ KNOWN: dict[int, str] = {
 # dumps, a swap of lookalikes on one of them, a skip later); a desync report's group ranks are global ranks only where
 # lines, dumps or the group's lowest members on record place them, never past those (831794: a DP group of ranks 0 and 2
 # whose report, on rank 0 alone, named place 1); per-step checksums may name every rank that departed by the step
-# they part at (810065: two skips in step 0).
+# they part at (810065: two skips in step 0); a kind of evidence that shows only a later outlier decides nothing of
+# the first departure (851236: a swap only call stacks show, a skip later that NCCL logs show).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -370,7 +371,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           400271, 480271, 470048, 366841, 360838, 365766, 365206, 369260, 351492, 350022, 357551, 520102, 500445,
           501648, 502009, 502139, 570201, 570042, 590265, 610262, 590106, 611103, 612974, 740657, 740263, 502915,
           590043, 720127, 750620, 750926, 721158, 721193, 740944, 741188, 740618, 720515, 755510, 755766, 753785,
-          831794, 810065)
+          831794, 810065, 851236)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
@@ -834,3 +835,22 @@ def test_checksums_alone_may_name_every_rank_that_departed_by_the_step_they_part
 
     assert verdict([2, 6]) == verdict([2]) == []
     assert verdict([6]) == verdict([2, 5]) == ["wrong_outliers"]
+
+
+def test_a_kind_that_shows_only_a_later_outlier_decides_nothing_of_the_first_departure(tmp_path):
+    """Seed 851236, NCCL logs of six ranks and dumps of four: rank 1 swapped two all-reduces alike in shape at seq
+    10, which only call stacks show (rank 1's ring begins at 11, where rank 2's is the one other entry), and rank 6
+    skipped one at seq 24, which its NCCL log shows by its length. The logs show rank 6, not rank 1: at seq 10 they
+    side with either, so naming every rank, no majority, is right; rank 5 alone is not."""
+    from incidents.oracle import check
+
+    incident, written = _written_as_drawn(851236, tmp_path)
+    comm = incident.program.comms["0"].comm_id
+
+    def verdict(outliers):
+        root = {"comm": comm, "seq_range": [1, 11], "outlier_ranks": outliers, "pinned_by": "call sites",
+                "majority": False}
+        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+
+    assert verdict(list(range(8))) == verdict([1]) == []
+    assert verdict([5]) == ["wrong_outliers"]

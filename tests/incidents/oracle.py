@@ -79,7 +79,7 @@ from dataclasses import dataclass, field
 from .evidence import Written
 from .incident import Incident
 from .traces import PER_COLLECTIVE, read_back
-from .visibility import blurred_outliers, reported_work, shown_outliers, visible_comms
+from .visibility import blurred_outliers, kinds_showing, reported_work, shown_outliers, visible_comms
 
 VIOLATIONS = ("false_divergence", "missed", "root_outside_range", "root_without_range", "wrong_outliers",
               "root_on_unfaulted_comm", "unknown_comm", "parse_error", "crash")
@@ -312,8 +312,9 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     # A rank whose records of the comm end where its files were cut or where it stopped launching, or begin where a
     # ring kept them, before the outliers' departure shows sides with nobody (it shows at the root, or, where the
     # outliers' own rings begin after it, at their first entry kept); nor does one with no evidence of a kind that
-    # shows the divergence (NCCL logs beside dumps whose call stacks alone part the ranks).
-    showing = outcome.visible.get(comm, [])
+    # shows the divergence (NCCL logs beside dumps whose call stacks alone part the ranks): the first departure shown,
+    # not another outlier's later one, whose kinds say nothing of what the records hold there.
+    showing = kinds_showing(incident, written, comm, seen_outliers)
     shows_at = max(true.seq, min(_first_kept(incident, written, r, comm, showing) for r in seen))
     # (a record of a kind that cannot show the divergence decides nothing: a rank whose Flight Recorder ring, the
     # only kind that shows it, begins after the root sides with either, whatever logs of lookalikes it left)

@@ -67,6 +67,12 @@ def shown_outliers(incident: Incident, written: Written) -> dict[str, set[int]]:
     return out
 
 
+def kinds_showing(incident: Incident, written: Written, comm: str, ranks: set[int]) -> list[str]:
+    """The kinds of evidence that show any of `ranks` (outliers of `comm`) departing: a kind that shows only another
+    outlier's departure there (a later skip that leaves a log one collective short) shows nothing of theirs."""
+    return [kind for kind, shown in _by_kind(incident, written).items() if shown.get(comm, set()) & ranks]
+
+
 def blurred_outliers(incident: Incident, written: Written) -> dict[str, set[int]]:
     """Per comm that diverged where every kind of evidence that shows an outlier shows it only through a view that
     is the very view of a reference rank (a wrong sum every member read back alike, and no other outlier showing):
