@@ -191,6 +191,10 @@ def place_edits(rank: int, outlier: Codes, reference: Codes, start: int, known: 
                 break
             if length >= size and _last_false(outlier, at + size, reference, at + size, length) is None:
                 confirmed.append(_placement(rank, EditKind.DIFFERENT, size, first, at, start, score))
+                if size == 1:
+                    confirmed += [_placement(rank, EditKind.DIFFERENT, at - begin + 1, begin, begin, start,
+                                             score - 2 * (at - begin))
+                                  for begin in _hidden_block_starts(outlier, reference, at)]
                 break
     # No edit starts at or before a record that is the reference's own collective at the same seq: equal in every
     # field, with a value (call stack, tag and step, say) that no other record of either stream has.
@@ -241,6 +245,30 @@ def blocks_through(rank: int, outlier: Codes, reference: Codes, start: int, seq:
         found.append(_placement(rank, EditKind.DIFFERENT, size, first, at, start, score))
         if first <= at - hidden or first <= floor:
             break  # a longer block starts no earlier
+    return found
+
+
+def _hidden_block_starts(outlier: Codes, reference: Codes, at: int) -> list[int]:
+    """Positions before `at` where a block of collectives taken out of order may start and show nowhere before
+    `at`: the outlier swapped its collectives there and at `at`, or issued the reference's collective there only
+    at `at` (the rest one later), or the reference's collective at `at` already there (the rest one earlier), and
+    every record of the block pairs with the one it stands for wherever both recorded a field. Where every field is
+    recorded everywhere no such block pairs (the records before `at` would part too); where the field that parts
+    the streams at `at` was not recorded before it (a watchdog's timeout line gives the call stack of one
+    collective, beside NCCL logs of signatures only), a swap of lookalikes shows only at its second half.
+
+    Worked example: rank 2 issued a layer's MoE all-reduce before its MLP one, alike in signature; only the
+    timeout lines at seq 10 give call stacks. The stacks part rank 2 at seq 10, but the swap began at seq 9."""
+    found = []
+    for begin in range(max(0, at - MAX_EDIT + 1), at):
+        inside = at - begin
+        swapped = compatible(outlier, at, reference, begin, 1)[0] and compatible(outlier, begin, reference, at, 1)[0]
+        late = compatible(outlier, at, reference, begin, 1)[0] \
+            and compatible(outlier, begin, reference, begin + 1, inside).all()
+        early = compatible(outlier, begin, reference, at, 1)[0] \
+            and compatible(outlier, begin + 1, reference, begin, inside).all()
+        if swapped or late or early:
+            found.append(begin)
     return found
 
 

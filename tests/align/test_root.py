@@ -1034,3 +1034,22 @@ def test_a_confirmed_block_may_start_as_late_as_the_first_departure_with_fewer_r
     found, whole = place_edits(2, outlier, reference, start=1)
     blocks = [p for p in found if p.kind is EditKind.EXTRA and p.size == 5]
     assert whole and blocks and span(blocks) == (5, 8)
+
+
+def test_a_swap_of_lookalikes_shown_only_by_a_field_unrecorded_before_reaches_back_to_its_first_half():
+    # Signatures (op) everywhere, alike; a call stack (tag) only at seq 5, the collective a timeout line names.
+    # The outlier's stack there is the reference's seq-4 one: it swapped seq 4 and 5, which shows only at seq 5.
+    # Seq 1..3 are of other signatures, which no collective of seq 5's can stand for: the swap may begin at seq 4.
+    # (The all-gather at seq 8 rules out a shift: an extra collective and a missing one pair nowhere past it.)
+    reference = stream([3, 3, 2, 1, 1, 1, 1, 2], [0, 0, 0, 0, 22, 0, 0, 0])
+    outlier = stream([3, 3, 2, 1, 1, 1, 1, 2], [0, 0, 0, 0, 11, 0, 0, 0])
+    found, whole = place_edits(2, outlier, reference, start=1)
+    assert whole and span(found) == (4, 5)
+    assert max(found, key=lambda p: p.score).kind is EditKind.DIFFERENT
+
+
+def test_no_swap_reaches_back_where_every_field_is_recorded():
+    reference = stream([1, 1, 1, 1, 1], [11, 12, 13, 14, 15])
+    outlier = stream([1, 1, 1, 1, 1], [11, 12, 13, 99, 15])
+    found, _ = place_edits(2, outlier, reference, start=1)
+    assert span(found) == (4, 4)
