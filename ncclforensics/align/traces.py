@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import polars as pl
 
@@ -27,8 +27,14 @@ from .notes import Note, TracesApart, TracesMixedComms, TracesNameNoComm, Traces
 from .trace_groups import (MIXED, UNKNOWN, Members, partners_by_tag, record_groups, recurring_with_tails,
                            result_holders, result_key)
 
-if TYPE_CHECKING:
-    from .divergence import Root  # (divergence.py imports this module)
+
+class _Rooted(Protocol):
+    """What resting_on_guesses reads of a root (divergence.Root; that module imports this one)."""
+
+    comm: str
+    seq_range: tuple[int, int | None] | None
+    outlier_ranks: list[int]
+
 
 @dataclass(frozen=True)
 class Placed:
@@ -164,7 +170,7 @@ def guessed_comms(comm: str, seq_range: tuple[int, int | None], guesses: Guesses
     return tuple(sorted(found))
 
 
-def resting_on_guesses(roots: Iterable[Root], guesses: Guesses) -> frozenset[str]:
+def resting_on_guesses(roots: Iterable[_Rooted], guesses: Guesses) -> frozenset[str]:
     """The comms of `roots` whose outliers' departure may be a record that only its neighbours put there: a record
     of an outlier's trace in the root's comm and range, placed by a guess. Were it another comm's, the root's
     records would not show that departure at all (it may be where the rank issued a collective of that other comm
