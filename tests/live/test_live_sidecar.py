@@ -221,7 +221,7 @@ def test_small_buffers_many_steps(tmp_path):
     procs = [ctx.Process(target=body, args=(r, results)) for r in range(2)]
     for p in procs:
         p.start()
-    got = sorted(results.get(timeout=60) for _ in procs)
+    got = sorted(results.get(timeout=180) for _ in procs)
     for p in procs:
         p.join(10)
     assert got == [(0, 20000, [7, 19999]), (1, 20000, [7, 19999])]
