@@ -343,11 +343,12 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
         for first, faulted in ((set(true.outliers), true.faulted), (seen_outliers, seen),
                                (set(true.outliers) & evident, set(true.faulted) & evident)) if first)
     # Per-step checksums alone place no collective, so they cannot order departures inside one step: naming the
-    # first ones with others that departed by the step the checksums part at names no rank that ran the program.
+    # first ones shown with others shown that departed by the step the checksums part at names no rank that ran the
+    # program (nor one whose departure nothing shows).
     between = between or (low is None and root.get("pinned_by") == "per-step checksums" and root.get("step") is not None
-                          and set(true.outliers) <= got <= set(true.faulted)
+                          and seen_outliers <= got <= set(seen)
                           and all(_step_of(incident, r, comm, true.first[r]) <= root["step"]
-                                  for r in got - set(true.outliers)))
+                                  for r in got - seen_outliers))
     # Counts alone of ranks behind, or records that differ in length only: one that launched one more here, holding
     # its peers back in another comm, writes the counts of the peers skipping one (or stopping); an answer naming the
     # ranks ahead that may have done so names it.
