@@ -351,7 +351,9 @@ KNOWN: dict[int, str] = {
 # dumps, a swap of lookalikes on one of them, a skip later); a desync report's group ranks are global ranks only where
 # lines, dumps or the group's lowest members on record place them, never past those (831794: a DP group of ranks 0 and 2
 # whose report, on rank 0 alone, named place 1); per-step checksums may name every rank that departed by the step
-# they part at (810065: two skips in step 0).
+# they part at (810065: two skips in step 0); a sum no other trace read back, whose tag other ranks share in groups that
+# leave its rank out, is of a comm whose other members left no trace, not of the one set the rank once shared a result
+# with (810094: a TP skip whose partner left no trace, sums with expected values alone).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
