@@ -67,7 +67,9 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
     are shared in groups that leave this rank out (`by_tag_elsewhere`: its tensor-parallel peers traced nothing),
     it goes to a group of its own with the ranks no such group holds, where they are as many as its peers; where
     they are not, a digest's record is UNKNOWN (of a comm whose other members left no trace and are not known: a
-    digest is one physical collective's, so it is of no comm whose other members traced it), and left out. A result
+    digest is one physical collective's, so it is of no comm whose other members traced it), and left out; so is a
+    sum no other trace read back where no set sharing the rank's results recurs (the one that shares once, say the
+    world less the ranks that left no trace, is a comm by default only, and places none of its tag). A result
     shared with no one that only the one comm holding the rank would place follows its tag where that tag went with
     ranks beyond every comm elsewhere in the trace (a guess, as that one is); where its tag went with none it stays
     in that comm, a guess as well wherever any result went beyond it (that comm is then not the rank's only one)."""
@@ -100,7 +102,10 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
         return None
     # A digest is one physical collective's; a sum may recur by coincidence, so a set of ranks that shares sums
     # once is no comm, unless other evidence (`known`) gives a comm just those members.
-    comms = set(seen) if digests else {m for m, n in seen.items() if n > 1 or m in known} or set(seen)
+    comms = set(seen) if digests else {m for m, n in seen.items() if n > 1 or m in known}
+    # (with none such, the sets that share once stand in, comms by default: they place no result shared with no one)
+    by_default = not comms
+    comms = comms or set(seen)
     # Where some members' traces stop sooner (cut, or the rank hung), the records after their last one are shared
     # by the rest only: that subset is the tail of the wider comm, not a comm of its own. A sub-communicator's
     # other members carry on with records of their own.
@@ -151,9 +156,11 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
         # (a result shared under several tags by ranks that are no comm is a coincidence of sums: shared by none)
         unshared = not tagged and (members == {rank} or not one and members not in comms)
         apart = (by_tag_elsewhere or {}).get(row.tag, NOT_APART) if unshared and not untraced else NOT_APART
-        if apart is None and digests:
+        if apart is None and (digests or by_default and members == {rank}):
             # Its tag's results are others' in groups that leave the rank out, and a digest no trace shares is of
-            # no comm whose other members traced it: a comm of peers that left no trace, which is not known.
+            # no comm whose other members traced it: a comm of peers that left no trace, which is not known. So is
+            # a sum no trace shares where the one set holding the rank is a comm by default only (a split of a comm
+            # the trace names by counts that differ in a misaligned pairing stays in it).
             placed.append(UNKNOWN)
             continue
         # A tag names the collective the rank issued, and so its comm; a sum shared beyond it may be a coincidence.

@@ -981,3 +981,19 @@ def test_a_root_that_may_rest_on_a_record_placed_by_neighbours_yields_to_one_its
     assert resting_on_guesses([replace(extra, seq_range=(1, 9))], {6: placed}) == frozenset()
     assert resting_on_guesses([extra], {5: placed}) == frozenset()
     assert _pick_root(analyses, None, Streams())[0].comm == "2"
+
+
+def test_sums_no_trace_shares_of_tags_others_share_apart_stay_out_of_the_one_set_the_rank_shares(tmp_path):
+    """World (0-3), TP groups (0,1) (2,3), sums with expected values only; rank 3 left no trace and rank 2 skipped
+    `l1.attn`, so its `l1.mlp` paired with rank 3's `l1.attn` (checks wrong). Rank 2 shares one result, the world's
+    `dp`, with ranks 0 and 1; its TP results are shared with no trace, and ranks 0 and 1 share their tags apart:
+    they are of a comm whose other member left nothing, not extra collectives of rank 2 among ranks 0-2."""
+    tp = [(0, "l0.attn", 64, 300.0, 300.0), (0, "l0.mlp", 64, 600.0, 600.0), (0, "l1.attn", 64, 900.0, 900.0),
+          (0, "l1.mlp", 64, 1200.0, 1200.0)]
+    mine = [(0, "l0.attn", 64, 700.0, 700.0), (0, "l0.mlp", 64, 1400.0, 1400.0), (0, "l1.mlp", 64, 2300.0, 2800.0)]
+    d = _sums_only(tmp_path, {0: [(0, "dp", 1, 10.0, 10.0), *tp], 1: [(0, "dp", 1, 10.0, 10.0), *tp],
+                              2: [(0, "dp", 1, 10.0, 10.0), *mine]})
+    world = next(c for c in d["comms"] if c["comm"] == "[ranks=0,1,2]")
+    assert world["launched"] == {"0": 1, "1": 1, "2": 1}
+    assert d["root"]["seq_range"] is None and d["root"]["outlier_ranks"] == [2]
+    assert any("rank 2 " in c and "other members left no trace" in c for c in d["caveats"])
