@@ -72,15 +72,12 @@ def note_words(note: n.Note) -> str:
                        f"split, which no majority decides)" if either else ""))
         case n.CountedPastRecords(added, launched, counted_by, outliers):
             return (f"{_counted(added, launched, counted_by)}, which go on past the records, while {_their(added)} "
-                    f"records end where the others' do: {_they(added)} "
-                    f"departed too, where no record compares {_them(added)}, and nothing says whose departure came "
-                    f"first, so the root names {ranks_words(outliers)}")
+                    f"records end where the others' do: {_departed_too(added, outliers)}")
         case n.RanPastHang(added, comm, hang_seq, stop_seq, outliers):
             return (f"{ranks_words(added)} launched past seq {stop_seq} in comm {comm}, where most ranks stop, "
                     f"though seq {hang_seq} hangs on every rank (a pairing NCCL never completes) and the program "
-                    f"stops every rank's launches at one place behind it: {_they(added)} departed too, at or before "
-                    f"seq {stop_seq + 1}, where no record compares {_them(added)}, and nothing says whose departure "
-                    f"came first, so the root names {ranks_words(outliers)}")
+                    f"stops every rank's launches at one place behind it: "
+                    f"{_departed_too(added, outliers, f', at or before seq {stop_seq + 1}')}")
         case n.DepartedLater(ranks, seq_range, comm, shown_by):
             return (f"{ranks_words(ranks)} departed too in comm {comm} (by {shown_by}), at {_span(seq_range)}, "
                     f"after the departure the root names: the root leaves {_them(ranks)} out, though "
@@ -199,6 +196,12 @@ def _did(ranks, kind: str) -> str:
 def _counted(ranks, launched: str, counted_by: str) -> str:
     """`ranks 1 and 2 launched fewer collectives than the others by RAS counts`."""
     return f"{ranks_words(ranks)} launched {launched} collectives than the others by {counted_by}"
+
+
+def _departed_too(added, outliers, where: str = "") -> str:
+    """The clause of a note on ranks whose records no other rank's compare, added beside the root's outliers."""
+    return (f"{_they(added)} departed too{where}, where no record compares {_them(added)}, and nothing says whose "
+            f"departure came first, so the root names {ranks_words(outliers)}")
 
 
 def _they(ranks) -> str:
