@@ -607,7 +607,6 @@ def test_checksums_that_name_the_first_outliers_of_two_comms_are_right_and_no_fe
     """Seed 31945: ranks 2 (of TP comm 1) and 4, 5 (of TP comm 2) skipped a collective at one step, evidence
     per-step checksums alone. A step's checksum sums what a rank read back from all its comms, so naming 2, 4 and 5
     is right; leaving one out, or adding one that did not depart, is not."""
-    from incidents.oracle import check
 
     incident = draw(31945)
     written = _write(incident, tmp_path, ("fp",), 31945)
@@ -616,7 +615,7 @@ def test_checksums_that_name_the_first_outliers_of_two_comms_are_right_and_no_fe
     def verdict(outliers):
         root = {"comm": comm, "seq_range": None, "outlier_ranks": outliers, "pinned_by": "per-step checksums",
                 "step": 2, "majority": True}
-        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+        return _violation_kinds(incident, written, root)
 
     assert verdict([2, 4, 5]) == []
     assert verdict([4, 5]) == verdict([2, 4]) == verdict([2, 3, 4, 5]) == ["wrong_outliers"]
@@ -627,7 +626,6 @@ def test_a_rank_whose_counts_part_while_it_waits_elsewhere_is_a_candidate_beside
     in its TP comm for rank 6. The logs' records begin after both departed and part rank 6; the counts part rank 7
     too, yet a twin with rank 7's departure undone writes the same logs. Rank 6 with rank 7 as a candidate is right;
     rank 6 alone, with no candidate, is not."""
-    from incidents.oracle import check
 
     incident = draw(357252)
     written = _write(incident, tmp_path, ("torch",), 357252)
@@ -636,7 +634,7 @@ def test_a_rank_whose_counts_part_while_it_waits_elsewhere_is_a_candidate_beside
     def verdict(outliers, waiting, key="waiting_candidates"):
         root = {"comm": comm, "seq_range": [1, 5], "outlier_ranks": outliers, "pinned_by": "signatures",
                 "kind": "different", "majority": True, key: waiting}
-        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+        return _violation_kinds(incident, written, root)
 
     assert verdict([6], {"7": ["4"]}) == []
     assert verdict([6], {}) == verdict([5], {"7": ["4"]}) == ["wrong_outliers"]
@@ -675,6 +673,13 @@ def test_counts_in_three_steps_name_the_ranks_furthest_behind_held_back_by_the_r
     assert f"and {'rank' if len(between) == 1 else 'ranks'} {between[0]} fewer than the rest" in root["cause"]
 
 
+def _violation_kinds(incident, written, root: dict) -> list[str]:
+    """The kinds of violation the oracle finds in a divergence answer with `root`."""
+    from incidents.oracle import check
+
+    return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+
+
 def _written_as_drawn(seed: int, folder):
     """The incident of `seed` and the evidence its run writes (the subset it draws)."""
     incident = draw(seed)
@@ -689,7 +694,6 @@ def test_outliers_whose_every_view_is_a_reference_ranks_may_be_named_with_those_
     back step 1 wrong by one amount: rank 5's file differs from rank 0's in the rank number alone. Naming the five,
     no majority, is right; naming rank 5 is too (the truth); naming a part of the others is not. Where the tags of
     per-collective traces part the outlier (seed 152911), nothing is blurred."""
-    from incidents.oracle import check
     from incidents.visibility import blurred_outliers
 
     incident, written = _written_as_drawn(104329, tmp_path / "a")
@@ -698,7 +702,7 @@ def test_outliers_whose_every_view_is_a_reference_ranks_may_be_named_with_those_
     def verdict(outliers):
         root = {"comm": incident.program.comms["1"].comm_id, "seq_range": None, "outlier_ranks": outliers,
                 "pinned_by": "per-step checksums", "step": 1, "majority": False}
-        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+        return _violation_kinds(incident, written, root)
 
     assert verdict([0, 2, 3, 5, 6]) == verdict([5]) == []
     assert verdict([0, 2, 3]) == ["wrong_outliers"]
@@ -711,7 +715,6 @@ def test_a_rank_that_skipped_one_shows_by_the_checksum_its_replicas_sum_without_
     reordered two, both parting in step 0; rank 27's reorder sums as every other rank's. Rank 12's own expected sum
     lacks the one it skipped, but a run without the fault gives it its replicas' sum, so its sum parting from
     theirs shows it: naming 12 and 23 is right; naming 23 alone or 12 with 27 is not."""
-    from incidents.oracle import check
     from incidents.visibility import shown_outliers
 
     incident, written = _written_as_drawn(97685, tmp_path)
@@ -720,7 +723,7 @@ def test_a_rank_that_skipped_one_shows_by_the_checksum_its_replicas_sum_without_
     def verdict(outliers):
         root = {"comm": incident.program.comms["0"].comm_id, "seq_range": None, "outlier_ranks": outliers,
                 "pinned_by": "per-step checksums", "step": 0, "majority": True}
-        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+        return _violation_kinds(incident, written, root)
 
     assert verdict([12, 23]) == []
     assert verdict([23]) == verdict([12, 27]) == ["wrong_outliers"]
@@ -731,14 +734,13 @@ def test_checksums_that_part_two_even_sides_across_comms_may_name_every_rank_com
     Per-step sums checked: ranks 2, 3 wrong in step 0, ranks 0, 1 right in it and wrong all through step 1 (they
     left out the step's last collective, or the others ran one more). Two even sides: naming the first outliers of
     the two comms (0, 1) is right, and so is naming all four, no majority; one side alone beside them is not."""
-    from incidents.oracle import check
 
     incident, written = _written_as_drawn(129045, tmp_path)
 
     def verdict(outliers, comm="[ranks=0,1,2,3]"):
         root = {"comm": comm, "seq_range": None, "outlier_ranks": outliers, "pinned_by": "per-step checksums",
                 "step": 0, "majority": False}
-        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+        return _violation_kinds(incident, written, root)
 
     assert verdict([0, 1]) == verdict([0, 1, 2, 3]) == []
     assert verdict([2, 3]) == verdict([0, 1, 2]) == ["wrong_outliers"]
@@ -749,14 +751,13 @@ def test_a_rank_whose_records_of_the_kinds_that_show_it_miss_the_root_sides_with
     call stacks of Flight Recorder entries show; the rings of ranks 0 and 3 begin after it. Their NCCL logs, sums,
     RAS counts hold seq 8 but cannot show a swap of collectives alike in shape: they side with either, so ranks 1
     and 2 are a tie, and naming all four, no majority, is right; naming rank 0 alone is not."""
-    from incidents.oracle import check
 
     incident, written = _written_as_drawn(158306, tmp_path)
 
     def verdict(outliers):
         root = {"comm": incident.program.comms["0"].comm_id, "seq_range": [1, 8], "outlier_ranks": outliers,
                 "pinned_by": "call sites", "majority": False}
-        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+        return _violation_kinds(incident, written, root)
 
     assert verdict([0, 1, 2, 3]) == verdict([2]) == []
     assert verdict([0]) == ["wrong_outliers"]
@@ -768,7 +769,6 @@ def test_a_watchdog_stack_that_parts_a_rank_at_the_wedge_shows_its_departure(tmp
     issued `l1.moe` before `l1.mlp`, so it timed out at the wedge in a collective from another call site, which its
     log's stack of the failed collective shows. Ranks 4 and 6 both show: naming them, within a range holding the
     root, is right; naming rank 6 alone is not."""
-    from incidents.oracle import check
     from incidents.visibility import shown_outliers
 
     incident, written = _written_as_drawn(153405, tmp_path)
@@ -777,7 +777,7 @@ def test_a_watchdog_stack_that_parts_a_rank_at_the_wedge_shows_its_departure(tmp
     def verdict(outliers):
         root = {"comm": "1", "seq_range": [1, 15], "outlier_ranks": outliers, "pinned_by": "call sites",
                 "majority": True}
-        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+        return _violation_kinds(incident, written, root)
 
     assert verdict([4, 6]) == verdict([4]) == []
     assert verdict([6]) == ["wrong_outliers"]
@@ -789,7 +789,6 @@ def test_a_rank_whose_trace_was_cut_before_the_root_sides_with_either(tmp_path):
     the swap: it sides with either, so rank 0 against ranks 2 and 3 is no majority, and naming rank 0 is right
     too. Were its trace whole, rank 1 would side with rank 0 (an even split, both sides right), and rank 0 alone
     would be no side of it."""
-    from incidents.oracle import check
 
     incident, written = _written_as_drawn(94290, tmp_path / "a")
     assert written.cut == {("fp", 1): 13}
@@ -797,7 +796,7 @@ def test_a_rank_whose_trace_was_cut_before_the_root_sides_with_either(tmp_path):
 
     def verdict(outliers):
         root = {"comm": comm, "seq_range": [23, 23], "outlier_ranks": outliers, "majority": True}
-        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+        return _violation_kinds(incident, written, root)
 
     assert verdict([0]) == verdict([2, 3]) == verdict([0, 1, 2, 3]) == []
     del written.cut[("fp", 1)]
@@ -810,7 +809,6 @@ def test_an_outliers_ring_that_begins_after_the_root_sets_where_the_ranks_show_s
     hold seq 1 but show nothing there, so the ranks show sides where its ring begins (seq 2), and only ranks 2 and
     7 have an entry there: a tie, and naming every rank, no majority, is right. Rank 5 alone, which nothing parts
     from the others, is not."""
-    from incidents.oracle import check
 
     incident, written = _written_as_drawn(720515, tmp_path)
     comm = incident.program.comms["0"].comm_id
@@ -818,7 +816,7 @@ def test_an_outliers_ring_that_begins_after_the_root_sets_where_the_ranks_show_s
     def verdict(outliers):
         root = {"comm": comm, "seq_range": [1, 2], "outlier_ranks": outliers, "pinned_by": "call sites",
                 "majority": False}
-        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+        return _violation_kinds(incident, written, root)
 
     assert verdict(list(range(8))) == verdict([2, 3]) == []
     assert verdict([5]) == ["wrong_outliers"]
@@ -829,14 +827,13 @@ def test_checksums_alone_may_name_every_rank_that_departed_by_the_step_they_part
     rank 5 swapped two in step 1. The checksums part at step 0 and order nothing inside it: naming ranks 2 and 6
     is right, and so is rank 2 alone (or every rank that diverged); naming rank 6 alone, or rank 2 with rank 5, which
     departed a step later, is not."""
-    from incidents.oracle import check
 
     incident, written = _written_as_drawn(810065, tmp_path)
 
     def verdict(outliers):
         root = {"comm": "[ranks=0,1,2,3,4,5,6,7]", "seq_range": None, "outlier_ranks": outliers, "step": 0,
                 "pinned_by": "per-step checksums", "majority": True}
-        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+        return _violation_kinds(incident, written, root)
 
     assert verdict([2, 6]) == verdict([2]) == []
     assert verdict([6]) == verdict([2, 5]) == ["wrong_outliers"]
@@ -847,7 +844,6 @@ def test_a_kind_that_shows_only_a_later_outlier_decides_nothing_of_the_first_dep
     10, which only call stacks show (rank 1's ring begins at 11, where rank 2's is the one other entry), and rank 6
     skipped one at seq 24, which its NCCL log shows by its length. The logs show rank 6, not rank 1: at seq 10 they
     side with either, so naming every rank, no majority, is right; rank 5 alone is not."""
-    from incidents.oracle import check
 
     incident, written = _written_as_drawn(851236, tmp_path)
     comm = incident.program.comms["0"].comm_id
@@ -855,7 +851,7 @@ def test_a_kind_that_shows_only_a_later_outlier_decides_nothing_of_the_first_dep
     def verdict(outliers):
         root = {"comm": comm, "seq_range": [1, 11], "outlier_ranks": outliers, "pinned_by": "call sites",
                 "majority": False}
-        return [v.kind for v in check(incident, written, {"verdict": "diverged", "root": root}, []).violations]
+        return _violation_kinds(incident, written, root)
 
     assert verdict(list(range(8))) == verdict([1]) == []
     assert verdict([5]) == ["wrong_outliers"]
