@@ -31,7 +31,7 @@ from .root import (
     edits_before_stop,
     solve,
 )
-from .recurring_sites import broke_recurring_order
+from .recurring_sites import broke_recurring_order, with_their_sides
 from .streams import SIGNATURE, Streams, traced
 from .traces import grouped_by_traces
 
@@ -378,27 +378,48 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
             analysis.root = replace(analysis.root, pinned_by=ENQUEUED_COUNTS)
         analysis.root = _with_unrecorded_members(analysis.root, streams, comm)
         if not analysis.root.majority and "stack" in columns:
-            analysis.root = _by_recurring_sites(analysis.root, book, start)
+            analysis.root = _by_recurring_sites(analysis.root, book, start, stages[-1][1](), solution)
     return analysis
 
 
-def _by_recurring_sites(root: Root, book: CodeBook, start: int) -> Root:
+def _by_recurring_sites(root: Root, book: CodeBook, start: int, codes: dict[int, Codes],
+                        solution: Solution | None = None) -> Root:
     """A tie of call stacks (the others' records side with either) told apart by the order of call sites the
-    program repeats: the side whose run there recurs nowhere else departed (recurring_sites.py)."""
+    program repeats: the side whose run there recurs nowhere else departed (recurring_sites.py). The ranks without
+    call stacks join the side their records (`codes`, every field compared) agree with; the kind is then the
+    likeliest of that side's edits in `solution`."""
     if root.seq_range is None or root.seq_range[1] is None or len(root.outlier_ranks) < 2:
         return root
     low, high = root.seq_range
-    stacks = {rank: codes.fields["stack"] for rank, codes in book.codes(["stack"]).items()}
+    stacks = {rank: recorded.fields["stack"] for rank, recorded in book.codes(["stack"]).items()}
     found = broke_recurring_order(stacks, root.outlier_ranks, max(low, start) - start, high - start)
     if found is None:
         return root
     departed, kept, times = found
+    sides = with_their_sides(departed, kept, codes, root.outlier_ranks)
+    if sides is None:
+        return root
     label = (f"{root.pinned_by}, whose run there on rank{'s' if len(departed) > 1 else ''} "
              f"{', '.join(map(str, departed))} recurs nowhere else in the records and on the other side at {times} "
              f"other places")
     everyone = set(root.outlier_ranks) | set(root.reference_ranks)
+    departed = sides[0]
+    root = _kind_of_side(root, departed, solution)
     return replace(root, outlier_ranks=departed, reference_ranks=sorted(everyone - set(departed)), majority=True,
                    pinned_by=label, narrowed_by=(*root.narrowed_by[:-1], label) if root.narrowed_by else (label,))
+
+
+def _kind_of_side(root: Root, departed: list[int], solution: Solution | None) -> Root:
+    """`root` with the kind and size of the likeliest edit `solution` placed on the side that is `departed` (a tie
+    places both sides' edits: one side's extra collective is the other's missing one)."""
+    if solution is None:
+        return root
+    theirs = [p for p in solution.placements if sorted(solution.members.get(p.rank, [p.rank])) == departed]
+    if not theirs:
+        return root
+    ordered = sorted(theirs, key=lambda p: (-p.score, p.size))
+    return replace(root, kind=ordered[0].kind.value, size=ordered[0].size,
+                   kinds=tuple(dict.fromkeys(p.kind.value for p in ordered)))
 
 
 def _with_unrecorded_members(root: Root, streams: Streams, comm: str) -> Root:

@@ -6,13 +6,17 @@ the same of fingerprint tags). Where the ranks whose dumps carry call stacks par
 runs hold the same call sites in other orders (a swap): a run that recurs elsewhere in the records (the side's own
 later steps, the other side's) is the program's order, and one that no other place holds departed from it. Runs
 that differ by what they hold say nothing: a step that left out a drafter pass may be the program's as well (the
-pass may run in that one step alone). Worked example: dumps of ranks 1 and 6, 9 collectives a step; at seqs 1-3 rank
+pass may run in that one step alone). The ranks without call stacks go with the side whose records theirs agree
+with: NCCL logs of a skip part the ranks by their signatures as the dumps do, so a rank whose log shows the skip
+departed with the dump that broke the order, though no call stack of its own says so. Worked example: dumps of ranks 1 and 6, 9 collectives a step; at seqs 1-3 rank
 1 issued call sites A B C, rank 6 A C B; every later step of both issues A B C: rank 6 swapped two lookalikes.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from .edits import Codes, agree, merged
 
 # Other places a run must recur at to be the program's: one may be a second departure of its own.
 _AGAINST = 2
@@ -47,3 +51,21 @@ def broke_recurring_order(stacks: dict[int, np.ndarray], ranks: list[int], low: 
     departed = sorted(sides[novel[0]])
     kept = sorted(rank for key, members in sides.items() if key != novel[0] for rank in members)
     return departed, kept, min(times for key, times in elsewhere.items() if key != novel[0])
+
+
+def with_their_sides(departed: list[int], kept: list[int], codes: dict[int, Codes],
+                     ranks: list[int]) -> tuple[list[int], list[int]] | None:
+    """The two sides of the tie, (departed, kept), with each other rank of `ranks` (one without call stacks there)
+    on the side whose records (`codes`: every field compared, 0 where unrecorded) its own agree with; one that
+    agrees with both sides with either, and is counted with the kept side (it shows no departure); None where one
+    agrees with neither (it departed some other way, and the tie is not two sides)."""
+    mine, theirs = merged(codes[r] for r in departed), merged(codes[r] for r in kept)
+    sides = (list(departed), list(kept))
+    for rank in ranks:
+        if rank in departed or rank in kept or rank not in codes:
+            continue
+        with_departed, with_kept = agree(codes[rank], mine), agree(codes[rank], theirs)
+        if not (with_departed or with_kept):
+            return None
+        sides[0 if with_departed and not with_kept else 1].append(rank)
+    return sorted(sides[0]), sorted(sides[1])

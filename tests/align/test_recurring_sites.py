@@ -5,6 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ncclforensics.align.divergence import DIFFERENT_OPS, Root, _by_recurring_sites
+from ncclforensics.align.edits import Codes
 from ncclforensics.align.recurring_sites import broke_recurring_order
 
 # Call sites A=1 (attention), B=2 (mlp), C=3 (drafter), E=4 (head), one step after another: A B C A B E.
@@ -40,10 +41,39 @@ def test_a_tie_of_call_stacks_beside_logs_without_them_names_the_rank_that_broke
     swapped = kept.copy()
     swapped[1], swapped[2] = 3, 2
     stacks = {0: np.zeros(18, dtype=np.uint64), 1: kept, 2: np.zeros(18, dtype=np.uint64), 6: swapped}
-    book = SimpleNamespace(codes=lambda fields: {r: SimpleNamespace(fields={"stack": s}) for r, s in stacks.items()})
-    tie = Root(comm="tp", seq=2, seq_range=(2, 3), outlier_ranks=[0, 1, 2, 6], reference_ranks=[0, 1, 2, 6],
-               kind=DIFFERENT_OPS, size=2, pinned_by="call sites", reason=None, majority=False,
-               narrowed_by=("call sites",))
-    root = _by_recurring_sites(tie, book, 1)
+    ops = np.ones(18, dtype=np.uint64)  # (every collective an AllReduce of one size: the logs side with either)
+    root = _by_recurring_sites(_tie([0, 1, 2, 6]), _book(stacks), 1, _codes(stacks, {r: ops for r in stacks}))
     assert root.outlier_ranks == [6] and root.reference_ranks == [0, 1, 2] and root.majority
     assert root.pinned_by.startswith("call sites, whose run there on rank 6 recurs nowhere else")
+
+
+def test_a_rank_without_call_stacks_whose_log_departs_as_the_dump_that_broke_the_order_did_is_named_with_it():
+    # As above, but C is an AllGather where A and B are AllReduces: rank 2's NCCL log shows the same swap in its
+    # signatures as rank 6's dump, rank 0's log the program's order. Rank 2 departed with rank 6, rank 0 did not.
+    kept = np.array(STEP * 3, dtype=np.uint64)
+    swapped = kept.copy()
+    swapped[1], swapped[2] = 3, 2
+    blank = np.zeros(18, dtype=np.uint64)
+    stacks = {0: blank, 1: kept, 2: blank, 6: swapped}
+    gathers = {r: np.where(order == 3, 2, 1).astype(np.uint64) for r, order in ((0, kept), (1, kept), (2, swapped),
+                                                                                 (6, swapped))}
+    root = _by_recurring_sites(_tie([0, 1, 2, 6]), _book(stacks), 1, _codes(stacks, gathers))
+    assert root.outlier_ranks == [2, 6] and root.reference_ranks == [0, 1] and root.majority
+    # A log that agrees with neither side departed some other way: the tie stays.
+    gathers[2] = np.full(18, 2, dtype=np.uint64)
+    assert _by_recurring_sites(_tie([0, 1, 2, 6]), _book(stacks), 1, _codes(stacks, gathers)).majority is False
+
+
+def _tie(ranks: list[int]) -> Root:
+    """Dumps of ranks 1 and 6 part at seq 2..3 with no majority: every rank named on both sides."""
+    return Root(comm="tp", seq=2, seq_range=(2, 3), outlier_ranks=ranks, reference_ranks=ranks, kind=DIFFERENT_OPS,
+                size=2, pinned_by="call sites", reason=None, majority=False, narrowed_by=("call sites",))
+
+
+def _book(stacks: dict[int, np.ndarray]) -> SimpleNamespace:
+    return SimpleNamespace(codes=lambda fields: {r: SimpleNamespace(fields={"stack": s}) for r, s in stacks.items()})
+
+
+def _codes(stacks: dict[int, np.ndarray], ops: dict[int, np.ndarray]) -> dict[int, Codes]:
+    """Every field compared: the ops (each rank's signatures) and the call stacks (0 where unrecorded)."""
+    return {r: Codes({"op": ops[r], "stack": stacks[r]}, len(stacks[r])) for r in stacks}
