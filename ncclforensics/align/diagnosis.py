@@ -32,6 +32,7 @@ from .divergence import (
 )
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
+from .held_back import held_back_ranks
 from .jobs import split_jobs
 from .notes import (
     CompletionsOnly,
@@ -55,7 +56,9 @@ from .traces import Guesses, guessed_comms, resting_on_guesses, seq_slack, wider
 from .unranked import unranked_streams
 from .unwritten import completed_floors, parted_at_read_back, unwritten_ends
 from .watchdog import (
+    ENQUEUED_COUNTS,
     STOP_EVENTS,
+    EnqueueMarks,
     counted_past_cuts,
     enqueue_marks,
     enqueued_in,
@@ -136,11 +139,12 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     counted = counted_past_cuts(streams, marks)
     reported = reported_ops_past_cuts(streams, marks, counted)
     died = bool(death_receipts(ras, rank_map, watchdog))
+    held = _held_back(marks, streams)
     analyses: dict[str, CommAnalysis] = {}
     for comm in sorted(streams.members):
         analyses[comm] = analyze_comm(streams, comm, gate, counted=counted.get(comm),
                                       enqueued=enqueued_in(marks, streams, comm), died=died,
-                                      reported=reported.get(comm))
+                                      reported=reported.get(comm), held=held.get(comm))
 
     # Records that end where traces were not written say nothing of the ranks' lengths there (results checked wrong
     # still do); where such traces end before a step whole ones hold, the ranks part past its end. That is the root
@@ -226,6 +230,16 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
                                          diagnosis.wedge, watchdog, diagnosis.checksum_splits,
                                          diagnosis.corrupted_fingerprints, diagnosis.ras) + job_ras_receipts(evidence)
     return diagnosis
+
+
+def _held_back(marks: dict[str, EnqueueMarks], streams: Streams) -> dict[str, dict[int, frozenset[int]]]:
+    """comm -> its ranks that PyTorch's completion marks of groups that stopped show held back in another group by
+    peers ahead in it (held_back.held_back_ranks), rank -> those peers."""
+    counted = {streams.aliases.get(name, name): g for name, g in marks.items()
+               if g.source == ENQUEUED_COUNTS and g.stops}
+    launched = {name: g.launched for name, g in counted.items()}
+    completed = {name: g.completed for name, g in counted.items()}
+    return {comm: found for comm in counted if (found := held_back_ranks(comm, launched, completed))}
 
 
 def _widened_by_guesses(root: Root | None, guesses: Guesses) -> tuple[Root | None, list[Note]]:

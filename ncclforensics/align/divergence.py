@@ -214,6 +214,9 @@ class CommAnalysis:
     whole: frozenset[int] = frozenset()
     # ranks analysed as behind (root.propose): they launched fewer than the others of this stopped communicator
     behind: frozenset[int] = frozenset()
+    # ranks PyTorch's completion marks show held back in another group by peers that issued their next collective
+    # here early (held_back.held_back_ranks): rank -> those peers
+    held: dict[int, frozenset[int]] = field(default_factory=dict)
 
 
 def op_at(row: dict) -> OpAt:
@@ -265,7 +268,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
                  behind: set[int] | None = None, counted: dict[int, int] | None = None,
                  left_out: dict[int, tuple[int, int]] | None = None,
                  enqueued: dict[int, int] | None = None, died: bool = False,
-                 reported: dict[int, tuple[int, str]] | None = None) -> CommAnalysis:
+                 reported: dict[int, tuple[int, str]] | None = None,
+                 held: dict[int, frozenset[int]] | None = None) -> CommAnalysis:
     """Launched and completed marks, the first visible mismatch and the root of one communicator.
 
     `gate`, the first step at which the drafter gates disagreed (if journaled), narrows the root to the
@@ -278,7 +282,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     records end before a collective others completed (incomplete, as a cut file's are) is counted as far as it.
     `died`: the evidence says a process died (a rank that stopped launching is then the dead one, and its stop
     hides no edit before it). `reported`: rank -> (seq, op) of the last collective a peer's desync report gives a
-    rank counted with none of its records kept: its stream holds that op there, else nothing.
+    rank counted with none of its records kept: its stream holds that op there, else nothing. `held`: ranks the
+    completion marks show held back elsewhere by peers ahead here, rank -> those peers (see root.propose).
     """
     rows = comm_streams(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
@@ -296,6 +301,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     counted = {r: n for r, n in (counted or {}).items() if r in analysis.launched and n > analysis.launched[r]}
     analysis.counted = {**counted, **unseen}
     analysis.whole = frozenset(whole)
+    analysis.held = dict(held or {})
     recorded = {r: analysis.launched[r] for r in counted}  # the last seq each counted rank's records hold
     analysis.launched.update(counted)
     ranks = analysis.ranks
@@ -354,7 +360,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     solution = solve(stages, start, constraints,
                      lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut,
                      set(counted) | set(unseen), incomplete, set(unseen),
-                     lookalikes=not grouped_by_traces(comm), closed=closed, settled=closed - elsewhere)
+                     lookalikes=not grouped_by_traces(comm), closed=closed, settled=closed - elsewhere,
+                     held=analysis.held)
     if solution is not None:
         right = frozenset().union(*(c.right for c in constraints if isinstance(c, ResultChecks)))
         moved = _past_completions(solution, analysis, right)

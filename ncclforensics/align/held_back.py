@@ -56,8 +56,30 @@ def held_back_root(root: Root, launched: Mapping[str, Mapping[int, int]],
     comm = root.comm
     if root.kind != MISSING or comm not in launched or root.seq_range is None or root.seq_range[1] is None:
         return None
-    here, done = launched[comm], completed.get(comm, {})
     behind = set(root.outlier_ranks)
+    reading = held_back_reading(comm, behind, launched, completed)
+    if reading is None:
+        return None
+    ahead, home, work, seq, program = reading
+    here = launched[comm]
+    mine = {(stacks or {}).get((comm, r, seq)) for r in ahead}
+    theirs = {(stacks or {}).get((comm, r, seq)) for r in program}
+    parted = None if None in mine | theirs or len(mine) > 1 or len(theirs) > 1 else mine != theirs
+    held = HeldBack(group=home, work=work, issued_after=work - 1, program_after=min(program.values()),
+                    program_ranks=tuple(sorted(program)), stacks_part=parted, seq=seq)
+    return replace(root, seq_range=(root.seq_range[0], seq), outlier_ranks=sorted(ahead),
+                   reference_ranks=sorted(set(here) - ahead), kind=EXTRA, size=1, majority=True, kinds=(EXTRA,),
+                   behind_may_be_held=False, blocked_elsewhere=tuple(sorted(behind)), held_back=held)
+
+
+def held_back_reading(comm: str, behind: set[int], launched: Mapping[str, Mapping[int, int]],
+                      completed: Mapping[str, Mapping[int, int | None]]
+                      ) -> tuple[set[int], str, int, int, dict[int, int]] | None:
+    """Whether the completion marks read as `behind` (ranks of `comm` that launched fewer there) held back in their
+    other group by its members ahead in `comm`, which issued their next collective there early (see the module
+    docstring): (those members, the group, the work there every member launched and none completed, the seq here
+    they issued early, rank -> what each rank of the other groups completed of its own before it); else None."""
+    here, done = launched[comm], completed.get(comm, {})
     if len({here.get(r) for r in behind}) != 1 or any(done.get(r) != here.get(r) for r in behind):
         return None  # a rank behind with work pending here waits here
     seq = here[min(behind)] + 1  # the collective here no rank behind launched
@@ -96,14 +118,21 @@ def held_back_root(root: Root, launched: Mapping[str, Mapping[int, int]],
         program[rank] = mark
     if not program or len(ahead) * 2 >= len(here):
         return None
-    mine = {(stacks or {}).get((comm, r, seq)) for r in ahead}
-    theirs = {(stacks or {}).get((comm, r, seq)) for r in program}
-    parted = None if None in mine | theirs or len(mine) > 1 or len(theirs) > 1 else mine != theirs
-    held = HeldBack(group=home, work=work, issued_after=work - 1, program_after=min(program.values()),
-                    program_ranks=tuple(sorted(program)), stacks_part=parted, seq=seq)
-    return replace(root, seq_range=(root.seq_range[0], seq), outlier_ranks=sorted(ahead),
-                   reference_ranks=sorted(set(here) - ahead), kind=EXTRA, size=1, majority=True, kinds=(EXTRA,),
-                   behind_may_be_held=False, blocked_elsewhere=tuple(sorted(behind)), held_back=held)
+    return ahead, home, work, seq, program
+
+
+def held_back_ranks(comm: str, launched: Mapping[str, Mapping[int, int]],
+                    completed: Mapping[str, Mapping[int, int | None]]) -> dict[int, frozenset[int]]:
+    """rank -> the peers that hold it back, for the ranks furthest behind in `comm` by PyTorch's counts where the
+    completion marks read as them held back in another group by those peers' early collective here (they ran the
+    program as far as they launched here); empty where they do not."""
+    here = launched.get(comm)
+    if not here or len(set(here.values())) < 2:
+        return {}
+    least = min(here.values())
+    behind = {r for r, n in here.items() if n == least}
+    reading = held_back_reading(comm, behind, launched, completed)
+    return {r: frozenset(reading[0]) for r in behind} if reading is not None else {}
 
 
 def may_hold_back(root: Root, groups: Mapping[str, tuple[Set[int], int]], behind_too: Iterable[int] = ()

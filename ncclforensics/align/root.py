@@ -201,7 +201,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             behind: set[int] | None = None, cut: set[int] | None = None,
             ended: set[int] | None = None, incomplete: set[int] | None = None,
             unseen: set[int] | None = None, closed: set[int] | None = None,
-            settled: set[int] | None = None) -> Proposal | None:
+            settled: set[int] | None = None, held: dict[int, frozenset[int]] | None = None) -> Proposal | None:
     """Group the ranks into streams that agree; the largest group is the reference, and every other group's
     edits are placed against it. With no strict majority, both sides of a two-way split are placed against each
     other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one.
@@ -227,7 +227,13 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     that ends before the groups part never launched where they do: it is on neither side, and it cannot make the
     smaller side as large as the larger (a rank blocked elsewhere votes for nothing here). `settled`: those of them
     that nothing elsewhere held (in no other communicator, or with whole records there whose last collective
-    completed): their streams end where their program did, as `ended` ones' do."""
+    completed): their streams end where their program did, as `ended` ones' do.
+
+    `held`: ranks PyTorch's completion marks show held back in another communicator by peers ahead here that issued
+    their next collective here early (held_back.py), rank -> those peers. One that agrees with several groups, its
+    holders all in one of them, ran the program as far as it launched here, not what its holders ran: it goes with
+    the largest of the others and makes no side larger (had it departed with its holders, it would have issued that
+    collective here as early as they did)."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
     # The streams that recorded most go first, and each group compares as everything its members recorded: a
@@ -252,17 +258,18 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
     # (the fewest ranks departing is the likeliest explanation; the caveats name the cut).
-    unplaced = sorted(rank for rank, _ in undecided if rank in (incomplete or ()))
+    victims = {rank: apart for rank, matching in undecided if (apart := _apart_from_holders(rank, matching, held))}
+    unplaced = sorted(rank for rank, _ in undecided if rank in (incomplete or ()) and rank not in victims)
     past = {rank: codes[rank].length > _parting(_groups_of_members(groups, matching)) for rank, matching in undecided}
-    swing = sum(1 for rank, matching in undecided if rank in unplaced or _swings(
+    swing = sum(1 for rank, matching in undecided if rank not in victims and (rank in unplaced or _swings(
         past[rank], rank in (ended or ()), rank in (closed or ())) or rank in (closed or ()) and past[rank]
-        and _ends_with_another(codes[rank], matching, groups))
+        and _ends_with_another(codes[rank], matching, groups)))
     # Known to be on neither side: a rank known only by its count, and one whose whole records end before the
     # groups part (it never launched where they do: it lags, or is held back elsewhere).
     aside = {rank for rank, _ in undecided if rank in (unseen or ()) or rank in (closed or ()) and not past[rank]}
     for rank, matching in undecided:
         if rank not in unplaced:
-            max(matching, key=len).append(rank)
+            max(victims.get(rank, matching), key=len).append(rank)
     groups = [(sorted(m), merged(codes[r] for r in m)) for m, _ in groups]
     if len(groups) == 1:
         return _with_behind(_lengths_only(codes, start, deviants, cut, incomplete), codes, start, behind)
@@ -393,6 +400,19 @@ def _swings(past_parting: bool, ended: bool, closed: bool) -> bool:
     if ended:
         return past_parting
     return not past_parting and not closed
+
+
+def _apart_from_holders(rank: int, matching: list[list[int]],
+                        held: dict[int, frozenset[int]] | None) -> list[list[int]]:
+    """The groups a rank held back elsewhere (`held`, see propose) may be with: of those it agrees with, every one
+    but the one that holds all its holders, where a larger one is among them (the marks say the holders departed,
+    which the records confirm only where theirs is the smaller side); none where its holders are not all in one."""
+    holders = (held or {}).get(rank)
+    if not holders:
+        return []
+    theirs = [members for members in matching if holders <= set(members)]
+    others = [members for members in matching if len(theirs) == 1 and members is not theirs[0]]
+    return others if others and max(map(len, others)) > len(theirs[0]) else []
 
 
 def _ends_with_another(stream: Codes, matching: list[list[int]], groups: list[tuple[list[int], Codes]]) -> bool:
@@ -799,7 +819,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
           behind: set[int] | None = None, cut: set[int] | None = None,
           ended: set[int] | None = None, incomplete: set[int] | None = None,
           unseen: set[int] | None = None, lookalikes: bool = True, closed: set[int] | None = None,
-          settled: set[int] | None = None) -> Solution | None:
+          settled: set[int] | None = None, held: dict[int, frozenset[int]] | None = None) -> Solution | None:
     """Propose from the records field set by field set (signatures first, then each richer field), keep each
     stage that narrows without changing who the outliers are, then narrow by every constraint.
 
@@ -828,7 +848,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         fields_before |= added_fields
         stages.append(label)
         richest = codes
-        found = propose(codes, start, deviants, behind, cut, ended, incomplete, unseen, closed, settled)
+        found = propose(codes, start, deviants, behind, cut, ended, incomplete, unseen, closed, settled, held)
         if found is None or not found.placements:
             continue
         if proposal is not None:

@@ -222,3 +222,31 @@ def test_the_communicator_a_rank_behind_shares_with_a_rank_that_may_hold_it_back
     # (nothing holds rank 1 back: no candidate)
     assert held_back_elsewhere(replace(root, behind_may_be_held=False, may_be_held_back_by=()), groups) == (
         replace(root, behind_may_be_held=False, may_be_held_back_by=()), [])
+
+
+def test_the_marks_name_the_held_rank_and_the_peer_that_holds_it():
+    from ncclforensics.align.held_back import held_back_ranks
+
+    assert held_back_ranks("0", *_marks()) == {3: frozenset({2})}
+    assert held_back_ranks("0", *_marks(theirs_done=2)) == {}
+
+
+def test_a_held_rank_whose_records_end_before_the_sides_part_sides_with_the_program_not_its_holder():
+    # World records (fingerprint tags) of ranks 1..3 part at seq 2: rank 1 ran `retry` where ranks 2 and 3 ran the
+    # next step's `tokens`. Rank 0's trace ends at seq 1, yet PyTorch counts it to seq 2 (`ended`): alone it could
+    # be on either side, an even split. Its completion marks show it held back in its TP group by rank 1's early
+    # world collective: it ran the program there, so rank 1 is a minority of one.
+    import numpy as np
+
+    from ncclforensics.align.edits import Codes
+    from ncclforensics.align.root import propose
+
+    tokens, retry = 1, 2
+    tags = {0: [tokens, 0], 1: [tokens, retry, tokens], 2: [tokens, tokens, tokens], 3: [tokens, tokens, tokens]}
+    codes = {r: Codes({"tag": np.array(t, dtype=np.uint64)}, len(t)) for r, t in tags.items()}
+    tie = propose(codes, 1, ended={0})
+    assert not tie.majority and tie.outliers == [0, 1, 2, 3]
+    held = propose(codes, 1, ended={0}, held={0: frozenset({1})})
+    assert held.majority and held.outliers == [1] and held.reference == [0, 2, 3]
+    # Held by a rank of the larger side it would join, the marks and the records do not agree: still a tie.
+    assert not propose(codes, 1, ended={0}, held={0: frozenset({2})}).majority
