@@ -232,8 +232,9 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     `held`: ranks PyTorch's completion marks show held back in another communicator by peers ahead here that issued
     their next collective here early (held_back.py), rank -> those peers. One that agrees with several groups, its
     holders all in one of them, ran the program as far as it launched here, not what its holders ran: it goes with
-    the largest of the others and makes no side larger (had it departed with its holders, it would have issued that
-    collective here as early as they did)."""
+    the largest of the others, where that one is larger than its holders' (the side that departed is the smaller),
+    and makes no side larger (had it departed with its holders, it would have issued that collective here as early
+    as they did)."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
     # The streams that recorded most go first, and each group compares as everything its members recorded: a
