@@ -41,9 +41,9 @@ from ..model import FingerprintRow
 from .divergence import DIFFERENT_OPS, RangeReason, Root
 from .comms_apart import apart_from
 from .fingerprints import SUM_TOLERANCE, checked_right
+from .lone_sums import untold_lone_ranks, untold_sides
 from .notes import Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
 from .own_records import departed_by_own_records
-from .lone_sums import untold_lone_ranks, untold_sides
 from .replicas import classes_of_sums, one_class, parted_by_offsets, replica_classes
 from .traces import comm_named_by
 

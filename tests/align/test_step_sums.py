@@ -605,6 +605,14 @@ def test_a_lone_unchecked_sum_in_the_only_step_on_record_bounds_the_root_and_may
     root, _ = step_sums_root(pairs, {})
     assert (root.outlier_ranks, root.majority, root.comm, root.may_sum_apart_by_design) == ([6, 7], False,
                                                                                             "[ranks=6,7]", True)
+    # Beside a root from launch counts, a lone sum that may part by design adds no outlier.
+    from ncclforensics.align.step_sums import with_checksum_outliers
+
+    lone, _ = step_sums_root(rows, {})
+    counts = replace(lone, outlier_ranks=[5], reference_ranks=[0, 1, 2, 3, 4, 6, 7], reason=RangeReason.COUNTS,
+                     may_sum_apart_by_design=False)
+    assert with_checksum_outliers(counts, lone) == (counts, [])
+    assert with_checksum_outliers(counts, replace(lone, may_sum_apart_by_design=False))[0].outlier_ranks == [0, 5]
     # A lone rank confirmed by a later step (alike with its group there) is named with no such caveat.
     later = rows + [unchecked(r, 1, 100.0 if r < 4 else 200.0) for r in range(8)]
     root, _ = step_sums_root(later, {})
