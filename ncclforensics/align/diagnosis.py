@@ -483,6 +483,8 @@ def _verdict(diagnosis: Diagnosis, ras: dict[str, RasHistory]) -> Verdict:
     root, wedge = diagnosis.root, diagnosis.wedge
     if root is not None and root.unstopped:
         return Verdict.INCONCLUSIVE  # counts of a job that may have been running: the ranks behind may only lag
+    if root is not None and root.may_sum_apart_by_design:
+        return Verdict.INCONCLUSIVE  # lone sums in the only step on record: they may part by design
     if root is not None:
         if root.kind in (EXTRA, MISSING, DIFFERENT_OPS) and (root.shown or diagnosis.first_visible or (
                 wedge and wedge.confirmed_by)):

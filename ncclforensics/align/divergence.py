@@ -190,6 +190,10 @@ class Root:
     # (field, rank, seq): a richer field that only this rank of the reference recorded parts it from the outliers at
     # the seq, where it may have departed itself: named beside them (root.Solution.lone_field)
     lone_field: tuple[str, int, int] | None = None
+    # Per-step checksums no expected value checks: the outliers each sum alone beside groups of ranks alike, in the
+    # only step their traces hold beside those groups. A rank that reads back more by design (a gather to it) sums
+    # apart as well, and no other step shows which it is: they departed, or nothing diverged (align/lone_sums.py).
+    may_sum_apart_by_design: bool = False
 
 
 @dataclass

@@ -41,6 +41,7 @@ from ..model import FingerprintRow
 from .divergence import DIFFERENT_OPS, RangeReason, Root
 from .comms_apart import apart_from
 from .fingerprints import SUM_TOLERANCE, checked_right
+from .lone_sums import untold_lone_ranks, untold_sides
 from .notes import Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
 from .own_records import departed_by_own_records
 from .replicas import classes_of_sums, one_class, parted_by_offsets, replica_classes
@@ -213,7 +214,8 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             return
         # (a lone rank of sums no expected value checks is named only where another step shows it summing alike
         # with a group: one that sums apart in every step may do so by design, a gather to it, say)
-        lone = [r for r in _lone_beside_alike(ordered) if checked or any(
+        beside_alike = _lone_beside_alike(ordered)
+        lone = [r for r in beside_alike if checked or any(
             one_class(by_step, step, {r, *ranks}, known, known_replicas) for ranks in ordered if len(ranks) > 1)]
         if lone and not _unplaced_by_sums(by_step, step, traced - cut):
             # Ranks each alone in how far off they read back, beside groups of ranks off alike (each group the
@@ -227,6 +229,15 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             # 5 alone; at step 1 ranks 4-7 sum alike: rank 5 departed.
             alike = sorted(r for ranks in ordered if len(ranks) > 1 for r in ranks)
             yield _root(lone, alike, True, step, known, rows), step if _earlier_right(by_step, step) else None
+            return
+        several = [ranks for ranks in ordered if len(ranks) > 1]
+        untold = [] if checked or lone else untold_lone_ranks(by_step, step, beside_alike, several)
+        if untold and not _unplaced_by_sums(by_step, step, traced - cut):
+            # Lone ranks whose traces hold no other step beside the groups: nothing tells a departure from a rank
+            # that sums apart by design, yet the step bounds where it departed, if it did, and who (lone_sums.py).
+            outliers, reference, majority = untold_sides(untold, [r for ranks in several for r in ranks])
+            root = _root(outliers, reference, majority, step, known, rows if majority else outliers)
+            yield replace(root, may_sum_apart_by_design=True), step if _earlier_right(by_step, step) else None
             return
         if not majority and (len(rows) > 2 and len(ordered) > 2
                              or not checked and not one_class(by_step, step, set(rows), known, known_replicas)):
@@ -500,8 +511,9 @@ def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int
     reference's sides with it. An outlier placed so may have departed anywhere after its last record
     (`last_on_record`: rank -> last seq its records hold), so the range reaches back there."""
     unplaced = set(root.unplaced_ranks)
-    if not unplaced or not root.majority or not sums.majority or root.seq_range is None:
-        return root, []
+    if not unplaced or not root.majority or not sums.majority or root.seq_range is None \
+            or sums.may_sum_apart_by_design:
+        return root, []  # (a lone sum that may part by design places no one)
     members = set(root.outlier_ranks) | set(root.reference_ranks) | unplaced
     summed_out, summed_ref = set(sums.outlier_ranks), set(sums.reference_ranks)
     # (a rank of the reference with no sum of the step, its trace cut short before it, is placed by its records)
@@ -543,8 +555,8 @@ def _with_sums_outliers(root: Root, sums: Root, members: set[int], basis: str) -
     not say whose departure came first: "counts", or "late_records", records that begin after the ranks already
     disagree)."""
     added = sorted(set(sums.outlier_ranks) - set(root.outlier_ranks))
-    if not sums.majority or not root.majority or not added:
-        return root, []
+    if not sums.majority or not root.majority or not added or sums.may_sum_apart_by_design:
+        return root, []  # (a lone sum that may part by design adds no one)
     outliers = sorted(set(root.outlier_ranks) | set(added))
     merged = named_among(root, outliers, members)
     return merged, [SumsAddOutliers(tuple(added), sums.step_bound, basis, tuple(outliers))]

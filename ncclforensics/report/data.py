@@ -140,6 +140,7 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
             "kinds": list(r.kinds), "narrowed_by": list(r.narrowed_by), "compared": list(r.compared),
             "departs_again": r.departs_again,
             "unstopped": r.unstopped,
+            "may_sum_apart_by_design": r.may_sum_apart_by_design,
             "comm_candidates": [r.comm, *r.undecided_comms] if r.undecided_comms else [],
             "may_be_held_back_by": list(r.may_be_held_back_by),
             "outlier_candidates": sorted(r.outlier_candidates),

@@ -176,6 +176,21 @@ def where(root: Root) -> str:
     return f"at seq {low}" if low == high else f"somewhere in seq {low}..{high}"
 
 
+def apart_by_design_words(root: Root) -> str:
+    """The root of lone unchecked sums in the only step on record beside the others (`Root.may_sum_apart_by_design`):
+    a departure, or a rank that sums apart by design."""
+    who = ranks_words(root.outlier_ranks).capitalize()
+    one = len(root.outlier_ranks) == 1
+    at = (f"in comm {root.comm} at step {root.step_bound}, beside ranks that sum alike in groups, and no other step "
+          f"of {'its' if one else 'their'} trace{'' if one else 's'} is on record beside them")
+    design = "which nothing here tells apart; which collective is on no record."
+    if one:
+        return (f"{who} sums alone {at}: it ran other collectives than its group by then, or it reads back more by "
+                f"design (a gather to it), {design}")
+    return (f"{who} each sum alone {at}: one of them (or each) ran other collectives than its group by then, and "
+            f"nothing says which, or they read back more by design (a gather to them), {design}")
+
+
 def root_sentence(root: Root) -> str:
     """What the root is, in one sentence."""
     if root.unstopped:
@@ -192,6 +207,8 @@ def root_sentence(root: Root) -> str:
     who = ranks_words(root.outlier_ranks)
     n = plural(root.size, "collective") if root.size else "collectives"  # (size 0: how many is not known)
     at = where(root)
+    if root.reason is RangeReason.STEP_SUMS and root.may_sum_apart_by_design:
+        return apart_by_design_words(root)
     if root.reason is RangeReason.STEP_SUMS:
         if not root.majority:
             # (Some of them may have read back nothing there: a trace cut short still puts its rank in the doubt.)
@@ -528,6 +545,10 @@ def ambiguity(root: Root) -> str | None:
         text = (f"only checksums place it, and no collective stream: the results part at step {root.step_bound}, so "
                 f"the first divergent collective is in that step or before, and which one is on no record; "
                 f"per-collective fingerprints with digests, {LOG_SETTINGS} or {FR_SETTINGS} would say which")
+        if root.may_sum_apart_by_design:
+            text += ("; a rank that reads back more by design (a gather to it) sums apart as well, and no other step "
+                     "on record shows the lone sums alike with others: expected sums in the trace, or a later step, "
+                     "would say whether they departed at all")
     elif root.reason is RangeReason.TYPE_COUNTS:
         said = "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(counts.items()))
                          for t, counts in root.counts_by_type.items())

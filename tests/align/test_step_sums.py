@@ -582,11 +582,41 @@ def test_a_rank_alone_in_its_unchecked_sum_in_every_step_names_no_one():
             for r in range(8) for s in range(3)]
     assert step_sums_root(rows, {}) is None
     # Seed 261479's shape: rank 22's group hung after its only step, so no step shows rank 22 summing alike with
-    # it: no lone rank is named, and every rank may have departed by the step the group never completed.
+    # it, nor alone again: it is named, with the caveat that it may sum apart by design (lone_sums.py).
     rows = [unchecked(r, 0, 100.0 * (r // 4)) for r in range(12) if r != 6] + [unchecked(6, 0, 150.0)]
     rows += [unchecked(r, 1, 1000.0 + 100.0 * (r // 4)) for r in range(12) if r // 4 != 1]
     root, step = step_sums_root(rows, {})
-    assert (root.outlier_ranks, root.majority, root.step_bound) == (list(range(12)), False, 1)
+    assert (root.outlier_ranks, root.majority, root.step_bound, root.may_sum_apart_by_design) == ([6], True, 0, True)
+
+
+def test_a_lone_unchecked_sum_in_the_only_step_on_record_bounds_the_root_and_may_part_by_design():
+    # Seed 840255: TP groups 0-3 and 4-7, step 0 alone on record; rank 0 left out its group's all-gather. Ranks 1-3
+    # sum alike, ranks 4-7 alike, rank 0 alone: no other step says whether it departed or sums apart by design, yet
+    # the step bounds it, and of its group it is the fewest departing.
+    rows = [unchecked(0, 0, 2173076.0)] + [unchecked(r, 0, 2439316.0) for r in (1, 2, 3)]
+    rows += [unchecked(r, 0, 6192276.0) for r in range(4, 8)]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, root.step_bound, step) == ([0], True, 0, 0)
+    assert root.may_sum_apart_by_design and root.reference_ranks == list(range(1, 8))
+    # Seed 810359: TP pairs, step 0 alone; rank 6 left out its pair's all-reduce. Pairs 0-1, 2-3 and 4-5 sum alike,
+    # ranks 6 and 7 each alone: they may be one pair split apart, and nothing says which departed.
+    pairs = [unchecked(r, 0, [518292.0, 1206420.0, 1894548.0][r // 2]) for r in range(6)]
+    pairs += [unchecked(6, 0, 2534548.0), unchecked(7, 0, 3043476.0)]
+    root, _ = step_sums_root(pairs, {})
+    assert (root.outlier_ranks, root.majority, root.comm, root.may_sum_apart_by_design) == ([6, 7], False,
+                                                                                            "[ranks=6,7]", True)
+    # Beside a root from launch counts, a lone sum that may part by design adds no outlier.
+    from ncclforensics.align.step_sums import with_checksum_outliers
+
+    lone, _ = step_sums_root(rows, {})
+    counts = replace(lone, outlier_ranks=[5], reference_ranks=[0, 1, 2, 3, 4, 6, 7], reason=RangeReason.COUNTS,
+                     may_sum_apart_by_design=False)
+    assert with_checksum_outliers(counts, lone) == (counts, [])
+    assert with_checksum_outliers(counts, replace(lone, may_sum_apart_by_design=False))[0].outlier_ranks == [0, 5]
+    # A lone rank confirmed by a later step (alike with its group there) is named with no such caveat.
+    later = rows + [unchecked(r, 1, 100.0 if r < 4 else 200.0) for r in range(8)]
+    root, _ = step_sums_root(later, {})
+    assert (root.outlier_ranks, root.may_sum_apart_by_design) == ([0], False)
 
 
 def test_nan_sums_make_no_two_ranks_one_class():

@@ -89,3 +89,15 @@ def test_a_rank_the_root_puts_on_neither_side_is_not_called_the_reference(root):
                                 outlier_candidates={candidate: ("0xabc",)})
     assert [words.role(named, r) for r in (outlier, reference, unplaced, candidate, other)] == [
         "outlier", "reference", "unplaced", "candidate", "neither side"]
+
+
+def test_a_lone_unchecked_sum_in_the_only_step_is_named_and_said_to_maybe_part_by_design(tmp_path):
+    # Seed 840255's traces: rank 0 sums alone beside ranks 1-3 and 4-7, each alike, in step 0 alone.
+    sums = [2173076.0, 2439316.0, 2439316.0, 2439316.0] + [6192276.0] * 4
+    for rank, total in enumerate(sums):
+        (tmp_path / f"fingerprint_rank{rank}.log").write_text(f"step=0 rank={rank} checksum={total:.6f}\n")
+    _, d = api.diff_paths([str(tmp_path)])
+    assert d.verdict.value == "inconclusive" and d.root.outlier_ranks == [0] and d.root.majority
+    text = words.root_sentence(d.root)
+    assert text.startswith("Rank 0 sums alone") and "by design" in text and "at step 0" in text
+    assert "by design" in words.ambiguity(d.root)
