@@ -13,7 +13,7 @@ import os
 
 from ..model import Diagnostic, Evidence, Location
 from .claims import check_claims
-from .ranks import distinct_choice, dump_fits
+from .ranks import distinct_choice, dump_fits, member_fits
 
 
 def split_jobs(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnostic]]:
@@ -100,9 +100,11 @@ def _joined_by_dumps(evidence: list[Evidence], named: list[tuple[int, set[str]]]
     skipping DP's first collective and rank 2 the other DP's: ranks 0 and 1 share only their TP comm, ranks 2 and
     3 only theirs, two groups of logs. The dumps are one job's (one per global rank, their groups alike), and each dump is one process's:
     a process whose log records the same first collectives as a dump, in communicators of its groups' sizes at
-    its comm ranks, may be that dump's. Where processes of several groups fit dumps, each a dump of its own, and
-    the groups' processes are no more than the dumps' job has ranks, they are that job. Two runs of one job side
-    by side are two jobs: twice its processes."""
+    its comm ranks, may be that dump's; a process of a rank that left no dump may be that rank where the dumps'
+    groups place it there, its records agreeing with theirs (`member_fits`: the TP peers of dumped ranks, whose
+    own dumps are missing). Where processes of several groups are placed so, each at a rank of its own, and the
+    groups' processes are no more than the dumps' job has ranks, they are that job. Two runs of one job side by
+    side are two jobs: twice its processes."""
     dumps = [e for e in evidence if e.facts is not None and e.facts.recorder and e.ranks]
     dumped = [e.ranks[0] for e in dumps]
     groups: dict[str, set[tuple[int, ...]]] = {}
@@ -118,7 +120,8 @@ def _joined_by_dumps(evidence: list[Evidence], named: list[tuple[int, set[str]]]
             (i.host, i.pid) for i in evidence[position].identities if i.pid is not None)
     if sum(sorted(len(members) for members in processes.values())[:2]) > world:
         return jobs  # (no two groups fit in the job: the dumps are not read)
-    fits = dump_fits(evidence)
+    # a process is a dump's rank where it fits one, else a rank with no dump that the dumps' groups place it at
+    fits = {**member_fits(evidence), **dump_fits(evidence)}
     placed = sorted(job for job, members in processes.items() if any(fits.get(p) for p in members))
     if len(placed) < 2:
         return jobs

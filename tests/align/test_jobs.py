@@ -62,6 +62,32 @@ def test_logs_sharing_no_comm_are_one_job_where_the_dumps_place_them_in_one():
     assert not [p for p in problems if "different job" in p.message]
 
 
+def _without_rank_2(run: list[Evidence]) -> list[Evidence]:
+    return [log for log in run if not log.path.endswith("2.log")]
+
+
+def test_logs_of_ranks_without_dumps_are_the_job_where_the_dumps_groups_place_them():
+    """Dumps of ranks 0 and 1 alone, logs of ranks 0, 1 and 3: process 103 fits no dump, but its DP comm (comm
+    rank 1, AllReduce x1) is a DP group's member at a rank with no dump, (0, 2)'s rank 2 or (1, 3)'s rank 3, and its
+    TP comm (comm rank 1) is (1, 3)'s: rank 3. Three processes at three ranks of the dumps' job: one job (its log
+    was "from a different job", and whatever diverged in it was never read)."""
+    dumps = [_dump(0, {"3": NUM_TOKENS, "1": TP}), _dump(1, {"1": TP})]
+    evidence = _without_rank_2(_run("aa", 100)) + dumps
+    kept, problems = split_jobs(evidence)
+    assert [e.path for e in kept] == [e.path for e in evidence]
+    assert not [p for p in problems if "different job" in p.message]
+
+
+def test_two_runs_of_one_job_stay_apart_though_the_dumps_groups_place_both():
+    """The same, with a second run's logs beside: each run's rank 3 is placed alike, and six processes are more
+    than the four ranks of the dumps' job."""
+    dumps = [_dump(0, {"3": NUM_TOKENS, "1": TP}), _dump(1, {"1": TP})]
+    first, second = _without_rank_2(_run("aa", 100)), _without_rank_2(_run("bb", 200))
+    kept, problems = split_jobs(first + second + dumps)
+    assert [p for p in problems if "different job" in p.message]
+    assert {e.path for e in first} - {e.path for e in kept} or {e.path for e in second} - {e.path for e in kept}
+
+
 def test_two_runs_of_one_job_stay_apart_though_the_dumps_fit_both():
     """Two runs side by side, same program, their own hashes: each run's processes fit the dumps alike, but eight
     processes are more than the four ranks the dumps' job has."""
