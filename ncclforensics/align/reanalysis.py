@@ -155,34 +155,40 @@ def _replaceable(root: Root | None, found: Root, streams: Streams) -> bool:
         return False
     if root.kind == STOPPED and root.outlier_ranks == found.outlier_ranks:
         return True
-    if not root.majority and root.shown and found.majority and _sides_records_allow(streams, found):
+    if not root.majority and root.shown and found.majority and _sides_records_allow(streams, root, found):
         return True
     held = set(found.outlier_ranks) | set(found.blocked_elsewhere)
     return bool(found.size) and (not root.majority or root.kind == STOPPED and set(root.outlier_ranks) <= held)
 
 
-def _sides_records_allow(streams: Streams, found: Root) -> bool:
-    """Whether the records part the issue orders' outliers from their reference up to the last seq the early
-    collective can be, and no two of the reference from each other: then the records' own split with no majority
-    (call stacks on two ranks alone, one against one, beside logs without them) is the issue orders' one, which
-    every rank's whole order of collectives sides. Worked example: ranks 1 and 3 alone left call stacks, which part
-    at TP seq 18 (a drafter's all-reduce against a layer's, alike in signature); rank 1 issued seq 18 after two
-    world collectives, ranks 0, 2 and 3 after three: rank 1 departed, against three."""
-    if found.seq_range is None or found.seq_range[1] is None:
-        return False
+def _sides_records_allow(streams: Streams, root: Root, found: Root) -> bool:
+    """Whether the issue orders side every rank on record, and the records part their outliers from their
+    reference up to the last seq the early collective can be, and no two of the reference from each other: then
+    the records' own split with no majority (call stacks on two ranks alone, one against one, beside logs without
+    them) is the issue orders' one, which every rank's whole order of collectives sides. Worked example: ranks 1
+    and 3 alone left call stacks, which part at TP seq 18 (a drafter's all-reduce against a layer's, alike in
+    signature); rank 1 issued seq 18 after two world collectives, ranks 0, 2 and 3 after three: rank 1 departed,
+    against three."""
     parts = streams.comm_parts(found.comm)
+    on_record = {*parts, *root.outlier_ranks, *root.reference_ranks, *root.unplaced_ranks}
+    if found.seq_range is None or found.seq_range[1] is None or on_record - {*found.outlier_ranks,
+                                                                             *found.reference_ranks}:
+        return False  # (a rank the issue orders leave unplaced, its records cut short, may be on either side)
     fields = [c for c in (*SIGNATURE, "callsite", "stack", "tag", "step")
               if all(c in parts[r].columns for r in (*found.outlier_ranks, *found.reference_ranks) if r in parts)]
     if not fields:
         return False
 
     def kinds_per_seq(ranks: list[int]) -> pl.DataFrame:
-        rows = pl.concat([parts[r].filter(pl.col("seq") <= found.seq_range[1]).select("seq", *fields)
-                          for r in ranks if r in parts])
-        return rows.group_by("seq").agg(pl.col(c).drop_nulls().n_unique() for c in fields)
+        high = found.seq_range[1]
+        rows = [parts[r].filter(pl.col("seq") <= high).select("seq", *fields) for r in ranks if r in parts]
+        if not rows:
+            return pl.DataFrame()
+        return pl.concat(rows).group_by("seq").agg(pl.col(c).drop_nulls().n_unique() for c in fields)
 
     def any_apart(counts: pl.DataFrame) -> bool:
-        return counts.height > 0 and bool(counts.select(pl.any_horizontal(pl.col(c) > 1 for c in fields).any()).item())
+        return counts.height > 0 and bool(
+            counts.select(pl.any_horizontal(pl.col(c) > 1 for c in fields).any()).item())
 
     return not any_apart(kinds_per_seq(found.reference_ranks)) and any_apart(
         kinds_per_seq([*found.outlier_ranks, *found.reference_ranks]))
