@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ncclforensics.align.jobs import split_jobs
+from ncclforensics.align.notes import JoinedByDumps
 from ncclforensics.model import CollectiveEvent, CommInfo, Evidence, Location, ProcessIdentity, SourceFormat
 from ncclforensics.model import collectives_to_frame
 from ncclforensics.sources import formats
@@ -57,7 +58,7 @@ def test_logs_sharing_no_comm_are_one_job_where_the_dumps_place_them_in_one():
     process a dump of its own, and four processes are no more than the job's four ranks: one job, nothing left
     out (the second pair was "from a different job")."""
     evidence = _run("aa", 100) + DUMPS
-    kept, problems = split_jobs(evidence)
+    kept, problems, _ = split_jobs(evidence)
     assert [e.path for e in kept] == [e.path for e in evidence]
     assert not [p for p in problems if "different job" in p.message]
 
@@ -73,9 +74,10 @@ def test_logs_of_ranks_without_dumps_are_the_job_where_the_dumps_groups_place_th
     was "from a different job", and whatever diverged in it was never read)."""
     dumps = [_dump(0, {"3": NUM_TOKENS, "1": TP}), _dump(1, {"1": TP})]
     evidence = _without_rank_2(_run("aa", 100)) + dumps
-    kept, problems = split_jobs(evidence)
+    kept, problems, notes = split_jobs(evidence)
     assert [e.path for e in kept] == [e.path for e in evidence]
     assert not [p for p in problems if "different job" in p.message]
+    assert notes == [JoinedByDumps(("logs/nccl.node.103.log",))]  # (the answer says what joined it)
 
 
 def test_two_runs_of_one_job_stay_apart_though_the_dumps_groups_place_both():
@@ -83,7 +85,7 @@ def test_two_runs_of_one_job_stay_apart_though_the_dumps_groups_place_both():
     than the four ranks of the dumps' job."""
     dumps = [_dump(0, {"3": NUM_TOKENS, "1": TP}), _dump(1, {"1": TP})]
     first, second = _without_rank_2(_run("aa", 100)), _without_rank_2(_run("bb", 200))
-    kept, problems = split_jobs(first + second + dumps)
+    kept, problems, _ = split_jobs(first + second + dumps)
     assert [p for p in problems if "different job" in p.message]
     assert {e.path for e in first} - {e.path for e in kept} or {e.path for e in second} - {e.path for e in kept}
 
@@ -92,7 +94,7 @@ def test_two_runs_of_one_job_stay_apart_though_the_dumps_fit_both():
     """Two runs side by side, same program, their own hashes: each run's processes fit the dumps alike, but eight
     processes are more than the four ranks the dumps' job has."""
     first, second = _run("aa", 100), _run("bb", 200)
-    kept, problems = split_jobs(first + second + DUMPS)
+    kept, problems, _ = split_jobs(first + second + DUMPS)
     left_out = {p.loc.path for p in problems if "different job" in p.message}
     assert left_out and not left_out & {e.path for e in kept}
     assert {e.path for e in first} - {e.path for e in kept} or {e.path for e in second} - {e.path for e in kept}
@@ -103,5 +105,5 @@ def test_dumps_of_two_jobs_tie_nothing():
     other = _dump(3, {"4": NUM_TOKENS, "2": TP})
     other = Evidence(path="logs/other/fr_rank3", format=other.format, collectives=other.collectives,
                      comm_infos=other.comm_infos, facts=other.facts)
-    _, problems = split_jobs(_run("aa", 100) + DUMPS + [other])
+    _, problems, _ = split_jobs(_run("aa", 100) + DUMPS + [other])
     assert [p for p in problems if "different job" in p.message]
