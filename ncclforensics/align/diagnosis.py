@@ -100,9 +100,10 @@ class Diagnosis:
 def diagnose(evidence: list[Evidence]) -> Diagnosis:
     """Align the ranks' streams and say whether, where and why they diverged, and what it cost."""
     evidence = [e for e in evidence if e.format is not None]
-    evidence, foreign = split_jobs(evidence)
+    evidence, foreign, joined = split_jobs(evidence)
     evidence = with_watchdog_rows(evidence)
     evidence, notes = unranked_streams(evidence)
+    notes = joined + notes
     evidence, rank_notes, stand_ins = resolve_global_ranks(evidence)
     notes += rank_notes
     # (the ranks PyTorch's counts give each group: a desync report lists members whose own lines never name it)

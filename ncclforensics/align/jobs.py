@@ -13,34 +13,37 @@ import os
 
 from ..model import Diagnostic, Evidence, Location
 from .claims import check_claims
-from .ranks import distinct_choice, dump_fits
+from .notes import JoinedByDumps, Note
+from .ranks import distinct_choice, dump_fits, member_fits
 
 
-def split_jobs(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnostic]]:
+def split_jobs(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnostic], list[Note]]:
     """Keep the files of one job (see the module's docstring); report each file of another job and leave it out.
-    Then check what the kept files claim against each other (align/claims.py).
+    Then check what the kept files claim against each other (align/claims.py). The note says which logs only the
+    dumps joined to the job (`_joined_by_dumps`).
 
     A file naming no communicator stays when its folder holds no file that names one, or holds one of the job
     under study: only a folder whose every communicator-naming file is another job's ties it elsewhere.
     """
-    kept, problems = _one_job(evidence)
+    kept, problems, notes = _one_job(evidence)
     kept, claims = check_claims(kept)
-    return kept, problems + claims
+    return kept, problems + claims, notes
 
 
-def _one_job(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnostic]]:
+def _one_job(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnostic], list[Note]]:
     named = [(i, set(comms)) for i, e in enumerate(evidence) if (comms := e.comms) and _hash_is_comm_id(e)]
     if len(named) < 2:
-        return evidence, []
-    jobs = _linked_by_comms([comms for _, comms in named])
-    if len(set(jobs)) > 1:
-        jobs = _joined_by_dumps(evidence, named, jobs)
+        return evidence, [], []
+    linked = _linked_by_comms([comms for _, comms in named])
+    jobs = _joined_by_dumps(evidence, named, linked) if len(set(linked)) > 1 else linked
+    main = _largest(jobs)
+    # the logs the dumps alone tie to the job: all but the largest of the groups that share communicators
+    anchor = _largest([link for link, job in zip(linked, jobs) if job == main])
+    joined = tuple(evidence[position].path for (position, _), link, job in zip(named, linked, jobs)
+                   if job == main and link != anchor)
+    notes: list[Note] = [JoinedByDumps(joined)] if joined else []
     if len(set(jobs)) < 2:
-        return evidence, []
-    sizes: dict[int, int] = {}
-    for job in jobs:
-        sizes[job] = sizes.get(job, 0) + 1
-    main = max(sizes, key=lambda job: (sizes[job], -job))  # the most files; a tie goes to the first in input order
+        return evidence, [], notes
     job_of = {position: job for (position, _), job in zip(named, jobs)}
     main_comms = sorted(set().union(*(comms for (_, comms), job in zip(named, jobs) if job == main)))
     shown_main = f"{', '.join(main_comms[:4])}{', ...' if len(main_comms) > 4 else ''}"
@@ -68,7 +71,15 @@ def _one_job(evidence: list[Evidence]) -> tuple[list[Evidence], list[Diagnostic]
         problems.append(Diagnostic(Location(item.path), (
             f"from a different job: it names no communicator, and the files beside it that do name only another "
             f"job's ({', '.join(theirs[:4])}{', ...' if len(theirs) > 4 else ''}); left out")))
-    return kept, problems
+    return kept, problems, notes
+
+
+def _largest(jobs: list[int]) -> int:
+    """The job with the most files; a tie goes to the first in input order."""
+    sizes: dict[int, int] = {}
+    for job in jobs:
+        sizes[job] = sizes.get(job, 0) + 1
+    return max(sizes, key=lambda job: (sizes[job], -job))
 
 
 def _linked_by_comms(comm_sets: list[set[str]]) -> list[int]:
@@ -100,9 +111,11 @@ def _joined_by_dumps(evidence: list[Evidence], named: list[tuple[int, set[str]]]
     skipping DP's first collective and rank 2 the other DP's: ranks 0 and 1 share only their TP comm, ranks 2 and
     3 only theirs, two groups of logs. The dumps are one job's (one per global rank, their groups alike), and each dump is one process's:
     a process whose log records the same first collectives as a dump, in communicators of its groups' sizes at
-    its comm ranks, may be that dump's. Where processes of several groups fit dumps, each a dump of its own, and
-    the groups' processes are no more than the dumps' job has ranks, they are that job. Two runs of one job side
-    by side are two jobs: twice its processes."""
+    its comm ranks, may be that dump's; a process of a rank that left no dump may be that rank where the dumps'
+    groups place it there, its records agreeing with theirs (`member_fits`: the TP peers of dumped ranks, whose
+    own dumps are missing). Where processes of several groups are placed so, each at a rank of its own, and the
+    groups' processes are no more than the dumps' job has ranks, they are that job. Two runs of one job side by
+    side are two jobs: twice its processes."""
     dumps = [e for e in evidence if e.facts is not None and e.facts.recorder and e.ranks]
     dumped = [e.ranks[0] for e in dumps]
     groups: dict[str, set[tuple[int, ...]]] = {}
@@ -118,7 +131,8 @@ def _joined_by_dumps(evidence: list[Evidence], named: list[tuple[int, set[str]]]
             (i.host, i.pid) for i in evidence[position].identities if i.pid is not None)
     if sum(sorted(len(members) for members in processes.values())[:2]) > world:
         return jobs  # (no two groups fit in the job: the dumps are not read)
-    fits = dump_fits(evidence)
+    # a process is a dump's rank where it fits one, else a rank with no dump that the dumps' groups place it at
+    fits = {**member_fits(evidence), **dump_fits(evidence)}
     placed = sorted(job for job, members in processes.items() if any(fits.get(p) for p in members))
     if len(placed) < 2:
         return jobs

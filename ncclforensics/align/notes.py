@@ -300,6 +300,14 @@ class RootOffMembers(Note):
 
 
 @dataclass(frozen=True)
+class JoinedByDumps(Note):
+    """NCCL logs that share no communicator with the job's other logs, read as its own because the Flight Recorder
+    dumps' groups place each of their processes at a rank of the job, no two at one (align/jobs.py)."""
+
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class LogRanksAreCommRanks(Note):
     """No NCCL log communicator holds every process: `given` processes got the job's rank through the dumps, the
     others are stand-ins (rank, host, pid)."""

@@ -108,6 +108,42 @@ def dump_fits(evidence: list[Evidence]) -> dict[tuple, set[int]]:
     return found
 
 
+def member_fits(evidence: list[Evidence]) -> dict[tuple, set[int]]:
+    """Each process of the NCCL logs -> the global ranks that left no dump it may be, as a member of the groups the
+    dumps list: each of its communicators allows the rank at its comm rank in every listed group of its size whose
+    records (in any member's dump) agree with its log, and the process may be a rank every such communicator
+    allows. At least one collective both recorded must tie them (as in `_shown`): sizes and comm ranks alone fit
+    any job of that layout. Worked example: TP groups (0..3), (4..7) and DP groups (0, 4) .. (3, 7), dumps of ranks
+    0..4 and 7; the process at comm rank 1 of a 4-rank comm whose AllReduces are those of (0..3) and (4..7) and at
+    comm rank 1 of a 2-rank comm whose AllReduce x1 is that of every DP group may be rank 5 alone (1 left a dump).
+    A communicator that allows only dumped ranks, or that no listed group agrees with, says nothing: its group may
+    be listed by no dump (a dump lists its own rank's groups) and look like one that is, or its ranks may have
+    parted before the dumps' first collectives end."""
+    dumps = _dump_groups(evidence)
+    if not dumps:
+        return {}
+    logs = [item for item in evidence if _claims_comm_ranks(item)]
+    groups = [(g_ranks, head) for listed in dumps.values() for g_ranks, _, head in listed]
+    wanted = sorted({seq for _, head in groups for seq, _ in head})
+    processes = {(i.host, i.pid) for item in logs for i in item.identities if i.pid is not None}
+    found: dict[tuple, set[int]] = {}
+    for process in processes:
+        allowed: set[int] | None = None
+        shown = False
+        for size, comm_rank, ops in _process_comms(logs, process, wanted).values():
+            fitting = [(g_ranks[comm_rank], head) for g_ranks, head in groups
+                       if len(g_ranks) == size and comm_rank < size and g_ranks[comm_rank] not in dumps
+                       and _agree(ops, head)]
+            if not fitting:
+                continue
+            here = {rank for rank, _ in fitting}
+            allowed = here if allowed is None else allowed & here
+            shown = shown or any(seq in ops for _, head in fitting for seq, _ in head)
+        if shown and allowed:
+            found[process] = allowed
+    return found
+
+
 def _claims_comm_ranks(item: Evidence) -> bool:
     """A log whose collectives are its own records and whose processes name their rank in each communicator."""
     own = item.facts is None or item.facts.records == "collectives"

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import polars as pl
+
 from ..model.kinds import is_p2p_comm
 from .divergence import MISSING, STOPPED, CommAnalysis, Root, analyze_comm
 from .gates import GateDisagreement
 from .interleave import early_elsewhere, issue_order_root, issue_order_split, skipped_here, with_early_issuers
 from .left_out_before import left_out_root
 from .notes import DepartedLater
-from .streams import Streams
+from .streams import SIGNATURE, Streams
 
 
 def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateDisagreement | None,
@@ -119,7 +121,7 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
         if any(r.shown for r in rooted):
             continue
         found = issue_order_root(streams, comm, analysis.start)
-        if found is not None and found.left_out_in and not _replaceable(root, found):
+        if found is not None and found.left_out_in and not _replaceable(root, found, streams):
             # Places that fit a collective left out elsewhere as well say nothing of this communicator then: they
             # replace no root of its own records but a stop of the same ranks, which they show is no mere stop
             # (its records fit as well extra collectives before it, and the end of records hides their size).
@@ -141,19 +143,55 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
     return departed_later
 
 
-def _replaceable(root: Root | None, found: Root) -> bool:
+def _replaceable(root: Root | None, found: Root, streams: Streams) -> bool:
     """Whether an issue-order root whose places fit collectives left out elsewhere as well (`found.left_out_in`)
     takes the place of the communicator's own `root`: a stop of the same ranks, which the places show is no mere
-    stop; and, where they give the extra block's size (records that end before any later collective here could
-    tell the two readings apart), a stop of its outliers and the ranks they hold back elsewhere, or a root naming
-    no majority: neither says more of who departed, and the issue orders name the early one, with the other
-    communicators as candidates."""
+    stop; a root whose records part the ranks with no majority where the issue orders side every rank as the
+    records allow (`_sides_records_allow`); and, where they give the extra block's size (records that end before
+    any later collective here could tell the two readings apart), a stop of its outliers and the ranks they hold
+    back elsewhere, or any root naming no majority: neither says more of who departed, and the issue orders name
+    the early one, with the other communicators as candidates."""
     if root is None:
         return False
     if root.kind == STOPPED and root.outlier_ranks == found.outlier_ranks:
         return True
+    if not root.majority and root.shown and found.majority and _sides_records_allow(streams, root, found):
+        return True
     held = set(found.outlier_ranks) | set(found.blocked_elsewhere)
     return bool(found.size) and (not root.majority or root.kind == STOPPED and set(root.outlier_ranks) <= held)
+
+
+def _sides_records_allow(streams: Streams, root: Root, found: Root) -> bool:
+    """Whether the issue orders side every rank on record, and the records part their outliers from their
+    reference up to the last seq the early collective can be, and no two of the reference from each other: then
+    the records' own split with no majority (call stacks on two ranks alone, one against one, beside logs without
+    them) is the issue orders' one, which every rank's whole order of collectives sides. Worked example: ranks 1
+    and 3 alone left call stacks, which part at TP seq 18 (a drafter's all-reduce against a layer's, alike in
+    signature); rank 1 issued seq 18 after two world collectives, ranks 0, 2 and 3 after three: rank 1 departed,
+    against three."""
+    parts = streams.comm_parts(found.comm)
+    on_record = {*parts, *root.outlier_ranks, *root.reference_ranks, *root.unplaced_ranks}
+    if found.seq_range is None or found.seq_range[1] is None or on_record - {*found.outlier_ranks,
+                                                                             *found.reference_ranks}:
+        return False  # (a rank the issue orders leave unplaced, its records cut short, may be on either side)
+    fields = [c for c in (*SIGNATURE, "callsite", "stack", "tag", "step")
+              if all(c in parts[r].columns for r in (*found.outlier_ranks, *found.reference_ranks) if r in parts)]
+    if not fields:
+        return False
+
+    def kinds_per_seq(ranks: list[int]) -> pl.DataFrame:
+        high = found.seq_range[1]
+        rows = [parts[r].filter(pl.col("seq") <= high).select("seq", *fields) for r in ranks if r in parts]
+        if not rows:
+            return pl.DataFrame()
+        return pl.concat(rows).group_by("seq").agg(pl.col(c).drop_nulls().n_unique() for c in fields)
+
+    def any_apart(counts: pl.DataFrame) -> bool:
+        return counts.height > 0 and bool(
+            counts.select(pl.any_horizontal(pl.col(c) > 1 for c in fields).any()).item())
+
+    return not any_apart(kinds_per_seq(found.reference_ranks)) and any_apart(
+        kinds_per_seq([*found.outlier_ranks, *found.reference_ranks]))
 
 
 def held_back_by_issue_order(streams: Streams, comm: str, root: Root) -> bool:

@@ -148,6 +148,12 @@ def note_words(note: n.Note) -> str:
                                 + ([f"{ranks_words(both)} on both sides"] if both else []))
             return (f"the records part in comm {comm}, but the root found there names {said}: the files tie ranks "
                     f"or process groups to it in ways that do not agree, so no root is given")
+        case n.JoinedByDumps(files):
+            shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
+            return (f"the NCCL logs {shown} share no communicator with the other logs: they are read as this job's "
+                    f"because the Flight Recorder dumps' process groups place each of their processes at a rank of "
+                    f"it, no two at one; logs of another run of the same program would be placed alike, and no "
+                    f"communicator hash here tells the two apart")
         case n.LogRanksAreCommRanks(given, stand_ins):
             text = (f"No communicator in the NCCL logs holds every process, so their ranks are comm ranks, not the "
                     f"job's: {'1 process was' if given == 1 else f'{given} processes were'} given the job's rank through the Flight "

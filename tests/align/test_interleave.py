@@ -1,6 +1,10 @@
 """The ranks' issue order across communicators: who launched an extra collective in a communicator whose counts
 alone make it look like the majority, and who is held back elsewhere."""
 
+from dataclasses import replace
+
+import polars as pl
+
 from ncclforensics.align.diagnosis import diagnose
 from ncclforensics.align.interleave import ISSUE_ORDER, issue_order_root, issue_order_split
 from ncclforensics.align.notes import DepartedLater
@@ -275,7 +279,6 @@ def test_a_stop_whose_issue_orders_leave_no_majority_names_the_peer_that_may_hol
     # it and stops launching; rank 3 launches step 1's, which pairs with rank 0's extra one; rank 2's log was cut
     # after its first. The issue orders part ranks 0 and 3 with no majority, and the world records differ in length
     # only: rank 1 stopped, or rank 0 launched one more and holds it back; the root names rank 0 as well.
-    from dataclasses import replace
     logs = [rank_log(0, [(W, ONE), (T1, LAYER), (W, ONE), (T1, LAYER), (T1, LAYER)]), rank_log(1, step(T1)),
             rank_log(2, [(W, ONE)]), rank_log(3, step(T2) + step(T2))]
     logs[2] = replace(logs[2], cut=Location("rank2.log", 1))
@@ -394,3 +397,26 @@ def test_a_rank_that_went_on_past_the_program_s_next_collective_here_issued_no_e
     assert d.root.seq_range == (1, 4) and d.root.pinned_by == ISSUE_ORDER
     assert d.root.left_out_before == (W, 2) and d.root.blocked_elsewhere == (0,)
     assert f"it left out collectives of comm {T1} before it" in words.cause(d)
+
+
+def test_a_tie_of_call_stacks_on_two_ranks_goes_to_the_side_the_issue_orders_give_every_rank():
+    # As above (rank 1's drafter block of two TP collectives at the end of step 2), with call stacks on ranks 1
+    # and 3 alone: they part at TP seq 10 (the drafter's against step 3's first layer), one against one, and ranks
+    # 0 and 2 have none. The issue orders side ranks 0, 2 and 3 (TP seq 10 after three world collectives, rank
+    # 1's after two): rank 1 departed, against three, not "no majority".
+    def with_sites(log, sites):
+        """The log's TP rows with these call sites, in order (its world rows with one of their own)."""
+        tp = log.collectives.get_column("comm") == T1
+        rows = log.collectives.with_columns(callsite=pl.Series([
+            sites[n] if here else "model.py:9" for n, here in zip(tp.cum_sum() - 1, tp)], dtype=pl.String))
+        return replace(log, collectives=rows)
+
+    layers = ["model.py:1", "model.py:2", "model.py:3"]
+    logs = [rank_log(r, step(T1) * 4 if r != 1 else step(T1) * 3 + [(T1, LAYER)] * 2) for r in range(4)]
+    logs[1] = with_sites(logs[1], layers * 3 + ["drafter.py:5"] * 2)
+    logs[3] = with_sites(logs[3], layers * 4)
+    logs += [rank_log(r, step(T2) * 4) for r in range(4, 8)]
+    d = diagnose(logs)
+    tp = d.comms[T1].root
+    assert tp.outlier_ranks == [1] and tp.reference_ranks == [0, 2, 3] and tp.majority
+    assert tp.pinned_by == ISSUE_ORDER and tp.kind == "extra" and tp.seq_range == (7, 10)

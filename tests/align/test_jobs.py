@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ncclforensics.align.jobs import split_jobs
+from ncclforensics.align.notes import JoinedByDumps
 from ncclforensics.model import CollectiveEvent, CommInfo, Evidence, Location, ProcessIdentity, SourceFormat
 from ncclforensics.model import collectives_to_frame
 from ncclforensics.sources import formats
@@ -57,16 +58,43 @@ def test_logs_sharing_no_comm_are_one_job_where_the_dumps_place_them_in_one():
     process a dump of its own, and four processes are no more than the job's four ranks: one job, nothing left
     out (the second pair was "from a different job")."""
     evidence = _run("aa", 100) + DUMPS
-    kept, problems = split_jobs(evidence)
+    kept, problems, _ = split_jobs(evidence)
     assert [e.path for e in kept] == [e.path for e in evidence]
     assert not [p for p in problems if "different job" in p.message]
+
+
+def _without_rank_2(run: list[Evidence]) -> list[Evidence]:
+    return [log for log in run if not log.path.endswith("2.log")]
+
+
+def test_logs_of_ranks_without_dumps_are_the_job_where_the_dumps_groups_place_them():
+    """Dumps of ranks 0 and 1 alone, logs of ranks 0, 1 and 3: process 103 fits no dump, but its DP comm (comm
+    rank 1, AllReduce x1) is a DP group's member at a rank with no dump, (0, 2)'s rank 2 or (1, 3)'s rank 3, and its
+    TP comm (comm rank 1) is (1, 3)'s: rank 3. Three processes at three ranks of the dumps' job: one job (its log
+    was "from a different job", and whatever diverged in it was never read)."""
+    dumps = [_dump(0, {"3": NUM_TOKENS, "1": TP}), _dump(1, {"1": TP})]
+    evidence = _without_rank_2(_run("aa", 100)) + dumps
+    kept, problems, notes = split_jobs(evidence)
+    assert [e.path for e in kept] == [e.path for e in evidence]
+    assert not [p for p in problems if "different job" in p.message]
+    assert notes == [JoinedByDumps(("logs/nccl.node.103.log",))]  # (the answer says what joined it)
+
+
+def test_two_runs_of_one_job_stay_apart_though_the_dumps_groups_place_both():
+    """The same, with a second run's logs beside: each run's rank 3 is placed alike, and six processes are more
+    than the four ranks of the dumps' job."""
+    dumps = [_dump(0, {"3": NUM_TOKENS, "1": TP}), _dump(1, {"1": TP})]
+    first, second = _without_rank_2(_run("aa", 100)), _without_rank_2(_run("bb", 200))
+    kept, problems, _ = split_jobs(first + second + dumps)
+    assert [p for p in problems if "different job" in p.message]
+    assert {e.path for e in first} - {e.path for e in kept} or {e.path for e in second} - {e.path for e in kept}
 
 
 def test_two_runs_of_one_job_stay_apart_though_the_dumps_fit_both():
     """Two runs side by side, same program, their own hashes: each run's processes fit the dumps alike, but eight
     processes are more than the four ranks the dumps' job has."""
     first, second = _run("aa", 100), _run("bb", 200)
-    kept, problems = split_jobs(first + second + DUMPS)
+    kept, problems, _ = split_jobs(first + second + DUMPS)
     left_out = {p.loc.path for p in problems if "different job" in p.message}
     assert left_out and not left_out & {e.path for e in kept}
     assert {e.path for e in first} - {e.path for e in kept} or {e.path for e in second} - {e.path for e in kept}
@@ -77,5 +105,5 @@ def test_dumps_of_two_jobs_tie_nothing():
     other = _dump(3, {"4": NUM_TOKENS, "2": TP})
     other = Evidence(path="logs/other/fr_rank3", format=other.format, collectives=other.collectives,
                      comm_infos=other.comm_infos, facts=other.facts)
-    _, problems = split_jobs(_run("aa", 100) + DUMPS + [other])
+    _, problems, _ = split_jobs(_run("aa", 100) + DUMPS + [other])
     assert [p for p in problems if "different job" in p.message]

@@ -40,6 +40,7 @@ SAMPLES = [
     n.TracesNameNoComm(),
     n.RootOffMembers("0xa", (2,), ()),
     n.RootOffMembers("0xa", (), (3,)),
+    n.JoinedByDumps(("nccl.vm.307.log", "nccl.vm.308.log")),
     n.LogRanksAreCommRanks(3, ((4, "node1", 77),)),
     n.LogRanksAreCommRanks(1, ()),
     n.NoInitLines(((0, "node0", 10), (1, "node0", 11)), 6, ((8, 2),)),
