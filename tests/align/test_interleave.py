@@ -394,3 +394,22 @@ def test_a_rank_that_went_on_past_the_program_s_next_collective_here_issued_no_e
     assert d.root.seq_range == (1, 4) and d.root.pinned_by == ISSUE_ORDER
     assert d.root.left_out_before == (W, 2) and d.root.blocked_elsewhere == (0,)
     assert f"it left out collectives of comm {T1} before it" in words.cause(d)
+
+
+def test_a_reference_rank_that_issued_one_early_departed_beside_the_outlier_its_records_show():
+    # A step is two world collectives (1, then 8 elements) and two TP ones. Rank 0 left out step 2's world one of 1
+    # element (its records show it: an 8 where the others have a 1). Rank 3's world records look like a prefix of
+    # the others', yet its fifth sits in step 1, before its TP pair, where ranks 0 and 1 issue theirs after it: it
+    # ran one more world collective there, and may have departed first. Both are named, two against two.
+    eight = ("AllReduce", 8)
+
+    def step2(tp, first=True, extra=False):
+        return ([(W, ONE)] if first else []) + [(W, eight)] + ([(W, ONE)] if extra else []) + [(tp, LAYER)] * 2
+
+    logs = [rank_log(0, step2(T1) + step2(T1) + step2(T1, first=False)),
+            rank_log(1, step2(T1) + step2(T1) + step2(T1)),
+            rank_log(2, step2(T2) + step2(T2)),
+            rank_log(3, step2(T2) + step2(T2, extra=True))]
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.outlier_ranks == [0, 3] and d.root.reference_ranks == [1, 2]
+    assert not d.root.majority and d.root.seq_range[0] <= 5 <= d.root.seq_range[1]
