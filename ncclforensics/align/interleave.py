@@ -473,6 +473,22 @@ def with_early_issuers(root: Root, streams: Streams, left_out: dict[int, tuple[i
                    undecided_comms=tuple(sorted({*root.undecided_comms, *split.left_out_in})))
 
 
+def beside_early_issuers(root: Root, streams: Streams) -> Root:
+    """A root its records show, with the ranks of its reference whose issue orders show a collective issued early
+    added (issue_order_split), where that may come at or before the root's last seq: they departed too, and nothing
+    orders the two departures (with_early_issuers). Worked example: a step is two world all-reduces and two
+    tensor-parallel ones; rank 0's log shows it left out a world one at seq 4..5. Rank 3's world records read as a
+    prefix of the others', yet it issued world seq 5 after two tensor-parallel collectives, where ranks 0 and 1
+    issue it after four: it ran one more world collective at seq 3..5 (its seqs 3 to 5 sit alike), and both are
+    named, two against two."""
+    if root.seq_range is None or root.seq_range[1] is None:
+        return root
+    split = issue_order_split(streams, root.comm)
+    if split is None or split.low > root.seq_range[1]:
+        return root  # (one that issued early after the root's last seq departed later)
+    return with_early_issuers(root, streams, {})
+
+
 def _parted_by_signatures(rows, ranks: list[int], last: int) -> tuple[set[int], bool]:
     """The ranks among `ranks` with a signature field at some seq up to `last` that differs from the value a strict
     majority of the ranks recording that field there have (a field a rank did not record constrains nothing: a

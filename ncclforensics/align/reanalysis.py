@@ -18,7 +18,14 @@ import polars as pl
 from ..model.kinds import is_p2p_comm
 from .divergence import MISSING, STOPPED, CommAnalysis, Root, analyze_comm
 from .gates import GateDisagreement
-from .interleave import early_elsewhere, issue_order_root, issue_order_split, skipped_here, with_early_issuers
+from .interleave import (
+    beside_early_issuers,
+    early_elsewhere,
+    issue_order_root,
+    issue_order_split,
+    skipped_here,
+    with_early_issuers,
+)
 from .left_out_before import left_out_root
 from .notes import DepartedLater
 from .streams import SIGNATURE, Streams
@@ -94,6 +101,7 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
                 continue
         if root is not None and root.shown and root.majority and root.kind != STOPPED \
                 and not held_back_by_issue_order(streams, comm, root):
+            analysis.root = beside_early_issuers(root, streams)
             continue
         if len(set(analysis.launched.values())) < 2:
             continue

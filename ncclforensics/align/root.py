@@ -948,6 +948,23 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             solution.by_results = solution.by_results or not solution.shown
             solution.shown, solution.told = True, False
     solution.placements += blocks
+    return _unplaced_reached(solution, chosen, start)
+
+
+def _unplaced_reached(solution: Solution, codes: dict[int, Codes], start: int) -> Solution:
+    """A solution with no majority that left ranks unplaced whose records, cut short, end before the streams part
+    by length, where other evidence (results read back wrong) places the parting within those records: they go on
+    past it, agreeing with either side, so they side with either, and every rank is named (as propose names every
+    rank that sides with either where no majority decides). Left unplaced, they would present one side as the lone
+    one that departed. Worked example: ranks 1 and 3 launched 12, rank 2 11, and rank 0's log was cut, its trace
+    reading back 11 whose results from seq 9 on are wrong, as rank 2's: it may be on either side, two against two."""
+    if solution.majority or not solution.by_results or not solution.unplaced or not solution.placements:
+        return solution
+    high = solution.seq_range[1]
+    if not any(r in codes and start + codes[r].length > high for r in solution.unplaced):
+        return solution
+    solution.outliers = sorted({*solution.outliers, *solution.reference, *solution.unplaced})
+    solution.unplaced = []
     return solution
 
 

@@ -420,3 +420,22 @@ def test_a_tie_of_call_stacks_on_two_ranks_goes_to_the_side_the_issue_orders_giv
     tp = d.comms[T1].root
     assert tp.outlier_ranks == [1] and tp.reference_ranks == [0, 2, 3] and tp.majority
     assert tp.pinned_by == ISSUE_ORDER and tp.kind == "extra" and tp.seq_range == (7, 10)
+
+
+def test_a_reference_rank_that_issued_one_early_departed_beside_the_outlier_its_records_show():
+    # A step is two world collectives (1, then 8 elements) and two TP ones. Rank 0 left out step 2's world one of 1
+    # element (its records show it: an 8 where the others have a 1). Rank 3's world records look like a prefix of
+    # the others', yet its fifth sits in step 1, before its TP pair, where ranks 0 and 1 issue theirs after it: it
+    # ran one more world collective there, and may have departed first. Both are named, two against two.
+    eight = ("AllReduce", 8)
+
+    def step2(tp, first=True, extra=False):
+        return ([(W, ONE)] if first else []) + [(W, eight)] + ([(W, ONE)] if extra else []) + [(tp, LAYER)] * 2
+
+    logs = [rank_log(0, step2(T1) + step2(T1) + step2(T1, first=False)),
+            rank_log(1, step2(T1) + step2(T1) + step2(T1)),
+            rank_log(2, step2(T2) + step2(T2)),
+            rank_log(3, step2(T2) + step2(T2, extra=True))]
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.outlier_ranks == [0, 3] and d.root.reference_ranks == [1, 2]
+    assert not d.root.majority and d.root.seq_range[0] <= 5 <= d.root.seq_range[1]

@@ -518,6 +518,26 @@ def test_a_longer_stream_whose_results_all_check_right_is_no_edit():
     assert _solve(codes, [wrong]).seq_range == (9, 9)
 
 
+def test_a_stream_cut_short_whose_records_reach_where_results_part_the_ranks_is_on_either_side():
+    # Ranks 1 and 3 launched 12, rank 2 11 (whole logs); rank 0's log was cut, and its trace reads back 11. By
+    # lengths, rank 0 ends before the streams part (at 12) and may have stopped with rank 2: no majority. Results
+    # read back wrong from seq 9 on part the ranks there, inside rank 0's records, which agree with either side: it
+    # is named with every rank, not left unplaced beside rank 2 named alone.
+    codes = {1: stream([1] * 12), 3: stream([1] * 12), 2: stream([1] * 11), 0: stream([1] * 11)}
+    wrong = ResultChecks(frozenset(range(1, 9)), frozenset({9, 10, 11}), (Location("fp_rank0.jsonl", 9),))
+
+    def solved(checks):
+        return solve([("signatures", lambda: codes)], 1, checks, lambda seq: (Location("log", seq),), cut={0},
+                     incomplete={0}, closed={1, 2, 3}, settled={1, 2, 3})
+
+    solution = solved([wrong])
+    assert solution.seq_range == (9, 9) and not solution.majority
+    assert solution.leading == [0, 1, 2, 3] and solution.unplaced == []
+    # With lengths alone, nothing places the parting inside rank 0's records: it stays unplaced.
+    solution = solved([])
+    assert solution.leading == [2] and solution.unplaced == [0]
+
+
 def test_gate_step_narrows_to_the_deviant_records_of_that_step():
     codes = {r: stream([1] * 20) for r in (0, 1, 2)}
     codes[3] = stream([1] * 21)
