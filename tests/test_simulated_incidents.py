@@ -366,7 +366,9 @@ KNOWN: dict[int, str] = {}
 # orders show a collective issued early, where the root's range may hold it, is named beside the root's outliers
 # (907708: a world skip and another rank's world extra one, NCCL logs alone); a rank cut short whose records reach where
 # results read back wrong part the ranks, agreeing with either side there, is named with every rank in a tie of lengths,
-# not left unplaced (908015: two ranks skipping one collective, one log cut, traces with expected sums).
+# not left unplaced (908015: two ranks skipping one collective, one log cut, traces with expected sums); a count
+# apart from those of ranks that did not diverge, where those disagree among themselves, shows no departure (964302:
+# a swap its ring lost, dumps alone).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -385,7 +387,8 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           400271, 480271, 470048, 366841, 360838, 365766, 365206, 369260, 351492, 350022, 357551, 520102, 500445,
           501648, 502009, 502139, 570201, 570042, 590265, 610262, 590106, 611103, 612974, 740657, 740263, 502915,
           590043, 720127, 750620, 750926, 721158, 721193, 740944, 741188, 740618, 720515, 755510, 755766, 753785,
-          831794, 810065, 851236, 851196, 810094, 880052, 895641, 840255, 810359, 880088, 851898, 907708, 908015)
+          831794, 810065, 851236, 851196, 810094, 880052, 895641, 840255, 810359, 880088, 851898, 907708, 908015,
+          964302)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
@@ -790,6 +793,26 @@ def test_a_watchdog_stack_that_parts_a_rank_at_the_wedge_shows_its_departure(tmp
 
     assert verdict([4, 6]) == verdict([4]) == []
     assert verdict([6]) == ["wrong_outliers"]
+
+
+def test_a_count_apart_from_references_that_disagree_among_themselves_shows_no_departure(tmp_path):
+    """Seed 964302, Flight Recorder dumps alone: rank 4 swapped the world's first two all-reduces (of 8 and 1
+    elements, which pair and complete), and its ring of 4 entries lost them; rank 2 ran one more world collective.
+    Ranks 0, 1 and 3, held back in other comms, enqueued 2 world collectives, ranks 4 to 7 enqueued 4: rank 4's
+    count is apart from some references' and the very count of others, so it shows nothing of its swap. Rank 2
+    shows (its entries), and naming it, in a range holding the root, is right."""
+    from incidents.visibility import shown_outliers
+
+    incident, written = _written_as_drawn(964302, tmp_path)
+    assert shown_outliers(incident, written)["0"] == {2}
+
+    def verdict(outliers):
+        root = {"comm": incident.program.comms["0"].comm_id, "seq_range": [1, 3], "outlier_ranks": outliers,
+                "pinned_by": "signatures", "majority": True}
+        return _violation_kinds(incident, written, root)
+
+    assert verdict([2]) == []
+    assert verdict([4]) == ["wrong_outliers"]
 
 
 def test_a_rank_whose_trace_was_cut_before_the_root_sides_with_either(tmp_path):

@@ -30,7 +30,9 @@ another outlier shows: what it read back wrong, that rank read back too (the dep
 and nothing in this kind tells the two apart. Where every rank with this kind of view diverged, an outlier shows
 only where its view differs from another outlier's before that one departed (or where both departed at once):
 past there the other's departure parts them, which says nothing of where this one departed. Gate journals alone
-show a disagreement of decisions, not of collectives, so they make nothing visible.
+show a disagreement of decisions, not of collectives, so they make nothing visible. Counts (`pg_status`, a watchdog
+log's, RAS's) show an outlier only where the ranks that did not diverge give one count: where they give several,
+some are held back elsewhere, and an outlier's count apart from one of theirs says nothing of its own departure.
 """
 
 from __future__ import annotations
@@ -201,7 +203,17 @@ def _fr_views(incident: Incident, written: Written, comm: str) -> dict[int, View
         entries = {x.seq: (x.op.kind, x.op.count, x.op.out_count(size), x.op.dtype, x.op.frames)
                    for x in kept if x.op.comm == comm}
         views[r] = (({"enqueued": incident.truth.launched[comm][r]}, entries), False)
+    if not _references_agree(incident, comm, {r: view[0][0]["enqueued"] for r, view in views.items()}):
+        views = {r: (({}, entries), wrong) for r, ((_, entries), wrong) in views.items()}
     return views
+
+
+def _references_agree(incident: Incident, comm: str, counts: dict[int, object]) -> bool:
+    """Whether the ranks that did not diverge in `comm` give one count (None: none given). Where they give several,
+    some are held back elsewhere, and a rank's count apart from one of theirs says nothing of its own departure."""
+    root = incident.truth.roots.get(comm)
+    given = {count for r, count in counts.items() if count is not None and (root is None or r not in root.faulted)}
+    return root is None or len(given) <= 1
 
 
 def _plain_differ(a: View, b: View) -> bool:
@@ -264,6 +276,8 @@ def _torch_views(incident: Incident, written: Written, comm: str) -> dict[int, V
         counted = launch or (own and comm == incident.program.default_comm) or r in reported and reported[r][2]
         count = incident.truth.launched[comm][r] if counted else None
         views[r] = ((timeout, count, reported[r][:2] if r in reported else None), False)
+    if not _references_agree(incident, comm, {r: view[0][1] for r, view in views.items()}):
+        views = {r: ((timeout, None, last), wrong) for r, ((timeout, _, last), wrong) in views.items()}
     return views
 
 
@@ -281,7 +295,10 @@ def _ras_views(incident: Incident, written: Written, comm: str) -> dict[int, Vie
         return {}
     counts = type_counts(incident, comm)
     ranks = incident.program.comms[comm].ranks
-    return {r: (({kind: per[i] for kind, per in counts.items()}, {}), False) for i, r in enumerate(ranks)}
+    by_rank = {r: tuple(sorted((kind, per[i]) for kind, per in counts.items())) for i, r in enumerate(ranks)}
+    if not _references_agree(incident, comm, by_rank):
+        return {}
+    return {r: ((dict(by_rank[r]), {}), False) for r in ranks}
 
 
 def _kept(written: Written, rank: int, records: list) -> list:
