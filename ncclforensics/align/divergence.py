@@ -58,6 +58,7 @@ class RangeReason(str, Enum):
     LAST_OPS = "last_ops"  # a desync report's snapshot: ranks whose last collectives, of one number, differ in type
     PARTED_EARLIER = "parted_earlier"  # a richer field parts the same ranks earlier than the signatures do
     LONE_FIELD = "lone_field"  # a richer field of one reference rank alone parts it from the outliers: both named
+    COUNTED_ONLY = "counted_only"  # an outlier with no records here, known by its count alone: it departed anywhere
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,10 @@ class Root:
     # only step their traces hold beside those groups. A rank that reads back more by design (a gather to it) sums
     # apart as well, and no other step shows which it is: they departed, or nothing diverged (align/lone_sums.py).
     may_sum_apart_by_design: bool = False
+    # Outliers with no records here at all, known only by PyTorch's count of what they launched (one short, as the
+    # outliers beside them are): nothing places their departure, which reaches the range back as far as their count
+    # allows (root._hidden_departures)
+    counted_only: tuple[int, ...] = ()
 
 
 @dataclass
@@ -862,6 +867,11 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
     low, high = solution.named_range
     best = solution.best
     reason = None
+    # (outliers known by their counts alone whose edits alone reach the range's low end)
+    counted_only = tuple(sorted({p.unrecorded for p in solution.placements
+                                 if p.unrecorded is not None and p.low <= low}))
+    if any(p.low <= low for p in solution.placements if p.unrecorded is None):
+        counted_only = ()
     if high >= UNBOUNDED:
         reason, high = RangeReason.UNREAD_STEP, None
     elif low != high:
@@ -870,6 +880,8 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
             reason = RangeReason.PARTED_EARLIER
         elif reason is RangeReason.LOOKALIKE and solution.lone_field is not None:
             reason = RangeReason.LONE_FIELD
+        elif reason is RangeReason.LOOKALIKE and counted_only:
+            reason = RangeReason.COUNTED_ONLY
     return Root(
         comm=comm, seq=low, seq_range=(low, high), outlier_ranks=solution.leading,
         reference_ranks=solution.reference, kind=best.kind.value, size=best.size, pinned_by=solution.pinned_by,
@@ -879,6 +891,7 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
         shown=solution.shown, told=solution.told, by_results=solution.by_results,
         unplaced_ranks=list(solution.unplaced),
         parted_earlier=solution.parted_earlier, lone_field=solution.lone_field,
+        counted_only=counted_only if reason is RangeReason.COUNTED_ONLY else (),
     )
 
 

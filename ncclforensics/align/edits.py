@@ -54,6 +54,9 @@ class Placement:
     # An edit that runs off the end of the records, held to `high` because records elsewhere confirm an edit: the
     # low it has where evidence rules those out (None: nothing held it)
     widest: int | None = None
+    # The member of the outlier's group this edit is of where that member has no records here at all (a rank known
+    # only by PyTorch's count of what it launched): nothing but its count places it (root._hidden_departures)
+    unrecorded: int | None = None
 
 
 def compatible(a: Codes, a_from: int, b: Codes, b_from: int, length: int) -> np.ndarray:

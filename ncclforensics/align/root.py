@@ -905,7 +905,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if proposal is None:
             return None
         pinned_by, compared, chosen = "fingerprints", list(stages), richest
-    hidden = _hidden_departures(proposal, chosen, start)
+    hidden = _hidden_departures(proposal, chosen, start, unseen)
     solution = Solution(proposal.placements + hidden, proposal.outliers, proposal.reference, proposal.majority,
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
                         either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,
@@ -968,7 +968,8 @@ def _unplaced_reached(solution: Solution, codes: dict[int, Codes], start: int) -
     return solution
 
 
-def _hidden_departures(proposal: Proposal, codes: dict[int, Codes], start: int) -> list[Placement]:
+def _hidden_departures(proposal: Proposal, codes: dict[int, Codes], start: int,
+                       unseen: set[int] | None = None) -> list[Placement]:
     """Edits of a group's members whose own records do not show the group's departure. A stream that lacks the
     field parting a group from the reference (an NCCL log without the call stacks the others' dumps have) agrees
     with both, and joins the group by its length only: it departed too, but its records say nothing of where the
@@ -978,7 +979,13 @@ def _hidden_departures(proposal: Proposal, codes: dict[int, Codes], start: int) 
 
     Worked example: ranks 0..6 keep dumps with call stacks or NCCL logs, all-reduces alike in signature; rank 2's
     dump shows it skipped seq 22; rank 7, one short too, kept an NCCL log only. Rank 7 may have skipped any of seq
-    1..22: the answer is seq 1..22, not 21..22."""
+    1..22: the answer is seq 1..22, not 21..22.
+
+    The group's placements are named after its lowest rank, which need not be the one whose records placed them:
+    a rank known only by PyTorch's count of what it launched (`unseen`: no records of its own) may be that rank,
+    and is weighed as any other member; its edits say so (`Placement.unrecorded`), as nothing but a count places
+    them. Worked example: rank 5's records show it skipped seq 3; rank 3 left nothing, and a peer's desync report
+    counts it one short too. Rank 3 may have left out any of seq 1..3: the answer is seq 1..3, not 3."""
     if not proposal.shown or not proposal.members or not proposal.placements or not proposal.reference:
         return []
     keep = [r for r in proposal.reference if r in codes]
@@ -992,10 +999,11 @@ def _hidden_departures(proposal: Proposal, codes: dict[int, Codes], start: int) 
             continue
         high, floor = max(p.high for p in own), min(p.score for p in own) - 1
         for rank in members:
-            if rank == rep or rank not in codes or codes[rank].length == reference.length \
+            if rank not in codes or codes[rank].length == reference.length \
                     or not agree(codes[rank], reference):
                 continue  # its records show a departure of their own (or none at all)
-            found += [replace(p, score=min(p.score, floor))
+            unrecorded = rank if rank in (unseen or ()) else None
+            found += [replace(p, score=min(p.score, floor), unrecorded=unrecorded)
                       for p in _edits_before(rep, codes[rank], reference, start, min(q.low for q in own), high)]
     return found
 

@@ -493,6 +493,8 @@ def ambiguity(root: Root) -> str | None:
         text += f"; {_either(missing)} would pin it"
     elif root.reason is RangeReason.PARTED_EARLIER:
         text = _parted_earlier(root)
+    elif root.reason is RangeReason.COUNTED_ONLY:
+        text = _counted_only(root)
     elif root.reason is RangeReason.LONE_FIELD:
         text = _lone_field(root)
     elif root.reason is RangeReason.PAST_RECORDS:
@@ -595,6 +597,20 @@ def ambiguity(root: Root) -> str | None:
                      f"take two" + (", besides the extra collective of the ranks ahead of the rest"
                                     if root.ahead_of_the_rest else ""))
     return text
+
+
+def _counted_only(root: Root) -> str:
+    """Why an outlier known only by its count leaves the root a range: its count says how many, not which."""
+    who = ranks_words(root.counted_only)
+    one = len(root.counted_only) == 1
+    beside = [r for r in root.outlier_ranks if r not in root.counted_only]
+    text = (f"{who} left no records here: only PyTorch's count of what {'it' if one else 'they'} launched places "
+            f"{'it' if one else 'them'} among the outliers, which says how many collectives {'it' if one else 'they'} "
+            f"left out or added, not which, so where {who} departed is anywhere in {seq_words(*root.seq_range)}")
+    if beside:
+        text += (f", no later than where the records of {ranks_words(beside)} place "
+                 f"{'its' if len(beside) == 1 else 'their'} own departure")
+    return text + f"; {who}'s {LOG_SETTINGS} or {FR_SETTINGS} would say where"
 
 
 def ahead_words(root: Root) -> str:

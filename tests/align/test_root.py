@@ -885,6 +885,25 @@ def test_a_member_without_the_parting_field_may_have_departed_anywhere_its_own_r
     assert solution.best.low >= 6  # rank 2's own skip stays the likeliest
 
 
+def test_a_member_known_only_by_its_count_may_have_departed_anywhere_even_as_its_groups_lowest_rank():
+    # Rank 3's call stacks show it skipped seq 8; rank 1 left no records, and a peer's desync report counts it one
+    # short too, so it goes with rank 3 by its length. Rank 1 is the group's lowest rank, yet nothing of its own
+    # places its skip where rank 3's is: it may have left out any of seq 1..8, and the root may be there.
+    program = [10, 11, 12] * 4
+    signatures = {r: stream([1] * 12) for r in (0, 2, 4)}
+    signatures[3], signatures[1] = stream([1] * 11), stream([0] * 11)
+    stacks = {r: stream([1] * 12, program) for r in (0, 2, 4)}
+    stacks[3], stacks[1] = stream([1] * 11, program[:7] + program[8:]), stream([0] * 11, [0] * 11)
+    solution = solve([("signatures", lambda: signatures), ("call sites", lambda: stacks)], 1, [],
+                     lambda seq: (Location("log", seq),), ended={1}, unseen={1}, closed={0, 2, 3, 4},
+                     settled={0, 2, 3, 4})
+    assert solution.outliers == [1, 3] and solution.majority
+    assert solution.seq_range == (1, 8)
+    assert solution.best.low >= 6  # rank 3's own skip stays the likeliest
+    # (what reaches before rank 3's skip is rank 1's, placed by nothing but its count)
+    assert {p.unrecorded for p in solution.placements if p.low < 6} == {1}
+
+
 def test_a_richer_field_that_parts_the_same_ranks_earlier_widens_the_range_back_to_it():
     # A pair: rank 1 issued seq 6 with another op (the signatures part the two there); the tags part the same two
     # at seq 2 already, where rank 0 issued two lookalikes in each other's place. Either may be the divergence:

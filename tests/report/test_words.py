@@ -101,3 +101,13 @@ def test_a_lone_unchecked_sum_in_the_only_step_is_named_and_said_to_maybe_part_b
     text = words.root_sentence(d.root)
     assert text.startswith("Rank 0 sums alone") and "by design" in text and "at step 0" in text
     assert "by design" in words.ambiguity(d.root)
+
+
+def test_a_range_an_outlier_known_only_by_its_count_leaves_names_it_and_the_outliers_whose_records_bound_it(root):
+    """Rank 3 left no records, and its count puts it one short beside rank 5, whose records place its own skip at
+    seq 3: the words say the count places rank 3 anywhere up to there, not that the collectives look alike."""
+    ranged = dataclasses.replace(root, reason=RangeReason.COUNTED_ONLY, seq_range=(1, 3), outlier_ranks=[3, 5],
+                                 counted_only=(3,))
+    text = words.ambiguity(ranged)
+    assert text.startswith("rank 3 left no records here") and "anywhere in seq 1..3" in text
+    assert "no later than where the records of rank 5 place its own departure" in text and "look alike" not in text
