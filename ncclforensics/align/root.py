@@ -1222,14 +1222,16 @@ def edits_before_stop(solution: Solution, codes: dict[int, Codes], start: int,
     look alike in everything recorded), or left some out, and then blocked elsewhere. Every such edit its records
     allow (`place_edits`, up to MAX_EDIT; none before a record that is provably the program's own collective there)
     joins the stop, each scored below it (the stop stays the likeliest kind), where every constraint allows it
-    (results checked right before it, the gate journal's step, the issue orders). Returns whether it widened a
-    stop.
+    (results checked right before it, the gate journal's step, the issue orders). The shorter side of a tie of
+    lengths that places the longer side's extra collectives alone (`_ends_of_a_tie`) is reached back from the same
+    way, and the range then runs over both sides. Returns whether it widened a stop.
 
     Worked example (NCCL logs alone): ranks 0 and 1 logged eight all-reduces of 1024 floats, rank 3 six. Rank 3
     stopped after its sixth, or ran two of its own at seq 2 (a drafter pass that pairs with the others' layers) and
     then blocked in another communicator: the answer is seq 1..7, not a stop at 7."""
     stops, keep = solution.placements, list(solution.reference)
-    if not stops or any(p.kind is not EditKind.STOPPED for p in stops):
+    tie = not stops or any(p.kind is not EditKind.STOPPED for p in stops)
+    if tie:
         stops, keep = _ends_of_a_tie(solution, codes, start)
     stopped = {r for p in stops for r in solution.members.get(p.rank, [p.rank])}
     keep = [r for r in keep if r in codes and r not in stopped]
@@ -1248,6 +1250,8 @@ def edits_before_stop(solution: Solution, codes: dict[int, Codes], start: int,
                 edits = _narrowed(edits, constraint)
             found += [replace(p, widest=None) for p in edits if p.low < stop.low and p.low <= p.high]
     solution.placements = solution.placements + found
+    # (a tie's two sides: either one departed, and the range runs over both)
+    solution.either_side = solution.either_side or tie and bool(found)
     return bool(found)
 
 
