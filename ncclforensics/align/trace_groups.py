@@ -126,6 +126,7 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
     tails = {m: max(wider, key=len) for m in comms
              if (wider := [w for w in comms if m < w and _stopped_before(w - m, m, trace, own, at, last_rows)])}
     comms -= set(tails)
+    own = _split_apart(trace, own, alike, comms)
     given = [tags_of.get(key, set()) for key in keys]
     if len(comms) > 1 and not digests:
         # A tail's records are its wider comm's: their tags, and the misaligned pairings that recur in them, are
@@ -194,6 +195,31 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
         out.append(members if members is not None else before)
         before = out[-1] if out[-1] is not UNKNOWN else before
     return out, frozenset(i for i, members in enumerate(placed) if members is None) | guessed
+
+
+def _split_apart(trace: list[FingerprintRow], own: list[Members], alike: list[bool], comms: set[Members]
+                 ) -> list[Members]:
+    """`own`, with each record a comm of its own inside a wider comm read back wrong under a tag of the wider comm's
+    given to the wider one: a misaligned pairing of the wider comm's collective, whose members read back apart (ranks
+    whose counts differ each read back their own sum), and whose side here happens to be a comm of its own too. A
+    comm of its own is one whose aligned results (read back right, or unchecked) carry a tag no wider comm's do; a
+    program issues each tagged collective on one comm. Worked example: ranks 0-3 share two world all-reduces of
+    unlike sizes each step and ranks 0, 1 and 2, 3 their tensor-parallel groups' layers; in step 2 ranks 2 and 3
+    issue the two world ones in the other order, so ranks 0, 1 read back one wrong sum of each and ranks 2, 3
+    others: those records are the world's, misaligned at its seq 5, not the tensor-parallel groups' own."""
+    aligned: dict[Members, set[str]] = {}  # comm -> the tags of its aligned results
+    for row, members, one in zip(trace, own, alike):
+        if members in comms and one and row.tag is not None and checked_right(row) is not False:
+            aligned.setdefault(members, set()).add(row.tag)
+    out = list(own)
+    for i, (row, members) in enumerate(zip(trace, own)):
+        if members not in comms or row.tag is None or checked_right(row) is not False:
+            continue
+        wider = [w for w in comms if w > members]
+        theirs = [w for w in wider if row.tag in aligned.get(w, ())]
+        if len(theirs) == 1 and aligned.get(members, set()) - set().union(*(aligned.get(w, set()) for w in wider)):
+            out[i] = theirs[0]
+    return out
 
 
 def _with_tails(trace: list[FingerprintRow], own: list[Members], alike: list[bool], comms: set[Members],
