@@ -325,7 +325,10 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
     own (a tensor-parallel group inside the world), and where that leaves several comms, each must be one of its
     own: every tag their aligned results carry is shared by one of them alone (a program issues each tagged
     collective on one comm). Sums of two groups can also be equal by design (replicas fed alike), so a trace whose
-    sets do not fit so cannot be split by its sums: None. A set of `paired` (misaligned pairings that recur,
+    sets do not fit so cannot be split by its sums: None. So too where a set that is a comm of its own (results
+    not read back wrong carry a tag no wider set carries) carries a wider one's tags: it may be the wider comm's
+    split as well (a TP group whose ranks alone read back one side of a world swap), or the wider comm's results
+    may be coincidences of its own and another group's. A set of `paired` (misaligned pairings that recur,
     _paired_wrong) confirms every tag its results were given, as an aligned result confirms its one tag. Worked
     example: in the tensor-parallel comm of ranks 56-63 rank 57 issues `lm_head` before `mlp` in step 0, so the
     other seven share two wrong sums rank 57 does not; rank 56's trace holds its data-parallel comm, the 8 ranks
@@ -365,11 +368,21 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
         return {t for members, g, one in zip(own, given, alike) if members == whole and not one for t in g} - {None}
     # From the widest sets down, each set goes to the one wider comm whose tags it carries (a split of it); a set
     # that carries no wider comm's tags is a comm of its own (a tensor-parallel group inside the world).
+    unwrong: dict[Members, set[str | None]] = {}  # the tags of each set's results shared alike, not read back wrong
+    for row, members, one in zip(trace, own, alike):
+        if one and checked_right(row) is not False:
+            unwrong.setdefault(members, set()).add(row.tag)
     fold: dict[Members, Members] = {}
     for m in sorted(comms, key=len, reverse=True):
         wider = {fold[w] for w in comms
                  if m < w and tags.get(m, set()) & (tags.get(w, set()) - {None} | before(m, w) | mixed_in(w))}
         if len(wider) > 1:
+            return None
+        if wider and unwrong.get(m, set()) - set().union({None}, *(tags.get(w, set()) for w in comms if m < w)):
+            # A comm of its own (results not read back wrong carry tags no wider set's do) that carries a wider
+            # one's tags too: a split of the wider comm that is a comm of its own as well, or results of two comms
+            # that coincide; sums unchecked cannot tell them apart (those checked wrong went to the wider comm:
+            # _split_apart).
             return None
         fold[m] = wider.pop() if wider else m
     kept = {fold[m] for m in comms}

@@ -664,13 +664,11 @@ def test_a_split_of_the_world_beside_a_tp_group_inside_it_goes_to_the_world(tmp_
     assert _split_root(tmp_path, rows_of) == ("[ranks=0,1,2,3]", [3, 3], [3])
 
 
-def test_a_split_of_the_world_that_is_a_tp_group_goes_to_the_world_where_it_read_back_wrong(tmp_path):
-    """The world (0-3) with `dp.0` and `dp.1` (of unlike sizes) a step, TP groups (0,1) (2,3) inside it, sums with
-    expected values. Ranks 2 and 3 both issue `dp.1` before `dp.0` in step 1: ranks 0, 1 read back two wrong sums
-    under the world's tags, and ranks 2, 3 two others, so each split of the world is a TP group's ranks exactly. A
-    wrong result under a tag of the world's aligned results is the world's collective, misaligned: it stays in the
-    world's stream (the TP group, a comm with tags of its own, took the world's records and every trace was one
-    stream, the root pinned at a seq of its counter); the tags part the two pairs at seq 3, no majority either way."""
+def _world_swapped_by_both_pairs() -> dict[int, list[tuple]]:
+    """rank -> [(step, tag, numel, sum, expected)]: the world (0-3) with `dp.0` and `dp.1` (of unlike sizes) a step,
+    TP groups (0,1) (2,3) inside it. Ranks 2 and 3 both issue `dp.1` before `dp.0` in step 1: ranks 0, 1 read back
+    two wrong sums under the world's tags, and ranks 2, 3 two others, so each split of the world is a TP group's
+    ranks exactly."""
     rows_of = {}
     for rank in range(4):
         group = rank // 2
@@ -683,11 +681,30 @@ def test_a_split_of_the_world_that_is_a_tp_group_goes_to_the_world_where_it_read
             mlp = 1000.0 * (group + 1) + 10 * step
             rows += [*((step, *x) for x in dp), (step, "mlp", 64, mlp, mlp), (step, "head", 256, mlp + 5, mlp + 5)]
         rows_of[rank] = rows
-    d = _sums_only(tmp_path, rows_of)
+    return rows_of
+
+
+def test_a_split_of_the_world_that_is_a_tp_group_goes_to_the_world_where_it_read_back_wrong(tmp_path):
+    """_world_swapped_by_both_pairs, sums with expected values. A wrong result under a tag of the world's aligned
+    results is the world's collective, misaligned: it stays in the world's stream (the TP group, a comm with tags of
+    its own, took the world's records and every trace was one stream, the root pinned at a seq of its counter); the
+    tags part the two pairs at seq 3, no majority either way."""
+    d = _sums_only(tmp_path, _world_swapped_by_both_pairs())
     assert not any("cannot be told" in c for c in d["caveats"])
     root = d["root"]
     assert root["comm"] == "[ranks=0,1,2,3]" and root["seq_range"] == [3, 3] and not root["majority"]
     assert {"[ranks=0,1]", "[ranks=2,3]"} <= {c["comm"] for c in d["comms"]}
+
+
+def test_a_split_of_the_world_that_is_a_tp_group_with_sums_unchecked_cannot_be_told_apart(tmp_path):
+    """_world_swapped_by_both_pairs, sums alone: nothing says the TP groups' results under the world's tags are the
+    world's split rather than their own collectives, or the world's results under them coincidences of sums across
+    the groups. The traces are left out as comms their sums cannot split (every trace was one stream, and the root
+    was pinned at a seq of its counter)."""
+    for rank, rows in _world_swapped_by_both_pairs().items():
+        _write_trace(tmp_path, rank, [(step, tag, numel, got) for step, tag, numel, got, _ in rows])
+    d = answer(tmp_path)
+    assert any("cannot be told" in c for c in d["caveats"]) and d["root"] is None
 
 
 def test_a_split_from_the_first_misaligned_collective_carries_a_tag_the_whole_comm_read_back_misaligned(tmp_path):
