@@ -1247,40 +1247,73 @@ def edits_before_stop(solution: Solution, codes: dict[int, Codes], start: int,
     look alike in everything recorded), or left some out, and then blocked elsewhere. Every such edit its records
     allow (`place_edits`, up to MAX_EDIT; none before a record that is provably the program's own collective there)
     joins the stop, each scored below it (the stop stays the likeliest kind), where every constraint allows it
-    (results checked right before it, the gate journal's step, the issue orders). Returns whether it widened a
-    stop.
+    (results checked right before it, the gate journal's step, the issue orders). The shorter side of a tie of
+    lengths that places the longer side's extra collectives alone (`_ends_of_a_tie`) is reached back from the same
+    way, and the range then runs over both sides. Returns whether it widened a stop.
 
     Worked example (NCCL logs alone): ranks 0 and 1 logged eight all-reduces of 1024 floats, rank 3 six. Rank 3
     stopped after its sixth, or ran two of its own at seq 2 (a drafter pass that pairs with the others' layers) and
     then blocked in another communicator: the answer is seq 1..7, not a stop at 7."""
-    if not solution.placements or any(p.kind is not EditKind.STOPPED for p in solution.placements):
-        return False
-    stopped = {r for p in solution.placements for r in solution.members.get(p.rank, [p.rank])}
-    keep = [r for r in solution.reference if r in codes and r not in stopped]
-    if not keep:
+    stops, keep = solution.placements, list(solution.reference)
+    tie = not stops or any(p.kind is not EditKind.STOPPED for p in stops)
+    if tie:
+        stops, keep = _ends_of_a_tie(solution, codes, start)
+    stopped = {r for p in stops for r in solution.members.get(p.rank, [p.rank])}
+    keep = [r for r in keep if r in codes and r not in stopped]
+    if not stops or not keep:
         return False
     reference = merged(codes[r] for r in keep)
     found: list[Placement] = []
-    for stop in solution.placements:
+    for stop in stops:
         ranks = [r for r in solution.members.get(stop.rank, [stop.rank]) if r in codes]
         for rank in ranks:
-            for p in _edits_before(stop.rank, codes[rank], reference, start, stop.low, stop.high):
-                edit: Placement | None = replace(p, score=min(p.score, stop.score) - 1)
-                for constraint in constraints:
-                    edit = constraint.narrow(edit) if edit is not None else None
-                if edit is not None and edit.low <= edit.high:
-                    found.append(edit)
+            # (an edit held to where records after it confirm another, `Placement.widest`, reaches back as far as
+            # it could where a constraint rules those out, as in `solve`)
+            edits = [replace(p, score=min(p.score, stop.score) - 1)
+                     for p in _edits_before(stop.rank, codes[rank], reference, start, stop.low, stop.high, held=True)]
+            for constraint in constraints:
+                edits = _narrowed(edits, constraint)
+            found += [replace(p, widest=None) for p in edits if p.low < stop.low and p.low <= p.high]
     solution.placements = solution.placements + found
+    # (a tie's two sides: either one departed, and the range runs over both)
+    solution.either_side = solution.either_side or tie and bool(found)
     return bool(found)
 
 
-def _edits_before(rank: int, stream: Codes, reference: Codes, start: int, low: int, high: int) -> list[Placement]:
+def _ends_of_a_tie(solution: Solution, codes: dict[int, Codes], start: int) -> tuple[list[Placement], list[int]]:
+    """Where streams that agree differ in length only and no majority says which side departed (two ranks), the
+    records place the longer side's extra collectives alone; the shorter side may as well have stopped where its
+    records end, after an edit of its own among lookalikes. Its stops, each scored below every placement (the
+    records' own explanation stays the likeliest kind), for edits_before_stop to reach back from. Worked example:
+    rank 5 ran one drafter all-reduce of its own at seq 3, alike in shape to rank 4's layer there, and then blocked
+    in the world comm; rank 4 went on to an all-gather at seq 4. By lengths, rank 4 ran one extra at seq 4, or rank
+    5 stopped there, or ran one of its own at seq 3 and then stopped: the answer is seq 3..4. Returns the stops and
+    the ranks of the longer side, that they are placed against."""
+    if solution.shown or solution.majority or not solution.placements \
+            or any(p.kind is not EditKind.EXTRA for p in solution.placements):
+        return [], []
+    ahead = sorted({p.rank for p in solution.placements} & set(codes))
+    if not ahead:
+        return [], []
+    longest = max(codes[r].length for r in ahead)
+    floor = min(p.score for p in solution.placements) - 1
+    ends = [Placement(r, EditKind.STOPPED, longest - codes[r].length, start + codes[r].length,
+                      start + codes[r].length, score=floor)
+            for r in solution.reference if r in codes and r not in ahead and codes[r].length < longest]
+    return ends, ahead
+
+
+def _edits_before(rank: int, stream: Codes, reference: Codes, start: int, low: int, high: int,
+                  held: bool = False) -> list[Placement]:
     """The collectives left out or added that a stream agreeing with `reference` as far as it goes allows before
     `low` (its records say nothing of where its own departure is), as edits of `rank` that reach no later than
-    `high`: what a stop, or a group the stream joined by its length only, may hide before the edit it shows."""
+    `high`: what a stop, or a group the stream joined by its length only, may hide before the edit it shows.
+    `held`: also those held at or past `low` by records that confirm another edit, that could start before it
+    (`Placement.widest`, kept for a constraint that rules the confirmed ones out)."""
     placed, _ = place_edits(rank, stream, reference, start, known=True)
-    return [replace(p, high=min(p.high, high), widest=None) for p in placed
-            if p.kind in (EditKind.EXTRA, EditKind.MISSING) and p.low < low]
+    return [replace(p, high=min(p.high, high), widest=p.widest if held else None) for p in placed
+            if p.kind in (EditKind.EXTRA, EditKind.MISSING)
+            and (p.low < low or held and p.widest is not None and p.widest < low)]
 
 
 def _span(placements: list[Placement]) -> tuple[int, int]:

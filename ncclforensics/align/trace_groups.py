@@ -126,6 +126,7 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
     tails = {m: max(wider, key=len) for m in comms
              if (wider := [w for w in comms if m < w and _stopped_before(w - m, m, trace, own, at, last_rows)])}
     comms -= set(tails)
+    own = _split_apart(trace, own, alike, comms)
     given = [tags_of.get(key, set()) for key in keys]
     if len(comms) > 1 and not digests:
         # A tail's records are its wider comm's: their tags, and the misaligned pairings that recur in them, are
@@ -194,6 +195,31 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
         out.append(members if members is not None else before)
         before = out[-1] if out[-1] is not UNKNOWN else before
     return out, frozenset(i for i, members in enumerate(placed) if members is None) | guessed
+
+
+def _split_apart(trace: list[FingerprintRow], own: list[Members], alike: list[bool], comms: set[Members]
+                 ) -> list[Members]:
+    """`own`, with each record a comm of its own inside a wider comm read back wrong under a tag of the wider comm's
+    given to the wider one: a misaligned pairing of the wider comm's collective, whose members read back apart (ranks
+    whose counts differ each read back their own sum), and whose side here happens to be a comm of its own too. A
+    comm of its own is one whose aligned results (read back right, or unchecked) carry a tag no wider comm's do; a
+    program issues each tagged collective on one comm. Worked example: ranks 0-3 share two world all-reduces of
+    unlike sizes each step and ranks 0, 1 and 2, 3 their tensor-parallel groups' layers; in step 2 ranks 2 and 3
+    issue the two world ones in the other order, so ranks 0, 1 read back one wrong sum of each and ranks 2, 3
+    others: those records are the world's, misaligned at its seq 5, not the tensor-parallel groups' own."""
+    aligned: dict[Members, set[str]] = {}  # comm -> the tags of its aligned results
+    for row, members, one in zip(trace, own, alike):
+        if members in comms and one and row.tag is not None and checked_right(row) is not False:
+            aligned.setdefault(members, set()).add(row.tag)
+    out = list(own)
+    for i, (row, members) in enumerate(zip(trace, own)):
+        if members not in comms or row.tag is None or checked_right(row) is not False:
+            continue
+        wider = [w for w in comms if w > members]
+        theirs = [w for w in wider if row.tag in aligned.get(w, ())]
+        if len(theirs) == 1 and aligned.get(members, set()) - set().union(*(aligned.get(w, set()) for w in wider)):
+            out[i] = theirs[0]
+    return out
 
 
 def _with_tails(trace: list[FingerprintRow], own: list[Members], alike: list[bool], comms: set[Members],
@@ -299,7 +325,10 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
     own (a tensor-parallel group inside the world), and where that leaves several comms, each must be one of its
     own: every tag their aligned results carry is shared by one of them alone (a program issues each tagged
     collective on one comm). Sums of two groups can also be equal by design (replicas fed alike), so a trace whose
-    sets do not fit so cannot be split by its sums: None. A set of `paired` (misaligned pairings that recur,
+    sets do not fit so cannot be split by its sums: None. So too where a set that is a comm of its own (results
+    not read back wrong carry a tag no wider set carries) carries a wider one's tags: it may be the wider comm's
+    split as well (a TP group whose ranks alone read back one side of a world swap), or the wider comm's results
+    may be coincidences of its own and another group's. A set of `paired` (misaligned pairings that recur,
     _paired_wrong) confirms every tag its results were given, as an aligned result confirms its one tag. Worked
     example: in the tensor-parallel comm of ranks 56-63 rank 57 issues `lm_head` before `mlp` in step 0, so the
     other seven share two wrong sums rank 57 does not; rank 56's trace holds its data-parallel comm, the 8 ranks
@@ -339,11 +368,21 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
         return {t for members, g, one in zip(own, given, alike) if members == whole and not one for t in g} - {None}
     # From the widest sets down, each set goes to the one wider comm whose tags it carries (a split of it); a set
     # that carries no wider comm's tags is a comm of its own (a tensor-parallel group inside the world).
+    unwrong: dict[Members, set[str | None]] = {}  # the tags of each set's results shared alike, not read back wrong
+    for row, members, one in zip(trace, own, alike):
+        if one and checked_right(row) is not False:
+            unwrong.setdefault(members, set()).add(row.tag)
     fold: dict[Members, Members] = {}
     for m in sorted(comms, key=len, reverse=True):
         wider = {fold[w] for w in comms
                  if m < w and tags.get(m, set()) & (tags.get(w, set()) - {None} | before(m, w) | mixed_in(w))}
         if len(wider) > 1:
+            return None
+        if wider and unwrong.get(m, set()) - set().union({None}, *(tags.get(w, set()) for w in comms if m < w)):
+            # A comm of its own (results not read back wrong carry tags no wider set's do) that carries a wider
+            # one's tags too: a split of the wider comm that is a comm of its own as well, or results of two comms
+            # that coincide; sums unchecked cannot tell them apart (those checked wrong went to the wider comm:
+            # _split_apart).
             return None
         fold[m] = wider.pop() if wider else m
     kept = {fold[m] for m in comms}

@@ -650,6 +650,21 @@ def test_a_stop_reaches_back_over_the_lookalikes_where_an_edit_before_it_could_h
     assert solution.seq_range == (7, 9)
 
 
+def test_in_a_two_rank_tie_the_shorter_side_may_have_hidden_an_edit_before_its_end():
+    # Rank 5 ran a drafter all-reduce of its own at seq 3, alike in shape to rank 4's layer there, and then blocked
+    # elsewhere; rank 4 went on to an all-gather at seq 4. Results checked right at seq 1 and 2. By lengths, rank 4
+    # ran one extra at seq 4, or rank 5 stopped there, or ran one of its own at seq 3 first: the range is 3..4, and
+    # the checked results rule out only rank 4's edits at seq 1..2.
+    all_reduce, all_gather = 1, 2
+    codes = {4: stream([all_reduce, all_gather, all_reduce, all_gather], [10, 11, 0, 0]),
+             5: stream([all_reduce, all_gather, all_reduce], [10, 11, 0])}
+    right = ResultChecks(frozenset({1, 2}), frozenset(), (Location("fp", 3),))
+    solution = _solve(codes, [right])
+    assert not solution.majority and solution.seq_range == (4, 4)
+    assert edits_before_stop(solution, codes, 1, [right])
+    assert solution.seq_range == (3, 4) and solution.best.kind is EditKind.EXTRA and solution.best.rank == 4
+
+
 def test_a_stop_after_records_that_are_provably_the_programs_own_stays_a_stop():
     # Tags and steps name each collective once: rank 3's last record is the others' own collective there, so no
     # edit of its own hides before its end (a block of its own would carry its own tags).

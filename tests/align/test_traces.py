@@ -664,6 +664,49 @@ def test_a_split_of_the_world_beside_a_tp_group_inside_it_goes_to_the_world(tmp_
     assert _split_root(tmp_path, rows_of) == ("[ranks=0,1,2,3]", [3, 3], [3])
 
 
+def _world_swapped_by_both_pairs() -> dict[int, list[tuple]]:
+    """rank -> [(step, tag, numel, sum, expected)]: the world (0-3) with `dp.0` and `dp.1` (of unlike sizes) a step,
+    TP groups (0,1) (2,3) inside it. Ranks 2 and 3 both issue `dp.1` before `dp.0` in step 1: ranks 0, 1 read back
+    two wrong sums under the world's tags, and ranks 2, 3 two others, so each split of the world is a TP group's
+    ranks exactly."""
+    rows_of = {}
+    for rank in range(4):
+        group = rank // 2
+        rows = []
+        for step in range(2):
+            dp = [("dp.0", 1, 20.0 + step, 20.0 + step), ("dp.1", 8, 300.0 + step, 300.0 + step)]
+            if step == 1:
+                dp = ([("dp.1", 8, 44.0, 301.0), ("dp.0", 1, 66.0, 21.0)] if group == 1
+                      else [("dp.0", 1, 22.0, 21.0), ("dp.1", 8, 88.0, 301.0)])
+            mlp = 1000.0 * (group + 1) + 10 * step
+            rows += [*((step, *x) for x in dp), (step, "mlp", 64, mlp, mlp), (step, "head", 256, mlp + 5, mlp + 5)]
+        rows_of[rank] = rows
+    return rows_of
+
+
+def test_a_split_of_the_world_that_is_a_tp_group_goes_to_the_world_where_it_read_back_wrong(tmp_path):
+    """_world_swapped_by_both_pairs, sums with expected values. A wrong result under a tag of the world's aligned
+    results is the world's collective, misaligned: it stays in the world's stream (the TP group, a comm with tags of
+    its own, took the world's records and every trace was one stream, the root pinned at a seq of its counter); the
+    tags part the two pairs at seq 3, no majority either way."""
+    d = _sums_only(tmp_path, _world_swapped_by_both_pairs())
+    assert not any("cannot be told" in c for c in d["caveats"])
+    root = d["root"]
+    assert root["comm"] == "[ranks=0,1,2,3]" and root["seq_range"] == [3, 3] and not root["majority"]
+    assert {"[ranks=0,1]", "[ranks=2,3]"} <= {c["comm"] for c in d["comms"]}
+
+
+def test_a_split_of_the_world_that_is_a_tp_group_with_sums_unchecked_cannot_be_told_apart(tmp_path):
+    """_world_swapped_by_both_pairs, sums alone: nothing says the TP groups' results under the world's tags are the
+    world's split rather than their own collectives, or the world's results under them coincidences of sums across
+    the groups. The traces are left out as comms their sums cannot split (every trace was one stream, and the root
+    was pinned at a seq of its counter)."""
+    for rank, rows in _world_swapped_by_both_pairs().items():
+        _write_trace(tmp_path, rank, [(step, tag, numel, got) for step, tag, numel, got, _ in rows])
+    d = answer(tmp_path)
+    assert any("cannot be told" in c for c in d["caveats"]) and d["root"] is None
+
+
 def test_a_split_from_the_first_misaligned_collective_carries_a_tag_the_whole_comm_read_back_misaligned(tmp_path):
     """One comm of four, sums only. Rank 3 leaves out `moe` in step 0: its `head` (an all-gather of another size)
     pairs with the others' `moe`, its next `mlp` with their `head`, each side reading back its own sum, so ranks 0-2
