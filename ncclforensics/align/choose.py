@@ -152,10 +152,10 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         if found is not None:
             root, said = with_sums_before_records(root, found[0])
             notes += said
-    elif root.reason is RangeReason.LOOKALIKE and not root.majority and set(root.outlier_ranks) == set(
-            root.reference_ranks):
+    elif not root.majority and set(root.outlier_ranks) == set(root.reference_ranks) and _alike_on_record(root, streams):
         # Records alike in everything recorded, results misaligned: every rank is named, as no record says who
-        # departed; PyTorch's counts, where a minority launched more or fewer, say it.
+        # departed (over lookalikes, or at the one seq the checked results pin); PyTorch's counts, where a minority
+        # launched more or fewer, say it.
         counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
         if counted:
             held = _held_before_records(root, marks, streams)
@@ -447,6 +447,16 @@ def _stuck_elsewhere(streams: Streams, comm: str) -> dict[int, set[str]]:
         if other != comm and (part.get_column("state") == EventState.STARTED.value).any():
             stuck.setdefault(rank, set()).add(other)
     return stuck
+
+
+def _alike_on_record(root: Root, streams: Streams) -> bool:
+    """Whether the root's records are alike in everything recorded over its range, so that no record says who
+    departed: a range of lookalikes, or one seq that results checked right before it and wrong at it pin, where no
+    rank's records part from the rest's (the ranks with no record there side with either)."""
+    if root.reason is RangeReason.LOOKALIKE:
+        return True
+    return root.reason is None and root.seq_range is not None and _parted_reference(
+        root, set(root.outlier_ranks), streams) == {}
 
 
 def _parted_reference(root: Root, reference: set[int], streams: Streams) -> dict[int, int] | None:

@@ -20,7 +20,9 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
     Fingerprints name no communicator, so a rank's trace (ordered by step, then op) is tied to the one comm
     whose stream launches the same ops with the same counts in the same order, or to the rank's comms together in
     the order it issued them (one comm's stream alone only where the rank launched in no other); if none or several
-    do, the trace is left unattached (it still serves as corruption evidence).
+    do, the trace is left unattached (it still serves as corruption evidence). Records past the end of streams cut
+    short carry them on, each in the comm its digest's holders are the members of (a comm the rank has no record of
+    too, where the log was cut before it: the rank joins it there).
     """
     per_collective = [f for f in fingerprints if f.op is not None]
     if not per_collective or not streams.parts:
@@ -78,10 +80,15 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             head, ours, rest, gaps = matches[0]
             rows.extend((comm, rank, seq, f.step, f.tag, checked_right(f), str(f.loc)) for comm, seq, f in zip(
                 head.get_column("comm").to_list(), head.get_column("seq").to_list(), ours))
-            if (rest or gaps) and head.get_column("comm").n_unique() == 1:
-                extensions[(head.get_column("comm")[0], rank)] = _trace_rows(head, [*gaps, *_past_end(head, rest)])
+            one = head.get_column("comm")[0] if head.get_column("comm").n_unique() == 1 else None
+            from_start = (trace[0].step, trace[0].op) == (0, 0)
+            # (records whose results ranks beyond the one comm share, which their digests place in other comms)
+            spread = _beyond_comms(streams, rank, rest, holders, from_start) if one is not None and _shared_beyond(
+                streams, one, rank, rest, holders) else {}
+            if (rest or gaps) and one is not None and not any(comm != one for comm, _ in spread):
+                extensions[(one, rank)] = _trace_rows(head, [*gaps, *_past_end(head, rest)])
             elif rest:
-                extensions.update(_beyond_comms(streams, rank, rest, holders))
+                extensions.update(spread or _beyond_comms(streams, rank, rest, holders, from_start))
     if not rows:
         return streams
     known = pl.DataFrame(rows, schema={"comm": pl.String, "rank": pl.Int64, "seq": pl.Int64,
@@ -108,6 +115,12 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
         return joined
 
     streams.map_parts(attach)
+    # (a comm whose every record of the rank is the trace's: its log was cut before the rank's first one there)
+    template = next(iter(streams.parts.values())).clear()
+    for (comm, rank), added in extensions.items():
+        if (comm, rank) not in streams.parts:
+            streams.parts[(comm, rank)] = pl.concat([template, added], how="diagonal_relaxed").select(template.columns)
+            streams.members[comm] = sorted({*streams.members.get(comm, ()), rank})
     return streams
 
 
@@ -192,7 +205,11 @@ def _past_end(head: pl.DataFrame, rest: list[FingerprintRow]) -> list[tuple[int,
 def _trace_rows(head: pl.DataFrame, placed: list[tuple[int, FingerprintRow]]) -> pl.DataFrame:
     """Rows of the stream `head` is of for trace records at the seqs given (seq, record): what the rank read back,
     so completed."""
-    comm, rank = head.get_column("comm")[0], head.get_column("rank")[0]
+    return _trace_rows_of(head.get_column("comm")[0], head.get_column("rank")[0], placed)
+
+
+def _trace_rows_of(comm: str, rank: int, placed: list[tuple[int, FingerprintRow]]) -> pl.DataFrame:
+    """Rows of the rank's stream in `comm` for trace records at the seqs given (seq, record)."""
     rest = [f for _, f in placed]
     return pl.DataFrame({
         "file": [f.loc.path for f in rest], "line": [f.loc.line for f in rest], "comm": comm, "rank": rank,
@@ -206,22 +223,38 @@ def _trace_rows(head: pl.DataFrame, placed: list[tuple[int, FingerprintRow]]) ->
                          "state": COLLECTIVE_SCHEMA["state"]})
 
 
-def _beyond_comms(streams: Streams, rank: int, rest: list[FingerprintRow], holders: dict[str, set[int]]
-                  ) -> dict[tuple[str, int], pl.DataFrame]:
-    """Rows for the trace records past the end of a rank's streams of several comms, cut sooner (a log cut short):
-    each record goes to the one comm of the rank whose members are exactly the ranks that read back the same
-    result (its digest's holders), up to the first record no digest places so (a comm with a member that left
-    no trace, or one the rank's records do not show: what follows may be anywhere)."""
+def _shared_beyond(streams: Streams, comm: str, rank: int, rest: list[FingerprintRow],
+                   holders: dict[str, set[int]]) -> bool:
+    """Whether a record past the end of the rank's one stream shares its result (digest) with a rank that is no
+    member of that stream's comm: a digest is one physical collective's, so the trace holds another comm's
+    records, which the rank's log, cut short, never named; they are not the stream's to carry on."""
+    members = {*streams.members.get(comm, ()), *streams.expected_members.get(comm, ()), rank}
+    return any(row.digest is not None and holders.get(row.digest, set()) - members for row in rest)
+
+
+def _beyond_comms(streams: Streams, rank: int, rest: list[FingerprintRow], holders: dict[str, set[int]],
+                  from_start: bool = False) -> dict[tuple[str, int], pl.DataFrame]:
+    """Rows for the trace records past the end of a rank's streams, cut sooner (a log cut short): each record goes
+    to the one comm whose members are exactly the ranks that read back the same result (its digest's holders), up
+    to the first record no digest places so (a comm with a member that left no trace, or one the rank's records do
+    not show: what follows may be anywhere). `from_start`: the trace begins with the rank's first collective, so a
+    comm the rank has no record of, whose members with the rank are the holders, places a record too, from seq 1
+    there: the rank's log was cut before its first collective of that comm. Worked example: rank 4's log is cut
+    after its first collective, of its DP pair {0, 4}; its trace's next records share digests with ranks 5-7, whose
+    logs name their TP comm of four: those records are rank 4's seqs 1, 2, ... there, not its DP pair's."""
     mine = {comm: streams.parts[(comm, r)] for comm, r in streams.parts if r == rank}
-    members = {comm: set(streams.members.get(comm, ())) | set(streams.expected_members.get(comm, ())) for comm in mine}
+    known = {*streams.members, *streams.expected_members}
+    members = {comm: set(streams.members.get(comm, ())) | set(streams.expected_members.get(comm, ())) | (
+        {rank} if from_start else set()) for comm in (known if from_start else mine)}
     placed: dict[str, list[FingerprintRow]] = {}
     for row in rest:
         sharing = holders.get(row.digest, set()) if row.digest is not None else set()
-        fits = [c for c in mine if len(sharing) > 1 and sharing == members[c]]
+        fits = [c for c in members if len(sharing) > 1 and sharing == members[c] and rank in sharing]
         if len(fits) != 1:
             break
         placed.setdefault(fits[0], []).append(row)
-    return {(comm, rank): _beyond(mine[comm], rows) for comm, rows in placed.items()}
+    return {(comm, rank): _beyond(mine[comm], rows) if comm in mine else _trace_rows_of(comm, rank, list(
+        enumerate(rows, start=1))) for comm, rows in placed.items()}
 
 
 def checked_right(row: FingerprintRow) -> bool | None:

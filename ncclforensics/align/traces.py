@@ -82,6 +82,7 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
     apart: list[int] = []  # ranks with results of a comm whose other members left no trace and are not known
     guesses: Guesses = {}
     grouped: dict[int, tuple[list[Members], frozenset[int]]] = {}  # rank -> each record's members, the guessed ones
+    apart_from_all: dict[int, Members] = {}  # rank -> the one comm holding it, where its trace shares no result
     for rank in mine:
         trace = traces[rank]
         # Comms other evidence puts the rank in whose other members left no trace: a result of one of them is
@@ -98,11 +99,14 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
         if groups is None:
             only = _only_comm(rank, known, set(traces))
             groups = None if only is None else [only] * len(trace)
+            if only is not None:
+                apart_from_all[rank] = only
         if groups is None:
             unplaced.append(rank)
             continue
         grouped[rank] = (groups, guessed)
     grouped = _joined_by_cut_traces(grouped, traces, holders, cut)
+    grouped = _joined_by_traces_apart(grouped, apart_from_all)
     for rank, (groups, guessed) in grouped.items():
         trace = traces[rank]
         seqs: dict[Members, int] = {}
@@ -247,6 +251,28 @@ def _joined_by_cut_traces(grouped: dict[int, tuple[list[Members], frozenset[int]
         out[rank] = ([next((w for keys, w in joined if result_key(row) in keys), wider.get(m, m))
                       for row, m in zip(traces[rank], groups)], guessed)
     return out
+
+
+def _joined_by_traces_apart(grouped: dict[int, tuple[list[Members], frozenset[int]]],
+                            apart_from_all: dict[int, Members]) -> dict[int, tuple[list[Members], frozenset[int]]]:
+    """`grouped`, with each set of ranks that shares results widened to the one comm holding some ranks whose
+    traces share no result at all (`apart_from_all`: rank -> that comm), where those ranks are every rank the set
+    lacks of it. A rank of the comm that departed (skipped or reordered a collective) reads back, from then on,
+    results of its own, and its peers read back theirs without it: the set they share is the comm less the rank,
+    not a comm of its own. Worked example: one comm of 8 ranks, nothing else names it; rank 1 skipped its first
+    collective, so its every record pairs misaligned and shares no result, and ranks 0, 2-7 share theirs. Rank 1
+    goes to the one comm of every traced rank, and so do the seven's records, where rank 1's then part from
+    theirs at seq 1 (they made two comms, which no record compared)."""
+    wider = set(apart_from_all.values())
+    if not wider:
+        return grouped
+
+    def widened(members: Members) -> Members:
+        if members is UNKNOWN:
+            return members
+        holding = [w for w in wider if members < w and all(apart_from_all.get(r) == w for r in w - members)]
+        return holding[0] if len(holding) == 1 else members
+    return {rank: ([widened(m) for m in groups], guessed) for rank, (groups, guessed) in grouped.items()}
 
 
 def _cut_out(members: Members, trace: list[FingerprintRow], groups: list[Members], known: dict[str, set[int]],

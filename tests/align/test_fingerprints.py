@@ -56,3 +56,22 @@ def test_a_trace_of_a_rank_in_two_comms_follows_a_log_cut_short_and_the_dump_tha
     streams = attach_fingerprints(build_streams(evidence), trace)
     assert streams.stream(TP, 0).get_column("tag").to_list() == ["layers.0", "layers.1", "lm"]
     assert streams.stream(DP, 0).get_column("tag").to_list() == ["dp"]
+
+
+def test_a_trace_past_a_log_cut_before_the_ranks_other_comm_goes_where_its_digests_are_shared():
+    """Rank 0's NCCL log is cut after its first collective, of its DP pair {0, 2}: nothing else names its TP pair
+    {0, 1}. Its trace goes on with two records whose digests rank 1, whose log names the TP comm, shares, then one
+    rank 2 shares. A digest is one physical collective's: the two are rank 0's TP seqs 1 and 2, not its DP pair's
+    seqs 2 and 3 (carried on the DP stream, every record after the cut would be the pair's)."""
+    evidence = [_rows("nccl.0.log", SourceFormat.NCCL_LOG, 0, DP, [("AllReduce", 1)]),
+                _rows("nccl.1.log", SourceFormat.NCCL_LOG, 1, TP, [("AllReduce", 64)] * 2),
+                _rows("nccl.2.log", SourceFormat.NCCL_LOG, 2, DP, [("AllReduce", 1)] * 2)]
+    records = {0: [("dp", 1, "d1"), ("attn", 64, "t1"), ("mlp", 64, "t2"), ("dp", 1, "d2")],
+               1: [("attn", 64, "t1"), ("mlp", 64, "t2")], 2: [("dp", 1, "d1"), ("dp", 1, "d2")]}
+    trace = [FingerprintRow(loc=Location(f"fingerprint_rank{rank}.jsonl", i + 1), rank=rank, step=0, op=i, tag=tag,
+                            kind="AllReduce", numel=numel, digest=digest)
+             for rank, rows in records.items() for i, (tag, numel, digest) in enumerate(rows)]
+    streams = attach_fingerprints(build_streams(evidence), trace)
+    assert streams.stream(DP, 0).get_column("tag").to_list() == ["dp", "dp"]
+    assert streams.stream(TP, 0).get_column("tag").to_list() == ["attn", "mlp"]
+    assert streams.stream(TP, 0).get_column("seq").to_list() == [1, 2] and streams.members[TP] == [0, 1]

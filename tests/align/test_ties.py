@@ -54,6 +54,36 @@ def test_ranks_the_counts_name_among_records_alike_everywhere_are_the_outliers()
     assert _counted_among_lookalikes(every, replace(counted, majority=False), set()) == (every, [])
 
 
+def test_counts_name_the_fewest_departing_where_checked_results_pin_records_alike_to_one_seq(tmp_path):
+    # One group of four ranks, traces with expected sums and watchdog logs. Rank 0 left out step 1's drafter pair
+    # (d1, d2): its step-1 `a` reads back right, its `b` and `c` wrong; the others' traces end with step 0, so no
+    # record but rank 0's is there, and the results pin the root to seq 6, a range of one seq where records alike
+    # in everything recorded name every rank. PyTorch's counts say rank 0 enqueued 10 and the three others 8: the
+    # fewest departing is rank 0, as where the range holds several lookalikes.
+    import json
+
+    from tests.cli_helpers import diff_json
+
+    for rank in range(4):
+        rows = [(0, tag, 100.0 * i, 100.0 * i) for i, tag in enumerate(["a", "d1", "d2", "b"], start=1)]
+        if rank == 0:
+            rows += [(1, "a", 500.0, 500.0), (1, "b", 777.0, 600.0), (1, "c", 888.0, 700.0)]
+        lines = [json.dumps({"step": step, "op": i if step == 0 else i - 4, "rank": rank, "tag": tag,
+                             "kind": "AllReduce", "numel": 64, "sum": got, "expected_sum": want})
+                 for i, (step, tag, got, want) in enumerate(rows)]
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("\n".join(lines) + "\n")
+        (tmp_path / f"torch_rank{rank}.log").write_text(
+            f"[rank{rank}]:[E1129 09:55:01.760126066 ProcessGroupNCCL.cpp:689] [Rank {rank}] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=8, OpType=ALLREDUCE, NumelIn=64, NumelOut=64, "
+            "Timeout(ms)=20000) ran for 20016 milliseconds before timing out.\n"
+            f"[rank{rank}]:[E1129 09:55:01.761226066 ProcessGroupNCCL.cpp:2303] [PG ID 0 PG GUID 0(default_pg) Rank "
+            f"{rank}]  failure detected by watchdog at work sequence id: 8 PG status: last enqueued work: "
+            f"{10 if rank == 0 else 8}, last completed work: 7\n")
+    root = diff_json(str(tmp_path))[1]["root"]
+    assert root["seq_range"] == [6, 6] and root["outlier_ranks"] == [0] and root["reference_ranks"] == [1, 2, 3]
+    assert root["majority"]
+
+
 def test_ranks_whose_records_part_from_the_rest_of_the_counted_reference_depart_beside_those_counted():
     # Four ranks' traces agree through seq 3; their timeouts at seq 5 part them two against two: ranks 0 and 3 in an
     # AllReduce of 512, ranks 1 and 2 in an AllGather of 1000. No record says which pair departed; PyTorch's counts

@@ -528,6 +528,20 @@ def test_a_trace_sharing_nothing_goes_to_the_one_set_of_ranks_its_comms_have_and
     assert root["outlier_ranks"] == [0] and root["seq_range"] == [1, 1] and root["pinned_by"] == "signatures"
 
 
+def test_a_trace_sharing_no_result_widens_the_set_the_others_share_to_the_one_comm_of_every_trace(tmp_path):
+    """One comm of ranks 0-3, sums with expected values, nothing else names it. Rank 1 skipped `attn` in step 0:
+    its every record pairs misaligned and shares no result, and ranks 0, 2, 3 share theirs (wrong). Rank 1 goes
+    to the one comm of every traced rank, and so do the three's records (the comm less the rank that departed, no
+    comm of their own): the tags then part rank 1 from them at seq 1, where two comms that no record compared left
+    only the per-step checksums, which named all four with no majority."""
+    others = [(0, "attn", 64, 500.0, 100.0), (0, "head", 8, 90.0, 80.0)]
+    d = _sums_only(tmp_path, {0: others, 2: others, 3: others,
+                              1: [(0, "head", 8, 30.0, 80.0), (1, "attn", 64, 700.0, 200.0), (1, "head", 8, 60.0, 90.0)]})
+    assert [c["comm"] for c in d["comms"]] == ["[ranks=0,1,2,3]"]
+    root = d["root"]
+    assert root["seq_range"] == [1, 1] and root["outlier_ranks"] == [1] and root["majority"]
+
+
 def test_a_world_result_only_the_ranks_that_went_on_share_is_the_worlds_tail_not_a_tp_tag(tmp_path):
     """Sums only: a world `dp` (ranks 0-3) each step, TP groups (0,1) (2,3) with sums of their own. Ranks 0 and 1
     stop after step 1; ranks 2 and 3 go on through step 2, whose `dp` they alone share. That record is the world's
