@@ -15,7 +15,9 @@ hung before it) or read it back right and the next one wrong (they left out its 
 each comm's ranks are off by what that comm mixed, and the ranks that departed may be either those that read
 back wrong or those beside them; every rank that may have departed is named, and no majority. So too where checked
 sums part into several sides, none a majority (two comms that each diverged, each rank off by its own amount): a
-wrong sum still says its rank's results were mixed by that step, so the step is said, never nothing.
+wrong sum still says its rank's results were mixed by that step, so the step is said, never nothing. Unchecked sums
+likewise: a replica with no sum of the step (its trace cut short or stopped before it) may have read back what either
+side did, so a side is the majority only were all such ranks beside the fewer; else every rank is named.
 
 Worked example: ranks 0-7 read back the right sum at step 0; at step 1 all eight are wrong, ranks 0, 1, 3-7 agree
 on 4604928 and rank 2 alone has 33331200 (it launched a drafter pass the others did not): rank 2 is the outlier,
@@ -201,7 +203,10 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         if len(groups) < 2 and not (checked and len(rows) == 2):
             continue  # equal sums say nothing (two ranks that both read back wrong: either departed)
         ordered = sorted(groups.values(), key=lambda ranks: (-len(ranks), ranks))
-        majority = len(ordered) > 1 and len(ordered[0]) * 2 > len(rows)
+        # Replicas with no sum of the step (a trace cut short or stopped before it) may have read back what either
+        # side did: a side is the majority only were they all beside the fewer (checked sums: _unplaced_by_sums).
+        unsummed = set() if checked else members & traced - set(rows)
+        majority = len(ordered) > 1 and len(ordered[0]) * 2 > len(rows) + len(unsummed)
         alike = len(ordered) == 1 and all(math.isfinite(row.sum - row.expected_sum) for row in rows.values())
         if checked and (majority or alike) and _unplaced_by_sums(by_step, step, traced - cut):
             # Offsets that part where some ranks have no sum of the step (their traces stop before it: hung) or
@@ -252,14 +257,17 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             yield _BY_VERDICTS if checked else None
             return
         apart = parted_by_offsets(by_step, step, set(rows), replicas) if not checked and not majority else None
-        if apart is not None:
-            # Two even sides of replicas, told apart by what each shares with another class (replicas.py).
+        if apart is not None and len(apart[0]) + len(unsummed) < len(apart[1]):
+            # Two even sides of replicas, told apart by what each shares with another class (replicas.py); still the
+            # fewer were the replicas with no sum of the step beside them.
             outliers, reference = apart
             yield _root(outliers, reference, True, step, known, {r: every[r] for r in outliers + reference}), None
             return
-        # Two even sides of results checked wrong: one side departed, and nothing says which; the root names both.
-        outliers = sorted(r for ranks in ordered[1:] for r in ranks) if majority else sorted(rows)
-        root = _root(outliers, ordered[0] if majority else sorted(rows), majority, step, known, rows)
+        # Two even sides of results checked wrong: one side departed, and nothing says which; the root names both,
+        # and the replicas with no sum of the step, which may be on either.
+        named = sorted(set(rows) | unsummed)
+        outliers = sorted(r for ranks in ordered[1:] for r in ranks) if majority else named
+        root = _root(outliers, ordered[0] if majority else named, majority, step, known, rows if majority else named)
         yield root, step if _earlier_right(by_step, step) else None
         return
 

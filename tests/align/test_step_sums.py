@@ -664,3 +664,20 @@ def test_the_side_of_named_ranks_does_not_hang_on_the_order_of_a_rank_with_a_fie
     # Every rank's field recorded, or the blank one pairing with one side alone, the side is known.
     assert side({0: "y", 1: "x", 2: "y", 3: "x"}, {1}) == {1, 3}
     assert side({0: None, 1: "x", 2: "x", 3: "x"}, {1}) is None  # (one side alone: nothing parts)
+
+
+def test_unchecked_sums_of_a_step_some_rank_has_no_sum_of_are_a_majority_only_whatever_side_it_takes():
+    # Seed 914345: ranks 0-3 sum alike in steps 0 and 1; rank 0's trace ends after step 0 (cut short); at step 2
+    # rank 1 sums apart from ranks 2 and 3 (those two issued a step's collectives the other way round). Rank 0 may
+    # have read back what rank 1 did: two even sides, either of which departed. Every rank is named, no majority.
+    rows = [unchecked(r, s, 100.0 * (s + 1)) for r in range(4) for s in (0, 1) if (r, s) != (0, 1)]
+    rows += [unchecked(1, 2, 2695680.0), unchecked(2, 2, 2572800.0), unchecked(3, 2, 2572800.0)]
+    for cut in (frozenset(), frozenset({0})):
+        root, _ = step_sums_root(rows, {}, cut=cut)
+        assert (root.outlier_ranks, root.majority, root.step_bound) == ([0, 1, 2, 3], False, 2)
+        assert root.comm == "[ranks=0,1,2,3]"
+    # Of five ranks, one lone against three stays the outlier whichever side the fifth took.
+    rows += [unchecked(4, s, 100.0 * (s + 1)) for s in (0, 1)] + [unchecked(4, 2, 2572800.0)]
+    root, _ = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority) == ([1], [2, 3, 4], True)
+
