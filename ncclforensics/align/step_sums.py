@@ -28,8 +28,8 @@ Where the ranks that read back wrong values are two (a pair of a TP group, or th
 either may have departed, and the root names both. So too for two replicas whose unchecked sums part, unless what
 each shares with another class of replicas tells them apart (replicas.py). Beside a root from launch counts (RAS,
 PyTorch's marks), which place nothing, the ranks whose checksums part from the others' departed too: the root names
-them as well; so do the ranks the counts leave together (launching as many) whose checksums part from the rest of
-them. The same holds the other way round for a root whose records begin after the ranks already disagree: the ranks
+them as well (one the counts place on neither side too, where its sums were alike with theirs in another step); so
+do the ranks the counts leave together (launching as many) whose checksums part from the rest of them. The same holds the other way round for a root whose records begin after the ranks already disagree: the ranks
 launch counts show launching more or fewer join it (counts_beside_records.py).
 """
 
@@ -503,13 +503,31 @@ def _ahead_of_waiting(verdicts: dict[int, dict[int, bool]], step: int, traced: s
     return ahead, waiting
 
 
-def with_checksum_outliers(root: Root, sums: Root) -> tuple[Root, list[Note]]:
+def with_checksum_outliers(root: Root, sums: Root, fingerprints: Iterable[FingerprintRow] = (),
+                           on_record: frozenset[int] = frozenset()) -> tuple[Root, list[Note]]:
     """A root from launch counts (which say who launched more or fewer, and place nothing) with the ranks whose
-    per-step checksums part from the others' added: they departed too, and nothing says which came first."""
+    per-step checksums part from the others' added: they departed too, and nothing says which came first. So too a
+    rank the counts put on neither side (no count of it on record) whose checksums are of the counted ranks' class
+    (`_summed_beside`): it shares their comms, this one too. `on_record`: the ranks whose every comm records give."""
     members = set(root.outlier_ranks) | set(root.reference_ranks)
-    if not set(sums.outlier_ranks) <= members:
+    uncounted = set(sums.outlier_ranks) - members
+    if uncounted and not _summed_beside(uncounted, members, sums, fingerprints, on_record):
         return root, []
-    return _with_sums_outliers(root, sums, members, "counts")
+    return _with_sums_outliers(root, sums, members | uncounted, "counts")
+
+
+def _summed_beside(uncounted: set[int], counted: set[int], sums: Root, fingerprints: Iterable[FingerprintRow],
+                   on_record: frozenset[int]) -> bool:
+    """Whether ranks no count places are replicas of the counted ones: no record gives their comms (a rank whose
+    comms are all known, none of them the counted one, is elsewhere), the checksums compare them with every counted
+    rank, and in another step than the one they part at all of them summed alike (replicas share every comm; ranks
+    of two classes sum apart in every step). Worked example: counts of comm 1 give ranks 0 and 2 eight launches and
+    rank 1 seven, and rank 3's log none there; ranks 0-3 sum alike at step 0 and rank 3 apart at step 1: rank 3 is
+    in comm 1 and departed too."""
+    compared = set(sums.outlier_ranks) | set(sums.reference_ranks)
+    if uncounted & on_record or not counted <= compared or sums.step_bound is None:
+        return False
+    return one_class(_checksums_by_step(fingerprints), sums.step_bound, counted | uncounted, {}, [])
 
 
 def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int, int]) -> tuple[Root, list[Note]]:
