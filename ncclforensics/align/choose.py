@@ -126,7 +126,7 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         if found is not None and root is None:
             root, sums_step = found
         elif found is not None:
-            root, said = with_checksum_outliers(root, found[0])
+            root, said = with_checksum_outliers(root, found[0], fingerprints, on_record)
             notes += said
         if root is not None and root.reason is RangeReason.COUNTS and not said:
             # Checksums that name no side (none, or every rank with no majority) may still part the ranks the

@@ -15,7 +15,9 @@ hung before it) or read it back right and the next one wrong (they left out its 
 each comm's ranks are off by what that comm mixed, and the ranks that departed may be either those that read
 back wrong or those beside them; every rank that may have departed is named, and no majority. So too where checked
 sums part into several sides, none a majority (two comms that each diverged, each rank off by its own amount): a
-wrong sum still says its rank's results were mixed by that step, so the step is said, never nothing.
+wrong sum still says its rank's results were mixed by that step, so the step is said, never nothing. Unchecked sums
+likewise: a replica with no sum of the step (its trace cut short or stopped before it) may have read back what either
+side did, so a side is the majority only were all such ranks beside the fewer; else every rank is named.
 
 Worked example: ranks 0-7 read back the right sum at step 0; at step 1 all eight are wrong, ranks 0, 1, 3-7 agree
 on 4604928 and rank 2 alone has 33331200 (it launched a drafter pass the others did not): rank 2 is the outlier,
@@ -26,8 +28,8 @@ Where the ranks that read back wrong values are two (a pair of a TP group, or th
 either may have departed, and the root names both. So too for two replicas whose unchecked sums part, unless what
 each shares with another class of replicas tells them apart (replicas.py). Beside a root from launch counts (RAS,
 PyTorch's marks), which place nothing, the ranks whose checksums part from the others' departed too: the root names
-them as well; so do the ranks the counts leave together (launching as many) whose checksums part from the rest of
-them. The same holds the other way round for a root whose records begin after the ranks already disagree: the ranks
+them as well (one the counts place on neither side too, where its sums were alike with theirs in another step); so
+do the ranks the counts leave together (launching as many) whose checksums part from the rest of them. The same holds the other way round for a root whose records begin after the ranks already disagree: the ranks
 launch counts show launching more or fewer join it (counts_beside_records.py).
 """
 
@@ -201,7 +203,10 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         if len(groups) < 2 and not (checked and len(rows) == 2):
             continue  # equal sums say nothing (two ranks that both read back wrong: either departed)
         ordered = sorted(groups.values(), key=lambda ranks: (-len(ranks), ranks))
-        majority = len(ordered) > 1 and len(ordered[0]) * 2 > len(rows)
+        # Replicas with no sum of the step (a trace cut short or stopped before it) may have read back what either
+        # side did: a side is the majority only were they all beside the fewer (checked sums: _unplaced_by_sums).
+        unsummed = set() if checked else members & traced - set(rows)
+        majority = len(ordered) > 1 and len(ordered[0]) * 2 > len(rows) + len(unsummed)
         alike = len(ordered) == 1 and all(math.isfinite(row.sum - row.expected_sum) for row in rows.values())
         if checked and (majority or alike) and _unplaced_by_sums(by_step, step, traced - cut):
             # Offsets that part where some ranks have no sum of the step (their traces stop before it: hung) or
@@ -252,14 +257,17 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             yield _BY_VERDICTS if checked else None
             return
         apart = parted_by_offsets(by_step, step, set(rows), replicas) if not checked and not majority else None
-        if apart is not None:
-            # Two even sides of replicas, told apart by what each shares with another class (replicas.py).
+        if apart is not None and len(apart[0]) + len(unsummed) < len(apart[1]):
+            # Two even sides of replicas, told apart by what each shares with another class (replicas.py); still the
+            # fewer were the replicas with no sum of the step beside them.
             outliers, reference = apart
             yield _root(outliers, reference, True, step, known, {r: every[r] for r in outliers + reference}), None
             return
-        # Two even sides of results checked wrong: one side departed, and nothing says which; the root names both.
-        outliers = sorted(r for ranks in ordered[1:] for r in ranks) if majority else sorted(rows)
-        root = _root(outliers, ordered[0] if majority else sorted(rows), majority, step, known, rows)
+        # Two even sides of results checked wrong: one side departed, and nothing says which; the root names both,
+        # and the replicas with no sum of the step, which may be on either.
+        named = sorted(set(rows) | unsummed)
+        outliers = sorted(r for ranks in ordered[1:] for r in ranks) if majority else named
+        root = _root(outliers, ordered[0] if majority else named, majority, step, known, rows if majority else named)
         yield root, step if _earlier_right(by_step, step) else None
         return
 
@@ -495,13 +503,31 @@ def _ahead_of_waiting(verdicts: dict[int, dict[int, bool]], step: int, traced: s
     return ahead, waiting
 
 
-def with_checksum_outliers(root: Root, sums: Root) -> tuple[Root, list[Note]]:
+def with_checksum_outliers(root: Root, sums: Root, fingerprints: Iterable[FingerprintRow] = (),
+                           on_record: frozenset[int] = frozenset()) -> tuple[Root, list[Note]]:
     """A root from launch counts (which say who launched more or fewer, and place nothing) with the ranks whose
-    per-step checksums part from the others' added: they departed too, and nothing says which came first."""
+    per-step checksums part from the others' added: they departed too, and nothing says which came first. So too a
+    rank the counts put on neither side (no count of it on record) whose checksums are of the counted ranks' class
+    (`_summed_beside`): it shares their comms, this one too. `on_record`: the ranks whose every comm records give."""
     members = set(root.outlier_ranks) | set(root.reference_ranks)
-    if not set(sums.outlier_ranks) <= members:
+    uncounted = set(sums.outlier_ranks) - members
+    if uncounted and not _summed_beside(uncounted, members, sums, fingerprints, on_record):
         return root, []
-    return _with_sums_outliers(root, sums, members, "counts")
+    return _with_sums_outliers(root, sums, members | uncounted, "counts")
+
+
+def _summed_beside(uncounted: set[int], counted: set[int], sums: Root, fingerprints: Iterable[FingerprintRow],
+                   on_record: frozenset[int]) -> bool:
+    """Whether ranks no count places are replicas of the counted ones: no record gives their comms (a rank whose
+    comms are all known, none of them the counted one, is elsewhere), the checksums compare them with every counted
+    rank, and in another step than the one they part at all of them summed alike (replicas share every comm; ranks
+    of two classes sum apart in every step). Worked example: counts of comm 1 give ranks 0 and 2 eight launches and
+    rank 1 seven, and rank 3's log none there; ranks 0-3 sum alike at step 0 and rank 3 apart at step 1: rank 3 is
+    in comm 1 and departed too."""
+    compared = set(sums.outlier_ranks) | set(sums.reference_ranks)
+    if uncounted & on_record or not counted <= compared or sums.step_bound is None:
+        return False
+    return one_class(_checksums_by_step(fingerprints), sums.step_bound, counted | uncounted, {}, [])
 
 
 def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int, int]) -> tuple[Root, list[Note]]:

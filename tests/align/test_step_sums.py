@@ -664,3 +664,46 @@ def test_the_side_of_named_ranks_does_not_hang_on_the_order_of_a_rank_with_a_fie
     # Every rank's field recorded, or the blank one pairing with one side alone, the side is known.
     assert side({0: "y", 1: "x", 2: "y", 3: "x"}, {1}) == {1, 3}
     assert side({0: None, 1: "x", 2: "x", 3: "x"}, {1}) is None  # (one side alone: nothing parts)
+
+
+def test_unchecked_sums_of_a_step_some_rank_has_no_sum_of_are_a_majority_only_whatever_side_it_takes():
+    # Seed 914345: ranks 0-3 sum alike in steps 0 and 1; rank 0's trace ends after step 0 (cut short); at step 2
+    # rank 1 sums apart from ranks 2 and 3 (those two issued a step's collectives the other way round). Rank 0 may
+    # have read back what rank 1 did: two even sides, either of which departed. Every rank is named, no majority.
+    rows = [unchecked(r, s, 100.0 * (s + 1)) for r in range(4) for s in (0, 1) if (r, s) != (0, 1)]
+    rows += [unchecked(1, 2, 2695680.0), unchecked(2, 2, 2572800.0), unchecked(3, 2, 2572800.0)]
+    for cut in (frozenset(), frozenset({0})):
+        root, _ = step_sums_root(rows, {}, cut=cut)
+        assert (root.outlier_ranks, root.majority, root.step_bound) == ([0, 1, 2, 3], False, 2)
+        assert root.comm == "[ranks=0,1,2,3]"
+    # Of five ranks, one lone against three stays the outlier whichever side the fifth took.
+    rows += [unchecked(4, s, 100.0 * (s + 1)) for s in (0, 1)] + [unchecked(4, 2, 2572800.0)]
+    root, _ = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority) == ([1], [2, 3, 4], True)
+
+
+def test_checksums_add_a_departure_of_a_rank_the_counts_name_on_neither_side_where_it_sums_with_them():
+    # Seed 916148: PyTorch's counts of comm 1 give ranks 0 and 2 eight launches and rank 1 seven; rank 3's log has
+    # no count there. Ranks 0-3 sum alike at step 0 (replicas: they share their comms), and rank 3 apart from the
+    # other three from step 1 on: rank 3 departed too, and the counts do not say whose departure came first.
+    from ncclforensics.align.notes import SumsAddOutliers
+    from ncclforensics.align.step_sums import with_checksum_outliers
+
+    counted = Root(comm="1", seq=1, seq_range=(1, 8), outlier_ranks=[1], reference_ranks=[0, 2], kind="missing",
+                   size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS, majority=True)
+    rows = [unchecked(r, 0, 57600.0) for r in range(4)]
+    rows += [unchecked(r, 1, 72960.0 if r == 3 else 387840.0) for r in range(4)]
+    rows += [unchecked(r, 2, 508160.0 if r == 3 else 643840.0) for r in range(4)]
+    on_record = frozenset({0, 1, 2})
+    sums, _ = step_sums_root(rows, {"1": {0, 1, 2}}, on_record)
+    assert (sums.outlier_ranks, sums.reference_ranks, sums.step_bound) == ([3], [0, 1, 2], 1)
+    root, said = with_checksum_outliers(counted, sums, rows, on_record)
+    assert (root.outlier_ranks, root.reference_ranks, root.majority) == ([1, 3], [0, 2], False)
+    assert said == [SumsAddOutliers(added=(3,), step=1, basis="counts", outliers=(1, 3))]
+    # Not where records give rank 3's comms (it is in none of the counted comm's) ...
+    assert with_checksum_outliers(counted, sums, rows, on_record | {3}) == (counted, [])
+    # ... nor where its sums never were alike with the counted ranks' (it may sum apart by design) ...
+    apart = [replace(r, sum=1.0) if (r.rank, r.step) == (3, 0) else r for r in rows]
+    assert with_checksum_outliers(counted, sums, apart, on_record) == (counted, [])
+    # ... nor where the checksums do not compare every counted rank.
+    assert with_checksum_outliers(counted, replace(sums, reference_ranks=[0, 2]), rows, on_record) == (counted, [])
