@@ -272,7 +272,7 @@ def read_records(
                 yield Diagnostic(Location(name, number), CUT_SHORT, Severity.WARNING) if last_cut else \
                     LineRecord(number, fields, False)
                 continue
-        if last_cut and "=" in stripped:  # a record cut before the key that makes it one (`step=5 rank=0 se`)
+        if last_cut:  # a record cut before the key that makes it one (`step=5 rank=0 se`), or before its first `=`
             yield Diagnostic(Location(name, number), CUT_SHORT, Severity.WARNING)
             continue
         if problem is None and strict:

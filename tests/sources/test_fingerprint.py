@@ -273,6 +273,7 @@ def test_a_trace_cut_mid_number_reports_the_cut_and_fabricates_no_checksum(tmp_p
     ('{"step": 0, "rank": 0, "sum": 1.0}\n{"step": 1, "rank": 0, "su', 1, True),  # JSON cut mid-way
     ("step=0 rank=0 checksum=1.5\nstep=1 rank=0 checksum=2", 1, True),  # key=value: may be cut
     ("step=0 rank=0 checksum=1.5\nstep=1 rank=0 check", 1, True),  # cut before its value
+    ("step=0 rank=0 checksum=1.5\nst", 1, True),  # cut before its first `=`: still a cut, not the end
     ("step=0 rank=0 checksum=1.5", 1, False),  # one line, no newline at all: a file written so
     ("step=0 rank=0 checksum=1.5\nstep=1 rank=0 checksum=2\n", 2, False),
 ])
