@@ -67,15 +67,16 @@ def classes_of_sums(by_step: StepSums, traced: set[int]) -> list[set[int]] | Non
     classes some of one rank, a later step's classes serve, where every step's equal sums lie within them (ranks of
     two classes sum apart in every step): classes that parted in the first step and healed. Worked example: TP
     pairs of 8 ranks; at step 0 ranks 0, 1, 6 and 7 each sum alone (one rank of each of two pairs swapped two
-    collectives), at step 1 every pair sums alike: the pairs are the classes, and two of them part at step 0."""
+    collectives), at step 1 every pair sums alike: the pairs are the classes, and two of them part at step 0. Where
+    the first step's classes are two even halves whose sums are equal in every later step, there is one class: two
+    ranks of four swapped two collectives in step 0, and the results healed."""
     whole = [rows for _, rows in sorted(by_step.items()) if set(rows) == traced]
     if not whole or any(checked_right(row) is not None for rows in whole for row in rows.values()):
         return None
     partitions = [_equal_sums(rows) for rows in whole]
-    first = partitions[0]
-    if _several_classes(first, traced):
-        return first
-    for classes in partitions[1:]:
+    for classes in partitions:
+        # (every step's equal sums within the classes: sums equal across two of them in any step, first or later,
+        # make them one class whose results parted and healed, not two that read back apart by design)
         if _several_classes(classes, traced) and all(
                 any(group <= c for c in classes) for partition in partitions for group in partition):
             return classes

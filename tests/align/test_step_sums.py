@@ -707,3 +707,19 @@ def test_checksums_add_a_departure_of_a_rank_the_counts_name_on_neither_side_whe
     assert with_checksum_outliers(counted, sums, apart, on_record) == (counted, [])
     # ... nor where the checksums do not compare every counted rank.
     assert with_checksum_outliers(counted, replace(sums, reference_ranks=[0, 2]), rows, on_record) == (counted, [])
+
+
+def test_two_even_halves_of_unchecked_sums_that_are_equal_in_every_later_step_are_one_class_that_parted():
+    # Ranks 1 and 3 of four swapped two collectives in step 0 and the results healed: step 0 sums two against two,
+    # steps 1 and 2 all alike. Halves summing apart by design (two TP groups' results) would part in every step,
+    # so these are one class of replicas, and the split names every rank, no majority; were the halves apart in
+    # every step, they would be two classes and name no one.
+    def unchecked(rank: int, sums: list[float]) -> list[FingerprintRow]:
+        return [FingerprintRow(Location(f"fp{rank}", s + 1), rank, s, None, sum=value) for s, value in enumerate(sums)]
+
+    healed = [unchecked(r, [5.0 if r % 2 else 7.0, 11.0, 13.0]) for r in range(4)]
+    root, step = step_sums_root([row for rows in healed for row in rows], {})
+    assert root.outlier_ranks == [0, 1, 2, 3] and not root.majority and step == 0
+    apart = [unchecked(r, [5.0 if r % 2 else 7.0, 11.0 if r % 2 else 17.0, 13.0 if r % 2 else 19.0])
+             for r in range(4)]
+    assert step_sums_root([row for rows in apart for row in rows], {}) is None
