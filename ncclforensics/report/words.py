@@ -258,6 +258,10 @@ def root_sentence(root: Root) -> str:
         after = f" after seq {root.seq - 1}" if root.seq_range is not None and root.seq_range[0] == root.seq_range[1] \
             else ""
         return f"{who.capitalize()} stopped launching in comm {root.comm}{after}." + held_elsewhere_words(root)
+    if root.kind == MISSING and root.ahead_of_the_rest and not root.behind_the_rest:
+        # (counts that part ranks ahead of the rest and behind it: the sentence is of those behind)
+        return root_sentence(replace(root, outlier_ranks=root.outliers_behind, ahead_of_the_rest=())) \
+            + ahead_words(root)
     if root.kind == MISSING and root.behind_may_be_held:
         one = len(root.outlier_ranks) == 1
         held = root.may_be_held_back_by
@@ -576,7 +580,7 @@ def ambiguity(root: Root) -> str | None:
                  f"{'it' if len(root.outlier_ranks) == 1 else 'they'} issued them ({FR_SETTINGS} with call stacks) "
                  f"would say which")
     if root.behind_may_be_held:
-        who = ranks_words(root.outlier_ranks)
+        who = ranks_words(root.outliers_behind)
         counts = root.reason in (RangeReason.COUNTS, RangeReason.TYPE_COUNTS)
         said = "counts" if counts else "records that differ in length only"
         tell = (f"records of every rank's communicators in the order it issued them ({LOG_SETTINGS} or "
