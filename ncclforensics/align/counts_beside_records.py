@@ -11,21 +11,51 @@ at once, apart from the per-step checksums of step_sums.py, whose way of naming 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .divergence import Root
 from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, DepartedLater, Note
 from .step_sums import named_among
 
 
-def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset()) -> tuple[Root, list[Note]]:
+def short_of_records(root: Root, launched: dict[int, int], recorded: set[int]) -> set[int]:
+    """The ranks PyTorch's counts give (`launched`: rank -> count) that have no records of the root's comm
+    (`recorded`: the ranks that have) and launched none of the collectives where every rank's records begin: they
+    never reached where the records part the ranks. Such a rank stopped short of them, held back elsewhere (a peer
+    that departed here keeps it waiting in their other communicator) or stopped itself; nothing says it departed
+    before the records, and where the ranks part it launched nothing that sides with either (as a rank whose whole
+    records end before the groups part votes for neither, root.propose). Worked example: ranks 0, 1 and 3 time out
+    in the world's seq 2, rank 3's call stack parting from the others'; a desync report says rank 2 finished seq 1
+    and joined no seq 2. Rank 3's extra collective keeps its TP peer rank 2 waiting: rank 2 is on neither side."""
+    return {rank for rank, n in launched.items() if rank not in recorded and n < root.records_start}
+
+
+def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(),
+                          short: set[int] = frozenset()) -> tuple[Root, list[Note]]:
     """A root whose records begin after the ranks already disagree, with the ranks that launch counts show
     launching more or fewer added: they departed before the records begin, or the records would show it. `held`:
-    ranks behind that are stuck elsewhere before the records begin (not added: held back reads the same).
+    ranks behind that are stuck elsewhere before the records begin (not added: held back reads the same); `short`:
+    ranks behind that never reached where the records begin (short_of_records): named on neither side.
     Where the records part the ranks with no majority and the counts, with one, name ranks of one side only,
     that side departed (the counts rank every rank the records compare): the whole side, not the counted ranks
     alone, as the others of that side recorded the same departure.
     Worked example: at seq 15, where the records begin, ranks 1 and 3 wait in an all-gather and ranks 0 and 2 in
     an all-reduce; rank 1 enqueued 15, the others 16. Rank 1's side departed: ranks 1 and 3 are named (rank 3
     reordered its collectives, rank 1 left one out; naming rank 1 alone would say rank 3 ran the program)."""
+    merged, notes = _with_counted_outliers(root, counted, set(held) | set(short))
+    short = set(short) & (set(counted.outlier_ranks) | set(counted.reference_ranks))
+    if not short:
+        return merged, notes
+    outliers = [r for r in merged.outlier_ranks if r not in short]
+    reference = [r for r in merged.reference_ranks if r not in short]
+    # (a rank on neither side votes for neither: the majority is of the others, as the records' own is)
+    majority = len(outliers) * 2 < len(set(outliers) | set(reference)) if notes else merged.majority
+    return replace(merged, outlier_ranks=outliers, reference_ranks=reference, majority=majority,
+                   unplaced_ranks=sorted({*merged.unplaced_ranks, *short})), notes
+
+
+def _with_counted_outliers(root: Root, counted: Root, held: set[int]) -> tuple[Root, list[Note]]:
+    """with_counted_outliers, every rank of `held` left out."""
     ours = set(root.outlier_ranks) | set(root.reference_ranks)
     members = set(counted.outlier_ranks) | set(counted.reference_ranks)
     if not counted.majority or not ours <= members:

@@ -684,6 +684,14 @@ def _their(ranks: list[int]) -> str:
 def unplaced_words(root: Root, analysis) -> str:
     """What the records of the ranks on neither side of the root hide."""
     who = ranks_words(root.unplaced_ranks)
+    if analysis is not None and not set(root.unplaced_ranks) & {*analysis.launched, *analysis.counted}:
+        # (ranks known here by a count alone: counts_beside_records.short_of_records)
+        one = len(root.unplaced_ranks) == 1
+        return (f"{who.capitalize()} left no records in comm {root.comm}, and by PyTorch's counts launched none of the "
+                f"collectives where the others' records begin: {'it' if one else 'they'} never reached where the "
+                f"ranks part (held back in another communicator, by a peer that departed here, or stopped), so "
+                f"whether {'it' if one else 'they'} deviated too is not on record, and {'it is' if one else 'they are'}"
+                f" named on neither side.")
     ends = [analysis.launched[r] for r in root.unplaced_ranks if analysis is not None and r in analysis.launched]
     at = f" at seq {max(ends)}" if len(set(ends)) == 1 else ""
     one = len(root.unplaced_ranks) == 1
