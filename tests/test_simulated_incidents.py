@@ -375,8 +375,8 @@ KNOWN: dict[int, str] = {}
 # beside another rank's world extra one, watchdog logs alone); a group that records tie to a comm carries a member
 # its dumps' counts alone place there, though it counts only the ranks that dumped (924841: two ranks' world skip,
 # one known by its pg_status alone, its ring holding its TP entries only); a rank known by a count alone that never
-# reached where the records begin is on neither side (929113: a world extra one holding its TP peer back, watchdog
-# logs of the other three ranks).
+# reached where the records begin, and that the records' outlier may hold back in another comm, is on neither side
+# (929113: a world extra one holding its TP peer back, watchdog logs of the other three ranks).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,

@@ -142,7 +142,8 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             held = _held_before_records(root, marks, streams, stuck)
             short = short_of_records(root, _counts_of(root.comm, marks, streams),
                                      {rank for (comm, rank), part in streams.parts.items()
-                                      if comm == root.comm and part.height})
+                                      if comm == root.comm and part.height},
+                                     _memberships(streams, ras, rank_map, marks))
             root, said = with_counted_outliers(root, counted[0], held, short - held)
             notes += said
             # Ranks the counts part that wait elsewhere are left out as held back; yet one that departed here

@@ -421,12 +421,18 @@ def test_a_rank_counted_short_of_where_the_records_begin_is_on_neither_side():
                    kinds=(DIFFERENT_OPS,), shown=True, records_start=2)
     launched = {0: 2, 1: 2, 2: 1, 3: 2}
     counted = root_from_counts("0", launched, "PyTorch's enqueued counts")
-    short = short_of_records(records, launched, {0, 1, 3})
+    # (ranks 0 and 1 name their TP pair in their lines; rank 2 left none, so its other communicators are unknown)
+    groups = {"0": ({0, 1, 2, 3}, 4), "1": ({0, 1}, 2)}
+    short = short_of_records(records, launched, {0, 1, 3}, groups)
     assert short == {2}
     root, _ = with_counted_outliers(records, counted, short=short)
     assert (root.outlier_ranks, root.reference_ranks, root.unplaced_ranks, root.majority) == ([3], [0, 1], [2], True)
     # A rank counted one short that reached where the records begin (it waits there too) departed before them.
-    assert short_of_records(records, {**launched, 2: 2, 0: 3, 1: 3, 3: 3}, {0, 1, 3}) == set()
+    assert short_of_records(records, {**launched, 2: 2, 0: 3, 1: 3, 3: 3}, {0, 1, 3}, groups) == set()
+    # Seed 97825's twin: rank 2's lines put it in a TP pair with rank 1, which rank 3 is not in: only a departure of
+    # rank 1 could hold it back, and rank 2 left one out of its own. In a job of one communicator, nothing holds it.
+    assert short_of_records(records, launched, {0, 1, 3}, {"0": ({0, 1, 2, 3}, 4), "1": ({1, 2}, 2)}) == set()
+    assert short_of_records(records, launched, {0, 1, 3}, {"0": ({0, 1, 2, 3}, 4)}) == set()
 
 
 def test_counts_that_name_one_rank_of_a_side_the_records_tie_name_its_whole_side():
