@@ -40,7 +40,7 @@ from ..model import EventState, FingerprintRow, GateDecision, WatchdogEvent
 from .causes import comm_choice_notes, enqueued_cause, pick_counted, ras_counted_cause, unseen_causes
 from .compared_alike import departures_bounded
 from .consequences import Disagreement, consequences, kept_outer, odd_behind, odd_ones, other_side, ran_ahead
-from .counts_beside_records import records_pair, with_counted_outliers, with_counted_past_records
+from .counts_beside_records import records_pair, short_of_records, with_counted_outliers, with_counted_past_records
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
 from .held_back import behind_in_chain, held_back_elsewhere, held_back_root, may_hold_back
@@ -140,7 +140,11 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         if counted:
             stuck = _stuck_elsewhere(streams, root.comm)
             held = _held_before_records(root, marks, streams, stuck)
-            root, said = with_counted_outliers(root, counted[0], held)
+            short = short_of_records(root, _counts_of(root.comm, marks, streams),
+                                     {rank for (comm, rank), part in streams.parts.items()
+                                      if comm == root.comm and part.height},
+                                     _memberships(streams, ras, rank_map, marks))
+            root, said = with_counted_outliers(root, counted[0], held, short - held)
             notes += said
             # Ranks the counts part that wait elsewhere are left out as held back; yet one that departed here
             # before the records and then stopped, waiting in another communicator, leaves the same counts (a

@@ -11,21 +11,74 @@ at once, apart from the per-step checksums of step_sums.py, whose way of naming 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .divergence import Root
+from .held_back import may_hold_back
 from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, DepartedLater, Note
 from .step_sums import named_among
 
 
-def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset()) -> tuple[Root, list[Note]]:
+def short_of_records(root: Root, launched: dict[int, int], recorded: set[int],
+                     groups: dict[str, tuple[set[int], int]]) -> set[int]:
+    """The ranks PyTorch's counts give (`launched`: rank -> count) that have no records of the root's comm
+    (`recorded`: the ranks that have), launched none of the collectives where every rank's records begin (they
+    never reached where the records part the ranks), and may be held back in another communicator by an outlier
+    of the root. Such a rank left a collective out before the records and ran its program to its end, one short of
+    the collective the others wait in, or it stopped short, waiting in another communicator for an outlier that
+    departed here: one departure, the outlier's, explains it then, and nothing says which, so it is on neither side
+    (as a rank whose whole records end before the groups part votes for neither, root.propose). It may be held so
+    where no communicator but the root's names it as a member (its memberships are not on record) or one may hold
+    it with an outlier (held_back.may_hold_back; `groups`: comm -> its members on record and its size). In a job
+    with no other communicator on record, nothing holds a rank back, and one short launched fewer of its own.
+    Worked example: ranks 0, 1 and 3 time out in the world's seq 2, rank 3's call stack parting from the others';
+    a desync report says rank 2 (no file) finished seq 1 and joined no seq 2. Rank 3's extra collective may keep
+    its TP peer rank 2 waiting: rank 2 is on neither side. Had rank 2's lines put it in a TP pair with rank 1, only
+    a second departure (rank 1's) could hold it back: it left one out of its own, and is named."""
+    others = {comm: group for comm, group in groups.items() if comm != root.comm}
+    if not others or not root.outlier_ranks:
+        return set()
+
+    def may_be_held(rank: int) -> bool:
+        if not any(rank in known for known, _ in others.values()):
+            return True  # (no communicator on record names it: which it shares with an outlier is not known)
+        alone = replace(root, outlier_ranks=[rank], reference_ranks=list(root.outlier_ranks), unplaced_ranks=[],
+                        outlier_candidates={})
+        return bool(may_hold_back(alone, groups))
+
+    return {rank for rank, n in launched.items() if rank not in recorded and n < root.records_start
+            and rank not in root.outlier_ranks and may_be_held(rank)}
+
+
+def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(),
+                          short: set[int] = frozenset()) -> tuple[Root, list[Note]]:
     """A root whose records begin after the ranks already disagree, with the ranks that launch counts show
     launching more or fewer added: they departed before the records begin, or the records would show it. `held`:
-    ranks behind that are stuck elsewhere before the records begin (not added: held back reads the same).
+    ranks behind that are stuck elsewhere before the records begin (not added: held back reads the same); `short`:
+    ranks behind that never reached where the records begin (short_of_records): named on neither side.
     Where the records part the ranks with no majority and the counts, with one, name ranks of one side only,
     that side departed (the counts rank every rank the records compare): the whole side, not the counted ranks
     alone, as the others of that side recorded the same departure.
     Worked example: at seq 15, where the records begin, ranks 1 and 3 wait in an all-gather and ranks 0 and 2 in
     an all-reduce; rank 1 enqueued 15, the others 16. Rank 1's side departed: ranks 1 and 3 are named (rank 3
     reordered its collectives, rank 1 left one out; naming rank 1 alone would say rank 3 ran the program)."""
+    merged, notes = _with_counted_outliers(root, counted, set(held) | set(short))
+    short = set(short) & (set(counted.outlier_ranks) | set(counted.reference_ranks))
+    if not short:
+        return merged, notes
+    outliers = [r for r in merged.outlier_ranks if r not in short]
+    if not outliers:
+        # (the records name no departure of their own: the counts alone do, and those ranks are it)
+        return _with_counted_outliers(root, counted, set(held))
+    reference = [r for r in merged.reference_ranks if r not in short]
+    # (a rank on neither side votes for neither: the majority is of the others, as the records' own is)
+    majority = len(outliers) * 2 < len(set(outliers) | set(reference)) if notes else merged.majority
+    return replace(merged, outlier_ranks=outliers, reference_ranks=reference, majority=majority,
+                   unplaced_ranks=sorted({*merged.unplaced_ranks, *short})), notes
+
+
+def _with_counted_outliers(root: Root, counted: Root, held: set[int]) -> tuple[Root, list[Note]]:
+    """with_counted_outliers, every rank of `held` left out."""
     ours = set(root.outlier_ranks) | set(root.reference_ranks)
     members = set(counted.outlier_ranks) | set(counted.reference_ranks)
     if not counted.majority or not ours <= members:

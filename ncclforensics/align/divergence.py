@@ -151,7 +151,9 @@ class Root:
     # launches no further while ranks of other groups go on past it; each may be that one.
     behind_the_rest: tuple[int, ...] = ()
     # The same, where some ranks launched more than the rest, most ranks, did: an extra collective of theirs here
-    # (holding peers back or not), a departure the steps below need besides their own.
+    # (holding peers back or not), a departure the steps below need besides their own. Where the counts part ranks
+    # both ahead of the rest and behind it in one step each (ras_only.root_from_counts), whose departure came first
+    # is not known: those ahead are outliers too, named here apart from the ranks behind.
     ahead_of_the_rest: tuple[int, ...] = ()
     # Placed by PyTorch's completion marks in the ranks' other groups (align/held_back.py): the ranks behind wait
     # there, held back by the outliers' extra collective.
@@ -199,6 +201,12 @@ class Root:
     # outliers beside them are): nothing places their departure, which reaches the range back as far as their count
     # allows (root._hidden_departures)
     counted_only: tuple[int, ...] = ()
+
+    @property
+    def outliers_behind(self) -> list[int]:
+        """The outliers, less those that launched more than the rest (`ahead_of_the_rest`): where the root names
+        ranks behind, those are they."""
+        return [r for r in self.outlier_ranks if r not in self.ahead_of_the_rest]
 
 
 @dataclass

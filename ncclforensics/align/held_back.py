@@ -146,11 +146,13 @@ def may_hold_back(root: Root, groups: Mapping[str, tuple[Set[int], int]], behind
     left out. `behind_too`: ranks on neither side whose records end where they may be behind as well (cut short):
     their peers may hold them back just so. Empty where some outlier shares no communicator with a rank ahead."""
     may_share = _sharing(root, groups)
+    # (outliers ahead of the rest launched more than the ranks behind too: each may be the one)
+    ahead = {*root.reference_ranks, *root.ahead_of_the_rest}
 
     def peers(rank: int) -> set[int]:
-        return {r for r in root.reference_ranks if may_share({rank, r})}
+        return {r for r in ahead if may_share({rank, r})}
 
-    held = [peers(o) for o in root.outlier_ranks]
+    held = [peers(o) for o in root.outliers_behind]
     if not held or not all(held):
         return ()
     return tuple(sorted(set().union(*held, *(peers(r) for r in behind_too))))
@@ -173,7 +175,7 @@ def held_back_elsewhere(root: Root, groups: Mapping[str, tuple[Set[int], int]]) 
     elif root.may_be_held_back_by:
         found = {}
         for comm, may_share in _sharing_by_comm(root, groups).items():
-            pairs = [(b, a) for b in root.outlier_ranks for a in root.may_be_held_back_by if may_share({b, a})]
+            pairs = [(b, a) for b in root.outliers_behind for a in root.may_be_held_back_by if may_share({b, a})]
             if pairs and comm not in named and not is_p2p_comm(comm):
                 found[comm] = (tuple(sorted({b for b, _ in pairs})), tuple(sorted({a for _, a in pairs})))
     else:

@@ -299,26 +299,35 @@ def ras_comm_wedge(comm: str, history: RasHistory, rank_map: dict, stops: dict[s
 def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str, floors: set[int] | frozenset = frozenset()
                      ) -> Root | None:
     """From how many collectives each rank launched (global rank -> count), the ranks that launched more or
-    fewer than the others: the smallest group of equal counts (of two equal groups, the one behind, with no
-    majority). Where the odd collective is, counts cannot tell: the range is every seq up to the most the outliers
-    launched. `floors`: ranks whose count is only a floor (they launched at least that many): outliers behind
-    among them may have launched any number short of the others', so the range goes up to the others' count."""
+    fewer than the others: every rank off the count most ranks share (of two counts as common, the one behind
+    departed, with no majority). Where the odd collective is, counts cannot tell: the range is every seq up to
+    the most an outlier ahead launched, or one past what an outlier behind launched. `floors`: ranks whose count
+    is only a floor (they launched at least that many): outliers behind among them may have launched any number
+    short of the others', so the range goes up to the others' count.
+
+    Ranks ahead of the rest beside ranks behind it (world counts 2, 1, 1, 0, 1, 1, 1, 0) both departed, an extra
+    collective and a missing one, and the counts cannot tell whose came first: every one of them is an outlier,
+    those ahead named apart (`ahead_of_the_rest`)."""
     values = sorted(set(counts.values()))
     if len(values) < 2:
         return None
     by_value = {v: [r for r, c in counts.items() if c == v] for v in values}
-    minority = min(by_value, key=lambda v: len(by_value[v]))
-    others = max(v for v in values if v != minority)
-    ahead = minority > others
-    floored = not ahead and bool(set(by_value[minority]) & set(floors))
-    last = minority if ahead else others if floored else minority + 1
+    usual = max(reversed(values), key=lambda v: len(by_value[v]))  # (of two counts as common, the higher)
+    ahead = sorted(r for r, c in counts.items() if c > usual)
+    behind = sorted(r for r, c in counts.items() if c < usual)
+    floored = bool(set(behind) & set(floors))
+    # (an outlier ahead added one at most as far as its count; one behind left one out at most one past its own)
+    last = max([counts[r] for r in ahead] + [counts[r] + 1 for r in behind] + ([usual] if floored else []))
+    odd = {counts[r] for r in behind or ahead}
+    # (how many fewer a floor's rank launched is not known: it skipped some, or stopped after its last)
+    kinds = (MISSING, STOPPED) if floored else (MISSING,) if behind and ahead else ()
+    kinds += (EXTRA,) if behind and ahead else ()
     return Root(
-        comm=comm, seq=1, seq_range=(1, last), outlier_ranks=sorted(by_value[minority]),
-        reference_ranks=sorted(r for r in counts if counts[r] != minority),
-        # (how many fewer a floor's rank launched is not known: it skipped some, or stopped after its last)
-        kind=EXTRA if ahead else MISSING, kinds=(MISSING, STOPPED) if floored else (),
-        size=0 if floored else abs(minority - others), pinned_by=pinned_by, reason=RangeReason.COUNTS, ops={},
-        majority=len(by_value[minority]) * 2 < len(counts),  # (of two equal groups, either may have departed)
+        comm=comm, seq=1, seq_range=(1, last), outlier_ranks=sorted(ahead + behind),
+        reference_ranks=sorted(by_value[usual]), kind=MISSING if behind else EXTRA, kinds=kinds,
+        size=0 if floored or len(odd) > 1 else abs(odd.pop() - usual), pinned_by=pinned_by,
+        reason=RangeReason.COUNTS, ops={}, ahead_of_the_rest=tuple(ahead) if behind else (),
+        majority=(len(ahead) + len(behind)) * 2 < len(counts),  # (of two equal groups, either may have departed)
     )
 
 

@@ -875,7 +875,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             proposal, pinned_by, compared, chosen = found, label, list(stages), codes
             narrowed.append(label)
             continue
-        if _picks_side(found, proposal, chosen):
+        if _picks_side(found, proposal, chosen, start):
             # A poorer field that only some ranks recorded split them evenly; a richer one more of them recorded
             # names one side of that split as a minority: it says who departed, within where.
             proposal, pinned_by, compared, chosen = found, label, list(stages), codes
@@ -1166,38 +1166,58 @@ def _lengths_later(found: Proposal, proposal: Proposal, codes: dict[int, Codes],
     return True
 
 
-def _picks_side(found: Proposal, proposal: Proposal, poorer: dict[int, Codes]) -> bool:
+def _picks_side(found: Proposal, proposal: Proposal, poorer: dict[int, Codes], start: int = 1) -> bool:
     """Whether a richer field's proposal, with a majority, names as its outliers one side of a poorer field's even
     split (either side may have departed there) and places them within where that split did: the richer field
     decides who departed, as a narrowing (the ranks that did not record the poorer field side with either, and the
-    richer one counts them). `poorer`: the codes the split was made from.
+    richer one counts them). `poorer`: the codes the split was made from, from seq `start` on.
 
     The side named may be the split's side as grouped, or the ranks of it whose poorer records part it from the
     other side with any that side with either: a group of the split lumps ranks that recorded nothing there with
     one side or the other. Worked example (seed 740944): eight ranks, tags of every collective, call stacks from
     rings that reach back to the parting on ranks 0 and 6 alone; ranks 2 and 6 issued two layers' all-reduces in
     each other's place. The stacks part rank 0 from rank 6, one against one; the tags part ranks 2 and 6 from
-    the six others: rank 6's side departed, and rank 2 (no stack there) with it."""
+    the six others: rank 6's side departed, and rank 2 (no stack there) with it.
+
+    Outliers of the richer field whose every edit lies past the split depart later, apart from it (rank 4 skipped
+    a collective three steps on): they say nothing of the split, and the side is judged by the others' edits."""
     if proposal.majority or not proposal.either_side or proposal.stopped or not found.majority or found.stopped:
         return False
-    if not found.shown or not found.placements or not _within(found, proposal):
+    if not found.shown or not found.placements:
         return False
-    named = set(found.outliers)
+    low, high = _span(proposal.placements)
+    early = [p for p in found.placements if p.low <= high]
+    if not early or min(p.low for p in early) < low or max(p.high for p in early) > high:
+        return False
+    # (the groups whose edits all lie past the split are left out of the side named)
+    named = {r for p in early for r in found.members.get(p.rank, [p.rank])}
     if any(named == set(ranks) for ranks in proposal.members.values()):
         return True
-    parting = _parting_ranks(proposal, poorer)
-    return any(mine and mine <= named and not theirs & named for mine, theirs in (parting, parting[::-1]))
+    # Each group of the split whose records part it from another goes wholly with the side named or wholly with
+    # the other (a split of several groups as much as one of two): at least one with the side named, and one not
+    # (of two groups, the other may have recorded nothing that parts it: its ranks side with either).
+    upto = {r: _cut_at(c, high - start + 1) for r, c in poorer.items()}  # (what parts ranks later is another departure)
+    parting = [ranks for ranks in _parting_ranks(proposal, upto) if ranks]
+    inside = [ranks for ranks in parting if ranks <= named]
+    outside = [ranks for ranks in parting if not ranks & named]
+    return bool(inside) and len(inside) + len(outside) == len(parting) and (
+        bool(outside) or len(parting) == 1 and len(proposal.members) == 2)
 
 
-def _parting_ranks(proposal: Proposal, codes: dict[int, Codes]) -> tuple[set[int], set[int]]:
-    """The ranks of each side of a two-way split whose records part them from the other side's (the rest of
-    that side recorded nothing that does: they side with either); two empty sets for a split of more groups."""
+def _cut_at(codes: Codes, length: int) -> Codes:
+    """The stream's first `length` records."""
+    return Codes({name: values[:length] for name, values in codes.fields.items()}, min(codes.length, length))
+
+
+def _parting_ranks(proposal: Proposal, codes: dict[int, Codes]) -> list[set[int]]:
+    """Per group of a split, its ranks whose records part them from another group's (the rest of that group
+    recorded nothing that does: they side with either); empty sets for a split whose groups hold no codes."""
     sides = [[r for r in ranks if r in codes] for ranks in proposal.members.values()]
-    if len(sides) != 2 or not all(sides):
-        return set(), set()
-    first, second = sides
-    return ({r for r in first if not agree(codes[r], merged(codes[o] for o in second))},
-            {r for r in second if not agree(codes[r], merged(codes[o] for o in first))})
+    if len(sides) < 2 or not all(sides):
+        return [set() for _ in sides]
+    others = [[merged(codes[o] for o in other) for j, other in enumerate(sides) if j != i] for i in range(len(sides))]
+    return [{r for r in side if any(not agree(codes[r], theirs) for theirs in others[i])}
+            for i, side in enumerate(sides)]
 
 
 def _different_then_stopped(codes: dict[int, Codes], proposal: Proposal, start: int,

@@ -502,7 +502,12 @@ def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks],
     its INIT line) may be a member too: where the group counts it, and no rank of the comm on record beside it,
     it is the member the cut hid (worked example: rank 0's NCCL log ends in the world's first all-reduce, before
     it joined its TP group; PyTorch's group over ranks 0-3 counts 18, 18, 16, 16, as the records of ranks 1-3
-    end: rank 0 launched 18 there). `tied`, where given, gets comm -> the group taken for it."""
+    end: rank 0 launched 18 there). A group that records already tie to the comm (`Streams.aliases`: its dump
+    entries pair with the comm's logged collectives) is taken for it where it counts only some members: dumps'
+    pg_status counts only the ranks that dumped, and a rank whose ring kept none of the comm's entries is on record
+    there by its count alone (worked example: ranks 1 and 3 dumped, rank 3's ring holding its TP group's entries
+    only; the world's pg_status counts 3 and 2, and the logs of ranks 0-2 end at 3, 3, 2: rank 3 launched 2 there).
+    `tied`, where given, gets comm -> the group taken for it."""
     def last(comm: str, rank: int) -> int | None:
         part = streams.parts.get((comm, rank))
         return int(part.get_column("seq").max()) if part is not None and part.height else None
@@ -519,7 +524,9 @@ def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks],
         named = (set(members) | set(streams.expected_members.get(comm, ())) | set(streams.joined.get(comm, ()))
                  | (cut_short - set(members)))
         for name, launched in counts.items():
-            if whole and set(members) <= set(launched) <= named and all(launched[r] == last(comm, r) for r in whole):
+            aliased = streams.aliases.get(name) == comm and bool(whole & set(launched))
+            if whole and (set(members) <= set(launched) or aliased) and set(launched) <= named \
+                    and all(launched[r] == last(comm, r) for r in whole & set(launched)):
                 fits.setdefault(name, []).append(comm)
     found: dict[str, dict[int, int]] = {}
     for name, comms in fits.items():

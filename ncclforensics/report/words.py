@@ -258,6 +258,10 @@ def root_sentence(root: Root) -> str:
         after = f" after seq {root.seq - 1}" if root.seq_range is not None and root.seq_range[0] == root.seq_range[1] \
             else ""
         return f"{who.capitalize()} stopped launching in comm {root.comm}{after}." + held_elsewhere_words(root)
+    if root.kind == MISSING and root.ahead_of_the_rest and not root.behind_the_rest:
+        # (counts that part ranks ahead of the rest and behind it: the sentence is of those behind)
+        return root_sentence(replace(root, outlier_ranks=root.outliers_behind, ahead_of_the_rest=())) \
+            + ahead_words(root)
     if root.kind == MISSING and root.behind_may_be_held:
         one = len(root.outlier_ranks) == 1
         held = root.may_be_held_back_by
@@ -576,7 +580,7 @@ def ambiguity(root: Root) -> str | None:
                  f"{'it' if len(root.outlier_ranks) == 1 else 'they'} issued them ({FR_SETTINGS} with call stacks) "
                  f"would say which")
     if root.behind_may_be_held:
-        who = ranks_words(root.outlier_ranks)
+        who = ranks_words(root.outliers_behind)
         counts = root.reason in (RangeReason.COUNTS, RangeReason.TYPE_COUNTS)
         said = "counts" if counts else "records that differ in length only"
         tell = (f"records of every rank's communicators in the order it issued them ({LOG_SETTINGS} or "
@@ -680,6 +684,14 @@ def _their(ranks: list[int]) -> str:
 def unplaced_words(root: Root, analysis) -> str:
     """What the records of the ranks on neither side of the root hide."""
     who = ranks_words(root.unplaced_ranks)
+    if analysis is not None and not set(root.unplaced_ranks) & {*analysis.launched, *analysis.counted}:
+        # (ranks known here by a count alone: counts_beside_records.short_of_records)
+        one = len(root.unplaced_ranks) == 1
+        return (f"{who.capitalize()} left no records in comm {root.comm}, and by PyTorch's counts launched none of the "
+                f"collectives where the others' records begin: {'it' if one else 'they'} never reached where the "
+                f"ranks part (held back in another communicator, by a peer that departed here, or stopped), so "
+                f"whether {'it' if one else 'they'} deviated too is not on record, and {'it is' if one else 'they are'}"
+                f" named on neither side.")
     ends = [analysis.launched[r] for r in root.unplaced_ranks if analysis is not None and r in analysis.launched]
     at = f" at seq {max(ends)}" if len(set(ends)) == 1 else ""
     one = len(root.unplaced_ranks) == 1

@@ -59,6 +59,28 @@ def test_counts_name_the_minority_and_a_range_never_a_seq():
     assert behind.majority and not root_from_counts("0xab", {0: 7, 1: 4}, "RAS counts").majority
 
 
+def test_counts_that_part_ranks_ahead_of_the_rest_and_behind_it_name_them_all():
+    # Seed 926339, watchdog logs alone: ranks 3 and 7 skipped the world's first collective and rank 0 ran one more.
+    # World counts 2, 1, 1, 0, 1, 1, 1, 0: the smallest group alone (rank 0) would put ranks 3 and 7, one short,
+    # on the reference side; whose departure came first the counts cannot tell.
+    from ncclforensics.align.held_back import may_hold_back
+    from ncclforensics.report.words import root_sentence
+
+    counts = {0: 2, 1: 1, 2: 1, 3: 0, 4: 1, 5: 1, 6: 1, 7: 0}
+    root = root_from_counts("0", counts, "PyTorch's enqueued counts")
+    assert (root.outlier_ranks, root.reference_ranks, root.ahead_of_the_rest) == ([0, 3, 7], [1, 2, 4, 5, 6], (0,))
+    assert (root.kind, root.kinds, root.seq_range, root.size, root.majority) == (
+        "missing", ("missing", "extra"), (1, 2), 1, True)
+    # (the ranks behind are held back, if at all, by a peer that launched more than they: not by rank 0's own peer)
+    pairs = {"0": (set(range(8)), 8), "1": ({0, 1}, 2), "2": ({2, 3}, 2), "3": ({4, 5}, 2), "4": ({6, 7}, 2)}
+    assert root.outliers_behind == [3, 7] and may_hold_back(root, pairs) == (2, 6)
+    said = root_sentence(root)
+    assert said.startswith("Ranks 3 and 7 did not launch 1 collective") and "Rank 0 launched more than the rest" in said
+    # ranks behind at two counts, no rank ahead: every one of them, and how many each left out is not one number
+    behind = root_from_counts("0", {0: 4, 1: 4, 2: 4, 3: 2, 4: 3}, "RAS counts")
+    assert (behind.outlier_ranks, behind.seq_range, behind.size, behind.ahead_of_the_rest) == ([3, 4], (1, 4), 0, ())
+
+
 def test_the_wedge_is_the_first_collective_not_every_rank_launched():
     where = [Location("ras_status_q0.txt", 14)]
     wedge = wedge_from_counts("0xab", {0: 50, 1: 49, 2: 50}, {0: 49, 1: 49, 2: None}, set(), ["RAS"], where)

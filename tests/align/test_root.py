@@ -458,6 +458,48 @@ def test_a_richer_field_names_one_side_of_a_split_the_poorer_one_drew_between_tw
     assert not solution.majority and solution.outliers == list(range(8))
 
 
+def test_a_richer_field_names_one_side_of_a_split_of_several_groups_where_later_departures_stand_apart():
+    # Seed 921090: eight ranks, all-reduces alike, two layers' call stacks alike (a loop). Rank 7 issued seq 1 and
+    # 2 in each other's place, rank 1 seq 3 and 4, and rank 4 left out seq 12, a step on. Call stacks reach back to
+    # the first swap on no rank, to the second on ranks 1 and 5 alone: rank 1 against rank 5, and rank 4 apart by
+    # its later skip, three groups and no majority. Every rank traced tags, which part rank 7 at seq 1 from the
+    # others: its departure is the first, and rank 4's, past the split, says nothing of the split's sides.
+    step_stacks, step_tags = [10, 11, 10, 11, 20], [100, 101, 102, 103, 104]
+
+    def swapped(values, at):
+        values = list(values)
+        values[at], values[at + 1] = values[at + 1], values[at]
+        return values
+
+    program = {"stack": step_stacks * 3, "tag": step_tags * 3}
+    runs = {r: program for r in range(8)}
+    runs[7] = {name: swapped(values, 0) for name, values in program.items()}
+    runs[1] = {name: swapped(values, 2) for name, values in program.items()}
+    runs[4] = {name: values[:11] + values[12:] for name, values in program.items()}
+    ring_from = {**{r: 7 for r in range(8)}, 1: 3, 5: 2}  # (the first position each rank's ring kept)
+
+    def codes(rank: int, tagged: bool) -> Codes:
+        run, kept = runs[rank], ring_from[rank]
+        fields = {"op": [1] * len(run["stack"]), "stack": [0] * kept + run["stack"][kept:]}
+        if tagged:
+            fields["tag"] = run["tag"]
+        return Codes({n: np.array(v, dtype=np.uint64) for n, v in fields.items()}, len(run["stack"]))
+
+    stacks = {r: codes(r, False) for r in range(8)}
+    tags = {r: codes(r, True) for r in range(8)}
+    split = propose(stacks, 1)
+    assert not split.majority and sorted(map(sorted, split.members.values())) == [[0, 2, 3, 5, 6, 7], [1], [4]]
+    solution = solve([("call sites", lambda: stacks), ("tags", lambda: tags)], 1, [], lambda seq: ())
+    assert solution.majority and solution.pinned_by == "tags" and solution.seq_range == (1, 1)
+    assert solution.leading == [7] and solution.reference == [0, 2, 3, 5, 6]
+    # Tags that part rank 5 as well (a tag of its own at seq 3, its stacks the program's) name both sides of the
+    # stacks' split: they say no more of who departed there, and the split stands.
+    runs[5] = {"stack": program["stack"], "tag": program["tag"][:2] + [999] + program["tag"][3:]}
+    tags = {r: codes(r, True) for r in range(8)}
+    solution = solve([("call sites", lambda: stacks), ("tags", lambda: tags)], 1, [], lambda seq: ())
+    assert not solution.majority
+
+
 def test_a_departure_a_richer_field_shows_comes_before_lengths_it_leaves_no_earlier_edit():
     # Traces flushed per step: rank 1 read back a step more than the others (they hung in it, their results of it
     # never read back). By signatures alone (lookalikes but the last of each step) that is rank 1 running a whole

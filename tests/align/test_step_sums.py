@@ -408,6 +408,33 @@ def test_counted_outliers_beside_records_that_tie_name_the_ranks_no_record_compa
     assert root.outlier_ranks == [0, 3]
 
 
+def test_a_rank_counted_short_of_where_the_records_begin_is_on_neither_side():
+    # Seed 929113, watchdog logs of ranks 0, 1 and 3: they time out in the world's seq 2, where their records
+    # begin, rank 3's call stack parting from the others'. A desync report says rank 2 (no file) finished seq 1 and
+    # joined no seq 2. Rank 2 never reached where the ranks part: held back by rank 3's extra collective in their TP
+    # pair, or stopped; it departed before the records no more than it sided with either.
+    from ncclforensics.align.counts_beside_records import short_of_records, with_counted_outliers
+    from ncclforensics.align.ras_only import root_from_counts
+
+    records = Root(comm="0", seq=1, seq_range=(1, 2), outlier_ranks=[3], reference_ranks=[0, 1], kind=DIFFERENT_OPS,
+                   size=1, pinned_by="call sites", reason=RangeReason.BEFORE_RECORDS, majority=True, ops={},
+                   kinds=(DIFFERENT_OPS,), shown=True, records_start=2)
+    launched = {0: 2, 1: 2, 2: 1, 3: 2}
+    counted = root_from_counts("0", launched, "PyTorch's enqueued counts")
+    # (ranks 0 and 1 name their TP pair in their lines; rank 2 left none, so its other communicators are unknown)
+    groups = {"0": ({0, 1, 2, 3}, 4), "1": ({0, 1}, 2)}
+    short = short_of_records(records, launched, {0, 1, 3}, groups)
+    assert short == {2}
+    root, _ = with_counted_outliers(records, counted, short=short)
+    assert (root.outlier_ranks, root.reference_ranks, root.unplaced_ranks, root.majority) == ([3], [0, 1], [2], True)
+    # A rank counted one short that reached where the records begin (it waits there too) departed before them.
+    assert short_of_records(records, {**launched, 2: 2, 0: 3, 1: 3, 3: 3}, {0, 1, 3}, groups) == set()
+    # Seed 97825's twin: rank 2's lines put it in a TP pair with rank 1, which rank 3 is not in: only a departure of
+    # rank 1 could hold it back, and rank 2 left one out of its own. In a job of one communicator, nothing holds it.
+    assert short_of_records(records, launched, {0, 1, 3}, {"0": ({0, 1, 2, 3}, 4), "1": ({1, 2}, 2)}) == set()
+    assert short_of_records(records, launched, {0, 1, 3}, {"0": ({0, 1, 2, 3}, 4)}) == set()
+
+
 def test_counts_that_name_one_rank_of_a_side_the_records_tie_name_its_whole_side():
     # Watchdog logs: at seq 15, where the records begin, ranks 1 and 3 wait in an all-gather and ranks 0 and 2 in an
     # all-reduce (no majority). PyTorch's counts: rank 1 enqueued 15, the others 16. Rank 1's side departed: rank 3,

@@ -256,6 +256,22 @@ def test_counts_carry_a_member_whose_file_was_cut_before_it_logged_the_comm():
     assert counted_past_cuts(_streams(lasts, set()), marks) == {}
 
 
+def test_counts_of_a_group_records_tie_to_the_comm_carry_a_member_whose_dump_counts_it_alone():
+    # Seed 924841: NCCL logs of ranks 0-2 and dumps of ranks 1 and 3; rank 3's ring kept its TP group's entries only.
+    # The world's pg_status counts rank 1 as 3 (where its log ends) and rank 3 as 2; rank 1's dump entries tie group
+    # "0" to comm 0xw. Rank 3 launched 2 there, one short of ranks 0 and 1 as rank 2 is.
+    lasts = {("0xw", 0): 3, ("0xw", 1): 3, ("0xw", 2): 2, ("0xa", 0): 15, ("0xa", 1): 15, ("0xb", 2): 15}
+    streams = _streams(lasts, set())
+    streams.expected_members = {"0xw": [0, 1, 2, 3], "0xa": [0, 1], "0xb": [2, 3]}
+    marks = {"0": EnqueueMarks(launched={1: 3, 3: 2})}
+    assert counted_past_cuts(streams, marks) == {}  # (nothing but the counts would tie the group to the comm)
+    streams.aliases = {"0": "0xw"}
+    assert counted_past_cuts(streams, marks) == {"0xw": {3: 2}}
+    # A count of a whole rank that is not where its records end: the tie does not hold for the counts.
+    marks["0"].launched[1] = 4
+    assert counted_past_cuts(streams, marks) == {}
+
+
 def test_the_enqueued_counts_of_a_comm_are_those_of_the_group_it_is_by_name():
     streams = _streams({("0", 0): 4, ("0", 1): 7, ("1", 0): 20}, set())
     marks = {"0": EnqueueMarks(launched={0: 6, 1: 8}), "1": EnqueueMarks(launched={0: 21})}
