@@ -188,7 +188,7 @@ class Root:
     # there by a peer, or departed here first and then stopped; the counts read the same, so each is a candidate.
     waiting_candidates: dict[int, tuple[str, ...]] = field(default_factory=dict)
     # (field, seq, seq): a richer field ("call sites") parts the outliers from the reference at the first seq, the
-    # poorer fields only at the second; the root is between them (root.py _parts_earlier)
+    # poorer fields only at the second; the root is between them (richer_fields.parts_earlier)
     parted_earlier: tuple[str, int, int] | None = None
     # (field, rank, seq): a richer field that only this rank of the reference recorded parts it from the outliers at
     # the seq, where it may have departed itself: named beside them (root.Solution.lone_field)
