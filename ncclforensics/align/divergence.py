@@ -402,16 +402,18 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
             analysis.root = replace(analysis.root, pinned_by=ENQUEUED_COUNTS)
         analysis.root = _with_unrecorded_members(analysis.root, streams, comm)
         if not analysis.root.majority and "stack" in columns:
-            analysis.root = _by_recurring_sites(analysis.root, book, start, stages[-1][1](), solution)
+            analysis.root = _by_recurring_sites(analysis.root, book, start, stages[-1][1](), solution,
+                                                (closed - elsewhere) | set(counted))
     return analysis
 
 
 def _by_recurring_sites(root: Root, book: CodeBook, start: int, codes: dict[int, Codes],
-                        solution: Solution | None = None) -> Root:
+                        solution: Solution | None = None, ended: set[int] = frozenset()) -> Root:
     """A tie of call stacks (the others' records side with either) told apart by the order of call sites the
     program repeats: the side whose run there recurs nowhere else departed (recurring_sites.py). The ranks without
-    call stacks join the side their records (`codes`, every field compared) agree with; the kind is then the
-    likeliest of that side's edits in `solution`."""
+    call stacks join the side their records (`codes`, every field compared) agree with, or where they agree with
+    both, the side whose streams end where theirs does (`ended`: ranks whose streams end where their program did),
+    else neither; the kind is then the likeliest of that side's edits in `solution`."""
     if root.seq_range is None or root.seq_range[1] is None or len(root.outlier_ranks) < 2:
         return root
     low, high = root.seq_range
@@ -420,16 +422,17 @@ def _by_recurring_sites(root: Root, book: CodeBook, start: int, codes: dict[int,
     if found is None:
         return root
     departed, kept, times = found
-    sides = with_their_sides(departed, kept, codes, root.outlier_ranks)
+    sides = with_their_sides(departed, kept, codes, root.outlier_ranks, ended)
     if sides is None:
         return root
     label = (f"{root.pinned_by}, whose run there on rank{'s' if len(departed) > 1 else ''} "
              f"{', '.join(map(str, departed))} recurs nowhere else in the records and on the other side at {times} "
              f"other places")
     everyone = set(root.outlier_ranks) | set(root.reference_ranks)
-    departed = sides[0]
+    departed, neither = sides[0], sides[2]
     root = _kind_of_side(root, departed, solution)
-    return replace(root, outlier_ranks=departed, reference_ranks=sorted(everyone - set(departed)), majority=True,
+    return replace(root, outlier_ranks=departed, reference_ranks=sorted(everyone - set(departed) - set(neither)),
+                   unplaced_ranks=sorted(set(root.unplaced_ranks) | set(neither)), majority=True,
                    pinned_by=label, narrowed_by=(*root.narrowed_by[:-1], label) if root.narrowed_by else (label,))
 
 
@@ -911,4 +914,22 @@ def _free_there(streams: Streams, comm: str, rank: int) -> bool:
     if (comm, rank) not in streams.launch_ends:
         return False
     part = streams.parts.get((comm, rank))
-    return part is not None and part.height > 0 and part.get_column("state")[-1] == "completed"
+    if part is None or part.height == 0:
+        return False
+    return part.get_column("state")[-1] == "completed" or _completed_by_a_peer(streams, comm, part)
+
+
+def _completed_by_a_peer(streams: Streams, comm: str, part: pl.DataFrame) -> bool:
+    """Whether a peer's records say the collective that ends `part` completed (an NCCL log records launches only):
+    a collective every member feeds (an all-reduce: no rank's result is whole before all joined) that completed on
+    one member was joined by every member, so none was held in it."""
+    seq, op = part.get_column("seq")[-1], part.get_column("op")[-1]
+    if op not in ROOTLESS_OPS:
+        return False
+    for (c, _), peer in streams.parts.items():
+        if c != comm or peer is part or "state" not in peer.columns:
+            continue
+        last = peer.filter(peer.get_column("seq") == seq)
+        if last.height and last.get_column("op")[-1] == op and last.get_column("state")[-1] == "completed":
+            return True
+    return False

@@ -139,7 +139,7 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
             # here: they left collectives out there, which is where they departed, alone.
             theirs = analyses.get(elsewhere.comm)
             if theirs is not None and not (theirs.root is not None and theirs.root.shown):
-                theirs.root = elsewhere
+                theirs.root = with_counted_outliers(elsewhere, theirs.root)
             continue
         if found is not None and rooted and not (root is not None and root.shown):
             # The other communicators' records only end apart: an early collective here and collectives left out
@@ -149,6 +149,27 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
         if found is not None:
             analysis.root = found
     return departed_later
+
+
+def with_counted_outliers(found: Root, own: Root | None) -> Root:
+    """The issue orders' root `found` of a communicator, with the ranks it leaves unplaced (their records cut
+    before the split they read) that the communicator's own root `own` names beside `found`'s outliers, as a
+    majority, by what the ranks launched there (counts or lengths: they went on past where the reference stopped,
+    as the outliers did): the issue orders say which side of the counts departed, and these are on it by their
+    counts, though no place of their own says where they departed (anywhere `own`'s range allows, so the range
+    reaches back to its start). Worked example: ranks 57 and 58 skipped a drafter pass and launched 10 in their
+    TP group where the rest stopped at 7; rank 58's log is cut before its TP collectives, and only rank 57's issue
+    order shows it issued the next world collective early: both departed."""
+    if own is None or not own.majority or own.seq_range is None or found.seq_range is None \
+            or not set(found.outlier_ranks) < set(own.outlier_ranks):
+        return found
+    counted = sorted(set(own.outlier_ranks) & set(found.unplaced_ranks))
+    if not counted or set(own.outlier_ranks) - set(found.outlier_ranks) - set(counted):
+        return found  # (an outlier of the counts that the issue orders place on the reference: they disagree)
+    low = min(found.seq_range[0], own.seq_range[0])
+    return replace(found, seq=min(found.seq, low), seq_range=(low, found.seq_range[1]),
+                   outlier_ranks=sorted({*found.outlier_ranks, *counted}),
+                   unplaced_ranks=[r for r in found.unplaced_ranks if r not in counted])
 
 
 def _replaceable(root: Root | None, found: Root, streams: Streams) -> bool:

@@ -8,8 +8,10 @@ later steps, the other side's) is the program's order, and one that no other pla
 that differ by what they hold say nothing: a step that left out a drafter pass may be the program's as well (the
 pass may run in that one step alone). The ranks without call stacks go with the side whose records theirs agree
 with: NCCL logs of a skip part the ranks by their signatures as the dumps do, so a rank whose log shows the skip
-departed with the dump that broke the order, though no call stack of its own says so. Worked example: dumps of ranks 1 and 6, 9 collectives a step; at seqs 1-3 rank
-1 issued call sites A B C, rank 6 A C B; every later step of both issues A B C: rank 6 swapped two lookalikes.
+departed with the dump that broke the order, though no call stack of its own says so (among lookalikes, by its
+length where its log is whole; a rank whose records fit both sides is on neither, never the kept one by default).
+Worked example: dumps of ranks 1 and 6, 9 collectives a step; at seqs 1-3 rank 1 issued call sites A B C, rank 6
+A C B; every later step of both issues A B C: rank 6 swapped two lookalikes.
 """
 
 from __future__ import annotations
@@ -53,19 +55,27 @@ def broke_recurring_order(stacks: dict[int, np.ndarray], ranks: list[int], low: 
     return departed, kept, min(times for key, times in elsewhere.items() if key != novel[0])
 
 
-def with_their_sides(departed: list[int], kept: list[int], codes: dict[int, Codes],
-                     ranks: list[int]) -> tuple[list[int], list[int]] | None:
-    """The two sides of the tie, (departed, kept), with each other rank of `ranks` (one without call stacks there)
-    on the side whose records (`codes`: every field compared, 0 where unrecorded) its own agree with; one that
-    agrees with both sides with either, and is counted with the kept side (it shows no departure); None where one
-    agrees with neither (it departed some other way, and the tie is not two sides)."""
+def with_their_sides(departed: list[int], kept: list[int], codes: dict[int, Codes], ranks: list[int],
+                     ended: set[int] = frozenset()) -> tuple[list[int], list[int], list[int]] | None:
+    """The two sides of the tie, (departed, kept, neither), with each other rank of `ranks` (one without call stacks
+    there) on the side whose records (`codes`: every field compared, 0 where unrecorded) its own agree with. One
+    that agrees with both (lookalikes: its records fit either order) goes with the one side whose streams all end
+    where its own does, where its stream is known to end where its program did (`ended`: a skip or an extra
+    collective shows in its length, as in the dumps' ranks'); else it is on neither side (nothing of its own says
+    it departed, nor that it did not). None where one agrees with neither (it departed some other way, and the tie
+    is not two sides)."""
     mine, theirs = merged(codes[r] for r in departed), merged(codes[r] for r in kept)
-    sides = (list(departed), list(kept))
+    sides: tuple[list[int], list[int], list[int]] = (list(departed), list(kept), [])
     for rank in ranks:
         if rank in departed or rank in kept or rank not in codes:
             continue
         with_departed, with_kept = agree(codes[rank], mine), agree(codes[rank], theirs)
         if not (with_departed or with_kept):
             return None
-        sides[0 if with_departed and not with_kept else 1].append(rank)
-    return sorted(sides[0]), sorted(sides[1])
+        if with_departed != with_kept:
+            sides[0 if with_departed else 1].append(rank)
+            continue
+        length = codes[rank].length
+        ends = [all(codes[r].length == length for r in side if r in codes) for side in (departed, kept)]
+        sides[ends.index(True) if rank in ended and ends.count(True) == 1 else 2].append(rank)
+    return sorted(sides[0]), sorted(sides[1]), sorted(sides[2])

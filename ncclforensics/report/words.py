@@ -363,13 +363,20 @@ def left_out_before_words(root: Root) -> str:
     for rank, n in sorted(root.issue_places.items()):
         by_place.setdefault(n, []).append(rank)
     said = "; ".join(f"{ranks_words(ranks)} after {plural(n, 'collective')}" for n, ranks in sorted(by_place.items()))
-    who = ranks_words(root.outlier_ranks)
-    one = len(root.outlier_ranks) == 1
+    placed = [r for r in root.outlier_ranks if r in root.issue_places] or list(root.outlier_ranks)
+    who = ranks_words(placed)
+    one = len(placed) == 1
     text = (f" Each rank's records give its collectives of every communicator in the order it issued them, and "
             f"seq {seq} of comm {comm} comes after so many of their other communicators' ({said}): {who} issued "
             f"{'it' if one else 'theirs'} early, yet went on in {'its' if one else 'their'} other communicators past "
             f"where the program issues the next one there without issuing it, which an extra collective there would "
             f"not do: {'it' if one else 'they'} left out collectives of comm {root.comm} before it.")
+    if counted := [r for r in root.outlier_ranks if r not in placed]:
+        one = len(counted) == 1
+        text += (f" {ranks_words(counted).capitalize()} launched in comm {root.comm} as far past where the others "
+                 f"stopped as {who} did, though {'its' if one else 'their'} records end before {'its' if one else 'their'} "
+                 f"issue order shows where: {'it' if one else 'they'} departed too, anywhere {'its' if one else 'their'} "
+                 f"count allows.")
     if root.blocked_elsewhere:
         behind = ranks_words(list(root.blocked_elsewhere))
         text += (f" {behind.capitalize()} launched fewer in comm {comm}, but "

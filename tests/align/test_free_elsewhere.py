@@ -3,8 +3,10 @@ by nothing, so its stream ends where its program stopped, as one in no other com
 
 from __future__ import annotations
 
-from ncclforensics.align.divergence import analyze_comm
-from ncclforensics.align.streams import build_streams
+import polars as pl
+
+from ncclforensics.align.divergence import _free_there, analyze_comm
+from ncclforensics.align.streams import Streams, build_streams
 from ncclforensics.model import CollectiveEvent, Evidence, Location, SourceFormat, collectives_to_frame
 from ncclforensics.sources import formats
 
@@ -43,3 +45,25 @@ def test_a_rank_that_completed_all_it_launched_elsewhere_ends_where_its_program_
     root = analyze_comm(build_streams(files), TP).root
     assert root is not None and root.outlier_ranks == [0] and root.majority
     assert root.seq_range[0] <= 2 <= root.seq_range[1]
+
+
+def _records(rank: int, ops: list[str], state: str | None) -> pl.DataFrame:
+    """A rank's records of one DP pair's collectives, each of one element, all in `state` (None: an NCCL log)."""
+    n = len(ops)
+    return pl.DataFrame({"rank": [rank] * n, "seq": list(range(1, n + 1)), "op": ops, "count": [1] * n,
+                         "state": [state] * n}, schema_overrides={"seq": pl.Int64, "state": pl.String})
+
+
+def _pair(peer_state: str | None, op: str = "AllReduce") -> Streams:
+    # Rank 1 kept an NCCL log of its three collectives in the pair (launches only), rank 5 a dump of the same three.
+    parts = {("dp", 1): _records(1, [op] * 3, None), ("dp", 5): _records(5, [op] * 3, peer_state)}
+    return Streams(parts=parts, members={"dp": [1, 5]}, launch_ends=set(parts))
+
+
+def test_a_log_whose_last_all_reduce_a_peer_completed_was_held_by_nothing_there():
+    # An all-reduce that completed on rank 5 was joined by rank 1: rank 1 was not blocked in it.
+    assert _free_there(_pair("completed"), "dp", 1)
+    # A peer that launched it but never completed it says nothing; nor does a broadcast a root may finish alone.
+    assert not _free_there(_pair("launched"), "dp", 1)
+    assert not _free_there(_pair(None), "dp", 1)
+    assert not _free_there(_pair("completed", op="Broadcast"), "dp", 1)

@@ -43,7 +43,9 @@ def test_a_tie_of_call_stacks_beside_logs_without_them_names_the_rank_that_broke
     stacks = {0: np.zeros(18, dtype=np.uint64), 1: kept, 2: np.zeros(18, dtype=np.uint64), 6: swapped}
     ops = np.ones(18, dtype=np.uint64)  # (every collective an AllReduce of one size: the logs side with either)
     root = _by_recurring_sites(_tie([0, 1, 2, 6]), _book(stacks), 1, _codes(stacks, {r: ops for r in stacks}))
-    assert root.outlier_ranks == [6] and root.reference_ranks == [0, 1, 2] and root.majority
+    # (the logs fit both orders: ranks 0 and 2 are on neither side, not the kept one by default)
+    assert root.outlier_ranks == [6] and root.reference_ranks == [1] and root.unplaced_ranks == [0, 2]
+    assert root.majority
     assert root.pinned_by.startswith("call sites, whose run there on rank 6 recurs nowhere else")
 
 
@@ -62,6 +64,22 @@ def test_a_rank_without_call_stacks_whose_log_departs_as_the_dump_that_broke_the
     # A log that agrees with neither side departed some other way: the tie stays.
     gathers[2] = np.full(18, 2, dtype=np.uint64)
     assert _by_recurring_sites(_tie([0, 1, 2, 6]), _book(stacks), 1, _codes(stacks, gathers)).majority is False
+
+
+def test_a_rank_whose_log_fits_both_orders_goes_with_the_side_that_ends_where_its_whole_log_does():
+    # Rank 6 swapped B and C in the first step and stopped one collective short of rank 1 (18 records): the logs
+    # of ranks 0, 2 and 3 (every collective an AllReduce of one size) fit both orders. Rank 2's whole log ends
+    # where rank 6's does, rank 0's where rank 1's does; rank 3's log may be cut (its end is not known): it is
+    # on neither side, and nothing puts a log that fits both orders on the kept side by default.
+    kept = np.array(STEP * 3, dtype=np.uint64)
+    swapped = kept[:17].copy()
+    swapped[1], swapped[2] = 3, 2
+    stacks = {0: np.zeros(18, dtype=np.uint64), 1: kept, 2: np.zeros(17, dtype=np.uint64),
+              3: np.zeros(17, dtype=np.uint64), 6: swapped}
+    ops = {r: np.ones(len(s), dtype=np.uint64) for r, s in stacks.items()}
+    root = _by_recurring_sites(_tie([0, 1, 2, 3, 6]), _book(stacks), 1, _codes(stacks, ops), ended={0, 1, 2, 6})
+    assert root.outlier_ranks == [2, 6] and root.reference_ranks == [0, 1] and root.unplaced_ranks == [3]
+    assert root.majority
 
 
 def _tie(ranks: list[int]) -> Root:
