@@ -43,7 +43,7 @@ from .consequences import Disagreement, consequences, kept_outer, odd_behind, od
 from .counts_beside_records import records_pair, short_of_records, with_counted_outliers, with_counted_past_records
 from .divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
-from .held_back import behind_in_chain, held_back_elsewhere, held_back_root, may_hold_back
+from .held_back import ahead_where_stuck, behind_in_chain, held_back_elsewhere, held_back_root, may_hold_back
 from .journal_progress import with_journal_progress
 from .mixed_elsewhere import mixed_elsewhere
 from .notes import CountedAmongLookalikes, Note
@@ -140,11 +140,11 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         if counted:
             stuck = _stuck_elsewhere(streams, root.comm)
             held = _held_before_records(root, marks, streams, stuck)
-            short = short_of_records(root, _counts_of(root.comm, marks, streams),
-                                     {rank for (comm, rank), part in streams.parts.items()
-                                      if comm == root.comm and part.height},
+            launched = _counts_of(root.comm, marks, streams)
+            short = short_of_records(root, launched, {rank for (comm, rank), part in streams.parts.items()
+                                                      if comm == root.comm and part.height},
                                      _memberships(streams, ras, rank_map, marks))
-            root, said = with_counted_outliers(root, counted[0], held, short - held)
+            root, said = with_counted_outliers(root, counted[0], held, short - held, launched)
             notes += said
             # Ranks the counts part that wait elsewhere are left out as held back; yet one that departed here
             # before the records and then stopped, waiting in another communicator, leaves the same counts (a
@@ -419,9 +419,11 @@ def _held_before_records(root: Root, marks: dict, streams: Streams,
         # Every peer of each communicator it is stuck in follows the program here and waits in a collective past
         # the rank's count: one of the program's that the rank never launched. The peers wait for it, and it for
         # them: nothing outside this communicator holds it, so launching fewer is a departure of its own (or of
-        # its peers' order, which the others share).
+        # its peers' order, which the others share). Yet a peer that counts more there than the rank ran past it
+        # there (held_back.ahead_where_stuck): its own departure there may hold the rank, which reads the same.
         peers = [set(streams.members.get(c, ())) - {rank} for c in stuck[rank]]
-        return all(peer and peer <= following and all((waiting.get(p) or 0) > n for p in peer) for peer in peers)
+        return all(peer and peer <= following and all((waiting.get(p) or 0) > n for p in peer) for peer in peers) \
+            and not ahead_where_stuck(rank, {c: _counts_of(c, marks, streams) for c in stuck[rank]})
 
     return {rank for rank, n in launched.items() if rank in stuck and n <= recorded.get(rank, n)
             and not holds_itself(rank, n)}

@@ -11,11 +11,13 @@ at once, apart from the per-step checksums of step_sums.py, whose way of naming 
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import replace
 
 from .divergence import Root
 from .held_back import may_hold_back
-from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, DepartedLater, Note
+from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, CountsTieBeforeRecords, DepartedLater, Note
 from .step_sums import named_among
 
 
@@ -51,25 +53,27 @@ def short_of_records(root: Root, launched: dict[int, int], recorded: set[int],
 
 
 def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(),
-                          short: set[int] = frozenset()) -> tuple[Root, list[Note]]:
+                          short: set[int] = frozenset(), launched: Mapping[int, int] | None = None
+                          ) -> tuple[Root, list[Note]]:
     """A root whose records begin after the ranks already disagree, with the ranks that launch counts show
     launching more or fewer added: they departed before the records begin, or the records would show it. `held`:
     ranks behind that are stuck elsewhere before the records begin (not added: held back reads the same); `short`:
-    ranks behind that never reached where the records begin (short_of_records): named on neither side.
+    ranks behind that never reached where the records begin (short_of_records): named on neither side;
+    `launched`: the counts themselves (rank -> count), where the caller has them (_with_counted_tie reads them).
     Where the records part the ranks with no majority and the counts, with one, name ranks of one side only,
     that side departed (the counts rank every rank the records compare): the whole side, not the counted ranks
     alone, as the others of that side recorded the same departure.
     Worked example: at seq 15, where the records begin, ranks 1 and 3 wait in an all-gather and ranks 0 and 2 in
     an all-reduce; rank 1 enqueued 15, the others 16. Rank 1's side departed: ranks 1 and 3 are named (rank 3
     reordered its collectives, rank 1 left one out; naming rank 1 alone would say rank 3 ran the program)."""
-    merged, notes = _with_counted_outliers(root, counted, set(held) | set(short))
+    merged, notes = _with_counted_outliers(root, counted, set(held) | set(short), launched or {})
     short = set(short) & (set(counted.outlier_ranks) | set(counted.reference_ranks))
     if not short:
         return merged, notes
     outliers = [r for r in merged.outlier_ranks if r not in short]
     if not outliers:
         # (the records name no departure of their own: the counts alone do, and those ranks are it)
-        return _with_counted_outliers(root, counted, set(held))
+        return _with_counted_outliers(root, counted, set(held), launched or {})
     reference = [r for r in merged.reference_ranks if r not in short]
     # (a rank on neither side votes for neither: the majority is of the others, as the records' own is)
     majority = len(outliers) * 2 < len(set(outliers) | set(reference)) if notes else merged.majority
@@ -77,12 +81,15 @@ def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(
                    unplaced_ranks=sorted({*merged.unplaced_ranks, *short})), notes
 
 
-def _with_counted_outliers(root: Root, counted: Root, held: set[int]) -> tuple[Root, list[Note]]:
+def _with_counted_outliers(root: Root, counted: Root, held: set[int],
+                           launched: Mapping[int, int]) -> tuple[Root, list[Note]]:
     """with_counted_outliers, every rank of `held` left out."""
     ours = set(root.outlier_ranks) | set(root.reference_ranks)
     members = set(counted.outlier_ranks) | set(counted.reference_ranks)
-    if not counted.majority or not ours <= members:
+    if not ours <= members:
         return root, []
+    if not counted.majority:
+        return _with_counted_tie(root, counted, members - ours - held, launched)
     named = set(counted.outlier_ranks) & ours
     if not root.majority and named and named < set(root.outlier_ranks):
         side = _side_of(root, named)
@@ -105,6 +112,27 @@ def _with_counted_outliers(root: Root, counted: Root, held: set[int]) -> tuple[R
     merged = named_among(root, outliers, members)
     return merged, [CountedBeforeRecords(tuple(added), _launched(counted), counted.pinned_by, tuple(outliers),
                                          tuple(either))]
+
+
+def _with_counted_tie(root: Root, counted: Root, uncompared: set[int],
+                      launched: Mapping[int, int]) -> tuple[Root, list[Note]]:
+    """A root whose records part the ranks they compare with no majority, beside counts (`launched`) of two levels
+    in even halves, the ranks the records compare on both (`uncompared`: the counted ranks no record compares, none
+    held back elsewhere). Each such rank sides with one of the records' sides; which side departed, no majority says:
+    it is named too, as the records' own no-majority answer names every rank that sides with either (naming it on
+    neither side would say it ran the program, which nothing says of either side).
+    Worked example: the records begin at seq 2, where rank 1 waits in an all-gather and rank 3 in an all-reduce; a
+    desync report says ranks 0 and 1 enqueued 2, ranks 2 and 3 enqueued 3. Two against two: the root names ranks
+    0 to 3, no majority, where naming ranks 1 and 3 alone would say ranks 0 and 2 ran the program."""
+    if root.majority or not uncompared or set(root.outlier_ranks) != set(root.reference_ranks):
+        return root, []  # (a split that names one side is not the tie this adds to)
+    levels = Counter(launched.values())
+    compared = {launched.get(rank) for rank in root.outlier_ranks}
+    if len(levels) != 2 or len(set(levels.values())) != 1 or compared != set(levels):
+        return root, []  # (counts of three levels, or uneven halves, order departures the records' tie does not)
+    named = sorted(set(root.outlier_ranks) | set(root.reference_ranks) | uncompared)
+    merged = replace(root, outlier_ranks=named, reference_ranks=named)
+    return merged, [CountsTieBeforeRecords(tuple(sorted(uncompared)), counted.pinned_by, tuple(named))]
 
 
 def _side_of(root: Root, named: set[int]) -> set[int] | None:

@@ -135,6 +135,19 @@ def held_back_ranks(comm: str, launched: Mapping[str, Mapping[int, int]],
     return {r: frozenset(reading[0]) for r in behind} if reading is not None else {}
 
 
+def ahead_where_stuck(rank: int, counts: Mapping[str, Mapping[int, int]]) -> bool:
+    """Whether a peer of the rank, in a communicator where the rank is stuck, launched more there than it did
+    (`counts`: comm -> rank -> launch count there, as far as known). A rank that left a collective out of another
+    communicator before its records and went on issues its next collectives here, level with its peers or ahead of
+    them; a peer ahead of it here ran past where it waits: the peer's own departure here (a collective it left
+    out) may hold it, and it launched fewer elsewhere because it waits. Worked example: rank 1 waits in its TP
+    pair's seq 6, having launched 6 there and 1 world collective; its peer rank 0 launched 11 there and waits in
+    world seq 2: rank 0 may have skipped a TP collective and launched world seq 2 early, and rank 1 never reached
+    it."""
+    return any(n > there[rank] for there in counts.values() if rank in there
+               for peer, n in there.items() if peer != rank)
+
+
 def may_hold_back(root: Root, groups: Mapping[str, tuple[Set[int], int]], behind_too: Iterable[int] = ()
                   ) -> tuple[int, ...]:
     """The ranks ahead in the root's comm that may have launched an extra collective there that holds its

@@ -130,6 +130,16 @@ class CountedBeforeRecords(Note):
 
 
 @dataclass(frozen=True)
+class CountsTieBeforeRecords(Note):
+    """Ranks no record compares, which counts part from others with no majority (as the records part theirs), named
+    beside the records' tie: each is on one side of it, and no majority says which side departed."""
+
+    either: tuple[int, ...]
+    counted_by: str
+    outliers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class CountedPastRecords(Note):
     """Ranks counts show launching more or fewer past where the records compare them (their records end alike with
     the others'), added to the outliers."""

@@ -70,6 +70,10 @@ def note_words(note: n.Note) -> str:
                     f"{ranks_words(outliers)}"
                     + (f" ({ranks_words(either)}, which no record compares, may be on either side of the records' "
                        f"split, which no majority decides)" if either else ""))
+        case n.CountsTieBeforeRecords(either, counted_by, outliers):
+            return (f"{ranks_words(either)}, which no record compares, {_are(either)} parted from others by "
+                    f"{counted_by} with no majority, as the records part theirs: each is on a side of the tie, and "
+                    f"the root names {ranks_words(outliers)}, both sides")
         case n.CountedPastRecords(added, launched, counted_by, outliers):
             return (f"{_counted(added, launched, counted_by)}, which go on past the records, while {_their(added)} "
                     f"records end where the others' do: {_departed_too(added, outliers)}")
@@ -212,6 +216,10 @@ def _departed_too(added, outliers, where: str = "") -> str:
 
 def _they(ranks) -> str:
     return "they" if len(ranks) > 1 else "it"
+
+
+def _are(ranks) -> str:
+    return "are" if len(ranks) > 1 else "is"
 
 
 def _their(ranks) -> str:

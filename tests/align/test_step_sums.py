@@ -408,6 +408,34 @@ def test_counted_outliers_beside_records_that_tie_name_the_ranks_no_record_compa
     assert root.outlier_ranks == [0, 3]
 
 
+def test_counts_that_tie_too_name_the_ranks_no_record_compares_beside_the_records_tie():
+    # Seed 932125, watchdog logs of ranks 1 and 3 only: at seq 2, where their records begin, rank 1 waits in an
+    # all-gather and rank 3 in an all-reduce (a tie). Their desync reports say ranks 0 and 1 enqueued 2, ranks 2 and
+    # 3 enqueued 3: two against two. Ranks 0 and 2 each side with one side of the tie: every rank is named, no
+    # majority (naming ranks 1 and 3 alone would say ranks 0 and 2 ran the program, and rank 2 did not).
+    from ncclforensics.align.counts_beside_records import with_counted_outliers
+    from ncclforensics.align.notes import CountsTieBeforeRecords
+    from ncclforensics.align.ras_only import root_from_counts
+
+    records = Root(comm="0", seq=1, seq_range=(1, 2), outlier_ranks=[1, 3], reference_ranks=[1, 3],
+                   kind=DIFFERENT_OPS, size=1, pinned_by="signatures", reason=RangeReason.BEFORE_RECORDS,
+                   majority=False, ops={}, kinds=(DIFFERENT_OPS,), shown=True, records_start=2)
+    launched = {0: 2, 1: 2, 2: 3, 3: 3}
+    counted = root_from_counts("0", launched, "PyTorch's enqueued counts")
+    assert not counted.majority
+    root, said = with_counted_outliers(records, counted, launched=launched)
+    assert (root.outlier_ranks, root.reference_ranks, root.majority) == ([0, 1, 2, 3], [0, 1, 2, 3], False)
+    assert said == [CountsTieBeforeRecords((0, 2), "PyTorch's enqueued counts", (0, 1, 2, 3))]
+    # A rank held back elsewhere stays out; records that name a majority are not a tie to add to.
+    assert with_counted_outliers(records, counted, held={0, 2}, launched=launched) == (records, [])
+    named = replace(records, outlier_ranks=[3], reference_ranks=[1], majority=True)
+    assert with_counted_outliers(named, counted, launched=launched) == (named, [])
+    # Seed 37210: counts of three levels (6, 6, 5, 4) order departures, and the records compare ranks 1 and 3 at
+    # levels 6 and 4: the ranks between are no side of a tie. Nor are ranks where both compared ranks count alike.
+    for other in ({0: 6, 1: 6, 2: 5, 3: 4}, {0: 2, 1: 3, 2: 2, 3: 3}):
+        assert with_counted_outliers(records, root_from_counts("0", other, "c"), launched=other)[0] == records
+
+
 def test_a_rank_counted_short_of_where_the_records_begin_is_on_neither_side():
     # Seed 929113, watchdog logs of ranks 0, 1 and 3: they time out in the world's seq 2, where their records
     # begin, rank 3's call stack parting from the others'. A desync report says rank 2 (no file) finished seq 1 and

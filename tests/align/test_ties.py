@@ -149,6 +149,33 @@ def test_a_rank_stuck_where_its_peers_wait_for_it_here_is_not_held_back():
     assert _held_before_records(replace(root, outlier_ranks=[0], reference_ranks=[2]), marks, streams) & {1} == {1}
 
 
+def test_a_rank_stuck_where_its_peer_ran_past_it_may_be_held_back_by_that_peer():
+    # Seed 932995, watchdog logs alone: rank 1 launched 1 world collective and waits in its TP pair's seq 6, having
+    # launched 6 there; its TP peer rank 0 waits in world seq 2 having launched 11 TP collectives. Rank 0 ran past
+    # rank 1 in their pair: its own departure there (a TP collective it left out) may hold rank 1, which then never
+    # reached world seq 2. Rank 1's count here is no departure of its own that the evidence shows: held back.
+    from dataclasses import replace
+
+    import polars as pl
+
+    from ncclforensics.align.choose import _held_before_records
+    from ncclforensics.align.streams import Streams
+    from ncclforensics.align.watchdog import EnqueueMarks
+
+    def part(rank: int, seq: int, state: str) -> pl.DataFrame:
+        return pl.DataFrame({"rank": [rank], "seq": [seq], "state": [state]})
+    parts = {("0", 0): part(0, 2, "started"), ("0", 2): part(2, 2, "started"), ("0", 4): part(4, 2, "started"),
+             ("1", 0): part(0, 6, "started"), ("1", 1): part(1, 6, "started")}
+    streams = Streams(parts=parts, members={"0": [0, 1, 2, 4], "1": [0, 1]})
+    root = replace(_tie([2]), comm="0", seq=1, seq_range=(1, 2), reference_ranks=[0, 4], majority=True)
+    world = EnqueueMarks(launched={0: 2, 1: 1, 2: 2, 4: 2})
+    marks = {"0": world, "1": EnqueueMarks(launched={0: 11, 1: 6})}
+    assert 1 in _held_before_records(root, marks, streams)
+    # Level with its peer there (or ahead: where a rank that left one out here goes on to), it holds itself.
+    assert 1 not in _held_before_records(root, {"0": world, "1": EnqueueMarks(launched={0: 6, 1: 6})}, streams)
+    assert 1 not in _held_before_records(root, {"0": world, "1": EnqueueMarks(launched={0: 6, 1: 7})}, streams)
+
+
 def test_ranks_waiting_elsewhere_are_found_once_and_said_even_where_no_comm_is_on_record():
     # The one map of where ranks wait outside the root's comm serves both the ranks held back and the candidates'
     # comms; a candidate of no comm on record (none the map holds) still gets a sentence, not an error.

@@ -20,6 +20,7 @@ SAMPLES = [
     n.CountsNameSide((2,), "fewer", "PyTorch's enqueued counts", (2, 3)),
     n.CountedBeforeRecords((2,), "more", "PyTorch's enqueued counts", (1, 2)),
     n.CountedBeforeRecords((2,), "fewer", "PyTorch's enqueued counts", (1, 2, 4), (4,)),
+    n.CountsTieBeforeRecords((0, 2), "PyTorch's enqueued counts", (0, 1, 2, 3)),
     n.CountedPastRecords((4,), "fewer", "PyTorch's enqueued counts", (4, 6)),
     n.RanPastHang((0,), "0xa", 7, 7, (0, 3)),
     n.DepartedLater((7,), (12, None), "1", "PyTorch's enqueued counts"),
