@@ -219,6 +219,11 @@ def _split_apart(trace: list[FingerprintRow], own: list[Members], alike: list[bo
         theirs = [w for w in wider if row.tag in aligned.get(w, ())]
         if len(theirs) == 1 and aligned.get(members, set()) - set().union(*(aligned.get(w, set()) for w in wider)):
             out[i] = theirs[0]
+        elif not aligned.get(members) and len(wider) == 1 and aligned.get(wider[0]):
+            # A set with no aligned result at all (every one it shares read back wrong) is no comm of its own
+            # inside the one wider comm that holds it: its members ran collectives of their own there (a drafter's,
+            # say, that the rest skipped), paired misaligned with the wider comm's, and share those sums alike.
+            out[i] = wider[0]
     return out
 
 

@@ -1054,3 +1054,38 @@ def test_sums_no_trace_shares_of_tags_others_share_apart_stay_out_of_the_one_set
     assert world["launched"] == {"0": 1, "1": 1, "2": 1}
     assert d["root"]["seq_range"] is None and d["root"]["outlier_ranks"] == [2]
     assert any("rank 2 " in c and "other members left no trace" in c for c in d["caveats"])
+
+
+def test_ranks_that_share_only_wrong_results_inside_their_comm_ran_extra_collectives_there(tmp_path):
+    """941100: ranks 0 and 2 of four each ran the drafter's two all-reduces (`mtp.*`) that ranks 1 and 3 skipped,
+    in step 0. Those pair misaligned with the others' step 1 layers, and ranks 0 and 2 read back the same wrong sums
+    twice, under tags no other rank gave: the set (0, 2) shares no result read back right, so it is no comm of its
+    own inside the world. Taken as one, it took the watchdog's group of ranks 0 and 2, whose lone drafter stream
+    read as misaligned lookalikes pinned at seq 1. Its records are the world's: the streams part at seq 5."""
+    layers = ["model.layers.0.mlp", "model.layers.0.moe", "model.layers.1.mlp", "model.layers.1.moe"]
+    step0 = [(0, tag, total, total) for tag, total in zip(layers, (5120.0, 10240.0, 20480.0, 25600.0))]
+    extra = [(0, "mtp.layers.0", 209920.0, 261120.0), (0, "mtp.layers.1", 215040.0, 266240.0)]
+    step1 = [(1, tag, got, want) for tag, got, want in zip(layers, (210176.0, 215296.0, 219136.0, 224256.0),
+                                                          (209920.0, 215040.0, 225280.0, 230400.0))]
+    for rank in range(4):
+        records = step0 + (extra if rank in (0, 2) else step1)
+        ops: dict[int, int] = {}
+        lines = []
+        for step, tag, got, want in records:
+            ops[step] = ops.get(step, -1) + 1
+            lines.append(json.dumps({"step": step, "op": ops[step], "rank": rank, "tag": tag, "kind": "AllReduce",
+                                     "numel": 512, "sum": got, "expected_sum": want}))
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("\n".join(lines) + "\n")
+        # PyTorch's watchdog: ranks 0 and 2 time out at seq 9 of the group, the others only observe the dump
+        prefix = f"[rank{rank}]:[E1129 09:55:01.757101066 ProcessGroupNCCL.cpp"
+        log = (f"{prefix}:689] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, "
+               "OpType=ALLREDUCE, NumelIn=512, NumelOut=512, Timeout(ms)=20000) ran for 20016 milliseconds before "
+               f"timing out.\n{prefix}:2303] [PG ID 1 PG GUID 1(tp) Rank {rank}]  failure detected by watchdog at "
+               "work sequence id: 9 PG status: last enqueued work: 10, last completed work: 8\n") if rank in (0, 2) \
+            else ""
+        log += (f"{prefix}:1849] [PG ID 0 PG GUID 0 Rank {rank}] Observed flight recorder dump signal from another "
+                "rank via TCPStore.\n") if rank else ""
+        (tmp_path / f"torch_rank{rank}.log").write_text(log)
+    root = answer(tmp_path)["root"]
+    low, high = root["seq_range"]
+    assert low <= 5 <= high and {0, 2} <= set(root["outlier_ranks"]) and not root["majority"]
