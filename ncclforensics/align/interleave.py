@@ -473,6 +473,53 @@ def with_early_issuers(root: Root, streams: Streams, left_out: dict[int, tuple[i
                    undecided_comms=tuple(sorted({*root.undecided_comms, *split.left_out_in})))
 
 
+def with_stops_past_the_program(root: Root, streams: Streams) -> Root:
+    """A root with the ranks of its reference added whose issue orders show they stopped where the program does
+    not: such a rank issued its last collective here where the program does, and issued nothing after it anywhere,
+    while a strict majority of the reference issued the same seq there and went on elsewhere, though that
+    collective never completed (a member whose whole records end before it never launched it). The program then
+    does not wait on it, so a rank that stopped right after it ran another collective there, one it waits on (an
+    extra one, alike in everything recorded), or departed before it among collectives alike in place. Worked
+    example: rank 1 issues world seq 2 after two tensor-parallel collectives, as ranks 0 and 2 do, and then
+    nothing; ranks 0 and 2 go on to two more tensor-parallel ones, and rank 5 never launched world seq 2: rank 1's
+    seq 2 is an extra collective of its own, and the root names it beside the others."""
+    if root.seq_range is None or root.seq_range[1] is None or not root.majority:
+        return root
+    found = _program_places(streams, root.comm)
+    if found is None:
+        return root
+    places, launched, program = found
+    low, high = root.seq_range
+    cut = {r for (_, r) in streams.cut}
+    whole = [r for r in places if r not in cut]
+    reference = [r for r in root.reference_ranks if r in whole]
+    stopped: dict[int, int] = {}
+    for r in reference:
+        seq = launched[r]
+        if not low <= seq <= high or places[r].get(seq) != program.get(seq) or places[r].get(seq + 1) != places[r][seq]:
+            continue  # (its last one here sits elsewhere, or it issued more after it)
+        if not any(launched[m] < seq for m in whole):
+            continue  # (every member launched it: it may have completed, and the program may wait on it)
+        alike = [o for o in reference if o != r and launched[o] >= seq and places[o].get(seq) == program[seq]]
+        went_on = [o for o in alike if launched[o] > seq or places[o].get(seq + 1, 0) > places[o][seq]]
+        if len(went_on) * 2 <= len(alike) + 1:
+            continue
+        start = seq
+        while start - 1 >= 1 and places[r].get(start - 1) == places[r][seq]:
+            start -= 1  # (collectives it issued in a row before it look alike: the extra one may be any)
+        stopped[r] = start
+    if not stopped:
+        return root
+    outliers = sorted({*root.outlier_ranks, *stopped})
+    rest = [r for r in root.reference_ranks if r not in stopped]
+    if len(outliers) * 2 >= len(outliers) + len(rest):
+        return root  # (no majority left to stand for the program)
+    low = min(low, *stopped.values())
+    return replace(root, seq=low, seq_range=(low, high), outlier_ranks=outliers, reference_ranks=rest,
+                   kinds=(*root.kinds, *((EXTRA,) if EXTRA not in root.kinds else ())),
+                   reason=root.reason or (RangeReason.LOOKALIKE if low < high else None))
+
+
 def beside_early_issuers(root: Root, streams: Streams) -> Root:
     """A root its records show, with the ranks of its reference whose issue orders show a collective issued early
     added (issue_order_split), where that may come at or before the root's last seq: they departed too, and nothing

@@ -25,6 +25,7 @@ from .interleave import (
     issue_order_split,
     skipped_here,
     with_early_issuers,
+    with_stops_past_the_program,
 )
 from .left_out_before import left_out_root
 from .notes import DepartedLater
@@ -121,6 +122,8 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
                 if analyses[comm].root is not None:
                     # Ranks that issued a collective here early departed beside those that left one out.
                     analyses[comm].root = with_early_issuers(analyses[comm].root, streams, left_out)
+                    # (and those that stopped right after a collective the program does not wait on)
+                    analyses[comm].root = with_stops_past_the_program(analyses[comm].root, streams)
                     # (or those that went on elsewhere ran extra collectives there, and stopped: candidates too)
                     if elsewhere := early_elsewhere(streams, comm, left_out):
                         analyses[comm].root = replace(analyses[comm].root, early_in=elsewhere, undecided_comms=tuple(

@@ -439,3 +439,21 @@ def test_a_reference_rank_that_issued_one_early_departed_beside_the_outlier_its_
     d = diagnose(logs)
     assert d.root.comm == W and d.root.outlier_ranks == [0, 3] and d.root.reference_ranks == [1, 2]
     assert not d.root.majority and d.root.seq_range[0] <= 5 <= d.root.seq_range[1]
+
+
+def test_a_rank_that_stopped_right_after_a_collective_the_program_does_not_wait_on_departed_too():
+    # Rank 5 left out step 1's world collective and went on in TP, so world seq 2 never completed. Rank 1 issued
+    # its second world collective where the others issue step 1's, and then nothing; its TP peers issued that seq
+    # there too and went on in TP, though it never completed: the program does not wait on it, so rank 1's was
+    # another (one more world collective of step 0, which it waits on). Its records read as the others', yet it
+    # departed: the root names it beside rank 5, over the seqs where either may have.
+    T3 = "0x7e3"
+    tps = {r: tp for tp, ranks in ((T1, (0, 1, 2)), (T2, (3, 4, 5)), (T3, (6, 7, 8))) for r in ranks}
+    full = [0, 2, 3, 4, 6, 7, 8]
+    logs = [rank_log(r, step(tps[r], layers=2) * 2) for r in full]
+    logs += [rank_log(1, step(T1, layers=2) + [(W, ONE)]),
+             rank_log(5, step(T2, layers=2) + step(T2, world=0, layers=2))]
+    d = diagnose(logs)
+    world = d.comms[W].root
+    assert world.outlier_ranks == [1, 5] and world.reference_ranks == full and world.majority
+    assert world.seq_range[0] <= 2 <= world.seq_range[1] and "extra" in world.kinds
