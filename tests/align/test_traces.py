@@ -663,6 +663,13 @@ def test_a_split_of_the_world_beside_a_tp_group_inside_it_goes_to_the_world(tmp_
     world, its TP group (tags of its own: a comm, not a split of the world though the world holds it) and the
     three, which carry the world's tags: its split (the one widest set held both, which left the traces out as
     comms the sums cannot split); the tags part rank 3 from the three at seq 3."""
+    assert _split_root(tmp_path, _world_of_tp_pairs(swapping={3})) == ("[ranks=0,1,2,3]", [3, 3], [3])
+
+
+def _world_of_tp_pairs(swapping: set[int], head: bool = False) -> dict[int, list[tuple]]:
+    """rank -> [(step, tag, numel, sum, expected)]: the world (0-3) with `dp.0` and `dp.1` (of unlike sizes) a step,
+    TP groups (0,1) (2,3) inside it with `mlp` (and `head`) of their own. The ranks `swapping` issue `dp.1` before
+    `dp.0` in step 1, and read back two wrong sums of their own; the rest two others."""
     rows_of = {}
     for rank in range(4):
         group = rank // 2
@@ -670,32 +677,19 @@ def test_a_split_of_the_world_beside_a_tp_group_inside_it_goes_to_the_world(tmp_
         for step in range(2):
             dp = [("dp.0", 1, 20.0 + step, 20.0 + step), ("dp.1", 8, 300.0 + step, 300.0 + step)]
             if step == 1:
-                dp = ([("dp.1", 8, 44.0, 301.0), ("dp.0", 1, 66.0, 21.0)] if rank == 3
+                dp = ([("dp.1", 8, 44.0, 301.0), ("dp.0", 1, 66.0, 21.0)] if rank in swapping
                       else [("dp.0", 1, 22.0, 21.0), ("dp.1", 8, 88.0, 301.0)])
             mlp = 1000.0 * (group + 1) + 10 * step
             rows += [*((step, *x) for x in dp), (step, "mlp", 64, mlp, mlp)]
+            rows += [(step, "head", 256, mlp + 5, mlp + 5)] if head else []
         rows_of[rank] = rows
-    assert _split_root(tmp_path, rows_of) == ("[ranks=0,1,2,3]", [3, 3], [3])
+    return rows_of
 
 
 def _world_swapped_by_both_pairs() -> dict[int, list[tuple]]:
-    """rank -> [(step, tag, numel, sum, expected)]: the world (0-3) with `dp.0` and `dp.1` (of unlike sizes) a step,
-    TP groups (0,1) (2,3) inside it. Ranks 2 and 3 both issue `dp.1` before `dp.0` in step 1: ranks 0, 1 read back
-    two wrong sums under the world's tags, and ranks 2, 3 two others, so each split of the world is a TP group's
-    ranks exactly."""
-    rows_of = {}
-    for rank in range(4):
-        group = rank // 2
-        rows = []
-        for step in range(2):
-            dp = [("dp.0", 1, 20.0 + step, 20.0 + step), ("dp.1", 8, 300.0 + step, 300.0 + step)]
-            if step == 1:
-                dp = ([("dp.1", 8, 44.0, 301.0), ("dp.0", 1, 66.0, 21.0)] if group == 1
-                      else [("dp.0", 1, 22.0, 21.0), ("dp.1", 8, 88.0, 301.0)])
-            mlp = 1000.0 * (group + 1) + 10 * step
-            rows += [*((step, *x) for x in dp), (step, "mlp", 64, mlp, mlp), (step, "head", 256, mlp + 5, mlp + 5)]
-        rows_of[rank] = rows
-    return rows_of
+    """Ranks 2 and 3 both swap: ranks 0, 1 read back two wrong sums under the world's tags, and ranks 2, 3 two
+    others, so each split of the world is a TP group's ranks exactly."""
+    return _world_of_tp_pairs(swapping={2, 3}, head=True)
 
 
 def test_a_split_of_the_world_that_is_a_tp_group_goes_to_the_world_where_it_read_back_wrong(tmp_path):
