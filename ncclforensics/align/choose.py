@@ -467,9 +467,11 @@ def _alike_on_record(root: Root, streams: Streams) -> bool:
 
 def _parted_reference(root: Root, reference: set[int], streams: Streams) -> dict[int, int] | None:
     """The ranks of `reference` whose records in the root's range part from the larger part of it: at some seq
-    there, a collective of another signature (op, count, ...) than the most of the others recorded, rank -> the
-    first such seq. Ranks without a record there, or without the field that parts them, part from no one. None
-    where no part is the largest at such a seq (an even split: which part departed is not told)."""
+    there, a collective of another signature (op, count, ...) or call stack than the most of the others recorded,
+    rank -> the first such seq. Ranks without a record there, or without the field that parts them, part from no
+    one. None where no part is the largest at such a seq (an even split: which part departed is not told). Call
+    stacks count as the signature does: where lookalikes part by them alone (an extra all-reduce from another call
+    site), they say who is on which side as much as another op would."""
     parts = streams.comm_parts(root.comm)
     low, high = root.seq_range or (root.seq, root.seq)
     by_seq: dict[int, dict[int, tuple]] = {}
@@ -477,7 +479,7 @@ def _parted_reference(root: Root, reference: set[int], streams: Streams) -> dict
         part = parts.get(rank)
         if part is None or not part.height:
             continue
-        fields = [c for c in SIGNATURE if c in part.columns]
+        fields = [c for c in (*SIGNATURE, "stack") if c in part.columns]
         rows = part.filter(pl.col("seq") >= low) if high is None else part.filter(pl.col("seq").is_between(low, high))
         for row in rows.select("seq", *fields).iter_rows():
             if any(v is not None for v in row[1:]):

@@ -37,9 +37,9 @@ from .jobs import split_jobs
 from .notes import (
     CompletionsOnly,
     CutRecords,
-    DepartedLater,
     GuessedRootComm,
     GuessedTracePlacement,
+    IssuedEarlyInTie,
     Note,
     RootOffMembers,
     TracesMayBeWider,
@@ -162,7 +162,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
             # (no parting replaces it: what its lengths say is no more than that the traces end)
             analyses[comm].root = _unwritten_widened(analyses[comm].root, streams, comm, set(unwritten))
     _apply_progress(analyses, streams, progress, watchdog)
-    departed_later: list[DepartedLater] = []
+    departed_later: list[Note] = []
     if not died:
         stopped = _stop_evidence(streams, analyses, ras, watchdog, dead)
         reanalyze_behind_ranks(analyses, streams, gate, {**_hanging_pairings(streams, analyses), **stopped}, dead)
@@ -184,9 +184,11 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     notes += guessed
     root, off = _members_only(root, streams)
     notes += off
-    # (ranks a comm's root no longer names as they departed after the ones it names: of the root's comm alone)
+    # (ranks a comm's root no longer names as they departed after the ones it names, and a tie the issue orders
+    # broke where the root still names that side: of the root's comm alone)
     notes += [note for note in departed_later if root is not None and note.comm == root.comm
-              and not set(note.ranks) & set(root.outlier_ranks)]
+              and (set(note.ranks) <= set(root.outlier_ranks) if isinstance(note, IssuedEarlyInTie)
+                   else not set(note.ranks) & set(root.outlier_ranks))]
     dead |= choice.dead
     diagnosis.root = root
     if root is not None and root.comm in analyses and analyses[root.comm].first_visible is not None:

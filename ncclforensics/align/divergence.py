@@ -378,7 +378,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
                      lambda seq: tuple(op.loc for op in ops_at(rows, seq).values()), deviants, prefer, behind, cut,
                      set(counted) | set(unseen), incomplete, set(unseen),
                      lookalikes=not grouped_by_traces(comm), closed=closed, settled=closed - elsewhere,
-                     held=analysis.held)
+                     held=analysis.held,
+                     reported={r for r, at in (reported or {}).items() if unseen.get(r) == at[0]})
     if solution is not None:
         right = frozenset().union(*(c.right for c in constraints if isinstance(c, ResultChecks)))
         moved = _past_completions(solution, analysis, right)

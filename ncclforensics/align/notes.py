@@ -174,6 +174,20 @@ class DepartedLater(Note):
 
 
 @dataclass(frozen=True)
+class IssuedEarlyInTie(Note):
+    """The root's two sides tied; `ranks` issued seq `seq` of `comm` before their peers of `elsewhere` (`peers`,
+    whose whole records of `comm` end just before it) went on there past where they issued it: they ran one early.
+    `where` is the early collective's record."""
+
+    ranks: tuple[int, ...]
+    comm: str
+    seq: int
+    elsewhere: str
+    peers: tuple[int, ...]
+    where: str
+
+
+@dataclass(frozen=True)
 class SumsAddOutliers(Note):
     """Ranks whose per-step checksums part at `step` departed too; `basis` cannot order the departures."""
 

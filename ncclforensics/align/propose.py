@@ -34,7 +34,8 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             behind: set[int] | None = None, cut: set[int] | None = None,
             ended: set[int] | None = None, incomplete: set[int] | None = None,
             unseen: set[int] | None = None, closed: set[int] | None = None,
-            settled: set[int] | None = None, held: dict[int, frozenset[int]] | None = None) -> Proposal | None:
+            settled: set[int] | None = None, held: dict[int, frozenset[int]] | None = None,
+            reported: set[int] | None = None) -> Proposal | None:
     """Group the ranks into streams that agree; the largest group is the reference, and every other group's
     edits are placed against it. With no strict majority, both sides of a two-way split are placed against each
     other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one.
@@ -54,7 +55,10 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
 
     `unseen`: ranks with nothing on record but how many collectives they launched (a count in a peer's report).
     With no majority, one that sides with either group parts from neither: it is named on neither side, where every
-    other rank that sides with either is known to be on neither side too (else every rank is named).
+    other rank that sides with either is known to be on neither side too (else every rank is named). `reported`:
+    those of them whose last collective a peer's report gives (`[0, 2, 3] started ALLREDUCE` at #3): one whose
+    count runs past where the groups part launched there what one of them did, and is on record beside them (its
+    op alike with either): it sides with either, as a stream without the field that parts them does.
 
     `closed`: ranks whose records hold every collective they launched here (an NCCL log or a dump, whole). One
     that ends before the groups part never launched where they do: it is on neither side, and it cannot make the
@@ -99,8 +103,10 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
         past[rank], rank in (ended or ()), rank in (closed or ())) or rank in (closed or ()) and past[rank]
         and _ends_with_another(codes[rank], matching, groups)))
     # Known to be on neither side: a rank known only by its count, and one whose whole records end before the
-    # groups part (it never launched where they do: it lags, or is held back elsewhere).
-    aside = {rank for rank, _ in undecided if rank in (unseen or ()) or rank in (closed or ()) and not past[rank]}
+    # groups part (it never launched where they do: it lags, or is held back elsewhere); one a report places
+    # where they part is on record there.
+    aside = {rank for rank, _ in undecided if rank in (unseen or ()) and not (rank in (reported or ()) and past[rank])
+             or rank in (closed or ()) and not past[rank]}
     for rank, matching in undecided:
         if rank not in unplaced:
             max(victims.get(rank, matching), key=len).append(rank)

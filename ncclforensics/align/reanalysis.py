@@ -17,6 +17,7 @@ import polars as pl
 
 from ..model.kinds import is_p2p_comm
 from .divergence import MISSING, STOPPED, CommAnalysis, Root, analyze_comm
+from .early_in_tie import early_side_of_tie
 from .gates import GateDisagreement
 from .interleave import (
     beside_early_issuers,
@@ -28,7 +29,7 @@ from .interleave import (
     with_stops_past_the_program,
 )
 from .left_out_before import left_out_root
-from .notes import DepartedLater
+from .notes import DepartedLater, Note
 from .streams import SIGNATURE, Streams
 
 
@@ -85,14 +86,15 @@ def _waits_for_departed(analysis: CommAnalysis, rank: int) -> bool:
 
 
 def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Streams,
-                       gate: GateDisagreement | None) -> list[DepartedLater]:
+                       gate: GateDisagreement | None) -> list[Note]:
     """In a communicator whose ranks launched different numbers of collectives, and whose records show no
     majority departing (only lengths, or no majority), the ranks' issue orders across their communicators may say
     who launched an extra one and who is held back elsewhere (align/interleave.py), or that ranks whose records
     stop short left out a collective here and went on elsewhere. They count only where every other communicator
-    of its ranks is one program (no root there). Returns the notes of ranks a root no longer names as they
-    departed later (_left_out_beside)."""
-    departed_later: list[DepartedLater] = []
+    of its ranks is one program (no root there); a tie of one rank against one, where one of them issued its next
+    collective early among its peers' of such a communicator (early_in_tie.py). Returns the notes of ranks a root
+    no longer names as they departed later (_left_out_beside), and of ties so broken."""
+    departed_later: list[Note] = []
     for comm, analysis in list(analyses.items()):
         root = analysis.root
         if root is not None and root.majority and root.kind != STOPPED:
@@ -129,6 +131,12 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
                         analyses[comm].root = replace(analyses[comm].root, early_in=elsewhere, undecided_comms=tuple(
                             sorted({*analyses[comm].root.undecided_comms, *elsewhere})))
                 continue
+        broken = early_side_of_tie(root, streams, {c for c in others if c in analyses and analyses[c].root is not None}) \
+            if root is not None else None
+        if broken is not None:
+            analysis.root = broken[0]
+            departed_later.append(broken[1])
+            continue
         if any(r.shown for r in rooted):
             continue
         found = issue_order_root(streams, comm, analysis.start)

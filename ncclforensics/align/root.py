@@ -334,7 +334,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
           behind: set[int] | None = None, cut: set[int] | None = None,
           ended: set[int] | None = None, incomplete: set[int] | None = None,
           unseen: set[int] | None = None, lookalikes: bool = True, closed: set[int] | None = None,
-          settled: set[int] | None = None, held: dict[int, frozenset[int]] | None = None) -> Solution | None:
+          settled: set[int] | None = None, held: dict[int, frozenset[int]] | None = None,
+          reported: set[int] | None = None) -> Solution | None:
     """Propose from the records field set by field set (signatures first, then each richer field), keep each
     stage that narrows without changing who the outliers are, then narrow by every constraint.
 
@@ -363,7 +364,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         fields_before |= added_fields
         stages.append(label)
         richest = codes
-        found = propose(codes, start, deviants, behind, cut, ended, incomplete, unseen, closed, settled, held)
+        found = propose(codes, start, deviants, behind, cut, ended, incomplete, unseen, closed, settled, held,
+                        reported)
         if found is None or not found.placements:
             continue
         if proposal is not None:

@@ -86,6 +86,11 @@ def note_words(note: n.Note) -> str:
             return (f"{ranks_words(ranks)} departed too in comm {comm} (by {shown_by}), at {_span(seq_range)}, "
                     f"after the departure the root names: the root leaves {_them(ranks)} out, though "
                     f"{_they(ranks)} did not run the program either")
+        case n.IssuedEarlyInTie(ranks, comm, seq, elsewhere, peers, where):
+            return (f"no majority parts the two sides in comm {comm}, but {ranks_words(ranks)} issued seq {seq} there "
+                    f"({where}) before {_their(ranks)} peers of comm {elsewhere}, {ranks_words(peers)}, whose whole "
+                    f"records of comm {comm} end at seq {seq - 1}, went on there without it: {_they(ranks)} issued it "
+                    f"early, a collective of {_their(ranks)} own, so the root names {ranks_words(ranks)}")
         case n.SumsAddOutliers(added, step, basis, outliers):
             return (f"{ranks_words(added)} read back per-step checksums that part from the others' at step {step}: "
                     f"{_they(added)} departed too, and {_BASIS[basis]} do not say whose departure came first, so "

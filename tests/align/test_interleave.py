@@ -7,7 +7,7 @@ import polars as pl
 
 from ncclforensics.align.diagnosis import diagnose
 from ncclforensics.align.interleave import ISSUE_ORDER, issue_order_root, issue_order_split
-from ncclforensics.align.notes import DepartedLater
+from ncclforensics.align.notes import DepartedLater, IssuedEarlyInTie
 from ncclforensics.align.streams import build_streams
 from ncclforensics.model import CollectiveEvent, Evidence, Location, SourceFormat, collectives_to_frame
 from ncclforensics.model.event import ProcessIdentity
@@ -457,3 +457,25 @@ def test_a_rank_that_stopped_right_after_a_collective_the_program_does_not_wait_
     world = d.comms[W].root
     assert world.outlier_ranks == [1, 5] and world.reference_ranks == full and world.majority
     assert world.seq_range[0] <= 2 <= world.seq_range[1] and "extra" in world.kinds
+
+
+def test_a_tie_of_one_rank_against_one_names_the_one_that_issued_its_next_world_collective_early():
+    # A step is two world all-reduces (1 and 8 elements), then three TP ones. Rank 0 ran one more world all-reduce
+    # of 8 in step 0; rank 2 left out a TP collective of its group and ran on into step 1's world ones. The world
+    # records part ranks 0 and 2 at seq 3 (8 against 1), one against one; ranks 1 and 3 end the world at seq 2,
+    # before they part. Rank 0 issued world seq 3 before any TP collective, where its TP peer rank 1, whose TP
+    # records agree with its own, went on to three without it: rank 0 issued it early. Rank 2's TP group has a
+    # root of its own, so its place there says nothing.
+    eight = ("AllReduce", 8)
+    world = [(W, ONE), (W, eight)]
+    logs = [rank_log(0, world + [(W, eight)] + [(T1, LAYER)] * 3), rank_log(1, world + [(T1, LAYER)] * 3),
+            rank_log(2, world + [(T2, LAYER)] * 2 + world + [(T2, LAYER)] * 2), rank_log(3, world + [(T2, LAYER)] * 3)]
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.outlier_ranks == [0] and d.root.reference_ranks == [2]
+    assert d.root.unplaced_ranks == [1, 3] and d.root.kind == "extra" and d.root.seq_range == (1, 3)
+    assert IssuedEarlyInTie((0,), W, 3, T1, (1,), "rank0.log:3") in d.notes
+    # Where rank 2 too issued its world seq 3 early among its TP peer's collectives (a TP group that agrees), both
+    # sides did: the tie stands.
+    logs[2] = rank_log(2, world + [(T2, LAYER)] * 2 + world + [(T2, LAYER)])
+    d = diagnose(logs)
+    assert d.root.outlier_ranks == [0, 2] and not d.root.majority

@@ -749,6 +749,22 @@ def test_with_no_majority_a_rank_known_only_by_its_count_is_named_on_neither_sid
     assert proposal.outliers == [0, 1] and proposal.unplaced == [2]
 
 
+def test_with_no_majority_a_rank_a_report_places_where_the_sides_part_is_named_beside_them():
+    # Ranks 0 and 2 part at seq 3 by their call stacks (5 and 6). Ranks 1 and 3 left no records; a peer's desync
+    # report gives their last collectives: rank 1 finished seq 2 and never joined seq 3, rank 3 started seq 3 (an
+    # all-reduce, as both sides' are). Rank 3 launched there what one side did, alike with either: it sides with
+    # either and is named; rank 1 never got there. Every rank is named, as where any rank sides with either.
+    codes = {0: stream([0, 4, 5]), 2: stream([0, 0, 6]), 1: stream([0, 0]), 3: stream([0, 0, 0])}
+    proposal = propose(codes, 1, ended={1, 3}, unseen={1, 3}, closed={0, 2}, reported={1, 3})
+    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3] and proposal.unplaced == []
+    # Known by their counts alone, both are on neither side.
+    proposal = propose(codes, 1, ended={1, 3}, unseen={1, 3}, closed={0, 2})
+    assert not proposal.majority and proposal.outliers == [0, 2] and proposal.unplaced == [1, 3]
+    # A report of a rank's last collective before the sides part places it on neither side either.
+    proposal = propose({**codes, 3: stream([0, 0])}, 1, ended={1, 3}, unseen={1, 3}, closed={0, 2}, reported={1, 3})
+    assert proposal.outliers == [0, 2] and proposal.unplaced == [1, 3]
+
+
 def test_a_joiner_that_went_on_as_far_as_only_a_minority_did_stays_with_its_group():
     # Ranks 4 and 1 launched one more than the others; rank 4's ops show the extra at seq 2, rank 1 recorded no
     # op. Rank 1 agrees with the others' shorter streams, but went on past their end as only rank 4 did: it stays.

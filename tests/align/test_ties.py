@@ -121,6 +121,37 @@ def test_ranks_whose_records_part_from_the_rest_of_the_counted_reference_depart_
     assert _parted_reference(every, {0, 3}, streams) is None
 
 
+def test_ranks_parted_evenly_by_call_stacks_leave_the_counts_nobody_to_name():
+    # Four ranks' all-reduces look alike through seq 3; at seq 3 the call stacks of ranks 0 and 2 differ (an extra
+    # all-reduce from another call site on one of them), rank 3 left no records, and PyTorch's counts say rank 1
+    # never launched seq 3 (it waits elsewhere). The stacks part the rest evenly: nothing says which of ranks 0 and 2
+    # departed, and the counts' rank behind is no answer to it.
+    from dataclasses import replace
+
+    import polars as pl
+
+    from ncclforensics.align.choose import _counted_among_lookalikes, _parted_reference
+    from ncclforensics.align.divergence import RangeReason
+    from ncclforensics.align.streams import Streams
+
+    def part(rank: int, stacks: list[str | None]) -> pl.DataFrame:
+        return pl.DataFrame({"rank": [rank] * 3, "seq": [1, 2, 3], "op": ["AllReduce"] * 3, "count": [1] * 3,
+                             "stack": stacks}, schema_overrides={"stack": pl.String})
+    streams = Streams(parts={("0xa", 0): part(0, [None, "tokens:90", "tokens:126"]),
+                             ("0xa", 2): part(2, [None, None, "tokens:90"])}, members={"0xa": [0, 2]})
+    every = replace(_tie([0, 1, 2, 3]), seq=1, seq_range=(1, 3), reason=RangeReason.LOOKALIKE,
+                    kinds=("different", "extra", "missing"))
+    assert _parted_reference(every, {0, 2, 3}, streams) is None
+    # Where a third rank's stack sides with rank 2, rank 0 parts from the larger part.
+    streams.parts[("0xa", 3)] = part(3, [None, None, "tokens:90"])
+    streams.members["0xa"] = [0, 2, 3]
+    assert _parted_reference(every, {0, 2, 3}, streams) == {0: 3}
+    counted = Root(comm="0xa", seq=1, seq_range=(1, 3), outlier_ranks=[1], reference_ranks=[0, 2, 3],
+                   kind="missing", size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS)
+    root, _ = _counted_among_lookalikes(every, counted, set(), {0: 3})
+    assert root.outlier_ranks == [0, 1]
+
+
 def test_a_rank_stuck_where_its_peers_wait_for_it_here_is_not_held_back():
     # PyTorch's counts: rank 1 finished seq 1 of the world group and never launched seq 2, where ranks 0 and 2 wait
     # (rank 5 went on ahead); rank 1 is stuck in its pair group with rank 0. Were rank 0 free there, rank 1 might be
