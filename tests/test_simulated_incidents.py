@@ -407,11 +407,17 @@ KNOWN: dict[int, str] = {}
 # rank whose issue order stops right after a collective the others issued alike and went on past, though it never
 # completed, departed there too (946851: two world extra ones beside a world skip, NCCL logs and fingerprints); a rank
 # known by a count alone whose last collective a peer's desync report gives where call stacks part a tie sides with
-# either, and names every rank, and stacks that part the rest evenly leave the counts' rank behind no answer (949473:
-# a world extra one from another call site beside a TP reorder, dumps and watchdog logs of two ranks of four); a tie of
+# either, and names every rank, and stacks that part the rest evenly leave the counts' rank behind no answer (949473: a
+# world extra one from another call site beside a TP reorder, dumps and watchdog logs of two ranks of four); a tie of
 # one rank against one, the others' whole records ending before it, goes to the rank that issued its next collective
 # early among its peers' of a communicator that runs one program (949514: a world extra one beside a TP skip that ran
-# the skipping rank on, NCCL logs and one rank's fingerprints).
+# the skipping rank on, NCCL logs and one rank's fingerprints); the rest of a tie that counts break parts by the call
+# stacks the root compared as by signatures, and parting evenly there names no side (942535: a TP reorder beside a later
+# skip of another rank, a rank with no files, dumps and logs); a result read back wrong past a log cut, that no peer's
+# shared result ties to a stream, names the rank's other comms as candidates beside a stop, as a wrong per-step checksum
+# does (970548: a TP skip, NCCL logs and traces with expected sums); a desync report's snapshot that parts a rank by the
+# type of a collective its records hold names no rank beside the root, the records having compared it there (972212: a
+# swap of lookalikes beside two later departures, six ranks' evidence).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -432,7 +438,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           590043, 720127, 750620, 750926, 721158, 721193, 740944, 741188, 740618, 720515, 755510, 755766, 753785,
           831794, 810065, 851236, 851196, 810094, 880052, 895641, 840255, 810359, 880088, 851898, 907708, 908015,
           964302, 916954, 901308, 909066, 924543, 927077, 923670, 914345, 916148, 923231, 926339, 924841, 929113,
-          921090, 933139, 937075, 932125, 932995, 941100, 946851, 949473, 949514)
+          921090, 933139, 937075, 932125, 932995, 941100, 946851, 949473, 949514, 942535, 970548, 972212)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))

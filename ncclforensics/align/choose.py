@@ -465,21 +465,28 @@ def _alike_on_record(root: Root, streams: Streams) -> bool:
         root, set(root.outlier_ranks), streams) == {}
 
 
+# The fields of each richer stage of comparison (divergence.STAGES), as the streams hold them: a call stack, or
+# the one frame a source gives.
+_RICHER_FIELDS = {"call sites": ("stack", "callsite"), "tags": ("tag",), "steps": ("step",)}
+
+
 def _parted_reference(root: Root, reference: set[int], streams: Streams) -> dict[int, int] | None:
     """The ranks of `reference` whose records in the root's range part from the larger part of it: at some seq
-    there, a collective of another signature (op, count, ...) or call stack than the most of the others recorded,
-    rank -> the first such seq. Ranks without a record there, or without the field that parts them, part from no
-    one. None where no part is the largest at such a seq (an even split: which part departed is not told). Call
-    stacks count as the signature does: where lookalikes part by them alone (an extra all-reduce from another call
-    site), they say who is on which side as much as another op would."""
+    there, a collective of another signature (op, count, ...) than the most of the others recorded, or of another
+    call stack, tag or step where the root compared those (`Root.compared`: records alike in signature that those
+    part were told apart by the root itself, and are not alike), rank -> the first such seq. Ranks without a record
+    there, or without the field that parts them, part from no one. None where no part is the largest at such a seq
+    (an even split: which part departed is not told)."""
     parts = streams.comm_parts(root.comm)
     low, high = root.seq_range or (root.seq, root.seq)
+    compared = [*SIGNATURE, *(f for label in root.compared for f in _RICHER_FIELDS.get(label, ()))]
     by_seq: dict[int, dict[int, tuple]] = {}
     for rank in sorted(reference):
         part = parts.get(rank)
         if part is None or not part.height:
             continue
-        fields = [c for c in (*SIGNATURE, "stack") if c in part.columns]
+        # (one tuple layout for every rank: a field a rank's records lack is unrecorded there)
+        fields = [pl.col(c) if c in part.columns else pl.lit(None).alias(c) for c in compared]
         rows = part.filter(pl.col("seq") >= low) if high is None else part.filter(pl.col("seq").is_between(low, high))
         for row in rows.select("seq", *fields).iter_rows():
             if any(v is not None for v in row[1:]):

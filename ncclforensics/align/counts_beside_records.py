@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 
-from .divergence import Root
+from .divergence import RangeReason, Root
 from .held_back import may_hold_back
 from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, CountsTieBeforeRecords, DepartedLater, Note
 from .step_sums import named_among
@@ -182,7 +182,9 @@ def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int
     stuck elsewhere (not added: held back reads the same). `departs_from`: rank -> the first seq at which its
     records, alike with the reference's up to there, allow its departure (compared_alike.departs_no_sooner): a rank
     whose records put its departure past the root's range departed after the root, and is not named beside it (a
-    note says it departed, later).
+    note says it departed, later). Counts that agree, where a desync report's snapshot parts ranks by the type of
+    their last collective of one number (`RangeReason.LAST_OPS`), name those ranks only where their records end before
+    that number: records that hold it hold the very collective the report shows, which the root compared there.
 
     Worked example: ranks 0-3 and 5-7 wait in seq 15 (their watchdogs' timeout) with seq 16 enqueued behind it;
     rank 4 completed its seq 15 and joined no seq 16 (a peer's desync report), and its trace holds all 15. Every
@@ -202,9 +204,12 @@ def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int
     fewer = _launched(counted) == "fewer"
     last = root.seq_range[1]
     departs_from = departs_from or {}
+    # (the number of a snapshot's last collectives: what it says of a rank whose records reach it is on record)
+    snapshot = counted.seq_range[1] if counted.reason is RangeReason.LAST_OPS and counted.seq_range else None
     ending_alike = sorted(r for r in set(counted.outlier_ranks) - set(root.outlier_ranks) - set(held)
                           if r in recorded and (recorded[r] >= max(reference) if fewer else
-                                                recorded[r] <= min(reference)))
+                                                recorded[r] <= min(reference))
+                          and (snapshot is None or recorded[r] < snapshot))
     added = [r for r in ending_alike if last is None or departs_from.get(r, last) <= last]
     later = [r for r in ending_alike if r not in added]
     # (a rank left out for departing later departed still: said, so that no one reads it as running the program)

@@ -10,7 +10,9 @@ lengths says which came first, so each such communicator is a candidate beside t
 A per-collective trace tied to a stream (fingerprints.py) names the communicator of each wrong result. A per-step
 checksum names none: it sums what the rank read back from all its communicators in the step, so a wrong one was
 mixed in one of them; where the rank runs in others than the root's, those are candidates too (the root's own may
-have mixed it, and it is named already).
+have mixed it, and it is named already). So does a per-collective record that no stream holds: one past the end of
+the rank's launch records (a log cut short), which nothing ties to a communicator (fingerprints.py places it only
+where a peer read the same result back).
 
 Worked example: ranks 0-3 in a world comm, TP pairs {0, 1} and {2, 3}. Rank 2 stopped launching in the world comm
 after seq 2; its records there are alike with the others'. Rank 3's step-0 checksum reads 189890, expected 48578:
@@ -28,7 +30,7 @@ from ..model import FingerprintRow
 from ..model.kinds import is_p2p_comm
 from .divergence import Root
 from .fingerprints import checked_right
-from .notes import MixedElsewhere, Note, StepSumMixedElsewhere
+from .notes import MixedElsewhere, Note, StepSumMixedElsewhere, UnplacedResultMixedElsewhere
 from .streams import Streams
 
 
@@ -47,14 +49,18 @@ def mixed_elsewhere(root: Root, streams: Streams, fingerprints: list[Fingerprint
         found.append(comm)
         said.append(MixedElsewhere(comm, tuple(ranks), str(loc), root.comm))
     members = {c: set(m) for c, m in [*streams.expected_members.items(), *streams.members.items()]}
-    for rank, row in _first_wrong_step_sums(fingerprints).items():
+    for rank, row in _first_wrong_in_no_comm(fingerprints, streams).items():
         comms = sorted(c for c, m in members.items()
                        if rank in m and c not in named and c not in found and not is_p2p_comm(c))
         if not comms:
             continue
         found += comms
-        said.append(StepSumMixedElsewhere(tuple(comms), rank, row.step, str(row.loc), row.sum, row.expected_sum,
-                                          root.comm))
+        if row.op is None:
+            said.append(StepSumMixedElsewhere(tuple(comms), rank, row.step, str(row.loc), row.sum, row.expected_sum,
+                                              root.comm))
+        else:
+            said.append(UnplacedResultMixedElsewhere(tuple(comms), rank, row.step, row.tag, str(row.loc), row.sum,
+                                                     row.expected_sum, root.comm))
     if not found:
         return root, []
     return replace(root, undecided_comms=tuple(sorted({*root.undecided_comms, *found}))), said
@@ -76,11 +82,23 @@ def _mixed_in_streams(streams: Streams) -> dict[str, tuple[list[int], str]]:
     return found
 
 
-def _first_wrong_step_sums(fingerprints: list[FingerprintRow]) -> dict[int, FingerprintRow]:
-    """rank -> its first per-step checksum that was read back wrong (a per-collective record is tied to a stream
-    where it can be, and speaks there)."""
+def _first_wrong_in_no_comm(fingerprints: list[FingerprintRow], streams: Streams) -> dict[int, FingerprintRow]:
+    """rank -> its first record read back wrong that names no communicator: a per-step checksum, or a per-collective
+    record no stream holds (a per-collective record tied to a stream speaks there, `_mixed_in_streams`). Per-step
+    checksums come first (a rank's later per-collective records may be of any of its communicators just the same)."""
+    wrong = [f for f in fingerprints if checked_right(f) is False]
+    tied = _tied_records(streams, {str(f.loc) for f in wrong if f.op is not None})
     first: dict[int, FingerprintRow] = {}
-    for row in sorted(fingerprints, key=lambda f: (f.rank, f.step)):
-        if row.op is None and checked_right(row) is False:
+    for row in sorted(wrong, key=lambda f: (f.rank, f.op is not None, f.step, f.op or 0)):
+        if row.op is None or str(row.loc) not in tied:
             first.setdefault(row.rank, row)
     return first
+
+
+def _tied_records(streams: Streams, wanted: set[str]) -> set[str]:
+    """Of the trace records `wanted` (their `file:line`), those some stream's rows hold (`checked_at`)."""
+    if not wanted:
+        return set()
+    held = [part.select("checked_at").filter(pl.col("checked_at").is_in(list(wanted)))
+            for part in streams.parts.values() if "checked_at" in part.columns]
+    return set(pl.concat(held).get_column("checked_at").to_list()) if held else set()

@@ -92,6 +92,21 @@ class StepSumMixedElsewhere(Note):
     root_comm: str
 
 
+@dataclass(frozen=True)
+class UnplacedResultMixedElsewhere(Note):
+    """A rank's per-collective record is wrong where no stream holds it (its launch records end before it): results
+    mixed in one of its other communicators (`comms`), which may have diverged too."""
+
+    comms: tuple[str, ...]
+    rank: int
+    step: int
+    tag: str | None
+    where: str
+    sum: float
+    expected_sum: float
+    root_comm: str
+
+
 # Who departed, where records alone do not say
 
 

@@ -52,6 +52,14 @@ def note_words(note: n.Note) -> str:
                     f"expected): it read back results mixed in one of its communicators, so {either} may have "
                     f"diverged too; a rank stuck there stops launching in comm {root_comm} just so, and nothing on "
                     f"record says which diverged first")
+        case n.UnplacedResultMixedElsewhere(comms, rank, step, tag, where, got, expected, root_comm):
+            either = " or ".join(f"comm {c}" for c in comms)
+            what = f"the collective tagged {tag}" if tag else "a collective"
+            return (f"rank {rank} read back a wrong result of {what} in step {step} ({where}: {got:g} where "
+                    f"{expected:g} was expected), past the end of its launch records, so in none of its "
+                    f"communicators on record: it read back results mixed in one of them, so {either} may have "
+                    f"diverged too; a rank stuck there stops launching in comm {root_comm} just so, and nothing on "
+                    f"record says which diverged first")
         case n.CountedAmongLookalikes(outliers, counted, launched, counted_by, (), _):
             return (f"the records of every rank look alike, and {_counted(outliers, launched, counted_by)}: the "
                     f"root names {ranks_words(outliers)}, the fewest departing")

@@ -47,6 +47,31 @@ def test_wrong_results_tied_to_another_communicators_stream_name_it_beside_a_sto
     assert note_words(said[0]).startswith("rank 0 read back wrong results in comm 0xtp01 (fingerprint_rank0.jsonl:2)")
 
 
+def test_a_wrong_per_collective_result_no_stream_holds_names_the_ranks_other_communicators_beside_a_stop():
+    # Seed 970548: rank 3's NCCL log was cut after its seq 1 of the TP pair; its per-collective trace goes on, and
+    # reads back its next collective (tag layers.2.moe) wrong. No peer of it left a trace, so no shared result ties
+    # that record to a stream: it was mixed in the world comm or in the TP pair, as a wrong per-step checksum would
+    # be. The pair is a candidate beside the world comm, where rank 2 stopped (held there by the pair, or not).
+    tied = pl.DataFrame({"comm": [TP23], "rank": [3], "seq": [1], "checked": [True],
+                         "checked_at": ["fingerprint_rank3.jsonl:1"]})
+
+    def record(line: int, op: int, tag: str, got: float) -> FingerprintRow:
+        return FingerprintRow(Location("fingerprint_rank3.jsonl", line), 3, 0, op=op, tag=tag, kind="AllReduce",
+                              numel=1024, sum=got, expected_sum=1.0)
+    rows = [record(1, 0, "layers.0.moe", 1.0), record(2, 1, "layers.2.moe", 7.0), record(3, 2, "lm_head", 9.0)]
+    root, said = mixed_elsewhere(_stop(), _streams({(TP23, 3): tied}), rows)
+    assert root.undecided_comms == (TP23,)
+    words = note_words(said[0])
+    assert "rank 3 read back a wrong result of the collective tagged layers.2.moe in step 0" in words
+    assert "fingerprint_rank3.jsonl:2" in words
+    # The same record held by the pair's stream speaks there, and only there.
+    held = pl.concat([tied, pl.DataFrame({"comm": [TP23], "rank": [3], "seq": [2], "checked": [False],
+                                          "checked_at": ["fingerprint_rank3.jsonl:2"]})])
+    root, said = mixed_elsewhere(_stop(), _streams({(TP23, 3): held}), rows[:2])
+    assert root.undecided_comms == (TP23,) and len(said) == 1
+    assert note_words(said[0]).startswith("rank 3 read back wrong results in comm 0xtp23")
+
+
 def test_a_root_whose_records_differ_or_checksums_all_right_stays_as_it_is():
     rows = [_step_sum(0, True), _step_sum(1, True), _step_sum(3, False)]
     shown = replace(_stop(), shown=True)

@@ -535,6 +535,25 @@ def test_counted_outliers_past_the_records_are_not_added_where_their_records_put
     assert with_counted_past_records(records, counted, ends)[0].outlier_ranks == [2, 7]
 
 
+def test_a_desync_snapshot_names_no_rank_past_the_root_whose_records_hold_the_collective_it_shows():
+    # Seed 972212: tags pin rank 1's swap of two lookalikes at seq 1; every rank's records hold seq 1..6, and rank 0's
+    # part from the others' at seq 5 (a later reorder of its own). The counts agree (6 each), but the desync report's
+    # snapshot shows rank 0 in an AllReduce at #6 where the others run an AllGather: the very collective rank 0's
+    # records hold at seq 6, which the root compared there. Rank 0 is not named beside rank 1.
+    from ncclforensics.align.counts_beside_records import with_counted_past_records
+
+    records = Root(comm="0", seq=1, seq_range=(1, 1), outlier_ranks=[1], reference_ranks=[2, 3, 5, 6, 7],
+                   kind=DIFFERENT_OPS, size=2, pinned_by="tags", reason=None, majority=True, ops={},
+                   kinds=(DIFFERENT_OPS,), shown=True)
+    snapshot = Root(comm="0", seq=1, seq_range=(1, 6), outlier_ranks=[0], reference_ranks=[1, 2, 3, 4, 5, 6, 7],
+                    kind=DIFFERENT_OPS, size=1, pinned_by="PyTorch's desync report", reason=RangeReason.LAST_OPS,
+                    majority=True, shown=True)
+    ends = {r: 6 for r in (0, 1, 2, 4, 5, 7)}
+    assert with_counted_past_records(records, snapshot, ends) == (records, [])
+    # Records of rank 0 that end before #6 say nothing of what the snapshot shows there: it departed too.
+    assert with_counted_past_records(records, snapshot, {**ends, 0: 5})[0].outlier_ranks == [0, 1]
+
+
 def test_a_rank_alone_in_its_unchecked_sum_beside_several_groups_of_replicas_is_the_outlier():
     # Seed 261208: TP groups 0-3 and 4-7 of a world comm; rank 5 issued an all-gather where its group all-reduced.
     # At step 0 ranks 0-3 sum alike, ranks 4, 6 and 7 alike, rank 5 alone: the replica groups of one job are alike

@@ -121,6 +121,36 @@ def test_ranks_whose_records_part_from_the_rest_of_the_counted_reference_depart_
     assert _parted_reference(every, {0, 3}, streams) is None
 
 
+def test_call_stacks_the_root_compared_part_the_counted_reference_as_signatures_do():
+    # Seed 942535: ranks 0, 1 and 2 keep dumps with call stacks; rank 3 left no file. All-reduces alike in signature;
+    # at seq 17 and 18 rank 0 ran the drafter's layer and the model's in swapped order. With rank 3 siding with either,
+    # the root names every rank, over seq 1..17 of lookalikes. PyTorch's counts say rank 2 launched one fewer (it left
+    # out the step's last collective, at seq 20). The rest, ranks 0 and 1, part evenly by the call stacks the root
+    # compared: nothing says which of them departed, and the counts do not name rank 2 alone as the fewest departing.
+    from dataclasses import replace
+
+    import polars as pl
+
+    from ncclforensics.align.choose import _parted_reference
+    from ncclforensics.align.divergence import RangeReason
+    from ncclforensics.align.streams import Streams
+
+    model, drafter = "parallel_state.py:93 < llama.py:182", "parallel_state.py:93 < llama_eagle.py:61"
+
+    def part(rank: int, stacks: list[str]) -> pl.DataFrame:
+        return pl.DataFrame({"rank": [rank] * 4, "seq": [16, 17, 18, 19], "op": ["AllReduce"] * 4,
+                             "count": [512] * 4, "stack": stacks, "callsite": ["parallel_state.py:93"] * 4})
+    swapped, program = [model, drafter, model, model], [model, model, drafter, model]
+    streams = Streams(parts={("0xa", 0): part(0, swapped), ("0xa", 1): part(1, program),
+                             ("0xa", 2): part(2, program)}, members={"0xa": [0, 1, 2]})
+    every = replace(_tie([0, 1, 2]), seq=1, seq_range=(1, 17), reason=RangeReason.LOOKALIKE,
+                    kinds=("different", "extra"), compared=("call sites",))
+    assert _parted_reference(every, {0, 1}, streams) is None
+    assert _parted_reference(every, {0, 1, 2}, streams) == {0: 17}
+    # (a root that compared signatures alone is not parted by call stacks it did not weigh)
+    assert _parted_reference(replace(every, compared=()), {0, 1}, streams) == {}
+
+
 def test_ranks_parted_evenly_by_call_stacks_leave_the_counts_nobody_to_name():
     # Four ranks' all-reduces look alike through seq 3; at seq 3 the call stacks of ranks 0 and 2 differ (an extra
     # all-reduce from another call site on one of them), rank 3 left no records, and PyTorch's counts say rank 1
@@ -140,7 +170,7 @@ def test_ranks_parted_evenly_by_call_stacks_leave_the_counts_nobody_to_name():
     streams = Streams(parts={("0xa", 0): part(0, [None, "tokens:90", "tokens:126"]),
                              ("0xa", 2): part(2, [None, None, "tokens:90"])}, members={"0xa": [0, 2]})
     every = replace(_tie([0, 1, 2, 3]), seq=1, seq_range=(1, 3), reason=RangeReason.LOOKALIKE,
-                    kinds=("different", "extra", "missing"))
+                    kinds=("different", "extra", "missing"), compared=("call sites",))
     assert _parted_reference(every, {0, 2, 3}, streams) is None
     # Where a third rank's stack sides with rank 2, rank 0 parts from the larger part.
     streams.parts[("0xa", 3)] = part(3, [None, None, "tokens:90"])

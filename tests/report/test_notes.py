@@ -14,6 +14,7 @@ SAMPLES = [
     n.MixedElsewhere("tp1", (2, 3), "fp2.log:7", "world"),
     n.HeldBackComm("tp0", (1,), (0,), "world"),
     n.StepSumMixedElsewhere(("tp1",), 3, 0, "fp3.log:1", 189890.0, 48578.0, "world"),
+    n.UnplacedResultMixedElsewhere(("tp1",), 3, 0, "layers.2.moe", "fp3.jsonl:8", 192512.0, 212992.0, "world"),
     n.CountedAmongLookalikes((3,), (3,), "fewer", "PyTorch's enqueued counts"),
     n.CountedAmongLookalikes((1, 2), (1,), "more", "RAS counts", (2,), 5),
     n.CountsNameSide((2,), "fewer", "PyTorch's enqueued counts"),
