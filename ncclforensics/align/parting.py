@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .edits import Codes, agree, compatible, merged
+from .edits import Codes, agree, compatible, merged, place_edits
 
 
 def first_parting(streams: list[Codes]) -> int | None:
@@ -104,3 +104,46 @@ def reference_among_alike(streams: list[Codes], codes: dict[int, Codes], at: int
                           and pairs_at(streams[i], streams[held], later))]
         first = held
     return first
+
+
+def rival_reference(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes], at: int, first: int,
+                    loose: set[int]) -> int | None:
+    """A group (index into `groups`) that parts from group `first`, the majority where the groups first part (at
+    `at`), and that explains the ranks' streams as well as it does as the program: no more ranks depart from it,
+    and each group that does departs by one edit, no larger in all than those `first` needs; else None. The
+    majority there then says nothing of who departed first: ranks that each departed at `at` may hold one record
+    alike there (a rank that left out a collective and one that issued the next one early both issue that next
+    one at `at`) and part from each other right after, while the minority ran the program. `loose`: ranks that
+    agree with several groups, whose streams found none (as in loose_joined).
+
+    Worked example (950319): ranks 2 and 3 issue `layers.1` then `layers.2`; rank 0 left out `layers.1`, rank 1
+    issued the two swapped. At the first parting ranks 0 and 1 issue `layers.2`, rank 2 `layers.1`, and rank 3's
+    records there carry no tag. With rank 1 as the program, rank 2 swapped two and rank 0 left one out; with rank
+    2, rank 1 swapped two and rank 0 left one out: two ranks and three collectives either way, so nothing says
+    which of ranks 1 and 2 departed. Where the ranks alike at the parting part again later by a second edit of
+    one of them (a swap there and another one later), the minority there needs more and is no rival."""
+    founders = [merged(codes[r] for r in ([r for r in members if r not in loose] or members)) for members, _ in groups]
+    cost = {first: _cost_as_program(founders, codes, first)}
+    for i, stream in enumerate(founders):
+        if i == first or stream.length <= at or founders[first].length <= at or pairs_at(stream, founders[first], at):
+            continue
+        mine = _cost_as_program(founders, codes, i)
+        if mine is not None and cost[first] is not None and mine <= cost[first]:
+            return i
+    return None
+
+
+def _cost_as_program(streams: list[Codes], codes: dict[int, Codes], index: int) -> tuple[int, int] | None:
+    """With group `index` as the program: how many ranks depart from it, and the fewest collectives that one
+    edit per departing group changes (None where one edit explains no such group's whole stream)."""
+    program = streams[index]
+    departing = sum(1 for stream in codes.values() if not agree(stream, program))
+    size = 0
+    for i, stream in enumerate(streams):
+        if i == index or agree(stream, program):
+            continue
+        found, whole = place_edits(0, stream, program, 0)
+        if not found or not whole:
+            return None
+        size += min(p.size for p in found)
+    return departing, size

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .edits import Codes, EditKind, Placement, agree, compatible, merged, place_edits
-from .parting import first_parting, first_parting_majority, loose_joined, reference_among_alike
+from .parting import first_parting, first_parting_majority, loose_joined, reference_among_alike, rival_reference
 
 
 @dataclass
@@ -132,6 +132,11 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
         if at is not None and first is not None:
             # (groups that side with it there part later: the reference is the one a majority holds where they do)
             first = reference_among_alike([stream for _, stream in groups], codes, at, first)
+            # A minority there that explains the streams as well says as much: ranks that each departed there may
+            # hold one record alike, and no majority says who departed (rival_reference).
+            if rival_reference(groups, codes, at, first, loose) is not None:
+                first = None
+        if at is not None and first is not None:
             groups = loose_joined(groups, first, at, loose - set(unplaced), codes)
             groups = [groups[first], *groups[:first], *groups[first + 1:]]
             decided = [decided[first], *decided[:first], *decided[first + 1:]]

@@ -52,10 +52,12 @@ def with_watchdog_rows(evidence: list[Evidence]) -> list[Evidence]:
     issued them from different code."""
     timeouts = [(item.path, event) for item in evidence for event in item.watchdog
                 if event.kind in TIMEOUT_KINDS and event.seq is not None and event.rank is not None]
+    stacks = {(rank, group, seq): event.stack for (group, rank, seq), event in
+              _stack_events([w for item in evidence for w in item.watchdog]).items() if event.stack}
     if any(item.collectives.height and item.cut is None for item in evidence):
         recorded = {c for item in evidence if item.collectives.height
                     for c in item.collectives.get_column("comm").drop_nulls().unique().to_list()}
-        desynced = _desynced_groups([event for _, event in timeouts])
+        desynced = _desynced_groups([event for _, event in timeouts], stacks)
         timeouts = [(path, event) for path, event in timeouts if event.comm in desynced - recorded]
     if not timeouts:
         return evidence
@@ -67,19 +69,24 @@ def with_watchdog_rows(evidence: list[Evidence]) -> list[Evidence]:
         key = (event.rank, event.comm or default, event.seq)
         if not any(key in by_file for by_file in rows.values()):  # the first line about a work wins
             rows.setdefault(path, {})[key] = event
-    stacks = {(rank, group, seq): event.stack for (group, rank, seq), event in
-              _stack_events([w for item in evidence for w in item.watchdog]).items() if event.stack}
     return [replace(item, collectives=_frame(rows[item.path], stacks)) if item.path in rows else item
             for item in evidence]
 
 
-def _desynced_groups(timeouts: list[WatchdogEvent]) -> set[str]:
-    """The named groups some two of whose ranks time out at one SeqNum in different collectives."""
+def _desynced_groups(timeouts: list[WatchdogEvent], stacks: dict[tuple[int, str, int], str]) -> set[str]:
+    """The named groups some two of whose ranks time out at one SeqNum in different collectives: of another type
+    or size, or alike in both and issued from different code (the call stacks PyTorch printed for them differ,
+    `stacks`: (rank, group, SeqNum) -> stack), which no log of their signatures shows."""
     seen: dict[tuple[str, int], set[tuple]] = {}
+    sites: dict[tuple[str, int], set[str]] = {}
     for event in timeouts:
         if event.comm:
             seen.setdefault((event.comm, event.seq), set()).add((event.op, event.numel_in))
-    return {comm for (comm, _), ops in seen.items() if len(ops) > 1}
+            stack = stacks.get((event.rank, event.comm, event.seq))
+            if stack is not None:
+                sites.setdefault((event.comm, event.seq), set()).add(stack)
+    return ({comm for (comm, _), ops in seen.items() if len(ops) > 1}
+            | {comm for (comm, _), found in sites.items() if len(found) > 1})
 
 
 def _frame(rows: dict[tuple[int, str, int], WatchdogEvent], stacks: dict[tuple[int, str, int], str]

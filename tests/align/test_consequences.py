@@ -338,6 +338,32 @@ def test_a_root_on_lengths_names_its_odd_ranks_comms_that_nothing_compares_candi
     assert root.comm == "world" and root.undecided_comms == ("tp1",)
     assert UnseenComm("tp1", (2,), "world") in notes
 
+def test_a_comm_whose_records_show_it_diverged_is_read_as_no_consequence_of_one_holding_a_side_of_each():
+    """Seed 954867: TP pairs (0,1) and (2,3), DP pairs (0,2) and (1,3); rank 1 skipped a collective of its TP pair
+    and rank 2 one of its own. Both TP pairs' call stacks part their ranks, while DP pair (0,2) differs in length
+    only and holds one side of each: its one divergence could explain both pairs' counts, but not their records.
+    The root is on a TP pair, the other beside it, and neither is called a consequence of the DP pair."""
+    from ncclforensics.align.choose import _pick_root
+    from ncclforensics.align.divergence import EXTRA, CommAnalysis
+    from ncclforensics.align.notes import ConsequenceComm
+
+    def root(comm: str, ranks: list[int], shown: bool) -> Root:
+        return Root(comm=comm, seq=1, seq_range=(1, 6), outlier_ranks=ranks, reference_ranks=ranks, kind=EXTRA,
+                    size=1, pinned_by="call sites" if shown else "signatures", reason=RangeReason.LOOKALIKE,
+                    shown=shown, majority=False)
+
+    analyses = {
+        "tp0": CommAnalysis("tp0", [0, 1], {0: 6, 1: 11}, {0: 5, 1: 5}, {0: 1, 1: 1}, root=root("tp0", [0, 1], True)),
+        "tp1": CommAnalysis("tp1", [2, 3], {2: 11, 3: 6}, {2: 5, 3: 5}, {2: 1, 3: 1}, root=root("tp1", [2, 3], True)),
+        "dp0": CommAnalysis("dp0", [0, 2], {0: 1, 2: 2}, {0: None, 2: None}, {0: 1, 2: 1},
+                            root=root("dp0", [0, 2], False)),
+    }
+    streams = Streams(members={"tp0": [0, 1], "tp1": [2, 3], "dp0": [0, 2]})
+    found, notes = _pick_root(analyses, None, streams)
+    assert found.comm == "tp0" and found.undecided_comms == ("tp1",)
+    assert not [note for note in notes if isinstance(note, ConsequenceComm)]
+
+
 def test_enqueued_counts_past_records_that_end_alike_name_the_comm_a_root_on_lengths_is_a_consequence_of():
     # 345950: in the world comm 0 rank 3 launched 2 against the others' 3 (a root on lengths); in the two-rank
     # comm 2 both ranks' records end in seq 4, where their watchdogs time out, and PyTorch's counts give rank 2 5

@@ -362,6 +362,32 @@ def test_timeout_rows_carry_the_stack_pytorch_printed_so_one_op_and_size_from_di
     assert root.outlier_ranks == [2, 3] and not root.majority
 
 
+def test_timeouts_alike_in_op_and_size_from_different_code_give_rows_beside_whole_files(tmp_path):
+    # Seed 954867: whole NCCL logs of lookalike all-reduces, and ranks 2 and 3 timing out at SeqNum 8 of one group
+    # in an AllReduce of 2048 each, from different code. The logs cannot show that desync; the stacks do, so the
+    # timeouts give their rows beside the logs, as timeouts of different types or sizes do.
+    from ncclforensics.sources import InputFile, parse_file
+    callers = {2: "propose from vllm/v1/spec_decode/eagle.py:233", 3: "forward from vllm/model_executor/models/llama.py:61"}
+    whole = Evidence(path="nccl.log", format=SourceFormat.NCCL_LOG, collectives=_rows("0xab", 2, range(1, 9)))
+    logs = []
+    for c, (rank, caller) in enumerate(callers.items()):
+        path = tmp_path / f"torch_rank{rank}.log"
+        path.write_text(_TIMEOUT_WITH_STACK.format(r=rank, c=c, caller=caller))
+        logs.append(parse_file(InputFile(path=path, name=path.name)))
+    rows = with_watchdog_rows([whole, *logs])
+    assert [item.collectives.height for item in rows] == [8, 1, 1]
+    assert {item.collectives["stack"][0] for item in rows[1:]} == {
+        "vllm/distributed/parallel_state.py:93 < vllm/v1/spec_decode/eagle.py:233",
+        "vllm/distributed/parallel_state.py:93 < vllm/model_executor/models/llama.py:61"}
+    # Stacks alike say nothing the logs do not: no rows.
+    alike = []
+    for c, rank in enumerate(callers):
+        path = tmp_path / f"alike_rank{rank}.log"
+        path.write_text(_TIMEOUT_WITH_STACK.format(r=rank, c=c, caller=callers[3]))
+        alike.append(parse_file(InputFile(path=path, name=path.name)))
+    assert [item.collectives.height for item in with_watchdog_rows([whole, *alike])] == [8, 0, 0]
+
+
 def test_a_desync_report_s_group_ranks_are_placed_through_the_places_lines_give():
     # A group numbers its members in ascending global order: global rank 2 at place 2 has ranks 0 and 1 below it,
     # so group rank 1 is global rank 1, though neither rank 0 nor rank 1 left a line.
