@@ -399,6 +399,9 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]], 
     out the step's last collective and went on, the others wait with one left over (or each ran one more).
     So too a step earlier: where the ranks that read the first wrong step back all read the step before it back
     right, and every other rank's whole trace ends before that one, they part there (_ahead_of_waiting).
+    Each time, a fewer side named beside the ranks that read back wrong mixed what those read back, one comm per
+    rank of it: where those are off by more amounts than its departures make (mixed_offsets.py), others departed
+    too, and every rank that may have departed is named, as above.
     """
     verdicts: dict[int, dict[int, bool]] = {}
     for row in fingerprints:
@@ -442,10 +445,10 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]], 
                   if right and (not after or after.get(rank) is True)} - unseen
     involved = traced - bystanders - apart
 
-    def mixes(fewer: set[int]) -> bool:
-        # Outliers named beside the ranks that read back wrong mixed what those read back, one comm each: more
-        # amounts off than their departures make say that others departed too (mixed_offsets.py).
-        return fewer is wrong or mixed_by(len(fewer), offset_amounts(fingerprints, step, wrong - cut))
+    def mixes(fewer: set[int], mixed: set[int] = wrong) -> bool:
+        # Outliers named beside ranks that read back the step wrong (`mixed`) mixed what those read back, one comm
+        # each: more amounts off than their departures make say that others departed too (mixed_offsets.py).
+        return fewer is mixed or mixed_by(len(fewer), offset_amounts(fingerprints, step, mixed - cut))
 
     if wrong == set(checked) - bystanders and waiting and not waiting & cut and waiting <= set(before):
         fewer = min((wrong, waiting), key=len)
@@ -455,7 +458,7 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]], 
         ahead, waiting_before = parted
         involved_before = ahead | waiting_before
         fewer = min((ahead, waiting_before), key=len)
-        if len(fewer) * 2 < len(involved_before):
+        if len(fewer) * 2 < len(involved_before) and mixes(fewer, ahead):
             return _root(sorted(fewer), sorted(involved_before - fewer), True, step - 1, known), step - 1
     crossed = {rank for rank, right in checked.items() if right and after and not after.get(rank, False)}
     ahead = {rank for rank in crossed if after.get(rank) is False}

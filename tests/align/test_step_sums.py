@@ -356,6 +356,15 @@ def test_a_lone_rank_right_in_the_step_is_no_outlier_where_the_others_are_off_by
         318.0, 310.0)])[2:]] + per_step(3, [(0.0, 0.0)] * 2 + [(310.0, 310.0)])[2:]
     root, step = step_sums_root(rows, {})
     assert (root.outlier_ranks, root.majority, step) == ([3], True, 2)
+    # A step earlier: ranks 0, 1 and 2 read step 1 back right and step 2 wrong, rank 3's whole trace ends at step 0.
+    # Rank 3 ran one more at step 1's end, mixing one comm, or the three left out its last collective: off alike,
+    # rank 3 is the fewest departing; off by two amounts, one departure of its own cannot have mixed them.
+    rows = [r for rank in (0, 1) for r in per_step(rank, [(1.0, 1.0), (1.0, 1.0), (3.0, 1.0)])]
+    rows += per_step(3, [(1.0, 1.0)])
+    root, step = step_sums_root(rows + per_step(2, [(1.0, 1.0), (1.0, 1.0), (3.0, 1.0)]), {})
+    assert (root.outlier_ranks, root.majority, step) == ([3], True, 1)
+    root, _ = step_sums_root(rows + per_step(2, [(1.0, 1.0), (1.0, 1.0), (5.0, 1.0)]), {})
+    assert not root.majority and 3 in root.outlier_ranks
 
 
 def test_ranks_wrong_alike_beside_ranks_right_in_the_step_and_wrong_all_through_the_next_name_both_sides():
