@@ -44,6 +44,7 @@ from .divergence import DIFFERENT_OPS, RangeReason, Root
 from .comms_apart import apart_from
 from .fingerprints import SUM_TOLERANCE, checked_right
 from .lone_sums import untold_lone_ranks, untold_sides
+from .mixed_offsets import mixed_by, offset_amounts
 from .notes import Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
 from .own_records import departed_by_own_records
 from .replicas import classes_of_sums, one_class, parted_by_offsets, replica_classes
@@ -398,6 +399,9 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]], 
     out the step's last collective and went on, the others wait with one left over (or each ran one more).
     So too a step earlier: where the ranks that read the first wrong step back all read the step before it back
     right, and every other rank's whole trace ends before that one, they part there (_ahead_of_waiting).
+    Each time, a fewer side named beside the ranks that read back wrong mixed what those read back, one comm per
+    rank of it: where those are off by more amounts than its departures make (mixed_offsets.py), others departed
+    too, and every rank that may have departed is named, as above.
     """
     verdicts: dict[int, dict[int, bool]] = {}
     for row in fingerprints:
@@ -440,15 +444,21 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]], 
     bystanders = {rank for rank, right in checked.items()
                   if right and (not after or after.get(rank) is True)} - unseen
     involved = traced - bystanders - apart
+
+    def mixes(fewer: set[int], mixed: set[int] = wrong) -> bool:
+        # Outliers named beside ranks that read back the step wrong (`mixed`) mixed what those read back, one comm
+        # each: more amounts off than their departures make say that others departed too (mixed_offsets.py).
+        return fewer is mixed or mixed_by(len(fewer), offset_amounts(fingerprints, step, mixed - cut))
+
     if wrong == set(checked) - bystanders and waiting and not waiting & cut and waiting <= set(before):
         fewer = min((wrong, waiting), key=len)
-        if len(fewer) * 2 < len(involved):
+        if len(fewer) * 2 < len(involved) and mixes(fewer):
             return _root(sorted(fewer), sorted(involved - fewer), True, step, known), bound
     if (parted := _ahead_of_waiting(verdicts, step, traced, cut)) is not None:
         ahead, waiting_before = parted
         involved_before = ahead | waiting_before
         fewer = min((ahead, waiting_before), key=len)
-        if len(fewer) * 2 < len(involved_before):
+        if len(fewer) * 2 < len(involved_before) and mixes(fewer, ahead):
             return _root(sorted(fewer), sorted(involved_before - fewer), True, step - 1, known), step - 1
     crossed = {rank for rank, right in checked.items() if right and after and not after.get(rank, False)}
     ahead = {rank for rank in crossed if after.get(rank) is False}
@@ -460,15 +470,16 @@ def _wrong_pair(fingerprints: list[FingerprintRow], known: dict[str, set[int]], 
         # a strict minority of either side is the outliers (the fewest departing). Ranks right in the step with
         # no sum of the next hung beside those waiting and read back nothing mixed: they side with the waiting.
         fewer = min((wrong, ahead), key=len)
-        if len(fewer) * 2 < len(involved):
+        if len(fewer) * 2 < len(involved) and mixes(fewer):
             return _root(sorted(fewer), sorted(involved - fewer), True, step, known), bound
     if set(checked) == traced and crossed == traced - wrong and all(after.get(rank) is False for rank in crossed):
         # Every rank read the step back, the ones right in it wrong all through the next: they ran fewer
         # collectives in it than the others (each left out its last, pairing its next one with the others' last),
-        # or the others more; whatever comms the wrong ones' offsets part by, a strict minority of either side is
-        # the outliers (the fewest departing), as with ranks left waiting in a step.
+        # or the others more; a strict minority of either side is the outliers (the fewest departing), as with
+        # ranks left waiting in a step, where the wrong ones' offsets part by no more comms than those departures
+        # mix (each rank that departed one comm's: a lone one leaves them off alike).
         fewer = min((wrong, crossed), key=len)
-        if len(fewer) * 2 < len(traced):
+        if len(fewer) * 2 < len(traced) and mixes(fewer):
             return _root(sorted(fewer), sorted(traced - fewer), True, step, known), bound
     ranks = wrong | ((waiting | crossed | unseen) - apart)
     if apart and len(ranks) == 1:

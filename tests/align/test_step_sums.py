@@ -340,6 +340,33 @@ def test_two_ranks_whose_unchecked_sums_part_at_the_first_step_and_agree_later_o
     assert step_sums_root(alone, {"0x9ebf": {0, 1, 2}, "0x1": {0, 2}}, frozenset({0, 1, 2})) is None
 
 
+def test_a_lone_rank_right_in_the_step_is_no_outlier_where_the_others_are_off_by_more_amounts_than_it_mixes():
+    # TP pairs (0,1) (2,3), DP pairs (0,2) (1,3). Rank 3 read back step 2 right and step 3 wrong; ranks 0, 1 and 2
+    # read back step 2 off by three amounts. Rank 3 leaving out its step's last collective mixes one comm, whose
+    # ranks read back wrong alike: three amounts take two departures (rank 2's in one DP pair, rank 1's in the
+    # other), and every rank is named, no majority (seed 934231).
+    rows = per_step(0, [(10.0, 10.0), (20.0, 20.0), (1089.0, 310.0)])
+    rows += per_step(1, [(10.0, 10.0), (20.0, 20.0), (790.0, 310.0)])
+    rows += per_step(2, [(30.0, 30.0), (40.0, 40.0), (302.0, 310.0), (4.0, 111.0)])
+    rows += per_step(3, [(30.0, 30.0), (40.0, 40.0), (310.0, 310.0), (14.0, 110.0)])
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, step) == ([0, 1, 2, 3], False, 2)
+    # The three off alike (one comm of ranks 0-2 that rank 3 mixed): rank 3 alone left out its step's last one.
+    rows = [r for r in rows if r.step != 2] + [r for rank in (0, 1, 2) for r in per_step(rank, [(0.0, 0.0)] * 2 + [(
+        318.0, 310.0)])[2:]] + per_step(3, [(0.0, 0.0)] * 2 + [(310.0, 310.0)])[2:]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, step) == ([3], True, 2)
+    # A step earlier: ranks 0, 1 and 2 read step 1 back right and step 2 wrong, rank 3's whole trace ends at step 0.
+    # Rank 3 ran one more at step 1's end, mixing one comm, or the three left out its last collective: off alike,
+    # rank 3 is the fewest departing; off by two amounts, one departure of its own cannot have mixed them.
+    rows = [r for rank in (0, 1) for r in per_step(rank, [(1.0, 1.0), (1.0, 1.0), (3.0, 1.0)])]
+    rows += per_step(3, [(1.0, 1.0)])
+    root, step = step_sums_root(rows + per_step(2, [(1.0, 1.0), (1.0, 1.0), (3.0, 1.0)]), {})
+    assert (root.outlier_ranks, root.majority, step) == ([3], True, 1)
+    root, _ = step_sums_root(rows + per_step(2, [(1.0, 1.0), (1.0, 1.0), (5.0, 1.0)]), {})
+    assert not root.majority and 3 in root.outlier_ranks
+
+
 def test_ranks_wrong_alike_beside_ranks_right_in_the_step_and_wrong_all_through_the_next_name_both_sides():
     # TP pairs (0,1) (2,3), DP pairs (0,2) (1,3): ranks 0 and 1 each left out their DP pair's last collective of
     # step 0, so ranks 2 and 3 read it back wrong, off alike, and ranks 0 and 1 read it back right and step 1
