@@ -17,7 +17,9 @@ back wrong or those beside them; every rank that may have departed is named, and
 sums part into several sides, none a majority (two comms that each diverged, each rank off by its own amount): a
 wrong sum still says its rank's results were mixed by that step, so the step is said, never nothing. Unchecked sums
 likewise: a replica with no sum of the step (its trace cut short or stopped before it) may have read back what either
-side did, so a side is the majority only were all such ranks beside the fewer; else every rank is named.
+side did, so a side is the majority only were all such ranks beside the fewer; else every rank is named. So too
+where unchecked sums of one class of replicas (alike in another step) part into several sides, none a majority: the
+ranks that ran the program read back alike, so some side departed, and nothing says which.
 
 Worked example: ranks 0-7 read back the right sum at step 0; at step 1 all eight are wrong, ranks 0, 1, 3-7 agree
 on 4604928 and rank 2 alone has 33331200 (it launched a drafter pass the others did not): rank 2 is the outlier,
