@@ -55,6 +55,9 @@ class IssueOrderSplit:
     # its next collective here): they left collectives out in `left_out_in`, and departed there alone
     left_out_only: bool = False
     left_out_sizes: dict[int, int] = field(default_factory=dict)  # outlier -> how many it left out, where it may have
+    # the first seq from which the outliers' places are on record, where `low` reaches back before it (their records
+    # of the collectives before it are lost: a ring that dropped its oldest entries); else 1
+    placed_from: int = 1
 
 
 _ORDER_KEYS = (("file", "line"), ("fr_file", "fr_record"), (None, "time"))
@@ -308,19 +311,24 @@ def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = fro
         if end not in program or end not in places[r] or places[r][end] > program[end]:
             return None
     def back_over_alike(r: int) -> int:
-        # the world collectives the rank issued in a row before `split` look alike: the extra one may be any
+        # the world collectives the rank issued in a row before `split` look alike: the extra one may be any; so
+        # may one whose place is on no record (a ring that dropped its oldest entries, or other communicators'
+        # records that begin later): it shifted the rest alike, wherever the rank issued it
         low = split
-        while low - 1 >= 1 and places[r].get(low - 1) == places[r][split]:
+        while low - 1 >= 1 and places[r].get(low - 1, places[r][split]) == places[r][split]:
             low -= 1
         return low
 
     low = min(back_over_alike(r) for r in outliers)
+    # (the first seq from which every outlier's places are on record, where the range reaches back before it)
+    placed_from = max(min(places[r]) for r in outliers)
     return IssueOrderSplit(comm=comm, seq=split, low=low, outliers=outliers,
                            reference=sorted(r for r in ranks if r not in outliers and r not in unplaced
                                             and r not in skipped),
                            before={r: p[split] for r, p in places.items() if split in p and split <= launched[r]},
                            blocked=blocked, unplaced=unplaced, left_out_in=left_out_in,
                            size=blocks.pop() if sized else 0, left_out_only=left_out_only,
+                           placed_from=placed_from if low < placed_from else 1,
                            left_out_sizes={r: n for r in outliers if left_out_in
                                            and (n := _left_out_size(places[r], program, split, launched[r]))})
 
@@ -440,8 +448,10 @@ def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None
         comm=comm, seq=split.low, seq_range=(split.low, split.seq), outlier_ranks=outliers,
         reference_ranks=[r for r in split.reference if r not in departed], kind=EXTRA, size=split.size,
         pinned_by=ISSUE_ORDER,
-        reason=RangeReason.LOOKALIKE if split.low < split.seq else None, ops=ops_at(rows, max(split.seq, start)),
-        majority=True, kinds=(EXTRA,), records_start=start, shown=True, issue_places=dict(split.before),
+        reason=RangeReason.BEFORE_RECORDS if split.low < split.placed_from
+        else RangeReason.LOOKALIKE if split.low < split.seq else None, ops=ops_at(rows, max(split.seq, start)),
+        majority=True, kinds=(EXTRA,), records_start=max(start, split.placed_from), shown=True,
+        issue_places=dict(split.before),
         blocked_elsewhere=tuple(split.blocked), unplaced_ranks=list(split.unplaced),
         undecided_comms=split.left_out_in, left_out_in=split.left_out_in,
     )

@@ -17,7 +17,9 @@ back wrong or those beside them; every rank that may have departed is named, and
 sums part into several sides, none a majority (two comms that each diverged, each rank off by its own amount): a
 wrong sum still says its rank's results were mixed by that step, so the step is said, never nothing. Unchecked sums
 likewise: a replica with no sum of the step (its trace cut short or stopped before it) may have read back what either
-side did, so a side is the majority only were all such ranks beside the fewer; else every rank is named.
+side did, so a side is the majority only were all such ranks beside the fewer; else every rank is named. So too
+where unchecked sums of one class of replicas (alike in another step) part into several sides, none a majority: the
+ranks that ran the program read back alike, so some side departed, and nothing says which.
 
 Worked example: ranks 0-7 read back the right sum at step 0; at step 1 all eight are wrong, ranks 0, 1, 3-7 agree
 on 4604928 and rank 2 alone has 33331200 (it launched a drafter pass the others did not): rank 2 is the outlier,
@@ -245,16 +247,17 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             root = _root(outliers, reference, majority, step, known, rows if majority else outliers)
             yield replace(root, may_sum_apart_by_design=True), step if _earlier_right(by_step, step) else None
             return
-        if not majority and (len(rows) > 2 and len(ordered) > 2
+        if not majority and (checked and len(rows) > 2 and len(ordered) > 2
                              or not checked and not one_class(by_step, step, set(rows), known, known_replicas)):
-            # Several sides, none a majority, or two even sides of sums no expected value checks (two replicas'
-            # sums may differ by design; two ranks whose sums part at the first step both summed read the same as
-            # two replicas of one rank each): the checksums name no one. Sums that were equal on every one of them
-            # in another step (before or after: ranks of two classes sum apart in every step), or ranks records
-            # show sharing every comm, are of one class: two even sides of them say one side departed, and nothing
-            # says which. Several sides of sums checked
-            # wrong still say a collective was misaligned by this step: every rank's verdicts say who may have
-            # departed (each comm's ranks off by what that comm mixed), and no majority.
+            # Sides, none a majority, of sums no expected value checks (two replicas' sums may differ by design; two
+            # ranks whose sums part at the first step both summed read the same as two replicas of one rank each):
+            # the checksums name no one. Sums that were equal on every one of them in another step (before or
+            # after: ranks of two classes sum apart in every step), or ranks records show sharing every comm, are of
+            # one class: sides of them, two even ones or several, say some departed, and nothing says which (the
+            # ranks that ran the program read back alike, and no side of them is a majority), so every one is named
+            # below. Several sides of sums checked wrong still say a collective was misaligned by this step: every
+            # rank's verdicts say who may have departed (each comm's ranks off by what that comm mixed), and no
+            # majority.
             yield _BY_VERDICTS if checked else None
             return
         apart = parted_by_offsets(by_step, step, set(rows), replicas) if not checked and not majority else None
@@ -264,8 +267,9 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             outliers, reference = apart
             yield _root(outliers, reference, True, step, known, {r: every[r] for r in outliers + reference}), None
             return
-        # Two even sides of results checked wrong: one side departed, and nothing says which; the root names both,
-        # and the replicas with no sum of the step, which may be on either.
+        # Two even sides of results checked wrong, or sides of one class of replicas none of which is a majority:
+        # some side departed, and nothing says which; the root names every side, and the replicas with no sum of the
+        # step, which may be on any.
         named = sorted(set(rows) | unsummed)
         outliers = sorted(r for ranks in ordered[1:] for r in ranks) if majority else named
         root = _root(outliers, ordered[0] if majority else named, majority, step, known, rows if majority else named)

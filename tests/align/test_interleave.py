@@ -6,6 +6,7 @@ from dataclasses import replace
 import polars as pl
 
 from ncclforensics.align.diagnosis import diagnose
+from ncclforensics.align.divergence import RangeReason
 from ncclforensics.align.interleave import ISSUE_ORDER, issue_order_root, issue_order_split
 from ncclforensics.align.notes import DepartedLater, IssuedEarlyInTie
 from ncclforensics.align.streams import build_streams
@@ -479,3 +480,33 @@ def test_a_tie_of_one_rank_against_one_names_the_one_that_issued_its_next_world_
     logs[2] = rank_log(2, world + [(T2, LAYER)] * 2 + world + [(T2, LAYER)])
     d = diagnose(logs)
     assert d.root.outlier_ranks == [0, 2] and not d.root.majority
+
+
+def kept_log(rank, order, kept):
+    """`rank_log` of a rank whose records kept only the last `kept` collectives (a Flight Recorder ring that dropped
+    its oldest entries): the seqs are those of the whole order."""
+    whole = rank_log(rank, order)
+    return replace(whole, collectives=whole.collectives.tail(kept))
+
+
+def test_an_outlier_whose_records_begin_past_the_split_may_have_issued_its_extra_one_before_them():
+    # Seed 959487: a step is one DP collective (pairs 0-2 and 1-3) and then one of W (ranks 0-3). Rank 0 ran an
+    # extra W collective in step 0 (its W 2); its records kept only its last four collectives, from DP 3 on, so its
+    # first W record on hand (W 4) already sits after one DP collective fewer than the program's. The extra one may
+    # be any W collective up to 4, those its records lost too: the range reaches back over them, not only to the
+    # first seq it has on record.
+    dp = {0: "0xd0", 1: "0xd1", 2: "0xd0", 3: "0xd1"}
+
+    def steps(rank, n, extra_at=None):
+        order = []
+        for s in range(n):
+            order += [(dp[rank], ONE), (W, LAYER)] + ([(W, LAYER)] if s == extra_at else [])
+        return order
+
+    logs = [kept_log(0, steps(0, 4, extra_at=0), kept=4)] + [rank_log(r, steps(r, 4)) for r in (1, 2, 3)]
+    streams = build_streams(logs)
+    split = issue_order_split(streams, W)
+    assert split.outliers == [0] and split.seq == 4 and split.low == 1
+    root = issue_order_root(streams, W)
+    assert root.seq_range == (1, 4) and root.outlier_ranks == [0]
+    assert root.reason is RangeReason.BEFORE_RECORDS and root.records_start == 4

@@ -824,3 +824,18 @@ def test_two_even_halves_of_unchecked_sums_that_are_equal_in_every_later_step_ar
     apart = [unchecked(r, [5.0 if r % 2 else 7.0, 11.0 if r % 2 else 17.0, 13.0 if r % 2 else 19.0])
              for r in range(4)]
     assert step_sums_root([row for rows in apart for row in rows], {}) is None
+
+
+def test_unchecked_sums_of_one_class_that_part_into_several_sides_name_every_rank():
+    # Seed 959072: ranks 0-3 of one comm sum alike in steps 1 and 2 (one class: a correct run makes them equal); at
+    # step 0 rank 2 reordered two collectives and rank 3 issued another kind, so ranks 0 and 1 sum one value, rank 2
+    # another and rank 3 a third. No side is a majority, yet replicas that part say a collective was misaligned by
+    # step 0: every rank may have departed, and no majority says which.
+    rows = [unchecked(r, 0, [682752.0, 682752.0, 738048.0, 622080.0][r]) for r in range(4)]
+    rows += [unchecked(r, s, 1921280.0 * s) for r in range(4) for s in (1, 2)]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, root.step_bound, step) == ([0, 1, 2, 3], False, 0, 0)
+    assert root.pinned_by == "per-step checksums" and root.comm == "[ranks=0,1,2,3]"
+    # Several sides of ranks that sum apart in every step (no class of replicas) still name no one.
+    apart = [unchecked(r, s, 1000.0 * r + s) for r in range(4) for s in range(3)]
+    assert step_sums_root(apart, {}) is None
