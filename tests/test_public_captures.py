@@ -32,6 +32,11 @@ def test_ranks_timing_out_in_the_same_collective_are_a_hang_not_a_divergence():
     assert code == 0 and d["verdict"] == "inconclusive" and d["root"] is None
     assert d["wedge"]["seq"] == 808 and d["wedge"]["waiting_ranks"] == [0, 1, 2]
     assert "all wait in the same collective" in d["summary"] and "seq 808" in d["summary"]
+    # Ranks 0 and 1 enqueued 811 by PyTorch's count: a timeout at SeqNum 808 is a floor of that, no contradiction.
+    # Rank 2's PG status line was not pasted: its timeout is all there is.
+    assert d["wedge"]["launched"] == {"0": 811, "1": 811, "2": 808} and d["contradictions"] == []
+    counted = sorted(e["at"].rsplit(":", 1)[1] for e in d["evidence"] if e["kind"] == "counted_launches")
+    assert counted == ["2", "4"]
 
 
 def test_a_failed_desync_report_names_no_culprit():

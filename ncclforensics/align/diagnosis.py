@@ -59,6 +59,7 @@ from .watchdog import (
     ENQUEUED_COUNTS,
     STOP_EVENTS,
     EnqueueMarks,
+    count_past_timeouts,
     counted_past_cuts,
     enqueue_marks,
     enqueued_in,
@@ -201,6 +202,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     if root is not None:
         diagnosis.window = (misaligned_window(streams, analyses[root.comm], root) if root.comm in analyses
                             and analyses[root.comm].root is not None else count_only_window(root))
+    counted_launches = count_past_timeouts(analyses, streams, marks)
     diagnosis.wedge = find_wedge(streams, analyses, dead, stops, _root_comm_in_streams(root, streams, ras, rank_map))
     if counted_cause is not None:
         diagnosis.wedge = _counted_cause_wedge(diagnosis.wedge, root, ras, rank_map, stops, dead)
@@ -231,7 +233,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     visible_ops = analyses[diagnosis.first_visible[0]].first_visible_ops if diagnosis.first_visible else {}
     diagnosis.evidence = answer_receipts(diagnosis.root, diagnosis.gate, diagnosis.first_visible, visible_ops,
                                          diagnosis.wedge, watchdog, diagnosis.checksum_splits,
-                                         diagnosis.corrupted_fingerprints, diagnosis.ras) + job_ras_receipts(evidence)
+                                         diagnosis.corrupted_fingerprints, diagnosis.ras,
+                                         counted_launches) + job_ras_receipts(evidence)
     return diagnosis
 
 
@@ -515,11 +518,14 @@ def _verdict(diagnosis: Diagnosis, ras: dict[str, RasHistory]) -> Verdict:
 
 
 def agreeing_hang(wedge: Wedge) -> bool:
-    """Every rank on record waits in the same collective and none is known to be absent or dead: a hang, but
-    nothing in the evidence shows the ranks disagreeing or whom they wait for."""
+    """Every rank on record waits in the same collective, or past it in one of its own after completing it (a
+    timeout at a later SeqNum), and none is known to be absent or dead: a hang, but nothing in the evidence shows
+    the ranks disagreeing or whom they wait for. (A rank still in a collective a peer completed lags or hangs: a
+    broadcast's root finishes before its receivers, and a rank that sent its last part before a peer that waits
+    on the network or a rank not on record.)"""
     signatures = {(o.op, o.count, o.dtype, o.redop, o.root) for o in wedge.ops.values()}
     return (wedge.kind is WedgeKind.UNKNOWN and not wedge.absent_ranks and len(signatures) == 1
-            and set(wedge.ops) == set(wedge.waiting_ranks))
+            and set(wedge.ops) | set(wedge.waiting_past) == set(wedge.waiting_ranks))
 
 
 def _disagreed(comm) -> bool:

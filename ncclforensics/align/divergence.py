@@ -363,9 +363,12 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     prefer = None
     if deviants:
         prefer = EditKind.EXTRA if deviants <= set(gate.passed) else EditKind.MISSING
-    cut = {rank for (c, rank) in streams.cut if c == comm} - set(counted) - whole
+    # (a rank known by its timeout lines alone may have launched any number past them: its end is no stop)
+    timed_out = streams.timeout_only(comm)
+    cut = ({rank for (c, rank) in streams.cut if c == comm} | timed_out) - set(counted) - whole
     constraints = (_constraints(rows, start, gate, deviants, analysis.counted)
-                   + _parted_completions(rows, start, analysis.completed))
+                   + _parted_completions(rows, start, {r: c for r, c in analysis.completed.items()
+                                                       if r not in timed_out}))
     analysis.behind = frozenset(behind or ())
     if left_out:
         constraints.append(LeftOut(dict(left_out)))
@@ -807,7 +810,10 @@ def _parted_completions(rows: CommStreams, start: int, completed: dict[int, int 
     """Seqs some rank completed while another timed out in its own collective there: NCCL completes a collective
     without a root (all-reduce, all-gather, reduce-scatter) on every rank of it or on none, so those two were
     different collectives, misaligned at or before that seq (a watchdog timeout row, `started` and no dump's
-    entry, ran out its timeout and never finished; a rooted one's root may finish before the others)."""
+    entry, ran out its timeout and never finished; a rooted one's root may finish before the others).
+    `completed` leaves out ranks known by their own timeout lines alone: PyTorch's word that a rank held at a later
+    SeqNum completed this one records nothing of it, and a rank that sent its last part finishes before a peer
+    whose receive waits on the network or on a rank with no lines here: that is a hang, not two collectives."""
     stuck = rows.frame(start, None, ["rank", "seq", "op", "state", "fr_file", "file", "line"]).filter(
         (pl.col("state") == EventState.STARTED.value) & pl.col("fr_file").is_null()
         & pl.col("op").is_in(list(ROOTLESS_OPS)))

@@ -47,7 +47,9 @@ def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, 
             and root.reference_ranks else set(analysis.ranks)
         most = max(n for r, n in analysis.launched.items() if r in pacing)
         # records ending at a cut file: not behind, unknown (unless PyTorch counts what they launched past it)
-        cut = {r for (c, r) in streams.cut if c == comm} - set(analysis.counted) - analysis.whole
+        # (or records that are timeout lines alone: the rank launched at least that far, how much further unknown)
+        cut = ({r for (c, r) in streams.cut if c == comm} | streams.timeout_only(comm)) - set(analysis.counted) \
+            - analysis.whole
         behind = {r for r, n in analysis.launched.items() if n < most} - dead - cut
         named = set(analysis.root.outlier_ranks) if analysis.root is not None and analysis.root.kind != STOPPED \
             else set()

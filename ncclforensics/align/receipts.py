@@ -65,6 +65,16 @@ class WedgeOp(Receipt):
 
 
 @dataclass(frozen=True)
+class CountedLaunches(Receipt):
+    """PyTorch's count of the work a rank enqueued in the wedged comm, where its only records there are timeout
+    lines (their SeqNums are floors of it)."""
+
+    rank: int
+    comm: str
+    count: int
+
+
+@dataclass(frozen=True)
 class WedgeMark(Receipt):
     """A line that places the wedge in a comm without naming a collective of it (a timeout, RAS counts)."""
 
@@ -167,9 +177,11 @@ def death_receipts(ras: dict[str, RasHistory], rank_map: dict, watchdog: list[Wa
 
 def answer_receipts(root, gate, first_visible: tuple[str, int] | None, first_visible_ops: dict[int, OpAt],
                     wedge, watchdog: list[WatchdogEvent], checksum_splits: dict[int, dict[int, FingerprintRow]],
-                    corrupted_fingerprints: list[FingerprintRow], ras: dict[str, RasHistory]) -> list[Finding]:
+                    corrupted_fingerprints: list[FingerprintRow], ras: dict[str, RasHistory],
+                    counted: dict[tuple[str, int], tuple[int, Location]] | None = None) -> list[Finding]:
     """The receipts of an answer: the root's collectives, the gate's decisions, the first visible mismatch, the
-    wedge, the watchdog's stops, the checksums that part, and the RAS states."""
+    wedge (with the counts that give its ranks' launches past their timeout lines, `counted`: (comm, rank) ->
+    (count, line)), the watchdog's stops, the checksums that part, and the RAS states."""
     found: list[Finding] = []
     if root is not None:
         for rank, op in sorted(root.ops.items()):
@@ -182,7 +194,9 @@ def answer_receipts(root, gate, first_visible: tuple[str, int] | None, first_vis
         found += [Finding(op.loc, FirstVisible(rank, first_visible[1], op))
                   for rank, op in sorted(first_visible_ops.items())]
     if wedge is not None:
-        found += [Finding(op.loc, WedgeOp(rank, op)) for rank, op in sorted(wedge.ops.items())]
+        found += [Finding(op.loc, WedgeOp(rank, op)) for rank, op in sorted({**wedge.ops, **wedge.waiting_past}.items())]
+        found += [Finding(loc, CountedLaunches(rank, comm, count)) for (comm, rank), (count, loc)
+                  in sorted((counted or {}).items()) if comm == wedge.comm]
         shown = {f.loc for f in found}
         found += [Finding(loc, WedgeMark(wedge.comm)) for loc in wedge.evidence if loc not in shown]
     for event in watchdog:

@@ -8,6 +8,10 @@ from ..model import Location, ProgressReport, WatchdogEvent
 from .ras import RasHistory
 from .streams import Streams
 
+# A SeqNum a rank timed out in says it launched at least that many; PyTorch enqueues asynchronously, so it may
+# have launched many more: it contradicts a count only where it is above it.
+FLOOR_LABELS = {"watchdog timeout SeqNum"}
+
 CUDA_GRAPH_NOTE = (
     "RAS counts exclude collectives captured in CUDA graphs (NCCL >= 2.26.2), so a deployment replaying graphs "
     "shows smaller RAS counts than its logs"
@@ -67,7 +71,9 @@ def reconcile(streams: Streams, progress: list[ProgressReport], watchdog: list[W
             continue
         result.checked += 1
         counts = {v for v, _ in by_source.values()}
-        if len(counts) < 2:
+        exact = {v for label, (v, _) in by_source.items() if label not in FLOOR_LABELS}
+        floors = [v for label, (v, _) in by_source.items() if label in FLOOR_LABELS]
+        if len(counts) < 2 or len(exact) < 2 and all(f <= max(exact, default=f) for f in floors):
             continue
         note = ""
         ras_value = by_source.get("RAS count")

@@ -78,6 +78,10 @@ class Streams:
         """rank -> its rows in `comm` (seq order), ranks in order."""
         return {rank: self.parts[(comm, rank)] for rank in self.members.get(comm, [])}
 
+    def timeout_only(self, comm: str) -> set[int]:
+        """Ranks whose records of `comm` are PyTorch timeout lines alone (see timed_out_only)."""
+        return {rank for rank, part in self.comm_parts(comm).items() if timed_out_only(part)}
+
     def map_parts(self, change) -> None:
         """Replace every part by change(part) (a new column, say), keeping the parts' order."""
         self.parts = {key: change(part) for key, part in self.parts.items()}
@@ -479,3 +483,13 @@ def traced(part: pl.DataFrame) -> bool:
         return False
     first = part.select(pl.col("sources").first()).item()
     return first is not None and first.to_list() == [SourceFormat.FINGERPRINT.value]
+
+
+def timed_out_only(part: pl.DataFrame) -> bool:
+    """Whether a stream's rows all come from PyTorch's timeout lines (`WorkNCCL(SeqNum=5730, ...)`). Such a line
+    says the rank completed everything before that SeqNum and was still in it; PyTorch enqueues asynchronously, so
+    it says nothing of how many collectives the rank launched after it: the stream's end is a floor, as a cut
+    file's is, not where the rank stopped launching."""
+    if part.height == 0 or "sources" not in part.columns:
+        return False
+    return part.select(pl.col("sources").list.join(",").eq(SourceFormat.TORCH_LOG.value).all()).item()

@@ -25,7 +25,7 @@ from ..model import (
 )
 from .comm_streams import comm_streams
 from .consequences import Disagreement, candidates, odd_ones, ran_ahead
-from .divergence import DIFFERENT_OPS, ENQUEUED_COUNTS, RangeReason, Root, ops_at
+from .divergence import DIFFERENT_OPS, ENQUEUED_COUNTS, CommAnalysis, RangeReason, Root, ops_at
 from .held_back import held_back_root
 from .ras_only import root_from_counts, wedge_from_counts
 from .streams import Streams, traced
@@ -107,6 +107,7 @@ class EnqueueMarks:
     launched: dict[int, int] = field(default_factory=dict)  # rank -> last work enqueued
     completed: dict[int, int | None] = field(default_factory=dict)  # rank -> last work completed
     evidence: list[Location] = field(default_factory=list)
+    counted_at: dict[int, Location] = field(default_factory=dict)  # rank -> the line of its `last enqueued` count
     stops: list[str] = field(default_factory=list)  # timeouts and errors in the group
     source: str = ENQUEUED_COUNTS  # or "PyTorch's desync report", where the counts come from one
     # ranks whose count is a floor: a desync report's laggard, counted by the last collective its watchdog saw
@@ -135,6 +136,7 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent],
         if enqueued >= marks.launched.get(rank, -1):
             marks.launched[rank] = enqueued
             marks.evidence.append(loc)
+            marks.counted_at[rank] = loc
             marks.dumped |= loc.field == "pg_status"
         if completed is not None and completed >= (marks.completed.get(rank) or -1):
             marks.completed[rank] = completed
@@ -492,6 +494,26 @@ def enqueued_in(groups: dict[str, EnqueueMarks], streams: Streams, comm: str) ->
     group is)."""
     return next((dict(marks.launched) for name, marks in groups.items()
                  if marks.source == ENQUEUED_COUNTS and streams.aliases.get(name, name) == comm), {})
+
+
+def count_past_timeouts(analyses: dict[str, CommAnalysis], streams: Streams, groups: dict[str, EnqueueMarks]
+                        ) -> dict[tuple[str, int], tuple[int, Location]]:
+    """Where a rank's records of a comm are timeout lines alone, its last launched there is PyTorch's count of
+    the work it enqueued, where a line gives one that goes further: the timeout's SeqNum is only a floor of it
+    (`last enqueued work: 6464` beside a timeout at SeqNum 5730). Done once the roots are found (counts that
+    differ are read as counts, by marks_only_root); returns (comm, rank) -> each count taken, and its line."""
+    taken: dict[tuple[str, int], tuple[int, Location]] = {}
+    for comm, analysis in analyses.items():
+        marks = next((m for name, m in groups.items() if m.source == ENQUEUED_COUNTS
+                      and streams.aliases.get(name, name) == comm), None)
+        if marks is None:
+            continue
+        for rank in sorted(streams.timeout_only(comm) & set(marks.launched)):
+            if rank in analysis.launched and marks.launched[rank] > analysis.launched[rank]:
+                analysis.launched[rank] = marks.launched[rank]
+                if rank in marks.counted_at:
+                    taken[(comm, rank)] = (marks.launched[rank], marks.counted_at[rank])
+    return taken
 
 
 def counted_past_cuts(streams: Streams, groups: dict[str, EnqueueMarks],

@@ -54,6 +54,9 @@ class Wedge:
     absent_ranks: list[int]  # ranks that never launched it
     ops: dict[int, OpAt] = field(default_factory=dict)
     cycle: list[tuple[int, str, int]] = field(default_factory=list)  # (rank, comm, seq) around a deadlock
+    # rank -> the collective it waits in past the wedge, where it has no record of the wedge's seq but completed
+    # it (its own timeout line at a later SeqNum): it is held there, not at the wedge
+    waiting_past: dict[int, OpAt] = field(default_factory=dict)
     confirmed_by: list[str] = field(default_factory=list)  # what shows that it stopped (not merely lags)
     evidence: list[Location] = field(default_factory=list)
     # Every seq the stop can be at: (seq, seq) where the records pin it. The high end is None where they bound it
@@ -276,9 +279,11 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
         counts = {o.count for o in ops.values()}
         kind = (WedgeKind.TYPE_MISMATCH if len(signatures) > 1 else
                 WedgeKind.COUNT_MISMATCH if len(counts) > 1 else WedgeKind.UNKNOWN)
+    past = {rank: op for rank in inside if rank not in ops and (completed.get(rank) or 0) >= seq
+            and (op := ops_at(frame, completed[rank] + 1).get(rank)) is not None and op.state == "started"}
     return Wedge(
         comm=analysis.comm, seq=seq, kind=kind, launched=dict(launched), completed=dict(completed),
-        waiting_ranks=inside, absent_ranks=absent, ops=ops, cycle=cycle,
+        waiting_ranks=inside, absent_ranks=absent, ops=ops, cycle=cycle, waiting_past=past,
         evidence=[o.loc for o in ops.values()], seq_range=(low, high), bounded_by=bounded_by if low < high else None,
     )
 

@@ -252,7 +252,7 @@ def _wedge(d: Diagnosis, images: dict[str, Image]) -> list[Block]:
         out.append(Table(("rank", "last launched", "last completed", words.wedge_at(w)), tuple(
             (str(rank), str(w.launched[rank]), _v(w.completed.get(rank)),
              w.ops[rank].describe() if rank in w.ops else
-             "never launched" if rank in w.absent_ranks else "records end before it")
+             "never launched" if rank in w.absent_ranks else words.never_launched(w, rank))
             for rank in sorted(w.launched))))
         if w.cycle:
             out.append(Para("Wait-for cycle: " + " -> ".join(f"rank {r} in {c} seq {s}" for r, c, s in w.cycle)))

@@ -21,6 +21,8 @@ def receipt_words(fact: r.Receipt, wedge_shown: bool = True) -> str:
             return f"first visible mismatch, rank {rank} seq {seq}: {op.describe()}"
         case r.WedgeOp(rank, op):
             return f"{'wedge' if wedge_shown else 'last on record'}: rank {rank} launched seq {op.seq}: {op.describe()}"
+        case r.CountedLaunches(rank, comm, count):
+            return f"rank {rank}: PyTorch counts {count} collectives enqueued in comm {comm}"
         case r.WedgeMark(comm):
             return f"wedge in comm {comm}"
         case r.NoDesyncReport(rank, message):

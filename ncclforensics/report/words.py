@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from ..align.coverage import GateCoverage, Jurisdiction
 from ..align.diagnosis import Diagnosis, agreeing_hang
-from ..align.receipts import Finding
+from ..align.receipts import CountedLaunches, Finding
 from ..align.divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from ..align.root import Contradiction
 from ..align.gates import decision_tuple
@@ -91,6 +91,9 @@ def never_launched(w: Wedge, rank: int) -> str:
     """A rank with no collective on record at the wedge's seq: it never launched it, it launched it by a count
     (RAS counts launches, not which collective), or its records end before it (a file cut short, records of
     completed collectives only)."""
+    if rank in w.waiting_past:
+        past = w.waiting_past[rank]
+        return f"completed seq {w.seq}; waits past it, in seq {past.seq}: {past.describe()}"
     if w.launched.get(rank, 0) >= w.seq:
         return f"launched seq {w.seq} (by its count; no record says which collective)"
     if rank in w.absent_ranks:
@@ -830,7 +833,9 @@ def summary(d: Diagnosis) -> str:
         within = "seq" if w.collectives_min == w.collectives else "within seq"
         parts.append(f"The group then ran {count} collective{'' if w.collectives == 1 else 's'} misaligned "
                      f"({within} {w.first_seq}..{w.last_seq}).")
-    if wedge is not None and root is None and agreeing_hang(wedge):
+    if wedge is not None and root is None and agreeing_hang(wedge) and wedge.waiting_past:
+        parts.append(held_apart_words(wedge, counted_launches(d)))
+    elif wedge is not None and root is None and agreeing_hang(wedge):
         op = next(iter(wedge.ops.values()))
         parts.append(f"{ranks_words(wedge.waiting_ranks).capitalize()} all wait in the same collective, comm "
                      f"{wedge.comm} seq {wedge.seq} ({op.describe()}): nothing here shows them disagreeing or whom "
@@ -856,6 +861,45 @@ def summary(d: Diagnosis) -> str:
         parts.append("Nothing here gives the collectives of two or more ranks of one communicator to compare"
                      + ("; the evidence table lists what the files do say." if d.evidence else "."))
     return " ".join(parts)
+
+
+def counted_launches(d: Diagnosis) -> dict[int, int]:
+    """rank -> PyTorch's count of the work it enqueued in the wedged comm, where the answer took one past the
+    rank's timeout lines (a CountedLaunches receipt)."""
+    return {f.fact.rank: f.fact.count for f in d.evidence
+            if isinstance(f.fact, CountedLaunches) and d.wedge is not None and f.fact.comm == d.wedge.comm}
+
+
+def held_apart_words(wedge: Wedge, counts: dict[int, int]) -> str:
+    """Ranks held at different SeqNums of one comm, the lowest of them the wedge: some in its collective, the
+    others past it, in later ones of their own after completing it (their timeout lines). Nothing shows them
+    disagreeing: a timeout's SeqNum says what a rank completed, not what it launched."""
+    held, ahead = sorted(wedge.ops), sorted(wedge.waiting_past)
+    op = wedge.ops[held[0]]
+    later: dict[tuple[int, str], list[int]] = {}
+    for rank, at in sorted(wedge.waiting_past.items()):
+        later.setdefault((at.seq, at.describe()), []).append(rank)
+    where = "; ".join(("" if len(later) == 1 else f"{ranks_words(ranks)} ") + f"in seq {seq} ({what})"
+                      for (seq, what), ranks in sorted(later.items()))
+    text = (f"{ranks_words(held).capitalize()} {_verb('wait', held)} in comm {wedge.comm} seq {wedge.seq} "
+            f"({op.describe()}); {ranks_words(ahead)} completed it and {_verb('wait', ahead)} past it, {where}.")
+    if counts:
+        every = len(counts) == len(wedge.waiting_ranks)
+        who = ("Both" if len(counts) == 2 else "All") if every else ranks_words(sorted(counts)).capitalize()
+        values = sorted(set(counts.values()))
+        text += (f" {who} launched {values[0]} by PyTorch's count." if len(values) == 1 else
+                 f" By PyTorch's count they launched {', '.join(f'{r}:{n}' for r, n in sorted(counts.items()))}.")
+    return (text + f" A timeout's SeqNum says what a rank completed, not how many it launched: nothing here shows "
+            f"the ranks disagreeing, only that {ranks_words(held)} {_verb('lag', held)} or {_verb('hang', held)} "
+            f"in a collective {ranks_words(ahead)} finished (a rank finishes once its own part is done, a "
+            f"broadcast's root before its receivers; whom {ranks_words(held)} {_verb('wait', held)} for, a rank "
+            f"with no lines here or the network, is not on record). {FR_SETTINGS}, {LOG_SETTINGS} or the watchdog "
+            f"lines of every rank would tell.")
+
+
+def _verb(verb: str, ranks: list[int]) -> str:
+    """`waits` for one rank, `wait` for several."""
+    return verb + "s" if len(ranks) == 1 else verb
 
 
 def caveats(d: Diagnosis) -> list[str]:

@@ -37,3 +37,19 @@ def test_running_job_and_single_rank_comm_are_not_contradictions():
     assert d["contradictions"] == []
     _, d = diff_json(real("healthy-1rank"))
     assert d["contradictions"] == []
+
+
+def test_a_timeout_seqnum_contradicts_an_enqueued_count_only_from_above(tmp_path):
+    """A timeout at SeqNum s says the rank launched at least s: below PyTorch's enqueued count it is no
+    contradiction (it enqueued more behind it), above it it is."""
+    timeout = ("[rank0]:[E1104 09:12:03.417220133 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective "
+               "operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) "
+               "ran for 600041 milliseconds before timing out.\n")
+    status = ("[rank0]:[E1104 09:12:03.417560901 ProcessGroupNCCL.cpp:2271] [PG ID 0 PG GUID 0(default_pg) Rank 0]  "
+              "failure detected by watchdog at work sequence id: {seq} PG status: last enqueued work: 40, last "
+              "completed work: {done}\n")
+    path = tmp_path / "rank0.txt"
+    for seq, contradicted in ((31, False), (40, False), (42, True)):
+        path.write_text(timeout.format(seq=seq) + status.format(seq=seq, done=seq - 1))
+        _, d = diff_json(path)
+        assert bool(d["contradictions"]) == contradicted, seq

@@ -17,6 +17,7 @@ SAMPLES = [
     r.FirstVisible(2, 26, OP),
     r.WedgeOp(2, OP),
     r.WedgeMark("0xa"),
+    r.CountedLaunches(0, "67", 6464),
     r.NoDesyncReport(3, "Failed to retrieve TCPStore key"),
     r.WatchdogStop(None, "timeout", 26, "ALLREDUCE", "Watchdog caught collective operation timeout"),
     r.StepChecksumsSplit(5, ((0, 12.5), (2, 14.0))),
