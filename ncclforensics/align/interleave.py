@@ -104,12 +104,13 @@ def _size(streams: Streams, comm: str) -> int:
     return max(recorded, len(set(streams.members.get(comm, [])) | set(streams.expected_members.get(comm, []))))
 
 
-def _program_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, int]], dict[int, int],
-                                                            dict[int, int]] | None:
+def _program_places(streams: Streams, comm: str, apart: frozenset[int] = frozenset()
+                    ) -> tuple[dict[int, dict[int, int]], dict[int, int], dict[int, int]] | None:
     """Per rank of `comm`, seq -> collectives of its other communicators it issued before it (see _places); per
     rank, how many it launched here; and the program's place of each seq (the strict majority of the ranks that
-    launched it). None where the records do not order each rank's collectives, the ranks are in other
-    communicators of different shapes, or no strict majority places every seq."""
+    launched it). Ranks `apart` (they departed in another communicator) keep their counts but no places: theirs
+    may be off the program's by that departure. None where the records do not order each rank's collectives, the
+    ranks are in other communicators of different shapes, or no strict majority places every seq."""
     if is_p2p_comm(comm):
         return None
     ranks = streams.members.get(comm, [])
@@ -148,6 +149,7 @@ def _program_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, in
         if shapes.get(rank) != shape:
             places[rank] = {}
     launched.update({r: max(p) - 1 for r, p in places.items() if r not in cut})
+    places.update({r: {} for r in apart if r in places})
     program: dict[int, int] = {}
     for seq in range(1, max(launched.values()) + 2):
         seen = Counter(p[seq] for r, p in places.items() if seq in p and seq <= launched[r])
@@ -253,14 +255,17 @@ def _issued_elsewhere(streams: Streams, comm: str, rank: int) -> int | None:
     return sum(int(part.get_column("seq").max()) for _, part in parts)
 
 
-def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = frozenset()) -> IssueOrderSplit | None:
+def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = frozenset(),
+                      apart: frozenset[int] = frozenset()) -> IssueOrderSplit | None:
     """The ranks of `comm` parted by where they issued its collectives among their other communicators' (see the
     module docstring), where that names a minority that launched one early while every rank with fewer here
     stopped where the program goes on elsewhere, or is one of `skipped` (ranks whose issue orders show that they
     left out a collective here, `skipped_here`: they departed too, and are neither blocked nor of the reference).
-    None where the records do not order each rank's collectives, the ranks are in other communicators of
-    different shapes, or no strict majority places every seq."""
-    found = _program_places(streams, comm)
+    Ranks `apart` departed in another communicator, which moves their places here as a departure here would: they
+    are left unplaced, on neither side, and the rest must still be a strict majority without them. None where the
+    records do not order each rank's collectives, the ranks are in other communicators of different shapes, or no
+    strict majority places every seq."""
+    found = _program_places(streams, comm, apart)
     if found is None:
         return None
     places, launched, program = found
@@ -297,7 +302,7 @@ def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = fro
         return None
     # Every rank that launched fewer must have stopped no further on elsewhere than the program allows before its
     # next collective here: one that went on past it skipped that collective.
-    cut = {r for (c, r) in streams.cut if r in places and (c, r) in streams.parts}
+    cut = {r for (c, r) in streams.cut if r in places and (c, r) in streams.parts} | (apart & set(places))
     unplaced = sorted(r for r in cut if split not in places[r] or launched[r] < split)
     agree = [r for r, p in places.items() if split in p and split <= launched[r] and p[split] == program[split]]
     if len(agree) * 2 <= len(agree) + len(outliers) + len(unplaced) + len(set(skipped) & set(ranks)):
@@ -420,11 +425,12 @@ def issued_before(streams: Streams, rank: int, comm: str, seq: int) -> dict[str,
     return dict(zip(last.get_column("comm").to_list(), last.get_column("seq").to_list()))
 
 
-def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None:
-    """The root the issue orders give `comm` (see issue_order_split): an extra collective of the outliers, at the
-    seq where they issued one earlier than the program, or at a seq before it where they issued the same
-    collectives in a row (alike: any of them may be the extra one)."""
-    split = issue_order_split(streams, comm)
+def issue_order_root(streams: Streams, comm: str, start: int = 1, apart: frozenset[int] = frozenset()) -> Root | None:
+    """The root the issue orders give `comm` (see issue_order_split; `apart`: ranks that departed in another
+    communicator, placed on neither side): an extra collective of the outliers, at the seq where they issued one
+    earlier than the program, or at a seq before it where they issued the same collectives in a row (alike: any
+    of them may be the extra one)."""
+    split = issue_order_split(streams, comm, apart=apart)
     if split is None or split.left_out_only:
         return None  # (the outliers departed elsewhere alone: left_out_before.py)
     rows = comm_streams(streams.comm_parts(comm))

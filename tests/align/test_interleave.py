@@ -457,3 +457,29 @@ def test_a_rank_that_stopped_right_after_a_collective_the_program_does_not_wait_
     world = d.comms[W].root
     assert world.outlier_ranks == [1, 5] and world.reference_ranks == full and world.majority
     assert world.seq_range[0] <= 2 <= world.seq_range[1] and "extra" in world.kinds
+
+
+def test_ranks_that_depart_later_in_their_own_tp_group_leave_the_others_places_to_tell_the_early_one():
+    # Four TP pairs. Rank 7 issues one more world collective in step 0 (from another call site: its dump's stacks
+    # part it from rank 6's at world seq 1, one against one, and the other ranks left none), so rank 6 waits in
+    # their TP group. Rank 3 then issues an AllGather in step 1 of its TP group, a departure of its own there that
+    # leaves ranks 2 and 3 no majority. Their places of the world collectives before it say nothing, yet ranks 0, 1,
+    # 4 and 5 still issue world seq 2 after three TP collectives, where rank 7 issued it after none.
+    T3, T4 = "0x7e3", "0x7e4"
+
+    def with_world_sites(log, sites):
+        world = log.collectives.get_column("comm") == W
+        rows = log.collectives.with_columns(callsite=pl.Series([
+            sites[n] if here else "model.py:1" for n, here in zip(world.cum_sum() - 1, world)], dtype=pl.String))
+        return replace(log, collectives=rows)
+
+    gathered = [(W, ONE), (T2, LAYER), (T2, ("AllGather", 2048)), (T2, LAYER)]
+    logs = [rank_log(r, step(tp) * 2) for r, tp in ((0, T1), (1, T1), (2, T2), (4, T3), (5, T3))]
+    logs += [rank_log(3, step(T2) + gathered),
+             with_world_sites(rank_log(6, step(T4)), ["forward.py:90"]),
+             with_world_sites(rank_log(7, step(T4, world=2)), ["forward.py:126", "forward.py:90"])]
+    d = diagnose(logs)
+    assert d.comms[T2].root.outlier_ranks == [2, 3] and not d.comms[T2].root.majority
+    assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER and d.root.majority
+    assert d.root.outlier_ranks == [7] and d.root.unplaced_ranks == [2, 3] and d.root.blocked_elsewhere == (6,)
+    assert d.root.seq_range == (1, 2)
