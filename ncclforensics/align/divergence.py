@@ -201,6 +201,9 @@ class Root:
     # outliers beside them are): nothing places their departure, which reaches the range back as far as their count
     # allows (root._hidden_departures)
     counted_only: tuple[int, ...] = ()
+    # Of `unplaced_ranks`, those the records of another communicator show departing there (rank -> those
+    # communicators): that departure moves where they issue collectives here, so the issue orders place them nowhere
+    departed_in: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def outliers_behind(self) -> list[int]:

@@ -134,8 +134,10 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
         # program, which moves their places here as an extra collective here would: they side with neither, and
         # the others' places still give the program (a TP group that parts at step 1 leaves its ranks' places of
         # step 0's world collectives where every other rank has them, yet says nothing of them).
-        apart = frozenset(r for other in rooted if other.shown for r in _may_have_departed(other))
-        found = issue_order_root(streams, comm, analysis.start, apart)
+        apart = _departed_in(rooted)
+        found = issue_order_root(streams, comm, analysis.start, frozenset(apart))
+        if found is not None and apart:
+            found = replace(found, departed_in={r: apart[r] for r in found.unplaced_ranks if r in apart})
         if found is not None and found.left_out_in and not _replaceable(root, found, streams):
             # Places that fit a collective left out elsewhere as well say nothing of this communicator then: they
             # replace no root of its own records but a stop of the same ranks, which they show is no mere stop
@@ -158,10 +160,15 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
     return departed_later
 
 
-def _may_have_departed(root: Root) -> set[int]:
-    """The ranks a root leaves possibly departed: its outliers, those it places on neither side, and with no
-    majority its reference too (either side may have)."""
-    return {*root.outlier_ranks, *root.unplaced_ranks, *(() if root.majority else root.reference_ranks)}
+def _departed_in(roots: list[Root]) -> dict[int, tuple[str, ...]]:
+    """rank -> the communicators among `roots` whose records show it may have departed there: their outliers,
+    those they place on neither side, and with no majority their reference too (either side may have)."""
+    found: dict[int, set[str]] = {}
+    for root in roots:
+        if root.shown:
+            for r in {*root.outlier_ranks, *root.unplaced_ranks, *(() if root.majority else root.reference_ranks)}:
+                found.setdefault(r, set()).add(root.comm)
+    return {r: tuple(sorted(comms)) for r, comms in found.items()}
 
 
 def with_counted_outliers(found: Root, own: Root | None) -> Root:

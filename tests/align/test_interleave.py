@@ -482,4 +482,5 @@ def test_ranks_that_depart_later_in_their_own_tp_group_leave_the_others_places_t
     assert d.comms[T2].root.outlier_ranks == [2, 3] and not d.comms[T2].root.majority
     assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER and d.root.majority
     assert d.root.outlier_ranks == [7] and d.root.unplaced_ranks == [2, 3] and d.root.blocked_elsewhere == (6,)
-    assert d.root.seq_range == (1, 2)
+    assert d.root.seq_range == (1, 2) and d.root.departed_in == {2: (T2,), 3: (T2,)}
+    assert f"Ranks 2 and 3 depart in comm {T2} too" in " ".join(words.caveats(d))
