@@ -30,7 +30,8 @@ import polars as pl
 
 from ..model.kinds import is_p2p_comm
 from .comm_streams import comm_streams
-from .divergence import EXTRA, RangeReason, Root, ops_at
+from .divergence import EXTRA, RangeReason, Root, ops_at, result_checks
+from .edits import EditKind, Placement
 from .root import ISSUE_ORDER
 from .streams import SIGNATURE, Streams
 
@@ -442,11 +443,18 @@ def issue_order_root(streams: Streams, comm: str, start: int = 1, apart: frozens
     if undecided:
         return None
     outliers = sorted(set(split.outliers) | departed)
+    # Results read back over the collectives alike in place: a right one lies before the extra collective, a wrong
+    # one at or after it, as for any extra collective (results that fit no seq of the range narrow nothing).
+    low, high, narrowed_by = split.low, split.seq, ()
+    checks = result_checks(rows, start)
+    placed = checks.narrow(Placement(outliers[0], EditKind.EXTRA, max(split.size, 1), low, high)) if checks else None
+    if placed is not None and (placed.low, placed.high) != (low, high):
+        low, high, narrowed_by = placed.low, placed.high, (checks.label,)
     return Root(
-        comm=comm, seq=split.low, seq_range=(split.low, split.seq), outlier_ranks=outliers,
+        comm=comm, seq=low, seq_range=(low, high), outlier_ranks=outliers,
         reference_ranks=[r for r in split.reference if r not in departed], kind=EXTRA, size=split.size,
-        pinned_by=ISSUE_ORDER,
-        reason=RangeReason.LOOKALIKE if split.low < split.seq else None, ops=ops_at(rows, max(split.seq, start)),
+        pinned_by=ISSUE_ORDER, narrowed_by=narrowed_by,
+        reason=RangeReason.LOOKALIKE if low < high else None, ops=ops_at(rows, max(high, start)),
         majority=True, kinds=(EXTRA,), records_start=start, shown=True, issue_places=dict(split.before),
         blocked_elsewhere=tuple(split.blocked), unplaced_ranks=list(split.unplaced),
         undecided_comms=split.left_out_in, left_out_in=split.left_out_in,
