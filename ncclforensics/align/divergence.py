@@ -201,6 +201,9 @@ class Root:
     # outliers beside them are): nothing places their departure, which reaches the range back as far as their count
     # allows (root._hidden_departures)
     counted_only: tuple[int, ...] = ()
+    # Of `unplaced_ranks`, those the records of another communicator show departing there (rank -> those
+    # communicators): that departure moves where they issue collectives here, so the issue orders place them nowhere
+    departed_in: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def outliers_behind(self) -> list[int]:
@@ -772,22 +775,8 @@ def _deviants(gate: GateDisagreement | None, ranks: list[int]) -> set[int] | Non
 def _constraints(rows: CommStreams, start: int, gate: GateDisagreement | None, deviants: set[int] | None,
                  counted: dict[int, int] | None = None) -> list:
     """The evidence beside the records that narrows where the root is: checked results, then the gate's step."""
-    constraints = []
-    if all("checked" in part.columns for part in rows.parts.values()):
-        frame = rows.frame(start, None, ["seq", "checked", "checked_at"])
-        checks = frame.filter(pl.col("checked").is_not_null()).group_by("seq").agg(
-            pl.col("checked").all().alias("right"), pl.col("checked_at").filter(~pl.col("checked")).first(),
-            pl.col("checked_at").last().alias("any_at"))
-        right = checks.filter(pl.col("right"))
-        wrong = checks.filter(~pl.col("right")).sort("seq")
-        if checks.height:
-            locs = []
-            if wrong.height:
-                locs.append(_parse_loc(wrong.get_column("checked_at")[0]))
-            if right.height:
-                locs.append(_parse_loc(right.sort("seq").get_column("any_at")[-1]))
-            constraints.append(ResultChecks(frozenset(right.get_column("seq").to_list()),
-                                            frozenset(wrong.get_column("seq").to_list()), tuple(locs)))
+    checks = result_checks(rows, start)
+    constraints: list = [checks] if checks is not None else []
     if gate is not None and deviants:
         spans = {rank: span for rank in deviants if rank in rows.parts
                  and (span := _gate_span(rows.parts[rank], gate, rank)) is not None}
@@ -801,6 +790,28 @@ def _constraints(rows: CommStreams, start: int, gate: GateDisagreement | None, d
             constraints.append(GateStep(spans, reference, deviants <= set(gate.passed), tuple(gate.locations),
                                         unread=unread))
     return constraints
+
+
+def result_checks(rows: CommStreams, start: int) -> ResultChecks | None:
+    """The seqs (from `start` on) whose results were read back right on every rank that checked them, and those
+    read back wrong on some, with where; None where some rank's records carry no checks, or none was checked."""
+    if not all("checked" in part.columns for part in rows.parts.values()):
+        return None
+    frame = rows.frame(start, None, ["seq", "checked", "checked_at"])
+    checks = frame.filter(pl.col("checked").is_not_null()).group_by("seq").agg(
+        pl.col("checked").all().alias("right"), pl.col("checked_at").filter(~pl.col("checked")).first(),
+        pl.col("checked_at").last().alias("any_at"))
+    if not checks.height:
+        return None
+    right = checks.filter(pl.col("right"))
+    wrong = checks.filter(~pl.col("right")).sort("seq")
+    locs = []
+    if wrong.height:
+        locs.append(_parse_loc(wrong.get_column("checked_at")[0]))
+    if right.height:
+        locs.append(_parse_loc(right.sort("seq").get_column("any_at")[-1]))
+    return ResultChecks(frozenset(right.get_column("seq").to_list()), frozenset(wrong.get_column("seq").to_list()),
+                        tuple(locs))
 
 
 ROOTLESS_OPS = ("AllReduce", "AllGather", "ReduceScatter")

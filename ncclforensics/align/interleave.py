@@ -30,7 +30,8 @@ import polars as pl
 
 from ..model.kinds import is_p2p_comm
 from .comm_streams import comm_streams
-from .divergence import EXTRA, RangeReason, Root, ops_at
+from .divergence import EXTRA, RangeReason, Root, ops_at, result_checks
+from .edits import EditKind, Placement
 from .root import ISSUE_ORDER
 from .streams import SIGNATURE, Streams
 
@@ -107,12 +108,13 @@ def _size(streams: Streams, comm: str) -> int:
     return max(recorded, len(set(streams.members.get(comm, [])) | set(streams.expected_members.get(comm, []))))
 
 
-def _program_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, int]], dict[int, int],
-                                                            dict[int, int]] | None:
+def _program_places(streams: Streams, comm: str, apart: frozenset[int] = frozenset()
+                    ) -> tuple[dict[int, dict[int, int]], dict[int, int], dict[int, int]] | None:
     """Per rank of `comm`, seq -> collectives of its other communicators it issued before it (see _places); per
     rank, how many it launched here; and the program's place of each seq (the strict majority of the ranks that
-    launched it). None where the records do not order each rank's collectives, the ranks are in other
-    communicators of different shapes, or no strict majority places every seq."""
+    launched it). Ranks `apart` (they departed in another communicator) keep their counts but no places: theirs
+    may be off the program's by that departure. None where the records do not order each rank's collectives, the
+    ranks are in other communicators of different shapes, or no strict majority places every seq."""
     if is_p2p_comm(comm):
         return None
     ranks = streams.members.get(comm, [])
@@ -151,6 +153,7 @@ def _program_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, in
         if shapes.get(rank) != shape:
             places[rank] = {}
     launched.update({r: max(p) - 1 for r, p in places.items() if r not in cut})
+    places.update({r: {} for r in apart if r in places})
     program: dict[int, int] = {}
     for seq in range(1, max(launched.values()) + 2):
         seen = Counter(p[seq] for r, p in places.items() if seq in p and seq <= launched[r])
@@ -256,14 +259,17 @@ def _issued_elsewhere(streams: Streams, comm: str, rank: int) -> int | None:
     return sum(int(part.get_column("seq").max()) for _, part in parts)
 
 
-def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = frozenset()) -> IssueOrderSplit | None:
+def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = frozenset(),
+                      apart: frozenset[int] = frozenset()) -> IssueOrderSplit | None:
     """The ranks of `comm` parted by where they issued its collectives among their other communicators' (see the
     module docstring), where that names a minority that launched one early while every rank with fewer here
     stopped where the program goes on elsewhere, or is one of `skipped` (ranks whose issue orders show that they
     left out a collective here, `skipped_here`: they departed too, and are neither blocked nor of the reference).
-    None where the records do not order each rank's collectives, the ranks are in other communicators of
-    different shapes, or no strict majority places every seq."""
-    found = _program_places(streams, comm)
+    Ranks `apart` departed in another communicator, which moves their places here as a departure here would: they
+    are left unplaced, on neither side, and the rest must still be a strict majority without them. None where the
+    records do not order each rank's collectives, the ranks are in other communicators of different shapes, or no
+    strict majority places every seq."""
+    found = _program_places(streams, comm, apart)
     if found is None:
         return None
     places, launched, program = found
@@ -300,7 +306,7 @@ def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = fro
         return None
     # Every rank that launched fewer must have stopped no further on elsewhere than the program allows before its
     # next collective here: one that went on past it skipped that collective.
-    cut = {r for (c, r) in streams.cut if r in places and (c, r) in streams.parts}
+    cut = {r for (c, r) in streams.cut if r in places and (c, r) in streams.parts} | (apart & set(places))
     unplaced = sorted(r for r in cut if split not in places[r] or launched[r] < split)
     agree = [r for r, p in places.items() if split in p and split <= launched[r] and p[split] == program[split]]
     if len(agree) * 2 <= len(agree) + len(outliers) + len(unplaced) + len(set(skipped) & set(ranks)):
@@ -428,11 +434,12 @@ def issued_before(streams: Streams, rank: int, comm: str, seq: int) -> dict[str,
     return dict(zip(last.get_column("comm").to_list(), last.get_column("seq").to_list()))
 
 
-def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None:
-    """The root the issue orders give `comm` (see issue_order_split): an extra collective of the outliers, at the
-    seq where they issued one earlier than the program, or at a seq before it where they issued the same
-    collectives in a row (alike: any of them may be the extra one)."""
-    split = issue_order_split(streams, comm)
+def issue_order_root(streams: Streams, comm: str, start: int = 1, apart: frozenset[int] = frozenset()) -> Root | None:
+    """The root the issue orders give `comm` (see issue_order_split; `apart`: ranks that departed in another
+    communicator, placed on neither side): an extra collective of the outliers, at the seq where they issued one
+    earlier than the program, or at a seq before it where they issued the same collectives in a row (alike: any
+    of them may be the extra one)."""
+    split = issue_order_split(streams, comm, apart=apart)
     if split is None or split.left_out_only:
         return None  # (the outliers departed elsewhere alone: left_out_before.py)
     rows = comm_streams(streams.comm_parts(comm))
@@ -444,12 +451,19 @@ def issue_order_root(streams: Streams, comm: str, start: int = 1) -> Root | None
     if undecided:
         return None
     outliers = sorted(set(split.outliers) | departed)
+    # Results read back over the collectives alike in place: a right one lies before the extra collective, a wrong
+    # one at or after it, as for any extra collective (results that fit no seq of the range narrow nothing).
+    low, high, narrowed_by = split.low, split.seq, ()
+    checks = result_checks(rows, start)
+    placed = checks.narrow(Placement(outliers[0], EditKind.EXTRA, max(split.size, 1), low, high)) if checks else None
+    if placed is not None and (placed.low, placed.high) != (low, high):
+        low, high, narrowed_by = placed.low, placed.high, (checks.label,)
     return Root(
-        comm=comm, seq=split.low, seq_range=(split.low, split.seq), outlier_ranks=outliers,
+        comm=comm, seq=low, seq_range=(low, high), outlier_ranks=outliers,
         reference_ranks=[r for r in split.reference if r not in departed], kind=EXTRA, size=split.size,
-        pinned_by=ISSUE_ORDER,
-        reason=RangeReason.BEFORE_RECORDS if split.low < split.placed_from
-        else RangeReason.LOOKALIKE if split.low < split.seq else None, ops=ops_at(rows, max(split.seq, start)),
+        pinned_by=ISSUE_ORDER, narrowed_by=narrowed_by,
+        reason=RangeReason.BEFORE_RECORDS if low < split.placed_from
+        else RangeReason.LOOKALIKE if low < high else None, ops=ops_at(rows, max(high, start)),
         majority=True, kinds=(EXTRA,), records_start=max(start, split.placed_from), shown=True,
         issue_places=dict(split.before),
         blocked_elsewhere=tuple(split.blocked), unplaced_ranks=list(split.unplaced),

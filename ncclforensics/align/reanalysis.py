@@ -93,9 +93,10 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
     majority departing (only lengths, or no majority), the ranks' issue orders across their communicators may say
     who launched an extra one and who is held back elsewhere (align/interleave.py), or that ranks whose records
     stop short left out a collective here and went on elsewhere. They count only where every other communicator
-    of its ranks is one program (no root there); a tie of one rank against one, where one of them issued its next
-    collective early among its peers' of such a communicator (early_in_tie.py). Returns the notes of ranks a root
-    no longer names as they departed later (_left_out_beside), and of ties so broken."""
+    of its ranks is one program (no root there), or, where another's records show ranks departing there, without
+    those ranks' places; a tie of one rank against one, where one of them issued its next collective early among
+    its peers' of such a communicator (early_in_tie.py). Returns the notes of ranks a root no longer names as they
+    departed later (_left_out_beside), and of ties so broken."""
     departed_later: list[Note] = []
     for comm, analysis in list(analyses.items()):
         root = analysis.root
@@ -139,15 +140,20 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
             analysis.root = broken[0]
             departed_later.append(broken[1])
             continue
-        if any(r.shown for r in rooted):
-            continue
-        found = issue_order_root(streams, comm, analysis.start)
+        # Ranks whose records show them departing in another communicator issued their collectives there off the
+        # program, which moves their places here as an extra collective here would: they side with neither, and
+        # the others' places still give the program (a TP group that parts at step 1 leaves its ranks' places of
+        # step 0's world collectives where every other rank has them, yet says nothing of them).
+        apart = _departed_in(rooted)
+        found = issue_order_root(streams, comm, analysis.start, frozenset(apart))
+        if found is not None and apart:
+            found = replace(found, departed_in={r: apart[r] for r in found.unplaced_ranks if r in apart})
         if found is not None and found.left_out_in and not _replaceable(root, found, streams):
             # Places that fit a collective left out elsewhere as well say nothing of this communicator then: they
             # replace no root of its own records but a stop of the same ranks, which they show is no mere stop
             # (its records fit as well extra collectives before it, and the end of records hides their size).
             found = None
-        if found is None and (elsewhere := left_out_root(streams, comm)) is not None:
+        if found is None and not apart and (elsewhere := left_out_root(streams, comm)) is not None:
             # The outliers issued their collective here early and went on elsewhere past the program's next one
             # here: they left collectives out there, which is where they departed, alone.
             theirs = analyses.get(elsewhere.comm)
@@ -158,10 +164,21 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
             # The other communicators' records only end apart: an early collective here and collectives left out
             # there before it read the same, so those stay candidates beside this one.
             found = replace(found, undecided_comms=tuple(sorted({*found.undecided_comms, *(
-                c for c in others if c in analyses and analyses[c].root is not None)})))
+                c for c in others if c in analyses and analyses[c].root is not None and not analyses[c].root.shown)})))
         if found is not None:
             analysis.root = found
     return departed_later
+
+
+def _departed_in(roots: list[Root]) -> dict[int, tuple[str, ...]]:
+    """rank -> the communicators among `roots` whose records show it may have departed there: their outliers,
+    those they place on neither side, and with no majority their reference too (either side may have)."""
+    found: dict[int, set[str]] = {}
+    for root in roots:
+        if root.shown:
+            for r in {*root.outlier_ranks, *root.unplaced_ranks, *(() if root.majority else root.reference_ranks)}:
+                found.setdefault(r, set()).add(root.comm)
+    return {r: tuple(sorted(comms)) for r, comms in found.items()}
 
 
 def with_counted_outliers(found: Root, own: Root | None) -> Root:

@@ -693,6 +693,11 @@ def _their(ranks: list[int]) -> str:
 
 def unplaced_words(root: Root, analysis) -> str:
     """What the records of the ranks on neither side of the root hide."""
+    apart = [r for r in root.unplaced_ranks if r in root.departed_in]
+    if apart:
+        rest = [r for r in root.unplaced_ranks if r not in apart]
+        said = departed_in_words(root, apart)
+        return f"{said} {unplaced_words(replace(root, unplaced_ranks=rest), analysis)}" if rest else said
     who = ranks_words(root.unplaced_ranks)
     if analysis is not None and not set(root.unplaced_ranks) & {*analysis.launched, *analysis.counted}:
         # (ranks known here by a count alone: counts_beside_records.short_of_records)
@@ -710,6 +715,18 @@ def unplaced_words(root: Root, analysis) -> str:
             f"elsewhere, where nothing confirms a hang): whether {'it' if one else 'they'} "
             f"deviated too, or went with the others, is not on record, so {'it is' if one else 'they are'} named "
             f"on neither side.")
+
+
+def departed_in_words(root: Root, ranks: list[int]) -> str:
+    """Why the issue orders place `ranks`, which depart in another communicator, on neither side."""
+    one = len(ranks) == 1
+    comms = sorted({c for r in ranks for c in root.departed_in[r]})
+    where = f"comm {comms[0]}" if len(comms) == 1 else f"other communicators ({', '.join(comms)})"
+    return (f"{ranks_words(ranks).capitalize()} {'departs' if one else 'depart'} in {where} too, as "
+            f"{'its' if one else 'their'} records there show: a collective added or left out there moves "
+            f"{'its' if one else 'their'} places here as an extra one here would, so {'its' if one else 'their'} "
+            f"issue order says nothing of comm {root.comm}, and {'it is' if one else 'they are'} named on neither "
+            f"side; the others' places give the program.")
 
 
 def where_stacks_part(root: Root) -> dict[str, str] | None:

@@ -10,7 +10,8 @@ from ncclforensics.align.divergence import RangeReason
 from ncclforensics.align.interleave import ISSUE_ORDER, issue_order_root, issue_order_split
 from ncclforensics.align.notes import DepartedLater, IssuedEarlyInTie
 from ncclforensics.align.streams import build_streams
-from ncclforensics.model import CollectiveEvent, Evidence, Location, SourceFormat, collectives_to_frame
+from ncclforensics.model import (CollectiveEvent, Evidence, FingerprintRow, Location, SourceFormat,
+                                 collectives_to_frame)
 from ncclforensics.model.event import ProcessIdentity
 from ncclforensics.report import words
 
@@ -510,3 +511,52 @@ def test_an_outlier_whose_records_begin_past_the_split_may_have_issued_its_extra
     root = issue_order_root(streams, W)
     assert root.seq_range == (1, 4) and root.outlier_ranks == [0]
     assert root.reason is RangeReason.BEFORE_RECORDS and root.records_start == 4
+
+
+
+def _early_world_one_beside_a_later_tp_departure(read_back=()):
+    """Four TP pairs. Rank 7 issues one more world collective in step 0 (from another call site: its stacks part
+    it from rank 6's at world seq 1, one against one, and the other ranks left none), so rank 6 waits in their TP
+    group. Rank 3 then issues an AllGather in step 1 of its TP group, a departure of its own there that leaves ranks
+    2 and 3 no majority. `read_back`: ranks whose per-collective traces of step 0 are given (world seq 1 paired with
+    rank 7's extra one, so it reads back wrong)."""
+    T3, T4 = "0x7e3", "0x7e4"
+
+    def with_world_sites(log, sites):
+        world = log.collectives.get_column("comm") == W
+        rows = log.collectives.with_columns(callsite=pl.Series([
+            sites[n] if here else "model.py:1" for n, here in zip(world.cum_sum() - 1, world)], dtype=pl.String))
+        return replace(log, collectives=rows)
+
+    def trace(rank):
+        sums = [("dp", 1, 9.0, 6.0)] + [(f"layer.{i}", 4096, 4096.0, 4096.0) for i in range(3)]
+        rows = [FingerprintRow(loc=Location(f"fingerprint_rank{rank}.jsonl", i + 1), rank=rank, step=0, op=i,
+                               tag=tag, kind="AllReduce", numel=numel, sum=got, expected_sum=expected)
+                for i, (tag, numel, got, expected) in enumerate(sums)]
+        return Evidence(path=f"fingerprint_rank{rank}.jsonl", format=SourceFormat.FINGERPRINT, fingerprints=rows)
+
+    gathered = [(W, ONE), (T2, LAYER), (T2, ("AllGather", 2048)), (T2, LAYER)]
+    logs = [rank_log(r, step(tp) * 2) for r, tp in ((0, T1), (1, T1), (2, T2), (4, T3), (5, T3))]
+    logs += [rank_log(3, step(T2) + gathered),
+             with_world_sites(rank_log(6, step(T4)), ["forward.py:90"]),
+             with_world_sites(rank_log(7, step(T4, world=2)), ["forward.py:126", "forward.py:90"])]
+    return logs + [trace(r) for r in read_back]
+
+
+def test_ranks_that_depart_later_in_their_own_tp_group_leave_the_others_places_to_tell_the_early_one():
+    # Ranks 2 and 3's places of the world collectives before their TP departure say nothing, yet ranks 0, 1, 4 and 5
+    # still issue world seq 2 after three TP collectives, where rank 7 issued it after none.
+    d = diagnose(_early_world_one_beside_a_later_tp_departure())
+    assert d.comms[T2].root.outlier_ranks == [2, 3] and not d.comms[T2].root.majority
+    assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER and d.root.majority
+    assert d.root.outlier_ranks == [7] and d.root.unplaced_ranks == [2, 3] and d.root.blocked_elsewhere == (6,)
+    assert d.root.seq_range == (1, 2) and d.root.departed_in == {2: (T2,), 3: (T2,)}
+    assert f"Ranks 2 and 3 depart in comm {T2} too" in " ".join(words.caveats(d))
+
+
+def test_results_read_back_wrong_at_the_first_of_the_alike_world_collectives_pin_the_early_one_there():
+    # As above, with traces of ranks 0, 1, 4 and 5: world seq 1 reads back wrong, so the extra one is there, not
+    # at seq 2 (an extra one at seq 2 leaves seq 1 aligned).
+    d = diagnose(_early_world_one_beside_a_later_tp_departure(read_back=(0, 1, 4, 5)))
+    assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER and d.root.outlier_ranks == [7]
+    assert d.root.seq_range == (1, 1) and d.root.narrowed_by == ("fingerprints",) and d.root.reason is None
