@@ -35,6 +35,10 @@ def test_ranks_timing_out_in_the_same_collective_are_a_hang_not_a_divergence():
     # Ranks 0 and 1 enqueued 811 by PyTorch's count: a timeout at SeqNum 808 is a floor of that, no contradiction.
     # Rank 2's PG status line was not pasted: its timeout is all there is.
     assert d["wedge"]["launched"] == {"0": 811, "1": 811, "2": 808} and d["contradictions"] == []
+    # Rank 2's count line was not pasted: its 808 is only its timeout's SeqNum, a floor, and printed as one.
+    assert d["wedge"]["launched_floors"] == [2]
+    _, out, _ = run_cli("diff", PUBLIC / "torch_watchdog" / "BasicSR-737-1.txt")
+    assert "rank 2: last launched 808 or more," in out and "rank 0: last launched 811," in out
     counted = sorted(e["at"].rsplit(":", 1)[1] for e in d["evidence"] if e["kind"] == "counted_launches")
     assert counted == ["2", "4"]
 

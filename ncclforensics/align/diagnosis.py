@@ -65,6 +65,7 @@ from .watchdog import (
     enqueued_in,
     marks_only_wedge,
     reported_ops_past_cuts,
+    uncounted_timeouts,
     with_watchdog_rows,
 )
 from .wedge import Wedge, Window, count_only_window, find_wedge, first_hanging_pairing, misaligned_window
@@ -208,6 +209,9 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         diagnosis.wedge = _counted_cause_wedge(diagnosis.wedge, root, ras, rank_map, stops, dead)
     if diagnosis.wedge is None:
         diagnosis.wedge = ras_only_wedge(ras, rank_map, stops, dead, streams) or marks_only_wedge(marks, streams, dead)
+    if diagnosis.wedge is not None:
+        diagnosis.wedge.launched_floors = [r for r in uncounted_timeouts(streams, marks, diagnosis.wedge.comm)
+                                           if r in diagnosis.wedge.launched]
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
     diagnosis.death = death_receipts(ras, rank_map, watchdog)
     diagnosis.gate_ties = _gate_ties(root, gate)

@@ -496,6 +496,12 @@ def enqueued_in(groups: dict[str, EnqueueMarks], streams: Streams, comm: str) ->
                  if marks.source == ENQUEUED_COUNTS and streams.aliases.get(name, name) == comm), {})
 
 
+def uncounted_timeouts(streams: Streams, groups: dict[str, EnqueueMarks], comm: str) -> list[int]:
+    """The ranks of `comm` whose records there are timeout lines alone and that no PyTorch count of enqueued work
+    covers: what they launched is only known to reach their timeout's SeqNum."""
+    return sorted(streams.timeout_only(comm) - set(enqueued_in(groups, streams, comm)))
+
+
 def count_past_timeouts(analyses: dict[str, CommAnalysis], streams: Streams, groups: dict[str, EnqueueMarks]
                         ) -> dict[tuple[str, int], tuple[int, Location]]:
     """Where a rank's records of a comm are timeout lines alone, its last launched there is PyTorch's count of

@@ -57,6 +57,9 @@ class Wedge:
     # rank -> the collective it waits in past the wedge, where it has no record of the wedge's seq but completed
     # it (its own timeout line at a later SeqNum): it is held there, not at the wedge
     waiting_past: dict[int, OpAt] = field(default_factory=dict)
+    # ranks whose `launched` is only a floor: a timeout line's SeqNum, with no count of the work they enqueued
+    # after it (PyTorch enqueues ahead of what completes)
+    launched_floors: list[int] = field(default_factory=list)
     confirmed_by: list[str] = field(default_factory=list)  # what shows that it stopped (not merely lags)
     evidence: list[Location] = field(default_factory=list)
     # Every seq the stop can be at: (seq, seq) where the records pin it. The high end is None where they bound it

@@ -225,7 +225,7 @@ def _wedge(console: Console, d: Diagnosis) -> None:
     for rank in sorted(w.launched):
         op = w.ops.get(rank)
         done = w.completed.get(rank)
-        table.add_row(str(rank), str(w.launched[rank]), "?" if done is None else str(done),
+        table.add_row(str(rank), words.launched_words(w, rank), "?" if done is None else str(done),
                       (_m(op.describe()) if w.pinned else _m(f"{words.wedge_at(w)} {op.describe()}")) if op
                       else "[red]never launched[/]" if rank in w.absent_ranks else _m(words.never_launched(w, rank)))
     _table_or_lines(console, table, [line for line in lines if not line.startswith(("  wait-for", "  stopped"))])

@@ -166,6 +166,7 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
             "completed": _ranks(w.completed), "waiting_ranks": w.waiting_ranks, "absent_ranks": w.absent_ranks,
             "ops": {str(k): op_dict(v) for k, v in sorted(w.ops.items())},
             "waiting_past": {str(k): op_dict(v) for k, v in sorted(w.waiting_past.items())},
+            "launched_floors": w.launched_floors,
             "cycle": [{"rank": r, "comm": c, "seq": s} for r, c, s in w.cycle],
             "confirmed_by": w.confirmed_by,
         }

@@ -179,7 +179,7 @@ def wedge_lines(d: Diagnosis) -> list[str]:
         op = w.ops.get(rank)
         done = w.completed.get(rank)
         at = f"{words.wedge_at(w)} {_p(op.describe())}" if op else words.never_launched(w, rank)
-        out.append(f"  rank {rank}: last launched {w.launched[rank]}, last completed {'?' if done is None else done}; "
+        out.append(f"  rank {rank}: last launched {words.launched_words(w, rank)}, last completed {'?' if done is None else done}; "
                    f"{at}")
     if w.cycle:
         out.append("  wait-for cycle: " + " -> ".join(f"rank {r} in {_p(c)} seq {q}" for r, c, q in w.cycle))

@@ -250,7 +250,7 @@ def _wedge(d: Diagnosis, images: dict[str, Image]) -> list[Block]:
         if text := words.wedge_range_words(w):
             out.append(Para(text))
         out.append(Table(("rank", "last launched", "last completed", words.wedge_at(w)), tuple(
-            (str(rank), str(w.launched[rank]), _v(w.completed.get(rank)),
+            (str(rank), words.launched_words(w, rank), _v(w.completed.get(rank)),
              w.ops[rank].describe() if rank in w.ops else
              "never launched" if rank in w.absent_ranks else words.never_launched(w, rank))
             for rank in sorted(w.launched))))

@@ -87,6 +87,12 @@ def wedge_at(w: Wedge) -> str:
     return "at the wedge" if w.pinned else f"at seq {w.seq}"
 
 
+def launched_words(w: Wedge, rank: int) -> str:
+    """A rank's last launched seq at the wedge: "808 or more" where it is a timeout's SeqNum and no count says how
+    much the rank enqueued after it."""
+    return f"{w.launched[rank]} or more" if rank in w.launched_floors else str(w.launched[rank])
+
+
 def never_launched(w: Wedge, rank: int) -> str:
     """A rank with no collective on record at the wedge's seq: it never launched it, it launched it by a count
     (RAS counts launches, not which collective), or its records end before it (a file cut short, records of
