@@ -860,7 +860,8 @@ def summary(d: Diagnosis) -> str:
         parts.append(held_apart_words(wedge, counted_launches(d)))
     elif wedge is not None and root is None and agreeing_hang(wedge):
         op = next(iter(wedge.ops.values()))
-        parts.append(f"{ranks_words(wedge.waiting_ranks).capitalize()} all wait in the same collective, comm "
+        every = "both" if len(wedge.waiting_ranks) == 2 else "all"
+        parts.append(f"{ranks_words(wedge.waiting_ranks).capitalize()} {every} wait in the same collective, comm "
                      f"{wedge.comm} seq {wedge.seq} ({op.describe()}): nothing here shows them disagreeing or whom "
                      f"they wait for (a rank with no file here, the network?).")
     elif wedge is not None and wedge.confirmed_by:

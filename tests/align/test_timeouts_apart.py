@@ -121,3 +121,12 @@ def test_ranks_held_apart_in_two_groups_are_no_divergence_in_either(tmp_path):
     assert code == 0 and d["verdict"] == "inconclusive" and d["root"] is None
     assert {c["comm"]: c["launched"] for c in d["comms"]} == {"1": {"0": 45, "1": 45}, "2": {"2": 9, "3": 9}}
     assert d["contradictions"] == []
+
+
+def test_two_ranks_in_one_collective_both_wait_there(tmp_path):
+    """Two ranks at one SeqNum in one collective, one of them with a PG status line: a hang at that seq, said of
+    two ranks as of two; the one without a count launched at least its SeqNum, said as a floor."""
+    code, d = diff_json(_paste(tmp_path, {0: (1580, "ALLREDUCE"), 4: (1580, "ALLREDUCE")}, enqueued={0: 1582}))
+    assert code == 0 and d["verdict"] == "inconclusive" and d["root"] is None
+    assert d["summary"].startswith("Ranks 0 and 4 both wait in the same collective")
+    assert d["wedge"]["launched"] == {"0": 1582, "4": 1580} and d["wedge"]["launched_floors"] == [4]
