@@ -120,7 +120,7 @@ def _streams_disagreement(root: Root, analysis: CommAnalysis, streams: Streams,
     odd = odd_ones(launched, {key(r) for r in root.outlier_ranks}, root.majority)
     members = frozenset(key(r) for r in {*analysis.ranks, *streams.expected_members.get(root.comm, ())})
     return Disagreement(root.comm, members, odd, other=other_side(launched, odd, root.majority),
-                        ahead=ran_ahead(launched, odd))
+                        ahead=ran_ahead(launched, odd), uncounted=members - frozenset(launched))
 
 
 def pick_counted(found: list[tuple[Root, Disagreement]], processes: int = 0) -> tuple[Root | None, list[Note]]:

@@ -329,9 +329,10 @@ def _pick_root(analyses: dict[str, CommAnalysis], gate: GateDisagreement | None,
     for a in rooted:
         odd = odd_ones(launched[a.comm], set(a.root.outlier_ranks), a.root.majority)
         counts = launched[a.comm]
-        found.append(Disagreement(a.comm, frozenset(a.ranks) | frozenset(streams.expected_members.get(a.comm, ())),
-                                  odd, other=other_side(counts, odd, a.root.majority), shown=a.root.shown,
-                                  ahead=ran_ahead(counts, odd), behind=odd_behind(counts, odd)))
+        members = frozenset(a.ranks) | frozenset(streams.expected_members.get(a.comm, ()))
+        found.append(Disagreement(a.comm, members, odd, other=other_side(counts, odd, a.root.majority),
+                                  shown=a.root.shown, ahead=ran_ahead(counts, odd), behind=odd_behind(counts, odd),
+                                  uncounted=members - frozenset(counts)))
     showing = [d for d, a in zip(found, rooted) if _shows_disagreement(a, launched[a.comm], streams)]
     explained = consequences(showing)
     # (an outer group kept only because its odd ranks may have stopped there comes after the inner one)

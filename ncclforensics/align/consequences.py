@@ -65,6 +65,8 @@ class Disagreement:
     names: tuple[tuple[Hashable, int], ...] = ()
     ahead: bool = False  # its odd ranks launched more than every other member (see the nesting rule)
     behind: bool = False  # its odd ranks launched fewer than every other member (see the nesting rule)
+    # members with no launch count here (records cut short, or none): nothing says the odd ranks ran past them
+    uncounted: frozenset[Hashable] = frozenset()
 
     def sides(self) -> list[frozenset[Hashable]]:
         """The odd ranks as the disagreement may be read: its odd ones, or, where no side is a majority, the
@@ -139,11 +141,13 @@ def _ran_past_free_ranks(outer: Disagreement, found: list[Disagreement]) -> bool
     nothing on record holds those back, so the odd ranks did not merely run on past peers stuck elsewhere, and a
     divergence inside does not explain them (the nesting rule reads odd ranks stuck inside, or running on past
     peers stuck there). Worked example: rank 6 launched 5 world collectives, ranks 0 to 7 otherwise 4, and 18 in
-    its TP group against 20; ranks 0 to 3 share no disagreeing group: the world may be where it departed first."""
+    its TP group against 20; ranks 0 to 3 share no disagreeing group: the world may be where it departed first.
+    A member with no count here (`uncounted`: a log cut short, perhaps before the init lines of the groups it is in)
+    is neither known to be behind nor known to be in no other group: the odd ranks ran past nothing it shows."""
     if not outer.ahead:
         return False
     held = {p for d in found if d.comm != outer.comm for p in d.members}
-    return bool(outer.members - outer.odd - held)
+    return bool(outer.members - outer.odd - outer.uncounted - held)
 
 
 def _stopped_in_either(outer: Disagreement, inner: Disagreement) -> bool:

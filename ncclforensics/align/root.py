@@ -312,17 +312,38 @@ def _later_departures(placements: list[Placement], constraint: Constraint,
     all of its edits) is held to the right results alone, beside an outlier whose likeliest edits they keep (or,
     where none does, any edit). Worked example: rank 6 left out seq 1 and every result from seq 1 on read back
     wrong; rank 1 swapped seq 2 and 3. Rank 1's swap mixes no result at seq 1, and need not: rank 6's skip did, and
-    rank 1 departed later (no longer forced onto a whole period of extra collectives at seq 1, which also fits)."""
+    rank 1 departed later (no longer forced onto a whole period of extra collectives at seq 1, which also fits).
+
+    Where no outlier's likeliest edits misalign every wrong result alone, but theirs together do, each outlier is
+    held to the right results alone, where its records say. Worked example (982848): rank 4 swapped seq 3 and 4, rank
+    7 left out seq 5, every result from seq 3 on read back wrong. The swap misaligns 3 and 4, the skip 5 on; neither
+    all of them, so each alone would be forced onto a whole period of extra collectives at seq 3, naming rank 7
+    beside rank 4 as departing there."""
     top = {rank: max(p.score for p in placements if p.rank == rank) for rank in kept}
     leaders = {rank for rank, mine in kept.items() if any(p.score == top[rank] for p in mine)}
-    explaining = leaders or {rank for rank, mine in kept.items() if mine}
     right_only = replace(constraint, wrong=frozenset())
+    if not leaders:
+        likeliest = [n for rank in kept for n in _narrowed(
+            [p for p in placements if p.rank == rank and p.score == top[rank]], right_only)]
+        if all(any(_misaligns(p, seq) for p in likeliest) for seq in constraint.wrong):
+            return {rank: _narrowed([p for p in placements if p.rank == rank], right_only) for rank in kept}
+    explaining = leaders or {rank for rank, mine in kept.items() if mine}
     out = dict(kept)
     for rank, mine in kept.items():
         if rank in leaders or not explaining - {rank} or (mine and not leaders):
             continue
         out[rank] = _narrowed([p for p in placements if p.rank == rank], right_only)
     return out
+
+
+def _misaligns(placement: Placement, seq: int) -> bool:
+    """Whether some edit of `placement` misaligns the collective at `seq`: a shift everything from it on, a block of
+    different collectives itself alone, a stop nothing (nothing after it completes)."""
+    if placement.kind in (EditKind.EXTRA, EditKind.MISSING):
+        return placement.low <= seq
+    if placement.kind is EditKind.DIFFERENT:
+        return placement.low <= seq < placement.high + placement.size
+    return False
 
 
 # -- one answer ---------------------------------------------------------------------------------------------------

@@ -491,3 +491,31 @@ def test_ranks_ahead_in_the_world_may_have_left_out_collectives_of_tp_groups_who
     tps = {"0x" + TP, "0x" + TP2}
     assert tps <= {root.comm, *root.undecided_comms}
     assert not [n for n in notes if getattr(n, "comm", None) in tps and not isinstance(n, UndecidedComm)]
+
+
+def test_odd_ranks_ahead_of_a_rank_whose_log_was_cut_ran_past_no_free_rank():
+    """Seed 982294: TP groups 1 (ranks 0 to 3) and 2 (ranks 4 to 7) in the world; ranks 2 and 5 each skipped their
+    drafter and ran ahead: 29 against 22 in their TP groups, 3 against 2 in the world. Rank 4's log was cut after
+    its first world collective, before its TP group's init lines: it is on record in no other group, and its world
+    count is unknown. Nothing says the odd ranks ran past it, so the world is a consequence of the TP groups inside
+    (the nesting rule), not the one cause of both."""
+    from ncclforensics.align.choose import _pick_root
+    from ncclforensics.align.divergence import CommAnalysis
+
+    def analysis(comm: str, launched: dict[int, int], odd: list[int]) -> CommAnalysis:
+        ranks = sorted(launched)
+        root = Root(comm=comm, seq=1, seq_range=(1, max(launched.values())), outlier_ranks=odd,
+                    reference_ranks=[r for r in ranks if r not in odd], kind=MISSING, size=1, pinned_by="signatures",
+                    reason=RangeReason.LOOKALIKE, shown=False, majority=True)
+        return CommAnalysis(comm, ranks, launched, dict.fromkeys(ranks), dict.fromkeys(ranks, 1), root=root)
+
+    analyses = {"world": analysis("world", {0: 2, 1: 2, 2: 3, 3: 2, 4: 1, 5: 3, 6: 2, 7: 2}, [2, 5]),
+                "tp1": analysis("tp1", {0: 22, 1: 22, 2: 29, 3: 22}, [2]),
+                "tp2": analysis("tp2", {5: 29, 6: 22, 7: 22}, [5])}
+    streams = Streams(members={"world": list(range(8)), "tp1": [0, 1, 2, 3], "tp2": [5, 6, 7]},
+                      cut={("world", 4): Location("nccl.node000.21428.log", 18)})
+    root, _ = _pick_root(analyses, None, streams)
+    assert root.comm in ("tp1", "tp2") and set(root.undecided_comms) >= {"tp1", "tp2"} - {root.comm}
+    # Where rank 4's world count is on record (behind the odd ranks), they ran past a rank nothing holds.
+    streams = replace(streams, cut={})
+    assert _pick_root(analyses, None, streams)[0].comm == "world"

@@ -641,6 +641,30 @@ def test_results_wrong_from_one_outliers_skip_on_leave_a_later_outliers_swap_whe
     assert solution.contradictions
 
 
+def test_results_wrong_where_two_outliers_departures_each_misalign_some_name_the_first_where_its_records_put_it():
+    # 982848: rank 4 swapped seq 3 and 4 (its tags), rank 7 left out seq 5, rank 0 ran a different collective at
+    # seq 12; the tags are of the first step only. Results read back right at seq 1 and 2, wrong from 3 on: the swap
+    # misaligns 3 and 4, the skip 5 on, neither all of them. Together they do: neither is forced onto a whole step
+    # of extra collectives at seq 3 (which fits each alone), and rank 7, which departed later, is not named there.
+    ops = ([1] * 7 + [2]) * 2
+    tags = list(range(11, 19)) + [0] * 8
+    codes = {r: stream(ops, tags) for r in (1, 2, 3, 5, 6)}
+    codes[4] = stream(ops, tags[:2] + [tags[3], tags[2]] + tags[4:])
+    codes[7] = stream(ops[:4] + ops[5:], tags[:4] + tags[5:])
+    codes[0] = stream(ops[:11] + [2] + ops[12:], tags)
+    checks = ResultChecks(frozenset({1, 2}), frozenset(range(3, 9)), (Location("fingerprint_rank0.jsonl", 3),))
+    solution = solve([("signatures", lambda: {r: stream(c.fields["op"]) for r, c in codes.items()}),
+                      ("tags", lambda: codes)], 1, [checks], lambda seq: (Location("log", seq),))
+    assert solution.seq_range == (3, 3) and solution.leading == [4] and not solution.contradictions
+    assert solution.kinds[0] is EditKind.DIFFERENT and solution.best.size == 2
+    # A result right after the skip, which misaligns everything from it on: together they explain nothing, and the
+    # results contradict the records, as they do where no edit explains them.
+    checks = ResultChecks(frozenset({1, 2, 7}), frozenset({3, 4, 5, 6}), checks.locs)
+    solution = solve([("signatures", lambda: {r: stream(c.fields["op"]) for r, c in codes.items()}),
+                      ("tags", lambda: codes)], 1, [checks], lambda seq: (Location("log", seq),))
+    assert solution.contradictions
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_random_single_edits_are_always_inside_the_range(seed):
     rng = np.random.default_rng(seed)
