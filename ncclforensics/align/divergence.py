@@ -460,10 +460,11 @@ def _with_unrecorded_members(root: Root, streams: Streams, comm: str) -> Root:
     """A root that names every rank on record with no majority (nothing says which side ran the program), with
     the members of the communicator that recorded none of its collectives added: a rank whose file was cut before
     them (its other records go on elsewhere, so it is no silent member that launched none here) may have gone
-    either way, as every rank that sides with either is named where no majority decides."""
+    either way, as every rank that sides with either is named where no majority decides. So may one whose every
+    file was cut, where its records elsewhere end no sooner than its peers' there (their files cut alike)."""
     if root.majority or not set(root.outlier_ranks) >= set(root.reference_ranks):
         return root
-    cut = {rank for _, rank in streams.cut}
+    cut = {rank for _, rank in streams.cut} | streams.cut_ranks
     elsewhere = {rank for (c, rank), part in streams.parts.items() if c != comm and part.height}
     absent = sorted(r for r in streams.expected_members.get(comm, []) if r not in root.outlier_ranks
                     and r in cut & elsewhere and (comm, r) not in streams.parts and r not in root.unplaced_ranks)

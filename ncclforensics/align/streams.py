@@ -48,6 +48,10 @@ class Streams:
     # (comm, rank) -> where the file that holds its last records was cut short: the stream ends there because the
     # file does, so its end says nothing of where the rank stopped
     cut: dict[tuple[str, int], Location] = field(default_factory=dict)
+    # ranks every file of whose collectives was cut short: nothing whole says what they launched after the cuts, in
+    # any comm, so one with no records of a comm may have begun there after its files end (even where its records
+    # of the other comms end no sooner than its peers', their files cut alike)
+    cut_ranks: set[int] = field(default_factory=set)
     # (comm, rank) whose last record is a launch in a format that records every collective as launched (an NCCL log,
     # a dump), in a file not cut short there: the rank launched nothing later in the comm (before the records were
     # taken). A trace written once a collective completed, or a timeout line, leaves what came after it unknown.
@@ -185,12 +189,17 @@ def build_streams(evidence: list[Evidence]) -> Streams:
     for info in comm_infos:
         if info.ranks:
             expected.setdefault(aliases.get(info.comm, info.comm), set()).update(info.ranks)
-    cut = _cut_ends(by_key, {item.path: item.cut for item in evidence if item.cut is not None})
+    cut_files = {item.path: item.cut for item in evidence if item.cut is not None}
+    cut = _cut_ends(by_key, cut_files)
+    files_of: dict[int, set[str]] = {}
+    for piece in pieces:
+        files_of.setdefault(piece.rank, set()).add(piece.file)
     return Streams(parts=parts, members=members, aliases=aliases, problems=problems,
                    launched_by_source=launched_by_source, excluded_files=excluded,
                    expected_members={c: sorted(r) for c, r in expected.items()},
                    initialized=_initialized(evidence, aliases), joined=_joined(evidence, aliases),
-                   cut=cut, launch_ends={key for key, found in by_key.items() if key not in cut and _launch_end(found)})
+                   cut=cut, cut_ranks={rank for rank, files in files_of.items() if files <= cut_files.keys()},
+                   launch_ends={key for key, found in by_key.items() if key not in cut and _launch_end(found)})
 
 
 def _launch_end(pieces: list[_Piece]) -> bool:

@@ -113,7 +113,7 @@ def test_a_member_cut_before_a_comms_records_is_named_where_no_majority_decides(
     from ncclforensics.align.divergence import DIFFERENT_OPS, Root, _with_unrecorded_members
 
     part = pl.DataFrame({"seq": [1, 2]})
-    streams = SimpleNamespace(cut={("dp", 2): None}, expected_members={"tp": [0, 1, 2, 3]},
+    streams = SimpleNamespace(cut={("dp", 2): None}, cut_ranks=set(), expected_members={"tp": [0, 1, 2, 3]},
                               parts={("tp", 0): part, ("tp", 1): part, ("tp", 3): part, ("dp", 2): part})
     tie = Root(comm="tp", seq=1, seq_range=(1, 30), outlier_ranks=[0, 1, 3], reference_ranks=[0, 1, 3],
                kind=DIFFERENT_OPS, size=1, pinned_by="call sites", reason=None, majority=False)
@@ -121,5 +121,34 @@ def test_a_member_cut_before_a_comms_records_is_named_where_no_majority_decides(
     one = Root(comm="tp", seq=1, seq_range=(1, 30), outlier_ranks=[0], reference_ranks=[1, 3],
                kind=DIFFERENT_OPS, size=1, pinned_by="call sites", reason=None, majority=True)
     assert _with_unrecorded_members(one, streams, "tp") == one
-    whole = SimpleNamespace(cut={}, expected_members=streams.expected_members, parts=streams.parts)
+    whole = SimpleNamespace(cut={}, cut_ranks=set(), expected_members=streams.expected_members, parts=streams.parts)
     assert _with_unrecorded_members(tie, whole, "tp") == tie
+
+
+def test_a_member_whose_every_file_was_cut_is_named_where_no_majority_decides_though_its_peers_were_cut_alike():
+    # Comm "tp" of ranks 0..3 (as a config lists them), records of ranks 0, 1 and 3 only, no majority. Rank 2's one
+    # log was cut just after its first collective of "dp", where its dp peer's log was cut too: its dp records end
+    # no sooner than any, so no stream of it is short of its comm's, yet nothing whole says what rank 2 launched
+    # after the cut, in "tp" or anywhere (980582: two ranks' logs cut during the first DP collective). It may have
+    # gone either way in "tp", and is named with the rest; where its log is whole, it launched none there, and is not.
+    from ncclforensics.align.divergence import DIFFERENT_OPS, Root, _with_unrecorded_members
+    from ncclforensics.align.streams import build_streams
+    from ncclforensics.model import CollectiveEvent, CommInfo, Evidence, Location, SourceFormat, collectives_to_frame
+    from ncclforensics.sources import formats
+
+    def log(path: str, rank: int, comm: str, collectives: int, **more) -> Evidence:
+        events = [CollectiveEvent(loc=Location(path, 17 + seq), comm=comm, seq=seq, op="AllReduce", count=1024,
+                                  rank=rank, dtype="float32", redop="sum", root=0) for seq in range(1, collectives + 1)]
+        return Evidence(path=path, format=SourceFormat.NCCL_LOG, collectives=collectives_to_frame(events),
+                        facts=formats()[SourceFormat.NCCL_LOG], **more)
+
+    config = CommInfo(loc=Location("nccl.0.log", 9), comm="tp", ranks=(0, 1, 2, 3))
+    recorded = [log(f"nccl.{r}.log", r, "tp", 3, comm_infos=[config] if r == 0 else []) for r in (0, 1, 3)]
+    cut_dp = [log(f"nccl.{r}.log", r, "dp", 1, cut=Location(f"nccl.{r}.log", 19)) for r in (2, 6)]
+    tie = Root(comm="tp", seq=1, seq_range=(1, 2), outlier_ranks=[0, 1, 3], reference_ranks=[0, 1, 3],
+               kind=DIFFERENT_OPS, size=1, pinned_by="signatures", reason=None, majority=False)
+    streams = build_streams([*recorded, *cut_dp])
+    assert not streams.cut  # (the dp peers' records end together)
+    assert _with_unrecorded_members(tie, streams, "tp").outlier_ranks == [0, 1, 2, 3]
+    whole = log("nccl.2.log", 2, "dp", 1)
+    assert _with_unrecorded_members(tie, build_streams([*recorded, whole, cut_dp[1]]), "tp") == tie
