@@ -474,13 +474,15 @@ _RICHER_FIELDS = {"call sites": ("stack", "callsite"), "tags": ("tag",), "steps"
 def _parted_reference(root: Root, reference: set[int], streams: Streams) -> dict[int, int] | None:
     """The ranks of `reference` whose records in the root's range part from the larger part of it: at some seq
     there, a collective of another signature (op, count, ...) than the most of the others recorded, or of another
-    call stack, tag or step where the root compared those (`Root.compared`: records alike in signature that those
-    part were told apart by the root itself, and are not alike), rank -> the first such seq. Ranks without a record
-    there, or without the field that parts them, part from no one. None where no part is the largest at such a seq
-    (an even split: which part departed is not told)."""
+    call stack, tag or step where the root compared those (`Root.compared`, or only between the ranks that recorded
+    them, `Root.compared_where_recorded`: records alike in signature that those part were told apart by the root
+    itself, and are not alike), rank -> the first such seq. Ranks without a record there, or without the field that
+    parts them, part from no one. None where no part is the largest at such a seq (an even split: which part
+    departed is not told)."""
     parts = streams.comm_parts(root.comm)
     low, high = root.seq_range or (root.seq, root.seq)
-    compared = [*SIGNATURE, *(f for label in root.compared for f in _RICHER_FIELDS.get(label, ()))]
+    labels = (*root.compared, *root.compared_where_recorded)
+    compared = [*SIGNATURE, *(f for label in labels for f in _RICHER_FIELDS.get(label, ()))]
     by_seq: dict[int, dict[int, tuple]] = {}
     for rank in sorted(reference):
         part = parts.get(rank)

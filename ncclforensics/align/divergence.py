@@ -136,6 +136,8 @@ class Root:
     counts_by_type: dict[str, dict[int, int]] = field(default_factory=dict)  # type -> rank -> launched (RAS)
     step_bound: int | None = None  # per-step checksums: the step the results part at; the root is in it or before
     compared: tuple[str, ...] = ()  # the evidence beyond signatures its records were compared by ("call sites", ...)
+    # ... and the evidence compared only between the ranks that recorded it (call stacks of dumps beside logs)
+    compared_where_recorded: tuple[str, ...] = ()
     # Placed by the ranks' issue order across communicators (align/interleave.py): rank -> collectives of its other
     # communicators it issued before the root's seq, and the ranks that launched fewer here, held back elsewhere.
     issue_places: dict[int, int] = field(default_factory=dict)
@@ -399,7 +401,10 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         # with them, and tells the words nothing about the others).
         full = {label for label, _ in STAGES[1:]}
         compared = tuple(label for label in solution.compared if label in full)
-        analysis.root = replace(_as_root(comm, solution, rows, start), compared=compared)
+        partly = tuple(label for label, _ in STAGES[1:] if label not in compared
+                       and any(used.startswith(f"{label} of ranks ") for used in solution.compared))
+        analysis.root = replace(_as_root(comm, solution, rows, start), compared=compared,
+                                compared_where_recorded=partly)
         if moved and analysis.root.reason is not None:
             analysis.root = replace(analysis.root, reason=RangeReason.PAST_RECORDS)
         elif unrecorded_stop:

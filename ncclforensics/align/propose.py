@@ -175,7 +175,8 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
                 # where the others' records place the group's edit says nothing of where this member departed,
                 # which may be anywhere its own records allow (ranks that agree in what both recorded may still
                 # have departed at different lookalikes).
-                found += place_edits(members[0], codes[rank], reference, start, known)[0]
+                found += [replace(p, member=rank)
+                          for p in place_edits(members[0], codes[rank], reference, start, known)[0]]
             found += _before_own_records(members, codes, reference, start, known, found)
             whole &= held
             outliers.update(members)

@@ -128,10 +128,30 @@ class Solution:
         later = [rep for rep in spans if rep not in leading]
         if later and max(spans[rep][1] for rep in leading) < min(spans[rep][0] for rep in later):
             keep = {r for rep in leading for r in self.members.get(rep, [rep])}
-            named = [r for r in self.outliers if r in keep]
+            # A member of a later group whose own records place its edit (they lack the field that places the
+            # group's: an NCCL log beside a peer's call stacks) may have departed as early as the leading ones.
+            # Worked example: ranks 1 and 0 each skipped an all-reduce alike in signature, rank 1 at seq 8 and rank
+            # 0 at seq 9 by their call stacks; rank 5, one short too, kept an NCCL log only and joins rank 0's
+            # group, yet may have skipped seq 8 as rank 1 did: it stays named.
+            early = {m: span for m, span in self._member_spans().items() if span[0] <= high and m not in keep}
+            named = [r for r in self.outliers if r in keep or r in early]
             if named:
-                return named, max(spans[rep][1] for rep in leading)
+                return named, max([spans[rep][1] for rep in leading] + [last for _, last in early.values()])
         return self.outliers, max(last for _, last in spans.values())
+
+    def _member_spans(self) -> dict[int, tuple[int, int]]:
+        """member -> the span of its likeliest edits, for members whose own records alone place theirs
+        (`Placement.member`)."""
+        top: dict[int, float] = {}
+        for p in self.placements:
+            if p.member is not None:
+                top[p.member] = max(top.get(p.member, p.score), p.score)
+        spans: dict[int, tuple[int, int]] = {}
+        for p in self.placements:
+            if p.member is not None and (p.kind is EditKind.STOPPED or p.score >= top[p.member]):
+                low, last = spans.get(p.member, (p.low, p.high))
+                spans[p.member] = (min(low, p.low), max(last, p.high))
+        return spans
 
     @property
     def seq_range(self) -> tuple[int, int]:
@@ -540,7 +560,7 @@ def _hidden_departures(proposal: Proposal, codes: dict[int, Codes], start: int,
                     or not agree(codes[rank], reference):
                 continue  # its records show a departure of their own (or none at all)
             unrecorded = rank if rank in (unseen or ()) else None
-            found += [replace(p, score=min(p.score, floor), unrecorded=unrecorded)
+            found += [replace(p, score=min(p.score, floor), unrecorded=unrecorded, member=rank)
                       for p in _edits_before(rep, codes[rank], reference, start, min(q.low for q in own), high)]
     return found
 

@@ -458,8 +458,8 @@ def journal_progress_words(root: Root) -> str:
     counts = "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(by_rank.items()))
                        for t, by_rank in root.counts_by_type.items())
     reason = (f"got through every read-back before that step's gate, so every collective they "
-              f"launched before it completed, and NCCL completes one only once every rank launched it; the program "
-              f"has no more there than the fewest any rank launched ({counts})")
+              f"launched before the last of those completed, and NCCL completes one only once every rank launched "
+              f"it; the program has no more there than the fewest any rank launched ({counts})")
     held = [r for r in root.blocked_elsewhere if root.journal_steps.get(r, furthest) < furthest]
     if held:
         who = ranks_words(held)

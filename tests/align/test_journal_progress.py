@@ -39,3 +39,12 @@ def test_a_rank_behind_whose_journal_goes_as_far_as_the_others_stays_named():
     root = with_journal_progress(counts_root(counts, [1, 2]), journals({r: 1 if r == 2 else 2 for r in counts}),
                                  set(counts))
     assert root.outlier_ranks == [1] and root.kind == MISSING
+
+
+def test_a_rank_behind_stays_named_where_only_departed_ranks_got_furthest():
+    # Ranks 4, 5 and 6 each skipped one world collective of step 0; ranks 4 and 5 went on into step 1 (3 launched,
+    # their journals at step 1) and rank 6 stopped at 1. What ranks 4 and 5 completed bounds only their own
+    # collectives: rank 6 is as short of one as they are, not held back.
+    counts = {0: 2, 1: 2, 2: 2, 3: 2, 4: 3, 5: 3, 6: 1, 7: 2}
+    steps = {r: 1 if r in (4, 5) else 0 for r in counts}
+    assert with_journal_progress(counts_root(counts, [4, 5, 6]), journals(steps), set(counts)) is None

@@ -351,6 +351,23 @@ def test_an_outlier_that_departs_after_another_is_no_outlier_of_the_root():
     assert solution.seq_range == (3, 6) and solution.leading == [0, 1, 2]
 
 
+def test_a_member_without_the_field_that_places_its_groups_later_departure_may_have_departed_first():
+    # All-reduces alike in signature, call stacks 5, 6, 7 a step, then a gather (2). By their stacks rank 1 skipped
+    # seq 4 and rank 0 seq 5; rank 5, one short as well, kept no call stacks, agrees with both and joins rank 0's
+    # group. Its own records place its skip anywhere in seq 4..6: it may have skipped seq 4 with rank 1, and stays
+    # named beside it (the range reaching as far as its own skip may).
+    sig, program = [1] * 6 + [2], [5, 6, 7, 5, 6, 7, 8]
+    codes = {r: stream(sig, program) for r in (2, 3, 4, 6)}
+    codes[1] = stream(sig[1:], program[:3] + program[4:])
+    codes[0] = stream(sig[1:], program[:4] + program[5:])
+    codes[5] = stream(sig[1:], [0] * 6)
+    solution = _solve(codes)
+    assert solution.members.get(0) == [0, 5]
+    assert solution.leading == [1, 5]
+    low, high = solution.named_range
+    assert low <= 4 and high >= 6
+
+
 def test_of_groups_alike_where_three_first_part_the_reference_is_the_one_a_majority_holds_where_they_part_next():
     # Seed 740263: rank 3 swapped seq 2 and 3 (its tags), rank 2 left out the all-gather at seq 10 (its NCCL log), rank
     # 1 ran the program; three streams, none a majority. At seq 2 ranks 1 and 2 agree; at seq 10 ranks 1 and 3 do.

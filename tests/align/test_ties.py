@@ -280,3 +280,43 @@ def test_ranks_the_counts_part_that_wait_in_another_comm_are_the_candidates_besi
     assert _stuck_elsewhere(streams, "0xw") == {7: {"0xtp"}}
     tie = {"0": EnqueueMarks(launched={0: 4, 1: 4, 2: 5, 3: 5})}
     assert _counts_apart("0xw", tie, streams) == set()
+
+
+def test_call_stacks_compared_only_where_recorded_part_the_counted_reference(tmp_path):
+    # Four ranks, traces of tags and watchdog logs. Rank 1's trace runs one collective further than the others' and
+    # it never launched seq 4 (PyTorch's counts: 3, the others 4); ranks 0, 2 and 3 time out at seq 4, an all-reduce
+    # alike in signature, but rank 2's call stack is another layer's. The root compared call stacks between the
+    # three that printed them (rank 1 has none): rank 2 parts from ranks 0 and 3 there and departed too, beside the
+    # rank the counts name.
+    import json
+
+    from tests.cli_helpers import diff_json
+
+    def stack(layer_line: int) -> str:
+        frames = ["all_reduce from site-packages/torch/distributed/distributed_c10d.py:3068",
+                  "all_reduce from vllm/distributed/parallel_state.py:93",
+                  f"forward from vllm/model_executor/models/llama.py:{layer_line}",
+                  "execute_model from vllm/v1/worker/gpu_model_runner.py:1510"]
+        return "".join(f"#{i} {frame}\n" for i, frame in enumerate(frames))
+
+    for rank in range(4):
+        tags = ["mlp", "moe"] + (["mlp"] if rank == 1 else [])
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(
+            json.dumps({"step": i // 2, "op": i, "rank": rank, "tag": tag, "digest": f"{i:016x}"}) + "\n"
+            for i, tag in enumerate(tags)))
+        head = f"[rank{rank}]:[E1129 09:55:01.730906066 ProcessGroupNCCL.cpp"
+        group = f"[PG ID 0 PG GUID 0(default_pg) Rank {rank}]"
+        if rank == 1:
+            log = (f"{head}:1914] {group} Received a dump signal due to a collective timeout from  rank 0 and we will "
+                   "try our best to dump the debug info. Last enqueued NCCL work: 3, last completed NCCL work: 3.\n")
+        else:
+            log = (f"{head}:689] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, "
+                   "OpType=ALLREDUCE, NumelIn=512, NumelOut=512, Timeout(ms)=20000) ran for 20016 milliseconds "
+                   "before timing out.\n"
+                   f"{head}:2303] {group}  failure detected by watchdog at work sequence id: 4 PG status: last "
+                   "enqueued work: 4, last completed work: 3\n"
+                   f"{head}:733] [Rank {rank}] Stack trace of the failed collective: \n{stack(97 if rank == 2 else 241)}"
+                   "\n")
+        (tmp_path / f"torch_rank{rank}.log").write_text(log)
+    root = diff_json(str(tmp_path))[1]["root"]
+    assert root["outlier_ranks"] == [1, 2] and root["reference_ranks"] == [0, 3] and root["majority"]
