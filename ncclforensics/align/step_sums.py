@@ -18,8 +18,8 @@ sums part into several sides, none a majority (two comms that each diverged, eac
 wrong sum still says its rank's results were mixed by that step, so the step is said, never nothing. Unchecked sums
 likewise: a replica with no sum of the step (its trace cut short or stopped before it) may have read back what either
 side did, so a side is the majority only were all such ranks beside the fewer; else every rank is named. So too
-where unchecked sums of one class of replicas (alike in another step) part into several sides, none a majority: the
-ranks that ran the program read back alike, so some side departed, and nothing says which.
+where unchecked sums of one class of replicas (equal sums chain them, replicas.one_class) part into several sides,
+none a majority: the ranks that ran the program read back alike, so some side departed, and nothing says which.
 
 Worked example: ranks 0-7 read back the right sum at step 0; at step 1 all eight are wrong, ranks 0, 1, 3-7 agree
 on 4604928 and rank 2 alone has 33331200 (it launched a drafter pass the others did not): rank 2 is the outlier,
@@ -224,7 +224,7 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         # with a group: one that sums apart in every step may do so by design, a gather to it, say)
         beside_alike = _lone_beside_alike(ordered)
         lone = [r for r in beside_alike if checked or any(
-            one_class(by_step, step, {r, *ranks}, known, known_replicas) for ranks in ordered if len(ranks) > 1)]
+            one_class(by_step, {r, *ranks}, known, known_replicas) for ranks in ordered if len(ranks) > 1)]
         if lone and not _unplaced_by_sums(by_step, step, traced - cut):
             # Ranks each alone in how far off they read back, beside groups of ranks off alike (each group the
             # ranks of one comm that shared its misaligned collective): each lone one departed, in a comm these
@@ -248,7 +248,7 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             yield replace(root, may_sum_apart_by_design=True), step if _earlier_right(by_step, step) else None
             return
         if not majority and (checked and len(rows) > 2 and len(ordered) > 2
-                             or not checked and not one_class(by_step, step, set(rows), known, known_replicas)):
+                             or not checked and not one_class(by_step, set(rows), known, known_replicas)):
             # Sides, none a majority, of sums no expected value checks (two replicas' sums may differ by design; two
             # ranks whose sums part at the first step both summed read the same as two replicas of one rank each):
             # the checksums name no one. Sums that were equal on every one of them in another step (before or
@@ -535,14 +535,14 @@ def _summed_beside(uncounted: set[int], counted: set[int], sums: Root, fingerpri
                    on_record: frozenset[int]) -> bool:
     """Whether ranks no count places are replicas of the counted ones: no record gives their comms (a rank whose
     comms are all known, none of them the counted one, is elsewhere), the checksums compare them with every counted
-    rank, and in another step than the one they part at all of them summed alike (replicas share every comm; ranks
-    of two classes sum apart in every step). Worked example: counts of comm 1 give ranks 0 and 2 eight launches and
-    rank 1 seven, and rank 3's log none there; ranks 0-3 sum alike at step 0 and rank 3 apart at step 1: rank 3 is
-    in comm 1 and departed too."""
+    rank, and equal sums chain all of them together (replicas share every comm; ranks of two classes sum apart in
+    every step: replicas.one_class). Worked example: counts of comm 1 give ranks 0 and 2 eight launches and rank 1
+    seven, and rank 3's log none there; ranks 0-3 sum alike at step 0 and rank 3 apart at step 1: rank 3 is in
+    comm 1 and departed too."""
     compared = set(sums.outlier_ranks) | set(sums.reference_ranks)
     if uncounted & on_record or not counted <= compared or sums.step_bound is None:
         return False
-    return one_class(_checksums_by_step(fingerprints), sums.step_bound, counted | uncounted, {}, [])
+    return one_class(_checksums_by_step(fingerprints), counted | uncounted, {}, [])
 
 
 def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int, int]) -> tuple[Root, list[Note]]:
