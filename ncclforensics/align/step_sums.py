@@ -56,13 +56,15 @@ from .traces import comm_named_by
 def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
                    on_record: frozenset[int] = frozenset(),
                    cut: frozenset[int] = frozenset(),
-                   comms_of: dict[int, frozenset[str]] | None = None) -> tuple[Root, int | None] | None:
+                   comms_of: dict[int, frozenset[str]] | None = None,
+                   begun: dict[int, int] | None = None) -> tuple[Root, int | None] | None:
     """The root and its step (where the steps before were checked right): the ranks whose per-step checksum parts
     from the others' at the first step that shows mixed data, in the comm of the ranks compared (named as `known`
     members allow); None where no step shows it or no side is the minority of more than two ranks. `on_record`:
     the ranks whose every comm is known (their own records list the comms they are in); `cut`: ranks whose trace
-    files were cut short; `comms_of`: rank -> every comm it is in, for ranks whose whole logs say (comms_apart.py)."""
-    comms_of = comms_of or {}
+    files were cut short; `comms_of`: rank -> every comm it is in, for ranks whose whole logs say (comms_apart.py);
+    `begun`: rank -> the step its trace, cut short, had begun a record of (a floor of how far it got)."""
+    comms_of, begun = comms_of or {}, begun or {}
     by_step = _checksums_by_step(fingerprints)
     traced = {rank for rows in by_step.values() for rank in rows}
     replicas = replica_classes(traced, known, on_record)
@@ -78,9 +80,9 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
             return root, step if _earlier_right(by_step, step) else None
         for found in _step_roots(by_step, step, traced, replicas, known, cut, known_replicas):
             if found is None:
-                return _hung_apart(by_step, traced, cut, known)
+                return _hung_apart(by_step, traced, cut, known, begun)
             return _wrong_pair(fingerprints, known, cut, comms_of) if found is _BY_VERDICTS else found
-    return _wrong_pair(fingerprints, known, cut, comms_of) or _hung_apart(by_step, traced, cut, known)
+    return _wrong_pair(fingerprints, known, cut, comms_of) or _hung_apart(by_step, traced, cut, known, begun)
 
 
 def _expected_apart(by_step: dict[int, dict[int, FingerprintRow]], step: int,
@@ -136,22 +138,26 @@ def _checksums_by_step(fingerprints: Iterable[FingerprintRow]) -> dict[int, dict
 
 
 def _hung_apart(by_step: dict[int, dict[int, FingerprintRow]], traced: set[int], cut: frozenset[int],
-                known: dict[str, set[int]]) -> tuple[Root, None] | None:
+                known: dict[str, set[int]], begun: dict[int, int] | None = None) -> tuple[Root, None] | None:
     """Where no expected value checks the sums and they part in some step, but no side of them names anyone (two
     even sides, or classes that may be replicas by design), and some ranks' whole traces end at an earlier step than
     others': those ranks never completed the next step that the others did, so the job hung, and a collective
     diverged by that step. Sums that part say nothing of who departed, nor of where (replicas' sums part by design):
     every traced rank is named, no majority, and the root is by the step the first ones never completed. Worked
     example: ranks 0 and 2 read back one sum at step 0 and ranks 1 and 3 another; ranks 1 and 3 wrote sums of steps
-    0-2, ranks 0 and 2 of steps 0-3: ranks 1 and 3 hung in step 3, and two even sides may each have departed."""
+    0-2, ranks 0 and 2 of steps 0-3: ranks 1 and 3 hung in step 3, and two even sides may each have departed. A
+    trace cut short inside a record it had begun (`begun`) shows its rank got at least to that record's step: rank 1
+    of two, its sums apart from rank 0's at step 0, cut inside `step=1`, and rank 0's whole trace ending at step 0,
+    say rank 0 never completed step 1."""
     rows = [row for step_rows in by_step.values() for row in step_rows.values()]
     if any(checked_right(row) is not None for row in rows):
         return None  # (checked sums say who read back wrong: the verdicts speak)
     if not any(len({repr(row.sum) for row in step_rows.values()}) > 1 for step_rows in by_step.values()):
         return None
     last = {rank: max(step for step, step_rows in by_step.items() if rank in step_rows) for rank in traced}
-    # (a trace cut short ends where its file does, not where its rank stopped)
-    stopped = [rank for rank in traced if rank not in cut and last[rank] < max(last.values())]
+    # (a trace cut short ends where its file does, not where its rank stopped; past the record it had begun there)
+    furthest = max([*last.values(), *(step for rank, step in (begun or {}).items() if rank in cut & traced)])
+    stopped = [rank for rank in traced if rank not in cut and last[rank] < furthest]
     if not stopped or len(traced) < 2:
         return None
     bound = min(last[rank] for rank in stopped) + 1

@@ -860,3 +860,17 @@ def test_unchecked_sums_alike_across_two_sides_in_a_step_some_rank_has_no_sum_of
     by_step = {s: {r.rank: r for r in apart if r.step == s} for s in range(4)}
     assert classes_of_sums(by_step, {0, 1, 2, 3}) == [{0, 1}, {2, 3}]
     assert step_sums_root(apart, {}, cut=frozenset({2})) is None
+
+
+def test_a_trace_cut_inside_a_later_steps_record_shows_the_whole_trace_that_ends_sooner_hung():
+    # Seed 989647: ranks 0 and 1 of one comm sum apart at step 0 (rank 1 skipped a collective); rank 0's whole trace
+    # ends there, rank 1's was cut inside `step=1 r`: rank 1 read step 1 back, rank 0 never completed it. The job
+    # hung by step 1, and either rank may have departed.
+    rows = [unchecked(0, 0, 1287168.0), unchecked(1, 0, 1002496.0)]
+    root, step = step_sums_root(rows, {}, cut=frozenset({1}), begun={1: 1})
+    assert (root.outlier_ranks, root.majority, root.step_bound, step) == ([0, 1], False, 1, None)
+    # Cut where its record of step 0 began, or before a digit of the step, it says nothing past step 0.
+    assert step_sums_root(rows, {}, cut=frozenset({1}), begun={1: 0}) is None
+    assert step_sums_root(rows, {}, cut=frozenset({1})) is None
+    # A rank whose own trace was cut is never the one that stopped.
+    assert step_sums_root(rows, {}, cut=frozenset({0, 1}), begun={1: 1}) is None
