@@ -444,7 +444,12 @@ KNOWN: dict[int, str] = {}
 # between the ranks that printed them part the rest of a counted reference as stacks every rank recorded do (5002244: a
 # skip beside another rank's reorder of lookalikes, watchdog logs and fingerprints with tags); a member whose own
 # records, lacking the call stacks that place its group's later departure, allow one as early as the first outlier's
-# stays named beside it (5002991: two ranks' skip and a third's later one of lookalikes, NCCL logs and dumps).
+# stays named beside it (5002991: two ranks' skip and a third's later one of lookalikes, NCCL logs and dumps); equal
+# unchecked sums chain ranks into one class in any step, steps some rank has no sum of too, so halves that part beside a
+# trace cut short are one class that parted, and name every rank (983205: two ranks of four reordered a step, per-step
+# checksums alone, one cut); a trace cut inside a record still shows the step it had begun, so a whole trace that ends
+# sooner beside sums that part hung (989647: a skip in a job of two, per-step checksums alone, one cut inside its next
+# step's line).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -466,7 +471,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           831794, 810065, 851236, 851196, 810094, 880052, 895641, 840255, 810359, 880088, 851898, 907708, 908015,
           964302, 916954, 901308, 909066, 924543, 927077, 923670, 914345, 916148, 923231, 926339, 924841, 929113,
           921090, 933139, 937075, 932125, 932995, 941100, 946851, 949473, 949514, 942535, 970548, 972212, 950319,
-          954867, 934231, 959072, 959487, 964547, 982848, 982294, 980582, 5001593, 5002244, 5002991)
+          954867, 934231, 959072, 959487, 964547, 982848, 982294, 980582, 5001593, 5002244, 5002991, 983205, 989647)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))

@@ -72,10 +72,10 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
                 gates: list[GateDecision], ras: dict[str, RasHistory], rank_map: dict[tuple[str, int], int],
                 marks: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], fingerprints: list[FingerprintRow],
                 stops: dict[str, list[str]], cut_files: set[str], died: bool,
-                guessed: frozenset[str] = frozenset()) -> Choice:
+                guessed: frozenset[str] = frozenset(), cut_steps: dict[str, int] | None = None) -> Choice:
     """The root the evidence names (None where none offers one), and what the choice adds to the diagnosis.
     `stops`: comm -> what shows that it stopped rather than merely lagging; `cut_files`: the paths of the files cut
-    short; `died`: whether the evidence says a process died (RAS missing or dead ranks, peers' remote-process
+    short; `cut_steps`: path -> the step a trace cut short had begun in its last line (a floor); `died`: whether the evidence says a process died (RAS missing or dead ranks, peers' remote-process
     errors); `guessed`: the comms whose roots rest on trace records placed by a guess (traces.resting_on_guesses)."""
     root, comm_notes = _pick_root(analyses, gate, streams, guessed)
     counted_cause = None
@@ -116,7 +116,9 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
     def sums_root():
         return step_sums_root(fingerprints, known, on_record,
                               frozenset(f.rank for f in fingerprints if f.loc.path in cut_files),
-                              comms_by_rank(streams.initialized))
+                              comms_by_rank(streams.initialized),
+                              {f.rank: (cut_steps or {})[f.loc.path] for f in fingerprints
+                               if f.loc.path in (cut_steps or {})})
 
     if root is None or root.reason in (RangeReason.COUNTS, RangeReason.TYPE_COUNTS):
         # Streams that show nothing leave the checksums' word (results mixed in some step); counts that place

@@ -178,6 +178,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     choice = choose_root(analyses, streams, gate, gates=gates, ras=ras, rank_map=rank_map, marks=marks,
                          watchdog=watchdog, fingerprints=fingerprints, stops=stops,
                          cut_files={e.path for e in evidence if e.cut is not None},
+                         cut_steps={e.path: e.cut_step for e in evidence if e.cut_step is not None},
                          died=died, guessed=resting_on_guesses(
                              [a.root for a in analyses.values() if a.root is not None], guesses))
     root, counted_cause = choice.root, choice.counted_cause

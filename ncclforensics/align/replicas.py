@@ -73,12 +73,13 @@ def classes_of_sums(by_step: StepSums, traced: set[int]) -> list[set[int]] | Non
     whole = [rows for _, rows in sorted(by_step.items()) if set(rows) == traced]
     if not whole or any(checked_right(row) is not None for rows in whole for row in rows.values()):
         return None
-    partitions = [_equal_sums(rows) for rows in whole]
-    for classes in partitions:
-        # (every step's equal sums within the classes: sums equal across two of them in any step, first or later,
-        # make them one class whose results parted and healed, not two that read back apart by design)
+    # (every step's equal sums within the classes, steps some rank has no sum of too: sums equal across two of them
+    # in any step, first or later, make them one class whose results parted and healed, not two that read back
+    # apart by design)
+    every = [_equal_sums(rows) for rows in by_step.values()]
+    for classes in (_equal_sums(rows) for rows in whole):
         if _several_classes(classes, traced) and all(
-                any(group <= c for c in classes) for partition in partitions for group in partition):
+                any(group <= c for c in classes) for partition in every for group in partition):
             return classes
     return None
 
@@ -97,17 +98,35 @@ def _several_classes(classes: list[set[int]], traced: set[int]) -> bool:
     return len(sizes) > 1 and min(sizes) > 1 and max(sizes) * 2 <= len(traced)
 
 
-def one_class(by_step: dict[int, dict[int, FingerprintRow]], step: int, ranks: set[int],
-               known: dict[str, set[int]], known_replicas: list[set[int]]) -> bool:
-    """Whether the ranks are replicas, whose sums a correct run makes equal: their sums were equal in another step
-    that every one of them summed (sums of two classes, what different comms read back, part in every step: equal
-    sums in step 2 after parting in step 0 say one class whose results healed), or records show every one of them
-    sharing all their comms (a comm over them all, and no comm of one that holds the other). A step whose sums are
-    not all finite says nothing (`repr(nan) == 'nan'` on every rank, whatever each read back)."""
-    if any(ranks <= set(rows) and _alike(rows, ranks) for s, rows in by_step.items() if s != step):
-        return True
-    return (any(ranks <= members for members in known.values())
-            and any(ranks <= members for members in known_replicas))
+def one_class(by_step: dict[int, dict[int, FingerprintRow]], ranks: set[int], known: dict[str, set[int]],
+              known_replicas: list[set[int]]) -> bool:
+    """Whether the ranks are replicas, whose sums a correct run makes equal: equal sums chain them all together,
+    step by step (sums of two classes, what different comms read back, part in every step: equal sums in step 2
+    after parting in step 0 say one class whose results healed; ranks 0 and 1 alike in step 1 and ranks 1 and 2 in
+    step 2 are one class, and so is a rank whose trace holds one step alone with the ranks it sums alike with
+    there), or records show every one of them sharing all their comms (a comm over them all, and no comm of one
+    that holds the other). A sum that is not finite links nothing (`repr(nan) == 'nan'` on every rank, whatever
+    each read back)."""
+    return _linked_by_equal_sums(by_step, ranks) or (any(ranks <= members for members in known.values())
+                                                     and any(ranks <= members for members in known_replicas))
+
+
+def _linked_by_equal_sums(by_step: StepSums, ranks: set[int]) -> bool:
+    """Whether equal finite sums, in any step, chain every one of the ranks to the others (classes apart by design
+    sum apart in every step, so each link joins two ranks of one class)."""
+    component = {rank: rank for rows in by_step.values() for rank in rows}
+
+    def root_of(rank: int) -> int:
+        while component[rank] != rank:
+            rank = component[rank]
+        return rank
+
+    for rows in by_step.values():
+        for group in _equal_sums(rows):  # (a rank whose sum is not finite is a group of its own)
+            first = root_of(min(group))
+            for rank in group:
+                component[root_of(rank)] = first
+    return ranks <= set(component) and len({root_of(rank) for rank in ranks}) == 1
 
 
 def parted_by_offsets(by_step: StepSums, step: int, parted: set[int],

@@ -18,8 +18,8 @@ sums part into several sides, none a majority (two comms that each diverged, eac
 wrong sum still says its rank's results were mixed by that step, so the step is said, never nothing. Unchecked sums
 likewise: a replica with no sum of the step (its trace cut short or stopped before it) may have read back what either
 side did, so a side is the majority only were all such ranks beside the fewer; else every rank is named. So too
-where unchecked sums of one class of replicas (alike in another step) part into several sides, none a majority: the
-ranks that ran the program read back alike, so some side departed, and nothing says which.
+where unchecked sums of one class of replicas (equal sums chain them, replicas.one_class) part into several sides,
+none a majority: the ranks that ran the program read back alike, so some side departed, and nothing says which.
 
 Worked example: ranks 0-7 read back the right sum at step 0; at step 1 all eight are wrong, ranks 0, 1, 3-7 agree
 on 4604928 and rank 2 alone has 33331200 (it launched a drafter pass the others did not): rank 2 is the outlier,
@@ -56,13 +56,15 @@ from .traces import comm_named_by
 def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]],
                    on_record: frozenset[int] = frozenset(),
                    cut: frozenset[int] = frozenset(),
-                   comms_of: dict[int, frozenset[str]] | None = None) -> tuple[Root, int | None] | None:
+                   comms_of: dict[int, frozenset[str]] | None = None,
+                   begun: dict[int, int] | None = None) -> tuple[Root, int | None] | None:
     """The root and its step (where the steps before were checked right): the ranks whose per-step checksum parts
     from the others' at the first step that shows mixed data, in the comm of the ranks compared (named as `known`
     members allow); None where no step shows it or no side is the minority of more than two ranks. `on_record`:
     the ranks whose every comm is known (their own records list the comms they are in); `cut`: ranks whose trace
-    files were cut short; `comms_of`: rank -> every comm it is in, for ranks whose whole logs say (comms_apart.py)."""
-    comms_of = comms_of or {}
+    files were cut short; `comms_of`: rank -> every comm it is in, for ranks whose whole logs say (comms_apart.py);
+    `begun`: rank -> the step its trace, cut short, had begun a record of (a floor of how far it got)."""
+    comms_of, begun = comms_of or {}, begun or {}
     by_step = _checksums_by_step(fingerprints)
     traced = {rank for rows in by_step.values() for rank in rows}
     replicas = replica_classes(traced, known, on_record)
@@ -78,9 +80,9 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
             return root, step if _earlier_right(by_step, step) else None
         for found in _step_roots(by_step, step, traced, replicas, known, cut, known_replicas):
             if found is None:
-                return _hung_apart(by_step, traced, cut, known)
+                return _hung_apart(by_step, traced, cut, known, begun)
             return _wrong_pair(fingerprints, known, cut, comms_of) if found is _BY_VERDICTS else found
-    return _wrong_pair(fingerprints, known, cut, comms_of) or _hung_apart(by_step, traced, cut, known)
+    return _wrong_pair(fingerprints, known, cut, comms_of) or _hung_apart(by_step, traced, cut, known, begun)
 
 
 def _expected_apart(by_step: dict[int, dict[int, FingerprintRow]], step: int,
@@ -136,22 +138,26 @@ def _checksums_by_step(fingerprints: Iterable[FingerprintRow]) -> dict[int, dict
 
 
 def _hung_apart(by_step: dict[int, dict[int, FingerprintRow]], traced: set[int], cut: frozenset[int],
-                known: dict[str, set[int]]) -> tuple[Root, None] | None:
+                known: dict[str, set[int]], begun: dict[int, int] | None = None) -> tuple[Root, None] | None:
     """Where no expected value checks the sums and they part in some step, but no side of them names anyone (two
     even sides, or classes that may be replicas by design), and some ranks' whole traces end at an earlier step than
     others': those ranks never completed the next step that the others did, so the job hung, and a collective
     diverged by that step. Sums that part say nothing of who departed, nor of where (replicas' sums part by design):
     every traced rank is named, no majority, and the root is by the step the first ones never completed. Worked
     example: ranks 0 and 2 read back one sum at step 0 and ranks 1 and 3 another; ranks 1 and 3 wrote sums of steps
-    0-2, ranks 0 and 2 of steps 0-3: ranks 1 and 3 hung in step 3, and two even sides may each have departed."""
+    0-2, ranks 0 and 2 of steps 0-3: ranks 1 and 3 hung in step 3, and two even sides may each have departed. A
+    trace cut short inside a record it had begun (`begun`) shows its rank got at least to that record's step: rank 1
+    of two, its sums apart from rank 0's at step 0, cut inside `step=1`, and rank 0's whole trace ending at step 0,
+    say rank 0 never completed step 1."""
     rows = [row for step_rows in by_step.values() for row in step_rows.values()]
     if any(checked_right(row) is not None for row in rows):
         return None  # (checked sums say who read back wrong: the verdicts speak)
     if not any(len({repr(row.sum) for row in step_rows.values()}) > 1 for step_rows in by_step.values()):
         return None
     last = {rank: max(step for step, step_rows in by_step.items() if rank in step_rows) for rank in traced}
-    # (a trace cut short ends where its file does, not where its rank stopped)
-    stopped = [rank for rank in traced if rank not in cut and last[rank] < max(last.values())]
+    # (a trace cut short ends where its file does, not where its rank stopped; past the record it had begun there)
+    furthest = max([*last.values(), *(step for rank, step in (begun or {}).items() if rank in cut & traced)])
+    stopped = [rank for rank in traced if rank not in cut and last[rank] < furthest]
     if not stopped or len(traced) < 2:
         return None
     bound = min(last[rank] for rank in stopped) + 1
@@ -224,7 +230,7 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         # with a group: one that sums apart in every step may do so by design, a gather to it, say)
         beside_alike = _lone_beside_alike(ordered)
         lone = [r for r in beside_alike if checked or any(
-            one_class(by_step, step, {r, *ranks}, known, known_replicas) for ranks in ordered if len(ranks) > 1)]
+            one_class(by_step, {r, *ranks}, known, known_replicas) for ranks in ordered if len(ranks) > 1)]
         if lone and not _unplaced_by_sums(by_step, step, traced - cut):
             # Ranks each alone in how far off they read back, beside groups of ranks off alike (each group the
             # ranks of one comm that shared its misaligned collective): each lone one departed, in a comm these
@@ -248,7 +254,7 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             yield replace(root, may_sum_apart_by_design=True), step if _earlier_right(by_step, step) else None
             return
         if not majority and (checked and len(rows) > 2 and len(ordered) > 2
-                             or not checked and not one_class(by_step, step, set(rows), known, known_replicas)):
+                             or not checked and not one_class(by_step, set(rows), known, known_replicas)):
             # Sides, none a majority, of sums no expected value checks (two replicas' sums may differ by design; two
             # ranks whose sums part at the first step both summed read the same as two replicas of one rank each):
             # the checksums name no one. Sums that were equal on every one of them in another step (before or
@@ -535,14 +541,14 @@ def _summed_beside(uncounted: set[int], counted: set[int], sums: Root, fingerpri
                    on_record: frozenset[int]) -> bool:
     """Whether ranks no count places are replicas of the counted ones: no record gives their comms (a rank whose
     comms are all known, none of them the counted one, is elsewhere), the checksums compare them with every counted
-    rank, and in another step than the one they part at all of them summed alike (replicas share every comm; ranks
-    of two classes sum apart in every step). Worked example: counts of comm 1 give ranks 0 and 2 eight launches and
-    rank 1 seven, and rank 3's log none there; ranks 0-3 sum alike at step 0 and rank 3 apart at step 1: rank 3 is
-    in comm 1 and departed too."""
+    rank, and equal sums chain all of them together (replicas share every comm; ranks of two classes sum apart in
+    every step: replicas.one_class). Worked example: counts of comm 1 give ranks 0 and 2 eight launches and rank 1
+    seven, and rank 3's log none there; ranks 0-3 sum alike at step 0 and rank 3 apart at step 1: rank 3 is in
+    comm 1 and departed too."""
     compared = set(sums.outlier_ranks) | set(sums.reference_ranks)
     if uncounted & on_record or not counted <= compared or sums.step_bound is None:
         return False
-    return one_class(_checksums_by_step(fingerprints), sums.step_bound, counted | uncounted, {}, [])
+    return one_class(_checksums_by_step(fingerprints), counted | uncounted, {}, [])
 
 
 def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int, int]) -> tuple[Root, list[Note]]:

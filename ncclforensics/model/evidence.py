@@ -44,6 +44,9 @@ class Evidence:
     # Where the file itself shows it was cut short (a pickle without its end, a last line without its line feed):
     # its records end there because the file does, not because the rank stopped.
     cut: Location | None = None  # other formats whose lines the file holds, also read
+    # A trace cut inside a record it had begun: the step that record is of, as far as its digits go (a floor:
+    # `step=1` may have been `step=12`). The rank wrote it once it had read that step back.
+    cut_step: int | None = None
     # What its format declares (model/formats.py), and what the formats in `also` declare; None: no parser read it.
     facts: FormatFacts | None = field(default=None, repr=False, compare=False)
     also_facts: list[FormatFacts] = field(default_factory=list, repr=False, compare=False)

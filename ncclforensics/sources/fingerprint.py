@@ -12,12 +12,15 @@ A line is a fingerprint record when it has `digest`, `sum`, `checksum` or `expec
 `op` is whatever ordinal the writer used: in the real per-collective traces it counts collectives across
 steps (step 1 starts at op 4 with four collectives per step), not within a step.
 A broken required field drops the record; a broken optional field drops only that field; both are errors.
-A file whose last line has no newline after it was cut short there (`Evidence.cut`); that line is not read.
+A file whose last line has no newline after it was cut short there (`Evidence.cut`); that line is not read as a
+record, but the step it had begun (`step=1 r`: step 1, or 10 and up, its digits cut) says how far the rank got
+(`Evidence.cut_step`, a floor).
 Sums may be nan or inf: a corrupted reduction produces exactly that, so they are kept.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from ..model import Diagnostic, Evidence, FingerprintRow, FormatFacts, Location, SourceFormat
@@ -40,6 +43,8 @@ from .keyvalue import (
 _NEEDLES = ("sum", "digest")  # "sum" also finds checksum= and expected_sum=
 _JSON_KEYS = ('"digest"', '"sum"', '"checksum"', '"expected_sum"')
 _VALUE_KEYS = ("digest", "sum", "checksum", "expected_sum")
+# `step=12` or `"step": 12` at the start of a field; the digits kept where the line was cut inside them
+_STEP_BEGUN = re.compile(r'(?:^|[\s{,])"?step"?\s*[=:]\s*(\d+)')
 
 
 def _is_fingerprint(fields: Mapping[str, object], from_json: bool) -> bool:
@@ -61,11 +66,19 @@ class FingerprintSource:
 
     def parse(self, file: InputFile) -> Evidence:
         """Every fingerprint record of the file; broken records become error diagnostics."""
-        evidence, records = parse_records(file, self.facts, _NEEDLES, _JSON_KEYS, _is_fingerprint, _row)
+        evidence, records = parse_records(file, self.facts, _NEEDLES, _JSON_KEYS, _is_fingerprint, _row,
+                                          begun=begun_step)
         evidence.fingerprints = records
         # A trace cut short says nothing of what the rank read back past the cut.
         evidence.cut = next((p.loc for p in evidence.problems if p.message == CUT_SHORT), None)
         return evidence
+
+
+def begun_step(line: str) -> int | None:
+    """The step a record cut short had begun, as far as its digits go: a floor (`step=1` may have been `step=12`,
+    never less); None where the cut came before a digit of it."""
+    found = _STEP_BEGUN.search(line)
+    return int(found.group(1)) if found else None
 
 
 def _row(record: LineRecord, name: str) -> tuple[FingerprintRow | None, Diagnostic | None]:

@@ -127,15 +127,20 @@ def parse_records(
     wanted: Callable[[Mapping[str, object], bool], bool],
     convert: Callable[[LineRecord, str], tuple[object | None, Diagnostic | None]],
     columns: Columns | None = None,
+    begun: Callable[[str], int | None] | None = None,
 ) -> tuple[Evidence, list]:
     """A record parser's whole job: the file's records (read_records), each made a value by `convert(record,
     name)`, which also names its bad fields. Returns the Evidence (with every problem) and the values.
 
     With `columns`, a file of COLUMNAR_MIN_LINES lines or more is read column-wise first (see `Columns`): the lines
     whose every field reads cleanly become values without Python per field; the others, and the last line of a
-    file cut short, go through `convert` as above. Same values and problems either way, in line order."""
+    file cut short, go through `convert` as above. Same values and problems either way, in line order.
+    `begun(line)`: the step a record cut short had begun, which the file's last line gives where it was cut
+    (`Evidence.cut_step`)."""
     lines, evidence, cut = read_lines_cut(file, facts, MAX_RECORD_LINES)
     cut_last = cut and len(lines) > 1
+    if cut_last and begun is not None:
+        evidence.cut_step = begun(lines[-1])
     fast: dict[int, object] = {}
     if columns is not None and len(lines) >= COLUMNAR_MIN_LINES:
         fast = columns.read(lines[:-1] if cut_last else lines, file.name)

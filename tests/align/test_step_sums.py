@@ -726,12 +726,12 @@ def test_nan_sums_make_no_two_ranks_one_class():
     # Ranks 0 and 1 sum 100 and 250 by design at step 0; both read back NaN at step 1: NaN equals nothing.
     rows = [unchecked(0, 0, 100.0), unchecked(1, 0, 250.0), unchecked(0, 1, math.nan), unchecked(1, 1, math.nan)]
     by_step = {s: {r.rank: r for r in rows if r.step == s} for s in (0, 1)}
-    assert not one_class(by_step, 0, {0, 1}, {}, [])
+    assert not one_class(by_step, {0, 1}, {}, [])
     assert step_sums_root(rows, {}) is None
     # Equal finite sums in another step still make them one class.
     rows[2:] = [unchecked(0, 1, 5.0), unchecked(1, 1, 5.0)]
     by_step = {s: {r.rank: r for r in rows if r.step == s} for s in (0, 1)}
-    assert one_class(by_step, 0, {0, 1}, {}, [])
+    assert one_class(by_step, {0, 1}, {}, [])
 
 
 def test_expected_sums_that_part_in_the_only_step_may_part_by_design():
@@ -839,3 +839,38 @@ def test_unchecked_sums_of_one_class_that_part_into_several_sides_name_every_ran
     # Several sides of ranks that sum apart in every step (no class of replicas) still name no one.
     apart = [unchecked(r, s, 1000.0 * r + s) for r in range(4) for s in range(3)]
     assert step_sums_root(apart, {}) is None
+
+
+def test_unchecked_sums_alike_across_two_sides_in_a_step_some_rank_has_no_sum_of_make_them_one_class():
+    # Seed 983205: ranks 0-3 of one comm; at step 0 ranks 0 and 1 sum 660480, ranks 2 and 3 414720 (ranks 2 and 3
+    # issued the step's two collectives the other way round); rank 2's trace is cut after step 0, and in steps 1-3
+    # ranks 0, 1 and 3 sum alike. Classes apart by design part in every step, so rank 3 is of one class with ranks 0
+    # and 1, and rank 2, alike with rank 3, of it too: two even sides of one class, either of which departed.
+    from ncclforensics.align.replicas import classes_of_sums, one_class
+
+    rows = [unchecked(r, 0, 660480.0 if r < 2 else 414720.0) for r in range(4)]
+    rows += [unchecked(r, s, 1254400.0 * s) for r in (0, 1, 3) for s in (1, 2, 3)]
+    by_step = {s: {r.rank: r for r in rows if r.step == s} for s in range(4)}
+    assert classes_of_sums(by_step, {0, 1, 2, 3}) is None and one_class(by_step, {0, 1, 2, 3}, {}, [])
+    root, step = step_sums_root(rows, {}, cut=frozenset({2}))
+    assert (root.outlier_ranks, root.majority, root.step_bound, step) == ([0, 1, 2, 3], False, 0, 0)
+    assert not root.may_sum_apart_by_design
+    # Where rank 3 sums apart from ranks 0 and 1 in every later step too, the halves are two classes by design.
+    apart = [row if row.step == 0 or row.rank != 3 else replace(row, sum=row.sum + 1.0) for row in rows]
+    by_step = {s: {r.rank: r for r in apart if r.step == s} for s in range(4)}
+    assert classes_of_sums(by_step, {0, 1, 2, 3}) == [{0, 1}, {2, 3}]
+    assert step_sums_root(apart, {}, cut=frozenset({2})) is None
+
+
+def test_a_trace_cut_inside_a_later_steps_record_shows_the_whole_trace_that_ends_sooner_hung():
+    # Seed 989647: ranks 0 and 1 of one comm sum apart at step 0 (rank 1 skipped a collective); rank 0's whole trace
+    # ends there, rank 1's was cut inside `step=1 r`: rank 1 read step 1 back, rank 0 never completed it. The job
+    # hung by step 1, and either rank may have departed.
+    rows = [unchecked(0, 0, 1287168.0), unchecked(1, 0, 1002496.0)]
+    root, step = step_sums_root(rows, {}, cut=frozenset({1}), begun={1: 1})
+    assert (root.outlier_ranks, root.majority, root.step_bound, step) == ([0, 1], False, 1, None)
+    # Cut where its record of step 0 began, or before a digit of the step, it says nothing past step 0.
+    assert step_sums_root(rows, {}, cut=frozenset({1}), begun={1: 0}) is None
+    assert step_sums_root(rows, {}, cut=frozenset({1})) is None
+    # A rank whose own trace was cut is never the one that stopped.
+    assert step_sums_root(rows, {}, cut=frozenset({0, 1}), begun={1: 1}) is None

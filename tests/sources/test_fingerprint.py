@@ -283,3 +283,15 @@ def test_the_last_line_without_its_newline(tmp_path, text, rows, cut):
     flagged = [p for p in evidence.problems if "cut short" in p.message]
     assert [(p.loc.line, p.severity) for p in flagged] == ([(2, Severity.WARNING)] if cut else [])
     assert not [p for p in evidence.problems if p.severity is Severity.ERROR]
+
+
+def test_a_trace_cut_inside_a_record_keeps_the_step_it_had_begun_as_a_floor(tmp_path):
+    from ncclforensics.sources.fingerprint import begun_step
+
+    path = tmp_path / "fingerprint_rank1.log"
+    path.write_text("step=0 rank=1 checksum=1002496.000000\nstep=1 r")
+    evidence = SOURCE.parse(load(path))
+    assert evidence.cut is not None and evidence.cut_step == 1 and [r.step for r in evidence.fingerprints] == [0]
+    # (digits cut keep a floor; a cut before any digit of the step, or before the key, keeps nothing)
+    assert begun_step('{"step": 12, "op": 3, "ra') == 12 and begun_step("step=") is None
+    assert begun_step("rank=1 checksum=5 substep=3") is None
