@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
 import time
@@ -217,14 +218,28 @@ def test_small_buffers_many_steps(tmp_path):
         results.put((rank, result.steps_compared, seen))
 
     ctx = mp.get_context("fork")
-    results = ctx.Queue()
-    procs = [ctx.Process(target=body, args=(r, results)) for r in range(2)]
-    for p in procs:
-        p.start()
-    got = sorted(results.get(timeout=180) for _ in procs)
-    for p in procs:
-        p.join(10)
-    assert got == [(0, 20000, [7, 19999]), (1, 20000, [7, 19999])]
+    # (a port that another process takes between free_port and rank 0's bind fails the join: that pair of sidecars
+    # ends with trouble at once, and the exchange is tried once more on another port)
+    for _ in range(2):
+        results = ctx.Queue()
+        procs = [ctx.Process(target=body, args=(r, results)) for r in range(2)]
+        for p in procs:
+            p.start()
+        got, deadline = [], time.monotonic() + 180
+        while len(got) < len(procs) and time.monotonic() < deadline:
+            try:
+                got.append(results.get(timeout=1))
+            except queue.Empty:
+                if any(p.exitcode not in (None, 0) for p in procs):
+                    break
+        for p in procs:
+            p.join(10)
+            if p.is_alive():
+                p.kill()
+        if len(got) == len(procs):
+            break
+        port = free_port()
+    assert sorted(got) == [(0, 20000, [7, 19999]), (1, 20000, [7, 19999])]
 
 
 def test_hung_peer_is_trouble_after_the_timeout(tmp_path, cli_fork):
