@@ -697,6 +697,14 @@ def _their(ranks: list[int]) -> str:
     return "their" if len(ranks) > 1 else "its"
 
 
+def _they(ranks: list[int]) -> str:
+    return "they" if len(ranks) > 1 else "it"
+
+
+def _they_are(ranks: list[int]) -> str:
+    return "they are" if len(ranks) > 1 else "it is"
+
+
 def unplaced_words(root: Root, analysis) -> str:
     """What the records of the ranks on neither side of the root hide."""
     apart = [r for r in root.unplaced_ranks if r in root.departed_in]
@@ -704,35 +712,30 @@ def unplaced_words(root: Root, analysis) -> str:
         rest = [r for r in root.unplaced_ranks if r not in apart]
         said = departed_in_words(root, apart)
         return f"{said} {unplaced_words(replace(root, unplaced_ranks=rest), analysis)}" if rest else said
-    who = ranks_words(root.unplaced_ranks)
-    if analysis is not None and not set(root.unplaced_ranks) & {*analysis.launched, *analysis.counted}:
+    ranks = root.unplaced_ranks
+    who = ranks_words(ranks)
+    if analysis is not None and not set(ranks) & {*analysis.launched, *analysis.counted}:
         # (ranks known here by a count alone: counts_beside_records.short_of_records)
-        one = len(root.unplaced_ranks) == 1
         return (f"{who.capitalize()} left no records in comm {root.comm}, and by PyTorch's counts launched none of the "
-                f"collectives where the others' records begin: {'it' if one else 'they'} never reached where the "
-                f"ranks part (held back in another communicator, by a peer that departed here, or stopped), so "
-                f"whether {'it' if one else 'they'} deviated too is not on record, and {'it is' if one else 'they are'}"
-                f" named on neither side.")
-    ends = [analysis.launched[r] for r in root.unplaced_ranks if analysis is not None and r in analysis.launched]
+                f"collectives where the others' records begin: {_they(ranks)} never reached where the ranks part "
+                f"(held back in another communicator, by a peer that departed here, or stopped), so whether "
+                f"{_they(ranks)} deviated too is not on record, and {_they_are(ranks)} named on neither side.")
+    ends = [analysis.launched[r] for r in ranks if analysis is not None and r in analysis.launched]
     at = f" at seq {max(ends)}" if len(set(ends)) == 1 else ""
-    one = len(root.unplaced_ranks) == 1
     return (f"The records of {who} in comm {root.comm} end{at}, before the ranks part, short of the others' (a file "
             f"cut short, collectives the others completed after them, or a rank that lags or is held back "
-            f"elsewhere, where nothing confirms a hang): whether {'it' if one else 'they'} "
-            f"deviated too, or went with the others, is not on record, so {'it is' if one else 'they are'} named "
-            f"on neither side.")
+            f"elsewhere, where nothing confirms a hang): whether {_they(ranks)} deviated too, or went with the "
+            f"others, is not on record, so {_they_are(ranks)} named on neither side.")
 
 
 def departed_in_words(root: Root, ranks: list[int]) -> str:
     """Why the issue orders place `ranks`, which depart in another communicator, on neither side."""
-    one = len(ranks) == 1
     comms = sorted({c for r in ranks for c in root.departed_in[r]})
     where = f"comm {comms[0]}" if len(comms) == 1 else f"other communicators ({', '.join(comms)})"
-    return (f"{ranks_words(ranks).capitalize()} {'departs' if one else 'depart'} in {where} too, as "
-            f"{'its' if one else 'their'} records there show: a collective added or left out there moves "
-            f"{'its' if one else 'their'} places here as an extra one here would, so {'its' if one else 'their'} "
-            f"issue order says nothing of comm {root.comm}, and {'it is' if one else 'they are'} named on neither "
-            f"side; the others' places give the program.")
+    return (f"{ranks_words(ranks).capitalize()} {_verb('depart', ranks)} in {where} too, as {_their(ranks)} records "
+            f"there show: a collective added or left out there moves {_their(ranks)} places here as an extra one "
+            f"here would, so {_their(ranks)} issue order says nothing of comm {root.comm}, and {_they_are(ranks)} "
+            f"named on neither side; the others' places give the program.")
 
 
 def where_stacks_part(root: Root) -> dict[str, str] | None:
