@@ -39,6 +39,8 @@ def test_ranks_timing_out_in_the_same_collective_are_a_hang_not_a_divergence():
     assert d["wedge"]["launched_floors"] == [2]
     _, out, _ = run_cli("diff", PUBLIC / "torch_watchdog" / "BasicSR-737-1.txt")
     assert "rank 2: last launched 808 or more," in out and "rank 0: last launched 811," in out
+    # The Communicators line and its JSON say the same of rank 2 as the wedge does.
+    assert "launched 0:811, 1:811, 2:808 or more;" in out and d["comms"][0]["launched_floors"] == [2]
     counted = sorted(e["at"].rsplit(":", 1)[1] for e in d["evidence"] if e["kind"] == "counted_launches")
     assert counted == ["2", "4"]
 

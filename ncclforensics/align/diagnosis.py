@@ -205,6 +205,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         diagnosis.window = (misaligned_window(streams, analyses[root.comm], root) if root.comm in analyses
                             and analyses[root.comm].root is not None else count_only_window(root))
     counted_launches = count_past_timeouts(analyses, streams, marks)
+    for comm, analysis in analyses.items():
+        analysis.launched_floors = frozenset(uncounted_timeouts(streams, marks, comm)) & analysis.launched.keys()
     diagnosis.wedge = find_wedge(streams, analyses, dead, stops, _root_comm_in_streams(root, streams, ras, rank_map))
     if counted_cause is not None:
         diagnosis.wedge = _counted_cause_wedge(diagnosis.wedge, root, ras, rank_map, stops, dead)

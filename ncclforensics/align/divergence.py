@@ -239,6 +239,8 @@ class CommAnalysis:
     # ranks PyTorch's completion marks show held back in another group by peers that issued their next collective
     # here early (held_back.held_back_ranks): rank -> those peers
     held: dict[int, frozenset[int]] = field(default_factory=dict)
+    # ranks whose last launched here is a timeout's SeqNum that no count of enqueued work covers: a floor
+    launched_floors: frozenset[int] = frozenset()
 
 
 def op_at(row: dict) -> OpAt:

@@ -145,7 +145,7 @@ def render_diagnosis(console: Console, d: Diagnosis) -> None:
         for column in ("comm", "ranks", "launched", "completed", "first visible mismatch"):
             table.add_column(column)
         for comm, a in sorted(d.comms.items()):
-            table.add_row(_m(comm), _span(a.ranks), plain.per_rank(a.launched), plain.per_rank(a.completed),
+            table.add_row(_m(comm), _span(a.ranks), plain.per_rank(a.launched, a.launched_floors), plain.per_rank(a.completed),
                           str(a.first_visible or "-"))
         _table_or_lines(console, table, plain.comm_lines(d))
     contradictions = plain.contradiction_lines(d)

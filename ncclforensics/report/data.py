@@ -183,7 +183,8 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
         "wedge": wedge,
         "gate": gate_dict(d.gate) if d.gate else None,
         "comms": [
-            {"comm": c, "ranks": a.ranks, "launched": _ranks(a.launched), "completed": _ranks(a.completed),
+            {"comm": c, "ranks": a.ranks, "launched": _ranks(a.launched),
+             "launched_floors": sorted(a.launched_floors), "completed": _ranks(a.completed),
              "first_visible_mismatch": a.first_visible,
              "root_seq_range": list(a.root.seq_range) if a.root and a.root.seq_range else None}
             for c, a in sorted(d.comms.items())

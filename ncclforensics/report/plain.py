@@ -7,6 +7,8 @@ those of the terminal report (words.py); only the layout differs.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from ..align.acceptance import AcceptanceReport, RunAcceptance
 from ..align.coverage import GateCoverage
 from ..align.diagnosis import Diagnosis
@@ -91,7 +93,7 @@ def comm_lines(d: Diagnosis) -> list[str]:
     out = ["Communicators:"]
     for comm, a in sorted(d.comms.items()):
         visible = f"; first visible mismatch at seq {a.first_visible}" if a.first_visible else ""
-        out.append(f"  comm {_p(comm)}: {words.ranks_words(a.ranks)}; launched {per_rank(a.launched)}; "
+        out.append(f"  comm {_p(comm)}: {words.ranks_words(a.ranks)}; launched {per_rank(a.launched, a.launched_floors)}; "
                    f"completed {per_rank(a.completed)}{visible}")
     return out
 
@@ -187,13 +189,12 @@ def wedge_lines(d: Diagnosis) -> list[str]:
     return out
 
 
-def per_rank(values: dict) -> str:
-    """`all 49`, or `0:50, 1:49`."""
-    distinct = set(values.values())
-    if len(distinct) == 1:
-        value = next(iter(distinct))
-        return f"all {'?' if value is None else value}"
-    return ", ".join(f"{r}:{'?' if v is None else v}" for r, v in sorted(values.items()))
+def per_rank(values: dict, floors: Collection[int] = ()) -> str:
+    """`all 49`, or `0:50, 1:49`; a value of a rank in `floors` is only known to reach it: `808 or more`."""
+    shown = {r: ("?" if v is None else str(v)) + (" or more" if r in floors else "") for r, v in values.items()}
+    if len(set(shown.values())) == 1:
+        return f"all {next(iter(shown.values()))}"
+    return ", ".join(f"{r}:{v}" for r, v in sorted(shown.items()))
 
 
 def parse_lines(evidence: list[Evidence]) -> list[str]:
