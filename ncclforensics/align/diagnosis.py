@@ -494,6 +494,8 @@ def _members_only(root: Root | None, streams: Streams) -> tuple[Root | None, lis
 
 def _verdict(diagnosis: Diagnosis, ras: dict[str, RasHistory]) -> Verdict:
     root, wedge = diagnosis.root, diagnosis.wedge
+    if diagnosis.corrupted_fingerprints:
+        return Verdict.DIVERGED  # a result read back wrong: collectives completed with mixed data, wherever it was
     if root is not None and root.unstopped:
         return Verdict.INCONCLUSIVE  # counts of a job that may have been running: the ranks behind may only lag
     if root is not None and root.may_sum_apart_by_design:
@@ -519,8 +521,6 @@ def _verdict(diagnosis: Diagnosis, ras: dict[str, RasHistory]) -> Verdict:
         return Verdict.INCONCLUSIVE  # no two ranks' collectives were compared
     if any(h.missing_ranks or h.dead_ranks for h in ras.values()):
         return Verdict.INCONCLUSIVE  # RAS says a rank is gone: whatever else agrees, that is no consistent job
-    if diagnosis.corrupted_fingerprints:
-        return Verdict.INCONCLUSIVE  # results read back wrong: something was misaligned, though nothing says where
     return Verdict.CONSISTENT
 
 

@@ -859,6 +859,9 @@ def summary(d: Diagnosis) -> str:
         within = "seq" if w.collectives_min == w.collectives else "within seq"
         parts.append(f"The group then ran {count} collective{'' if w.collectives == 1 else 's'} misaligned "
                      f"({within} {w.first_seq}..{w.last_seq}).")
+    if d.corrupted_fingerprints and not (w is not None and w.collectives) and not (
+            root is not None and (root.reason is RangeReason.STEP_SUMS or root.by_results)):
+        parts.append(wrong_results_words(d))
     if wedge is not None and root is None and agreeing_hang(wedge) and wedge.waiting_past:
         parts.append(held_apart_words(wedge, counted_launches(d)))
     elif wedge is not None and root is None and agreeing_hang(wedge):
@@ -888,6 +891,17 @@ def summary(d: Diagnosis) -> str:
         parts.append("Nothing here gives the collectives of two or more ranks of one communicator to compare"
                      + ("; the evidence table lists what the files do say." if d.evidence else "."))
     return " ".join(parts)
+
+
+def wrong_results_words(d: Diagnosis) -> str:
+    """Results read back wrong where the answer has no misaligned window to hold them: proof of mixed data all the
+    same, said with the first of them."""
+    rows = d.corrupted_fingerprints
+    first = min(rows, key=lambda f: (f.step, f.op or 0, f.rank))
+    ranks = sorted({f.rank for f in rows})
+    some = "a wrong result" if len(rows) == 1 else f"{len(rows)} wrong results"
+    return (f"{ranks_words(ranks).capitalize()} read back {some} ({first.loc}, step {first.step}): collectives "
+            f"completed with mixed data.")
 
 
 def counted_launches(d: Diagnosis) -> dict[int, int]:

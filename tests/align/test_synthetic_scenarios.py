@@ -5,6 +5,7 @@ from ncclforensics.report import words
 from ncclforensics.model import (
     CollectiveEvent,
     Evidence,
+    FingerprintRow,
     GateDecision,
     Location,
     SourceFormat,
@@ -111,3 +112,20 @@ def test_conflicting_files_for_one_rank_are_reported_not_merged():
     d = diagnose(ev)
     assert any("conflicts with" in p.message and p.loc.path == "other_job_rank1.log" for p in d.problems)
     assert d.comms["0xw"].launched == {0: 5, 1: 5}
+
+
+def test_a_result_read_back_wrong_is_a_divergence_even_where_no_stream_shows_one():
+    # Rank 3's records end two collectives short of the others', with nothing to say whether it skipped them or
+    # stopped (inconclusive on its own). Rank 2's trace of step 0 reads back a checksum other than the one a
+    # consistent world gives: collectives completed with mixed data, so the job did diverge (exit 1).
+    def trace(rank, got):
+        path = f"fingerprint_rank{rank}.jsonl"
+        return Evidence(path=path, format=SourceFormat.FINGERPRINT, fingerprints=[
+            FingerprintRow(Location(path, 1), rank, 0, sum=got, expected_sum=64.0)])
+    logs = [rank_log(r, {"0xw": [AR] * 5}) for r in range(3)] + [rank_log(3, {"0xw": [AR] * 3})]
+    assert diagnose(logs + [trace(0, 64.0)]).verdict is Verdict.INCONCLUSIVE
+    d = diagnose(logs + [trace(0, 64.0), trace(2, 48.0)])
+    assert d.verdict is Verdict.DIVERGED and d.root.outlier_ranks == [3]
+    # A root that rests on the checksums says so itself; one that does not is told of the wrong result.
+    lone = diagnose([rank_log(r, {"0xw": [AR] * 5}) for r in range(4)] + [trace(2, 48.0)])
+    assert "read back a wrong result" not in words.summary(lone) and "checksums of rank 2" in words.summary(lone)
