@@ -117,3 +117,15 @@ def test_a_paste_of_a_few_ranks_says_the_others_have_no_lines():
     code, d = diff_json(PUBLIC / "nccl_log" / "nccl-531-1.txt")
     assert code == 0 and d["verdict"] == "consistent" and "of 7 ranks agree" in d["summary"]
     assert "[nranks=16]: 7 on record" in d["caveats"][0]
+
+
+def test_a_rank_ras_cannot_reach_is_called_unreachable_not_dead():
+    """ray#64928's reply (NCCL 2.28.9, its JSON repaired): rank 1 is missing with `unresponsive: true,
+    considered_dead: false`. It is gone from the comm, but nothing says it died: the answer must not say so."""
+    path = PUBLIC / "ras_json" / "ray-64928-2.txt"
+    code, d = diff_json(path)
+    assert d["ras"][0]["missing_ranks"] == [1] and d["ras"][0]["unresponsive_ranks"] == [1]
+    assert d["ras"][0]["dead_ranks"] == []
+    _, out, _ = run_cli("diff", path)
+    assert "rank 1 unreachable by RAS (not called dead)" in out and "ray-64928-2.txt:9" in out
+    assert "died" not in out and "dead in RAS" not in out

@@ -435,5 +435,5 @@ def test_a_root_in_a_step_the_traces_never_read_back_is_open_above():
     code, d = diff_json(*files("type-mismatch", "fingerprint_", "gate_journal_"))
     root = d["root"]
     assert root["seq_range"] == [16, None] and root["seq"] == 16 and root["outlier_ranks"] == [1]
-    assert root["kind"] == "extra" and root["step"] == 5 and d["schema_version"] == 6
+    assert root["kind"] == "extra" and root["step"] == 5 and d["schema_version"] == 7
     assert "seq 16 or later" in d["summary"] and "never read that step back" in root["ambiguity"]

@@ -447,7 +447,8 @@ def _stop_evidence(streams: Streams, analyses: dict[str, CommAnalysis], ras: dic
                 f"RAS counts unchanged over {len(history.states)} replies while ranks disagree")
         lost = sorted(set(history.missing_ranks) | set(history.dead_ranks))
         if lost and comm not in analyses:
-            stops.setdefault(comm, []).append(f"RAS lists comm {ranks_words(lost)} missing or dead")
+            stops.setdefault(comm, []).append(
+                f"RAS lists comm {ranks_words(lost)} as gone (missing, unreachable or dead)")
     return stops
 
 

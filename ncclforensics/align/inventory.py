@@ -124,8 +124,9 @@ def missing_evidence(evidence: list[Evidence], diagnosis: Diagnosis) -> list[str
             out.append(f"RAS lists comm {ranks_words(history.missing_ranks)} of comm {comm} as missing "
                        f"(no data from their process)")
         if history.dead_ranks:
-            out.append(f"RAS lists comm {ranks_words(history.dead_ranks)} of comm {comm} as dead or "
-                       f"unresponsive")
+            out.append(f"RAS considers comm {ranks_words(history.dead_ranks)} of comm {comm} dead")
+        if history.unresponsive_ranks:
+            out.append(f"RAS cannot reach comm {ranks_words(history.unresponsive_ranks)} of comm {comm}")
     sizes: dict[str, int] = {}
     for item in evidence:
         for identity in item.identities:

@@ -67,12 +67,18 @@ class RasHistory:
 
     @property
     def dead_ranks(self) -> list[int]:
-        """Ranks any reply lists as dead or unresponsive."""
+        """Ranks any reply says RAS considers dead (`considered_dead`, a DEAD error naming their process)."""
         found = set()
         for _, comm in self.states:
             found.update(comm.dead_ranks)
-            found.update(r.rank for r in comm.ranks if r.dead or r.unresponsive)
+            found.update(r.rank for r in comm.ranks if r.dead)
         return sorted(found)
+
+    @property
+    def unresponsive_ranks(self) -> list[int]:
+        """Ranks any reply lists as unreachable by RAS that none says is dead: gone, or only cut off."""
+        found = {r.rank for _, comm in self.states for r in comm.ranks if r.unresponsive}
+        return sorted(found - set(self.dead_ranks))
 
     @property
     def error_ranks(self) -> dict[int, str]:

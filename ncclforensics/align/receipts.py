@@ -138,11 +138,13 @@ class RasJobIssue(Receipt):
 
 @dataclass(frozen=True)
 class RasRanksGone(Receipt):
-    """Ranks RAS finds missing from, or dead in, a comm (`dead` tells which)."""
+    """Ranks RAS finds gone from a comm, each under the strongest word a reply gives: `dead` (RAS considers its
+    process dead), `unresponsive` (unreachable, not called dead) or `missing` (its process answers but no longer
+    reports the comm)."""
 
     comm: str
     ranks: tuple[int, ...]  # global ranks where known, else the comm ranks RAS gives
-    dead: bool
+    status: str  # "dead", "unresponsive" or "missing"
 
 
 @dataclass(frozen=True)
@@ -162,13 +164,15 @@ class Finding:
 
 
 def death_receipts(ras: dict[str, RasHistory], rank_map: dict, watchdog: list[WatchdogEvent]) -> list[Finding]:
-    """Receipts that a process died: RAS missing or dead ranks, peers' remote-process errors."""
+    """Receipts that a process is gone: RAS missing, unresponsive or dead ranks, peers' remote-process errors."""
     found: list[Finding] = []
     for comm, history in sorted(ras.items()):
-        for dead, ranks in ((False, history.missing_ranks), (True, history.dead_ranks)):
+        dead, unresponsive = history.dead_ranks, history.unresponsive_ranks
+        answering = [r for r in history.missing_ranks if r not in dead and r not in unresponsive]
+        for status, ranks in (("dead", dead), ("unresponsive", unresponsive), ("missing", answering)):
             if ranks:
                 shown = tuple(rank_map.get((comm, r), r) for r in ranks)
-                found.append(Finding(history.states[-1][1].loc, RasRanksGone(comm, shown, dead)))
+                found.append(Finding(history.states[-1][1].loc, RasRanksGone(comm, shown, status)))
     for event in watchdog:
         if event.kind == "async_error" and any(w in event.message.lower() for w in DEATH_WORDS):
             found.append(Finding(event.loc, PeerDied(event.rank, event.message.strip())))

@@ -82,7 +82,7 @@ def gate_dict(gate: GateDisagreement) -> dict:
     }
 
 
-SCHEMA_VERSION = 6  # of `diff --json`; raised when a key changes meaning or goes away (README, JSON output)
+SCHEMA_VERSION = 7  # of `diff --json`; raised when a key changes meaning or goes away (README, JSON output)
 PAIRING_RUNS = 20  # window pairing runs listed by default (the rest summed per kind; all with full_window)
 
 
@@ -191,7 +191,8 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
         ],
         "ras": [
             {"comm": c, "replies": len(h.states), "disagree": h.disagree, "moving": h.moving, "stuck": h.stuck,
-             "missing_ranks": h.missing_ranks, "dead_ranks": h.dead_ranks,
+             "missing_ranks": h.missing_ranks,
+             "unresponsive_ranks": h.unresponsive_ranks, "dead_ranks": h.dead_ranks,
              "evidence": [str(loc) for loc in h.locations]}
             for c, h in sorted(d.ras.items())
         ],

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from ..align.coverage import GateCoverage, Jurisdiction
 from ..align.diagnosis import Diagnosis, agreeing_hang
-from ..align.receipts import CountedLaunches, Finding
+from ..align.receipts import CountedLaunches, Finding, RasRanksGone
 from ..align.divergence import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from ..align.root import Contradiction
 from ..align.gates import decision_tuple
@@ -69,7 +69,7 @@ def kind_words(root: Root, stop: str = "stopped launching") -> str:
 def wedge_kind_words(kind: WedgeKind) -> str:
     """`no partner`, `count mismatch`, `a cross-communicator deadlock`, `cause unknown`."""
     return {WedgeKind.UNKNOWN: "cause unknown", WedgeKind.CROSS_COMM_DEADLOCK: "cross-communicator deadlock",
-            WedgeKind.DEAD_RANK: "a rank died"}.get(kind, kind.value.replace("_", " "))
+            WedgeKind.DEAD_RANK: "a rank is gone"}.get(kind, kind.value.replace("_", " "))
 
 
 def wedge_where(wedge: Wedge) -> str:
@@ -769,12 +769,14 @@ def window_words(window: Window) -> str:
 
 
 def death_words(d: Diagnosis) -> str:
-    """What shows that the stopped ranks died (RAS, peers' errors), with receipts."""
+    """What shows that the stopped ranks are gone (RAS, peers' errors), with receipts: "died" only where RAS
+    considers a process dead or a peer saw it exit; unreachable is not dead."""
     if not d.death:
         return (" Nothing in the evidence says it died; it may be blocked elsewhere (in another communicator or "
                 "on the host).")
     shown = "; ".join(f"{receipt_words(f.fact)} ({f.loc})" for f in d.death[:4])
-    return f" Evidence that it died: {shown}."
+    died = any(not isinstance(f.fact, RasRanksGone) or f.fact.status == "dead" for f in d.death)
+    return f" Evidence that it {'died' if died else 'is gone'}: {shown}."
 
 
 def contradiction_words(c: Contradiction) -> str:

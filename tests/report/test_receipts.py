@@ -24,7 +24,7 @@ SAMPLES = [
     r.WrongChecksum(2, 5, 14.0, 12.5),
     r.RasCommState("0xa", "MISMATCH"),
     r.RasJobIssue("DEAD", "process unreachable", (77,), 2),
-    r.RasRanksGone("0xa", (1, 3), True),
+    r.RasRanksGone("0xa", (1, 3), "dead"),
     r.PeerDied(0, "remote process exited or there was a network error"),
 ]
 
@@ -42,7 +42,9 @@ def test_every_kind_of_receipt_has_a_sample_and_words():
 
 def test_a_receipt_says_its_facts():
     assert receipt_words(r.RootOp(2, OP, True)) == "outlier 2 seq 25: AllReduce 4096 x float32 from mtp.layers.0"
-    assert receipt_words(r.RasRanksGone("0xa", (1, 3), True)) == "ranks 1 and 3 dead in RAS for comm 0xa"
+    assert receipt_words(r.RasRanksGone("0xa", (1, 3), "dead")) == "ranks 1 and 3 considered dead by RAS for comm 0xa"
+    assert receipt_words(r.RasRanksGone("0xa", (1,), "unresponsive")) == \
+        "rank 1 unreachable by RAS (not called dead) for comm 0xa"
     assert receipt_words(r.RasJobIssue("DEAD", "process unreachable", (77,), 1)) == (
         "RAS DEAD: process unreachable (pid 77); the same in 1 more reply")
     assert receipt_words(r.WatchdogStop(1, "timeout", 26, "ALLREDUCE", "ignored")) == "rank 1: timeout at seq 26 (ALLREDUCE)"
