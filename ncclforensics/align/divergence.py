@@ -419,7 +419,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         analysis.root = _with_unrecorded_members(analysis.root, streams, comm)
         if not analysis.root.majority and "stack" in columns:
             analysis.root = _by_recurring_sites(analysis.root, book, start, stages[-1][1](), solution,
-                                                (closed - elsewhere) | set(counted)
+                                                (closed - elsewhere) | (set(counted) - analysis.floors)
                                                 | _counted_to_their_end(streams, comm, unseen, analysis.floors))
     return analysis
 

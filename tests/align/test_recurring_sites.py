@@ -121,16 +121,30 @@ def test_a_rank_with_no_records_whose_count_is_all_it_launched_goes_with_the_sid
     assert (root.outlier_ranks, root.unplaced_ranks) == ([1], [0, 2])
 
 
-def _dumped_tie() -> Streams:
+def test_a_rank_cut_short_whose_count_is_only_a_floor_is_on_neither_side():
+    # As above, but rank 2 dumped too, its ring cut after seq 4 (before the ranks part): PyTorch's count carries its
+    # stream on past the cut. Counted to 15, all it launched, it goes with rank 1; at least 15 (a floor), it may
+    # have launched 16 as rank 3 did, and is on neither side.
+    streams = _dumped_tie(cut_after=4)
+    root = analyze_comm(streams, "0xa", counted={0: 16, 2: 15}, floors=frozenset({0})).root
+    assert (root.outlier_ranks, root.reference_ranks, root.unplaced_ranks) == ([1, 2], [3], [0])
+    root = analyze_comm(streams, "0xa", counted={0: 16, 2: 15}, floors=frozenset({0, 2})).root
+    assert (root.outlier_ranks, root.reference_ranks, root.unplaced_ranks) == ([1], [3], [0, 2])
+
+
+def _dumped_tie(cut_after: int | None = None) -> Streams:
     """Dumps of ranks 1 and 3 of comm 0xa (members 0-3), four steps of A M A M, rank 1 without step 1's first M,
-    beside per-collective checksums right up to seq 5 and wrong from seq 6 on; rank 3 waits in its seq 16."""
+    beside per-collective checksums right up to seq 5 and wrong from seq 6 on; rank 3 waits in its seq 16. With
+    `cut_after`, rank 2's dump too, of rank 1's program, cut after that seq."""
     def program(skip: bool) -> list[tuple[int, str]]:
         return [(step, site) for step in range(4) for at, site in enumerate(["attn.py:10", "moe.py:20"] * 2)
                 if not (skip and step == 1 and at == 1)]
 
     evidence, traces = [], []
-    for rank, skip in ((1, True), (3, False)):
-        sites = program(skip)
+    for rank, skip, kept in ((1, True, 15), (3, False, 16), (2, True, cut_after or 0)):
+        sites = program(skip)[:kept]
+        if not sites:
+            continue
         events = [CollectiveEvent(loc=Location(f"fr_rank{rank}", None, seq - 1), comm="0xa", seq=seq, op="AllReduce",
                                   rank=rank, count=2048, dtype="float32", redop="sum", root=0, callsite=site,
                                   stack=site, state="completed" if skip or seq < len(sites) else "started")
@@ -142,4 +156,6 @@ def _dumped_tie() -> Streams:
                    for seq, (step, site) in enumerate(sites, start=1) if skip or seq < len(sites)]
     streams = attach_fingerprints(build_streams(evidence), traces)
     streams.expected_members["0xa"] = [0, 1, 2, 3]
+    if cut_after:
+        streams.cut[("0xa", 2)] = Location("fr_rank2", None, cut_after)
     return streams
