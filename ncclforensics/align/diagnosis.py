@@ -139,7 +139,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     dead = _dead_ranks(ras, rank_map, watchdog)
 
     marks = enqueue_marks(progress, watchdog, [c for e in evidence for c in e.comm_infos])
-    counted = counted_past_cuts(streams, marks)
+    tied: dict[str, str] = {}  # (comm -> the process group whose counts carry its ranks)
+    counted = counted_past_cuts(streams, marks, tied)
     reported = reported_ops_past_cuts(streams, marks, counted)
     died = bool(death_receipts(ras, rank_map, watchdog))
     held = _held_back(marks, streams)
@@ -147,7 +148,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     for comm in sorted(streams.members):
         analyses[comm] = analyze_comm(streams, comm, gate, counted=counted.get(comm),
                                       enqueued=enqueued_in(marks, streams, comm), died=died,
-                                      reported=reported.get(comm), held=held.get(comm))
+                                      reported=reported.get(comm), held=held.get(comm),
+                                      floors=frozenset(marks[tied[comm]].floors) if comm in tied else frozenset())
 
     # Records that end where traces were not written say nothing of the ranks' lengths there (results checked wrong
     # still do); where such traces end before a step whole ones hold, the ranks part past its end. That is the root

@@ -239,6 +239,8 @@ class CommAnalysis:
     # ranks PyTorch's completion marks show held back in another group by peers that issued their next collective
     # here early (held_back.held_back_ranks): rank -> those peers
     held: dict[int, frozenset[int]] = field(default_factory=dict)
+    # ranks of `counted` whose count is only a floor of what they launched (a desync report's snapshot)
+    floors: frozenset[int] = frozenset()
     # ranks whose last launched here is a timeout's SeqNum that no count of enqueued work covers: a floor
     launched_floors: frozenset[int] = frozenset()
 
@@ -293,7 +295,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
                  left_out: dict[int, tuple[int, int]] | None = None,
                  enqueued: dict[int, int] | None = None, died: bool = False,
                  reported: dict[int, tuple[int, str]] | None = None,
-                 held: dict[int, frozenset[int]] | None = None) -> CommAnalysis:
+                 held: dict[int, frozenset[int]] | None = None, floors: frozenset[int] = frozenset()) -> CommAnalysis:
     """Launched and completed marks, the first visible mismatch and the root of one communicator.
 
     `gate`, the first step at which the drafter gates disagreed (if journaled), narrows the root to the
@@ -308,6 +310,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     hides no edit before it). `reported`: rank -> (seq, op) of the last collective a peer's desync report gives a
     rank counted with none of its records kept: its stream holds that op there, else nothing. `held`: ranks the
     completion marks show held back elsewhere by peers ahead here, rank -> those peers (see root.propose).
+    `floors`: ranks of `counted` whose count is only a floor of what they launched.
     """
     rows = comm_streams(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
@@ -326,6 +329,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     analysis.counted = {**counted, **unseen}
     analysis.whole = frozenset(whole)
     analysis.held = dict(held or {})
+    analysis.floors = frozenset(floors)
     recorded = {r: analysis.launched[r] for r in counted}  # the last seq each counted rank's records hold
     analysis.launched.update(counted)
     ranks = analysis.ranks
@@ -417,7 +421,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         analysis.root = _with_unrecorded_members(analysis.root, streams, comm)
         if not analysis.root.majority and "stack" in columns:
             analysis.root = _by_recurring_sites(analysis.root, book, start, stages[-1][1](), solution,
-                                                (closed - elsewhere) | set(counted))
+                                                (closed - elsewhere) | (set(counted) - analysis.floors)
+                                                | _counted_to_their_end(streams, comm, unseen, analysis.floors))
     return analysis
 
 
@@ -930,6 +935,24 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
         parted_earlier=solution.parted_earlier, lone_field=solution.lone_field,
         counted_only=counted_only if reason is RangeReason.COUNTED_ONLY else (),
     )
+
+
+def _counted_to_their_end(streams: Streams, comm: str, unseen: dict[int, int], floors: frozenset[int]) -> set[int]:
+    """The ranks counted with none of their records of `comm` kept (`unseen`) whose count is all they launched
+    there: it is no floor (`floors`), and no other communicator on record may hold them back. A peer's desync
+    report that says `[1, 2] finished collective #23, but didn't join collective #24` counts all rank 2 launched
+    (its watchdog would have seen a next one start), unless another communicator's collective held its GPU: one
+    whose records of the rank are whole and say its last collective there completed held nothing; one that names
+    the rank a member with none of its records there, or whose members are known only by their records (any rank
+    may be one), may have. Such a rank's stream ends where its program did, as a whole log's does."""
+    others = {streams.aliases.get(c, c) for c in (*streams.members, *streams.expected_members)} - {comm}
+
+    def held_elsewhere(rank: int) -> bool:
+        return any(not _free_there(streams, c, rank) if (c, rank) in streams.parts
+                   else rank in streams.expected_members.get(c, ()) or c not in streams.expected_members
+                   for c in others)
+
+    return {rank for rank in unseen if rank not in floors and not held_elsewhere(rank)}
 
 
 def _free_there(streams: Streams, comm: str, rank: int) -> bool:

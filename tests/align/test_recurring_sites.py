@@ -4,9 +4,14 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ncclforensics.align.divergence import DIFFERENT_OPS, Root, _by_recurring_sites
+from ncclforensics.align.divergence import DIFFERENT_OPS, Root, _by_recurring_sites, analyze_comm
 from ncclforensics.align.edits import Codes
+from ncclforensics.align.fingerprints import attach_fingerprints
 from ncclforensics.align.recurring_sites import broke_recurring_order
+from ncclforensics.align.streams import Streams, build_streams
+from ncclforensics.model import (
+    CollectiveEvent, Evidence, FingerprintRow, Location, SourceFormat, collectives_to_frame,
+)
 
 # Call sites A=1 (attention), B=2 (mlp), C=3 (drafter), E=4 (head), one step after another: A B C A B E.
 STEP = [1, 2, 3, 1, 2, 4]
@@ -95,3 +100,62 @@ def _book(stacks: dict[int, np.ndarray]) -> SimpleNamespace:
 def _codes(stacks: dict[int, np.ndarray], ops: dict[int, np.ndarray]) -> dict[int, Codes]:
     """Every field compared: the ops (each rank's signatures) and the call stacks (0 where unrecorded)."""
     return {r: Codes({"op": ops[r], "stack": stacks[r]}, len(stacks[r])) for r in stacks}
+
+
+def test_a_rank_with_no_records_whose_count_is_all_it_launched_goes_with_the_side_that_ends_where_it_does():
+    # Ranks 1 and 3 dumped comm 0xa (two layers a step, attention A and MoE M, each layer's from the same call
+    # sites: A M A M); rank 1 left out step 1's first M (seq 6), and the results read back wrong from there. Ranks 0
+    # and 2 left no records: a peer's desync report counts rank 2 launching 15 (`[1, 2] finished collective #15,
+    # but didn't join collective #16`: all it launched) and rank 0 at least 16 (`#16 started ranks: [0, 3]`, a
+    # floor). Rank 2 ends where rank 1 does: it departed too, and is named with it; rank 0 is on neither side.
+    streams = _dumped_tie()
+    root = analyze_comm(streams, "0xa", counted={0: 16, 2: 15}, floors=frozenset({0})).root
+    assert (root.outlier_ranks, root.reference_ranks, root.unplaced_ranks) == ([1, 2], [3], [0])
+    assert root.majority and root.seq_range == (6, 6)
+    # A count that is only a floor says nothing of where rank 2's stream ends: on neither side.
+    root = analyze_comm(streams, "0xa", counted={0: 16, 2: 15}, floors=frozenset({0, 2})).root
+    assert (root.outlier_ranks, root.unplaced_ranks) == ([1], [0, 2])
+    # Nor does one of a rank that another communicator names with none of its records there: it may wait in it.
+    streams.expected_members["0xb"] = [0, 1, 2, 3]
+    root = analyze_comm(streams, "0xa", counted={0: 16, 2: 15}, floors=frozenset({0})).root
+    assert (root.outlier_ranks, root.unplaced_ranks) == ([1], [0, 2])
+
+
+def test_a_rank_cut_short_whose_count_is_only_a_floor_is_on_neither_side():
+    # As above, but rank 2 dumped too, its ring cut after seq 4 (before the ranks part): PyTorch's count carries its
+    # stream on past the cut. Counted to 15, all it launched, it goes with rank 1; at least 15 (a floor), it may
+    # have launched 16 as rank 3 did, and is on neither side.
+    streams = _dumped_tie(cut_after=4)
+    root = analyze_comm(streams, "0xa", counted={0: 16, 2: 15}, floors=frozenset({0})).root
+    assert (root.outlier_ranks, root.reference_ranks, root.unplaced_ranks) == ([1, 2], [3], [0])
+    root = analyze_comm(streams, "0xa", counted={0: 16, 2: 15}, floors=frozenset({0, 2})).root
+    assert (root.outlier_ranks, root.reference_ranks, root.unplaced_ranks) == ([1], [3], [0, 2])
+
+
+def _dumped_tie(cut_after: int | None = None) -> Streams:
+    """Dumps of ranks 1 and 3 of comm 0xa (members 0-3), four steps of A M A M, rank 1 without step 1's first M,
+    beside per-collective checksums right up to seq 5 and wrong from seq 6 on; rank 3 waits in its seq 16. With
+    `cut_after`, rank 2's dump too, of rank 1's program, cut after that seq."""
+    def program(skip: bool) -> list[tuple[int, str]]:
+        return [(step, site) for step in range(4) for at, site in enumerate(["attn.py:10", "moe.py:20"] * 2)
+                if not (skip and step == 1 and at == 1)]
+
+    evidence, traces = [], []
+    for rank, skip, kept in ((1, True, 15), (3, False, 16), (2, True, cut_after or 0)):
+        sites = program(skip)[:kept]
+        if not sites:
+            continue
+        events = [CollectiveEvent(loc=Location(f"fr_rank{rank}", None, seq - 1), comm="0xa", seq=seq, op="AllReduce",
+                                  rank=rank, count=2048, dtype="float32", redop="sum", root=0, callsite=site,
+                                  stack=site, state="completed" if skip or seq < len(sites) else "started")
+                  for seq, (_, site) in enumerate(sites, start=1)]
+        evidence.append(Evidence(path=f"fr_rank{rank}", format=SourceFormat.FLIGHT_RECORDER,
+                                 collectives=collectives_to_frame(events)))
+        traces += [FingerprintRow(loc=Location(f"fingerprint_rank{rank}.jsonl", seq), rank=rank, step=step, op=seq - 1,
+                                  tag=site, kind="AllReduce", numel=2048, sum=1.0 if seq < 6 else 2.0, expected_sum=1.0)
+                   for seq, (step, site) in enumerate(sites, start=1) if skip or seq < len(sites)]
+    streams = attach_fingerprints(build_streams(evidence), traces)
+    streams.expected_members["0xa"] = [0, 1, 2, 3]
+    if cut_after:
+        streams.cut[("0xa", 2)] = Location("fr_rank2", None, cut_after)
+    return streams
