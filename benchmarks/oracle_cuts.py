@@ -115,11 +115,11 @@ class Answer:
 
 def answer_of(diagnosis, evidence: list, whole: bool = False) -> Answer:
     """The answer to compare; `whole`: the reference's, with every process's global rank."""
-    from ncclforensics.report import words
+    from ncclforensics.report import wedge_words, words
 
     root, wedge = diagnosis.root, diagnosis.wedge
     label = words.verdict_label(diagnosis)
-    shown = wedge is not None and words.shows_wedge(diagnosis)  # a healthy run's records end: no wedge is said
+    shown = wedge is not None and wedge_words.shows_wedge(diagnosis)  # a healthy run's records end: no wedge is said
     wedge_part = {}
     if shown:
         low, high = wedge.seq_range

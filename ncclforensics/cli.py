@@ -14,9 +14,9 @@ from rich.console import Console
 
 from . import __version__, api
 from .commands import OneLineErrors, exit_code
-from .model import Severity, Verdict
+from .model import Severity, Verdict, phrases
 from .report import console as console_report
-from .report import data, escape, plots, words
+from .report import data, escape, plots
 from .report import export as export_report
 from .report import postmortem as postmortem_report
 from .report import side_by_side as side_by_side_report
@@ -174,7 +174,7 @@ def export(paths: tuple[str, ...], out: str, table: str) -> None:
     parsed, frame = _with_progress(False, lambda hook: api.export_paths(
         list(paths), out, export_report.ExportTable(table), hook))
     written = export_report.write_table(frame, out)
-    _stderr().print(f"wrote {escape.printable(written)}: {words.plural(frame.height, f'{table} row')}", markup=False)
+    _stderr().print(f"wrote {escape.printable(written)}: {phrases.plural(frame.height, f'{table} row')}", markup=False)
     trouble = _report_problems(parsed)
     sys.exit(exit_code(trouble))
 
@@ -204,7 +204,7 @@ def postmortem(paths: tuple[str, ...], out: str) -> None:
     written = postmortem_report.write_postmortem(data)
     tables = [p.name for p in written if p.name in postmortem_report.PAIRINGS_FILES]
     _stderr().print(f"wrote {escape.printable(written[0])}, {escape.printable(written[1])}, "
-                    f"{words.plural(sum(p.suffix == '.png' for p in written), 'plot')}"
+                    f"{phrases.plural(sum(p.suffix == '.png' for p in written), 'plot')}"
                     + (f" and the window's pairing runs ({', '.join(tables)})" if tables else ""), markup=False)
     trouble = _report_problems(parsed, data.diagnosis.problems)
     sys.exit(exit_code(trouble, data.diagnosis.verdict is Verdict.DIVERGED))

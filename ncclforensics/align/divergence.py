@@ -42,7 +42,7 @@ EXTRA, MISSING, DIFFERENT_OPS, STOPPED = (EditKind.EXTRA.value, EditKind.MISSING
 
 
 class RangeReason(str, Enum):
-    """Why a root is a range rather than one seq (report/words.py says it in words)."""
+    """Why a root is a range rather than one seq (report/ambiguity.py says it in words)."""
 
     LOOKALIKE = "lookalike"  # collectives in the range look alike in everything recorded
     BEFORE_RECORDS = "before_records"  # the records begin after the streams already disagree
@@ -143,7 +143,7 @@ class Root:
     issue_places: dict[int, int] = field(default_factory=dict)
     blocked_elsewhere: tuple[int, ...] = ()
     # Counts only, the outliers behind, in a job with other communicators: they may be held back in another one by
-    # a rank ahead here that launched one more (see report/words.py ambiguity), which counts cannot tell apart.
+    # a rank ahead here that launched one more (see report/ambiguity.py), which counts cannot tell apart.
     behind_may_be_held: bool = False
     # ... and the ranks ahead here that may have launched that one more: each shares some other communicator with
     # every outlier, as far as the record goes (empty where no membership on record says)

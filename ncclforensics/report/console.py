@@ -13,11 +13,10 @@ from rich.text import Text
 from ..align.acceptance import AcceptanceReport
 from ..align.coverage import GateCoverage, Jurisdiction
 from ..align.diagnosis import Diagnosis
-from ..model import Diagnostic, Evidence, Severity, Verdict
-from . import plain, words
+from ..model import Diagnostic, Evidence, Severity, Verdict, phrases
+from . import plain, root_words, wedge_words, words
 from .escape import markup as _m
 from .escape import printable
-from .words import window_words
 
 
 def render_problems(console: Console, problems: list[Diagnostic]) -> None:
@@ -168,21 +167,21 @@ def render_diagnosis(console: Console, d: Diagnosis) -> None:
 
 def _root(console: Console, d: Diagnosis) -> None:
     r = d.root
-    _wrapped(console, [f"Root: first divergent collective, comm {printable(r.comm)}, {printable(words.where(r))}"],
+    _wrapped(console, [f"Root: first divergent collective, comm {printable(r.comm)}, {printable(root_words.where(r))}"],
              style="bold")
     table = Table(show_edge=False)
     for column in ("rank", "role", "seq", "collective", "state"):
         table.add_column(column)
     for rank, op in sorted(r.ops.items()):
-        role = "[bold red]outlier[/]" if rank in r.outlier_ranks else words.role(r, rank)
+        role = "[bold red]outlier[/]" if rank in r.outlier_ranks else root_words.role(r, rank)
         table.add_row(str(rank), role, str(op.seq), _m(op.describe()), _m(op.state or "-"))
     if _fit(console, table):
         console.print(table)
         _wrapped(console, [f"  rank {rank}: {loc}" for rank, locs in plain.root_locations(d).items() for loc in locs])
     else:
         _wrapped(console, plain.root_lines(d)[1:])
-    facts = [f"  {words.kind_words(r)}; placed by {printable(r.pinned_by)}; outlier "
-             f"{words.ranks_words(r.outlier_ranks)}" + (f"; step {d.root_step}" if d.root_step is not None else "")]
+    facts = [f"  {root_words.kind_words(r)}; placed by {printable(r.pinned_by)}; outlier "
+             f"{phrases.ranks_words(r.outlier_ranks)}" + (f"; step {d.root_step}" if d.root_step is not None else "")]
     visible = plain.visible_line(d)
     _wrapped(console, facts + ([f"  {visible[0].lower()}{visible[1:]}"] if visible else []))
 
@@ -190,7 +189,7 @@ def _root(console: Console, d: Diagnosis) -> None:
 def _window(console: Console, d: Diagnosis) -> None:
     w = d.window
     if not w.collectives:
-        console.print(Text(printable(window_words(w), True), style="italic"))
+        console.print(Text(printable(wedge_words.window_words(w), True), style="italic"))
         return
     lines = plain.window_lines(d)
     table = Table(show_edge=False)
@@ -216,7 +215,7 @@ def _window(console: Console, d: Diagnosis) -> None:
 def _wedge(console: Console, d: Diagnosis) -> None:
     w = d.wedge
     lines = plain.wedge_lines(d)
-    if not words.shows_wedge(d):
+    if not wedge_words.shows_wedge(d):
         _wrapped(console, lines, style="italic")
         return
     table = Table(show_edge=False)
@@ -225,9 +224,9 @@ def _wedge(console: Console, d: Diagnosis) -> None:
     for rank in sorted(w.launched):
         op = w.ops.get(rank)
         done = w.completed.get(rank)
-        table.add_row(str(rank), words.launched_words(w, rank), "?" if done is None else str(done),
-                      (_m(op.describe()) if w.pinned else _m(f"{words.wedge_at(w)} {op.describe()}")) if op
-                      else "[red]never launched[/]" if rank in w.absent_ranks else _m(words.never_launched(w, rank)))
+        table.add_row(str(rank), wedge_words.launched_words(w, rank), "?" if done is None else str(done),
+                      (_m(op.describe()) if w.pinned else _m(f"{wedge_words.wedge_at(w)} {op.describe()}")) if op
+                      else "[red]never launched[/]" if rank in w.absent_ranks else _m(wedge_words.never_launched(w, rank)))
     _table_or_lines(console, table, [line for line in lines if not line.startswith(("  wait-for", "  stopped"))])
     _wrapped(console, [line for line in lines if line.startswith(("  wait-for", "  stopped"))])
 

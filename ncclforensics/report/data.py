@@ -11,7 +11,7 @@ from ..align.side_by_side import SideBySide
 from ..align.view import View
 from ..align.wedge import Window
 from ..model import Diagnostic, Evidence, Location
-from . import words
+from . import ambiguity, root_words, words
 from .receipts import receipt_words
 from .notes import note_dict
 
@@ -136,7 +136,7 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
             "outlier_ranks": r.outlier_ranks,
             "reference_ranks": r.reference_ranks, "unplaced_ranks": r.unplaced_ranks, "step": d.root_step,
             "kind": r.kind, "size": r.size,
-            "pinned_by": r.pinned_by, "ambiguity": words.ambiguity(r), "majority": r.majority,
+            "pinned_by": r.pinned_by, "ambiguity": ambiguity.ambiguity(r), "majority": r.majority,
             "kinds": list(r.kinds), "narrowed_by": list(r.narrowed_by), "compared": list(r.compared),
             "departs_again": r.departs_again,
             "unstopped": r.unstopped,
@@ -145,7 +145,7 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
             "may_be_held_back_by": list(r.may_be_held_back_by),
             "outlier_candidates": sorted(r.outlier_candidates),
             "waiting_candidates": _ranks({r: sorted(comms) for r, comms in r.waiting_candidates.items()}),
-            "where_stacks_part": _by_rank(words.where_stacks_part(r)),
+            "where_stacks_part": _by_rank(root_words.where_stacks_part(r)),
             "counts_by_type": {t: _ranks(c) for t, c in r.counts_by_type.items()},
             "contradictions": [{"what": words.contradiction_words(c), "evidence": [str(loc) for loc in c.locs]} for c in r.contradictions],
             "ops": {str(rank): op_dict(op) for rank, op in sorted(r.ops.items())},

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from ..align import notes as n
-from ..model.phrases import ranks_words, seq_words
+from ..model.phrases import are, ranks_words, seq_words, them, their, they
 
 _DID = {"extra": "launched more", "missing": "launched fewer", "stopped": "stopped"}
 FIELD_WORDS = {"op": "collective type", "count": "count", "dtype": "data type", "redop": "reduction",
@@ -68,10 +68,10 @@ def note_words(note: n.Note) -> str:
                     f"{ranks_words(parted)}'s records part from the rest of them (seq {parted_seq}): the root names "
                     f"{ranks_words(outliers)}, the fewest departing")
         case n.CountsNameSide(ranks, launched, counted_by, side) if set(side) > set(ranks):
-            return (f"{_counted(ranks, launched, counted_by)}: of the two sides the records part, {_their(ranks)} "
+            return (f"{_counted(ranks, launched, counted_by)}: of the two sides the records part, {their(ranks)} "
                     f"side departed: {ranks_words(side)}")
         case n.CountsNameSide(ranks, launched, counted_by):
-            return (f"{_counted(ranks, launched, counted_by)}: of the two sides the records part, {_they(ranks)} "
+            return (f"{_counted(ranks, launched, counted_by)}: of the two sides the records part, {they(ranks)} "
                     f"departed")
         case n.CountedBeforeRecords(added, launched, counted_by, outliers, either):
             return (f"{_counted(added, launched, counted_by)}, before the records begin: the root names "
@@ -79,11 +79,11 @@ def note_words(note: n.Note) -> str:
                     + (f" ({ranks_words(either)}, which no record compares, may be on either side of the records' "
                        f"split, which no majority decides)" if either else ""))
         case n.CountsTieBeforeRecords(either, counted_by, outliers):
-            return (f"{ranks_words(either)}, which no record compares, {_are(either)} parted from others by "
+            return (f"{ranks_words(either)}, which no record compares, {are(either)} parted from others by "
                     f"{counted_by} with no majority, as the records part theirs: each is on a side of the tie, and "
                     f"the root names {ranks_words(outliers)}, both sides")
         case n.CountedPastRecords(added, launched, counted_by, outliers):
-            return (f"{_counted(added, launched, counted_by)}, which go on past the records, while {_their(added)} "
+            return (f"{_counted(added, launched, counted_by)}, which go on past the records, while {their(added)} "
                     f"records end where the others' do: {_departed_too(added, outliers)}")
         case n.RanPastHang(added, comm, hang_seq, stop_seq, outliers):
             return (f"{ranks_words(added)} launched past seq {stop_seq} in comm {comm}, where most ranks stop, "
@@ -92,30 +92,28 @@ def note_words(note: n.Note) -> str:
                     f"{_departed_too(added, outliers, f', at or before seq {stop_seq + 1}')}")
         case n.DepartedLater(ranks, seq_range, comm, shown_by):
             return (f"{ranks_words(ranks)} departed too in comm {comm} (by {shown_by}), at {_span(seq_range)}, "
-                    f"after the departure the root names: the root leaves {_them(ranks)} out, though "
-                    f"{_they(ranks)} did not run the program either")
+                    f"after the departure the root names: the root leaves {them(ranks)} out, though "
+                    f"{they(ranks)} did not run the program either")
         case n.IssuedEarlyInTie(ranks, comm, seq, elsewhere, peers, where):
             return (f"no majority parts the two sides in comm {comm}, but {ranks_words(ranks)} issued seq {seq} there "
-                    f"({where}) before {_their(ranks)} peers of comm {elsewhere}, {ranks_words(peers)}, whose whole "
-                    f"records of comm {comm} end at seq {seq - 1}, went on there without it: {_they(ranks)} issued it "
-                    f"early, a collective of {_their(ranks)} own, so the root names {ranks_words(ranks)}")
+                    f"({where}) before {their(ranks)} peers of comm {elsewhere}, {ranks_words(peers)}, whose whole "
+                    f"records of comm {comm} end at seq {seq - 1}, went on there without it: {they(ranks)} issued it "
+                    f"early, a collective of {their(ranks)} own, so the root names {ranks_words(ranks)}")
         case n.SumsAddOutliers(added, step, basis, outliers):
             return (f"{ranks_words(added)} read back per-step checksums that part from the others' at step {step}: "
-                    f"{_they(added)} departed too, and {_BASIS[basis]} do not say whose departure came first, so "
+                    f"{they(added)} departed too, and {_BASIS[basis]} do not say whose departure came first, so "
                     f"the root names {ranks_words(outliers)}")
         case n.SumsPartReference(added, largest, step, outliers):
             return (f"{ranks_words(added)} launched as many collectives as {ranks_words(largest)} and read back "
-                    f"per-step checksums that part from theirs at step {step}: {_they(added)} departed too, and the "
+                    f"per-step checksums that part from theirs at step {step}: {they(added)} departed too, and the "
                     f"counts do not say whose departure came first, so the root names {ranks_words(outliers)}")
         case n.SumsPlaceCutRanks(joined, step, outliers, seq_range):
-            they = _they(joined)
             return (f"the records of {ranks_words(joined)} end before the sides part, and per-step checksums say "
-                    f"{they} read back at step {step} what the outliers did: {they} departed too, after "
-                    f"{_their(joined)} last "
-                    f"record, so the root names {ranks_words(outliers)} over {_span(seq_range)}")
+                    f"{they(joined)} read back at step {step} what the outliers did: {they(joined)} departed too, "
+                    f"after {their(joined)} last record, so the root names {ranks_words(outliers)} over {_span(seq_range)}")
         case n.SwappedTypes(comm, added, outliers, seq_range):
             return (f"RAS counts give {ranks_words(added)} as many collectives as most ranks of comm {comm}, of other "
-                    f"types: {_they(added)} issued a collective of another type somewhere no record shows, so the "
+                    f"types: {they(added)} issued a collective of another type somewhere no record shows, so the "
                     f"root names {ranks_words(outliers)} over {seq_words(*seq_range)}")
         case n.GuessedTracePlacement(moved, comm, seq_range):
             many = moved > 1
@@ -223,24 +221,8 @@ def _counted(ranks, launched: str, counted_by: str) -> str:
 
 def _departed_too(added, outliers, where: str = "") -> str:
     """The clause of a note on ranks whose records no other rank's compare, added beside the root's outliers."""
-    return (f"{_they(added)} departed too{where}, where no record compares {_them(added)}, and nothing says whose "
+    return (f"{they(added)} departed too{where}, where no record compares {them(added)}, and nothing says whose "
             f"departure came first, so the root names {ranks_words(outliers)}")
-
-
-def _they(ranks) -> str:
-    return "they" if len(ranks) > 1 else "it"
-
-
-def _are(ranks) -> str:
-    return "are" if len(ranks) > 1 else "is"
-
-
-def _their(ranks) -> str:
-    return "their" if len(ranks) > 1 else "its"
-
-
-def _them(ranks) -> str:
-    return "them" if len(ranks) > 1 else "it"
 
 
 def _span(seq_range: tuple[int, int | None]) -> str:

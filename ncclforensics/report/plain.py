@@ -12,8 +12,8 @@ from collections.abc import Collection
 from ..align.acceptance import AcceptanceReport, RunAcceptance
 from ..align.coverage import GateCoverage
 from ..align.diagnosis import Diagnosis
-from ..model import Evidence
-from . import words
+from ..model import Evidence, phrases
+from . import root_words, wedge_words, words
 from .escape import printable
 
 PAIRING_LINES = 20  # window runs listed one by one; the rest are summed up by kind
@@ -53,8 +53,8 @@ def verdict_line(d: Diagnosis) -> str:
 def root_heading(d: Diagnosis) -> str:
     """`Root: comm X, at seq 25: 1 extra collective; placed by ...; outlier rank 0; step 5`."""
     r = d.root
-    return (f"Root: comm {_p(r.comm)}, {words.where(r)}: {words.kind_words(r)}; placed by {_p(r.pinned_by)}; "
-            f"outlier {words.ranks_words(r.outlier_ranks)}" + (f"; step {d.root_step}" if d.root_step is not None else ""))
+    return (f"Root: comm {_p(r.comm)}, {root_words.where(r)}: {root_words.kind_words(r)}; placed by {_p(r.pinned_by)}; "
+            f"outlier {phrases.ranks_words(r.outlier_ranks)}" + (f"; step {d.root_step}" if d.root_step is not None else ""))
 
 
 def root_locations(d: Diagnosis) -> dict[int, list[str]]:
@@ -79,7 +79,7 @@ def root_lines(d: Diagnosis) -> list[str]:
     out = [root_heading(d)]
     locations = root_locations(d)
     for rank, op in sorted(r.ops.items()):
-        role = words.role(r, rank)
+        role = root_words.role(r, rank)
         out.append(f"  rank {rank} ({role}) seq {op.seq}: {_p(op.describe())}" + (f", {_p(op.state)}" if op.state else ""))
         out += [f"    {loc}" for loc in locations[rank]]
     visible = visible_line(d)
@@ -93,7 +93,7 @@ def comm_lines(d: Diagnosis) -> list[str]:
     out = ["Communicators:"]
     for comm, a in sorted(d.comms.items()):
         visible = f"; first visible mismatch at seq {a.first_visible}" if a.first_visible else ""
-        out.append(f"  comm {_p(comm)}: {words.ranks_words(a.ranks)}; launched {per_rank(a.launched, a.launched_floors)}; "
+        out.append(f"  comm {_p(comm)}: {phrases.ranks_words(a.ranks)}; launched {per_rank(a.launched, a.launched_floors)}; "
                    f"completed {per_rank(a.completed)}{visible}")
     return out
 
@@ -137,19 +137,19 @@ def window_lines(d: Diagnosis) -> list[str]:
     if w is None:
         return []
     if not w.collectives:
-        return [_p(words.window_words(w))]
-    count = words.plural(w.collectives, "collective") if w.collectives == w.collectives_min else \
+        return [_p(wedge_words.window_words(w))]
+    count = phrases.plural(w.collectives, "collective") if w.collectives == w.collectives_min else \
         f"{w.collectives_min}..{w.collectives} collectives"
     out = [f"Corrupt-and-continue window: {count} in comm {_p(w.comm)}, seq {w.first_seq}..{w.last_seq}"
                + ("" if w.completion_known else " (completion inferred from launches)")]
     for p in w.pairings[:PAIRING_LINES]:
         out.append(f"  seq {p.first_seq}..{p.last_seq}: {pairing_words(p.kind.value)}, "
-                   f"{words.plural(p.collectives, 'collective')}")
+                   f"{phrases.plural(p.collectives, 'collective')}")
     rest = w.pairings[PAIRING_LINES:]
     if rest:
         totals = pairing_totals(rest)
         out.append(f"  seq {rest[0].first_seq}..{rest[-1].last_seq}: {len(rest)} more runs (all in --json --full-window), "
-                   f"{words.plural(sum(totals.values()), 'collective')}: "
+                   f"{phrases.plural(sum(totals.values()), 'collective')}: "
                    + ", ".join(f"{pairing_words(kind)} {n}" for kind, n in totals.items()))
     if not w.pairings:
         out.append("  no records inside the window say how the ranks' collectives paired")
@@ -174,14 +174,14 @@ def wedge_lines(d: Diagnosis) -> list[str]:
     w = d.wedge
     if w is None:
         return []
-    if not words.shows_wedge(d):
-        return [_p(words.records_end_words(w))]
-    out = [f"Wedge: comm {_p(w.comm)} {words.wedge_seq_words(w)}: {words.wedge_kind_words(w.kind)}"]
+    if not wedge_words.shows_wedge(d):
+        return [_p(wedge_words.records_end_words(w))]
+    out = [f"Wedge: comm {_p(w.comm)} {wedge_words.wedge_seq_words(w)}: {wedge_words.wedge_kind_words(w.kind)}"]
     for rank in sorted(w.launched):
         op = w.ops.get(rank)
         done = w.completed.get(rank)
-        at = f"{words.wedge_at(w)} {_p(op.describe())}" if op else words.never_launched(w, rank)
-        out.append(f"  rank {rank}: last launched {words.launched_words(w, rank)}, last completed {'?' if done is None else done}; "
+        at = f"{wedge_words.wedge_at(w)} {_p(op.describe())}" if op else wedge_words.never_launched(w, rank)
+        out.append(f"  rank {rank}: last launched {wedge_words.launched_words(w, rank)}, last completed {'?' if done is None else done}; "
                    f"{at}")
     if w.cycle:
         out.append("  wait-for cycle: " + " -> ".join(f"rank {r} in {_p(c)} seq {q}" for r, c, q in w.cycle))
@@ -203,9 +203,9 @@ def parse_lines(evidence: list[Evidence]) -> list[str]:
     for item in evidence:
         fmt = (item.format.value + "".join(f" + {f.value}" for f in item.also)) if item.format else "unrecognised"
         comms = ", ".join(_p(c) for c in item.comms) or "none"
-        problems = f"; {words.plural(len(item.problems), 'problem')}" if item.problems else ""
-        out.append(f"{_p(item.path)}: {fmt}; {words.plural(item.record_count, 'record')}; "
-                   f"{words.ranks_words(item.ranks)}; comms {comms}{problems}")
+        problems = f"; {phrases.plural(len(item.problems), 'problem')}" if item.problems else ""
+        out.append(f"{_p(item.path)}: {fmt}; {phrases.plural(item.record_count, 'record')}; "
+                   f"{phrases.ranks_words(item.ranks)}; comms {comms}{problems}")
     return out
 
 
@@ -214,12 +214,12 @@ def coverage_lines(c: GateCoverage, max_sessions: int = SESSION_LINES) -> list[s
     out = [f"{c.verdict.label}: {_p(words.coverage_summary(c))}"]
     if not c.sessions:
         return out
-    totals = (f"{words.plural(len(c.sessions), 'session')}, {words.plural(c.steps, 'step')}, "
+    totals = (f"{phrases.plural(len(c.sessions), 'session')}, {phrases.plural(c.steps, 'step')}, "
               f"{c.steps_in_window} in the ceiling window; {len(c.lockstep_sessions)} in lockstep")
     out += ["", totals, "Per rank:"]
     for rank, t in sorted(c.totals.items()):
         proposed = "" if t.proposed_pass_total is None else f", proposed pass total {t.proposed_pass_total}"
-        out.append(f"  rank {rank}: {words.plural(t.steps, 'step')}, {t.passes} pass, {t.skips} skip, "
+        out.append(f"  rank {rank}: {phrases.plural(t.steps, 'step')}, {t.passes} pass, {t.skips} skip, "
                    f"{t.would_pass} would pass{proposed}, {t.in_window} in the window")
     ranked = session_order(c)
     out += ["", f"Sessions ({min(max_sessions, len(ranked))} of {len(ranked)}: disagreements and exercised first):"]
@@ -227,12 +227,12 @@ def coverage_lines(c: GateCoverage, max_sessions: int = SESSION_LINES) -> list[s
         counts = " ".join(f"{r}:{t.passes}/{t.skips}" for r, t in sorted(s.tallies.items()))
         limit = "?" if s.ceiling_start is None else str(s.ceiling_start)
         window = "window unknown" if s.steps_in_window is None else f"{s.steps_in_window} in the window"
-        out.append(f"  {_p(s.name)}: {words.plural(s.steps, 'step')}, max seq "
+        out.append(f"  {_p(s.name)}: {phrases.plural(s.steps, 'step')}, max seq "
                    f"{'?' if s.max_seq is None else s.max_seq} / ceiling {limit}, {window}; pass/skip per rank "
                    f"{counts}; {'lockstep' if s.lockstep else 'not in lockstep'}")
         if s.disagreement is not None:
             g = s.disagreement
-            out.append(f"    first disagreement at step {g.step}: pass on {words.ranks_words(g.passed)}")
+            out.append(f"    first disagreement at step {g.step}: pass on {phrases.ranks_words(g.passed)}")
             out += [f"    {_p(loc)}" for loc in g.locations]
     return out
 
@@ -249,13 +249,13 @@ def acceptance_lines(report: AcceptanceReport) -> list[str]:
     runs = ([report.baseline] if report.baseline else []) + list(report.runs)
     for run in runs:
         label = ("baseline " if run is report.baseline else "") + _p(run.file)
-        out.append(f"  {label}: {run_verdict(report, run)}; {words.plural(run.lines, 'line')}; "
+        out.append(f"  {label}: {run_verdict(report, run)}; {phrases.plural(run.lines, 'line')}; "
                    + "; ".join(f"{name} {value}" for name, value in run_columns(run).items()))
     for run in report.runs:
         out += [f"  {_p(run.file)}: {_p(reason)}" for reason in run.reasons + run.notes]
         if run.collapsed_lines:
             out.append(f"  {_p(run.collapsed_lines[0])}: first of {len(run.collapsed_lines)} of "
-                       f"{words.plural(run.lines, 'line')} that collapse on their own")
+                       f"{phrases.plural(run.lines, 'line')} that collapse on their own")
     return out
 
 

@@ -16,8 +16,8 @@ from ..align.divergence import Root
 from ..align.gates import GateDisagreement, ceiling_start
 from ..align.timeline import CommLanes
 from ..align.wedge import Wedge, Window
-from ..model import GateChoice, GateDecision
-from . import words
+from ..model import GateChoice, GateDecision, phrases
+from . import root_words, wedge_words
 from .figures import PALETTE as _PALETTE
 from .figures import figure as _figure
 from .figures import png_bytes
@@ -104,7 +104,7 @@ def timeline_caption(lanes: CommLanes, root: Root | None = None, window: Window 
     marks = []
     if root is not None:
         marks.append("root (red star)" if _pinned(root) else
-                     f"root somewhere in {words.seq_words(*root.seq_range)} (red hatched span)")
+                     f"root somewhere in {phrases.seq_words(*root.seq_range)} (red hatched span)")
     if first_visible is not None and (root is None or first_visible != root.seq):
         marks.append("first visible mismatch (purple dotted line)")
     if window is not None:
@@ -127,9 +127,9 @@ def _pinned(root: Root) -> bool:
 
 def _mark_label(mark: str, root: Root | None, wedge: Wedge | None) -> str:
     if mark == "root" and root:
-        where = f"seq {root.seq}" if _pinned(root) else f"somewhere in {words.seq_words(*root.seq_range)}"
-        return f"root ({words.kind_words(root)}), {where}, {words.ranks_words(root.outlier_ranks)}"
-    return f"wedge ({words.wedge_kind_words(wedge.kind)}), {words.wedge_seq_words(wedge)}" if wedge else ""
+        where = f"seq {root.seq}" if _pinned(root) else f"somewhere in {phrases.seq_words(*root.seq_range)}"
+        return f"root ({root_words.kind_words(root)}), {where}, {phrases.ranks_words(root.outlier_ranks)}"
+    return f"wedge ({wedge_words.wedge_kind_words(wedge.kind)}), {wedge_words.wedge_seq_words(wedge)}" if wedge else ""
 
 
 def _patch(color: str, label: str, alpha: float = 1.0, hatch: str | None = None, edgecolor: str | None = None):
@@ -184,7 +184,7 @@ def _draw_lanes(ax: Axes, lanes: CommLanes, colors: dict[str, str], root: Root |
                 ax.plot([wedge.seq], [y[rank]], marker="o", markerfacecolor="white", markeredgecolor="black",
                         markersize=9, linestyle="none", gid="wedge-absent", zorder=5, clip_on=False)
     elif wedge and wedge.seq >= xlim[1]:
-        ax.annotate(f"wedge {words.wedge_where(wedge)} \u2192", (1.0, 1.0), xycoords="axes fraction", ha="right",
+        ax.annotate(f"wedge {wedge_words.wedge_where(wedge)} \u2192", (1.0, 1.0), xycoords="axes fraction", ha="right",
                     va="bottom", fontsize=8, gid="wedge-beyond")
     ax.set_yticks(range(len(lanes.ranks)), [f"rank {r}" for r in lanes.ranks])
     if root:
@@ -292,7 +292,7 @@ def plot_coverage(coverage: GateCoverage) -> Figure:
     largest sequence length against its ceiling."""
     sessions = coverage.sessions
     fig, axes = _figure(11, 6, 2, [1.0, 1.0])
-    fig.suptitle(f"gate coverage over {words.plural(len(sessions), 'session')}: {coverage.verdict.label}",
+    fig.suptitle(f"gate coverage over {phrases.plural(len(sessions), 'session')}: {coverage.verdict.label}",
                  fontsize=12)
     x = list(range(len(sessions)))
     top, bottom = axes

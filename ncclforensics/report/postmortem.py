@@ -18,11 +18,10 @@ from ..align.inventory import Inventory
 from ..align.reconcile import CUDA_GRAPH_NOTE
 from ..align.side_by_side import SideBySide
 from ..align.timeline import CommLanes, TimelineEntry, pairing_totals
-from ..model import GateDecision, Verdict
+from ..model import GateDecision, Verdict, phrases
 from ..model.phrases import seq_words
-from . import plots, side_by_side, words
+from . import plots, root_words, side_by_side, wedge_words, words
 from .export import pairings_table, write_table
-from .words import window_words
 from .document import Block, Bullets, Code, Heading, Image, Links, Mono, Para, Table, render_html, render_markdown
 from .files import write_replacing
 from .receipts import receipt_words
@@ -63,9 +62,9 @@ def build_figures(data: PostmortemData) -> dict[str, tuple[Figure, str]]:
     figures: dict[str, tuple[Figure, str]] = {}
     for lanes in data.lanes:
         visible = d.first_visible[1] if d.first_visible and d.first_visible[0] == lanes.comm else None
-        fig = plots.plot_comm_timeline(lanes, d.root, d.window, d.wedge if words.shows_wedge(d) else None, visible)
+        fig = plots.plot_comm_timeline(lanes, d.root, d.window, d.wedge if wedge_words.shows_wedge(d) else None, visible)
         figures[_png_name("timeline", lanes.comm)] = (
-            fig, plots.timeline_caption(lanes, d.root, d.window, d.wedge if words.shows_wedge(d) else None, visible))
+            fig, plots.timeline_caption(lanes, d.root, d.window, d.wedge if wedge_words.shows_wedge(d) else None, visible))
     if data.gates:
         figures["gates.png"] = (plots.plot_gates(data.gates, d.gate),
                                 "Drafter gate decisions per step near the ceiling"
@@ -127,18 +126,18 @@ def _verdict(d: Diagnosis) -> list[Block]:
             facts.append(f"Root seq: {r.seq}")
         else:
             facts.append(f"Root seq: {r.seq} (earliest; anywhere in {seq_words(*r.seq_range)})")
-        facts.append(f"Outlier: {words.ranks_words(r.outlier_ranks)} ({words.kind_words(r)}; placed by {r.pinned_by})")
+        facts.append(f"Outlier: {phrases.ranks_words(r.outlier_ranks)} ({root_words.kind_words(r)}; placed by {r.pinned_by})")
         if d.root_step is not None:
             facts.append(f"Root step: {d.root_step}")
     if d.window is not None and not d.window.collectives:
-        facts.append(window_words(d.window))
+        facts.append(wedge_words.window_words(d.window))
     elif d.window is not None:
         w = d.window
         count = str(w.collectives) if w.collectives == w.collectives_min else f"{w.collectives_min}..{w.collectives}"
         facts.append(f"Corrupt-and-continue window: {count} collectives, seq {w.first_seq}..{w.last_seq}")
-    if words.shows_wedge(d):
-        facts.append(f"Wedge: comm {d.wedge.comm} {words.wedge_seq_words(d.wedge)} "
-                     f"({words.wedge_kind_words(d.wedge.kind)})")
+    if wedge_words.shows_wedge(d):
+        facts.append(f"Wedge: comm {d.wedge.comm} {wedge_words.wedge_seq_words(d.wedge)} "
+                     f"({wedge_words.wedge_kind_words(d.wedge.kind)})")
     facts.append(f"Ranks with evidence: {', '.join(map(str, d.ranks)) or 'none'}")
     out.append(Bullets(tuple(facts)))
     return out
@@ -154,7 +153,7 @@ def _root_cause(d: Diagnosis, images: dict[str, Image]) -> list[Block]:
         r = d.root
         out.append(Para(words.cause(d) or words.summary(d)))
         out.append(Table(("rank", "role", "seq", "collective", "state", "evidence"), tuple(
-            (str(rank), words.role(r, rank), str(op.seq), op.describe(),
+            (str(rank), root_words.role(r, rank), str(op.seq), op.describe(),
              op.state or "-", Mono(str(op.loc)))
             for rank, op in sorted(r.ops.items()))))
         if d.first_visible is not None and d.first_visible != (r.comm, r.seq):
@@ -190,7 +189,7 @@ def _window(d: Diagnosis) -> list[Block]:
         out.append(Para("No corrupt-and-continue window: nothing diverged."))
         return out
     if not w.collectives:
-        out.append(Para(window_words(w)))
+        out.append(Para(wedge_words.window_words(w)))
         return out
     count = str(w.collectives) if w.collectives == w.collectives_min else f"{w.collectives_min}..{w.collectives}"
     basis = "every rank completed" if w.completion_known else "every rank launched (completion not recorded)"
@@ -203,7 +202,7 @@ def _window(d: Diagnosis) -> list[Block]:
     if rest:  # a long window alternates kinds tens of thousands of times: the rest summed per kind
         totals = pairing_totals(rest)
         rows.append((f"{rest[0].first_seq}..{rest[-1].last_seq}", f"{len(rest)} more runs: " + ", ".join(
-            f"{_pairing_words(kind)} {words.plural(n, 'run')}" for kind, (n, _) in totals.items()),
+            f"{_pairing_words(kind)} {phrases.plural(n, 'run')}" for kind, (n, _) in totals.items()),
                      str(sum(c for _, c in totals.values()))))
     out.append(Table(("seqs", "pairing", "collectives"), tuple(rows)))
     if w.pairings:
@@ -243,16 +242,16 @@ def _wedge(d: Diagnosis, images: dict[str, Image]) -> list[Block]:
     w = d.wedge
     if w is None:
         out.append(Para("No wedge: nothing in the evidence shows progress stopping."))
-    elif not words.shows_wedge(d):
-        out.append(Para(words.records_end_words(w)))
+    elif not wedge_words.shows_wedge(d):
+        out.append(Para(wedge_words.records_end_words(w)))
     else:
-        out.append(Para(f"Comm {w.comm} stopped {words.wedge_where(w)}: {words.wedge_kind_words(w.kind)}."))
-        if text := words.wedge_range_words(w):
+        out.append(Para(f"Comm {w.comm} stopped {wedge_words.wedge_where(w)}: {wedge_words.wedge_kind_words(w.kind)}."))
+        if text := wedge_words.wedge_range_words(w):
             out.append(Para(text))
-        out.append(Table(("rank", "last launched", "last completed", words.wedge_at(w)), tuple(
-            (str(rank), words.launched_words(w, rank), _v(w.completed.get(rank)),
+        out.append(Table(("rank", "last launched", "last completed", wedge_words.wedge_at(w)), tuple(
+            (str(rank), wedge_words.launched_words(w, rank), _v(w.completed.get(rank)),
              w.ops[rank].describe() if rank in w.ops else
-             "never launched" if rank in w.absent_ranks else words.never_launched(w, rank))
+             "never launched" if rank in w.absent_ranks else wedge_words.never_launched(w, rank))
             for rank in sorted(w.launched))))
         if w.cycle:
             out.append(Para("Wait-for cycle: " + " -> ".join(f"rank {r} in {c} seq {s}" for r, c, s in w.cycle)))

@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ..align.ras import RasHistory
-from . import words
+from ..model import phrases
 from .figures import PALETTE as _PALETTE
 from .figures import figure as _figure
 
@@ -58,7 +58,7 @@ def plot_ras(histories: dict[str, RasHistory], comms: list[str] | None = None, m
             if values[-1] == values[-1]:
                 last.setdefault(values[-1], []).append(rank)
         for count, group in sorted(last.items()):
-            ax.annotate(f"{count:g}: {words.ranks_words(group, 'comm rank')}", (n - 1, count), xytext=(-4, 5),
+            ax.annotate(f"{count:g}: {phrases.ranks_words(group, 'comm rank')}", (n - 1, count), xytext=(-4, 5),
                         textcoords="offset points", fontsize=10, color="dimgray", ha="right")
         values = [v for vs in per_rank.values() for v in vs if v == v]
         pad = 0.6 + 0.2 * (max(values) - min(values))

@@ -9,7 +9,8 @@ from ncclforensics.align.ras_only import root_from_counts
 from ncclforensics.align.streams import Streams
 from ncclforensics.align.watchdog import enqueue_marks, marks_only_roots, timeout_stacks
 from ncclforensics.model import Location, ProgressReport, WatchdogEvent, WatchdogKind
-from ncclforensics.report.words import ambiguity, root_sentence
+from ncclforensics.report.ambiguity import ambiguity
+from ncclforensics.report.root_words import root_sentence
 
 # A world group "0" of ranks 0..3 over TP groups "1" (ranks 0, 1) and "2" (ranks 2, 3). Rank 2 issued a world
 # collective (seq 2) after 2 of its TP group's; ranks 0 and 1 issue their seq 2 after 6 of theirs. Rank 3 launched

@@ -14,6 +14,7 @@ from ncclforensics.model import (CollectiveEvent, Evidence, FingerprintRow, Loca
                                  collectives_to_frame)
 from ncclforensics.model.event import ProcessIdentity
 from ncclforensics.report import words
+from ncclforensics.report import ambiguity
 
 W, T1, T2 = "0xwor1d", "0x7e1", "0x7e2"
 ONE, LAYER = ("AllReduce", 1), ("AllReduce", 4096)
@@ -160,7 +161,7 @@ def test_counts_alone_say_the_rank_behind_may_be_held_back_elsewhere(tmp_path):
     d = diagnose(evidence)
     assert d.root.outlier_ranks == [1] and d.root.kind == "missing" and d.root.behind_may_be_held
     assert "held back in another communicator" in words.cause(d)
-    assert "may be held back elsewhere" in words.ambiguity(d.root)
+    assert "may be held back elsewhere" in ambiguity.ambiguity(d.root)
 
 
 def test_gate_journals_say_who_launched_more_than_the_program_has_where_it_is(tmp_path):
@@ -288,7 +289,7 @@ def test_a_stop_whose_issue_orders_leave_no_majority_names_the_peer_that_may_hol
     assert d.root.comm == W and d.root.outlier_ranks == [1] and d.root.kind == "stopped"
     assert d.root.behind_may_be_held and d.root.may_be_held_back_by == (0,)
     assert "held back in another communicator by a rank ahead here that launched one more (rank 0, as far as" in words.cause(d)
-    assert "may be held back elsewhere" in words.ambiguity(d.root)
+    assert "may be held back elsewhere" in ambiguity.ambiguity(d.root)
 
 
 def test_ranks_behind_that_records_show_missing_one_are_held_back_where_the_issue_orders_say_so():

@@ -64,7 +64,7 @@ def test_counts_that_part_ranks_ahead_of_the_rest_and_behind_it_name_them_all():
     # World counts 2, 1, 1, 0, 1, 1, 1, 0: the smallest group alone (rank 0) would put ranks 3 and 7, one short,
     # on the reference side; whose departure came first the counts cannot tell.
     from ncclforensics.align.held_back import may_hold_back
-    from ncclforensics.report.words import root_sentence
+    from ncclforensics.report.root_words import root_sentence
 
     counts = {0: 2, 1: 1, 2: 1, 3: 0, 4: 1, 5: 1, 6: 1, 7: 0}
     root = root_from_counts("0", counts, "PyTorch's enqueued counts")

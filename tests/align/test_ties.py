@@ -246,7 +246,7 @@ def test_ranks_waiting_elsewhere_are_found_once_and_said_even_where_no_comm_is_o
 
     from ncclforensics.align.choose import _stuck_elsewhere
     from ncclforensics.align.streams import Streams
-    from ncclforensics.report.words import waiting_candidates_words
+    from ncclforensics.report.root_words import waiting_candidates_words
 
     def part(rank: int, state: str) -> pl.DataFrame:
         return pl.DataFrame({"rank": [rank], "seq": [4], "state": [state]})

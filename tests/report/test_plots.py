@@ -10,7 +10,8 @@ from pathlib import Path
 from cli_helpers import REAL
 
 from ncclforensics import api
-from ncclforensics.report import plots, words
+from ncclforensics.report import plots
+from ncclforensics.report import wedge_words
 from ncclforensics.report.postmortem import build_figures
 
 ROOT = Path(__file__).parents[2]
@@ -56,7 +57,7 @@ def test_the_zoom_keeps_the_root_range_and_names_a_wedge_beyond_it(tmp_path):
             assert all(ax.get_xlim()[0] < x < ax.get_xlim()[1] for x in mark.get_xdata())
     if d.wedge.seq > high:
         assert [a.get_text() for a in zoom.texts if a.get_gid() == "wedge-beyond"] == [
-            f"wedge {words.wedge_where(d.wedge)} \u2192"]  # NCCL logs alone: at or before the seq
+            f"wedge {wedge_words.wedge_where(d.wedge)} \u2192"]  # NCCL logs alone: at or before the seq
 
 
 def test_gate_coverage_sessions_are_labelled_by_folder(tmp_path):

@@ -21,6 +21,7 @@ from ncclforensics.cli import cli
 from ncclforensics.report import plots, words
 from ncclforensics.report.postmortem import build_figures, write_postmortem
 from ncclforensics.report.receipts import receipt_words
+from ncclforensics.report import wedge_words
 from ncclforensics.sources import parse_file
 from ncclforensics.sources.base import InputFile
 from fixture_paths import FIXTURES
@@ -159,7 +160,7 @@ def test_timeline_plot_marks_root_window_and_wedge(report):
         assert (x0, x1) == (d.window.first_seq - 0.5, d.window.last_seq + 0.5)
     else:
         assert not any(artists(f, "window") for f in timelines.values())
-    if d.wedge is not None and words.shows_wedge(d):
+    if d.wedge is not None and wedge_words.shows_wedge(d):
         fig = report.figure(f"timeline-{d.wedge.comm}.png")
         (cross, *_) = artists(fig, "wedge")
         assert set(cross.get_xdata()) == {d.wedge.seq}

@@ -21,7 +21,7 @@ import pytest
 from cli_helpers import REAL, diff_json, real, run_cli
 from tmux_pane import TMUX, broken_tokens, needs_tmux, overflowing_rows, run_in_pane
 
-from ncclforensics.report import words
+from ncclforensics.report import advice
 
 ROOT = Path(__file__).parents[2]
 BOX = re.compile("[\u2500-\u257f]")  # box drawing: ─ │ ┃ ━ ╭ ...
@@ -99,7 +99,7 @@ def test_piped_report_on_one_rank_says_nothing_was_compared():
     code, out, _ = run_cli("diff", real("healthy-1rank"))
     first = out.splitlines()[0]
     assert code == 0 and first.startswith("NOTHING COMPARED: ") and "agree" not in first.split(":", 1)[1][:40]
-    assert words.LOG_SETTINGS in first and words.FR_SETTINGS in first
+    assert advice.LOG_SETTINGS in first and advice.FR_SETTINGS in first
 
 
 def test_piped_report_of_a_consistent_run_has_no_wedge():

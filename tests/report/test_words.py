@@ -1,4 +1,4 @@
-"""words.py: every kind of range answer names the settings that would pin the root next time."""
+"""ambiguity.py and words.py: every kind of range answer names the settings that would pin the root next time."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from cli_helpers import real
 from ncclforensics import api
 from ncclforensics.align.divergence import RangeReason
 from ncclforensics.report import words
+from ncclforensics.report import ambiguity, root_words
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +22,7 @@ def root():
 @pytest.mark.parametrize("reason", list(RangeReason), ids=[r.value for r in RangeReason])
 def test_every_range_answer_names_a_setting(root, reason):
     ranged = dataclasses.replace(root, reason=reason, seq_range=(1, 41), compared=())  # signatures alone
-    text = words.ambiguity(ranged)
+    text = ambiguity.ambiguity(ranged)
     assert text and any(setting in text for setting in ("NCCL_DEBUG=INFO", "TORCH_NCCL_TRACE_BUFFER_SIZE")), text
 
 
@@ -34,13 +35,13 @@ def test_a_lookalike_range_asks_only_for_evidence_not_given(root, compared, aske
     """Call stacks that were compared and repeat (a loop) would not pin it next time either: the words ask for
     what was not given, and name what was."""
     ranged = dataclasses.replace(root, reason=RangeReason.LOOKALIKE, seq_range=(1, 41), compared=compared)
-    text = words.ambiguity(ranged)
+    text = ambiguity.ambiguity(ranged)
     assert asked in text and "dumps with call stacks" not in text and text.endswith("would pin it")
     assert all(label in text.split(" equally well")[0] for label in compared)
 
 
 def test_a_pinned_root_has_no_range_words(root):
-    assert root.reason is None and words.ambiguity(root) is None
+    assert root.reason is None and ambiguity.ambiguity(root) is None
 
 
 def test_checksum_outliers_of_ranks_the_checksums_alone_group_leave_their_communicators_open():
@@ -55,9 +56,9 @@ def test_checksum_outliers_of_ranks_the_checksums_alone_group_leave_their_commun
     rows += [per_step(rank, 27.0 + rank, 22.0 + rank) for rank in (1, 2, 3)]
     rows += [per_step(rank, 84.0 + rank, 58.0 + rank) for rank in (5, 6, 7)]
     root, _ = step_sums_root(rows, {})
-    assert "which collective, and in which of their communicators, is on no record" in words.root_sentence(root)
+    assert "which collective, and in which of their communicators, is on no record" in root_words.root_sentence(root)
     named = dataclasses.replace(root, comm="0xabc")
-    assert "which collective is on no record" in words.root_sentence(named)
+    assert "which collective is on no record" in root_words.root_sentence(named)
 
 
 def test_the_cause_says_whether_gate_journals_were_given_where_they_name_no_disagreement():
@@ -75,7 +76,7 @@ def test_a_range_from_a_richer_field_to_the_signatures_says_where_each_parts_the
     fit, and do not say the stacks repeat (they part)."""
     ranged = dataclasses.replace(root, reason=RangeReason.PARTED_EARLIER, seq_range=(1, 6), compared=("call sites",),
                                  parted_earlier=("call sites", 1, 6))
-    text = words.ambiguity(ranged)
+    text = ambiguity.ambiguity(ranged)
     assert "the call stacks part" in text and "at seq 1" in text and "only at seq 6" in text
     assert "repeat" not in text and "seq 1..6" in text and "gate journal with steps" in text
 
@@ -87,7 +88,7 @@ def test_a_rank_the_root_puts_on_neither_side_is_not_called_the_reference(root):
     outlier, reference, unplaced, candidate, other = ranks[0], ranks[1], ranks[2], ranks[3], 99
     named = dataclasses.replace(root, outlier_ranks=[outlier], reference_ranks=[reference], unplaced_ranks=[unplaced],
                                 outlier_candidates={candidate: ("0xabc",)})
-    assert [words.role(named, r) for r in (outlier, reference, unplaced, candidate, other)] == [
+    assert [root_words.role(named, r) for r in (outlier, reference, unplaced, candidate, other)] == [
         "outlier", "reference", "unplaced", "candidate", "neither side"]
 
 
@@ -98,9 +99,9 @@ def test_a_lone_unchecked_sum_in_the_only_step_is_named_and_said_to_maybe_part_b
         (tmp_path / f"fingerprint_rank{rank}.log").write_text(f"step=0 rank={rank} checksum={total:.6f}\n")
     _, d = api.diff_paths([str(tmp_path)])
     assert d.verdict.value == "inconclusive" and d.root.outlier_ranks == [0] and d.root.majority
-    text = words.root_sentence(d.root)
+    text = root_words.root_sentence(d.root)
     assert text.startswith("Rank 0 sums alone") and "by design" in text and "at step 0" in text
-    assert "by design" in words.ambiguity(d.root)
+    assert "by design" in ambiguity.ambiguity(d.root)
 
 
 def test_a_range_an_outlier_known_only_by_its_count_leaves_names_it_and_the_outliers_whose_records_bound_it(root):
@@ -108,6 +109,6 @@ def test_a_range_an_outlier_known_only_by_its_count_leaves_names_it_and_the_outl
     seq 3: the words say the count places rank 3 anywhere up to there, not that the collectives look alike."""
     ranged = dataclasses.replace(root, reason=RangeReason.COUNTED_ONLY, seq_range=(1, 3), outlier_ranks=[3, 5],
                                  counted_only=(3,))
-    text = words.ambiguity(ranged)
+    text = ambiguity.ambiguity(ranged)
     assert text.startswith("rank 3 left no records here") and "anywhere in seq 1..3" in text
     assert "no later than where the records of rank 5 place its own departure" in text and "look alike" not in text

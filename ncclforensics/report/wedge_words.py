@@ -1,0 +1,143 @@
+"""The wedge and the corrupt-and-continue window in sentences: where the group stopped, why, and who waits where."""
+
+from __future__ import annotations
+
+from ..align.diagnosis import Diagnosis
+from ..align.receipts import CountedLaunches
+from ..align.wedge import COUNT_FLOORS, LAUNCHES_ONLY, Wedge, Window
+from ..model import Verdict, WedgeKind
+from ..model.phrases import ranks_words, verb_form
+from .advice import FR_SETTINGS, LOG_SETTINGS
+
+
+def wedge_kind_words(kind: WedgeKind) -> str:
+    """`no partner`, `count mismatch`, `a cross-communicator deadlock`, `cause unknown`."""
+    return {WedgeKind.UNKNOWN: "cause unknown", WedgeKind.CROSS_COMM_DEADLOCK: "cross-communicator deadlock",
+            WedgeKind.DEAD_RANK: "a rank is gone"}.get(kind, kind.value.replace("_", " "))
+
+
+def wedge_where(wedge: Wedge) -> str:
+    """`at seq 50`, `at or after seq 89`, `at or before seq 12`, `somewhere in seq 5..12`."""
+    low, high = wedge.seq_range
+    if high is None:
+        return f"at or after seq {low}"
+    if low == high:
+        return f"at seq {low}"
+    return f"at or before seq {high}" if low == 1 else f"somewhere in seq {low}..{high}"
+
+
+def wedge_at(w: Wedge) -> str:
+    """What a rank's collective at the wedge's seq is called: the wedge itself only where it is pinned."""
+    return "at the wedge" if w.pinned else f"at seq {w.seq}"
+
+
+def launched_words(w: Wedge, rank: int) -> str:
+    """A rank's last launched seq at the wedge: "808 or more" where it is a timeout's SeqNum and no count says how
+    much the rank enqueued after it."""
+    return f"{w.launched[rank]} or more" if rank in w.launched_floors else str(w.launched[rank])
+
+
+def never_launched(w: Wedge, rank: int) -> str:
+    """A rank with no collective on record at the wedge's seq: it never launched it, it launched it by a count
+    (RAS counts launches, not which collective), or its records end before it (a file cut short, records of
+    completed collectives only)."""
+    if rank in w.waiting_past:
+        past = w.waiting_past[rank]
+        return f"completed seq {w.seq}; waits past it, in seq {past.seq}: {past.describe()}"
+    if w.launched.get(rank, 0) >= w.seq:
+        return f"launched seq {w.seq} (by its count; no record says which collective)"
+    if rank in w.absent_ranks:
+        return f"never launched seq {w.seq}"
+    return "records end before it"
+
+
+def wedge_seq_words(wedge: Wedge) -> str:
+    """`seq 50` where the wedge is pinned, else where it can be (`at or after seq 89`)."""
+    return f"seq {wedge.seq}" if wedge.pinned else wedge_where(wedge)
+
+
+def wedge_range_words(wedge: Wedge) -> str | None:
+    """Why the wedge is a range of seqs, and what would pin it; None where it is pinned."""
+    low, high = wedge.seq_range
+    if wedge.pinned:
+        return None
+    if high is None:
+        return (f"Where comm {wedge.comm} stopped is not on record: each rank's records there end with a collective "
+                f"that completed (a trace written once a collective completed) or where a file was cut short, and "
+                f"what a rank launched after its last record is unknown, so the wedge is at or after seq {low}, past "
+                f"the last collective a rank is on record as completing (every rank took part in it); an NCCL log or a "
+                f"Flight Recorder dump of every rank would place it.")
+    if wedge.bounded_by == COUNT_FLOORS:
+        return (f"Where comm {wedge.comm} stopped is not pinned: PyTorch's desync report gives "
+                f"{ranks_words(wedge.absent_ranks)} only as the last collective its watchdog saw start, a floor of "
+                f"what it launched, so the wedge is {wedge_where(wedge)}, up to where the other ranks' enqueued "
+                f"counts end; {LOG_SETTINGS} or {FR_SETTINGS} would pin it.")
+    if wedge.bounded_by != LAUNCHES_ONLY:
+        return (f"Where comm {wedge.comm} stopped is not pinned: some rank's records there end before the stop (a "
+                f"file cut short, a trace written once a collective completed), so the wedge is {wedge_where(wedge)}, "
+                f"up to the first collective that a rank did not launch or was seen in flight in.")
+    return (f"No source records which collectives of comm {wedge.comm} completed (NCCL logs and RAS count "
+            f"launches only): seq {high} is the first collective not every rank launched, and one that every "
+            f"rank launched before it may be where the group hung, so the wedge is {wedge_where(wedge)}; "
+            f"Flight Recorder dumps (their states) would pin it.")
+
+
+def shows_wedge(d: Diagnosis) -> bool:
+    """Whether the answer has a wedge to show: not on a consistent run where nothing says the job stopped (its
+    records merely end there)."""
+    return d.wedge is not None and not (d.verdict is Verdict.CONSISTENT and not d.wedge.confirmed_by)
+
+
+def records_end_words(wedge: Wedge) -> str:
+    """Where a consistent run's records end, for the place a wedge would be shown."""
+    launched = sorted(set(wedge.launched.values()))
+    done = sorted({v for v in wedge.completed.values() if v is not None})
+    said = f"the ranks launched up to seq {launched[-1]}" if launched else "nothing launched"
+    if done:
+        said += f" and completed up to seq {done[-1]}" if len(done) == 1 else \
+            f" and completed up to seq {done[0]}..{done[-1]}"
+    return (f"The records of comm {wedge.comm} end at seq {wedge.seq} ({said}); nothing says the job stopped "
+            f"there, so there is no wedge.")
+
+
+def window_words(window: Window) -> str:
+    """A window with nothing in it, or one known from counts alone."""
+    if window.collectives is None:
+        return (f"Corrupt-and-continue window in comm {window.comm}: unknown (nothing on record says what paired "
+                f"with what).")
+    return (f"Corrupt-and-continue window in comm {window.comm}: 0 collectives (the group wedged at the root, "
+            f"nothing completed misaligned).")
+
+
+def counted_launches(d: Diagnosis) -> dict[int, int]:
+    """rank -> PyTorch's count of the work it enqueued in the wedged comm, where the answer took one past the
+    rank's timeout lines (a CountedLaunches receipt)."""
+    return {f.fact.rank: f.fact.count for f in d.evidence
+            if isinstance(f.fact, CountedLaunches) and d.wedge is not None and f.fact.comm == d.wedge.comm}
+
+
+def held_apart_words(wedge: Wedge, counts: dict[int, int]) -> str:
+    """Ranks held at different SeqNums of one comm, the lowest of them the wedge: some in its collective, the
+    others past it, in later ones of their own after completing it (their timeout lines). Nothing shows them
+    disagreeing: a timeout's SeqNum says what a rank completed, not what it launched."""
+    held, ahead = sorted(wedge.ops), sorted(wedge.waiting_past)
+    op = wedge.ops[held[0]]
+    later: dict[tuple[int, str], list[int]] = {}
+    for rank, at in sorted(wedge.waiting_past.items()):
+        later.setdefault((at.seq, at.describe()), []).append(rank)
+    where = "; ".join(("" if len(later) == 1 else f"{ranks_words(ranks)} ") + f"in seq {seq} ({what})"
+                      for (seq, what), ranks in sorted(later.items()))
+    text = (f"{ranks_words(held).capitalize()} {verb_form('wait', held)} in comm {wedge.comm} seq {wedge.seq} "
+            f"({op.describe()}); {ranks_words(ahead)} completed it and {verb_form('wait', ahead)} past it, {where}.")
+    if counts:
+        every = len(counts) == len(wedge.waiting_ranks)
+        who = ("Both" if len(counts) == 2 else "All") if every else ranks_words(sorted(counts)).capitalize()
+        values = sorted(set(counts.values()))
+        text += (f" {who} launched {values[0]} by PyTorch's count." if len(values) == 1 else
+                 f" By PyTorch's count they launched {', '.join(f'{r}:{n}' for r, n in sorted(counts.items()))}.")
+    return (text + f" A timeout's SeqNum says what a rank completed, not how many it launched: nothing here shows "
+            f"the ranks disagreeing, only that {ranks_words(held)} {verb_form('lag', held)} or {verb_form('hang', held)} "
+            f"in a collective {ranks_words(ahead)} finished (a rank finishes once its own part is done, a "
+            f"broadcast's root before its receivers; whom {ranks_words(held)} {verb_form('wait', held)} for, a rank "
+            f"with no lines here or the network, is not on record). {FR_SETTINGS}, {LOG_SETTINGS} or the watchdog "
+            f"lines of every rank would tell.")
