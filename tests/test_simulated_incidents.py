@@ -453,9 +453,10 @@ KNOWN: dict[int, str] = {
 # trace cut short are one class that parted, and name every rank (983205: two ranks of four reordered a step, per-step
 # checksums alone, one cut); a trace cut inside a record still shows the step it had begun, so a whole trace that ends
 # sooner beside sums that part hung (989647: a skip in a job of two, per-step checksums alone, one cut inside its next
-# step's line); call stacks that part ranks the signatures' reference held as one stream say who departed, not the
-# group of lookalikes larger than each other one (1011587: two ranks' skips of lookalikes beside a third's type change,
-# dumps, NCCL and watchdog logs of half the ranks).
+# step's line); groups whose edits against a larger one may be one edit (one more lookalike each, at a seq in common)
+# are a side as large as it, and a tie where the groups alike at the first parting part again names no reference where
+# either may have departed that early (1011587: two ranks' skips of lookalikes beside a third's type change, dumps,
+# NCCL and watchdog logs of half the ranks).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,

@@ -103,35 +103,6 @@ def parts_earlier(found: Proposal, proposal: Proposal) -> Proposal | None:
                    members={**found.members, **proposal.members})
 
 
-def splits_reference(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> bool:
-    """Whether a richer field parts ranks that the poorer fields' proposal took as one stream of its reference, and
-    names other outliers than it: the poorer majority counted lookalikes as one program, so who departed is the
-    richer field's to say (the poorer outliers may have run the program, departing from ranks that each departed
-    differently where the poorer fields could not tell them apart).
-
-    Worked example (1011587): ranks 0 and 2 each left out an all-reduce alike in signature (at seq 17 and 19), rank 7
-    issued an all-gather at seq 16, rank 5 ran the program. Signatures group ranks 0 and 2 (one short) against ranks
-    5 and 7 (apart at seq 16): the group of two is larger than each other, and ranks 5 and 7 are named. The call
-    stacks part ranks 0 and 2: rank 5 ran the program, and rank 7 departed first, at seq 16."""
-    if not proposal.majority or proposal.either_side or proposal.stopped or not found.shown or not found.placements:
-        return False
-    if set(found.outliers) == set(proposal.outliers):
-        return False
-    # The poorer outliers the richer field no longer names are its reference, alike in length with the rest of it: a
-    # longer stream agrees with shorter ones wherever they overlap, and its length still says it departed.
-    dropped = set(proposal.outliers) - set(found.outliers)
-    kept = [r for r in found.reference if r in codes]
-    if not dropped <= set(kept) or len({codes[r].length for r in kept}) != 1:
-        return False
-    reference = set(proposal.reference) & set(codes)
-    groups = [set(ranks) & reference for ranks in found.members.values()]
-    if found.majority:
-        groups.append((set(found.reference) - set(found.outliers)) & reference)
-    # (a group's ranks merged: one that recorded nothing where the field parts them sides with either, and parts none)
-    streams = [merged(codes[r] for r in sorted(group)) for group in groups if group]
-    return any(not agree(a, b) for i, a in enumerate(streams) for b in streams[i + 1:])
-
-
 def lengths_later(found: Proposal, proposal: Proposal, codes: dict[int, Codes], start: int) -> bool:
     """Whether a richer field that shows ranks departing at a seq (`found`) leaves the ranks whose streams differed
     in length only under the poorer fields (`proposal`) no edit before that seq: their early placements paired only

@@ -30,7 +30,7 @@ from typing import Protocol
 from ..model import Location
 from .edits import MAX_EDIT, Codes, EditKind, Placement, agree, blocks_through, merged, place_edits
 from .propose import Proposal, propose, span_of, within
-from .richer_fields import lengths_later, lone_recorder_tie, one_side, parts_earlier, picks_side, splits_reference
+from .richer_fields import lengths_later, lone_recorder_tie, one_side, parts_earlier, picks_side
 
 __all__ = [
     "MAX_EDIT",
@@ -429,12 +429,6 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         if more:
             # A richer field shows more ranks departing (where the others' records may only have differed in
             # length): they do, and the first departure may be theirs.
-            proposal, pinned_by, compared, chosen = found, label, list(stages), codes
-            narrowed.append(label)
-            continue
-        if splits_reference(found, proposal, codes) and within(found, proposal):
-            # A richer field parts ranks the poorer reference held as one stream (lookalikes): the poorer majority
-            # counted them as one program, and the richer field says who departed, within where.
             proposal, pinned_by, compared, chosen = found, label, list(stages), codes
             narrowed.append(label)
             continue
