@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .edits import Codes, agree, compatible, merged, place_edits
+from .edits import Codes, Placement, agree, compatible, merged, place_edits
 
 
 def first_parting(streams: list[Codes]) -> int | None:
@@ -85,18 +85,26 @@ def loose_joined(groups: list[tuple[list[int], Codes]], index: int, at: int, loo
     return regrouped
 
 
-def reference_among_alike(streams: list[Codes], codes: dict[int, Codes], at: int, first: int) -> int:
+def reference_among_alike(streams: list[Codes], codes: dict[int, Codes], at: int, first: int) -> int | None:
     """The group (index into `streams`) that is the reference among those whose records at `at`, the first position
     where any two groups part, pair with the majority's (group `first`): where they part later, the one whose record
     there a strict majority of every rank's records holds (the minority there departed later, if at all; a rank that
-    departed at `at` still votes where its stream pairs again); `first` where nothing says more. Worked example:
-    ranks 1 and 2 issue `layers.1` at seq 2 and rank 3 `layers.2` (a swap); at seq 10 ranks 1 and 3 issue an
-    all-gather and rank 2 an all-reduce: rank 3 departed first, rank 2 later, and rank 1 is the reference."""
+    departed at `at` still votes where its stream pairs again); `first` where nothing says more, and None where
+    nothing says which of groups that tie where they part again ran the program while one's edit against the other
+    may come as early as `at` (it may be the first departure). Worked example: ranks 1 and 2 issue `layers.1` at
+    seq 2 and rank 3 `layers.2` (a swap); at seq 10 ranks 1 and 3 issue an all-gather and rank 2 an all-reduce: rank
+    3 departed first, rank 2 later, and rank 1 is the reference. Where instead ranks 1 and 2 tie where they part
+    again, and rank 2 launched one more lookalike than rank 1, which may be as early as seq 2, no reference is named:
+    rank 1 or 2 may have departed there as rank 3 did."""
     alike = [first, *(i for i in range(len(streams)) if i != first and streams[i].length > at
                       and streams[first].length > at and pairs_at(streams[i], streams[first], at))]
     while len(alike) > 1:
         later = first_parting([streams[i] for i in alike])
         found = first_parting_majority([streams[i] for i in alike], codes, later) if later is not None else None
+        if found is None and later is not None and _may_depart_by(streams, alike, at):
+            # No majority where they part again, and either may have departed as early as the first parting (among
+            # lookalikes before it): who departed first is not known.
+            return None
         if found is None:
             break
         held = alike[found]
@@ -104,6 +112,20 @@ def reference_among_alike(streams: list[Codes], codes: dict[int, Codes], at: int
                           and pairs_at(streams[i], streams[held], later))]
         first = held
     return first
+
+
+def _may_depart_by(streams: list[Codes], alike: list[int], at: int) -> bool:
+    """Whether, of the groups `alike` (indexes into `streams`), one's likeliest edits against another's stream may
+    start at or before position `at`."""
+    for i in alike:
+        for j in alike:
+            if i == j:
+                continue
+            found, _ = place_edits(0, streams[j], streams[i], 0)
+            top = max((p.score for p in found), default=None)
+            if any(p.low <= at for p in found if p.score == top):
+                return True
+    return False
 
 
 def rival_reference(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes], at: int, first: int,
@@ -147,3 +169,31 @@ def _cost_as_program(streams: list[Codes], codes: dict[int, Codes], index: int) 
             return None
         size += min(p.size for p in found)
     return departing, size
+
+
+def departed_alike(streams: list[Codes], sizes: list[int], margin: int) -> bool:
+    """Whether groups other than the first (the largest, `streams[0]`), whose likeliest edits against it may be one
+    edit (one kind and size, at a seq they have in common), are together no fewer than it (`sizes`: the ranks each
+    group counts; `margin`: ranks that side with either): they may have departed alike there, differing only in
+    what they issued, and the first group is then no larger than the side that departed. Worked example (1011587):
+    ranks 0 and 2 launched 19 all-reduces alike, ranks 5 and 7 one more each, and rank 7 an all-gather at seq 16:
+    ranks 5 and 7 each ran one extra at seq 16, or ranks 0 and 2 each left one out there (and rank 7's differs)."""
+    reference = streams[0]
+    likeliest: list[list[Placement]] = []
+    for stream in streams[1:]:
+        found, _ = place_edits(0, stream, reference, 0)
+        top = max((p.score for p in found), default=None)
+        likeliest.append([p for p in found if p.score == top])
+    for i, mine in enumerate(likeliest):
+        for edit in mine:
+            low, high, together = edit.low, edit.high, sizes[1 + i]
+            for j, theirs in enumerate(likeliest):
+                if j == i:
+                    continue
+                common = [(max(low, p.low), min(high, p.high)) for p in theirs if p.kind is edit.kind
+                          and p.size == edit.size and max(low, p.low) <= min(high, p.high)]
+                if common:
+                    (low, high), together = common[0], together + sizes[1 + j]
+            if together + margin >= sizes[0]:
+                return True
+    return False

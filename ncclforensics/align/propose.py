@@ -10,7 +10,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .edits import Codes, EditKind, Placement, agree, compatible, merged, place_edits
-from .parting import first_parting, first_parting_majority, loose_joined, reference_among_alike, rival_reference
+from .parting import (
+    departed_alike,
+    first_parting,
+    first_parting_majority,
+    loose_joined,
+    reference_among_alike,
+    rival_reference,
+)
 
 
 @dataclass
@@ -123,7 +130,8 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     # The reference is the strict majority, or, where the others split several ways, a group larger than each,
     # even where every stream that agrees with several groups belongs to another one (a stream's end is a cut: what
     # it launched past its records may be either group's).
-    majority = decided[0] * 2 > sum(decided) + swing or (len(groups) > 2 and decided[0] > decided[1] + swing)
+    majority = decided[0] * 2 > sum(decided) + swing or (len(groups) > 2 and decided[0] > decided[1] + swing
+                                                        and not departed_alike([s for _, s in groups], decided, swing))
     if not majority and len(groups) > 2:
         # Split several ways with no majority over the whole streams, the ranks may still agree where the streams
         # first part: the first divergent collective is there, and who departed first is the minority there.
@@ -134,7 +142,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             first = reference_among_alike([stream for _, stream in groups], codes, at, first)
             # A minority there that explains the streams as well says as much: ranks that each departed there may
             # hold one record alike, and no majority says who departed (rival_reference).
-            if rival_reference(groups, codes, at, first, loose) is not None:
+            if first is not None and rival_reference(groups, codes, at, first, loose) is not None:
                 first = None
         if at is not None and first is not None:
             groups = loose_joined(groups, first, at, loose - set(unplaced), codes)

@@ -1226,3 +1226,28 @@ def test_no_swap_reaches_back_where_every_field_is_recorded():
     outlier = stream([1, 1, 1, 1, 1], [11, 12, 13, 99, 15])
     found, _ = place_edits(2, outlier, reference, start=1)
     assert span(found) == (4, 4)
+
+
+def test_groups_whose_edits_against_the_largest_may_be_one_edit_are_a_side_as_large_as_it():
+    # Seed 1011587: all-reduces alike in signature, two layers' call stacks alternating. Ranks 0 and 2 each left
+    # out an all-reduce (at seq 6 and 4), rank 7 issued an all-gather at seq 3, rank 5 ran the program. By
+    # signatures ranks 0 and 2 are one stream, one short; ranks 5 and 7 part at seq 3, yet each launched one more
+    # than ranks 0 and 2, and may have done so at seq 3 alike: two against two, with rank 5 as early as rank 7 (a
+    # lookalike of its own before seq 3), so no majority says who departed first, and every rank is named.
+    ops, stacks = [1, 1, 1, 1, 1, 1, 2], [10, 11, 10, 11, 10, 11, 20]
+
+    def left_out(values, at):
+        return values[:at] + values[at + 1:]
+
+    runs = {5: (ops, stacks), 7: (ops[:2] + [3] + ops[3:], stacks), 2: (left_out(ops, 3), left_out(stacks, 3)),
+            0: (left_out(ops, 5), left_out(stacks, 5))}
+    signatures = {r: stream(op) for r, (op, _) in runs.items()}
+    poorer = propose(signatures, 1)
+    assert not poorer.majority and poorer.outliers == [0, 2, 5, 7]
+    # The call stacks part ranks 0 and 2, and pin each departure: rank 7 departed first, at seq 3.
+    call_sites = {r: Codes({"op": np.array(op, dtype=np.uint64), "stack": np.array(stack, dtype=np.uint64)},
+                           len(op)) for r, (op, stack) in runs.items()}
+    solution = solve([("signatures", lambda: signatures), ("call sites", lambda: call_sites)], 1, [],
+                     lambda seq: (Location("log", seq),))
+    assert solution.majority and solution.pinned_by == "call sites"
+    assert solution.leading == [7] and solution.seq_range == (3, 3)
