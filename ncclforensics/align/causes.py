@@ -20,7 +20,7 @@ from ..model import WatchdogEvent
 from ..model.kinds import is_p2p_comm
 from .consequences import (Disagreement, candidates, consequences, departing_elsewhere, left_out_elsewhere, odd_ones,
                            other_side, ran_ahead)
-from .divergence import CommAnalysis, Root
+from .answers import CommAnalysis, Root
 from .notes import ConsequenceComm, Note, UndecidedComm, UnseenComm
 from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 
-from .divergence import RangeReason, Root
+from .answers import RangeReason, Root
 from .held_back import may_hold_back
 from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, CountsTieBeforeRecords, DepartedLater, Note
 from .step_sums import named_among

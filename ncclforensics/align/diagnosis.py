@@ -20,16 +20,9 @@ from ..model.phrases import ranks_words
 from .choose import choose_root
 from .clocks import clock_disagreements
 from .comm_streams import comm_streams
-from .divergence import (
-    DIFFERENT_OPS,
-    EXTRA,
-    MISSING,
-    STOPPED,
-    CommAnalysis,
-    RangeReason,
-    Root,
-    analyze_comm,
-)
+from .answers import CommAnalysis, RangeReason, Root
+from .answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED
+from .divergence import analyze_comm
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
 from .held_back import held_back_ranks

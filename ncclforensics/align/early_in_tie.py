@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from ..model import Location
 from ..model.kinds import is_p2p_comm
-from .divergence import Root
+from .answers import Root
 from .interleave import issued_before
 from .notes import IssuedEarlyInTie
 from .root import ISSUE_ORDER

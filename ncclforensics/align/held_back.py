@@ -41,7 +41,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import replace
 
 from ..model.kinds import is_p2p_comm
-from .divergence import EXTRA, MISSING, HeldBack, RangeReason, Root
+from .answers import HeldBack, RangeReason, Root
+from .answers import EXTRA, MISSING
 from .notes import HeldBackComm, Note
 
 

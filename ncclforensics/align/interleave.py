@@ -30,7 +30,9 @@ import polars as pl
 
 from ..model.kinds import is_p2p_comm
 from .comm_streams import comm_streams
-from .divergence import EXTRA, RangeReason, Root, ops_at, result_checks
+from .answers import RangeReason, Root, ops_at
+from .constraints import result_checks
+from .answers import EXTRA
 from .edits import EditKind, Placement
 from .root import ISSUE_ORDER
 from .streams import SIGNATURE, Streams

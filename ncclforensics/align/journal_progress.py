@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..model import GateDecision
-from .divergence import DIFFERENT_OPS, EXTRA, MISSING, RangeReason, Root
+from .answers import RangeReason, Root
+from .answers import DIFFERENT_OPS, EXTRA, MISSING
 
 
 def with_journal_progress(root: Root, gates: list[GateDecision], global_ranks: set[int]) -> Root | None:

@@ -28,7 +28,7 @@ import polars as pl
 
 from ..model import FingerprintRow
 from ..model.kinds import is_p2p_comm
-from .divergence import Root
+from .answers import Root
 from .fingerprints import checked_right
 from .notes import MixedElsewhere, Note, StepSumMixedElsewhere, UnplacedResultMixedElsewhere
 from .streams import Streams

@@ -23,7 +23,8 @@ from collections import Counter
 from dataclasses import replace
 
 from .comm_streams import comm_streams
-from .divergence import STOPPED, CommAnalysis, Root
+from .answers import CommAnalysis, Root
+from .answers import STOPPED
 from .notes import Note, RanPastHang
 from .step_sums import named_among
 from .streams import Streams

@@ -16,7 +16,9 @@ from dataclasses import replace
 import polars as pl
 
 from ..model.kinds import is_p2p_comm
-from .divergence import MISSING, STOPPED, CommAnalysis, Root, analyze_comm
+from .answers import CommAnalysis, Root
+from .answers import MISSING, STOPPED
+from .divergence import analyze_comm
 from .early_in_tie import early_side_of_tie
 from .gates import GateDisagreement
 from .interleave import (

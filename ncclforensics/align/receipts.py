@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model import Evidence, FingerprintRow, Location, WatchdogEvent
-from .divergence import OpAt
+from .answers import OpAt
 from .notes import Fact
 from .ras import RasHistory
 from .watchdog import STOP_EVENTS

@@ -42,7 +42,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from ..model import FingerprintRow
-from .divergence import DIFFERENT_OPS, RangeReason, Root
+from .answers import RangeReason, Root
+from .answers import DIFFERENT_OPS
 from .comms_apart import apart_from
 from .fingerprints import SUM_TOLERANCE, checked_right
 from .lone_sums import untold_lone_ranks, untold_sides

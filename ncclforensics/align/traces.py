@@ -29,7 +29,7 @@ from .trace_groups import (MIXED, UNKNOWN, Members, partners_by_tag, record_grou
 
 
 class _Rooted(Protocol):
-    """What resting_on_guesses reads of a root (divergence.Root; that module imports this one)."""
+    """What resting_on_guesses reads of a root (answers.Root; divergence.py imports this module)."""
 
     comm: str
     seq_range: tuple[int, int | None] | None

@@ -10,7 +10,8 @@ import polars as pl
 from ..model import Location, PairingKind, WedgeKind
 from ..model.kinds import is_p2p_comm
 from .comm_streams import CommStreams, comm_streams
-from .divergence import DIFFERENT_OPS, STOPPED, CommAnalysis, OpAt, Root, ops_at
+from .answers import CommAnalysis, OpAt, Root, ops_at
+from .answers import DIFFERENT_OPS, STOPPED
 from .streams import Streams
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..align.divergence import MISSING, RangeReason, Root
+from ..align.answers import RangeReason, Root
+from ..align.answers import MISSING
 from ..model.phrases import either, ranks_words, seq_words, their
 from .advice import FR_SETTINGS, LOG_SETTINGS, PINNING
 from .root_words import kind_noun

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..align.acceptance import AcceptanceReport, RunAcceptance
 from ..align.coverage import GateCoverage, RankTally
 from ..align.diagnosis import Diagnosis
-from ..align.divergence import OpAt
+from ..align.answers import OpAt
 from ..align.gates import GateDisagreement, decision_tuple
 from ..align.side_by_side import SideBySide
 from ..align.view import View

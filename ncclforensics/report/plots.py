@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..align.acceptance import AcceptanceReport
 from ..align.coverage import GateCoverage, steps_near_ceiling
-from ..align.divergence import Root
+from ..align.answers import Root
 from ..align.gates import GateDisagreement, ceiling_start
 from ..align.timeline import CommLanes
 from ..align.wedge import Wedge, Window

@@ -4,7 +4,7 @@ file:line of every rank at the root and at the first visible mismatch."""
 
 from __future__ import annotations
 
-from ..align.divergence import OpAt
+from ..align.answers import OpAt
 from ..align.side_by_side import DIFFERS, EDIT, ROOT, VISIBLE, AlignedRow, SideBySide
 from ..model.phrases import ranks_words, seq_words
 from .escape import printable

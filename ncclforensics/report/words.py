@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ..align.coverage import GateCoverage, Jurisdiction
 from ..align.diagnosis import Diagnosis, agreeing_hang
-from ..align.divergence import EXTRA, MISSING, STOPPED, RangeReason
+from ..align.answers import RangeReason
+from ..align.answers import EXTRA, MISSING, STOPPED
 from ..align.gates import decision_tuple
 from ..align.ras import RasHistory
 from ..align.receipts import Finding, RasRanksGone

@@ -4,7 +4,8 @@ behind where the issue orders place some of them."""
 from __future__ import annotations
 
 from ncclforensics.align import reanalysis
-from ncclforensics.align.divergence import STOPPED, CommAnalysis, Root
+from ncclforensics.align.answers import CommAnalysis, Root
+from ncclforensics.align.answers import STOPPED
 from ncclforensics.align.streams import Streams
 
 W, TP = "0xw0", "0xtp"

@@ -9,7 +9,8 @@ from dataclasses import replace
 from ncclforensics.align.causes import pick_counted, unseen_causes
 from ncclforensics.align.consequences import (Disagreement, candidates, consequences, departing_elsewhere,
                                               odd_behind, odd_ones, other_side)
-from ncclforensics.align.divergence import MISSING, RangeReason, Root
+from ncclforensics.align.answers import RangeReason, Root
+from ncclforensics.align.answers import MISSING
 from ncclforensics.align.ras import job_processes, ras_histories
 from ncclforensics.align.ras_only import ras_only_root, ras_only_roots, ras_rank_map, unnamed_ranks
 from ncclforensics.align.notes import RasRankUnnamed, UndecidedComm, UnseenComm
@@ -295,7 +296,8 @@ def test_a_root_the_gate_journal_places_among_records_that_agree_names_the_devia
     agree with its peers'; the journal alone places it there. Its TP pair, where no peer's records compare, may be
     where it ran what the others did not: a candidate beside the DP group."""
     from ncclforensics.align.choose import _pick_root
-    from ncclforensics.align.divergence import EXTRA, CommAnalysis
+    from ncclforensics.align.answers import CommAnalysis
+    from ncclforensics.align.answers import EXTRA
 
     told = Root(comm="dp0", seq=1, seq_range=(1, 3), outlier_ranks=[6], reference_ranks=[0, 2, 4], kind=EXTRA,
                 size=1, pinned_by="signatures", reason=RangeReason.LOOKALIKE, shown=False, told=True)
@@ -322,7 +324,8 @@ def test_a_root_on_lengths_names_its_odd_ranks_comms_that_nothing_compares_candi
     comm: only rank 2 is on record there, so nothing compares that comm, and a rank stuck there leaves the world's
     lengths just so. It is a candidate beside the world."""
     from ncclforensics.align.choose import _pick_root
-    from ncclforensics.align.divergence import STOPPED, CommAnalysis
+    from ncclforensics.align.answers import CommAnalysis
+    from ncclforensics.align.answers import STOPPED
 
     stopped = Root(comm="world", seq=1, seq_range=(1, 2), outlier_ranks=[2], reference_ranks=[0, 1], kind=STOPPED,
                    size=1, pinned_by="signatures", reason=RangeReason.LOOKALIKE, shown=False)
@@ -344,7 +347,8 @@ def test_a_comm_whose_records_show_it_diverged_is_read_as_no_consequence_of_one_
     only and holds one side of each: its one divergence could explain both pairs' counts, but not their records.
     The root is on a TP pair, the other beside it, and neither is called a consequence of the DP pair."""
     from ncclforensics.align.choose import _pick_root
-    from ncclforensics.align.divergence import EXTRA, CommAnalysis
+    from ncclforensics.align.answers import CommAnalysis
+    from ncclforensics.align.answers import EXTRA
     from ncclforensics.align.notes import ConsequenceComm
 
     def root(comm: str, ranks: list[int], shown: bool) -> Root:
@@ -369,7 +373,8 @@ def test_enqueued_counts_past_records_that_end_alike_name_the_comm_a_root_on_len
     # comm 2 both ranks' records end in seq 4, where their watchdogs time out, and PyTorch's counts give rank 2 5
     # against rank 3's 4. Rank 3 is stuck in comm 2: the root is there, not in comm 0.
     from ncclforensics.align.causes import enqueued_cause
-    from ncclforensics.align.divergence import STOPPED, CommAnalysis
+    from ncclforensics.align.answers import CommAnalysis
+    from ncclforensics.align.answers import STOPPED
 
     world = CommAnalysis(comm="0", ranks=[0, 1, 2, 3], launched={0: 3, 1: 3, 2: 3, 3: 2},
                          completed={0: 2, 1: 2, 2: 2, 3: 1}, first_seq=dict.fromkeys(range(4), 1))
@@ -395,7 +400,8 @@ def test_enqueued_counts_of_an_outer_comm_are_no_cause_where_its_odd_ranks_part_
     # group. The world is their consequence, not the cause of either; weighed against comm 1 alone it would be the
     # one comm that holds both odd ranks.
     from ncclforensics.align.causes import enqueued_cause
-    from ncclforensics.align.divergence import STOPPED, CommAnalysis
+    from ncclforensics.align.answers import CommAnalysis
+    from ncclforensics.align.answers import STOPPED
 
     def tp(comm: str, ranks: list[int], odd: int) -> CommAnalysis:
         analysis = CommAnalysis(comm=comm, ranks=ranks, launched={r: 7 if r == odd else 8 for r in ranks},
@@ -437,7 +443,8 @@ def test_odd_ranks_ahead_are_read_alike_by_every_kind_of_evidence():
     # no disagreeing group: the world is no consequence of the TP group, whose counts do not take its place.
     from ncclforensics.align.causes import enqueued_cause
     from ncclforensics.align.consequences import ran_ahead
-    from ncclforensics.align.divergence import EXTRA, CommAnalysis
+    from ncclforensics.align.answers import CommAnalysis
+    from ncclforensics.align.answers import EXTRA
     from ncclforensics.align.watchdog import marks_only_roots
 
     world_counts = {r: 5 if r == 6 else 4 for r in range(8)}
@@ -500,7 +507,7 @@ def test_odd_ranks_ahead_of_a_rank_whose_log_was_cut_ran_past_no_free_rank():
     count is unknown. Nothing says the odd ranks ran past it, so the world is a consequence of the TP groups inside
     (the nesting rule), not the one cause of both."""
     from ncclforensics.align.choose import _pick_root
-    from ncclforensics.align.divergence import CommAnalysis
+    from ncclforensics.align.answers import CommAnalysis
 
     def analysis(comm: str, launched: dict[int, int], odd: list[int]) -> CommAnalysis:
         ranks = sorted(launched)

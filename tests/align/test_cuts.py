@@ -110,7 +110,9 @@ def test_a_member_cut_before_a_comms_records_is_named_where_no_majority_decides(
 
     import polars as pl
 
-    from ncclforensics.align.divergence import DIFFERENT_OPS, Root, _with_unrecorded_members
+    from ncclforensics.align.answers import Root
+    from ncclforensics.align.answers import DIFFERENT_OPS
+    from ncclforensics.align.divergence import _with_unrecorded_members
 
     part = pl.DataFrame({"seq": [1, 2]})
     streams = SimpleNamespace(cut={("dp", 2): None}, cut_ranks=set(), expected_members={"tp": [0, 1, 2, 3]},
@@ -131,7 +133,9 @@ def test_a_member_whose_every_file_was_cut_is_named_where_no_majority_decides_th
     # no sooner than any, so no stream of it is short of its comm's, yet nothing whole says what rank 2 launched
     # after the cut, in "tp" or anywhere (980582: two ranks' logs cut during the first DP collective). It may have
     # gone either way in "tp", and is named with the rest; where its log is whole, it launched none there, and is not.
-    from ncclforensics.align.divergence import DIFFERENT_OPS, Root, _with_unrecorded_members
+    from ncclforensics.align.answers import Root
+    from ncclforensics.align.answers import DIFFERENT_OPS
+    from ncclforensics.align.divergence import _with_unrecorded_members
     from ncclforensics.align.streams import build_streams
     from ncclforensics.model import CollectiveEvent, CommInfo, Evidence, Location, SourceFormat, collectives_to_frame
     from ncclforensics.sources import formats

@@ -1,8 +1,8 @@
-"""Where the gate journal places the deviating rank's collectives of its step (align/divergence.py `_gate_span`)."""
+"""Where the gate journal places the deviating rank's collectives of its step (align/constraints.py `_gate_span`)."""
 
 import polars as pl
 
-from ncclforensics.align.divergence import _gate_span
+from ncclforensics.align.constraints import _gate_span
 from ncclforensics.align.gates import GateDisagreement
 from ncclforensics.model import GateDecision, Location
 

@@ -3,7 +3,7 @@ extra world collective from one that skipped a world collective."""
 
 from __future__ import annotations
 
-from ncclforensics.align.divergence import ENQUEUED_COUNTS
+from ncclforensics.align.answers import ENQUEUED_COUNTS
 from ncclforensics.align.held_back import held_back_root
 from ncclforensics.align.ras_only import root_from_counts
 from ncclforensics.align.streams import Streams
@@ -83,7 +83,8 @@ def test_the_timeout_lines_and_their_stacks_name_the_extra_collective():
 def test_each_rank_behind_may_be_held_back_by_its_own_peer():
     # Ranks 0 and 3 behind in the world, each in another TP group: ranks 1 and 2 may each have launched one more and
     # hold their own TP peer back. A rank on neither side whose records end as early (cut short) may be held so too.
-    from ncclforensics.align.divergence import MISSING, Root
+    from ncclforensics.align.answers import Root
+    from ncclforensics.align.answers import MISSING
     from ncclforensics.align.held_back import may_hold_back
     groups = {"0": ({0, 1, 2, 3}, 4), "1": ({0, 1}, 2), "2": ({2, 3}, 2)}
 
@@ -168,7 +169,7 @@ def test_a_rank_behind_in_records_shown_misaligned_by_results_alone_may_be_held_
     from dataclasses import replace
 
     from ncclforensics.align.choose import _held_back_by_marks, _held_back_by_peers
-    from ncclforensics.align.divergence import CommAnalysis, Root
+    from ncclforensics.align.answers import CommAnalysis, Root
     from ncclforensics.align.watchdog import EnqueueMarks
 
     stops = ["watchdog timeout"]
@@ -210,7 +211,8 @@ def test_the_communicator_a_rank_behind_shares_with_a_rank_that_may_hold_it_back
     (610262: a drafter skipped on rank 0)."""
     from dataclasses import replace
 
-    from ncclforensics.align.divergence import STOPPED, Root
+    from ncclforensics.align.answers import Root
+    from ncclforensics.align.answers import STOPPED
     from ncclforensics.align.held_back import held_back_elsewhere
     from ncclforensics.report.notes import note_words
     groups = {"0": ({0, 1, 2, 3}, 4), "0x1": ({0, 1}, 2), "pg1": ({0, 1}, 2), "2": ({2, 3}, 2)}

@@ -6,7 +6,7 @@ from dataclasses import replace
 import polars as pl
 
 from ncclforensics.align.diagnosis import diagnose
-from ncclforensics.align.divergence import RangeReason
+from ncclforensics.align.answers import RangeReason
 from ncclforensics.align.interleave import ISSUE_ORDER, issue_order_root, issue_order_split
 from ncclforensics.align.notes import DepartedLater, IssuedEarlyInTie
 from ncclforensics.align.streams import build_streams
@@ -297,7 +297,7 @@ def test_ranks_behind_that_records_show_missing_one_are_held_back_where_the_issu
     # records (per-collective results misaligned on the ranks that went on, say) that show rank 2 missing the
     # world collective at seq 3 read the same as the extra one: the issue orders name rank 3, rank 2 held back.
     from ncclforensics.align.reanalysis import held_back_by_issue_order
-    from ncclforensics.align.divergence import Root
+    from ncclforensics.align.answers import Root
     logs = [rank_log(0, step(T1) * 3), rank_log(1, step(T1) * 3), rank_log(2, step(T2) * 2),
             rank_log(3, step(T2) + [(W, ONE), (W, ONE)] + [(T2, LAYER)] * 3)]
     streams = build_streams(logs)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ncclforensics.align.diagnosis import _members_only
-from ncclforensics.align.divergence import Root
+from ncclforensics.align.answers import Root
 from ncclforensics.align.notes import RootOffMembers
 from ncclforensics.align.streams import Streams
 

@@ -139,7 +139,8 @@ class _Typed:
 
 
 def test_counts_of_as_many_collectives_of_other_types_add_their_ranks_to_a_root_the_records_place():
-    from ncclforensics.align.divergence import DIFFERENT_OPS, RangeReason, Root
+    from ncclforensics.align.answers import RangeReason, Root
+    from ncclforensics.align.answers import DIFFERENT_OPS
     from ncclforensics.align.ras_only import with_swapped_types
 
     # Tags part rank 0 at seq 19; RAS counts give rank 2 one all-gather more and one all-reduce fewer than the

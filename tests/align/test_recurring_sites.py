@@ -4,7 +4,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ncclforensics.align.divergence import DIFFERENT_OPS, Root, _by_recurring_sites, analyze_comm
+from ncclforensics.align.answers import Root
+from ncclforensics.align.answers import DIFFERENT_OPS
+from ncclforensics.align.divergence import _by_recurring_sites, analyze_comm
 from ncclforensics.align.edits import Codes
 from ncclforensics.align.fingerprints import attach_fingerprints
 from ncclforensics.align.recurring_sites import broke_recurring_order

@@ -3,7 +3,8 @@
 import math
 from dataclasses import replace
 
-from ncclforensics.align.divergence import DIFFERENT_OPS, RangeReason, Root
+from ncclforensics.align.answers import RangeReason, Root
+from ncclforensics.align.answers import DIFFERENT_OPS
 from ncclforensics.align.notes import SumsPartReference, SumsPlaceCutRanks
 from ncclforensics.align.own_records import departed_by_own_records
 from ncclforensics.align.step_sums import step_sums_root, with_sums_placing_cut_ranks
@@ -494,7 +495,7 @@ def test_counts_that_name_one_rank_of_a_side_the_records_tie_name_its_whole_side
     # Watchdog logs: at seq 15, where the records begin, ranks 1 and 3 wait in an all-gather and ranks 0 and 2 in an
     # all-reduce (no majority). PyTorch's counts: rank 1 enqueued 15, the others 16. Rank 1's side departed: rank 3,
     # whose record pairs with rank 1's, is named with it (naming rank 1 alone would say rank 3 ran the program).
-    from ncclforensics.align.divergence import OpAt
+    from ncclforensics.align.answers import OpAt
     from ncclforensics.align.notes import CountsNameSide
     from ncclforensics.align.counts_beside_records import with_counted_outliers
 
@@ -747,7 +748,7 @@ def test_expected_sums_that_part_in_the_only_step_may_part_by_design():
 
 
 def test_the_side_of_named_ranks_does_not_hang_on_the_order_of_a_rank_with_a_field_unrecorded():
-    from ncclforensics.align.divergence import OpAt
+    from ncclforensics.align.answers import OpAt
     from ncclforensics.align.counts_beside_records import _side_of
 
     def side(callsites: dict[int, str | None], named: set[int]) -> set[int] | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ncclforensics.align.choose import _resolve_tie
-from ncclforensics.align.divergence import Root
+from ncclforensics.align.answers import Root
 from ncclforensics.align.gates import GateDisagreement
 from ncclforensics.align.notes import CountedAmongLookalikes
 from ncclforensics.model import GateDecision, Location
@@ -38,7 +38,7 @@ def test_ranks_the_counts_name_among_records_alike_everywhere_are_the_outliers()
     from dataclasses import replace
 
     from ncclforensics.align.choose import _counted_among_lookalikes
-    from ncclforensics.align.divergence import RangeReason
+    from ncclforensics.align.answers import RangeReason
 
     every = replace(_tie(list(range(8))), seq=1, seq_range=(1, 19), reason=RangeReason.LOOKALIKE,
                     kinds=("extra", "missing", "different"))
@@ -94,7 +94,7 @@ def test_ranks_whose_records_part_from_the_rest_of_the_counted_reference_depart_
     import polars as pl
 
     from ncclforensics.align.choose import _counted_among_lookalikes, _parted_reference
-    from ncclforensics.align.divergence import RangeReason
+    from ncclforensics.align.answers import RangeReason
     from ncclforensics.align.streams import Streams
 
     def part(rank: int, op: str | None, count: int | None) -> pl.DataFrame:
@@ -132,7 +132,7 @@ def test_call_stacks_the_root_compared_part_the_counted_reference_as_signatures_
     import polars as pl
 
     from ncclforensics.align.choose import _parted_reference
-    from ncclforensics.align.divergence import RangeReason
+    from ncclforensics.align.answers import RangeReason
     from ncclforensics.align.streams import Streams
 
     model, drafter = "parallel_state.py:93 < llama.py:182", "parallel_state.py:93 < llama_eagle.py:61"
@@ -161,7 +161,7 @@ def test_ranks_parted_evenly_by_call_stacks_leave_the_counts_nobody_to_name():
     import polars as pl
 
     from ncclforensics.align.choose import _counted_among_lookalikes, _parted_reference
-    from ncclforensics.align.divergence import RangeReason
+    from ncclforensics.align.answers import RangeReason
     from ncclforensics.align.streams import Streams
 
     def part(rank: int, stacks: list[str | None]) -> pl.DataFrame:

@@ -1008,7 +1008,8 @@ def test_a_root_that_may_rest_on_a_record_placed_by_neighbours_yields_to_one_its
     from dataclasses import replace
 
     from ncclforensics.align.choose import _pick_root
-    from ncclforensics.align.divergence import DIFFERENT_OPS, EXTRA, CommAnalysis, RangeReason, Root
+    from ncclforensics.align.answers import CommAnalysis, RangeReason, Root
+    from ncclforensics.align.answers import DIFFERENT_OPS, EXTRA
     from ncclforensics.align.streams import Streams
     from ncclforensics.align.traces import Placed, resting_on_guesses
 

@@ -8,7 +8,8 @@ from fixture_paths import EXTRA_OP
 
 from ncclforensics import api
 from ncclforensics.align.comm_streams import comm_streams
-from ncclforensics.align.divergence import DIFFERENT_OPS, CommAnalysis, OpAt, Root
+from ncclforensics.align.answers import CommAnalysis, OpAt, Root
+from ncclforensics.align.answers import DIFFERENT_OPS
 from ncclforensics.align.streams import Streams
 from ncclforensics.align.wedge import (
     PairingRun,

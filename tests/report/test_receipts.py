@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ncclforensics.align import receipts as r
-from ncclforensics.align.divergence import OpAt
+from ncclforensics.align.answers import OpAt
 from ncclforensics.model import Location
 from ncclforensics.report.receipts import receipt_words
 

@@ -8,7 +8,7 @@ import pytest
 from cli_helpers import real
 
 from ncclforensics import api
-from ncclforensics.align.divergence import RangeReason
+from ncclforensics.align.answers import RangeReason
 from ncclforensics.report import words
 from ncclforensics.report import ambiguity, root_words
 
