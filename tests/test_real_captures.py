@@ -107,7 +107,7 @@ def test_killed_rank_is_a_dead_rank_after_124_collectives():
     code, d = diff_json(real("killed-rank"))
     assert code == 1
     wedge = d["wedge"]
-    assert wedge["comm"] == "0xd5dc471d2873616f" and wedge["kind"] == "dead_rank"
+    assert wedge["comm"] == "0xd5dc471d2873616f" and wedge["kind"] == "rank_gone"
     assert wedge["launched"]["1"] == 124 and 1 in wedge["absent_ranks"]
     assert d["root"]["outlier_ranks"] == [1] and d["root"]["kind"] == "stopped" and d["root"]["seq"] == 125
 
@@ -171,11 +171,17 @@ def test_every_finding_cites_evidence(scenario):
 def test_killed_rank_subsets():
     code, d = diff_json(*files("killed-rank", "nccl."))
     assert code == 1 and d["root"]["outlier_ranks"] == [1] and d["root"]["seq"] == 125
-    assert d["wedge"]["kind"] == "dead_rank"  # peers' "remote peer closed" lines say the stopped rank is gone
+    assert d["wedge"]["kind"] == "rank_gone"  # peers' "remote peer closed" lines say the stopped rank is gone
+    # ... but not that it died: a closed connection or `remote process exited or there was a network error` is
+    # also what a network fault gives, and RAS only says it cannot reach rank 1 (`considered_dead: false`).
+    code, d = diff_json(real("killed-rank"))
+    assert "Evidence that it is gone: rank 1 unreachable by RAS (not called dead)" in d["root"]["cause"]
+    assert "died" not in d["root"]["cause"]
+    assert "rank 1 gone (missing, unreachable or dead in RAS, or cut off from a peer)" in d["wedge"]["confirmed_by"]
     code, d = diff_json(*files("killed-rank", "ras_"))
     assert code == 1 and d["root"]["outlier_ranks"] == [1] and d["root"]["kind"] == "stopped"
     assert d["root"]["seq_range"] is None and "no data from the missing rank" in d["root"]["ambiguity"]
-    assert d["wedge"]["kind"] == "dead_rank" and d["wedge"]["absent_ranks"] == [1]
+    assert d["wedge"]["kind"] == "rank_gone" and d["wedge"]["absent_ranks"] == [1]
     code, d = diff_json(*files("killed-rank", "fr_"))
     assert code == 1 and d["wedge"]["absent_ranks"] == [1] and d["wedge"]["kind"] == "unknown"
     assert any("No file gives the collectives of rank 1 in comm" in c for c in d["caveats"])

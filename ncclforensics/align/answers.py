@@ -219,6 +219,8 @@ class CommAnalysis:
     held: dict[int, frozenset[int]] = field(default_factory=dict)
     # ranks of `counted` whose count is only a floor of what they launched (a desync report's snapshot)
     floors: frozenset[int] = frozenset()
+    # ranks of `counted` whose count a desync report shows is all they launched (they finished and joined no next)
+    exact: frozenset[int] = frozenset()
     # ranks whose last launched here is a timeout's SeqNum that no count of enqueued work covers: a floor
     launched_floors: frozenset[int] = frozenset()
 

@@ -80,6 +80,7 @@ class Diagnosis:
     ras: dict[str, RasHistory] = field(default_factory=dict)
     reconciliation: Reconciliation = field(default_factory=Reconciliation)
     corrupted_fingerprints: list[FingerprintRow] = field(default_factory=list)
+    diverged_by_results: bool = False  # the verdict is `diverged` only because results were read back wrong
     checksum_splits: dict[int, dict[int, FingerprintRow]] = field(default_factory=dict)  # step -> rank -> row
     evidence: list[Finding] = field(default_factory=list)
     problems: list[Diagnostic] = field(default_factory=list)
@@ -142,7 +143,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         analyses[comm] = analyze_comm(streams, comm, gate, counted=counted.get(comm),
                                       enqueued=enqueued_in(marks, streams, comm), died=died,
                                       reported=reported.get(comm), held=held.get(comm),
-                                      floors=frozenset(marks[tied[comm]].floors) if comm in tied else frozenset())
+                                      floors=frozenset(marks[tied[comm]].floors) if comm in tied else frozenset(),
+                                      exact=frozenset(marks[tied[comm]].exact) if comm in tied else frozenset())
 
     # Records that end where traces were not written say nothing of the ranks' lengths there (results checked wrong
     # still do); where such traces end before a step whole ones hold, the ranks part past its end. That is the root
@@ -217,6 +219,9 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     if diagnosis.root_step is None and root is not None and root.seq_range is not None:
         diagnosis.root_step = _recorded_step(root, streams)
     diagnosis.verdict = _verdict(diagnosis, ras)
+    if diagnosis.corrupted_fingerprints and diagnosis.verdict is not Verdict.DIVERGED:
+        # A result read back wrong: collectives completed with mixed data, wherever the records place the root.
+        diagnosis.verdict, diagnosis.diverged_by_results = Verdict.DIVERGED, True
     if diagnosis.verdict is Verdict.CONSISTENT and streams.cut:
         # Agreement up to where a file was cut short says nothing of what that rank launched after it.
         diagnosis.verdict = Verdict.INCONCLUSIVE
@@ -435,7 +440,8 @@ def _stop_evidence(streams: Streams, analyses: dict[str, CommAnalysis], ras: dic
         if analysis.has_states and _unfinished_entries(streams, comm):
             stops.setdefault(comm, []).append("Flight Recorder entries launched but never completed")
         if dead & set(analysis.ranks):
-            stops.setdefault(comm, []).append(f"{ranks_words(sorted(dead & set(analysis.ranks)))} dead or missing in RAS")
+            stops.setdefault(comm, []).append(f"{ranks_words(sorted(dead & set(analysis.ranks)))} gone (missing, "
+                                              f"unreachable or dead in RAS, or cut off from a peer)")
     for comm, history in ras.items():
         if history.stuck:
             stops.setdefault(comm, []).append(
@@ -490,8 +496,6 @@ def _members_only(root: Root | None, streams: Streams) -> tuple[Root | None, lis
 
 def _verdict(diagnosis: Diagnosis, ras: dict[str, RasHistory]) -> Verdict:
     root, wedge = diagnosis.root, diagnosis.wedge
-    if diagnosis.corrupted_fingerprints:
-        return Verdict.DIVERGED  # a result read back wrong: collectives completed with mixed data, wherever it was
     if root is not None and root.unstopped:
         return Verdict.INCONCLUSIVE  # counts of a job that may have been running: the ranks behind may only lag
     if root is not None and root.may_sum_apart_by_design:

@@ -60,7 +60,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
                  left_out: dict[int, tuple[int, int]] | None = None,
                  enqueued: dict[int, int] | None = None, died: bool = False,
                  reported: dict[int, tuple[int, str]] | None = None,
-                 held: dict[int, frozenset[int]] | None = None, floors: frozenset[int] = frozenset()) -> CommAnalysis:
+                 held: dict[int, frozenset[int]] | None = None, floors: frozenset[int] = frozenset(),
+                 exact: frozenset[int] = frozenset()) -> CommAnalysis:
     """Launched and completed marks, the first visible mismatch and the root of one communicator.
 
     `gate`, the first step at which the drafter gates disagreed (if journaled), narrows the root to the
@@ -75,7 +76,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     hides no edit before it). `reported`: rank -> (seq, op) of the last collective a peer's desync report gives a
     rank counted with none of its records kept: its stream holds that op there, else nothing. `held`: ranks the
     completion marks show held back elsewhere by peers ahead here, rank -> those peers (see root.propose).
-    `floors`: ranks of `counted` whose count is only a floor of what they launched.
+    `floors`: ranks of `counted` whose count is only a floor of what they launched; `exact`: those whose count a
+    desync report shows is all they launched.
     """
     rows = comm_streams(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
@@ -94,7 +96,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     analysis.counted = {**counted, **unseen}
     analysis.whole = frozenset(whole)
     analysis.held = dict(held or {})
-    analysis.floors = frozenset(floors)
+    analysis.floors, analysis.exact = frozenset(floors), frozenset(exact)
     recorded = {r: analysis.launched[r] for r in counted}  # the last seq each counted rank's records hold
     analysis.launched.update(counted)
     ranks = analysis.ranks
@@ -187,7 +189,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
         if not analysis.root.majority and "stack" in columns:
             analysis.root = _by_recurring_sites(analysis.root, book, start, stages[-1][1](), solution,
                                                 (closed - elsewhere) | (set(counted) - analysis.floors)
-                                                | _counted_to_their_end(streams, comm, unseen, analysis.floors))
+                                                | _counted_to_their_end(streams, comm, unseen, analysis.exact))
     return analysis
 
 
@@ -296,9 +298,10 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
     )
 
 
-def _counted_to_their_end(streams: Streams, comm: str, unseen: dict[int, int], floors: frozenset[int]) -> set[int]:
+def _counted_to_their_end(streams: Streams, comm: str, unseen: dict[int, int], exact: frozenset[int]) -> set[int]:
     """The ranks counted with none of their records of `comm` kept (`unseen`) whose count is all they launched
-    there: it is no floor (`floors`), and no other communicator on record may hold them back. A peer's desync
+    there: a desync report says so (`exact`; a count of `last enqueued` lines or of a dump taken while the job ran
+    on may be a floor), and no other communicator on record may hold them back. A peer's desync
     report that says `[1, 2] finished collective #23, but didn't join collective #24` counts all rank 2 launched
     (its watchdog would have seen a next one start), unless another communicator's collective held its GPU: one
     whose records of the rank are whole and say its last collective there completed held nothing; one that names
@@ -311,7 +314,7 @@ def _counted_to_their_end(streams: Streams, comm: str, unseen: dict[int, int], f
                    else rank in streams.expected_members.get(c, ()) or c not in streams.expected_members
                    for c in others)
 
-    return {rank for rank in unseen if rank not in floors and not held_elsewhere(rank)}
+    return {rank for rank in unseen if rank in exact and not held_elsewhere(rank)}
 
 
 def _free_there(streams: Streams, comm: str, rank: int) -> bool:

@@ -120,13 +120,10 @@ def missing_evidence(evidence: list[Evidence], diagnosis: Diagnosis) -> list[str
             out.append(f"no {label} with records of {ranks_words(absent)} ({ranks_words(sorted(present))} "
                        f"{'has' if len(present) == 1 else 'have'} one)")
     for comm, history in sorted(diagnosis.ras.items()):
-        if history.missing_ranks:
-            out.append(f"RAS lists comm {ranks_words(history.missing_ranks)} of comm {comm} as missing "
-                       f"(no data from their process)")
-        if history.dead_ranks:
-            out.append(f"RAS considers comm {ranks_words(history.dead_ranks)} of comm {comm} dead")
-        if history.unresponsive_ranks:
-            out.append(f"RAS cannot reach comm {ranks_words(history.unresponsive_ranks)} of comm {comm}")
+        for status, ranks in history.gone_by_status():
+            said = {"dead": "considers {} of comm {} dead", "unresponsive": "cannot reach {} of comm {}",
+                    "missing": "lists {} of comm {} as missing (the process answers but no longer reports the comm)"}
+            out.append("RAS " + said[status].format(f"comm {ranks_words(ranks)}", comm))
     sizes: dict[str, int] = {}
     for item in evidence:
         for identity in item.identities:

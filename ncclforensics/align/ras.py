@@ -8,8 +8,11 @@ skew (moving).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ..model import Location, RasComm, RasSnapshot
+
+RasGone = Literal["dead", "unresponsive", "missing"]  # how a reply says a rank is gone, strongest first
 
 
 @dataclass
@@ -79,6 +82,14 @@ class RasHistory:
         """Ranks any reply lists as unreachable by RAS that none says is dead: gone, or only cut off."""
         found = {r.rank for _, comm in self.states for r in comm.ranks if r.unresponsive}
         return sorted(found - set(self.dead_ranks))
+
+    def gone_by_status(self) -> list[tuple[RasGone, list[int]]]:
+        """The ranks gone from the comm, each once, under the strongest word a reply gives: `dead`, `unresponsive`,
+        or `missing` (its process answers RAS but no longer reports the comm); statuses with no rank left out."""
+        dead, unresponsive = self.dead_ranks, self.unresponsive_ranks
+        answering = [r for r in self.missing_ranks if r not in dead and r not in unresponsive]
+        return [(status, ranks) for status, ranks in (("dead", dead), ("unresponsive", unresponsive),
+                                                      ("missing", answering)) if ranks]
 
     @property
     def error_ranks(self) -> dict[int, str]:

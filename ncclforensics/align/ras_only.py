@@ -291,7 +291,7 @@ def ras_comm_wedge(comm: str, history: RasHistory, rank_map: dict, stops: dict[s
     else:
         return wedge_from_counts(comm, global_counts, {}, dead | set(missing), list(stops.get(comm, [])),
                                  history.locations)
-    kind = WedgeKind.DEAD_RANK if (set(missing) | (dead & set(absent))) else WedgeKind.NO_PARTNER
+    kind = WedgeKind.RANK_GONE if (set(missing) | (dead & set(absent))) else WedgeKind.NO_PARTNER
     return Wedge(comm=comm, seq=seq, kind=kind, launched=global_counts, completed={},
                  waiting_ranks=inside, absent_ranks=absent, confirmed_by=list(stops.get(comm, [])),
                  evidence=history.locations, seq_range=(1, seq), bounded_by=LAUNCHES_ONLY if seq > 1 else None)
@@ -350,7 +350,7 @@ def wedge_from_counts(comm: str, counts: dict[int, int], completed: dict[int, in
     high = max(seq, min(exact) + (len(set(exact)) > 1)) if exact and floors & set(counts) else seq
     inside = sorted(r for r, c in counts.items() if c >= seq)
     absent = sorted(r for r, c in counts.items() if c < seq)
-    kind = WedgeKind.DEAD_RANK if dead & set(absent) else WedgeKind.NO_PARTNER if absent else WedgeKind.UNKNOWN
+    kind = WedgeKind.RANK_GONE if dead & set(absent) else WedgeKind.NO_PARTNER if absent else WedgeKind.UNKNOWN
     bounded_by = COUNT_FLOORS if high > seq else LAUNCHES_ONLY if low < seq else None
     return Wedge(comm=comm, seq=seq, kind=kind, launched=dict(counts), completed=dict(completed),
                  waiting_ranks=inside, absent_ranks=absent, confirmed_by=confirmed_by, evidence=evidence,

@@ -71,7 +71,7 @@ def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, 
         caused = caused or (analysis.root is not None and analysis.root.kind != STOPPED and behind - named <= held)
         if behind and not behind <= named and not caused and len(behind) * 2 <= len(set(analysis.ranks) - cut):
             analyses[comm] = analyze_comm(streams, comm, gate, behind, _counts(analysis), held=analysis.held,
-                                          floors=analysis.floors)
+                                          floors=analysis.floors, exact=analysis.exact)
 
 
 def _counts(analysis: CommAnalysis) -> dict[int, int]:
@@ -126,7 +126,8 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
                 # (ranks found behind whose issue orders place nothing stay behind: they skipped collectives or
                 # are blocked elsewhere, as before)
                 analyses[comm] = analyze_comm(streams, comm, gate, set(analysis.behind), _counts(analysis),
-                                              left_out=left_out, held=analysis.held, floors=analysis.floors)
+                                              left_out=left_out, held=analysis.held, floors=analysis.floors,
+                                              exact=analysis.exact)
                 if analyses[comm].root is not None:
                     # Ranks that issued a collective here early departed beside those that left one out.
                     analyses[comm].root = with_early_issuers(analyses[comm].root, streams, left_out)
@@ -293,7 +294,8 @@ def _left_out_beside(analyses: dict[str, CommAnalysis], streams: Streams, comm: 
     if not left_out:
         return False, []
     again = analyze_comm(streams, comm, gate, set(analysis.behind) | set(left_out), _counts(analysis),
-                         left_out=left_out, held=analysis.held, floors=analysis.floors)
+                         left_out=left_out, held=analysis.held, floors=analysis.floors,
+                         exact=analysis.exact)
     if again.root is None:
         return False, []
     departed = set(again.ranks) - set(again.root.reference_ranks) - set(again.root.unplaced_ranks)

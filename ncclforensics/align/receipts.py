@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..model import Evidence, FingerprintRow, Location, WatchdogEvent
 from .answers import OpAt
 from .notes import Fact
-from .ras import RasHistory
+from .ras import RasGone, RasHistory
 from .watchdog import STOP_EVENTS
 
 DEATH_WORDS = ("remote process exited", "remote process error", "connection closed by remote peer",
@@ -144,7 +144,7 @@ class RasRanksGone(Receipt):
 
     comm: str
     ranks: tuple[int, ...]  # global ranks where known, else the comm ranks RAS gives
-    status: str  # "dead", "unresponsive" or "missing"
+    status: RasGone
 
 
 @dataclass(frozen=True)
@@ -167,12 +167,9 @@ def death_receipts(ras: dict[str, RasHistory], rank_map: dict, watchdog: list[Wa
     """Receipts that a process is gone: RAS missing, unresponsive or dead ranks, peers' remote-process errors."""
     found: list[Finding] = []
     for comm, history in sorted(ras.items()):
-        dead, unresponsive = history.dead_ranks, history.unresponsive_ranks
-        answering = [r for r in history.missing_ranks if r not in dead and r not in unresponsive]
-        for status, ranks in (("dead", dead), ("unresponsive", unresponsive), ("missing", answering)):
-            if ranks:
-                shown = tuple(rank_map.get((comm, r), r) for r in ranks)
-                found.append(Finding(history.states[-1][1].loc, RasRanksGone(comm, shown, status)))
+        for status, ranks in history.gone_by_status():
+            shown = tuple(rank_map.get((comm, r), r) for r in ranks)
+            found.append(Finding(history.states[-1][1].loc, RasRanksGone(comm, shown, status)))
     for event in watchdog:
         if event.kind == "async_error" and any(w in event.message.lower() for w in DEATH_WORDS):
             found.append(Finding(event.loc, PeerDied(event.rank, event.message.strip())))

@@ -271,7 +271,7 @@ class GateStep:
         return replace(placement, low=low, high=high) if low <= high else None
 
 
-PARTED_COMPLETIONS = "completions"  # the label of results parted by completions (see divergence)
+PARTED_COMPLETIONS = "completions"  # the label of results parted by completions (see constraints.parted_completions)
 ISSUE_ORDER = "issue order across communicators"
 
 

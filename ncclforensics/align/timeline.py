@@ -220,7 +220,7 @@ def timeline(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Timeli
     if wedge is not None:
         waiting = f"{ranks_words(wedge.waiting_ranks)} inside it" if wedge.waiting_ranks else "no rank inside it"
         absent = f", {ranks_words(wedge.absent_ranks)} never launched it" if wedge.absent_ranks else ""
-        out.append(TimelineEntry(f"seq {wedge.seq}", f"wedge in comm {wedge.comm} ({wedge.kind.value}): "
+        out.append(TimelineEntry(f"seq {wedge.seq}", f"wedge in comm {wedge.comm} ({wedge.kind.value.replace('_', ' ')}): "
                                                      f"{waiting}{absent}", tuple(wedge.evidence[:4])))
     # What noticed the stop, one entry per (kind, seq): `timeout at seq 17 on ranks 0, 1, 2 and 3`.
     noticed: dict[tuple[str, int | None], list[WatchdogEvent]] = {}

@@ -115,6 +115,9 @@ class EnqueueMarks:
     # start (what it wrote to the store); it may have enqueued more (the others' own reports lag their enqueued
     # counts the same way), and the report has no word on a rank that died after it
     floors: set[int] = field(default_factory=set)
+    # ranks whose count is all they launched by a desync report: its laggards that finished their last collective
+    # and joined no next one
+    exact: set[int] = field(default_factory=set)
     dumped: bool = False  # some count is a Flight Recorder dump's pg_status (a snapshot of every rank's progress)
     # rank -> (number on the marks' numbering, op) of the last collective a desync report's snapshot gives it
     last_ops: dict[int, tuple[int, str]] = field(default_factory=dict)
@@ -242,7 +245,9 @@ def _add_laggards(marks: EnqueueMarks, report: WatchdogEvent, lagging: tuple, la
         added = [r for r in ranks if r not in marks.launched]
         for rank in added:
             marks.launched[rank] = number + offset
-            if rank not in exact:
+            if rank in exact:
+                marks.exact.add(rank)
+            else:
                 marks.floors.add(rank)
         if added:
             marks.evidence.append(report.loc)

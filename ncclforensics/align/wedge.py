@@ -228,7 +228,7 @@ def find_wedge(streams: Streams, analyses: dict[str, CommAnalysis], dead_ranks: 
         candidates = [w for w in candidates if w not in follows]
     # A confirmed stop beats an inferred one; then the kind that explains most (a cycle, a death); then the
     # root's own communicator (where the misalignment stopped it first, before others waited on it).
-    rank = {WedgeKind.CROSS_COMM_DEADLOCK: 0, WedgeKind.DEAD_RANK: 1}
+    rank = {WedgeKind.CROSS_COMM_DEADLOCK: 0, WedgeKind.RANK_GONE: 1}
     return min(candidates, key=lambda w: (not w.confirmed_by, rank.get(w.kind, 2), w.comm != root_comm, w.seq))
 
 
@@ -257,7 +257,7 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
     seq = max(low, seq if high is None else min(seq, high))
     if high is None:
         # Nothing on record is where the ranks stopped: who waits and who never launched it is not known.
-        kind = WedgeKind.DEAD_RANK if set(analysis.ranks) & dead_ranks else WedgeKind.UNKNOWN
+        kind = WedgeKind.RANK_GONE if set(analysis.ranks) & dead_ranks else WedgeKind.UNKNOWN
         ends = {rank: frame.last(rank) for rank in frame.parts}
         return Wedge(comm=analysis.comm, seq=seq, kind=kind, launched=dict(launched), completed=dict(completed),
                      waiting_ranks=[], absent_ranks=[], seq_range=(low, None), bounded_by=bounded_by,
@@ -273,7 +273,7 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
     if cycle:
         kind = WedgeKind.CROSS_COMM_DEADLOCK
     elif dead:
-        kind = WedgeKind.DEAD_RANK
+        kind = WedgeKind.RANK_GONE
     elif set(absent) - set(silent):
         kind = WedgeKind.NO_PARTNER
     elif silent:

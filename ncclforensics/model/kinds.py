@@ -63,7 +63,7 @@ class WedgeKind(str, Enum):
     COUNT_MISMATCH = "count_mismatch"
     NO_PARTNER = "no_partner"
     CROSS_COMM_DEADLOCK = "cross_comm_deadlock"
-    DEAD_RANK = "dead_rank"
+    RANK_GONE = "rank_gone"  # a rank died, or RAS cannot reach it, or it left the comm
     UNKNOWN = "unknown"
 
 

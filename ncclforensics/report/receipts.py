@@ -44,9 +44,8 @@ def receipt_words(fact: r.Receipt, wedge_shown: bool = True) -> str:
             return f"RAS {error}: {message}" + (f" (pid {', '.join(map(str, pids))})" if pids else "") + more
         case r.RasRanksGone(comm, ranks, status):
             said = {"dead": "considered dead by RAS", "unresponsive": "unreachable by RAS (not called dead)",
-                    "missing": "gone from RAS's view of"}[status]
-            return f"{ranks_words(ranks)} {said} for comm {comm}" if status != "missing" else \
-                f"{ranks_words(ranks)} {said} comm {comm} (the process answers but no longer reports it)"
+                    "missing": "missing from RAS (the process answers but no longer reports the comm)"}[status]
+            return f"{ranks_words(ranks)} {said} for comm {comm}"
         case r.PeerDied(rank, message):
             return f"{_who(rank)}: {message[:90]}"
     raise TypeError(f"no words for {type(fact).__name__}")  # a new receipt needs its words here

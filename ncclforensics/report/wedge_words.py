@@ -13,7 +13,7 @@ from .advice import FR_SETTINGS, LOG_SETTINGS
 def wedge_kind_words(kind: WedgeKind) -> str:
     """`no partner`, `count mismatch`, `a cross-communicator deadlock`, `cause unknown`."""
     return {WedgeKind.UNKNOWN: "cause unknown", WedgeKind.CROSS_COMM_DEADLOCK: "cross-communicator deadlock",
-            WedgeKind.DEAD_RANK: "a rank is gone"}.get(kind, kind.value.replace("_", " "))
+            WedgeKind.RANK_GONE: "a rank is gone"}.get(kind, kind.value.replace("_", " "))
 
 
 def wedge_where(wedge: Wedge) -> str:

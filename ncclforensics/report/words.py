@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from ..align.coverage import GateCoverage, Jurisdiction
 from ..align.diagnosis import Diagnosis, agreeing_hang
-from ..align.answers import RangeReason
 from ..align.answers import EXTRA, MISSING, STOPPED
 from ..align.gates import decision_tuple
 from ..align.ras import RasHistory
@@ -45,12 +44,14 @@ def finding_says(d: Diagnosis, finding: Finding) -> str:
 
 def death_words(d: Diagnosis) -> str:
     """What shows that the stopped ranks are gone (RAS, peers' errors), with receipts: "died" only where RAS
-    considers a process dead or a peer saw it exit; unreachable is not dead."""
+    considers a process dead; unreachable is not dead."""
     if not d.death:
         return (" Nothing in the evidence says it died; it may be blocked elsewhere (in another communicator or "
                 "on the host).")
     shown = "; ".join(f"{receipt_words(f.fact)} ({f.loc})" for f in d.death[:4])
-    died = any(not isinstance(f.fact, RasRanksGone) or f.fact.status == "dead" for f in d.death)
+    # A peer's error ("remote process exited or there was a network error", "connection closed by remote peer")
+    # does not tell an exit from a network fault.
+    died = any(isinstance(f.fact, RasRanksGone) and f.fact.status == "dead" for f in d.death)
     return f" Evidence that it {'died' if died else 'is gone'}: {shown}."
 
 
@@ -136,8 +137,7 @@ def summary(d: Diagnosis) -> str:
         within = "seq" if w.collectives_min == w.collectives else "within seq"
         parts.append(f"The group then ran {count} collective{'' if w.collectives == 1 else 's'} misaligned "
                      f"({within} {w.first_seq}..{w.last_seq}).")
-    if d.corrupted_fingerprints and not (w is not None and w.collectives) and not (
-            root is not None and (root.reason is RangeReason.STEP_SUMS or root.by_results)):
+    if d.diverged_by_results:
         parts.append(wrong_results_words(d))
     if wedge is not None and root is None and agreeing_hang(wedge) and wedge.waiting_past:
         parts.append(held_apart_words(wedge, counted_launches(d)))
@@ -171,8 +171,8 @@ def summary(d: Diagnosis) -> str:
 
 
 def wrong_results_words(d: Diagnosis) -> str:
-    """Results read back wrong where the answer has no misaligned window to hold them: proof of mixed data all the
-    same, said with the first of them."""
+    """Results read back wrong where nothing else shows a divergence: proof of mixed data all the same, said with
+    the first of them."""
     rows = d.corrupted_fingerprints
     first = min(rows, key=lambda f: (f.step, f.op or 0, f.rank))
     ranks = sorted({f.rank for f in rows})

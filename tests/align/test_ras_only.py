@@ -87,7 +87,7 @@ def test_the_wedge_is_the_first_collective_not_every_rank_launched():
     assert (wedge.seq, wedge.waiting_ranks, wedge.absent_ranks, wedge.kind) == (50, [0, 2], [1], WedgeKind.NO_PARTNER)
     assert wedge.evidence == where and wedge.completed == {0: 49, 1: 49, 2: None}
     dead = wedge_from_counts("0xab", {0: 50, 1: 49, 2: 50}, {}, {1}, [], where)
-    assert dead.kind is WedgeKind.DEAD_RANK
+    assert dead.kind is WedgeKind.RANK_GONE
 
 
 def test_comm_ranks_named_for_want_of_global_ones_are_said_to_be_comm_ranks():

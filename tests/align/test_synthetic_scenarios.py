@@ -126,6 +126,8 @@ def test_a_result_read_back_wrong_is_a_divergence_even_where_no_stream_shows_one
     assert diagnose(logs + [trace(0, 64.0)]).verdict is Verdict.INCONCLUSIVE
     d = diagnose(logs + [trace(0, 64.0), trace(2, 48.0)])
     assert d.verdict is Verdict.DIVERGED and d.root.outlier_ranks == [3]
+    # The summary says why it is a divergence, although the window it gives may hold no misaligned collective.
+    assert "Rank 2 read back a wrong result (fingerprint_rank2.jsonl:1, step 0)" in words.summary(d)
     # A root that rests on the checksums says so itself; one that does not is told of the wrong result.
     lone = diagnose([rank_log(r, {"0xw": [AR] * 5}) for r in range(4)] + [trace(2, 48.0)])
     assert "read back a wrong result" not in words.summary(lone) and "checksums of rank 2" in words.summary(lone)

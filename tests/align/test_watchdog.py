@@ -74,7 +74,7 @@ def test_enqueued_counts_name_the_rank_that_launched_more_and_who_waits():
         [0], [1, 2], "extra", (1, 50), 1)
     wedge = marks_only_wedge(marks, Streams(), dead=set())
     assert (wedge.seq, wedge.waiting_ranks, wedge.absent_ranks, wedge.kind) == (50, [0], [1, 2], WedgeKind.NO_PARTNER)
-    assert marks_only_wedge(marks, Streams(), dead={2}).kind is WedgeKind.DEAD_RANK
+    assert marks_only_wedge(marks, Streams(), dead={2}).kind is WedgeKind.RANK_GONE
 
 
 def test_a_group_that_never_stopped_gives_no_root():
