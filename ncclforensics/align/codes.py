@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from .comm_streams import CommStreams
-from .root import Codes
+from .edits import Codes
 from .streams import SIGNATURE, Streams
 
 COMPARED = (*SIGNATURE, "stack", "tag", "step")  # the fields a pairing compares, for saying which went uncompared

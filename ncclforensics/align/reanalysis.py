@@ -55,6 +55,9 @@ def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, 
         behind = {r for r, n in analysis.launched.items() if n < most} - dead - cut
         named = set(analysis.root.outlier_ranks) if analysis.root is not None and analysis.root.kind != STOPPED \
             else set()
+        # (and so did those whose records show them departing after the named ones: the root leaves them off both
+        # sides, and they need no block elsewhere either)
+        named |= _departed_later(analysis, streams)
         # Where records already show a rank launching something else, ranks behind that also run in another
         # communicator are blocked there by it (a rank in this one alone would have nowhere else to wait), unless
         # their records there say that everything they launched completed (nothing holds them there).
@@ -72,6 +75,19 @@ def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, 
         if behind and not behind <= named and not caused and len(behind) * 2 <= len(set(analysis.ranks) - cut):
             analyses[comm] = analyze_comm(streams, comm, gate, behind, _counts(analysis), held=analysis.held,
                                           floors=analysis.floors, exact=analysis.exact)
+
+
+def _departed_later(analysis: CommAnalysis, streams: Streams) -> set[int]:
+    """The ranks whose own records show them departing after the root's outliers: a root of records that differ,
+    with a majority, names neither side for them (root.Solution.leading). Worked example: rank 0 swapped two world
+    all-reduces at seq 5 and rank 3 ran one of its own at seq 7, where it waits; the root names rank 0, and rank 3,
+    one short of ranks 0 and 1, launched as few as its own departure made it."""
+    root = analysis.root
+    if root is None or not root.majority or not root.shown or root.kind == STOPPED:
+        return set()
+    sided = {*root.outlier_ranks, *root.reference_ranks, *root.unplaced_ranks, *root.outlier_candidates,
+             *root.waiting_candidates}
+    return {r for r in analysis.ranks if r not in sided and (analysis.comm, r) in streams.parts}
 
 
 def _counts(analysis: CommAnalysis) -> dict[int, int]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .codes import first_visible_seq
 from .edits import Codes, agree, merged, place_edits
 from .propose import Proposal, span_of
 
@@ -101,6 +102,15 @@ def parts_earlier(found: Proposal, proposal: Proposal) -> Proposal | None:
                for p in found.placements if p.low < first]
     return replace(proposal, placements=proposal.placements + earlier,
                    members={**found.members, **proposal.members})
+
+
+def parted_sooner(richer: dict[int, Codes], poorer: dict[int, Codes]) -> bool:
+    """Whether the records part some ranks at an earlier position with the richer field than without it, as
+    `parts_earlier`'s widening says they do. A richer field that only leaves an outlier's last record unmatched (a
+    call stack no other record has, which a block of its own lookalikes running to its end may hold) widens the
+    range back as lookalikes do, and parts nobody sooner."""
+    richer_at, poorer_at = first_visible_seq(richer), first_visible_seq(poorer)
+    return richer_at is not None and (poorer_at is None or richer_at < poorer_at)
 
 
 def lengths_later(found: Proposal, proposal: Proposal, codes: dict[int, Codes], start: int) -> bool:

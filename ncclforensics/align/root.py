@@ -30,7 +30,7 @@ from typing import Protocol
 from ..model import Location
 from .edits import MAX_EDIT, Codes, EditKind, Placement, agree, blocks_through, merged, place_edits
 from .propose import Proposal, propose, span_of, within
-from .richer_fields import lengths_later, lone_recorder_tie, one_side, parts_earlier, picks_side
+from .richer_fields import lengths_later, lone_recorder_tie, one_side, parted_sooner, parts_earlier, picks_side
 
 __all__ = [
     "MAX_EDIT",
@@ -440,7 +440,9 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             continue
         if (wider := parts_earlier(found, proposal)) is not None:
             # A richer field parts the same ranks before the poorer ones do: either may say where they diverged.
-            parted_earlier = (label, span_of(found.placements)[0], span_of(proposal.placements)[0])
+            # (where its records part nobody sooner, the widening is of lookalikes, and says no more than they do)
+            parted_earlier = (label, span_of(found.placements)[0], span_of(proposal.placements)[0]) \
+                if parted_sooner(codes, chosen) else None
             proposal, compared, chosen = wider, list(stages), codes
             widened = proposal
             continue

@@ -3,6 +3,8 @@ behind where the issue orders place some of them."""
 
 from __future__ import annotations
 
+import polars as pl
+
 from ncclforensics.align import reanalysis
 from ncclforensics.align.answers import CommAnalysis, Root
 from ncclforensics.align.answers import STOPPED
@@ -78,3 +80,24 @@ def test_ranks_behind_waiting_for_a_departure_elsewhere_are_held_there(monkeypat
                    size=7, pinned_by="signatures", reason=None, shown=False)
     reanalysis.reanalyze_behind_ranks({W: world, TP: tp}, Streams(), None, {W: ["timeout"]}, set())
     assert calls == [(W, {4, 5, 7}, {})]
+
+
+def test_ranks_departing_later_need_no_block_elsewhere_to_leave_the_rest_held_back(monkeypatch):
+    # 998374: rank 0 swapped two world all-reduces at seq 5 (the root names it), and rank 3 ran one of its own at
+    # seq 7, where it waits: the root leaves rank 3 off both sides, one short by its own departure. Rank 2 launched
+    # two fewer and waits in its TP group, where its work never completed: held back there, not behind here.
+    calls = _calls(monkeypatch)
+    world = CommAnalysis(comm=W, ranks=[0, 1, 2, 3], launched={0: 8, 1: 8, 2: 6, 3: 7},
+                         completed=dict.fromkeys(range(4), 6), first_seq=dict.fromkeys(range(4), 1))
+    world.root = _root([0], [1, 2], "different", shown=True)
+    tp = CommAnalysis(comm=TP, ranks=[2, 3], launched={2: 18, 3: 15}, completed={2: 15, 3: 15},
+                      first_seq={2: 1, 3: 1})
+    part = pl.DataFrame({"seq": [1]})
+    streams = Streams(parts={(W, r): part for r in range(4)} | {(TP, r): part for r in (2, 3)},
+                      members={W: [0, 1, 2, 3], TP: [2, 3]})
+    reanalysis.reanalyze_behind_ranks({W: world, TP: tp}, streams, None, {W: ["stuck"], TP: ["stuck"]}, set())
+    assert calls == []
+    # Where rank 2's TP work all completed, nothing holds it there: it is behind (rank 3 stays as its records say).
+    tp.completed = {2: 18, 3: 15}
+    reanalysis.reanalyze_behind_ranks({W: world, TP: tp}, streams, None, {W: ["stuck"], TP: ["stuck"]}, set())
+    assert calls == [(W, {2, 3}, {})]

@@ -1059,6 +1059,23 @@ def test_a_richer_field_that_parts_the_same_ranks_earlier_widens_the_range_back_
     assert solution.parted_earlier is None
 
 
+def test_a_richer_field_that_parts_no_rank_sooner_claims_no_earlier_parting():
+    # Rank 0 issued seq 5 and 6 in each other's place (counts 8 and 1), which the signatures show; rank 3 ran a
+    # collective of its own at seq 7, with a call stack no other record has, and stopped there. The call stacks part
+    # nobody sooner: they only leave rank 3's last record unmatched, so a block of its own lookalikes running to its
+    # end may reach back. The range may widen, as lookalikes do; nothing says the stacks part the ranks earlier.
+    counts = [1, 8, 1, 8, 1, 8, 1, 8]
+    sites = [10, 11, 10, 11, 10, 11, 10, 11]
+    program = stream(counts, sites)
+    swapped = stream(counts[:4] + [8, 1] + counts[6:], sites[:4] + [11, 10] + sites[6:])
+    extra = stream(counts[:6] + [8], sites[:6] + [12])
+    both = {0: swapped, 1: program, 2: stream(counts[:6], sites[:6]), 3: extra}
+    signatures = {r: stream(list(c.fields["op"][:c.length])) for r, c in both.items()}
+    solution = solve([("signatures", lambda: signatures), ("tags", lambda: both)], 1, [], lambda seq: ())
+    assert solution.leading == [0] and solution.seq_range[1] == 5
+    assert solution.parted_earlier is None
+
+
 def test_joiners_go_by_length_where_a_different_block_leaves_the_length_unexplained():
     # Rank 0 left out a drafter pass of two collectives at seq 1 (two short, in a loop of two call stacks). Only
     # rank 2's stacks reach back to the pass's second collective, which parts it from rank 0 there; ranks 1 and 3
