@@ -69,7 +69,7 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
     traced = {rank for rows in by_step.values() for rank in rows}
     replicas = replica_classes(traced, known, on_record)
     if replicas == [traced]:
-        replicas = classes_of_sums(by_step, traced) or replicas
+        replicas = classes_of_sums(by_step, traced, cut) or replicas
     known_replicas = replica_classes(traced & on_record, known, on_record)
     for step in sorted(by_step):
         apart = _expected_apart(by_step, step, known_replicas)
