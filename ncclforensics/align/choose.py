@@ -55,6 +55,7 @@ from .comms_apart import comms_by_rank
 from .step_sums import (step_sums_root, with_checksum_outliers, with_parted_reference, with_sums_before_records,
                         with_sums_placing_cut_ranks)
 from .streams import SIGNATURE, Streams
+from .waiting import waiting_elsewhere
 from .watchdog import ENQUEUED_COUNTS, EnqueueMarks, marks_only_roots, timeout_stacks
 
 
@@ -141,7 +142,7 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         # others that launched more or fewer before it.
         counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
         if counted:
-            stuck = _stuck_elsewhere(streams, root.comm)
+            stuck = waiting_elsewhere(streams, root.comm, marks)
             held = _held_before_records(root, marks, streams, stuck)
             launched = _counts_of(root.comm, marks, streams)
             short = short_of_records(root, launched, {rank for (comm, rank), part in streams.parts.items()
@@ -403,14 +404,15 @@ def _memberships(streams: Streams, ras: dict[str, RasHistory], rank_map: dict[tu
 
 def _held_before_records(root: Root, marks: dict, streams: Streams,
                          stuck: dict[int, set[str]] | None = None) -> set[int]:
-    """The ranks whose own records in another comm end in a collective that started and never finished, and whose
+    """The ranks that wait in another comm (waiting.py: their own records there end in a collective that started
+    and never finished, a peer's desync report or PyTorch's counts show work there that never finished), and whose
     launch count in the root's comm goes no further than their records there (where they hold any): stuck
     elsewhere, they launched nothing here past their count, so launching fewer is no departure of theirs before
     the records (held back reads the same), and where they stopped, their records here already say. `stuck`: the
-    root's comm's _stuck_elsewhere, where the caller has it."""
+    root's comm's waiting_elsewhere, where the caller has it."""
     launched = _counts_of(root.comm, marks, streams)
     if stuck is None:
-        stuck = _stuck_elsewhere(streams, root.comm)
+        stuck = waiting_elsewhere(streams, root.comm, marks)
     recorded = {rank: part.get_column("seq").max() for (comm, rank), part in streams.parts.items()
                 if comm == root.comm and part.height}
     waiting = {rank: part.filter(pl.col("state") == EventState.STARTED.value).get_column("seq").max()
@@ -447,16 +449,6 @@ def _counts_apart(comm: str, marks: dict, streams: Streams) -> set[int]:
     if not most or most[0][1] * 2 <= len(launched):
         return set()
     return {r for r, n in launched.items() if n != most[0][0]}
-
-
-def _stuck_elsewhere(streams: Streams, comm: str) -> dict[int, set[str]]:
-    """rank -> the communicators other than `comm` where its records hold a collective that started and never
-    finished (collectives enqueued behind the one it is stuck in are recorded after it, never started)."""
-    stuck: dict[int, set[str]] = {}
-    for (other, rank), part in streams.parts.items():
-        if other != comm and (part.get_column("state") == EventState.STARTED.value).any():
-            stuck.setdefault(rank, set()).add(other)
-    return stuck
 
 
 def _alike_on_record(root: Root, streams: Streams) -> bool:

@@ -164,7 +164,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     departed_later: list[Note] = []
     if not died:
         stopped = _stop_evidence(streams, analyses, ras, watchdog, dead)
-        reanalyze_behind_ranks(analyses, streams, gate, {**_hanging_pairings(streams, analyses), **stopped}, dead)
+        reanalyze_behind_ranks(analyses, streams, gate, {**_hanging_pairings(streams, analyses), **stopped}, dead,
+                               marks)
         departed_later = reanalyze_by_issue_orders(analyses, streams, gate)
     diagnosis = Diagnosis(verdict=Verdict.CONSISTENT, ranks=_all_ranks(evidence, streams), comms=analyses,
                           gate=gate, ras=ras, problems=problems, stand_in_ranks=stand_ins,

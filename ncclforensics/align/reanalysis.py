@@ -33,12 +33,16 @@ from .interleave import (
 from .left_out_before import left_out_root
 from .notes import DepartedLater, Note
 from .streams import SIGNATURE, Streams
+from .waiting import waiting_elsewhere
+from .watchdog import EnqueueMarks
 
 
 def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateDisagreement | None,
-                  stops: dict[str, list[str]], dead: set[int]) -> None:
+                  stops: dict[str, list[str]], dead: set[int],
+                  marks: dict[str, EnqueueMarks] | None = None) -> None:
     """In a communicator that stopped, ranks that launched fewer than the others, with nothing saying they died,
-    skipped collectives or are blocked elsewhere: analyse the communicator again with them as outliers."""
+    skipped collectives or are blocked elsewhere: analyse the communicator again with them as outliers. `marks`:
+    PyTorch's counts and desync reports, which may say where a rank with no records waits (waiting.py)."""
     for comm, analysis in list(analyses.items()):
         if comm not in stops or len(analysis.ranks) < 3 or is_p2p_comm(comm):
             continue
@@ -63,6 +67,9 @@ def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, 
         # their records there say that everything they launched completed (nothing holds them there).
         elsewhere = {r for c, other in analyses.items() if c != comm for r in other.ranks
                      if other.completed.get(r) is None or other.completed[r] < other.launched[r]}
+        # (so is one with no records there that a peer's desync report, or PyTorch's counts, show waiting there:
+        # `[0] joined but didn't finish collective #4` in its TP peer's log)
+        elsewhere |= set(waiting_elsewhere(streams, comm, marks))
         # (the named ones launched as few as their own departure made them: they need no block elsewhere)
         caused = analysis.root is not None and analysis.root.shown and analysis.root.kind != STOPPED \
             and behind - named <= elsewhere

@@ -58,7 +58,7 @@ def replica_classes(ranks: set[int], known: dict[str, set[int]], on_record: froz
     return classes
 
 
-def classes_of_sums(by_step: StepSums, traced: set[int]) -> list[set[int]] | None:
+def classes_of_sums(by_step: StepSums, traced: set[int], cut: frozenset[int] = frozenset()) -> list[set[int]] | None:
     """Where nothing says which ranks are replicas: the ranks of equal unchecked sums at the first step that every
     traced rank summed, where those part into several classes of which none is a strict majority (TP groups of a
     DP job read back different results by design, each group's alike); else None (one class of every rank, one
@@ -69,19 +69,39 @@ def classes_of_sums(by_step: StepSums, traced: set[int]) -> list[set[int]] | Non
     pairs of 8 ranks; at step 0 ranks 0, 1, 6 and 7 each sum alone (one rank of each of two pairs swapped two
     collectives), at step 1 every pair sums alike: the pairs are the classes, and two of them part at step 0. Where
     the first step's classes are two even halves whose sums are equal in every later step, there is one class: two
-    ranks of four swapped two collectives in step 0, and the results healed."""
-    whole = [rows for _, rows in sorted(by_step.items()) if set(rows) == traced]
+    ranks of four swapped two collectives in step 0, and the results healed.
+
+    A rank whose trace was cut short (`cut`) has no sum of the steps past its cut, which says nothing of what it read
+    back there: such a step still serves, with the rank in the one class its equal sums in the steps it has join it
+    to. Worked example: TP pairs of 8 ranks; at step 0 ranks 4 and 5 sum apart, every other pair alike; at step 1
+    every pair sums alike but rank 3, whose trace was cut inside that line, and rank 3 summed alike with rank 2 at
+    step 0: the pairs are the classes."""
+    whole = [rows for _, rows in sorted(by_step.items()) if traced - cut <= set(rows)]
     if not whole or any(checked_right(row) is not None for rows in whole for row in rows.values()):
         return None
     # (every step's equal sums within the classes, steps some rank has no sum of too: sums equal across two of them
     # in any step, first or later, make them one class whose results parted and healed, not two that read back
     # apart by design)
     every = [_equal_sums(rows) for rows in by_step.values()]
-    for classes in (_equal_sums(rows) for rows in whole):
-        if _several_classes(classes, traced) and all(
+    for rows in whole:
+        classes = _with_unsummed(_equal_sums(rows), traced - set(rows), every)
+        if classes is not None and _several_classes(classes, traced) and all(
                 any(group <= c for c in classes) for partition in every for group in partition):
             return classes
     return None
+
+
+def _with_unsummed(classes: list[set[int]], unsummed: set[int], every: list[list[set[int]]]) -> list[set[int]] | None:
+    """A step's classes of equal sums with each rank that has no sum of the step (`unsummed`) in the one class that
+    its equal sums in some other step (`every`: each step's groups of equal sums) join it to; None where some such
+    rank is joined to none of them, or to several."""
+    classes = [set(c) for c in classes]
+    for rank in sorted(unsummed):
+        homes = [c for c in classes if any(rank in group and group & c for groups in every for group in groups)]
+        if len(homes) != 1:
+            return None
+        homes[0].add(rank)
+    return classes
 
 
 def _equal_sums(rows: dict[int, FingerprintRow]) -> list[set[int]]:

@@ -38,7 +38,7 @@ launch counts show launching more or fewer join it (counts_beside_records.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from ..model import FingerprintRow
@@ -70,7 +70,7 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
     traced = {rank for rows in by_step.values() for rank in rows}
     replicas = replica_classes(traced, known, on_record)
     if replicas == [traced]:
-        replicas = classes_of_sums(by_step, traced) or replicas
+        replicas = classes_of_sums(by_step, traced, cut) or replicas
     known_replicas = replica_classes(traced & on_record, known, on_record)
     for step in sorted(by_step):
         apart = _expected_apart(by_step, step, known_replicas)
@@ -82,7 +82,10 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
         for found in _step_roots(by_step, step, traced, replicas, known, cut, known_replicas):
             if found is None:
                 return _hung_apart(by_step, traced, cut, known, begun)
-            return _wrong_pair(fingerprints, known, cut, comms_of) if found is _BY_VERDICTS else found
+            if found is _BY_VERDICTS:
+                return _wrong_pair(fingerprints, known, cut, comms_of)
+            return _with_other_classes(found, replicas, known, lambda members, step=step: next(
+                _step_roots(by_step, step, traced, [members], known, cut, known_replicas), None))
     return _wrong_pair(fingerprints, known, cut, comms_of) or _hung_apart(by_step, traced, cut, known, begun)
 
 
@@ -282,6 +285,31 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         root = _root(outliers, ordered[0] if majority else named, majority, step, known, rows if majority else named)
         yield root, step if _earlier_right(by_step, step) else None
         return
+
+
+def _with_other_classes(found: tuple[Root, int | None], replicas: list[set[int]], known: dict[str, set[int]],
+                        root_of: Callable[[set[int]], object]) -> tuple[Root, int | None]:
+    """`found`, a minority of one class of replicas parted from the rest of it at a step, with the minorities of the
+    other classes that part at that step too (`root_of(members)`: what one class's sums of the step give): each
+    class's ranks read back alike but those that departed (as lone ranks beside groups off alike do), so each such
+    minority departed, and the first departure may be any of theirs. Worked example (1033912): TP groups 0-3 and
+    4-7; at step 0 rank 2 sums apart from ranks 0, 1 and 3, and rank 4 from ranks 5, 6 and 7 (each issued two world
+    collectives in the other order): both are named."""
+    root, step = found
+    if not root.majority or root.may_sum_apart_by_design:
+        return found
+    outliers, reference = set(root.outlier_ranks), set(root.reference_ranks)
+    for members in replicas:
+        other = root_of(members) if not members & (outliers | reference) else None
+        if not isinstance(other, tuple):
+            continue
+        theirs = other[0]
+        if theirs.majority and not theirs.may_sum_apart_by_design and theirs.step_bound == root.step_bound:
+            outliers |= set(theirs.outlier_ranks)
+            reference |= set(theirs.reference_ranks)
+    if outliers == set(root.outlier_ranks):
+        return found
+    return _root(sorted(outliers), sorted(reference), True, root.step_bound, known), step
 
 
 def _lone_beside_alike(groups: list[list[int]]) -> list[int]:

@@ -121,6 +121,9 @@ class EnqueueMarks:
     dumped: bool = False  # some count is a Flight Recorder dump's pg_status (a snapshot of every rank's progress)
     # rank -> (number on the marks' numbering, op) of the last collective a desync report's snapshot gives it
     last_ops: dict[int, tuple[int, str]] = field(default_factory=dict)
+    # ranks a desync report shows in a collective of the group that they joined and never finished (`[0] joined but
+    # didn't finish collective #4`, `#6 started ranks: [0, 3]`): held there, whatever their own files hold
+    waiting: set[int] = field(default_factory=set)
 
 
 def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent],
@@ -147,6 +150,7 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent],
     roster = _roster(watchdog, comm_infos)  # (once: finding a report's group scans the lines)
     _desync_marks(groups, watchdog, default, roster)
     _snapshot_ops(groups, watchdog, default, roster)
+    _reported_waits(groups, watchdog, default, roster)
     for event in watchdog:
         group = groups.get(event.comm or default)
         if group is not None and event.kind in STOP_EVENTS:
@@ -322,6 +326,23 @@ def _snapshot_ops(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
                     disagree.add(group)
     for group in disagree:
         groups[group].last_ops = {}
+
+
+def _reported_waits(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str,
+                    roster: _Roster) -> None:
+    """Each group's `waiting`: the ranks a desync report's laggards or snapshot show as having joined a collective
+    and not finished it (a rank with no file of its own too: `[0] joined but didn't finish collective #4` in the
+    report of its TP peer)."""
+    for event in watchdog:
+        if event.kind != "desync_report":
+            continue
+        group = event.comm or _reporting_group(event, watchdog) or default
+        if group not in groups:
+            continue
+        lagging = roster.global_entries(event, group) if event.lagging else ()
+        latest = roster.global_entries(event, group, event.latest) if event.latest else ()
+        groups[group].waiting.update(r for ranks, _, joined in lagging or () if joined for r in ranks)
+        groups[group].waiting.update(r for ranks, _, finished, _ in latest or () if not finished for r in ranks)
 
 
 def root_from_last_ops(comm: str, marks: EnqueueMarks) -> Root | None:

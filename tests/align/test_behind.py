@@ -9,6 +9,7 @@ from ncclforensics.align import reanalysis
 from ncclforensics.align.answers import CommAnalysis, Root
 from ncclforensics.align.answers import STOPPED
 from ncclforensics.align.streams import Streams
+from ncclforensics.align.watchdog import EnqueueMarks
 
 W, TP = "0xw0", "0xtp"
 
@@ -101,3 +102,21 @@ def test_ranks_departing_later_need_no_block_elsewhere_to_leave_the_rest_held_ba
     tp.completed = {2: 18, 3: 15}
     reanalysis.reanalyze_behind_ranks({W: world, TP: tp}, streams, None, {W: ["stuck"], TP: ["stuck"]}, set())
     assert calls == [(W, {2, 3}, {})]
+
+
+def test_a_rank_behind_with_no_records_that_a_peers_report_shows_waiting_elsewhere_is_held_there(monkeypatch):
+    # Seed 1030037: in the DP group of ranks 0, 2, 4 and 6, rank 4's records show a collective of its own at seq 4
+    # (it launched 5, ranks 0 and 6 launched 6); rank 2 left no file, and their desync reports count it at 4. Rank
+    # 3's report on their TP group says rank 2 joined its collective #4 there and never finished it: rank 2 waits
+    # there, held back, and is not analysed as behind here beside rank 4.
+    calls = _calls(monkeypatch)
+    dp = CommAnalysis(comm=W, ranks=[0, 2, 4, 6], launched={0: 6, 2: 4, 4: 5, 6: 6},
+                      completed={0: None, 2: None, 4: 4, 6: 4}, first_seq=dict.fromkeys((0, 2, 4, 6), 1))
+    dp.root = _root([4], [0, 2, 6], "extra", shown=True)
+    tp = CommAnalysis(comm=TP, ranks=[3], launched={3: 5}, completed={3: 5}, first_seq={3: 1})
+    marks = {TP: EnqueueMarks(launched={3: 5}, completed={3: 3}, waiting={2, 3})}
+    reanalysis.reanalyze_behind_ranks({W: dp, TP: tp}, Streams(), None, {W: ["timeout"]}, set(), marks)
+    assert calls == []
+    # With no word of where it waits, it may have left collectives out here: it is behind.
+    reanalysis.reanalyze_behind_ranks({W: dp, TP: tp}, Streams(), None, {W: ["timeout"]}, set())
+    assert calls == [(W, {2, 4}, {})]

@@ -677,6 +677,37 @@ def test_replica_classes_of_a_later_step_serve_where_the_first_steps_part_into_l
     assert step_sums_root(crossed, {}) is None
 
 
+def test_replica_classes_of_a_later_step_serve_where_a_trace_cut_short_has_no_sum_of_it():
+    # Seed 1031866: TP pairs of 8 ranks; at step 0 ranks 4 and 5 sum apart (rank 5 issued an all-gather where its
+    # pair all-reduced), every other pair alike; at step 1 every pair sums alike, but rank 3's trace was cut inside
+    # that line. Rank 3 summed alike with rank 2 at step 0: the pairs are still the classes, and pair 4-5 parted.
+    first = [1022868.0, 1022868.0, 2383764.0, 2383764.0, 3745684.0, 3733908.0, 5105556.0, 5105556.0]
+    rows = [unchecked(r, 0, total) for r, total in enumerate(first)]
+    rows += [unchecked(r, 1, 3122868.0 + 1360896.0 * (r // 2)) for r in range(8) if r != 3]
+    root, _ = step_sums_root(rows, {}, cut=frozenset({3}))
+    assert (root.outlier_ranks, root.majority, root.step_bound, root.comm) == ([4, 5], False, 0, "[ranks=4,5]")
+    # A rank whose whole trace has no sum of step 1 stopped before it, hung: no class of that step holds it, and
+    # every rank is named.
+    root, _ = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority) == (list(range(8)), False)
+
+
+def test_a_minority_apart_in_each_of_several_classes_of_replicas_at_one_step_names_every_one():
+    # Seed 1033912: TP groups 0-3 and 4-7; at step 0 rank 2 sums apart from ranks 0, 1 and 3, and rank 4 from ranks
+    # 5, 6 and 7 (each issued two world collectives in the other order); from step 1 on each group sums alike. Each
+    # departed, and the first departure may be either's: both are named, of the ranks of both groups.
+    rows = [unchecked(r, 0, 491296.0 if r == 2 else 491436.0) for r in range(4)]
+    rows += [unchecked(r, 0, 1245600.0 if r == 4 else 1245740.0) for r in range(4, 8)]
+    rows += [unchecked(r, s, 1000.0 * s + 100.0 * (r // 4)) for r in range(8) for s in (1, 2)]
+    root, _ = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, root.step_bound) == ([2, 4], True, 0)
+    assert root.comm == "[ranks=0,1,2,3,4,5,6,7]"
+    # Where the other group sums alike at that step, the one minority apart is named alone.
+    alike = [row for row in rows if (row.rank, row.step) != (4, 0)] + [unchecked(4, 0, 1245740.0)]
+    root, _ = step_sums_root(alike, {})
+    assert (root.outlier_ranks, root.majority, root.comm) == ([2], True, "[ranks=0,1,2,3]")
+
+
 def test_a_rank_alone_in_its_unchecked_sum_in_every_step_names_no_one():
     # A healthy DP=2 x TP=4 job: ranks 0 and 4 (TP rank 0 of each group) also read back a gather to them, so they sum
     # 77 more per step than their groups in every step, by design. Lone in every step, they are no departure.

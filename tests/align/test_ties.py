@@ -244,7 +244,7 @@ def test_ranks_waiting_elsewhere_are_found_once_and_said_even_where_no_comm_is_o
 
     import polars as pl
 
-    from ncclforensics.align.choose import _stuck_elsewhere
+    from ncclforensics.align.waiting import waiting_elsewhere
     from ncclforensics.align.streams import Streams
     from ncclforensics.report.root_words import waiting_candidates_words
 
@@ -252,7 +252,7 @@ def test_ranks_waiting_elsewhere_are_found_once_and_said_even_where_no_comm_is_o
         return pl.DataFrame({"rank": [rank], "seq": [4], "state": [state]})
     streams = Streams(parts={("0", 0): part(0, "started"), ("1", 0): part(0, "started"), ("1", 1): part(1, "started"),
                              ("2", 3): part(3, "completed")}, members={"0": [0], "1": [0, 1], "2": [3]})
-    assert _stuck_elsewhere(streams, "0") == {0: {"1"}, 1: {"1"}}
+    assert waiting_elsewhere(streams, "0") == {0: {"1"}, 1: {"1"}}
     words = waiting_candidates_words(replace(_tie([1]), waiting_candidates={1: ("1",)}))
     assert "waits in comm 1:" in words
     words = waiting_candidates_words(replace(_tie([1]), waiting_candidates={1: ()}))
@@ -266,7 +266,8 @@ def test_ranks_the_counts_part_that_wait_in_another_comm_are_the_candidates_besi
     # counts parting it and on where it waits. Counts with no strict majority part nobody.
     import polars as pl
 
-    from ncclforensics.align.choose import _counts_apart, _stuck_elsewhere
+    from ncclforensics.align.choose import _counts_apart
+    from ncclforensics.align.waiting import waiting_elsewhere
     from ncclforensics.align.streams import Streams
     from ncclforensics.align.watchdog import EnqueueMarks
 
@@ -277,7 +278,7 @@ def test_ranks_the_counts_part_that_wait_in_another_comm_are_the_candidates_besi
     streams = Streams(parts=parts, members={"0xw": list(range(8)), "0xtp": [6, 7]}, aliases={"0": "0xw"})
     marks = {"0": EnqueueMarks(launched={**{r: 4 for r in range(6)}, 6: 5, 7: 6})}
     assert _counts_apart("0xw", marks, streams) == {6, 7}  # (the group's name goes by its comm's hash)
-    assert _stuck_elsewhere(streams, "0xw") == {7: {"0xtp"}}
+    assert waiting_elsewhere(streams, "0xw") == {7: {"0xtp"}}
     tie = {"0": EnqueueMarks(launched={0: 4, 1: 4, 2: 5, 3: 5})}
     assert _counts_apart("0xw", tie, streams) == set()
 
