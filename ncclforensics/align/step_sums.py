@@ -72,8 +72,11 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
     if replicas == [traced]:
         replicas = classes_of_sums(by_step, traced) or replicas
     known_replicas = replica_classes(traced & on_record, known, on_record)
+    # (where no record gives any traced rank's comms, every traced rank: their expected sums must then show them
+    # alike in another step, as they must for ranks records show sharing their comms)
+    expected_classes = known_replicas if traced & on_record else [traced]
     for step in sorted(by_step):
-        apart = _expected_apart(by_step, step, known_replicas)
+        apart = _expected_apart(by_step, step, expected_classes, cut)
         if apart is not None:
             outliers, reference = apart
             compared = {rank: by_step[step][rank] for rank in outliers + reference}
@@ -86,30 +89,40 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
     return _wrong_pair(fingerprints, known, cut, comms_of) or _hung_apart(by_step, traced, cut, known, begun)
 
 
-def _expected_apart(by_step: dict[int, dict[int, FingerprintRow]], step: int,
-                    replicas: list[set[int]]) -> tuple[list[int], list[int]] | None:
-    """(outliers, reference) where, in a class of ranks known to be replicas (`replicas`: ranks whose every comm is
-    known, in classes that share all their comms), some read back a wrong sum of `step` and the expected sums part
-    a strict majority from the rest, where every one of them expected alike in another step; else None. A rank's
-    expected sum is what its own launches of the step give in a consistent world, and replicas that launch alike
-    expect alike: those apart launched other collectives in the step (or the majority did, which is more ranks).
-    But replicas may expect apart by design (the shards of a reduce-scatter, an uneven last shard), and sharing
-    every comm says nothing of that: only expected sums equal in another step show the ranks launching alike. This
+def _expected_apart(by_step: dict[int, dict[int, FingerprintRow]], step: int, replicas: list[set[int]],
+                    cut: frozenset[int] = frozenset()) -> tuple[list[int], list[int]] | None:
+    """(outliers, reference) where, in a class of ranks that may be replicas (`replicas`: ranks whose every comm is
+    known, in classes that share all their comms; every traced rank where no record gives any one's comms), the
+    expected sums of `step` part a strict majority from the rest, where every one of them expected alike in another
+    step; else None. A rank's expected sum is what its own launches of the step give in a consistent world, and
+    replicas that launch alike expect alike: those apart launched other collectives in the step (or the majority
+    did, which is more ranks). But replicas may expect apart by design (the shards of a reduce-scatter, an uneven
+    last shard), and sharing every comm says nothing of that: only expected sums equal in another step show the
+    ranks launching alike (and ranks of two classes, which no record tells apart, expect apart in every step). This
     holds whatever they read back: one that left out the step's last collective reads back right (its next one
     paired with the others' last, filed under the next step, which a trace cut short may not hold) while the others
-    read back wrong. Worked example: one comm of ranks 0-7; at step 0 all eight expect 110592; at step 1 ranks 0-6
-    read back 256000 and expect 221184, rank 7 reads back and expects 129024: rank 7 departed."""
+    read back wrong; and every one reads back right where what the misaligned collectives mixed is within the
+    tolerance a sum is checked to (a small all-gather paired with a large all-reduce). Replicas whose traces were
+    cut short before the step may have launched what either side did: a side is the majority only were they all
+    beside the fewer. One whose whole trace stops before it hung there, and may have departed first: what the
+    others launched says nothing of that, and the class names no one here (`cut`: ranks whose trace files were cut
+    short). Worked example: one comm of ranks 0-7; at step 0 all eight expect 110592; at step 1 ranks 0-6 read back
+    256000 and expect 221184, rank 7 reads back and expects 129024: rank 7 departed."""
     rows = by_step[step]
+    summed_earlier = {rank for s, other in by_step.items() if s < step for rank in other}
     for members in replicas:
         mine = {rank: row for rank, row in rows.items() if rank in members}
         verdicts = [checked_right(row) for row in mine.values()]
-        if len(mine) < 3 or None in verdicts or all(verdicts):
+        if len(mine) < 3 or None in verdicts:
             continue
         groups = _expected_groups(mine)
         if groups is None:
             continue
+        unsummed = members & summed_earlier - set(mine)
+        if unsummed - cut:
+            continue
         largest = max(groups, key=len)
-        if len(groups) > 1 and len(largest) * 2 > len(mine) and any(
+        if len(groups) > 1 and len(largest) * 2 > len(mine) + len(unsummed) and any(
                 set(mine) <= set(other) and _expected_groups({r: other[r] for r in mine}) == [sorted(mine)]
                 for s, other in by_step.items() if s != step):
             return sorted(set(mine) - set(largest)), largest
