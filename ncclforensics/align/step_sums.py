@@ -46,7 +46,7 @@ from .answers import RangeReason, Root
 from .answers import DIFFERENT_OPS
 from .comms_apart import apart_from
 from .fingerprints import SUM_TOLERANCE, checked_right
-from .lone_sums import untold_lone_ranks, untold_sides
+from .lone_sums import classes_of_lone, lone_sides, untold_lone_ranks, untold_sides
 from .mixed_offsets import mixed_by, offset_amounts
 from .notes import Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
 from .own_records import departed_by_own_records
@@ -254,9 +254,18 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             # that read back otherwise (it ran other collectives in the step). A rank alone in every step it summed
             # may sum apart by design (a gather to TP rank 0, a loss logged through gather_object): it names no one.
             # Worked example: TP groups 0-3 and 4-7; at step 0 ranks 0-3 sum alike, ranks 4, 6 and 7 alike and rank
-            # 5 alone; at step 1 ranks 4-7 sum alike: rank 5 departed.
-            alike = sorted(r for ranks in ordered if len(ranks) > 1 for r in ranks)
-            yield _root(lone, alike, True, step, known, rows), step if _earlier_right(by_step, step) else None
+            # 5 alone; at step 1 ranks 4-7 sum alike: rank 5 departed. Each lone one is weighed against its own
+            # class there, the group it sums alike with and the lone ranks beside it, not against other classes,
+            # whose sums say nothing of it (lone_sums.py); the root names the ranks of those classes.
+            bound = step if _earlier_right(by_step, step) else None
+            if checked:
+                alike = sorted(r for ranks in ordered if len(ranks) > 1 for r in ranks)
+                yield _root(lone, alike, True, step, known, rows), bound
+                return
+            classes = classes_of_lone(lone, [ranks for ranks in ordered if len(ranks) > 1],
+                                      lambda rank, ranks: one_class(by_step, {rank, *ranks}, known, known_replicas))
+            outliers, reference, majority = lone_sides(lone, classes)
+            yield _root(outliers, reference, majority, step, known, set().union(*classes)), bound
             return
         several = [ranks for ranks in ordered if len(ranks) > 1]
         untold = [] if checked or lone else untold_lone_ranks(by_step, step, beside_alike, several)

@@ -902,3 +902,30 @@ def test_expected_sums_that_part_replicas_name_the_fewer_though_every_sum_checks
     for cut in (frozenset({2, 3}), frozenset()):
         found = step_sums_root(few, {}, cut=cut)
         assert found is None or found[0].outlier_ranks != [7] or not found[0].majority
+
+
+def test_lone_unchecked_sums_are_weighed_against_their_own_class_alone():
+    # Seed 990797: TP groups 0-3 and 4-7 under a world comm. At step 0 ranks 0-3 sum alike, ranks 5 and 6 alike,
+    # ranks 4 and 7 each alone; at step 1 ranks 4-7 sum alike: ranks 4 and 7 are of the class of ranks 5 and 6, and
+    # ranks 0-3, of another class, say nothing of them. Two lone ranks of four are no minority of their class: some
+    # of ranks 4-7 departed, and nothing says which; the root names that class, no majority.
+    step0 = {0: 460737.0, 1: 460737.0, 2: 460737.0, 3: 460737.0, 4: 1166219.0, 5: 1166401.0, 6: 1166401.0,
+             7: 1126081.0}
+    step1 = {0: 1687684.0, 1: 1372420.0, 2: 1687684.0, 3: 1687684.0, 4: 2392324.0, 5: 2392324.0, 6: 2392324.0,
+             7: 2392324.0}
+    rows = [unchecked(r, 0, total) for r, total in step0.items()] + [unchecked(r, 1, t) for r, t in step1.items()]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, root.comm, step) == ([4, 5, 6, 7], False, "[ranks=4,5,6,7]", 0)
+    # One lone rank of the class is its fewest departing, compared with its class alone.
+    rows = [unchecked(r, 0, step0[5] if r == 4 else total) for r, total in step0.items()]
+    rows += [unchecked(r, 1, t) for r, t in step1.items()]
+    root, _ = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, root.comm) == ([7], [4, 5, 6], True,
+                                                                                    "[ranks=4,5,6,7]")
+    # A lone rank in each class (and rank 2 alone at step 1, so no step parts the ranks into classes alone): each
+    # its class's fewest departing, compared with both classes.
+    rows = [unchecked(r, 0, step0[0] + 5.0 if r == 1 else step0[5] if r == 4 else total) for r, total in step0.items()]
+    rows += [unchecked(r, 1, step1[0] if r == 1 else t + 3.0 if r == 2 else t) for r, t in step1.items()]
+    root, _ = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, root.comm) == ([1, 7], [0, 2, 3, 4, 5, 6],
+                                                                                    True, "[ranks=0,1,2,3,4,5,6,7]")
