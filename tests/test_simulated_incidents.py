@@ -460,8 +460,9 @@ KNOWN: dict[int, str] = {
 # and a tie where the groups alike at the first parting part again names no reference where either may have departed
 # that early (1011587: two ranks' skips of lookalikes beside a third's type change, dumps, NCCL and watchdog logs of
 # half the ranks); replicas' expected sums, alike in another step, that part in a step name the fewer whatever they
-# read back, where no record gives their comms too (995899: a small all-gather for an all-reduce that every sum checked
-# right hid, watchdog logs and per-step sums with expected values of 64 ranks, several cut); and a rank alone in its
+# read back, where no record gives their comms too, saying that the fewer may be another class by design where every
+# sum read back right (995899: a small all-gather for an all-reduce that every sum checked right hid, watchdog logs and
+# per-step sums with expected values of 64 ranks, several cut); and a rank alone in its
 # unchecked sum is weighed against its own class alone, the group another step shows it alike with, so two lone ranks
 # of four are no minority and name that class (990797: three departures on three comms, two in one TP group's step 0,
 # watchdog logs and per-step checksums).

@@ -889,6 +889,13 @@ def test_expected_sums_that_part_replicas_name_the_fewer_though_every_sum_checks
     parted = [row(r, 1, 1319568384.0, 1319567360.0) for r in range(7)] + [row(7, 1, 1302471696.0, 1302471680.0)]
     root, step = step_sums_root(first + parted, {})
     assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([7], list(range(7)), True, 1)
+    # No result mixed and no record of their comms: rank 7 may be of another class serving other data by design,
+    # which the root says (and the verdict is then inconclusive).
+    assert root.may_sum_apart_by_design and root.expected_apart_reading_right
+    # Records that put the eight in one comm and no other leave no such class.
+    every = frozenset(range(8))
+    root, _ = step_sums_root(first + parted, {"0xabc": set(every)}, every)
+    assert root.outlier_ranks == [7] and not root.may_sum_apart_by_design
     # Two classes by design (ranks 0-3 expect one sum each step, ranks 4-7 another) give no majority of alike
     # expected sums: rank 7 parting from ranks 4-6 is not named on them.
     design = [row(r, s, want, want) for r in range(8) for s, want in enumerate(
