@@ -177,6 +177,11 @@ class Root:
     # only step their traces hold beside those groups. A rank that reads back more by design (a gather to it) sums
     # apart as well, and no other step shows which it is: they departed, or nothing diverged (align/lone_sums.py).
     may_sum_apart_by_design: bool = False
+    # Of those: the root rests on expected sums that part ranks every one of which read its sum back right, where no
+    # record gives their comms (step_sums._expected_apart): the outliers launched other collectives than the ranks
+    # they expected alike with in another step, or are of another class that reads back other data by design
+    # (replicas serving other requests), which nothing here tells apart.
+    expected_apart_reading_right: bool = False
     # Outliers with no records here at all, known only by PyTorch's count of what they launched (one short, as the
     # outliers beside them are): nothing places their departure, which reaches the range back as far as their count
     # allows (root._hidden_departures)

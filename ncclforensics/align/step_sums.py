@@ -46,7 +46,7 @@ from .answers import RangeReason, Root
 from .answers import DIFFERENT_OPS
 from .comms_apart import apart_from
 from .fingerprints import SUM_TOLERANCE, checked_right
-from .lone_sums import untold_lone_ranks, untold_sides
+from .lone_sums import classes_of_lone, lone_sides, untold_lone_ranks, untold_sides
 from .mixed_offsets import mixed_by, offset_amounts
 from .notes import Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
 from .own_records import departed_by_own_records
@@ -72,12 +72,19 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
     if replicas == [traced]:
         replicas = classes_of_sums(by_step, traced, cut) or replicas
     known_replicas = replica_classes(traced & on_record, known, on_record)
+    # (where no record gives any traced rank's comms, every traced rank: their expected sums must then show them
+    # alike in another step, as they must for ranks records show sharing their comms)
+    expected_classes = known_replicas if traced & on_record else [traced]
     for step in sorted(by_step):
-        apart = _expected_apart(by_step, step, known_replicas)
+        apart = _expected_apart(by_step, step, expected_classes, cut)
         if apart is not None:
             outliers, reference = apart
             compared = {rank: by_step[step][rank] for rank in outliers + reference}
             root = _root(outliers, reference, True, step, known, compared)
+            if not traced & on_record and all(checked_right(row) for row in compared.values()):
+                # No result mixed, and no record of their comms: ranks of another class, reading back other data
+                # by design (replicas serving other requests), expect apart as well where they once expected alike.
+                root = replace(root, may_sum_apart_by_design=True, expected_apart_reading_right=True)
             return root, step if _earlier_right(by_step, step) else None
         for found in _step_roots(by_step, step, traced, replicas, known, cut, known_replicas):
             if found is None:
@@ -89,30 +96,40 @@ def step_sums_root(fingerprints: list[FingerprintRow], known: dict[str, set[int]
     return _wrong_pair(fingerprints, known, cut, comms_of) or _hung_apart(by_step, traced, cut, known, begun)
 
 
-def _expected_apart(by_step: dict[int, dict[int, FingerprintRow]], step: int,
-                    replicas: list[set[int]]) -> tuple[list[int], list[int]] | None:
-    """(outliers, reference) where, in a class of ranks known to be replicas (`replicas`: ranks whose every comm is
-    known, in classes that share all their comms), some read back a wrong sum of `step` and the expected sums part
-    a strict majority from the rest, where every one of them expected alike in another step; else None. A rank's
-    expected sum is what its own launches of the step give in a consistent world, and replicas that launch alike
-    expect alike: those apart launched other collectives in the step (or the majority did, which is more ranks).
-    But replicas may expect apart by design (the shards of a reduce-scatter, an uneven last shard), and sharing
-    every comm says nothing of that: only expected sums equal in another step show the ranks launching alike. This
+def _expected_apart(by_step: dict[int, dict[int, FingerprintRow]], step: int, replicas: list[set[int]],
+                    cut: frozenset[int] = frozenset()) -> tuple[list[int], list[int]] | None:
+    """(outliers, reference) where, in a class of ranks that may be replicas (`replicas`: ranks whose every comm is
+    known, in classes that share all their comms; every traced rank where no record gives any one's comms), the
+    expected sums of `step` part a strict majority from the rest, where every one of them expected alike in another
+    step; else None. A rank's expected sum is what its own launches of the step give in a consistent world, and
+    replicas that launch alike expect alike: those apart launched other collectives in the step (or the majority
+    did, which is more ranks). But replicas may expect apart by design (the shards of a reduce-scatter, an uneven
+    last shard), and sharing every comm says nothing of that: only expected sums equal in another step show the
+    ranks launching alike (and ranks of two classes, which no record tells apart, expect apart in every step). This
     holds whatever they read back: one that left out the step's last collective reads back right (its next one
     paired with the others' last, filed under the next step, which a trace cut short may not hold) while the others
-    read back wrong. Worked example: one comm of ranks 0-7; at step 0 all eight expect 110592; at step 1 ranks 0-6
-    read back 256000 and expect 221184, rank 7 reads back and expects 129024: rank 7 departed."""
+    read back wrong; and every one reads back right where what the misaligned collectives mixed is within the
+    tolerance a sum is checked to (a small all-gather paired with a large all-reduce). Replicas whose traces were
+    cut short before the step may have launched what either side did: a side is the majority only were they all
+    beside the fewer. One whose whole trace stops before it hung there, and may have departed first: what the
+    others launched says nothing of that, and the class names no one here (`cut`: ranks whose trace files were cut
+    short). Worked example: one comm of ranks 0-7; at step 0 all eight expect 110592; at step 1 ranks 0-6 read back
+    256000 and expect 221184, rank 7 reads back and expects 129024: rank 7 departed."""
     rows = by_step[step]
+    summed_earlier = {rank for s, other in by_step.items() if s < step for rank in other}
     for members in replicas:
         mine = {rank: row for rank, row in rows.items() if rank in members}
         verdicts = [checked_right(row) for row in mine.values()]
-        if len(mine) < 3 or None in verdicts or all(verdicts):
+        if len(mine) < 3 or None in verdicts:
             continue
         groups = _expected_groups(mine)
         if groups is None:
             continue
+        unsummed = members & summed_earlier - set(mine)
+        if unsummed - cut:
+            continue
         largest = max(groups, key=len)
-        if len(groups) > 1 and len(largest) * 2 > len(mine) and any(
+        if len(groups) > 1 and len(largest) * 2 > len(mine) + len(unsummed) and any(
                 set(mine) <= set(other) and _expected_groups({r: other[r] for r in mine}) == [sorted(mine)]
                 for s, other in by_step.items() if s != step):
             return sorted(set(mine) - set(largest)), largest
@@ -244,9 +261,18 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             # that read back otherwise (it ran other collectives in the step). A rank alone in every step it summed
             # may sum apart by design (a gather to TP rank 0, a loss logged through gather_object): it names no one.
             # Worked example: TP groups 0-3 and 4-7; at step 0 ranks 0-3 sum alike, ranks 4, 6 and 7 alike and rank
-            # 5 alone; at step 1 ranks 4-7 sum alike: rank 5 departed.
-            alike = sorted(r for ranks in ordered if len(ranks) > 1 for r in ranks)
-            yield _root(lone, alike, True, step, known, rows), step if _earlier_right(by_step, step) else None
+            # 5 alone; at step 1 ranks 4-7 sum alike: rank 5 departed. Each lone one is weighed against its own
+            # class there, the group it sums alike with and the lone ranks beside it, not against other classes,
+            # whose sums say nothing of it (lone_sums.py); the root names the ranks of those classes.
+            bound = step if _earlier_right(by_step, step) else None
+            if checked:
+                alike = sorted(r for ranks in ordered if len(ranks) > 1 for r in ranks)
+                yield _root(lone, alike, True, step, known, rows), bound
+                return
+            classes = classes_of_lone(lone, [ranks for ranks in ordered if len(ranks) > 1],
+                                      lambda rank, ranks: one_class(by_step, {rank, *ranks}, known, known_replicas))
+            outliers, reference, majority = lone_sides(lone, classes)
+            yield _root(outliers, reference, majority, step, known, set().union(*classes)), bound
             return
         several = [ranks for ranks in ordered if len(ranks) > 1]
         untold = [] if checked or lone else untold_lone_ranks(by_step, step, beside_alike, several)

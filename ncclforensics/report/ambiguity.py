@@ -85,7 +85,12 @@ def ambiguity(root: Root) -> str | None:
         text = (f"only checksums place it, and no collective stream: the results part at step {root.step_bound}, so "
                 f"the first divergent collective is in that step or before, and which one is on no record; "
                 f"per-collective fingerprints with digests, {LOG_SETTINGS} or {FR_SETTINGS} would say which")
-        if root.may_sum_apart_by_design:
+        if root.expected_apart_reading_right:
+            text += ("; every rank read its sum back right and no record gives their communicators, so ranks of "
+                     "another class that read back other data by design (replicas serving other requests) expect "
+                     "apart as well: NCCL logs or Flight Recorder dumps, which give each rank's communicators, "
+                     "would say whether they share them")
+        elif root.may_sum_apart_by_design:
             text += ("; a rank that reads back more by design (a gather to it) sums apart as well, and no other step "
                      "on record shows the lone sums alike with others: expected sums in the trace, or a later step, "
                      "would say whether they departed at all")

@@ -7,7 +7,7 @@ from dataclasses import replace
 from ..align.answers import RangeReason, Root
 from ..align.answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED
 from ..align.traces import grouped_by_traces
-from ..model.phrases import either, plural, ranks_words, their, they, they_are, verb_form
+from ..model.phrases import either, plural, ranks_words, their, them, they, they_are, verb_form
 
 
 def kind_words(root: Root, stop: str = "stopped launching") -> str:
@@ -65,6 +65,19 @@ def apart_by_design_words(root: Root) -> str:
             f"nothing says which, or they read back more by design (a gather to them), {design}")
 
 
+def expected_apart_words(root: Root) -> str:
+    """The root of expected sums that part ranks which all read back right, no record giving their communicators
+    (`Root.expected_apart_reading_right`): a departure, or ranks of another class by design."""
+    who, outliers = ranks_words(root.outlier_ranks).capitalize(), root.outlier_ranks
+    others = ranks_words(root.reference_ranks) if len(root.reference_ranks) <= 8 else \
+        f"the other {len(root.reference_ranks)} ranks compared"
+    return (f"{who} expected other sums at step {root.step_bound} than {others}, which "
+            f"expected alike with {them(outliers)} in another step, though every one read its sum back right: "
+            f"{they(outliers)} ran other collectives than the others by then, or {they_are(outliers)} of another "
+            f"class of ranks that reads back other data by design (replicas serving other requests), which nothing "
+            f"here tells apart, as no record gives their communicators; which collective is on no record.")
+
+
 def root_sentence(root: Root) -> str:
     """What the root is, in one sentence."""
     if root.unstopped:
@@ -81,6 +94,8 @@ def root_sentence(root: Root) -> str:
     who = ranks_words(root.outlier_ranks)
     n = plural(root.size, "collective") if root.size else "collectives"  # (size 0: how many is not known)
     at = where(root)
+    if root.reason is RangeReason.STEP_SUMS and root.expected_apart_reading_right:
+        return expected_apart_words(root)
     if root.reason is RangeReason.STEP_SUMS and root.may_sum_apart_by_design:
         return apart_by_design_words(root)
     if root.reason is RangeReason.STEP_SUMS:

@@ -906,3 +906,64 @@ def test_a_trace_cut_inside_a_later_steps_record_shows_the_whole_trace_that_ends
     assert step_sums_root(rows, {}, cut=frozenset({1})) is None
     # A rank whose own trace was cut is never the one that stopped.
     assert step_sums_root(rows, {}, cut=frozenset({0, 1}), begun={1: 1}) is None
+
+
+def test_expected_sums_that_part_replicas_name_the_fewer_though_every_sum_checks_right_and_no_comm_is_known():
+    # Seed 995899: one comm of ranks 0-7, which no record lists; rank 7 issued a small all-gather where the others
+    # all-reduced at step 1. Every sum reads back within the tolerance of its own expected value (the mixed part is
+    # too small to show), but the expected sums, alike on every rank at step 0, part rank 7 from the rest at step 1:
+    # it launched other collectives there.
+    def row(r: int, step: int, got: float, want: float) -> FingerprintRow:
+        return FingerprintRow(Location(f"fp{r}", step + 1), r, step, None, sum=got, expected_sum=want)
+
+    first = [row(r, 0, 1188495360.0, 1188495360.0) for r in range(8)]
+    parted = [row(r, 1, 1319568384.0, 1319567360.0) for r in range(7)] + [row(7, 1, 1302471696.0, 1302471680.0)]
+    root, step = step_sums_root(first + parted, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([7], list(range(7)), True, 1)
+    # No result mixed and no record of their comms: rank 7 may be of another class serving other data by design,
+    # which the root says (and the verdict is then inconclusive).
+    assert root.may_sum_apart_by_design and root.expected_apart_reading_right
+    # Records that put the eight in one comm and no other leave no such class.
+    every = frozenset(range(8))
+    root, _ = step_sums_root(first + parted, {"0xabc": set(every)}, every)
+    assert root.outlier_ranks == [7] and not root.may_sum_apart_by_design
+    # Two classes by design (ranks 0-3 expect one sum each step, ranks 4-7 another) give no majority of alike
+    # expected sums: rank 7 parting from ranks 4-6 is not named on them.
+    design = [row(r, s, want, want) for r in range(8) for s, want in enumerate(
+        [100.0, 200.0] if r < 4 else [300.0, 400.0 if r < 7 else 350.0])]
+    found = step_sums_root(design, {})
+    assert found is None or found[0].outlier_ranks != [7] or not found[0].majority
+    # Ranks whose traces were cut short before the step may have launched what either side did: two alike beside
+    # one apart and two cut are no majority; where those two hung there instead (whole traces that stop), they may
+    # have departed first, and the expected sums name no one either.
+    few = [r for r in first if r.rank in (0, 1, 2, 3, 7)] + [r for r in parted if r.rank in (0, 1, 7)]
+    for cut in (frozenset({2, 3}), frozenset()):
+        found = step_sums_root(few, {}, cut=cut)
+        assert found is None or found[0].outlier_ranks != [7] or not found[0].majority
+
+
+def test_lone_unchecked_sums_are_weighed_against_their_own_class_alone():
+    # Seed 990797: TP groups 0-3 and 4-7 under a world comm. At step 0 ranks 0-3 sum alike, ranks 5 and 6 alike,
+    # ranks 4 and 7 each alone; at step 1 ranks 4-7 sum alike: ranks 4 and 7 are of the class of ranks 5 and 6, and
+    # ranks 0-3, of another class, say nothing of them. Two lone ranks of four are no minority of their class: some
+    # of ranks 4-7 departed, and nothing says which; the root names that class, no majority.
+    step0 = {0: 460737.0, 1: 460737.0, 2: 460737.0, 3: 460737.0, 4: 1166219.0, 5: 1166401.0, 6: 1166401.0,
+             7: 1126081.0}
+    step1 = {0: 1687684.0, 1: 1372420.0, 2: 1687684.0, 3: 1687684.0, 4: 2392324.0, 5: 2392324.0, 6: 2392324.0,
+             7: 2392324.0}
+    rows = [unchecked(r, 0, total) for r, total in step0.items()] + [unchecked(r, 1, t) for r, t in step1.items()]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.majority, root.comm, step) == ([4, 5, 6, 7], False, "[ranks=4,5,6,7]", 0)
+    # One lone rank of the class is its fewest departing, compared with its class alone.
+    rows = [unchecked(r, 0, step0[5] if r == 4 else total) for r, total in step0.items()]
+    rows += [unchecked(r, 1, t) for r, t in step1.items()]
+    root, _ = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, root.comm) == ([7], [4, 5, 6], True,
+                                                                                    "[ranks=4,5,6,7]")
+    # A lone rank in each class (and rank 2 alone at step 1, so no step parts the ranks into classes alone): each
+    # its class's fewest departing, compared with both classes.
+    rows = [unchecked(r, 0, step0[0] + 5.0 if r == 1 else step0[5] if r == 4 else total) for r, total in step0.items()]
+    rows += [unchecked(r, 1, step1[0] if r == 1 else t + 3.0 if r == 2 else t) for r, t in step1.items()]
+    root, _ = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, root.comm) == ([1, 7], [0, 2, 3, 4, 5, 6],
+                                                                                    True, "[ranks=0,1,2,3,4,5,6,7]")

@@ -104,6 +104,25 @@ def test_a_lone_unchecked_sum_in_the_only_step_is_named_and_said_to_maybe_part_b
     assert "by design" in ambiguity.ambiguity(d.root)
 
 
+def test_expected_sums_apart_where_every_sum_reads_back_right_and_no_comm_is_known_may_part_by_design(tmp_path):
+    # Seed 995899's shape: ranks 0-4 expect alike at step 0; at step 1 rank 4 expects another sum, every rank reading
+    # its own back right, and nothing gives their communicators: rank 4 launched other collectives, or serves other
+    # data by design.
+    import json
+
+    for rank in range(5):
+        steps = [(1188495360.0, 1188495360.0), (1319568384.0, 1319567360.0) if rank < 4 else (1302471696.0,
+                                                                                             1302471680.0)]
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(
+            json.dumps({"step": step, "rank": rank, "sum": got, "expected_sum": want}) + "\n"
+            for step, (got, want) in enumerate(steps)))
+    _, d = api.diff_paths([str(tmp_path)])
+    assert d.verdict.value == "inconclusive" and d.root.outlier_ranks == [4] and d.root.majority
+    text = root_words.root_sentence(d.root)
+    assert text.startswith("Rank 4 expected other sums at step 1") and "by design" in text
+    assert "would say whether they share them" in ambiguity.ambiguity(d.root)
+
+
 def test_a_range_an_outlier_known_only_by_its_count_leaves_names_it_and_the_outliers_whose_records_bound_it(root):
     """Rank 3 left no records, and its count puts it one short beside rank 5, whose records place its own skip at
     seq 3: the words say the count places rank 3 anywhere up to there, not that the collectives look alike."""
