@@ -93,7 +93,7 @@ def test_ranks_departing_later_need_no_block_elsewhere_to_leave_the_rest_held_ba
     world.root = _root([0], [1, 2], "different", shown=True)
     tp = CommAnalysis(comm=TP, ranks=[2, 3], launched={2: 18, 3: 15}, completed={2: 15, 3: 15},
                       first_seq={2: 1, 3: 1})
-    part = pl.DataFrame({"seq": [1]})
+    part = pl.DataFrame({"seq": [1], "state": ["completed"]})
     streams = Streams(parts={(W, r): part for r in range(4)} | {(TP, r): part for r in (2, 3)},
                       members={W: [0, 1, 2, 3], TP: [2, 3]})
     reanalysis.reanalyze_behind_ranks({W: world, TP: tp}, streams, None, {W: ["stuck"], TP: ["stuck"]}, set())
