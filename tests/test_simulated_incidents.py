@@ -474,7 +474,13 @@ KNOWN: dict[int, str] = {
 # small all-gather for an all-reduce that every sum checked right hid, watchdog logs and per-step sums with expected
 # values of 64 ranks, several cut); and a rank alone in its unchecked sum is weighed against its own class alone, the
 # group another step shows it alike with, so two lone ranks of four are no minority and name that class (990797: three
-# departures on three comms, two in one TP group's step 0, watchdog logs and per-step checksums).
+# departures on three comms, two in one TP group's step 0, watchdog logs and per-step checksums); a tie of two ranks
+# past where the others' traces end goes to the ranks whose own records of the step leave out a tag every other step
+# issues between two they hold, each where it leaves it out (998134: two ranks' skips of lookalikes in one step of a job
+# of 64, per-collective traces with tags alone); the one rank right in the last step on record, every other one wrong
+# alike and expecting alike while it expects apart, ran other collectives in the step and is the outlier, though no next
+# step shows it wrong (992605: a drafter skip ending step 0, per-step sums with expected values alone, nobody reading
+# step 1 back).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -497,7 +503,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           964302, 916954, 901308, 909066, 924543, 927077, 923670, 914345, 916148, 923231, 926339, 924841, 929113,
           921090, 933139, 937075, 932125, 932995, 941100, 946851, 949473, 949514, 942535, 970548, 972212, 950319,
           954867, 934231, 959072, 959487, 964547, 982848, 982294, 980582, 5001593, 5002244, 5002991, 983205, 989647,
-          981063, 1011954, 1011587, 998374, 1030037, 1030105, 1031866, 1033912, 995899, 990797)
+          981063, 1011954, 1011587, 998374, 1030037, 1030105, 1031866, 1033912, 995899, 990797, 998134, 992605)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))

@@ -29,6 +29,7 @@ from typing import Protocol
 
 from ..model import Location
 from .edits import MAX_EDIT, Codes, EditKind, Placement, agree, blocks_through, merged, place_edits
+from .left_out_tags import LEFT_OUT_TAGS, told_by_left_out_tags
 from .propose import Proposal, propose, span_of, within
 from .richer_fields import lengths_later, lone_recorder_tie, one_side, parted_sooner, parts_earlier, picks_side
 
@@ -459,12 +460,18 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             narrowed.append(label)
             pinned_by = label
         proposal, compared, chosen = found, list(stages), codes
+    told = told_by_left_out_tags(proposal, richest, start) if proposal is not None else None
+    if told is not None:
+        # A tie whose named ranks' own records of a step leave out a tag the steps repeat: those departed, where
+        # those records say (no edit their streams may hide before it: their own records place it).
+        proposal, chosen, pinned_by = told, richest, LEFT_OUT_TAGS
+        narrowed.append(LEFT_OUT_TAGS)
     if proposal is None:
         proposal = _misaligned_lookalikes(richest, start, constraints) if lookalikes else None
         if proposal is None:
             return None
         pinned_by, compared, chosen = "fingerprints", list(stages), richest
-    hidden = _hidden_departures(proposal, chosen, start, unseen)
+    hidden = _hidden_departures(proposal, chosen, start, unseen) if told is None else []
     solution = Solution(proposal.placements + hidden, proposal.outliers, proposal.reference, proposal.majority,
                         pinned_by, narrowed, departs_again=not proposal.whole, prefer=prefer,
                         either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,

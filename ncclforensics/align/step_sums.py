@@ -51,6 +51,7 @@ from .mixed_offsets import mixed_by, offset_amounts
 from .notes import Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
 from .own_records import departed_by_own_records
 from .replicas import classes_of_sums, one_class, parted_by_offsets, replica_classes
+from .right_at_the_end import alone_right_at_the_end
 from .traces import comm_named_by
 
 
@@ -215,6 +216,9 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             yield root, step if _earlier_right(by_step, step) else None
             return
         lone = _alone_right(rows, wrong, by_step.get(step + 1, {})) if checked and len(rows) == len(traced) else None
+        if lone is None and checked and len(rows) == len(traced):
+            # (no rank read the next step back: the one right expecting apart from the rest, right_at_the_end.py)
+            lone = alone_right_at_the_end(by_step, step, rows, wrong, cut)
         if lone is not None:
             # Every rank but one read back the same mixed result, and that one read back right and is wrong in
             # the next step: it left out its step's last collective (its next one paired with the others' last,

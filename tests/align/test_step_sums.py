@@ -164,6 +164,24 @@ def test_the_one_rank_that_completed_a_step_wrong_while_its_group_waits_beside_a
     assert step_sums_root(rows, {})[0].outlier_ranks == [0, 1, 2, 3, 4]
 
 
+def test_the_one_rank_right_in_the_last_step_on_record_expecting_apart_from_the_rest_is_the_outlier():
+    # Seed 992605: rank 1's gate skipped the drafter pass that ends step 0 on the others. Ranks 0, 2 and 3 read step 0
+    # back wrong alike (their last collectives paired with rank 1's of step 1), rank 1 read it back right, expecting
+    # less; nobody read step 1 back (the job hung in it). Rank 1 ran other collectives in the step than the rest.
+    def sums(rank: int, got: float, expected: float, path: str | None = None) -> FingerprintRow:
+        return FingerprintRow(Location(path or f"fp{rank}", 1), rank, 0, None, sum=got, expected_sum=expected)
+
+    rows = [sums(r, 660224.0, 657920.0) for r in (0, 2, 3)] + [sums(1, 130560.0, 130560.0)]
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([1], [0, 2, 3], True, 0)
+    # Expecting alike with the rest, it ran their collectives, and shared no misaligned one with them: a bystander.
+    alike = [sums(r, 660224.0, 657920.0) for r in (0, 2, 3)] + [sums(1, 657920.0, 657920.0)]
+    assert step_sums_root(alike, {})[0].outlier_ranks == [0, 2, 3]
+    # A trace cut short may end before its rank's next step for the cut alone: nothing is said of the step after.
+    cut = [sums(r, 660224.0, 657920.0, path=f"cut{r}" if r == 0 else None) for r in (0, 2, 3)] + rows[3:]
+    assert step_sums_root(cut, {}, cut=frozenset({0}))[0].outlier_ranks != [1]
+
+
 def test_traces_cut_short_before_the_step_may_be_of_either_side():
     rows = [step_sum(r, 0, True, path=f"cut{r}" if r != 2 else None) for r in range(4)] + [step_sum(2, 1, False)]
     root, _ = step_sums_root(rows, {}, cut=frozenset({0, 1, 3}))

@@ -1,0 +1,55 @@
+"""A tie told apart by the tags each step repeats: ranks whose own records of a step leave out a tag departed."""
+
+import numpy as np
+
+from ncclforensics.align.edits import EditKind, Placement
+from ncclforensics.align.left_out_tags import left_out_tags, told_by_left_out_tags
+from ncclforensics.align.propose import Proposal
+from ncclforensics.align.root import Codes, ResultChecks, solve
+
+PROGRAM = [1, 2, 3, 4, 5, 6, 7]  # tags of one step: layers 0 and 1 (three all-reduces each), then lm_head
+
+
+def traces(ranks: int = 6):
+    """Streams of `op`, `tag` and `step` codes: every rank read back step 0 of the program; ranks 4 and 5 alone read
+    back step 1 (the others wait on their last collective there), rank 5 having left out tag 3, rank 4 tag 4."""
+    def stream(tags, steps):
+        return Codes({"op": np.ones(len(tags), dtype=np.uint64), "tag": np.array(tags, dtype=np.uint64),
+                      "step": np.array(steps, dtype=np.uint64)}, len(tags))
+
+    codes = {r: stream(PROGRAM, [10] * 7) for r in range(ranks - 2)}
+    codes[ranks - 2] = stream(PROGRAM + [1, 2, 3, 5, 6, 7], [10] * 7 + [11] * 6)
+    codes[ranks - 1] = stream(PROGRAM + [1, 2, 4, 5, 6, 7], [10] * 7 + [11] * 6)
+    return codes
+
+
+def test_a_step_that_leaves_out_a_tag_every_other_step_issues_there_departs_at_its_next_record():
+    assert left_out_tags(traces(), start=1) == {4: 11, 5: 10}
+
+
+def test_a_tag_no_other_rank_issued_in_that_step_says_nothing():
+    codes = traces()
+    del codes[4]  # rank 5 alone read back step 1: every rank may have left tag 3 out there
+    assert left_out_tags(codes, start=1) == {}
+
+
+def test_a_tie_past_where_the_others_records_end_goes_to_the_ranks_that_left_out_a_tag():
+    codes = traces()
+    checks = ResultChecks(right=frozenset(range(1, 10)), wrong=frozenset(range(10, 14)), locs=())
+    solution = solve([("tags", lambda: codes)], 1, [checks], lambda seq: ())
+    # rank 5 left out tag 3 at seq 10, where the results first read back wrong; rank 4 tag 4 later, at seq 11
+    assert solution.majority and solution.leading == [5] and solution.named_range == (10, 10)
+    assert sorted(solution.outliers) == [4, 5] and solution.reference == [0, 1, 2, 3]
+
+
+def test_a_member_whose_records_reach_the_departure_without_tags_departs_with_its_group():
+    codes = traces(8)  # ranks 0-5 read back step 0; rank 7 left out tag 3 in step 1, rank 6 tag 4
+    codes[3] = Codes({"op": np.ones(13, dtype=np.uint64)}, 13)  # an NCCL log alone, as long as rank 7's records
+    tie = Proposal([Placement(7, EditKind.DIFFERENT, 1, 10, 10), Placement(0, EditKind.DIFFERENT, 1, 10, 10)],
+                   list(range(8)), list(range(8)), False, True, members={7: [3, 7], 0: [0, 1, 2, 4, 5, 6]})
+    told = told_by_left_out_tags(tie, codes, start=1)
+    # rank 3's log reaches seq 10 and goes with rank 7; ranks 0-2, 4 and 5 end at seq 7, before rank 6's departure
+    assert told.outliers == [3, 6, 7] and told.majority and told.reference == [0, 1, 2, 4, 5]
+    assert sorted((p.rank, p.low) for p in told.placements) == [(6, 11), (7, 10)]
+    # where the group's departure makes it no strict minority, the tie stands
+    assert told_by_left_out_tags(tie, {r: c for r, c in codes.items() if r not in (0, 1)}, start=1) is None
