@@ -49,272 +49,267 @@ KNOWN: dict[int, str] = {
 # log that initialized a comm and logged none of its collectives (686, 783); traces of several comms with sums only
 # (9753); an even split of the ranks that tell the groups apart, the others cut or unrecorded (1098, 2889, 6448);
 # PyTorch's counts past where fingerprint traces end (3702, 8838); the one NCCL log process no dump matches, where one
-# rank of the job is left (2453); a wrong per-step checksum where the other ranks' traces are cut short before it
-# (1685, 2940: a divergence by that step, every rank named, no majority); one more world collective on one rank,
-# placed by the ranks' issue order across communicators (NCCL logs: 7747; a dump ring that dropped its oldest entries
-# beside logs: 5024), or by RAS counts against how far the gate journals got (2701); PyTorch's counts carrying a rank
-# whose NCCL log was cut past its cut (1172: an even split; 7414: it joins the group that ends where it does); a
-# stream cut before the groups part swings the majority (2935); ranks behind one that ran extra collectives, counted
-# against the rest of the reference (8063); an outlier that departs after the first one is not named (8785); an even
-# split by call stacks of a minority the signatures named (6011); counts for members whose dump rings kept none of a
-# comm's records (156, in the sample); results checked wrong where the ranks that may have departed are those wrong,
-# those unchecked in that step and those wrong only in the next (8672, 3554), or one rank alone wrong among ranks
-# checked right (1011), or the one rank with a trace (1925); results read back wrong before where a rank's launches
-# stop (9474); a trace whose last step was never read back, before collectives the others completed (7975); tags that
-# show a rank departing from seq 1 where signatures show only another rank's trace going on longer (5905); dumps'
-# pg_status counts of a group no stream holds, every ring having lost its entries, while other comms' streams compare
-# ranks (37139: nothing says the job stopped, so the root says the rank may only lag), with the pg_id the ring lost
-# tied to its pg_config name (39807); PyTorch's counts past every stream that holds the group's ranks (30343); ranks
-# timing out at one SeqNum in different collectives beside NCCL logs cut before it (3285); per-collective traces with
-# digests past logs of several comms cut short (3365); per-step checksums checked wrong in two even sides (33721);
-# launch counts that differ in several communicators, none a consequence of another, named as candidates (4834), a
-# two-rank split among them read either way (8067); trace results shared by no trace, of a group whose other member
-# left none, named by other evidence (39642: the torch logs) or by the rank numbering (30504); a rank's watchdog word
-# on a group, which puts it in the group its trace's results name (32928); a root only the gate journal places, on a
-# world whose records agree, explains no count that differs elsewhere (2167); one more world collective on one rank
-# whose TP peer waits behind it, placed by the issue order where the TP group's records only end apart (dumps: 1911),
-# or by PyTorch's completion marks in the TP groups (watchdog logs alone: 36638; 356, in the sample); traces with sums
-# only whose ranks part by count right after a misaligned pairing, one comm still (34565); per-step checksums that
-# only the rank that left out a collective completed, the others' whole traces waiting in that step (37971); of
-# several outliers, one that may come first only by a whole period of the program shifted is not named (7781, 37019);
-# beside the ranks the issue orders name, one whose records part from the others' where it issued its collective in
-# their place (32020); ranks timing out at one SeqNum in one op and size issued from different code, their stacks
-# printed beside traces (35427, 35179); one rank alone checked right in a step where the others' sums are wrong alike,
-# wrong in the next (31349); per-step sums of a job whose comms nothing names, the replica classes those of the first
-# step (1234); issue orders where a rank's log was cut after its early world collective (32767) or another's before it
-# (30961, that rank unplaced); tags more ranks recorded picking one side of an even split by call stacks (33971); NCCL
-# log processes placed through a comm they share with one the group layout placed (3183), and never as a dumped rank
-# no dump matched (31481); a rank that issued a collective early, by its issue order, where its records only end apart
-# (496, in the sample); ranks a cut left unplaced count beside the one placed early (36631: a healthy job); a gate
-# decision's time, written to the millisecond, may precede it by half of one, and a record with no time may come after
-# it (35128, 4396); results read back wrong make no root in a comm that is only the ranks grouped by their traces'
-# results (3464, 33912); ranks whose whole logs end before the seq where the others part are on neither side (9833),
-# and a rank held back elsewhere by the one that ran an extra collective leaves a tie of call stacks (37353);
-# completions at watchdog timeouts that rule out the stop the records place widen the root back to where they allow
-# (37536); rings that all begin after the root leave two even sides where the outliers' records begin (8936); a rank
-# behind whose dump says that all it launched elsewhere completed is analysed as behind (8418); a whole log of a rank
-# in no other comm that ends where one group ends goes with it (6946); a pairing NCCL never completes, in NCCL logs
-# alone, stops the group, so the ranks that launched fewer there (lookalikes left out) are behind (39162, 39784); a
-# rank named beside the first because it may have departed at the range's last seq reaches the range on to where it
-# may have departed (30194); ranks whose counts end before the groups part swing no majority (5743); a rank behind by
-# RAS counts whose gate journal ends early, having launched the fewest, is held back, not named beside the rank ahead
-# (36457); traces of ranks that end before the root, whose PyTorch counts say they never launched where the others
-# part, swing no majority (1290); traces with sums only of a world collective issued once a step, its second result
-# shared by the ranks that went on (3179); per-step checksums of two comms that each diverged once, each outlier alone
-# in how far off it read back beside its peers off alike (5335); per-step checksums where an outlier's read back the
-# very sums a reference rank's did (5830: a reorder inside one step sums alike) or was off by less than a floating
-# sum's tolerance (30361) show another outlier, not it; ranks right in a step and wrong all through the next, beside
-# ranks wrong in it whose offsets part by comm, are the fewer side (30266); a rank whose records were cut before the
-# sides part, placed by what its per-step checksum read back (31146); ranks behind by PyTorch's counts whose dumps
-# show them stuck in a collective of another comm, with collectives enqueued behind it, are held back, not added to a
-# root whose records begin late (6828, 37541, 6776); a rank a peer's desync report counts is on record, though its own
-# log says nothing of the group (9465: an outlier that shows) or it left no file (31193: two ranks behind two, an even
-# split); a rank whose last collective in a desync report's snapshot is of another type than the others' of that
-# number shows there (3033: the one of two outliers counts alone miss), while its number is only a floor where it
-# never finished that one or another comm may hold it (30372); a desync report's group ranks placed through the places
-# in the group that the reporting ranks' status lines give (818, 1776, 2335, 7701: a TP group over every rank, whose
-# laggard left no file), or through the members a dump's pg_config lists (2228: two ranks behind two); a report whose
-# snapshot names a rank nothing places adds none of its ranks (1960); a tie the gate journal cannot break where some
-# rank of it journaled nothing (7476); a laggard that finished its last collective counted exactly (482, 31193); ranks
-# no record places at a substitution may side with the outlier, so no majority is honest (33908, 6741); ranks with
-# only a floor or none of their own at the root (37210, 38688); RAS communicators of fewer processes than the job
-# summary gives do not span the job, so they hold no smaller one by its unnamed members (62289, 68785: two TP groups
-# each with an outlier, DP pairs split); a log cut short may have gone on as far as the rank ahead, so one ahead of
-# two with it is no minority (69434); a rank whose collectives here each sit one of its other communicator's short
-# left one out there, not an extra one here (61855); a reference parting with no majority before the issue orders'
-# split names no issue-order root (67324); a trace's result shared by ranks beyond every comm of the trace (a world
-# all-reduce that a few cut traces leave shared once by each set) goes with those ranks, and every record placed by
-# such a guess widens the seqs after it (65062, 65575); a trace cut after a first record that shares nothing goes to
-# the one set of ranks its comms have, which the others' results name too (66976); ranks PyTorch's counts leave
-# together whose per-step checksums part from the rest of them (64544); records alike everywhere with a misaligned
-# result name every rank, and PyTorch's counts say which (69891); a world result that only the ranks that went on
-# share is the world's tail, no tag of their TP group's own (63313); a swap whose first half a dump ring lost begins
-# anywhere the ring lost (60359); collectives left out where a rank's ring lost its oldest entries, its records
-# shifted past the others' end (69627; 61317: a two-rank tie); with no majority, the two sides named alone only where
-# every rank that sides with either is known on neither side (62516: one counted, one whose whole dump ends before the
-# sides part); a log cut short beside a whole dump that ends before the other ranks' dumps (61978); a group member
-# without the call stacks that place the group's edit departs where its own records allow (66743); stream cut before
-# the ranks behind stop, on neither side of a length difference, placed by what its per-step checksum read back
-# (64456); trace records filling the seqs between a log cut short and a ring that begins later (61834: tags, digests
-# only); unchecked per-step sums in two even sides where one side's whole traces stop a step sooner (68373: every
-# rank, no majority); by the oracle's reading, a rank whose tracer read nothing back is on no fingerprint record
-# (62990: a tie of the two ranks on record), and ranks grouped by their traces name the one smallest comm holding them
-# (64512); traces with sums only where a comm misaligned from its first collective is named by the wrong results its
-# ranks share under several tags, two or more (65018); by the oracle's reading, a whole NCCL log that names a comm
-# nowhere (its rank launched nothing there, and NCCL makes the comm at its first collective) shows nothing of it
-# (67488); ranks the counts leave together compared by their checksums only where all are on record (636, 31227);
-# beside a minority PyTorch's counts name among records alike, ranks of the rest whose records part from the larger
-# part of it departed too (63947: two timeouts of another type); streams that differ in length only, parted by their
+# rank of the job is left (2453); a wrong per-step checksum where the other ranks' traces are cut short before it (1685,
+# 2940: a divergence by that step, every rank named, no majority); one more world collective on one rank, placed by the
+# ranks' issue order across communicators (NCCL logs: 7747; a dump ring that dropped its oldest entries beside logs:
+# 5024), or by RAS counts against how far the gate journals got (2701); PyTorch's counts carrying a rank whose NCCL log
+# was cut past its cut (1172: an even split; 7414: it joins the group that ends where it does); a stream cut before the
+# groups part swings the majority (2935); ranks behind one that ran extra collectives, counted against the rest of the
+# reference (8063); an outlier that departs after the first one is not named (8785); an even split by call stacks of a
+# minority the signatures named (6011); counts for members whose dump rings kept none of a comm's records (156, in the
+# sample); results checked wrong where the ranks that may have departed are those wrong, those unchecked in that step
+# and those wrong only in the next (8672, 3554), or one rank alone wrong among ranks checked right (1011), or the one
+# rank with a trace (1925); results read back wrong before where a rank's launches stop (9474); a trace whose last step
+# was never read back, before collectives the others completed (7975); tags that show a rank departing from seq 1 where
+# signatures show only another rank's trace going on longer (5905); dumps' pg_status counts of a group no stream holds,
+# every ring having lost its entries, while other comms' streams compare ranks (37139: nothing says the job stopped, so
+# the root says the rank may only lag), with the pg_id the ring lost tied to its pg_config name (39807); PyTorch's
+# counts past every stream that holds the group's ranks (30343); ranks timing out at one SeqNum in different collectives
+# beside NCCL logs cut before it (3285); per-collective traces with digests past logs of several comms cut short (3365);
+# per-step checksums checked wrong in two even sides (33721); launch counts that differ in several communicators, none a
+# consequence of another, named as candidates (4834), a two-rank split among them read either way (8067); trace results
+# shared by no trace, of a group whose other member left none, named by other evidence (39642: the torch logs) or by the
+# rank numbering (30504); a rank's watchdog word on a group, which puts it in the group its trace's results name
+# (32928); a root only the gate journal places, on a world whose records agree, explains no count that differs elsewhere
+# (2167); one more world collective on one rank whose TP peer waits behind it, placed by the issue order where the TP
+# group's records only end apart (dumps: 1911), or by PyTorch's completion marks in the TP groups (watchdog logs alone:
+# 36638; 356, in the sample); traces with sums only whose ranks part by count right after a misaligned pairing, one comm
+# still (34565); per-step checksums that only the rank that left out a collective completed, the others' whole traces
+# waiting in that step (37971); of several outliers, one that may come first only by a whole period of the program
+# shifted is not named (7781, 37019); beside the ranks the issue orders name, one whose records part from the others'
+# where it issued its collective in their place (32020); ranks timing out at one SeqNum in one op and size issued from
+# different code, their stacks printed beside traces (35427, 35179); one rank alone checked right in a step where the
+# others' sums are wrong alike, wrong in the next (31349); per-step sums of a job whose comms nothing names, the replica
+# classes those of the first step (1234); issue orders where a rank's log was cut after its early world collective
+# (32767) or another's before it (30961, that rank unplaced); tags more ranks recorded picking one side of an even split
+# by call stacks (33971); NCCL log processes placed through a comm they share with one the group layout placed (3183),
+# and never as a dumped rank no dump matched (31481); a rank that issued a collective early, by its issue order, where
+# its records only end apart (496, in the sample); ranks a cut left unplaced count beside the one placed early (36631: a
+# healthy job); a gate decision's time, written to the millisecond, may precede it by half of one, and a record with no
+# time may come after it (35128, 4396); results read back wrong make no root in a comm that is only the ranks grouped by
+# their traces' results (3464, 33912); ranks whose whole logs end before the seq where the others part are on neither
+# side (9833), and a rank held back elsewhere by the one that ran an extra collective leaves a tie of call stacks
+# (37353); completions at watchdog timeouts that rule out the stop the records place widen the root back to where they
+# allow (37536); rings that all begin after the root leave two even sides where the outliers' records begin (8936); a
+# rank behind whose dump says that all it launched elsewhere completed is analysed as behind (8418); a whole log of a
+# rank in no other comm that ends where one group ends goes with it (6946); a pairing NCCL never completes, in NCCL logs
+# alone, stops the group, so the ranks that launched fewer there (lookalikes left out) are behind (39162, 39784); a rank
+# named beside the first because it may have departed at the range's last seq reaches the range on to where it may have
+# departed (30194); ranks whose counts end before the groups part swing no majority (5743); a rank behind by RAS counts
+# whose gate journal ends early, having launched the fewest, is held back, not named beside the rank ahead (36457);
+# traces of ranks that end before the root, whose PyTorch counts say they never launched where the others part, swing no
+# majority (1290); traces with sums only of a world collective issued once a step, its second result shared by the ranks
+# that went on (3179); per-step checksums of two comms that each diverged once, each outlier alone in how far off it
+# read back beside its peers off alike (5335); per-step checksums where an outlier's read back the very sums a reference
+# rank's did (5830: a reorder inside one step sums alike) or was off by less than a floating sum's tolerance (30361)
+# show another outlier, not it; ranks right in a step and wrong all through the next, beside ranks wrong in it whose
+# offsets part by comm, are the fewer side (30266); a rank whose records were cut before the sides part, placed by what
+# its per-step checksum read back (31146); ranks behind by PyTorch's counts whose dumps show them stuck in a collective
+# of another comm, with collectives enqueued behind it, are held back, not added to a root whose records begin late
+# (6828, 37541, 6776); a rank a peer's desync report counts is on record, though its own log says nothing of the group
+# (9465: an outlier that shows) or it left no file (31193: two ranks behind two, an even split); a rank whose last
+# collective in a desync report's snapshot is of another type than the others' of that number shows there (3033: the one
+# of two outliers counts alone miss), while its number is only a floor where it never finished that one or another comm
+# may hold it (30372); a desync report's group ranks placed through the places in the group that the reporting ranks'
+# status lines give (818, 1776, 2335, 7701: a TP group over every rank, whose laggard left no file), or through the
+# members a dump's pg_config lists (2228: two ranks behind two); a report whose snapshot names a rank nothing places
+# adds none of its ranks (1960); a tie the gate journal cannot break where some rank of it journaled nothing (7476); a
+# laggard that finished its last collective counted exactly (482, 31193); ranks no record places at a substitution may
+# side with the outlier, so no majority is honest (33908, 6741); ranks with only a floor or none of their own at the
+# root (37210, 38688); RAS communicators of fewer processes than the job summary gives do not span the job, so they hold
+# no smaller one by its unnamed members (62289, 68785: two TP groups each with an outlier, DP pairs split); a log cut
+# short may have gone on as far as the rank ahead, so one ahead of two with it is no minority (69434); a rank whose
+# collectives here each sit one of its other communicator's short left one out there, not an extra one here (61855); a
+# reference parting with no majority before the issue orders' split names no issue-order root (67324); a trace's result
+# shared by ranks beyond every comm of the trace (a world all-reduce that a few cut traces leave shared once by each
+# set) goes with those ranks, and every record placed by such a guess widens the seqs after it (65062, 65575); a trace
+# cut after a first record that shares nothing goes to the one set of ranks its comms have, which the others' results
+# name too (66976); ranks PyTorch's counts leave together whose per-step checksums part from the rest of them (64544);
+# records alike everywhere with a misaligned result name every rank, and PyTorch's counts say which (69891); a world
+# result that only the ranks that went on share is the world's tail, no tag of their TP group's own (63313); a swap
+# whose first half a dump ring lost begins anywhere the ring lost (60359); collectives left out where a rank's ring lost
+# its oldest entries, its records shifted past the others' end (69627; 61317: a two-rank tie); with no majority, the two
+# sides named alone only where every rank that sides with either is known on neither side (62516: one counted, one whose
+# whole dump ends before the sides part); a log cut short beside a whole dump that ends before the other ranks' dumps
+# (61978); a group member without the call stacks that place the group's edit departs where its own records allow
+# (66743); stream cut before the ranks behind stop, on neither side of a length difference, placed by what its per-step
+# checksum read back (64456); trace records filling the seqs between a log cut short and a ring that begins later
+# (61834: tags, digests only); unchecked per-step sums in two even sides where one side's whole traces stop a step
+# sooner (68373: every rank, no majority); by the oracle's reading, a rank whose tracer read nothing back is on no
+# fingerprint record (62990: a tie of the two ranks on record), and ranks grouped by their traces name the one smallest
+# comm holding them (64512); traces with sums only where a comm misaligned from its first collective is named by the
+# wrong results its ranks share under several tags, two or more (65018); by the oracle's reading, a whole NCCL log that
+# names a comm nowhere (its rank launched nothing there, and NCCL makes the comm at its first collective) shows nothing
+# of it (67488); ranks the counts leave together compared by their checksums only where all are on record (636, 31227);
+# beside a minority PyTorch's counts name among records alike, ranks of the rest whose records part from the larger part
+# of it departed too (63947: two timeouts of another type); streams that differ in length only, parted by their
 # completions at a seq, may hold a block of different collectives through it after which the side stuck there launched
 # nothing (67013: a swap whose all-gather side completed); a rank that stopped short whose later collectives each sit
-# one of its other communicator's short, as an extra block here or one left out there puts them (its records end
-# before the block would show its size), launched extra collectives here or left one out there: no mere stop at its
-# end (60558); traces with sums only where two TP groups' right sums coincide in every step under other tags: a result
+# one of its other communicator's short, as an extra block here or one left out there puts them (its records end before
+# the block would show its size), launched extra collectives here or left one out there: no mere stop at its end
+# (60558); traces with sums only where two TP groups' right sums coincide in every step under other tags: a result
 # checked right is its own collective's, so it follows its tag and names no comm of both groups (63480, 91353); RAS
-# counts where a rank ahead in the world is ahead in its TP group too: its lead in the world may follow from that, so
-# it is a candidate, and the world's outlier is the rank ahead there alone (60642); a departure tags show (a swap)
-# before streams that differ in length only, where the tags leave the longer one no edit before it (91849, 92101:
-# traces flushed per step, the others hung in the next); a comm's group is the one every placed member allows (a rank
-# at the same comm rank of a TP and a DP group of one size allows both), and a log cut after its first INIT line that
-# fits several dumps may be any of them, no stand-in for a rank no dump holds; a trace of a rank in several comms that
-# nothing orders goes to no one comm alone (its other comms' records would shift its tags), and a gate that skipped
-# the drafter left its collectives out right after the step's last record (90923: a false pin at seq 1 by one-off
-# tags); a member that went on past where the rest of its group, settled, stopped departed too, perhaps first (90007:
-# a lookalike skipped before another rank's visible departure); by the oracle's reading, a rank whose records of the
-# kinds that show the divergence (a Flight Recorder ring that begins after it) miss the root sides with either,
-# whatever logs of lookalikes it left (90106: a tie); a stop whose records agree with the others' up to its end
-# reaches back over every edit its records may hide before it, an extra block of its own among lookalikes paired with
-# the others' regular ones, or a skip, where no record is provably the program's own collective (120313, 102329:
-# drafter passes, then blocked elsewhere; 101566, 127474: skips, NCCL logs alone); RAS replies naming one pid on two
-# nodes: two processes, each its own global rank (151249); a trace that lacks a collective its rank's watchdog says it
-# completed was not written past its end, in any comm: its ends there are cut, no departure (129253: flushed per step,
-# hung mid-step); a result no trace shares follows its tag to the ranks beyond every comm it went with before, not to
-# the one comm holding the rank (128159: its DP peer's trace stopped a step sooner); a whole stream of the reference
-# that goes on past the rest of it, whole too, launched what they never did: it departed beside the outlier whose
-# records differ, maybe first (96352, 98665: a lookalike left out, its records otherwise the others'); ranks found
-# behind whose issue orders place nothing stay behind beside the one they place (100643); outliers behind by their own
-# departure need no block elsewhere, so a rank behind that waits in another communicator is held back by them, not
-# behind (123788); traces with sums only where the ranks that share a comm's wrong sums are a split of it beside
-# another comm of theirs, each carrying its own tags (152911: a TP group beside DP pairs; 155297: the world beside a
-# TP group inside it); checked per-step sums where the one rank that completed a step wrong has its peers waiting in
-# it beside another group right all through, which shared no misaligned collective (101561, 153745); traces with sums
-# only where a comm's split from its first misaligned collective carries a tag the whole comm read back misaligned
-# (126217); two ranks whose unchecked per-step sums part at the first step they both summed, which replicas of one
-# rank each do by design (123077: no divergence said); ranks wrong alike in a step beside ranks right in it and wrong
-# all through the next name both sides (129045: by the oracle's reading, naming every rank compared is right where the
-# first outliers of the comms hit are no strict minority of them); by the oracle's reading, outliers whose every view
-# is a reference rank's (a reorder summing alike in one step, a wrong sum all read back alike) may be named with those
-# ranks (104329); unchecked per-step sums equal on every rank in an earlier step that part into two even sides, one
-# class of sums, name every rank (123464); by the oracle's reading, a rank whose records of the kinds that show the
-# divergence miss the root (a ring that begins after it) sides with either, whatever its records of kinds that cannot
-# show it (158306: NCCL logs of a swap alike in shape); a member of an outlier group that lacks the field parting the
-# group from the reference (an NCCL log beside dumps with stacks) and joins it by length only may have departed
-# anywhere its own records allow, earlier than the group (210240: two skips, the earlier on the rank without a dump);
-# a rank that stopped among lookalike collectives, its records differing from the others' in length only, may be held
-# back in a communicator it shares with a rank ahead that launched one more here: the root names those ranks ahead
-# too, by the oracle's reading right where they hold the true outliers (98698: issue orders with no majority, a log
-# cut; 101752, 127000, 153344: PyTorch's counts, dumps; 96755: two ranks ahead each holding its own TP peer back); a
-# root of ranks behind that other records show missing one (results misaligned on the ranks that went on) yields to
-# the issue orders where those hold the same ranks back behind a peer's early collective (210668); checked per-step
-# sums wrong in several sides, none a majority, still say a collective was misaligned by that step: every rank that
-# may have departed is named, no majority (211801: reorders in two comms, no comm on record); a result shared under
-# several tags, one of them confirmed on the one comm holding every holder, is that comm's misaligned pairing,
-# whatever tag the rank gave its own side (102250: an extra world collective under a tag of its own, sums only); by
-# the oracle's reading, a watchdog log's stack of the failed collective shows a rank whose collective at the wedge
-# came from another call site (153405: a reorder that the stacks show beside a skip, the first departure unseen);
-# ranks behind beside a stream cut no later than where they end, which may be behind too, are no strict minority:
-# every rank is named, no majority (104768: two extra drafter passes, an NCCL log cut short); RAS counts of as many
-# collectives of other types beside records that place a root add their ranks, the range back to the comm's first seq
-# (96783: a different type the digests and the rings do not show, beside a reorder the tags do); a process group on
+# counts where a rank ahead in the world is ahead in its TP group too: its lead in the world may follow from that, so it
+# is a candidate, and the world's outlier is the rank ahead there alone (60642); a departure tags show (a swap) before
+# streams that differ in length only, where the tags leave the longer one no edit before it (91849, 92101: traces
+# flushed per step, the others hung in the next); a comm's group is the one every placed member allows (a rank at the
+# same comm rank of a TP and a DP group of one size allows both), and a log cut after its first INIT line that fits
+# several dumps may be any of them, no stand-in for a rank no dump holds; a trace of a rank in several comms that
+# nothing orders goes to no one comm alone (its other comms' records would shift its tags), and a gate that skipped the
+# drafter left its collectives out right after the step's last record (90923: a false pin at seq 1 by one-off tags); a
+# member that went on past where the rest of its group, settled, stopped departed too, perhaps first (90007: a lookalike
+# skipped before another rank's visible departure); by the oracle's reading, a rank whose records of the kinds that show
+# the divergence (a Flight Recorder ring that begins after it) miss the root sides with either, whatever logs of
+# lookalikes it left (90106: a tie); a stop whose records agree with the others' up to its end reaches back over every
+# edit its records may hide before it, an extra block of its own among lookalikes paired with the others' regular ones,
+# or a skip, where no record is provably the program's own collective (120313, 102329: drafter passes, then blocked
+# elsewhere; 101566, 127474: skips, NCCL logs alone); RAS replies naming one pid on two nodes: two processes, each its
+# own global rank (151249); a trace that lacks a collective its rank's watchdog says it completed was not written past
+# its end, in any comm: its ends there are cut, no departure (129253: flushed per step, hung mid-step); a result no
+# trace shares follows its tag to the ranks beyond every comm it went with before, not to the one comm holding the rank
+# (128159: its DP peer's trace stopped a step sooner); a whole stream of the reference that goes on past the rest of it,
+# whole too, launched what they never did: it departed beside the outlier whose records differ, maybe first (96352,
+# 98665: a lookalike left out, its records otherwise the others'); ranks found behind whose issue orders place nothing
+# stay behind beside the one they place (100643); outliers behind by their own departure need no block elsewhere, so a
+# rank behind that waits in another communicator is held back by them, not behind (123788); traces with sums only where
+# the ranks that share a comm's wrong sums are a split of it beside another comm of theirs, each carrying its own tags
+# (152911: a TP group beside DP pairs; 155297: the world beside a TP group inside it); checked per-step sums where the
+# one rank that completed a step wrong has its peers waiting in it beside another group right all through, which shared
+# no misaligned collective (101561, 153745); traces with sums only where a comm's split from its first misaligned
+# collective carries a tag the whole comm read back misaligned (126217); two ranks whose unchecked per-step sums part at
+# the first step they both summed, which replicas of one rank each do by design (123077: no divergence said); ranks
+# wrong alike in a step beside ranks right in it and wrong all through the next name both sides (129045: by the oracle's
+# reading, naming every rank compared is right where the first outliers of the comms hit are no strict minority of
+# them); by the oracle's reading, outliers whose every view is a reference rank's (a reorder summing alike in one step,
+# a wrong sum all read back alike) may be named with those ranks (104329); unchecked per-step sums equal on every rank
+# in an earlier step that part into two even sides, one class of sums, name every rank (123464); by the oracle's
+# reading, a rank whose records of the kinds that show the divergence miss the root (a ring that begins after it) sides
+# with either, whatever its records of kinds that cannot show it (158306: NCCL logs of a swap alike in shape); a member
+# of an outlier group that lacks the field parting the group from the reference (an NCCL log beside dumps with stacks)
+# and joins it by length only may have departed anywhere its own records allow, earlier than the group (210240: two
+# skips, the earlier on the rank without a dump); a rank that stopped among lookalike collectives, its records differing
+# from the others' in length only, may be held back in a communicator it shares with a rank ahead that launched one more
+# here: the root names those ranks ahead too, by the oracle's reading right where they hold the true outliers (98698:
+# issue orders with no majority, a log cut; 101752, 127000, 153344: PyTorch's counts, dumps; 96755: two ranks ahead each
+# holding its own TP peer back); a root of ranks behind that other records show missing one (results misaligned on the
+# ranks that went on) yields to the issue orders where those hold the same ranks back behind a peer's early collective
+# (210668); checked per-step sums wrong in several sides, none a majority, still say a collective was misaligned by that
+# step: every rank that may have departed is named, no majority (211801: reorders in two comms, no comm on record); a
+# result shared under several tags, one of them confirmed on the one comm holding every holder, is that comm's
+# misaligned pairing, whatever tag the rank gave its own side (102250: an extra world collective under a tag of its own,
+# sums only); by the oracle's reading, a watchdog log's stack of the failed collective shows a rank whose collective at
+# the wedge came from another call site (153405: a reorder that the stacks show beside a skip, the first departure
+# unseen); ranks behind beside a stream cut no later than where they end, which may be behind too, are no strict
+# minority: every rank is named, no majority (104768: two extra drafter passes, an NCCL log cut short); RAS counts of as
+# many collectives of other types beside records that place a root add their ranks, the range back to the comm's first
+# seq (96783: a different type the digests and the rings do not show, beside a reorder the tags do); a process group on
 # record for some of its ranks only (watchdog lines of the ranks that timed out in it) is the wider comm whose logs
-# launch its ops at its seqs, where no other comm's do as well (158067: not two comms); ranks that end sooner than
-# most of the rest, where a minority goes on past them, departed beside those ahead: both are named, and the range
-# reaches the earliest seq where either may have departed (101782: a skip and an extra); ranks whose issue orders show
-# a collective issued early depart beside those whose issue orders show one left out (150304); streams split several
-# ways with no majority over the whole of them name the minority where they first part, where a strict majority shares
-# its record there (128187: an extra beside a later skip); a rank behind by PyTorch's counts, stuck in a group whose
-# every peer follows the program here and waits past its count, is held back by nothing outside: it departed beside
-# the rank the records name (97825: a skip beside an extra); a group whose records end where a member, whole here, may
-# have been held in another communicator sides no joiner by length, which leaves the issue orders to place the extra
-# one (159713); a fingerprint trace cut short before a step is no rank that hung before it, and sums that miss a rank
-# the records place still place one cut before the sides part (98097: two drafter passes alike, one rank's NCCL log
-# cut past its departure); anywhere its own records allow, earlier than the group (210240: two skips, the earlier on
-# the rank without a dump); a richer field that parts the very ranks the signatures part, but earlier, widens the
-# answer back to it, from one to the other (210515: call stacks part a pair at a reorder of lookalikes, signatures at
-# a later substitution); joiners go by length where a block of different collectives would leave the length difference
-# unexplained (210628: a skipped drafter pass whose one recorded stack also fits another collective there); a rank of
-# the reference with no record in a comm, whose whole records elsewhere go on past where the program issues its first
-# seq, left it out beside the outlier's extra one (212450); several groups of streams and none larger than the rest
-# are each placed against every other, not against the first alone (102119: a skip among lookalikes, another rank's
-# substitution); ranks known by their counts alone, beside records that tie with no majority, may be on either side
-# and are named with the counted outliers (211980: watchdog logs of two ranks, one rank behind by its count); so are
-# members whose file was cut before any record of the comm, beside records that name every rank with no majority
-# (211170); a root on lengths alone (a stop, records alike) beside results read back wrong in another communicator
-# names that one a candidate: it diverged, and a rank stuck there stops launching here just so (96143: a wrong
-# per-step checksum, mixed in the rank's TP pair or the world; 101260, 105967: per-collective traces tied to another
-# comm's stream); traces of every rank name the group a peer's desync report lists them all in, not the default group
-# where each enqueued nothing (`-1`), so the watchdogs' counts past the traces' per-step ends apply (181492); by the
-# oracle's reading, a rank whose per-collective trace, the only kind that shows the divergence, was cut short before
-# the root sides with either, as one whose NCCL log was (94290: a swap alike in shape that tags alone show); a gate
-# decision that no record kept is known to precede bounds the step's collectives by nothing, not by the first record a
-# wrapped ring kept (94513: the drafter block began one seq before the ring's start); lookalikes read back wrong name
-# the minority with no record of the first wrong result, the rest alike in all they recorded (181212: the one rank
-# whose trace ends before it ran the drafter alone); by the oracle's reading, unchecked per-step sums compare as a run
-# without the fault makes them, so a rank that skipped one parts from its replicas visibly (97685: its own expected
-# sum lacked the skipped one); ranks wrong in a step that never complete the next, beside one right in it that went on
-# and read the next back wrong, name that one (102067: it left out the step's last collective); an outlier's stream
-# that ends before every reference rank's, where no confirmed edit accounts for the lengths, keeps the shortest block
-# running to its end that starts before the confirmed edits (158151: a drafter pass that hung its rank, one lookalike
-# record of it confirming a different collective after its first); whose trace ends before it ran the drafter alone);
-# PyTorch's counts that go on past the records (work enqueued behind the collective a rank waits in) name a rank
-# launching fewer whose records end where the others' do: it departed beside the rank the records name (153405, again:
-# its traces joined the group's records, which begin at seq 1, and no step read the counts beside them); a richer
-# field that one rank of the reference alone recorded, itself an outlier, against which no one edit explains the
-# outlier's records, names it beside the outlier, no majority (94490: call stacks of one dump beside NCCL logs, a
-# reorder and a skip); a root the gate journal places among records that agree names the deviant's communicators that
-# no peer's records compare as candidates (129507: a drafter on a TP pair whose peer left no evidence; its wrong
-# per-step checksum names that pair too, and without the checksums the journal alone does); whose trace ends before it
-# ran the drafter alone); RAS counts in three steps, where the rank that ran one more world collective waits in it
-# behind the rest while its TP peers wait for it: the ranks furthest behind are named, with the rank between among
-# those that may hold them back (99060, 180635, 181498), read without a rank that departs in another communicator too,
-# which stays a candidate (135145: a TP peer stuck behind another rank's different collective); a rank counted past
-# the records whose records, alike with the others' where they change, put its departure after the root's range is not
-# named beside it (260976: a skip two steps after a reorder the tags show); a root on lengths whose odd ranks wait in
-# a comm whose records end alike while PyTorch's enqueued counts there disagree is that comm's consequence (345950: a
-# skip in a TP pair stalls the world); a group whose ring begins after the groups first part takes no side there,
-# though every rank pairs with its blank (6866); where the groups first part, only the ranks whose records tell them
-# apart there are counted, and a stream that sides with either goes with the reference or a group that departs later
-# (9558: call stacks of four dumps beside NCCL logs); a member whose ring begins no earlier than its group's departure
-# may have departed before it, anywhere its own records allow (348273: two skips, the earlier on the rank whose dump
-# kept fewer entries); a rank of the reference that the issue orders show left one out before the outliers' own
-# departure is the root alone (349513); PyTorch counts a rank whose log was cut after its INIT line, before any
-# collective of the comm (346678); a group with no record of the field that parts the others first holds no majority
-# of that parting (3695: call stacks of two dumps part them at a swap, before a third rank's signatures depart); a
-# result all shared once under a tag of a comm of fewer, whose other ranks' traces ended before it, makes that comm a
-# tail of all (261933: a cut trace); counts that name one rank of a side the records tie name its whole side (361607:
-# the rank that reordered, beside the one that skipped); a call stack that is the only one of its kind because no
-# other record holds one (a timeout's, beside NCCL logs) identifies nothing, so a rank that ran on past the hang may
-# have left out a lookalike first (353281); PyTorch's counts carry a member whose NCCL log was cut before it joined
-# the comm (355980: a tie, not a lone outlier); a result the traced ranks share may be of a wider comm holding ranks
-# that left no trace, each such record before the root one seq fewer of the root's comm (352991: a world `dp` before
-# the TP group's skipped `mlp`); a trace cut short whose every result is one a comm's records hold joins that comm, in
-# every trace (364386: two ranks of four reordered alike); a root on a trace record only its neighbours placed names
-# the comm of its neighbours on the other side as a candidate (352764: a DP retry no one read back went with the TP
-# pair's record before it); logs of one job that share no communicator are joined where the Flight Recorder dumps
-# place their processes in one job (348813: two DP skips of a lazily made first collective); ranks behind that wait in
-# a comm whose root has others depart from them are held there, not behind (357111: two extra world ranks on lengths,
-# three TP ranks waiting for the fourth that ran ahead); odd ranks ahead of ranks no disagreeing group holds are no
-# consequence of a group inside (390036: a world extra one); expected per-step sums that part ranks known to be
-# replicas name the fewer, though they read back right (260338: a skip whose next step was cut); a rank alone in its
-# unchecked sum beside several groups of replicas departed (261208: groups are alike in size); of ranks wrong
-# in a step, those whose own records invert the program's tag order (344508); a peer's result a trace lacks means it
-# was not written that far, and ranks that got through a step part past its end from those that never wrote it
-# (350514: the peers hung in a step rank 7 cut short); a rank whose records here end while it went on elsewhere may
-# have run extra ones there and stopped, a candidate comm (354369: a drafter pass); ranks counts part that wait
-# elsewhere are candidates beside records that begin late (357252: two world departures); two ranks whose unchecked
-# sums part are replicas where they sum alike in another step or records put them in one comm alone (360493, 380137,
-# 380238); two replicas that part are told apart by the offset each keeps to another class of replicas (361066,
-# 400271: a world reorder in TP pairs); a later step's classes of replicas serve where the first step's are lone ranks
-# (480271); a tail's records lend their tags and pairings to its wider comm, and a split carrying them is that comm's
-# (470048: a lookalike drafter); ranks behind in a group and in one inside it may have stopped in either, both
-# candidates (366841: a world extra one); a process's comms are distinct groups of its dump (360838, 365766: 2-rank
-# comms, a ring that kept too little to tell groups apart); where call-stack groups first part a group with no record
-# there is no majority (365206); whole streams held nowhere else side by their ends whatever collectives part the
-# groups (369260: a drafter pass left out, then the program's end), and a whole stream without the field that parts
-# them, ending where a group other than the largest does, may be either's (351492); a desync report is of the group
-# whose timeout it follows, not of one whose failed seq its own number happens to be (350022: the world's report, `#4`
-# after `SeqNum=3`, beside a TP timeout at 4); a root on lengths names its odd ranks' comms that no two whole records
-# compare as candidates, not only where the gate journal names them (357551: the TP pair's peer's log cut before its
-# INIT); a dump ties a log's process to its rank only where a collective both recorded shows it (520102: a fit on
-# sizes and comm ranks alone, a rank with no dump fitting alike); a block confirmed sooner may start as late as the
-# first departure (500445: a swap of lookalikes, then a skip); a rank behind shown misaligned by results alone may be
-# held back by a peer's extra one, as the completion marks say (501648); a rank with no records sides by the op a
-# peer's desync report gives its last collective (502009: two ranks' swap, one left no file); a rank whose whole
-# records elsewhere all completed was held there by nothing, and its stream ends where its program stopped (502139);
-# counts in steps end at the rest's count, a rank above it among the ranks ahead (570201); a trace record only its
-# neighbours placed may be of any comm of its rank, each a candidate (570042: a DP pair's extra one amid TP records); a
-# result shared with no one is placed by a guess where others went beyond the one comm holding the rank (590265: a DP
-# pair misaligned from its second collective on); a comm the ranks behind share with a rank that may hold them back is a
+# launch its ops at its seqs, where no other comm's do as well (158067: not two comms); ranks that end sooner than most
+# of the rest, where a minority goes on past them, departed beside those ahead: both are named, and the range reaches
+# the earliest seq where either may have departed (101782: a skip and an extra); ranks whose issue orders show a
+# collective issued early depart beside those whose issue orders show one left out (150304); streams split several ways
+# with no majority over the whole of them name the minority where they first part, where a strict majority shares its
+# record there (128187: an extra beside a later skip); a rank behind by PyTorch's counts, stuck in a group whose every
+# peer follows the program here and waits past its count, is held back by nothing outside: it departed beside the rank
+# the records name (97825: a skip beside an extra); a group whose records end where a member, whole here, may have been
+# held in another communicator sides no joiner by length, which leaves the issue orders to place the extra one (159713);
+# a fingerprint trace cut short before a step is no rank that hung before it, and sums that miss a rank the records
+# place still place one cut before the sides part (98097: two drafter passes alike, one rank's NCCL log cut past its
+# departure); anywhere its own records allow, earlier than the group (210240: two skips, the earlier on the rank without
+# a dump); a richer field that parts the very ranks the signatures part, but earlier, widens the answer back to it, from
+# one to the other (210515: call stacks part a pair at a reorder of lookalikes, signatures at a later substitution);
+# joiners go by length where a block of different collectives would leave the length difference unexplained (210628: a
+# skipped drafter pass whose one recorded stack also fits another collective there); a rank of the reference with no
+# record in a comm, whose whole records elsewhere go on past where the program issues its first seq, left it out beside
+# the outlier's extra one (212450); several groups of streams and none larger than the rest are each placed against
+# every other, not against the first alone (102119: a skip among lookalikes, another rank's substitution); ranks known
+# by their counts alone, beside records that tie with no majority, may be on either side and are named with the counted
+# outliers (211980: watchdog logs of two ranks, one rank behind by its count); so are members whose file was cut before
+# any record of the comm, beside records that name every rank with no majority (211170); a root on lengths alone (a
+# stop, records alike) beside results read back wrong in another communicator names that one a candidate: it diverged,
+# and a rank stuck there stops launching here just so (96143: a wrong per-step checksum, mixed in the rank's TP pair or
+# the world; 101260, 105967: per-collective traces tied to another comm's stream); traces of every rank name the group a
+# peer's desync report lists them all in, not the default group where each enqueued nothing (`-1`), so the watchdogs'
+# counts past the traces' per-step ends apply (181492); by the oracle's reading, a rank whose per-collective trace, the
+# only kind that shows the divergence, was cut short before the root sides with either, as one whose NCCL log was
+# (94290: a swap alike in shape that tags alone show); a gate decision that no record kept is known to precede bounds
+# the step's collectives by nothing, not by the first record a wrapped ring kept (94513: the drafter block began one seq
+# before the ring's start); lookalikes read back wrong name the minority with no record of the first wrong result, the
+# rest alike in all they recorded (181212: the one rank whose trace ends before it ran the drafter alone); by the
+# oracle's reading, unchecked per-step sums compare as a run without the fault makes them, so a rank that skipped one
+# parts from its replicas visibly (97685: its own expected sum lacked the skipped one); ranks wrong in a step that never
+# complete the next, beside one right in it that went on and read the next back wrong, name that one (102067: it left
+# out the step's last collective); an outlier's stream that ends before every reference rank's, where no confirmed edit
+# accounts for the lengths, keeps the shortest block running to its end that starts before the confirmed edits (158151:
+# a drafter pass that hung its rank, one lookalike record of it confirming a different collective after its first);
+# whose trace ends before it ran the drafter alone); PyTorch's counts that go on past the records (work enqueued behind
+# the collective a rank waits in) name a rank launching fewer whose records end where the others' do: it departed beside
+# the rank the records name (153405, again: its traces joined the group's records, which begin at seq 1, and no step
+# read the counts beside them); a richer field that one rank of the reference alone recorded, itself an outlier, against
+# which no one edit explains the outlier's records, names it beside the outlier, no majority (94490: call stacks of one
+# dump beside NCCL logs, a reorder and a skip); a root the gate journal places among records that agree names the
+# deviant's communicators that no peer's records compare as candidates (129507: a drafter on a TP pair whose peer left
+# no evidence; its wrong per-step checksum names that pair too, and without the checksums the journal alone does); whose
+# trace ends before it ran the drafter alone); RAS counts in three steps, where the rank that ran one more world
+# collective waits in it behind the rest while its TP peers wait for it: the ranks furthest behind are named, with the
+# rank between among those that may hold them back (99060, 180635, 181498), read without a rank that departs in another
+# communicator too, which stays a candidate (135145: a TP peer stuck behind another rank's different collective); a rank
+# counted past the records whose records, alike with the others' where they change, put its departure after the root's
+# range is not named beside it (260976: a skip two steps after a reorder the tags show); a root on lengths whose odd
+# ranks wait in a comm whose records end alike while PyTorch's enqueued counts there disagree is that comm's consequence
+# (345950: a skip in a TP pair stalls the world); a group whose ring begins after the groups first part takes no side
+# there, though every rank pairs with its blank (6866); where the groups first part, only the ranks whose records tell
+# them apart there are counted, and a stream that sides with either goes with the reference or a group that departs
+# later (9558: call stacks of four dumps beside NCCL logs); a member whose ring begins no earlier than its group's
+# departure may have departed before it, anywhere its own records allow (348273: two skips, the earlier on the rank
+# whose dump kept fewer entries); a rank of the reference that the issue orders show left one out before the outliers'
+# own departure is the root alone (349513); PyTorch counts a rank whose log was cut after its INIT line, before any
+# collective of the comm (346678); a group with no record of the field that parts the others first holds no majority of
+# that parting (3695: call stacks of two dumps part them at a swap, before a third rank's signatures depart); a result
+# all shared once under a tag of a comm of fewer, whose other ranks' traces ended before it, makes that comm a tail of
+# all (261933: a cut trace); counts that name one rank of a side the records tie name its whole side (361607: the rank
+# that reordered, beside the one that skipped); a call stack that is the only one of its kind because no other record
+# holds one (a timeout's, beside NCCL logs) identifies nothing, so a rank that ran on past the hang may have left out a
+# lookalike first (353281); PyTorch's counts carry a member whose NCCL log was cut before it joined the comm (355980: a
+# tie, not a lone outlier); a result the traced ranks share may be of a wider comm holding ranks that left no trace,
+# each such record before the root one seq fewer of the root's comm (352991: a world `dp` before the TP group's skipped
+# `mlp`); a trace cut short whose every result is one a comm's records hold joins that comm, in every trace (364386: two
+# ranks of four reordered alike); a root on a trace record only its neighbours placed names the comm of its neighbours
+# on the other side as a candidate (352764: a DP retry no one read back went with the TP pair's record before it); logs
+# of one job that share no communicator are joined where the Flight Recorder dumps place their processes in one job
+# (348813: two DP skips of a lazily made first collective); ranks behind that wait in a comm whose root has others
+# depart from them are held there, not behind (357111: two extra world ranks on lengths, three TP ranks waiting for the
+# fourth that ran ahead); odd ranks ahead of ranks no disagreeing group holds are no consequence of a group inside
+# (390036: a world extra one); expected per-step sums that part ranks known to be replicas name the fewer, though they
+# read back right (260338: a skip whose next step was cut); a rank alone in its unchecked sum beside several groups of
+# replicas departed (261208: groups are alike in size); of ranks wrong in a step, those whose own records invert the
+# program's tag order (344508); a peer's result a trace lacks means it was not written that far, and ranks that got
+# through a step part past its end from those that never wrote it (350514: the peers hung in a step rank 7 cut short); a
+# rank whose records here end while it went on elsewhere may have run extra ones there and stopped, a candidate comm
+# (354369: a drafter pass); ranks counts part that wait elsewhere are candidates beside records that begin late (357252:
+# two world departures); two ranks whose unchecked sums part are replicas where they sum alike in another step or
+# records put them in one comm alone (360493, 380137, 380238); two replicas that part are told apart by the offset each
+# keeps to another class of replicas (361066, 400271: a world reorder in TP pairs); a later step's classes of replicas
+# serve where the first step's are lone ranks (480271); a tail's records lend their tags and pairings to its wider comm,
+# and a split carrying them is that comm's (470048: a lookalike drafter); ranks behind in a group and in one inside it
+# may have stopped in either, both candidates (366841: a world extra one); a process's comms are distinct groups of its
+# dump (360838, 365766: 2-rank comms, a ring that kept too little to tell groups apart); where call-stack groups first
+# part a group with no record there is no majority (365206); whole streams held nowhere else side by their ends whatever
+# collectives part the groups (369260: a drafter pass left out, then the program's end), and a whole stream without the
+# field that parts them, ending where a group other than the largest does, may be either's (351492); a desync report is
+# of the group whose timeout it follows, not of one whose failed seq its own number happens to be (350022: the world's
+# report, `#4` after `SeqNum=3`, beside a TP timeout at 4); a root on lengths names its odd ranks' comms that no two
+# whole records compare as candidates, not only where the gate journal names them (357551: the TP pair's peer's log cut
+# before its INIT); a dump ties a log's process to its rank only where a collective both recorded shows it (520102: a
+# fit on sizes and comm ranks alone, a rank with no dump fitting alike); a block confirmed sooner may start as late as
+# the first departure (500445: a swap of lookalikes, then a skip); a rank behind shown misaligned by results alone may
+# be held back by a peer's extra one, as the completion marks say (501648); a rank with no records sides by the op a
+# peer's desync report gives its last collective (502009: two ranks' swap, one left no file); a rank whose whole records
+# elsewhere all completed was held there by nothing, and its stream ends where its program stopped (502139); counts in
+# steps end at the rest's count, a rank above it among the ranks ahead (570201); a trace record only its neighbours
+# placed may be of any comm of its rank, each a candidate (570042: a DP pair's extra one amid TP records); a result
+# shared with no one is placed by a guess where others went beyond the one comm holding the rank (590265: a DP pair
+# misaligned from its second collective on); a comm the ranks behind share with a rank that may hold them back is a
 # candidate, as that rank may have left collectives of it out (610262: a drafter skipped on one rank); a rank that read
 # a step back right and the next wrong, beside ranks whose whole traces end a step sooner, left out that step's end
 # (590106: a drafter pass skipped alone); results wrong from one outlier's skip on leave another outlier's later swap
@@ -354,119 +349,119 @@ KNOWN: dict[int, str] = {
 # unrecorded before it shows alone (a timeout line's call stack) may be the second half of a swap of lookalikes, which
 # reaches back to where the first half can be (851196: a swap of two all-reduces alike in signature, NCCL and watchdog
 # logs alone); a sum no other trace read back, whose tag other ranks share in groups that leave its rank out, is of a
-# comm whose other members left no trace, not of the one set the rank once shared a result with (810094: a TP skip
-# whose partner left no trace, sums with expected values alone); ranks without call stacks go with the side of a tie of
-# call stacks that their own records agree with, where the order of call sites says which side departed (880052: two
-# ranks skipping one collective of four, NCCL logs of all and dumps of one rank on each side); a rank whose records end
-# before the sides part is no swing vote where its completion marks show it held back elsewhere by a peer's early
-# collective here: it ran the program (895641: a world extra one, watchdog logs and traces with expected sums); a rank
-# alone in its unchecked sum beside groups alike, in the only step its trace holds beside them, is named as the fewest
-# departing, and several such ranks all, no majority, with the caveat that they may sum apart by design (840255, 261479:
-# one lone rank of a TP group; 810359: both ranks of a TP pair alone); logs that share no communicator with the others
-# are the dumps' job where the dumps' groups place their processes at ranks that left no dump, each its own (880088: a
-# TP pair's logs beside dumps of the group's other two ranks); a tie of call stacks on two ranks beside logs without
-# them goes to the side the issue orders give every rank, where the records part no two of its ranks (851898: a drafter
-# pass run alone on one rank of each of two TP groups, dumps of four ranks); a rank of a root's reference whose issue
-# orders show a collective issued early, where the root's range may hold it, is named beside the root's outliers
-# (907708: a world skip and another rank's world extra one, NCCL logs alone); a rank cut short whose records reach where
-# results read back wrong part the ranks, agreeing with either side there, is named with every rank in a tie of lengths,
-# not left unplaced (908015: two ranks skipping one collective, one log cut, traces with expected sums); a count apart
-# from those of ranks that did not diverge, where those disagree among themselves, shows no departure (964302: a swap
-# its ring lost, dumps alone); an outlier known only by a peer's count goes with the outliers one short as it is, yet
-# departed anywhere its count allows, even as their group's lowest rank (916954: a skip of a rank that left nothing
-# beside a later skip the others' records show, four ranks' logs, dumps and traces); in a two-rank tie of lengths the
-# shorter side may have run an edit of its own among lookalikes before its records end, as far back as results checked
-# right allow (901308: a TP pair's drafter extra one, NCCL logs and traces with digests); a result read back wrong under
-# a tag of a wider comm's aligned results is that comm's, misaligned, where the ranks sharing it are a comm of their own
-# too (909066: two ranks' world swap splitting the world into its TP pairs, traces with expected sums alone); a trace
-# that shares no result goes to the one comm of every trace, and the set the others share is that comm less it, no comm
-# of its own (924543: a skip of the first collective, sums with expected values alone); counts name the fewest departing
-# among records alike at the one seq checked results pin, as over lookalikes (927077: a drafter skip whose peers' traces
-# end a step sooner, watchdog logs and traces with expected sums); a trace past a log cut before the rank's other comm
-# goes to the comm whose ranks share its digests, not on the one stream the log named (923670: a TP reorder whose rank's
-# log was cut after its DP collective, NCCL logs and traces with digests); a replica with no sum of the step where
-# unchecked sums part may have read back what either side did, so one rank against two beside it is no majority (914345:
-# a reorder by two ranks of four, one trace cut before it); a rank no count places whose checksums, alike with the
-# counted ranks' before, part from theirs departed too (916148: two skips, watchdog logs and per-step sums); unchecked
-# sums of two even halves that are equal in every later step are one class whose results parted and healed, not two that
-# sum apart by design (923231: two ranks of four swapping two collectives in step 0, per-step checksums alone); counts
-# that part ranks ahead of the rest and behind it name them all, as they order none of their departures (926339: two
-# world skips beside another rank's world extra one, watchdog logs alone); a group that records tie to a comm carries a
-# member its dumps' counts alone place there, though it counts only the ranks that dumped (924841: two ranks' world
-# skip, one known by its pg_status alone, its ring holding its TP entries only); a rank known by a count alone that
-# never reached where the records begin, and that the records' outlier may hold back in another comm, is on neither side
-# (929113: a world extra one holding its TP peer back, watchdog logs of the other three ranks); a richer field names one
-# side of a poorer field's split of several groups, as of two, its outliers that depart only past the split standing
-# apart (921090: a swap of lookalikes only tags show beside a later swap two rings' call stacks tie and a skip steps on,
-# every kind of evidence); a log without call stacks that fits both sides of a tie the order of call sites breaks goes
-# with the side that ends where its whole log does, a peer's completion saying nothing held it elsewhere, else with
-# neither (933139: two ranks' skip of lookalikes, one with a dump, one with an NCCL log alone); a rank the issue orders
-# leave unplaced, its log cut before them, that counts name beside their outliers departed with them (937075: two ranks'
-# drafter skip in a TP group of eight, one log cut, NCCL and watchdog logs); counts that tie as the records do name the
-# ranks no record compares beside the records' tie, each on one side of it (932125: two ranks' skip, watchdog logs of
-# two ranks whose desync reports count all four); a rank stuck where its peer counts more than it may be held back by
-# that peer's departure there, a candidate, not named (932995: a world extra one beside a TP skip holding the skipping
-# rank's peer, watchdog logs alone); ranks that share only results read back wrong are no comm of their own inside the
-# one wider comm that holds them (941100: two ranks' drafter extra ones, watchdog logs and traces with expected sums); a
-# rank whose issue order stops right after a collective the others issued alike and went on past, though it never
-# completed, departed there too (946851: two world extra ones beside a world skip, NCCL logs and fingerprints); a rank
-# known by a count alone whose last collective a peer's desync report gives where call stacks part a tie sides with
-# either, and names every rank, and stacks that part the rest evenly leave the counts' rank behind no answer (949473: a
-# world extra one from another call site beside a TP reorder, dumps and watchdog logs of two ranks of four); a tie of
-# one rank against one, the others' whole records ending before it, goes to the rank that issued its next collective
-# early among its peers' of a communicator that runs one program (949514: a world extra one beside a TP skip that ran
-# the skipping rank on, NCCL logs and one rank's fingerprints); the rest of a tie that counts break parts by the call
-# stacks the root compared as by signatures, and parting evenly there names no side (942535: a TP reorder beside a later
-# skip of another rank, a rank with no files, dumps and logs); a result read back wrong past a log cut, that no peer's
-# shared result ties to a stream, names the rank's other comms as candidates beside a stop, as a wrong per-step checksum
-# does (970548: a TP skip, NCCL logs and traces with expected sums); a desync report's snapshot that parts a rank by the
-# type of a collective its records hold names no rank beside the root, the records having compared it there (972212: a
-# swap of lookalikes beside two later departures, six ranks' evidence); a minority where several groups first part that
-# explains the streams with as few ranks and collectives departing as the majority there leaves no majority (950319: a
-# skip and a swap of one step by two ranks of four, NCCL logs and traces, one cut); watchdog timeouts at one SeqNum
-# alike in type and size whose call stacks differ give their rows beside whole logs, which show the group diverged
-# itself and is no consequence of another (954867: a skip in each of two TP pairs, NCCL logs, one cut, and watchdog
-# logs); right in the step and wrong in the next is the lone outlier only where the ranks that read back wrong are off
-# alike, as the one comm its departure mixed leaves them (934231: a DP skip beside a DP extra one, whose three ranks
-# read back off by three amounts, watchdog logs and per-step sums with expected values); unchecked sums of one class
-# that part into several sides, none a majority, name every rank at that step, not no one (959072: a reorder and another
-# kind issued by two ranks of four in step 0, per-step checksums alone); an outlier whose issue orders part from the
-# program's at the first place its records hold may have issued its extra collective at any seq before it whose place
-# its records lost, so the range reaches back over those (959487: a drafter extra one in a TP group of four, its ring
-# keeping only its last four entries, dumps alone); ranks a root of another comm names as departed there side with
-# neither in the issue orders, and the rest still place an early one (964547: a world extra one beside collectives two
-# TP ranks changed a step later, every kind of evidence); results read back wrong that two outliers' likeliest edits
-# misalign together, neither alone, hold each where its records put it, not both on a whole step at the first wrong one
-# (982848: a reorder, a skip and a type change in one comm, NCCL logs and per-collective traces); a rank whose log was
-# cut before its other groups' init lines shows no free rank the odd ones ran past, so an outer group ahead is a
-# consequence of the groups inside (982294: a drafter skip in each of two TP groups, NCCL logs and gate journals); a
-# member whose every file was cut is named beside records that name every rank with no majority, even where its records
-# of another comm end no sooner than its peers' there (980582: a TP skip beside a later swap that tie, dumps and NCCL
-# logs, two ranks' logs cut in their first DP collective); gate journals that only departed ranks got furthest in bound
-# their own collectives, not the program's, so a rank behind them is still short of one, not held back (5001593: three
-# ranks skipped a world collective and two went on, RAS counts and gate journals); call stacks the root compared only
-# between the ranks that printed them part the rest of a counted reference as stacks every rank recorded do (5002244: a
-# skip beside another rank's reorder of lookalikes, watchdog logs and fingerprints with tags); a member whose own
-# records, lacking the call stacks that place its group's later departure, allow one as early as the first outlier's
-# stays named beside it (5002991: two ranks' skip and a third's later one of lookalikes, NCCL logs and dumps); equal
-# unchecked sums chain ranks into one class in any step, steps some rank has no sum of too, so halves that part beside a
-# trace cut short are one class that parted, and name every rank (983205: two ranks of four reordered a step, per-step
-# checksums alone, one cut); a trace cut inside a record still shows the step it had begun, so a whole trace that ends
-# sooner beside sums that part hung (989647: a skip in a job of two, per-step checksums alone, one cut inside its next
-# step's line); a rank with no records that a peer's desync report says finished its last collective and joined no next
-# one launched no more, so where no other comm may hold it, it goes with the side of a tie whose streams end where its
-# count does (1011954: two ranks' skip in a TP group of four, every kind of evidence of the other two); groups whose
-# edits against a larger one may be one edit (one more lookalike each, at a seq in common) are a side as large as it,
-# and a tie where the groups alike at the first parting part again names no reference where either may have departed
-# that early (1011587: two ranks' skips of lookalikes beside a third's type change, dumps, NCCL and watchdog logs of
-# half the ranks); a rank whose records show it departing after the root's outliers launched as few as its own departure
-# made it, as they did, so a rank behind that waits in another comm is held there, not behind (998374: a reorder beside
-# another rank's later extra collective in the world comm, dumps of every rank alone); a rank behind with no file that a
-# peer's desync report shows in a collective of another comm it joined and never finished waits there, and is no outlier
-# beside the rank whose records depart (1030037); so does one whose PyTorch counts leave work unfinished in another comm
-# while all it launched in the root's comm completed, its dump ring holding only entries queued behind the one it waits
-# in: a candidate beside records that begin late (1030105); a trace cut short has no sum of the steps past its cut, and
-# a later step's classes of replicas still serve, with its rank in the class its equal sums of another step join it to
+# comm whose other members left no trace, not of the one set the rank once shared a result with (810094: a TP skip whose
+# partner left no trace, sums with expected values alone); ranks without call stacks go with the side of a tie of call
+# stacks that their own records agree with, where the order of call sites says which side departed (880052: two ranks
+# skipping one collective of four, NCCL logs of all and dumps of one rank on each side); a rank whose records end before
+# the sides part is no swing vote where its completion marks show it held back elsewhere by a peer's early collective
+# here: it ran the program (895641: a world extra one, watchdog logs and traces with expected sums); a rank alone in its
+# unchecked sum beside groups alike, in the only step its trace holds beside them, is named as the fewest departing, and
+# several such ranks all, no majority, with the caveat that they may sum apart by design (840255, 261479: one lone rank
+# of a TP group; 810359: both ranks of a TP pair alone); logs that share no communicator with the others are the dumps'
+# job where the dumps' groups place their processes at ranks that left no dump, each its own (880088: a TP pair's logs
+# beside dumps of the group's other two ranks); a tie of call stacks on two ranks beside logs without them goes to the
+# side the issue orders give every rank, where the records part no two of its ranks (851898: a drafter pass run alone on
+# one rank of each of two TP groups, dumps of four ranks); a rank of a root's reference whose issue orders show a
+# collective issued early, where the root's range may hold it, is named beside the root's outliers (907708: a world skip
+# and another rank's world extra one, NCCL logs alone); a rank cut short whose records reach where results read back
+# wrong part the ranks, agreeing with either side there, is named with every rank in a tie of lengths, not left unplaced
+# (908015: two ranks skipping one collective, one log cut, traces with expected sums); a count apart from those of ranks
+# that did not diverge, where those disagree among themselves, shows no departure (964302: a swap its ring lost, dumps
+# alone); an outlier known only by a peer's count goes with the outliers one short as it is, yet departed anywhere its
+# count allows, even as their group's lowest rank (916954: a skip of a rank that left nothing beside a later skip the
+# others' records show, four ranks' logs, dumps and traces); in a two-rank tie of lengths the shorter side may have run
+# an edit of its own among lookalikes before its records end, as far back as results checked right allow (901308: a TP
+# pair's drafter extra one, NCCL logs and traces with digests); a result read back wrong under a tag of a wider comm's
+# aligned results is that comm's, misaligned, where the ranks sharing it are a comm of their own too (909066: two ranks'
+# world swap splitting the world into its TP pairs, traces with expected sums alone); a trace that shares no result goes
+# to the one comm of every trace, and the set the others share is that comm less it, no comm of its own (924543: a skip
+# of the first collective, sums with expected values alone); counts name the fewest departing among records alike at the
+# one seq checked results pin, as over lookalikes (927077: a drafter skip whose peers' traces end a step sooner,
+# watchdog logs and traces with expected sums); a trace past a log cut before the rank's other comm goes to the comm
+# whose ranks share its digests, not on the one stream the log named (923670: a TP reorder whose rank's log was cut
+# after its DP collective, NCCL logs and traces with digests); a replica with no sum of the step where unchecked sums
+# part may have read back what either side did, so one rank against two beside it is no majority (914345: a reorder by
+# two ranks of four, one trace cut before it); a rank no count places whose checksums, alike with the counted ranks'
+# before, part from theirs departed too (916148: two skips, watchdog logs and per-step sums); unchecked sums of two even
+# halves that are equal in every later step are one class whose results parted and healed, not two that sum apart by
+# design (923231: two ranks of four swapping two collectives in step 0, per-step checksums alone); counts that part
+# ranks ahead of the rest and behind it name them all, as they order none of their departures (926339: two world skips
+# beside another rank's world extra one, watchdog logs alone); a group that records tie to a comm carries a member its
+# dumps' counts alone place there, though it counts only the ranks that dumped (924841: two ranks' world skip, one known
+# by its pg_status alone, its ring holding its TP entries only); a rank known by a count alone that never reached where
+# the records begin, and that the records' outlier may hold back in another comm, is on neither side (929113: a world
+# extra one holding its TP peer back, watchdog logs of the other three ranks); a richer field names one side of a poorer
+# field's split of several groups, as of two, its outliers that depart only past the split standing apart (921090: a
+# swap of lookalikes only tags show beside a later swap two rings' call stacks tie and a skip steps on, every kind of
+# evidence); a log without call stacks that fits both sides of a tie the order of call sites breaks goes with the side
+# that ends where its whole log does, a peer's completion saying nothing held it elsewhere, else with neither (933139:
+# two ranks' skip of lookalikes, one with a dump, one with an NCCL log alone); a rank the issue orders leave unplaced,
+# its log cut before them, that counts name beside their outliers departed with them (937075: two ranks' drafter skip in
+# a TP group of eight, one log cut, NCCL and watchdog logs); counts that tie as the records do name the ranks no record
+# compares beside the records' tie, each on one side of it (932125: two ranks' skip, watchdog logs of two ranks whose
+# desync reports count all four); a rank stuck where its peer counts more than it may be held back by that peer's
+# departure there, a candidate, not named (932995: a world extra one beside a TP skip holding the skipping rank's peer,
+# watchdog logs alone); ranks that share only results read back wrong are no comm of their own inside the one wider comm
+# that holds them (941100: two ranks' drafter extra ones, watchdog logs and traces with expected sums); a rank whose
+# issue order stops right after a collective the others issued alike and went on past, though it never completed,
+# departed there too (946851: two world extra ones beside a world skip, NCCL logs and fingerprints); a rank known by a
+# count alone whose last collective a peer's desync report gives where call stacks part a tie sides with either, and
+# names every rank, and stacks that part the rest evenly leave the counts' rank behind no answer (949473: a world extra
+# one from another call site beside a TP reorder, dumps and watchdog logs of two ranks of four); a tie of one rank
+# against one, the others' whole records ending before it, goes to the rank that issued its next collective early among
+# its peers' of a communicator that runs one program (949514: a world extra one beside a TP skip that ran the skipping
+# rank on, NCCL logs and one rank's fingerprints); the rest of a tie that counts break parts by the call stacks the root
+# compared as by signatures, and parting evenly there names no side (942535: a TP reorder beside a later skip of another
+# rank, a rank with no files, dumps and logs); a result read back wrong past a log cut, that no peer's shared result
+# ties to a stream, names the rank's other comms as candidates beside a stop, as a wrong per-step checksum does (970548:
+# a TP skip, NCCL logs and traces with expected sums); a desync report's snapshot that parts a rank by the type of a
+# collective its records hold names no rank beside the root, the records having compared it there (972212: a swap of
+# lookalikes beside two later departures, six ranks' evidence); a minority where several groups first part that explains
+# the streams with as few ranks and collectives departing as the majority there leaves no majority (950319: a skip and a
+# swap of one step by two ranks of four, NCCL logs and traces, one cut); watchdog timeouts at one SeqNum alike in type
+# and size whose call stacks differ give their rows beside whole logs, which show the group diverged itself and is no
+# consequence of another (954867: a skip in each of two TP pairs, NCCL logs, one cut, and watchdog logs); right in the
+# step and wrong in the next is the lone outlier only where the ranks that read back wrong are off alike, as the one
+# comm its departure mixed leaves them (934231: a DP skip beside a DP extra one, whose three ranks read back off by
+# three amounts, watchdog logs and per-step sums with expected values); unchecked sums of one class that part into
+# several sides, none a majority, name every rank at that step, not no one (959072: a reorder and another kind issued by
+# two ranks of four in step 0, per-step checksums alone); an outlier whose issue orders part from the program's at the
+# first place its records hold may have issued its extra collective at any seq before it whose place its records lost,
+# so the range reaches back over those (959487: a drafter extra one in a TP group of four, its ring keeping only its
+# last four entries, dumps alone); ranks a root of another comm names as departed there side with neither in the issue
+# orders, and the rest still place an early one (964547: a world extra one beside collectives two TP ranks changed a
+# step later, every kind of evidence); results read back wrong that two outliers' likeliest edits misalign together,
+# neither alone, hold each where its records put it, not both on a whole step at the first wrong one (982848: a reorder,
+# a skip and a type change in one comm, NCCL logs and per-collective traces); a rank whose log was cut before its other
+# groups' init lines shows no free rank the odd ones ran past, so an outer group ahead is a consequence of the groups
+# inside (982294: a drafter skip in each of two TP groups, NCCL logs and gate journals); a member whose every file was
+# cut is named beside records that name every rank with no majority, even where its records of another comm end no
+# sooner than its peers' there (980582: a TP skip beside a later swap that tie, dumps and NCCL logs, two ranks' logs cut
+# in their first DP collective); gate journals that only departed ranks got furthest in bound their own collectives, not
+# the program's, so a rank behind them is still short of one, not held back (5001593: three ranks skipped a world
+# collective and two went on, RAS counts and gate journals); call stacks the root compared only between the ranks that
+# printed them part the rest of a counted reference as stacks every rank recorded do (5002244: a skip beside another
+# rank's reorder of lookalikes, watchdog logs and fingerprints with tags); a member whose own records, lacking the call
+# stacks that place its group's later departure, allow one as early as the first outlier's stays named beside it
+# (5002991: two ranks' skip and a third's later one of lookalikes, NCCL logs and dumps); equal unchecked sums chain
+# ranks into one class in any step, steps some rank has no sum of too, so halves that part beside a trace cut short are
+# one class that parted, and name every rank (983205: two ranks of four reordered a step, per-step checksums alone, one
+# cut); a trace cut inside a record still shows the step it had begun, so a whole trace that ends sooner beside sums
+# that part hung (989647: a skip in a job of two, per-step checksums alone, one cut inside its next step's line); a rank
+# with no records that a peer's desync report says finished its last collective and joined no next one launched no more,
+# so where no other comm may hold it, it goes with the side of a tie whose streams end where its count does (1011954:
+# two ranks' skip in a TP group of four, every kind of evidence of the other two); groups whose edits against a larger
+# one may be one edit (one more lookalike each, at a seq in common) are a side as large as it, and a tie where the
+# groups alike at the first parting part again names no reference where either may have departed that early (1011587:
+# two ranks' skips of lookalikes beside a third's type change, dumps, NCCL and watchdog logs of half the ranks); a rank
+# whose records show it departing after the root's outliers launched as few as its own departure made it, as they did,
+# so a rank behind that waits in another comm is held there, not behind (998374: a reorder beside another rank's later
+# extra collective in the world comm, dumps of every rank alone); a rank behind with no file that a peer's desync report
+# shows in a collective of another comm it joined and never finished waits there, and is no outlier beside the rank
+# whose records depart (1030037); so does one whose PyTorch counts leave work unfinished in another comm while all it
+# launched in the root's comm completed, its dump ring holding only entries queued behind the one it waits in: a
+# candidate beside records that begin late (1030105); a trace cut short has no sum of the steps past its cut, and a
+# later step's classes of replicas still serve, with its rank in the class its equal sums of another step join it to
 # (1031866: per-step checksums alone, one TP pair apart); a minority apart in each of several classes of replicas at one
 # step departed each, and all are named (1033912: two TP groups' unchecked sums, one rank apart in each); replicas'
 # expected sums, alike in another step, that part in a step name the fewer whatever they read back, where no record
@@ -480,7 +475,8 @@ KNOWN: dict[int, str] = {
 # of 64, per-collective traces with tags alone); the one rank right in the last step on record, every other one wrong
 # alike and expecting alike while it expects apart, ran other collectives in the step and is the outlier, though no next
 # step shows it wrong (992605: a drafter skip ending step 0, per-step sums with expected values alone, nobody reading
-# step 1 back).
+# step 1 back); and as many ranks ending sooner as going on, none cut, name both sides with the edits of each (1032617:
+# one rank's skip beside another's extra world collective, NCCL logs alone, two against two by length).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -503,7 +499,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           964302, 916954, 901308, 909066, 924543, 927077, 923670, 914345, 916148, 923231, 926339, 924841, 929113,
           921090, 933139, 937075, 932125, 932995, 941100, 946851, 949473, 949514, 942535, 970548, 972212, 950319,
           954867, 934231, 959072, 959487, 964547, 982848, 982294, 980582, 5001593, 5002244, 5002991, 983205, 989647,
-          981063, 1011954, 1011587, 998374, 1030037, 1030105, 1031866, 1033912, 995899, 990797, 998134, 992605)
+          981063, 1011954, 1011587, 998374, 1030037, 1030105, 1031866, 1033912, 995899, 990797, 998134, 992605, 1032617)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))

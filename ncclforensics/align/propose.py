@@ -513,9 +513,17 @@ def _lengths_only(codes: dict[int, Codes], start: int, deviants: set[int] | None
     # ends may have stopped where the others did, or gone on: on no side)
     may_stop = [r for r in unknown if lengths[r] <= shortest]
     minority = (len(stopped) + len(may_stop)) * 2 < deciding + len(may_stop)
-    return Proposal([Placement(r, EditKind.STOPPED, longest - shortest, at, at) for r in stopped], stopped,
-                    sorted(set(codes) - set(stopped) - set(unknown)), minority, True, stopped, shown=False,
-                    unplaced=unknown)
+    placements = [Placement(r, EditKind.STOPPED, longest - shortest, at, at) for r in stopped]
+    if not minority and not unknown:
+        # As many ranks end sooner as go on: the longer may have run extra collectives as well as the shorter left
+        # some out or stopped, and no majority says which, so both sides are named, with the edits of each.
+        reference = merged(codes[r] for r in stopped)
+        for rank in sorted(set(codes) - set(stopped) - set(unknown)):
+            placements.extend(place_edits(rank, codes[rank], reference, start)[0])
+        return Proposal(placements, sorted(codes), sorted(set(codes) - set(unknown)), False, True, stopped,
+                        shown=False)
+    return Proposal(placements, stopped, sorted(set(codes) - set(stopped) - set(unknown)), minority, True, stopped,
+                    shown=False, unplaced=unknown)
 
 
 def span_of(placements: list[Placement]) -> tuple[int, int]:

@@ -161,6 +161,20 @@ def test_a_rank_behind_beside_a_stream_cut_no_later_names_no_majority():
     assert proposal.majority and proposal.outliers == [2]
 
 
+def test_as_many_ranks_ending_sooner_as_going_on_name_both_sides():
+    # Seed 1032617: ranks 1 and 2 launched 9 lookalikes, ranks 0 and 3 launched 8 (NCCL logs alone, none cut):
+    # ranks 0 and 3 left one out or stopped, or ranks 1 and 2 ran one more; two against two, no majority says
+    # which side departed, so both are named, with the edits of each (the extra one anywhere in seq 1..9).
+    codes = {0: stream([1] * 8), 1: stream([1] * 9), 2: stream([1] * 9), 3: stream([1] * 8)}
+    proposal = propose(codes, 1)
+    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3]
+    assert {p.rank for p in proposal.placements} == {0, 1, 2, 3}
+    # Beside three ranks that go on, the two that end sooner are the minority, and named alone.
+    codes[4] = stream([1] * 9)
+    proposal = propose(codes, 1)
+    assert proposal.majority and proposal.outliers == [0, 3]
+
+
 def test_streams_cut_short_count_for_neither_side_of_a_length_difference():
     # Rank 0 goes on one past rank 1; ranks 2 and 3 end early where their files were cut. One against one: rank
     # 0 launched more or rank 1 stopped short, and no majority says which.
