@@ -364,7 +364,10 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
 
     def before(m: Members, whole: Members) -> set[str | None]:
         # the tags of the whole set's results before the set's first record: a split that starts right after a
-        # misaligned result carries that result's tags (a later one may be a coincidence of sums across comms)
+        # misaligned result carries that result's tags (a later one may be a coincidence of sums across comms). A
+        # set this trace holds no result of (another rank's) carries none here.
+        if m not in own:
+            return set()
         first = own.index(m)
         return {t for members, g in zip(own[:first], given[:first]) if members == whole for t in g} - {None}
 
