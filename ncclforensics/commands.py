@@ -18,14 +18,22 @@ def exit_code(trouble: bool, found: bool = False) -> int:
 
 
 class OneLineErrors(click.Group):
-    """A command group that turns ForensicsError into one line on stderr and exit code 2; the traceback only with
-    the root command's --debug."""
+    """A command group that turns ForensicsError, and any fault of the analysis itself, into one line on stderr and
+    exit code 2; the traceback only with the root command's --debug."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise  # click's own: usage errors, exits, Ctrl-C
         except ForensicsError as e:
             if ctx.find_root().params.get("debug"):
                 raise
             click.echo(f"error: {printable(e)}", err=True)  # one line, whatever the paths in it hold
+            ctx.exit(EXIT_TROUBLE)
+        except Exception as e:  # a fault of the tool, not of the input: said in one line, never as a traceback
+            if ctx.find_root().params.get("debug"):
+                raise
+            click.echo(f"error: internal error ({type(e).__name__}: {printable(str(e))[:200]}); rerun with --debug "
+                       f"for the traceback", err=True)
             ctx.exit(EXIT_TROUBLE)

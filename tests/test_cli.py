@@ -117,6 +117,21 @@ def test_exit_2_on_bad_input_but_the_good_files_are_still_analysed(tmp_path):
     assert f"error: {bad}: " in err and len([line for line in err.splitlines() if str(bad) in line]) == 1
 
 
+def test_a_fault_of_the_analysis_is_one_line_and_exit_2_never_a_traceback(monkeypatch):
+    # No input reaches such a fault on purpose (each one found is a bug, fixed with a test of its own), so one is
+    # raised where the analysis starts: the user gets one line naming it and exit 2; --debug shows the traceback.
+    from ncclforensics import api
+
+    def broken(*args, **kwargs):
+        raise ValueError("frozenset({0, 1}) is not in list")
+    monkeypatch.setattr(api, "diagnose", broken)
+    code, out, err = run_cli("diff", real("extra-op-4rank"))
+    assert code == 2 and "Traceback" not in err and len(err.splitlines()) == 1
+    assert err.startswith("error: internal error (ValueError: frozenset({0, 1}) is not in list)")
+    with pytest.raises(ValueError):
+        run_cli("--debug", "diff", real("extra-op-4rank"))
+
+
 def test_exit_2_on_missing_path_and_empty_file(tmp_path):
     empty = tmp_path / "empty.log"
     empty.write_text("")
