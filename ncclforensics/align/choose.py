@@ -41,8 +41,7 @@ from .causes import comm_choice_notes, enqueued_cause, pick_counted, ras_counted
 from .compared_alike import departures_bounded
 from .consequences import Disagreement, consequences, kept_outer, odd_behind, odd_ones, other_side, ran_ahead
 from .counts_beside_records import records_pair, short_of_records, with_counted_outliers, with_counted_past_records
-from .answers import CommAnalysis, RangeReason, Root
-from .answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED
+from .answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
 from .held_back import ahead_where_stuck, behind_in_chain, held_back_elsewhere, held_back_root, may_hold_back
 from .journal_progress import with_journal_progress

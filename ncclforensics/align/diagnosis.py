@@ -20,8 +20,7 @@ from ..model.phrases import ranks_words
 from .choose import choose_root
 from .clocks import clock_disagreements
 from .comm_streams import comm_streams
-from .answers import CommAnalysis, RangeReason, Root
-from .answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED
+from .answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .divergence import analyze_comm
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement

@@ -41,8 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import replace
 
 from ..model.kinds import is_p2p_comm
-from .answers import HeldBack, RangeReason, Root
-from .answers import EXTRA, MISSING
+from .answers import EXTRA, MISSING, HeldBack, RangeReason, Root
 from .notes import HeldBackComm, Note
 
 

@@ -30,9 +30,8 @@ import polars as pl
 
 from ..model.kinds import is_p2p_comm
 from .comm_streams import comm_streams
-from .answers import RangeReason, Root, ops_at
+from .answers import EXTRA, RangeReason, Root, ops_at
 from .constraints import result_checks
-from .answers import EXTRA
 from .edits import EditKind, Placement
 from .root import ISSUE_ORDER
 from .streams import SIGNATURE, Streams

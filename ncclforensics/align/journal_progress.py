@@ -25,8 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..model import GateDecision
-from .answers import RangeReason, Root
-from .answers import DIFFERENT_OPS, EXTRA, MISSING
+from .answers import DIFFERENT_OPS, EXTRA, MISSING, RangeReason, Root
 
 
 def with_journal_progress(root: Root, gates: list[GateDecision], global_ranks: set[int]) -> Root | None:

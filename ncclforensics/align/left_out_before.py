@@ -15,8 +15,7 @@ then 4 more and no world one: it left out one of tensor-parallel seqs 1..4.
 from __future__ import annotations
 
 from .comm_streams import comm_streams
-from .answers import RangeReason, Root, ops_at
-from .answers import MISSING
+from .answers import MISSING, RangeReason, Root, ops_at
 from .interleave import issue_order_split, issued_before
 from .root import ISSUE_ORDER
 from .streams import Streams

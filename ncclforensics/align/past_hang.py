@@ -23,8 +23,7 @@ from collections import Counter
 from dataclasses import replace
 
 from .comm_streams import comm_streams
-from .answers import CommAnalysis, Root
-from .answers import STOPPED
+from .answers import STOPPED, CommAnalysis, Root
 from .notes import Note, RanPastHang
 from .step_sums import named_among
 from .streams import Streams

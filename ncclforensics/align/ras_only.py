@@ -11,8 +11,7 @@ import polars as pl
 from ..model import Evidence, Location, WedgeKind
 from .consequences import (Disagreement, candidates, odd_behind, odd_ones, other_side, ran_ahead, unnamed_process,
                            unordered_counts)
-from .answers import RangeReason, Root
-from .answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED
+from .answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from .notes import Note, RasCommRanks, RasRankUnnamed, SwappedTypes
 from .ras import RasHistory, job_processes
 from .streams import Streams

@@ -16,8 +16,7 @@ from dataclasses import replace
 import polars as pl
 
 from ..model.kinds import is_p2p_comm
-from .answers import CommAnalysis, Root
-from .answers import MISSING, STOPPED
+from .answers import MISSING, STOPPED, CommAnalysis, Root
 from .divergence import analyze_comm
 from .early_in_tie import early_side_of_tie
 from .gates import GateDisagreement

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from .answers import OpAt, Root, op_at
-from .answers import DIFFERENT_OPS, EXTRA, MISSING
+from .answers import DIFFERENT_OPS, EXTRA, MISSING, OpAt, Root, op_at
 from .streams import Streams
 
 ROOT, EDIT, VISIBLE, DIFFERS = "root", "edit", "first visible mismatch", "differs"

@@ -42,8 +42,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from ..model import FingerprintRow
-from .answers import RangeReason, Root
-from .answers import DIFFERENT_OPS
+from .answers import DIFFERENT_OPS, RangeReason, Root
 from .comms_apart import apart_from
 from .fingerprints import SUM_TOLERANCE, checked_right
 from .lone_sums import classes_of_lone, lone_sides, untold_lone_ranks, untold_sides

@@ -17,8 +17,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..model import EventState, Location, ProgressReport, SourceFormat, WatchdogEvent
-from .answers import RangeReason, Root
-from .answers import EXTRA, MISSING
+from .answers import EXTRA, MISSING, RangeReason, Root
 from .streams import Streams
 
 FINGERPRINT = SourceFormat.FINGERPRINT.value  # the source of trace rows in `Streams.launched_by_source`

@@ -25,8 +25,7 @@ from ..model import (
 )
 from .comm_streams import comm_streams
 from .consequences import Disagreement, candidates, odd_ones, ran_ahead
-from .answers import CommAnalysis, ENQUEUED_COUNTS, RangeReason, Root, ops_at
-from .answers import DIFFERENT_OPS
+from .answers import DIFFERENT_OPS, ENQUEUED_COUNTS, CommAnalysis, RangeReason, Root, ops_at
 from .held_back import held_back_root
 from .ras_only import root_from_counts, wedge_from_counts
 from .streams import Streams, traced

@@ -10,8 +10,7 @@ import polars as pl
 from ..model import Location, PairingKind, WedgeKind
 from ..model.kinds import is_p2p_comm
 from .comm_streams import CommStreams, comm_streams
-from .answers import CommAnalysis, OpAt, Root, ops_at
-from .answers import DIFFERENT_OPS, STOPPED
+from .answers import DIFFERENT_OPS, STOPPED, CommAnalysis, OpAt, Root, ops_at
 from .streams import Streams
 
 

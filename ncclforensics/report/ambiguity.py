@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ..align.answers import RangeReason, Root
-from ..align.answers import MISSING
+from ..align.answers import MISSING, RangeReason, Root
 from ..model.phrases import either, ranks_words, seq_words, their
 from .advice import FR_SETTINGS, LOG_SETTINGS, PINNING
 from .root_words import kind_noun

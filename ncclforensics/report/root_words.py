@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..align.answers import RangeReason, Root
-from ..align.answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED
+from ..align.answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from ..align.traces import grouped_by_traces
 from ..model.phrases import either, plural, ranks_words, their, them, they, they_are, verb_form
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from ncclforensics.align import reanalysis
-from ncclforensics.align.answers import CommAnalysis, Root
-from ncclforensics.align.answers import STOPPED
+from ncclforensics.align.answers import STOPPED, CommAnalysis, Root
 from ncclforensics.align.streams import Streams
 from ncclforensics.align.watchdog import EnqueueMarks
 

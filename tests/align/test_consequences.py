@@ -9,8 +9,7 @@ from dataclasses import replace
 from ncclforensics.align.causes import pick_counted, unseen_causes
 from ncclforensics.align.consequences import (Disagreement, candidates, consequences, departing_elsewhere,
                                               odd_behind, odd_ones, other_side)
-from ncclforensics.align.answers import RangeReason, Root
-from ncclforensics.align.answers import MISSING
+from ncclforensics.align.answers import MISSING, RangeReason, Root
 from ncclforensics.align.ras import job_processes, ras_histories
 from ncclforensics.align.ras_only import ras_only_root, ras_only_roots, ras_rank_map, unnamed_ranks
 from ncclforensics.align.notes import RasRankUnnamed, UndecidedComm, UnseenComm

@@ -3,8 +3,7 @@ them) that the communicator's own counts name beside the issue orders' outliers 
 
 from __future__ import annotations
 
-from ncclforensics.align.answers import Root
-from ncclforensics.align.answers import MISSING, STOPPED
+from ncclforensics.align.answers import MISSING, STOPPED, Root
 from ncclforensics.align.reanalysis import with_counted_outliers
 
 REFERENCE = [56, 59, 60, 61, 63]

@@ -1,7 +1,6 @@
 """Launch counts read against how far each rank's gate journal got."""
 
-from ncclforensics.align.answers import RangeReason, Root
-from ncclforensics.align.answers import EXTRA, MISSING
+from ncclforensics.align.answers import EXTRA, MISSING, RangeReason, Root
 from ncclforensics.align.journal_progress import with_journal_progress
 from ncclforensics.model import GateDecision, Location
 

@@ -4,8 +4,7 @@ from dataclasses import replace
 
 import polars as pl
 
-from ncclforensics.align.answers import RangeReason, Root
-from ncclforensics.align.answers import MISSING, STOPPED
+from ncclforensics.align.answers import MISSING, STOPPED, RangeReason, Root
 from ncclforensics.align.mixed_elsewhere import mixed_elsewhere
 from ncclforensics.align.streams import Streams
 from ncclforensics.model import FingerprintRow, Location

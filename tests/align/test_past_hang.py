@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ncclforensics.align.answers import CommAnalysis, Root
-from ncclforensics.align.answers import DIFFERENT_OPS
+from ncclforensics.align.answers import DIFFERENT_OPS, CommAnalysis, Root
 from ncclforensics.align.notes import RanPastHang
 from ncclforensics.align.past_hang import with_ranks_past_hang
 from ncclforensics.align.streams import Streams

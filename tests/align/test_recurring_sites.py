@@ -4,8 +4,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ncclforensics.align.answers import Root
-from ncclforensics.align.answers import DIFFERENT_OPS
+from ncclforensics.align.answers import DIFFERENT_OPS, Root
 from ncclforensics.align.divergence import _by_recurring_sites, analyze_comm
 from ncclforensics.align.edits import Codes
 from ncclforensics.align.fingerprints import attach_fingerprints

@@ -3,8 +3,7 @@
 import math
 from dataclasses import replace
 
-from ncclforensics.align.answers import RangeReason, Root
-from ncclforensics.align.answers import DIFFERENT_OPS
+from ncclforensics.align.answers import DIFFERENT_OPS, RangeReason, Root
 from ncclforensics.align.notes import SumsPartReference, SumsPlaceCutRanks
 from ncclforensics.align.own_records import departed_by_own_records
 from ncclforensics.align.step_sums import step_sums_root, with_sums_placing_cut_ranks

@@ -8,8 +8,7 @@ from fixture_paths import EXTRA_OP
 
 from ncclforensics import api
 from ncclforensics.align.comm_streams import comm_streams
-from ncclforensics.align.answers import CommAnalysis, OpAt, Root
-from ncclforensics.align.answers import DIFFERENT_OPS
+from ncclforensics.align.answers import DIFFERENT_OPS, CommAnalysis, OpAt, Root
 from ncclforensics.align.streams import Streams
 from ncclforensics.align.wedge import (
     PairingRun,
