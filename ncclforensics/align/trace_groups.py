@@ -133,7 +133,7 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
         # that comm's too, and a split that carries them is of that comm.
         as_wider = [tails.get(members, members) for members in own]
         comms = _one_comm_of_sums(comms, trace, _with_tails(trace, as_wider, alike, comms, at, last_rows), alike,
-                                  given, {tails.get(members, members) for members in paired})
+                                  given, {tails.get(members, members) for members in paired}, by_tag_elsewhere or {})
         if comms is None:
             return MIXED
     by_tag: dict[str | None, set[Members]] = {}
@@ -320,7 +320,8 @@ def _paired_wrong(trace: list[FingerprintRow], own: list[Members], alike: list[b
 
 
 def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: list[Members], alike: list[bool],
-                      given: list[set[str | None]], paired: set[Members] = frozenset()) -> set[Members] | None:
+                      given: list[set[str | None]], paired: set[Members] = frozenset(),
+                      by_tag_elsewhere: dict[str, Members | None] | None = None) -> set[Members] | None:
     """Several sets of ranks sharing sums, as the comms they are: ranks whose counts differ in a misaligned pairing
     each read back their own sum, which splits one collective's members, but the records of such a split carry tags
     the whole set's records carry too (`given`: per record, every tag its result's holders gave it; a misaligned
@@ -352,6 +353,8 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
         # A shared result whose tag no set confirms, unless its holders gave it several tags (a misaligned pairing:
         # each collective paired in it was issued on its comm) of which those confirmed name one set holding every
         # holder: the pairing is of that comm, whatever tag this rank gave its side (an extra collective of its own).
+        # A tag no aligned result here confirms is confirmed by the group other ranks' groups of it leave this rank.
+        confirmed = {**_placed_elsewhere(by_tag_elsewhere or {}, comms, confirmed), **confirmed}
         return any(tag not in confirmed and len({m for t in tagged - {None} for m in confirmed.get(t, ())
                                                  if members <= m}) != 1 for tag, members, tagged in shared)
     if (None not in sets_of_tag and not unconfirmed(sets_of_tag)
@@ -402,6 +405,20 @@ def _one_comm_of_sums(comms: set[Members], trace: list[FingerprintRow], own: lis
         if None in folded or unconfirmed(folded) or any(len(sets) != 1 for sets in folded.values()):
             return None
     return kept
+
+
+def _placed_elsewhere(by_tag_elsewhere: dict[str, Members | None], comms: set[Members],
+                      confirmed: dict[str | None, set[Members]]) -> dict[str | None, set[Members]]:
+    """tag -> the comm of this trace that other ranks' groups give the rank for a tag no aligned result of this
+    trace confirms (`by_tag_elsewhere`: the rank with the ranks that the groups sharing the tag's results leave
+    out). A trace that went misaligned before it recorded a tag aligned confirms that tag nowhere, though its
+    peers' traces do: a result its holders read back under such tags is a pairing in the comm their groups make
+    of them. Worked example: tensor-parallel pairs {2, 3}, {4, 5}, {6, 7} share each layer's sums; rank 1 skipped
+    layer 1's attention, so ranks 0 and 1 read back one wrong sum under `layers.1.attn` and `layers.1.mlp`, and
+    rank 0's trace ends in that step: the pairs elsewhere make {0, 1} its group for both tags, a comm its aligned
+    layer 0 results name, so the pairing is {0, 1}'s."""
+    return {tag: {group} for tag, group in by_tag_elsewhere.items()
+            if tag not in confirmed and group is not None and group in comms}
 
 
 def _stopped_before(gone: Members, subset: Members, trace: list[FingerprintRow], own: list[Members],

@@ -755,6 +755,27 @@ def test_an_extra_collective_paired_misaligned_under_a_tag_of_its_own_goes_to_th
     assert _split_root(tmp_path, rows_of) == ("[ranks=0,1,2,3,4,5]", [3, 3], [1])
 
 
+def test_a_pairing_under_tags_only_other_groups_confirm_goes_to_the_group_those_groups_make_of_its_holders(tmp_path):
+    """A world (0-5) with `dp.0` and `dp.1` and TP pairs (0,1) (2,3) (4,5) with two layers each, sums only. Rank 1
+    leaves out `l1.attn`: its `l1.mlp` pairs with rank 0's `l1.attn`, one wrong result under two tags, and both
+    traces end there (rank 0 waits at `l1.mlp`), so no aligned result of theirs confirms either tag. The other
+    pairs' do, in groups that leave ranks 0 and 1 out: their group for both tags is (0,1), a comm their layer-0
+    results name, so the pairing is (0,1)'s (the traces were left out as comms their sums cannot split, and the
+    root named none of their ranks); the tags part the two at seq 3, a tie."""
+    rows_of = {}
+    for rank in range(6):
+        tp = 100.0 * (rank // 2 + 1)
+        layers = [("l0.attn", 64, tp, tp), ("l0.mlp", 64, tp + 1, tp + 1)]
+        layers += {0: [("l1.attn", 64, 777.0, tp + 2)], 1: [("l1.mlp", 64, 777.0, tp + 3)]}.get(
+            rank, [("l1.attn", 64, tp + 2, tp + 2), ("l1.mlp", 64, tp + 3, tp + 3)])
+        rows_of[rank] = [(0, *x) for x in [("dp.0", 1, 10.0, 10.0), ("dp.1", 8, 20.0, 20.0), *layers]]
+    d = _sums_only(tmp_path, rows_of)
+    assert not any("cannot be told" in c for c in d["caveats"])
+    root = d["root"]
+    assert (root["comm"], root["seq_range"], root["outlier_ranks"], root["majority"]) == (
+        "[ranks=0,1]", [3, 3], [0, 1], False)
+
+
 def test_traces_of_every_rank_go_to_the_group_a_desync_report_lists_them_in_not_to_an_idle_default_group(tmp_path):
     """One group `1` over ranks 0-4; ranks 0 and 3 left out step 1's second collective, so their traces (flushed
     per step) hold step 1's first; ranks 1, 2 and 4 hung in step 1 and their traces end with step 0. Only they name
