@@ -38,11 +38,7 @@ def outcomes(request, tmp_path_factory):
 
 # Seeds of the sample or of BEYOND whose answer still breaks the property, by why (benchmarks/results/simulated.md has
 # the patterns over 10,000 seeds). Strict: a seed that starts passing fails here until it is taken off the list.
-KNOWN: dict[int, str] = {
-    981063: "two ranks' traces of one step each, checksums apart, no expected values and nothing else: replicas "
-            "that parted and ranks that sum apart by design (123077) write the same files, so no root is honest; "
-            "the oracle knows from the program that these two are replicas",
-}
+KNOWN: dict[int, str] = {}
 
 
 # Seeds beyond the sample that broke the property until a mechanism was built, one or two per mechanism: a whole NCCL
@@ -856,6 +852,19 @@ def test_a_rank_that_skipped_one_shows_by_the_checksum_its_replicas_sum_without_
 
     assert verdict([12, 23]) == []
     assert verdict([23]) == verdict([12, 27]) == ["wrong_outliers"]
+
+
+def test_checksums_no_two_ranks_share_show_no_departure_where_nothing_else_says_they_were_to_agree(tmp_path):
+    """Seed 981063: ranks 0 and 1 each wrote one per-step checksum, apart (rank 1 ran a drafter pass alone), and
+    nothing else is on file. Two ranks of other replica groups write the same two lines (123077), so the files show
+    no departure and an inconclusive answer is honest. Seed 265: rank 4's sums are never its peers' at one step, but
+    its step-1 sum is their step-2 sum (it ran ahead), so the files show it was to agree with them, and it shows."""
+    from incidents.visibility import shown_outliers
+
+    incident, written = _written_as_drawn(981063, tmp_path / "a")
+    assert written.fp_scheme == "checksum" and shown_outliers(incident, written) == {"1": set()}
+    incident, written = _written_as_drawn(265, tmp_path / "b")
+    assert written.fp_scheme == "checksum" and shown_outliers(incident, written) == {"0": {4}}
 
 
 def test_checksums_that_part_two_even_sides_across_comms_may_name_every_rank_compared(tmp_path):

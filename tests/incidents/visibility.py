@@ -18,8 +18,9 @@ Each kind of evidence gives every rank a *view* of a comm; two views differ when
 - fingerprints: the records at one (step, op) differ in tag, digest or sum; or per step, two sums that a run of
   the program without the fault makes equal differ (the two are replicas: what each was to run sums alike, so a
   rank that skipped or added a collective, whose own expected sum is then another, still parts from its replicas;
-  the files' expected sums are the faulted launches', which say nothing of what the rank was to run). A rank that
-  reads back a wrong sum (where the trace has the expected one) shows too;
+  the files' expected sums are the faulted launches', which say nothing of what the rank was to run), where some
+  two traced ranks wrote one sum at all (else nothing on file says any were to agree: ranks of other replica groups
+  write the same files). A rank that reads back a wrong sum (where the trace has the expected one) shows too;
   wrong means off by more than a checked sum's tolerance (a relative 1e-6: real checksums are floating sums, and
   one result summed in another order differs in its last bits, so a sum off by less reads as right to any reader).
 
@@ -160,8 +161,8 @@ def _counts_before(view: View, seq: int) -> View:
 
 def _results_before(view: View, seq: int) -> View:
     """Fingerprint records, numbered by step, not by a comm's seq: nothing to compare but a wrong result."""
-    (scheme, _), wrong = view
-    return (scheme, {}), wrong
+    (scheme, _, shared), wrong = view
+    return (scheme, {}, shared), wrong
 
 
 # --- views per kind ---------------------------------------------------------------------------------------------
@@ -311,6 +312,7 @@ def _fp_views(incident: Incident, written: Written, comm: str) -> dict[int, View
         return {}
     views = {}
     reference = incident.program.reference_plans() if scheme not in PER_COLLECTIVE else {}
+    shared = scheme not in PER_COLLECTIVE and _sums_shared_on_file(incident, written)
     for r in _ranks(incident, written, "fp", comm):
         wrong = False
         keyed: dict = {}
@@ -334,8 +336,21 @@ def _fp_views(incident: Incident, written: Written, comm: str) -> dict[int, View
                 mine = any(x.op.comm == comm and not x.aligned for x in launches)
                 wrong |= mine and scheme == "step_sum_expected" and _read_wrong(got, expected)
                 keyed[step] = (got, _fault_free_sum(incident, reference[r][step]), mine)
-        views[r] = ((scheme, keyed), wrong)
+        views[r] = ((scheme, keyed, shared), wrong)
     return views
+
+
+def _sums_shared_on_file(incident: Incident, written: Written) -> bool:
+    """Per-step sums: whether some two traced ranks wrote one sum (at one step, or a step apart where one ran
+    ahead), the only thing in such files that says ranks ran one program and were to agree. Where no two did, every
+    trace parts from every other from its first line: two replicas that parted before the first step on file
+    (981063) and ranks that sum apart by design (other replica groups, other data: 123077) write the very same
+    files, and what the program meant them to sum is nowhere on file."""
+    ranks = [r for r in incident.program.ranks if written.has("fp", r)]
+    written_sums = [[sum(sums(incident, x)[0] for x in read_back(incident, r) if x.op.step == step)
+                     for step in _kept(written, r, steps_read_back(incident, r))] for r in ranks]
+    return any(not _read_wrong(mine, theirs) for i, own in enumerate(written_sums)
+               for other in written_sums[i + 1:] for mine in own for theirs in other)
 
 
 def _fault_free_sum(incident: Incident, segments: list) -> float:
@@ -355,13 +370,13 @@ def _read_wrong(got: float, expected: float) -> bool:
 
 
 def _fp_differ(a: View, b: View) -> bool:
-    (scheme, keyed_a), (_, keyed_b) = a[0], b[0]
+    (scheme, keyed_a, shared), (_, keyed_b, _) = a[0], b[0]
     if scheme in PER_COLLECTIVE:
         return any(k in keyed_b and keyed_a[k] != keyed_b[k] for k in keyed_a)
     # per step: sums that a run without the fault makes equal, differing, on a step where one of the two was
-    # misaligned here
-    return any(k in keyed_b and keyed_a[k][1] == keyed_b[k][1] and keyed_a[k][0] != keyed_b[k][0]
-               and (keyed_a[k][2] or keyed_b[k][2]) for k in keyed_a)
+    # misaligned here, where the files show ranks that were to agree at all
+    return shared and any(k in keyed_b and keyed_a[k][1] == keyed_b[k][1] and keyed_a[k][0] != keyed_b[k][0]
+                          and (keyed_a[k][2] or keyed_b[k][2]) for k in keyed_a)
 
 
 _KINDS: dict[str, tuple[Callable, Callable, Callable]] = {
