@@ -107,6 +107,7 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
         grouped[rank] = (groups, guessed)
     grouped = _joined_by_cut_traces(grouped, traces, holders, cut)
     grouped = _joined_by_traces_apart(grouped, apart_from_all)
+    grouped = _apart_where_both_read_back_alone(grouped, traces, holders, tags_of)
     for rank, (groups, guessed) in grouped.items():
         trace = traces[rank]
         seqs: dict[Members, int] = {}
@@ -273,6 +274,44 @@ def _joined_by_traces_apart(grouped: dict[int, tuple[list[Members], frozenset[in
         holding = [w for w in wider if members < w and all(apart_from_all.get(r) == w for r in w - members)]
         return holding[0] if len(holding) == 1 else members
     return {rank: ([widened(m) for m in groups], guessed) for rank, (groups, guessed) in grouped.items()}
+
+
+def _apart_where_both_read_back_alone(grouped: dict[int, tuple[list[Members], frozenset[int]]],
+                                      traces: dict[int, list[FingerprintRow]], holders: dict[tuple, set[int]],
+                                      tags_of: dict[tuple, set[str | None]]
+                                      ) -> dict[int, tuple[list[Members], frozenset[int]]]:
+    """`grouped`, with the records placed in a comm whose digest no other trace holds made UNKNOWN where two or
+    more of its ranks hold such records, but for those of a tag the comm's shared results carry. A digest is one
+    physical collective's, a trace is a prefix of what its rank read back in issue order, and a comm's ranks issue
+    its collectives in one order: had ranks R and P each read back a collective of the comm that the other did not,
+    the one of the lower seq would be in both traces. So the lone records of one of them at most are the comm's,
+    and where nothing but its being the one comm holding them put them there (no tag of its shared results), which
+    one is not known: they are of comms whose other members left no trace. Worked example: ranks 3 and 4 alone left
+    traces and share the digests of two world all-reduces; each then reads back five TP all-reduces whose digests
+    no one shares. Put in the world comm, the two streams part at seq 3 on tags (`self_attn` against `mlp`), a
+    divergence of a comm of ranks 3 and 4 that no program ran; the records are the TP groups', whose other ranks
+    left no trace."""
+    confirmed: dict[Members, set[str | None]] = {}  # comm -> the tags of its results that several traces hold
+    lone: dict[Members, dict[int, list[int]]] = {}  # comm -> rank -> its records there that no other trace holds
+    for rank, (groups, _) in grouped.items():
+        for i, (row, members) in enumerate(zip(traces[rank], groups)):
+            key = result_key(row)
+            if key is None or members is UNKNOWN or len(members) < 2:
+                continue
+            if len(holders.get(key, ())) > 1:
+                confirmed.setdefault(members, set()).update(tags_of.get(key, ()))
+            elif row.digest is not None:
+                lone.setdefault(members, {}).setdefault(rank, []).append(i)
+    apart: dict[int, set[int]] = {}  # rank -> its records of no comm the traces name
+    for members, by_rank in lone.items():
+        if len(by_rank) > 1:
+            for rank, found in by_rank.items():
+                apart.setdefault(rank, set()).update(
+                    i for i in found if traces[rank][i].tag not in confirmed.get(members, set()))
+    if not any(apart.values()):
+        return grouped
+    return {rank: ([UNKNOWN if i in apart.get(rank, ()) else m for i, m in enumerate(groups)], guessed)
+            for rank, (groups, guessed) in grouped.items()}
 
 
 def _cut_out(members: Members, trace: list[FingerprintRow], groups: list[Members], known: dict[str, set[int]],

@@ -1105,3 +1105,36 @@ def test_ranks_that_share_only_wrong_results_inside_their_comm_ran_extra_collect
     root = answer(tmp_path)["root"]
     low, high = root["seq_range"]
     assert low <= 5 <= high and {0, 2} <= set(root["outlier_ranks"]) and not root["majority"]
+
+
+def test_results_two_ranks_each_read_back_alone_are_of_no_comm_the_two_share(tmp_path):
+    """Ranks 0 and 1 alone left traces (digests): they share two world all-reduces, and then each reads back TP
+    all-reduces whose digests no one shares (rank 1 skipped `attn`). Had both read back collectives of their one
+    shared comm that the other did not, the lower seq of them would be in both traces (one comm's collectives are
+    issued in one order, and a trace is a prefix of what its rank issued): the lone records are the TP groups',
+    whose other ranks left no trace. They are left out, not compared as one stream of the world parting on tags;
+    where only one rank reads back alone (the other stopped), its records stay in the comm."""
+    from ncclforensics.align.notes import TracesApart
+    from ncclforensics.align.traces import with_trace_rows
+    from ncclforensics.sources import InputFile, parse_file
+
+    def write(rank, tags):
+        rows = [{"step": 0, "op": op, "rank": rank, "tag": tag, "kind": "AllReduce", "numel": 8, "sum": 8.0,
+                 "expected_sum": 8.0, "digest": digest or f"{rank}{op:015x}"}
+                for op, (tag, digest) in enumerate([("dp.0", "a" * 16), ("dp.1", "b" * 16), *((t, None) for t in tags)])]
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def placed():
+        evidence = [parse_file(InputFile(p, p.name)) for p in sorted(tmp_path.iterdir())]
+        out, notes, _ = with_trace_rows(evidence)
+        rows = [r for e in out for r in e.collectives.iter_rows(named=True)]
+        return {(r["rank"], r["tag"]): (r["comm"], r["seq"]) for r in rows}, notes
+    write(0, ("attn", "mlp", "head"))
+    write(1, ("mlp", "head", "mtp"))
+    rows, notes = placed()
+    assert rows == {(r, f"dp.{i}"): ("[ranks=0,1]", i + 1) for r in (0, 1) for i in (0, 1)}
+    assert TracesApart((0, 1)) in notes
+    assert answer(tmp_path)["root"] is None  # (every sum checks right: nothing on record parts the two)
+    write(1, ())
+    rows, _ = placed()
+    assert rows[(0, "head")] == ("[ranks=0,1]", 5)
