@@ -120,6 +120,11 @@ class Root:
     # communicators it issued before the root's seq, and the ranks that launched fewer here, held back elsewhere.
     issue_places: dict[int, int] = field(default_factory=dict)
     blocked_elsewhere: tuple[int, ...] = ()
+    # ... and ranks that launched more than the reference, whose own issue orders place an extra collective of
+    # theirs (align/ran_ahead.py): rank -> the seqs where it may be; with them, `issue_seq` is the seq whose places
+    # `issue_places` gives (the range reaches past it to theirs)
+    ran_ahead: dict[int, tuple[int, int]] = field(default_factory=dict)
+    issue_seq: int | None = None
     # Counts only, the outliers behind, in a job with other communicators: they may be held back in another one by
     # a rank ahead here that launched one more (see report/ambiguity.py), which counts cannot tell apart.
     behind_may_be_held: bool = False

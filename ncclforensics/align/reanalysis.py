@@ -31,6 +31,7 @@ from .interleave import (
 )
 from .left_out_before import left_out_root
 from .notes import DepartedLater, Note
+from .ran_ahead import extras_ahead, with_extras_ahead
 from .streams import SIGNATURE, Streams
 from .waiting import waiting_elsewhere
 from .watchdog import EnqueueMarks
@@ -174,7 +175,11 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
         found = issue_order_root(streams, comm, analysis.start, frozenset(apart))
         if found is not None and apart:
             found = replace(found, departed_in={r: apart[r] for r in found.unplaced_ranks if r in apart})
-        if found is not None and found.left_out_in and not _replaceable(root, found, streams):
+        # (ranks of its reference that launched more, whose own issue orders place an extra collective: they
+        # departed too, and a stop naming them beside the ranks held back still reads as the issue orders say)
+        with_roots = {c for c in others if c in analyses and analyses[c].root is not None}
+        ahead = extras_ahead(streams, found, analysis.launched, with_roots) if found is not None else {}
+        if found is not None and found.left_out_in and not _replaceable(root, found, streams, set(ahead)):
             # Places that fit a collective left out elsewhere as well say nothing of this communicator then: they
             # replace no root of its own records but a stop of the same ranks, which they show is no mere stop
             # (its records fit as well extra collectives before it, and the end of records hides their size).
@@ -192,7 +197,8 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
             found = replace(found, undecided_comms=tuple(sorted({*found.undecided_comms, *(
                 c for c in others if c in analyses and analyses[c].root is not None and not analyses[c].root.shown)})))
         if found is not None:
-            analysis.root = found
+            analysis.root, later = with_extras_ahead(found, ahead)
+            departed_later += later
     return departed_later
 
 
@@ -228,14 +234,15 @@ def with_counted_outliers(found: Root, own: Root | None) -> Root:
                    unplaced_ranks=[r for r in found.unplaced_ranks if r not in counted])
 
 
-def _replaceable(root: Root | None, found: Root, streams: Streams) -> bool:
+def _replaceable(root: Root | None, found: Root, streams: Streams, ahead: set[int]) -> bool:
     """Whether an issue-order root whose places fit collectives left out elsewhere as well (`found.left_out_in`)
     takes the place of the communicator's own `root`: a stop of the same ranks, which the places show is no mere
     stop; a root whose records part the ranks with no majority where the issue orders side every rank as the
     records allow (`_sides_records_allow`); and, where they give the extra block's size (records that end before
     any later collective here could tell the two readings apart), a stop of its outliers and the ranks they hold
-    back elsewhere, or any root naming no majority: neither says more of who departed, and the issue orders name
-    the early one, with the other communicators as candidates."""
+    back elsewhere (with any ranks `ahead`, whose own issue orders place an extra collective: ran_ahead.py), or any
+    root naming no majority: neither says more of who departed, and the issue orders name the early one, with the
+    other communicators as candidates."""
     if root is None:
         return False
     if root.kind == STOPPED and root.outlier_ranks == found.outlier_ranks:
@@ -243,7 +250,7 @@ def _replaceable(root: Root | None, found: Root, streams: Streams) -> bool:
     if not root.majority and root.shown and found.majority and _sides_records_allow(streams, root, found):
         return True
     held = set(found.outlier_ranks) | set(found.blocked_elsewhere)
-    return bool(found.size) and (not root.majority or root.kind == STOPPED and set(root.outlier_ranks) <= held)
+    return bool(found.size) and (not root.majority or root.kind == STOPPED and set(root.outlier_ranks) - ahead <= held)
 
 
 def _sides_records_allow(streams: Streams, root: Root, found: Root) -> bool:

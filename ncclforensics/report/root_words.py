@@ -209,7 +209,8 @@ def issue_order_words(root: Root) -> str:
         return ""
     if root.left_out_before is not None:
         return left_out_before_words(root)
-    seq = (root.seq_range[1] if root.seq_range else None) or root.seq
+    seq = root.issue_seq if root.issue_seq is not None else (
+        (root.seq_range[1] if root.seq_range else None) or root.seq)
     by_place: dict[int, list[int]] = {}
     for rank, n in sorted(root.issue_places.items()):
         by_place.setdefault(n, []).append(rank)
@@ -228,12 +229,13 @@ def issue_order_words(root: Root) -> str:
         text += (f" Or {'it' if one else 'they'} left out collectives of {comms} before it: each of "
                  f"{'its' if one else 'their'} collectives here from seq {seq} on comes after fewer of those than "
                  f"the others' of the same seq, as either puts it{unsized}; which, the records do not say.")
-    parted = [r for r in root.outlier_ranks if r not in early]
+    parted = [r for r in root.outlier_ranks if r not in early and r not in root.ran_ahead]
     if parted:
         one = len(parted) == 1
         text += (f" {ranks_words(parted).capitalize()} issued {'its' if one else 'theirs'} where the others did, "
                  f"and {'its records part' if one else 'their records part'} from theirs by then: "
                  f"{'it' if one else 'they'} departed too, and which came first is not known.")
+    text += ran_ahead_words(root)
     if root.blocked_elsewhere:
         who = ranks_words(list(root.blocked_elsewhere))
         one = len(root.blocked_elsewhere) == 1
@@ -241,6 +243,24 @@ def issue_order_words(root: Root) -> str:
                  f"on in {'its' if one else 'their'} other communicators than the program goes before its next "
                  f"collective here: held back there (a rank runs its collectives in issue order, so its peers' "
                  f"collectives there wait behind the extra one), not short of one here.")
+    return text
+
+
+def ran_ahead_words(root: Root) -> str:
+    """Why ranks that launched more than the others are named beside the early ones (align/ran_ahead.py; empty
+    where none are)."""
+    if not root.ran_ahead:
+        return ""
+    text = ""
+    for (low, high), ranks in sorted({span: sorted(r for r, s in root.ran_ahead.items() if s == span)
+                                      for span in set(root.ran_ahead.values())}.items()):
+        one = len(ranks) == 1
+        it, its = ("it", "its") if one else ("they", "their")
+        text += (f" {ranks_words(ranks).capitalize()} launched more here than the others, and issued seq {high} "
+                 f"after fewer collectives of another communicator than {its} peers there, whose records here end "
+                 f"sooner, issued before theirs or in all: {it} ran an extra collective of {its} own, "
+                 f"{f'somewhere in seq {low}..{high} (alike in place)' if low < high else f'at seq {high}'}, and "
+                 f"which departure came first is not known.")
     return text
 
 
