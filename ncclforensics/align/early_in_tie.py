@@ -25,8 +25,8 @@ from ..model import Location
 from ..model.kinds import is_p2p_comm
 from .answers import Root
 from .interleave import issued_before
+from .narrowing import ISSUE_ORDER
 from .notes import IssuedEarlyInTie
-from .root import ISSUE_ORDER
 from .streams import Streams
 
 

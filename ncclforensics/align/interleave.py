@@ -33,7 +33,7 @@ from .comm_streams import comm_streams
 from .answers import EXTRA, RangeReason, Root, ops_at
 from .constraints import result_checks
 from .edits import EditKind, Placement
-from .root import ISSUE_ORDER
+from .narrowing import ISSUE_ORDER
 from .streams import SIGNATURE, Streams
 
 

@@ -86,7 +86,7 @@ def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, 
 
 def _departed_later(analysis: CommAnalysis, streams: Streams) -> set[int]:
     """The ranks whose own records show them departing after the root's outliers: a root of records that differ,
-    with a majority, names neither side for them (root.Solution.leading). Worked example: rank 0 swapped two world
+    with a majority, names neither side for them (solution.Solution.leading). Worked example: rank 0 swapped two world
     all-reduces at seq 5 and rank 3 ran one of its own at seq 7, where it waits; the root names rank 0, and rank 3,
     one short of ranks 0 and 1, launched as few as its own departure made it."""
     root = analysis.root

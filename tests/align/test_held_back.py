@@ -242,7 +242,7 @@ def test_a_held_rank_whose_records_end_before_the_sides_part_sides_with_the_prog
     import numpy as np
 
     from ncclforensics.align.edits import Codes
-    from ncclforensics.align.root import propose
+    from ncclforensics.align.propose import propose
 
     tokens, retry = 1, 2
     tags = {0: [tokens, 0], 1: [tokens, retry, tokens], 2: [tokens, tokens, tokens], 3: [tokens, tokens, tokens]}
