@@ -51,9 +51,10 @@ from .past_hang import with_ranks_past_hang
 from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots, unnamed_ranks, with_swapped_types
 from .comms_apart import comms_by_rank
-from .step_sums import (step_sums_root, with_checksum_outliers, with_parted_reference, with_sums_before_records,
-                        with_sums_placing_cut_ranks)
+from .step_sums import step_sums_root
 from .streams import SIGNATURE, Streams
+from .sums_beside import (with_checksum_outliers, with_parted_reference, with_sums_before_records,
+                          with_sums_placing_cut_ranks)
 from .waiting import waiting_elsewhere
 from .watchdog import ENQUEUED_COUNTS, EnqueueMarks, marks_only_roots, timeout_stacks
 
