@@ -149,7 +149,7 @@ class Root:
     journal_steps: dict[int, int] = field(default_factory=dict)
     # ranks whose records are incomplete and end before the outliers and the reference part: on neither side
     unplaced_ranks: list[int] = field(default_factory=list)
-    # Counts of dumps of a job that nothing says had stopped: the ranks behind may only lag (align/watchdog.py).
+    # Counts of dumps of a job that nothing says had stopped: the ranks behind may only lag (align/marks_only.py).
     unstopped: bool = False
     # the other communicators whose ranks disagree too and that nothing on record ranks against this one's: any of
     # them may be where the job diverged first (see consequences.py)

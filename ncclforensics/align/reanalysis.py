@@ -19,6 +19,7 @@ from ..model.kinds import is_p2p_comm
 from .answers import MISSING, STOPPED, CommAnalysis, Root
 from .divergence import analyze_comm
 from .early_in_tie import early_side_of_tie
+from .enqueue_marks import EnqueueMarks
 from .gates import GateDisagreement
 from .interleave import (
     beside_early_issuers,
@@ -34,7 +35,6 @@ from .notes import DepartedLater, Note
 from .ran_ahead import extras_ahead, with_extras_ahead
 from .streams import SIGNATURE, Streams
 from .waiting import waiting_elsewhere
-from .watchdog import EnqueueMarks
 
 
 def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateDisagreement | None,
