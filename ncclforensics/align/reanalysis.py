@@ -23,14 +23,13 @@ from .enqueue_marks import EnqueueMarks
 from .gates import GateDisagreement
 from .interleave import (
     beside_early_issuers,
-    early_elsewhere,
     issue_order_root,
     issue_order_split,
-    skipped_here,
     with_early_issuers,
     with_stops_past_the_program,
 )
 from .left_out_before import left_out_root
+from .left_out_here import early_elsewhere, skipped_here
 from .notes import DepartedLater, Note
 from .ran_ahead import extras_ahead, with_extras_ahead
 from .streams import SIGNATURE, Streams
@@ -302,7 +301,7 @@ def held_back_by_issue_order(streams: Streams, comm: str, root: Root) -> bool:
 def _left_out_beside(analyses: dict[str, CommAnalysis], streams: Streams, comm: str,
                      gate: GateDisagreement | None) -> tuple[bool, list[DepartedLater]]:
     """Ranks of a root's reference that launched fewer here than the rest of it, and whose issue orders show that
-    they left out a collective here rather than stopped (interleave.skipped_here: they went on elsewhere past where
+    they left out a collective here rather than stopped (left_out_here.skipped_here: they went on elsewhere past where
     the program issues it), departed too: where the collective they left out may come at or before the root's
     last seq, they may have departed first, and the root is analysed again with them among the ranks behind.
     Worked example: rank 1 left out the world's first all-reduce and went on in its tensor-parallel group, while
