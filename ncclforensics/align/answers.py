@@ -10,7 +10,8 @@ from enum import Enum
 
 from ..model import Location
 from .comm_streams import CommStreams
-from .root import Contradiction, EditKind
+from .edits import EditKind
+from .solution import Contradiction
 
 ENQUEUED_COUNTS = "PyTorch's enqueued counts"  # the label of an answer resting on PyTorch's count of enqueued work
 
@@ -108,7 +109,7 @@ class Root:
     records_start: int = 1  # the first seq every rank of the comm has records for
     shown: bool = False  # a record differs (in any field) between outliers and reference, not only their lengths
     # shown only by results read back wrong: the records differ in length only, and the misalignment the results
-    # show fits an edit of either side at the same seq (see root.Solution.by_results)
+    # show fits an edit of either side at the same seq (see solution.Solution.by_results)
     by_results: bool = False
     told: bool = False  # the records agree; the edit is placed only because the gate journal names the outliers
     counts_by_type: dict[str, dict[int, int]] = field(default_factory=dict)  # type -> rank -> launched (RAS)
@@ -148,7 +149,7 @@ class Root:
     journal_steps: dict[int, int] = field(default_factory=dict)
     # ranks whose records are incomplete and end before the outliers and the reference part: on neither side
     unplaced_ranks: list[int] = field(default_factory=list)
-    # Counts of dumps of a job that nothing says had stopped: the ranks behind may only lag (align/watchdog.py).
+    # Counts of dumps of a job that nothing says had stopped: the ranks behind may only lag (align/marks_only.py).
     unstopped: bool = False
     # the other communicators whose ranks disagree too and that nothing on record ranks against this one's: any of
     # them may be where the job diverged first (see consequences.py)
@@ -158,7 +159,7 @@ class Root:
     left_out_in: tuple[str, ...] = ()
     # The mirror of `left_out_in`: the outliers' issue orders show a collective left out here, on the end of their
     # records here alone, which fits as well extra collectives they ran in these other communicators before they
-    # stopped (interleave.early_elsewhere): either may be the divergence
+    # stopped (left_out_here.early_elsewhere): either may be the divergence
     early_in: tuple[str, ...] = ()
     # Placed by the issue orders of another communicator (comm, seq): the outliers issued that seq there after
     # fewer of this one's collectives than the program, and went on past where its next one there comes without
@@ -176,7 +177,7 @@ class Root:
     # poorer fields only at the second; the root is between them (richer_fields.parts_earlier)
     parted_earlier: tuple[str, int, int] | None = None
     # (field, rank, seq): a richer field that only this rank of the reference recorded parts it from the outliers at
-    # the seq, where it may have departed itself: named beside them (root.Solution.lone_field)
+    # the seq, where it may have departed itself: named beside them (solution.Solution.lone_field)
     lone_field: tuple[str, int, int] | None = None
     # Per-step checksums no expected value checks: the outliers each sum alone beside groups of ranks alike, in the
     # only step their traces hold beside those groups. A rank that reads back more by design (a gather to it) sums
@@ -189,7 +190,7 @@ class Root:
     expected_apart_reading_right: bool = False
     # Outliers with no records here at all, known only by PyTorch's count of what they launched (one short, as the
     # outliers beside them are): nothing places their departure, which reaches the range back as far as their count
-    # allows (root._hidden_departures)
+    # allows (hidden_edits.hidden_departures)
     counted_only: tuple[int, ...] = ()
     # Of `unplaced_ranks`, those the records of another communicator show departing there (rank -> those
     # communicators): that departure moves where they issue collectives here, so the issue orders place them nowhere

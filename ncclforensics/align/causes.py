@@ -21,11 +21,12 @@ from ..model.kinds import is_p2p_comm
 from .consequences import (Disagreement, candidates, consequences, departing_elsewhere, left_out_elsewhere, odd_ones,
                            other_side, ran_ahead)
 from .answers import CommAnalysis, Root
+from .enqueue_marks import EnqueueMarks
+from .marks_only import marks_only_roots
 from .notes import ConsequenceComm, Note, UndecidedComm, UnseenComm
 from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots
 from .streams import Streams
-from .watchdog import EnqueueMarks, marks_only_roots
 
 
 def unseen_causes(root: Root, odd: frozenset, streams: Streams) -> list[Note]:

@@ -41,21 +41,24 @@ from .causes import comm_choice_notes, enqueued_cause, pick_counted, ras_counted
 from .compared_alike import departures_bounded
 from .consequences import Disagreement, consequences, kept_outer, odd_behind, odd_ones, other_side, ran_ahead
 from .counts_beside_records import records_pair, short_of_records, with_counted_outliers, with_counted_past_records
-from .answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
+from .enqueue_marks import EnqueueMarks
+from .answers import DIFFERENT_OPS, ENQUEUED_COUNTS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
 from .held_back import ahead_where_stuck, behind_in_chain, held_back_elsewhere, held_back_root, may_hold_back
 from .journal_progress import with_journal_progress
+from .marks_only import marks_only_roots
 from .mixed_elsewhere import mixed_elsewhere
 from .notes import CountedAmongLookalikes, Note
 from .past_hang import with_ranks_past_hang
 from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots, unnamed_ranks, with_swapped_types
 from .comms_apart import comms_by_rank
-from .step_sums import (step_sums_root, with_checksum_outliers, with_parted_reference, with_sums_before_records,
-                        with_sums_placing_cut_ranks)
+from .step_sums import step_sums_root
 from .streams import SIGNATURE, Streams
+from .sums_beside import (with_checksum_outliers, with_parted_reference, with_sums_before_records,
+                          with_sums_placing_cut_ranks)
 from .waiting import waiting_elsewhere
-from .watchdog import ENQUEUED_COUNTS, EnqueueMarks, marks_only_roots, timeout_stacks
+from .watchdog import timeout_stacks
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,10 @@ import polars as pl
 from ..model import EventState, Location
 from .answers import CommAnalysis
 from .comm_streams import CommStreams
+from .edits import Codes, EditKind
 from .gates import GateDisagreement
-from .root import PARTED_COMPLETIONS, Codes, EditKind, GateStep, ResultChecks, Solution
+from .narrowing import PARTED_COMPLETIONS, GateStep, ResultChecks
+from .solution import Solution
 from .streams import Streams, traced
 
 def short_of_completions(analysis: CommAnalysis) -> set[int]:

@@ -5,7 +5,7 @@ Records say who differs where they compare ranks; launch counts (RAS, PyTorch's 
 fewer, and place nothing. Where the records begin after the ranks already disagree, or end alike for ranks the
 counts part, the counts' difference lies where no record compares those ranks: they departed too, and nothing
 says whose departure came first, so the root names them beside its own. These rules read both kinds of evidence
-at once, apart from the per-step checksums of step_sums.py, whose way of naming a merged root they share
+at once, apart from the per-step checksums of sums_beside.py, whose way of naming a merged root they share
 (`named_among`).
 """
 
@@ -18,7 +18,7 @@ from dataclasses import replace
 from .answers import RangeReason, Root
 from .held_back import may_hold_back
 from .notes import CountedBeforeRecords, CountedPastRecords, CountsNameSide, CountsTieBeforeRecords, DepartedLater, Note
-from .step_sums import named_among
+from .sums_beside import named_among
 
 
 def short_of_records(root: Root, launched: dict[int, int], recorded: set[int],

@@ -20,12 +20,16 @@ from ..model.phrases import ranks_words
 from .choose import choose_root
 from .clocks import clock_disagreements
 from .comm_streams import comm_streams
-from .answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
+from .answers import DIFFERENT_OPS, ENQUEUED_COUNTS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .divergence import analyze_comm
+from .enqueue_marks import EnqueueMarks, enqueue_marks
+from .enqueued_past_records import (count_past_timeouts, counted_past_cuts, enqueued_in, reported_ops_past_cuts,
+                                    uncounted_timeouts)
 from .fingerprints import attach_fingerprints, corrupted, diverging_steps
 from .gates import GateDisagreement, first_gate_disagreement
 from .held_back import held_back_ranks
 from .jobs import split_jobs
+from .marks_only import marks_only_wedge
 from .notes import (
     CompletionsOnly,
     CutRecords,
@@ -47,19 +51,7 @@ from .streams import Streams, build_streams
 from .traces import Guesses, guessed_comms, resting_on_guesses, seq_slack, wider_slack, with_trace_rows
 from .unranked import unranked_streams
 from .unwritten import completed_floors, parted_at_read_back, unwritten_ends
-from .watchdog import (
-    ENQUEUED_COUNTS,
-    STOP_EVENTS,
-    EnqueueMarks,
-    count_past_timeouts,
-    counted_past_cuts,
-    enqueue_marks,
-    enqueued_in,
-    marks_only_wedge,
-    reported_ops_past_cuts,
-    uncounted_timeouts,
-    with_watchdog_rows,
-)
+from .watchdog import STOP_EVENTS, with_watchdog_rows
 from .wedge import Wedge, Window, count_only_window, find_wedge, first_hanging_pairing, misaligned_window
 
 

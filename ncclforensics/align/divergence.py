@@ -20,9 +20,13 @@ from .codes import (MAX_GAP, CodeBook, blank_codes, empty_codes, first_visible_s
 from .comm_streams import CommStreams, comm_streams
 from .constraints import (UNBOUNDED, completed_by_a_peer, evidence_constraints, gate_deviants, parted_completions,
                           past_completions, past_counted, short_of_completions)
+from .edits import Codes, EditKind
 from .gates import GateDisagreement
+from .hidden_edits import edits_before_stop
+from .narrowing import LeftOut, ResultChecks
 from .recurring_sites import broke_recurring_order, with_their_sides
-from .root import Codes, EditKind, LeftOut, ResultChecks, Solution, edits_before_stop, solve
+from .root import solve
+from .solution import Solution
 from .streams import SIGNATURE, Streams
 from .traces import grouped_by_traces
 
@@ -69,7 +73,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     fewer than the others of this stopped communicator and did not die (see root.propose). `counted`: ranks whose
     records end at a cut file, with the last seq PyTorch's own count says they enqueued (past the cut): their
     streams go on that far, unrecorded, and end there. `left_out`: ranks among those behind whose issue orders show
-    that they left out a collective here somewhere in a range of seqs (root.LeftOut), rank -> that range.
+    that they left out a collective here somewhere in a range of seqs (narrowing.LeftOut), rank -> that range.
     `enqueued`: PyTorch's count of the work each rank enqueued in this communicator's process group; a rank whose
     records end before a collective others completed (incomplete, as a cut file's are) is counted as far as it.
     `died`: the evidence says a process died (a rank that stopped launching is then the dead one, and its stop

@@ -55,11 +55,11 @@ class Placement:
     # low it has where evidence rules those out (None: nothing held it)
     widest: int | None = None
     # The member of the outlier's group this edit is of where that member has no records here at all (a rank known
-    # only by PyTorch's count of what it launched): nothing but its count places it (root._hidden_departures)
+    # only by PyTorch's count of what it launched): nothing but its count places it (hidden_edits.hidden_departures)
     unrecorded: int | None = None
     # The member of the outlier's group whose own records alone place this edit, where they lack a field the group's
     # hold or show nothing of its departure but their length: the others' records place the group's edit, and say
-    # nothing of where this member departed (propose, root._hidden_departures)
+    # nothing of where this member departed (propose, hidden_edits.hidden_departures)
     member: int | None = None
 
 

@@ -23,17 +23,17 @@ its others): it left collectives out there (left_out_before.py).
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import polars as pl
 
 from ..model.kinds import is_p2p_comm
-from .comm_streams import comm_streams
 from .answers import EXTRA, RangeReason, Root, ops_at
+from .comm_streams import comm_streams
 from .constraints import result_checks
 from .edits import EditKind, Placement
-from .root import ISSUE_ORDER
+from .issue_orders import issued_before, program_places
+from .narrowing import ISSUE_ORDER
 from .streams import SIGNATURE, Streams
 
 
@@ -62,204 +62,6 @@ class IssueOrderSplit:
     placed_from: int = 1
 
 
-_ORDER_KEYS = (("file", "line"), ("fr_file", "fr_record"), (None, "time"))
-
-
-def _issue_order(parts: dict[str, pl.DataFrame]) -> pl.DataFrame | None:
-    """One rank's collectives of every communicator (parts: comm -> rows) as (comm, seq) in the order it issued
-    them, or None where no one source orders all of them (rows from different files have no common order)."""
-    for source, position in _ORDER_KEYS:
-        columns = [position] if source is None else [source, position]
-        if any(c not in part.columns or part.get_column(c).null_count() for part in parts.values() for c in columns):
-            continue
-        rows = pl.concat([part.select(pl.lit(comm).alias("comm"), pl.col("seq"),
-                                      pl.col(position).cast(pl.Float64).alias("at"),
-                                      *([pl.col(source).alias("source")] if source else []))
-                          for comm, part in parts.items()], how="vertical_relaxed")
-        if source is not None and rows.get_column("source").n_unique() > 1:
-            continue
-        if rows.get_column("at").n_unique() != rows.height:
-            continue  # ties: no order
-        return rows.sort("at").select("comm", "seq")
-    return None
-
-
-def _places(order: pl.DataFrame, comm: str, firsts: dict[str, int]) -> dict[int, int]:
-    """seq in `comm` -> how many collectives of the rank's other communicators it issued before it (by their
-    seqs, so a ring that dropped its oldest entries still counts them); a seq before which some other
-    communicator's records have not begun is left out (what it issued there is unknown). The seq after its last
-    one here gives how many it issued in all."""
-    last = [pl.when(pl.col("comm") == c).then(pl.col("seq")).otherwise(None).forward_fill().fill_null(first - 1)
-            .alias(f"last{i}") for i, (c, first) in enumerate(sorted(firsts.items()))]
-    known = [(pl.col(f"last{i}") >= first) | pl.lit(first == 1) for i, (_, first) in enumerate(sorted(firsts.items()))]
-    marked = order.with_columns(last).with_columns(pl.sum_horizontal(*(pl.col(f"last{i}") for i in range(len(last))))
-                                                   .alias("place"), pl.all_horizontal(known).alias("known"))
-    mine = marked.filter((pl.col("comm") == comm) & pl.col("known"))
-    places = dict(zip(mine.get_column("seq").to_list(), mine.get_column("place").to_list()))
-    ends = order.filter(pl.col("comm") == comm).get_column("seq")
-    places[int(ends.max()) + 1] = int(marked.get_column("place").tail(1).item())
-    return places
-
-
-def _size(streams: Streams, comm: str) -> int:
-    """How many ranks `comm` has: the size its records give (an NCCL log's nranks), else the ranks on record."""
-    sizes = [part.get_column("comm_size").max() for (c, _), part in streams.parts.items()
-             if c == comm and "comm_size" in part.columns]
-    recorded = max((int(n) for n in sizes if n is not None), default=0)
-    return max(recorded, len(set(streams.members.get(comm, [])) | set(streams.expected_members.get(comm, []))))
-
-
-def _program_places(streams: Streams, comm: str, apart: frozenset[int] = frozenset()
-                    ) -> tuple[dict[int, dict[int, int]], dict[int, int], dict[int, int]] | None:
-    """Per rank of `comm`, seq -> collectives of its other communicators it issued before it (see _places); per
-    rank, how many it launched here; and the program's place of each seq (the strict majority of the ranks that
-    launched it). Ranks `apart` (they departed in another communicator) keep their counts but no places: theirs
-    may be off the program's by that departure. None where the records do not order each rank's collectives, the
-    ranks are in other communicators of different shapes, or no strict majority places every seq."""
-    if is_p2p_comm(comm):
-        return None
-    ranks = streams.members.get(comm, [])
-    if len(ranks) < 3:
-        return None
-    places: dict[int, dict[int, int]] = {}
-    launched: dict[int, int] = {}
-    shapes: dict[int, tuple[int, ...]] = {}
-    cut: set[int] = set()
-    for rank in ranks:
-        parts = {c: part for (c, r), part in streams.parts.items() if r == rank and not is_p2p_comm(c)
-                 and part.height}
-        if comm not in parts:
-            return None
-        others = [c for c in parts if c != comm]
-        order = _issue_order(parts) if others else None
-        if any((c, rank) in streams.cut for c in parts):
-            # A file cut short: what it issued before its cut sits where it did, but how far it got is unknown
-            # (and a communicator whose records its cut left out entirely would make it look early).
-            cut.add(rank)
-            launched[rank] = int(parts[comm].get_column("seq").max())
-            places[rank] = {}
-            if order is None:
-                continue
-        elif order is None:
-            return None
-        shapes[rank] = tuple(sorted(_size(streams, c) for c in others))
-        firsts = {c: int(parts[c].get_column("seq").min()) for c in others}
-        places[rank] = _places(order, comm, firsts)
-        if rank in cut:
-            del places[rank][max(places[rank])]
-    if len({shapes[r] for r in shapes if r not in cut}) != 1:
-        return None  # other communicators of other shapes run other programs: their counts do not compare
-    shape = next(shapes[r] for r in shapes if r not in cut)
-    for rank in cut:
-        if shapes.get(rank) != shape:
-            places[rank] = {}
-    launched.update({r: max(p) - 1 for r, p in places.items() if r not in cut})
-    places.update({r: {} for r in apart if r in places})
-    program: dict[int, int] = {}
-    for seq in range(1, max(launched.values()) + 2):
-        seen = Counter(p[seq] for r, p in places.items() if seq in p and seq <= launched[r])
-        if seen:
-            value, n = seen.most_common(1)[0]
-            if n * 2 <= sum(seen.values()):
-                return None
-            program[seq] = value
-    return places, launched, program
-
-
-def skipped_here(streams: Streams, comm: str, ranks: list[int]) -> dict[int, tuple[int, int]]:
-    """Of `ranks` (ranks of `comm` that launched fewer than the others), those whose issue orders show that they
-    left out a collective of `comm` rather than stopped: rank -> the seqs it may have left out (low, high). Such a
-    rank issued a collective here, or its last collectives elsewhere, after more of its other communicators'
-    collectives than the program has before that seq (`high`): it went on past where the program issues that seq
-    (a rank that stopped, held back elsewhere or on the host, goes no further anywhere). A collective it issued
-    where the program issues the same seq, and not where the program issues the next, comes before the one it
-    left out (`low`). A rank with no record here at all is placed by all it issued elsewhere (`_issued_elsewhere`)."""
-    found = _program_places(streams, comm)
-    if found is None:
-        return {}
-    places, launched, program = found
-    skipped = {}
-    for r in ranks:
-        if r not in places and 1 in program and (elsewhere := _issued_elsewhere(streams, comm, r)) is not None:
-            # No record here at all, yet its whole records elsewhere go on past where the program issues seq 1:
-            # it left seq 1 out
-            if elsewhere > program[1]:
-                skipped[r] = (1, 1)
-            continue
-        if r not in places:
-            continue
-        past = [seq for seq in sorted(places[r]) if seq <= launched[r] + 1 and seq in program
-                and places[r][seq] > program[seq]]
-        if not past:
-            continue
-        aligned = [seq for seq in places[r] if seq < past[0] and seq in program and places[r][seq] == program[seq]
-                   and program.get(seq + 1, program[seq]) != program[seq]]
-        skipped[r] = (max(aligned, default=0) + 1, past[0])
-    return skipped
-
-
-def early_elsewhere(streams: Streams, comm: str, left_out: dict[int, tuple[int, int]]) -> tuple[str, ...]:
-    """The other communicators where ranks `skipped_here` found to have left out a collective here, on the end of
-    their records here alone, may instead have issued extra collectives and then stopped: each collective such a
-    rank issued there after its last one here sits, for a peer of both communicators, after more collectives of
-    this one (its issue orders there part from the peer's). A rank that stopped after an extra block there goes on
-    past where the program issues its next collective here just as one that left that one out and went on does;
-    only the end of its records here tells them apart, and it tells nothing. Worked example: rank 0 issues
-    tensor-parallel all-reduces 7 and 8 after world collective 4, rank 1 after world collective 6, and rank 0's
-    records of the world end at 4: it left out world collectives 5 and 6, or it ran two extra ones of its
-    tensor-parallel group (a drafter's pass) and stopped there, held back; the records read the same."""
-    found: set[str] = set()
-    for rank, (_, high) in left_out.items():
-        mine = streams.parts.get((comm, rank))
-        if mine is None or not mine.height or high != int(mine.get_column("seq").max()) + 1:
-            continue  # it issued a collective here past the one it left out: it went on here too
-        own = _comm_orders(streams, rank)
-        if own is None or any((c, rank) in streams.cut for c in own[1]):
-            continue
-        ahead = _last_here_before(own[0], comm)
-        tail = ahead.filter((pl.col("comm") != comm) & (pl.col("here") == ahead.get_column("here").max()))
-        for other in tail.get_column("comm").unique().to_list():
-            seqs = set(tail.filter(pl.col("comm") == other).get_column("seq").to_list())
-            peers = [p for p in streams.members.get(other, []) if p != rank and p in streams.members.get(comm, [])]
-            for peer in peers:
-                theirs = _comm_orders(streams, peer)
-                if theirs is None:
-                    continue
-                placed = _last_here_before(theirs[0], comm).filter((pl.col("comm") == other)
-                                                                   & pl.col("seq").is_in(list(seqs)))
-                if placed.height and placed.get_column("here").max() > ahead.get_column("here").max():
-                    found.add(other)
-                    break
-    return tuple(sorted(found))
-
-
-def _comm_orders(streams: Streams, rank: int) -> tuple[pl.DataFrame, list[str]] | None:
-    """A rank's collectives of all its communicators in the order it issued them, and those communicators (None
-    where no one source orders them)."""
-    parts = {c: part for (c, r), part in streams.parts.items() if r == rank and not is_p2p_comm(c) and part.height}
-    order = _issue_order(parts) if len(parts) > 1 else None
-    return None if order is None else (order, list(parts))
-
-
-def _last_here_before(order: pl.DataFrame, comm: str) -> pl.DataFrame:
-    """The issue order with `here`: the last seq of `comm` issued at or before each row (0 before its first)."""
-    return order.with_columns(pl.when(pl.col("comm") == comm).then(pl.col("seq")).otherwise(None)
-                              .forward_fill().fill_null(0).alias("here"))
-
-
-def _issued_elsewhere(streams: Streams, comm: str, rank: int) -> int | None:
-    """How many collectives a rank with no records in `comm` issued in its other communicators, where its records
-    of each begin at seq 1 and none was cut short (None otherwise): all it issued before `comm`'s first seq, had
-    it issued that."""
-    parts = [(c, part) for (c, r), part in streams.parts.items() if r == rank and c != comm
-             and not is_p2p_comm(c) and part.height]
-    if not parts or (comm, rank) in streams.parts and streams.parts[(comm, rank)].height:
-        return None
-    if any((c, rank) in streams.cut or int(part.get_column("seq").min()) != 1 for c, part in parts):
-        return None
-    return sum(int(part.get_column("seq").max()) for _, part in parts)
-
-
 def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = frozenset(),
                       apart: frozenset[int] = frozenset()) -> IssueOrderSplit | None:
     """The ranks of `comm` parted by where they issued its collectives among their other communicators' (see the
@@ -270,7 +72,7 @@ def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = fro
     are left unplaced, on neither side, and the rest must still be a strict majority without them. None where the
     records do not order each rank's collectives, the ranks are in other communicators of different shapes, or no
     strict majority places every seq."""
-    found = _program_places(streams, comm, apart)
+    found = program_places(streams, comm, apart)
     if found is None:
         return None
     places, launched, program = found
@@ -422,19 +224,6 @@ def _left_out_size(places: dict[int, int], program: dict[int, int], split: int, 
     return gaps.pop() if len(gaps) == 1 and min(gaps) >= 1 else None
 
 
-def issued_before(streams: Streams, rank: int, comm: str, seq: int) -> dict[str, int] | None:
-    """The last seq of each other communicator a rank issued before its `seq` of `comm` (before the end of its
-    records where it never issued that seq), or None where nothing orders its collectives."""
-    own = _comm_orders(streams, rank)
-    if own is None:
-        return None
-    order = own[0].with_row_index("at")
-    at = order.filter((pl.col("comm") == comm) & (pl.col("seq") == seq)).get_column("at")
-    before = order if at.is_empty() else order.filter(pl.col("at") < at.item())
-    last = before.filter(pl.col("comm") != comm).group_by("comm").agg(pl.col("seq").max())
-    return dict(zip(last.get_column("comm").to_list(), last.get_column("seq").to_list()))
-
-
 def issue_order_root(streams: Streams, comm: str, start: int = 1, apart: frozenset[int] = frozenset()) -> Root | None:
     """The root the issue orders give `comm` (see issue_order_split; `apart`: ranks that departed in another
     communicator, placed on neither side): an extra collective of the outliers, at the seq where they issued one
@@ -510,7 +299,7 @@ def with_stops_past_the_program(root: Root, streams: Streams) -> Root:
     seq 2 is an extra collective of its own, and the root names it beside the others."""
     if root.seq_range is None or root.seq_range[1] is None or not root.majority:
         return root
-    found = _program_places(streams, root.comm)
+    found = program_places(streams, root.comm)
     if found is None:
         return root
     places, launched, program = found

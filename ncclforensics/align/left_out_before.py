@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from .comm_streams import comm_streams
 from .answers import MISSING, RangeReason, Root, ops_at
-from .interleave import issue_order_split, issued_before
-from .root import ISSUE_ORDER
+from .interleave import issue_order_split
+from .issue_orders import issued_before
+from .narrowing import ISSUE_ORDER
 from .streams import Streams
 
 

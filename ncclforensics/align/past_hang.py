@@ -25,7 +25,7 @@ from dataclasses import replace
 from .comm_streams import comm_streams
 from .answers import STOPPED, CommAnalysis, Root
 from .notes import Note, RanPastHang
-from .step_sums import named_among
+from .sums_beside import named_among
 from .streams import Streams
 from .wedge import first_hanging_pairing
 

@@ -24,9 +24,9 @@ from dataclasses import replace
 
 from ..model.kinds import is_p2p_comm
 from .answers import EXTRA, RangeReason, Root
-from .interleave import issued_before
+from .issue_orders import issued_before
+from .narrowing import ISSUE_ORDER
 from .notes import DepartedLater
-from .root import ISSUE_ORDER
 from .streams import Streams
 
 

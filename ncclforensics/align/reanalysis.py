@@ -19,22 +19,21 @@ from ..model.kinds import is_p2p_comm
 from .answers import MISSING, STOPPED, CommAnalysis, Root
 from .divergence import analyze_comm
 from .early_in_tie import early_side_of_tie
+from .enqueue_marks import EnqueueMarks
 from .gates import GateDisagreement
 from .interleave import (
     beside_early_issuers,
-    early_elsewhere,
     issue_order_root,
     issue_order_split,
-    skipped_here,
     with_early_issuers,
     with_stops_past_the_program,
 )
 from .left_out_before import left_out_root
+from .left_out_here import early_elsewhere, skipped_here
 from .notes import DepartedLater, Note
 from .ran_ahead import extras_ahead, with_extras_ahead
 from .streams import SIGNATURE, Streams
 from .waiting import waiting_elsewhere
-from .watchdog import EnqueueMarks
 
 
 def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateDisagreement | None,
@@ -86,7 +85,7 @@ def reanalyze_behind_ranks(analyses: dict[str, CommAnalysis], streams: Streams, 
 
 def _departed_later(analysis: CommAnalysis, streams: Streams) -> set[int]:
     """The ranks whose own records show them departing after the root's outliers: a root of records that differ,
-    with a majority, names neither side for them (root.Solution.leading). Worked example: rank 0 swapped two world
+    with a majority, names neither side for them (solution.Solution.leading). Worked example: rank 0 swapped two world
     all-reduces at seq 5 and rank 3 ran one of its own at seq 7, where it waits; the root names rank 0, and rank 3,
     one short of ranks 0 and 1, launched as few as its own departure made it."""
     root = analysis.root
@@ -302,7 +301,7 @@ def held_back_by_issue_order(streams: Streams, comm: str, root: Root) -> bool:
 def _left_out_beside(analyses: dict[str, CommAnalysis], streams: Streams, comm: str,
                      gate: GateDisagreement | None) -> tuple[bool, list[DepartedLater]]:
     """Ranks of a root's reference that launched fewer here than the rest of it, and whose issue orders show that
-    they left out a collective here rather than stopped (interleave.skipped_here: they went on elsewhere past where
+    they left out a collective here rather than stopped (left_out_here.skipped_here: they went on elsewhere past where
     the program issues it), departed too: where the collective they left out may come at or before the root's
     last seq, they may have departed first, and the root is analysed again with them among the ranks behind.
     Worked example: rank 1 left out the world's first all-reduce and went on in its tensor-parallel group, while

@@ -14,9 +14,9 @@ A rank that shares no collective with the ones that read back wrong (another TP 
 may expect apart by design too. But every other traced rank read back wrong alike, so one misaligned comm holds all
 of them and not it: a comm of every rank but one, which no layout of TP and DP groups over the traced ranks has (a
 rank alone in its group beside one group of the rest). The traces are taken as the job's ranks here, as where one
-rank alone reads back wrong (step_sums._alone); ranks that left no trace may make another layout, and the caveat
-that traces name no communicator says the comm is the traced ranks'. A trace cut short may end before its rank's
-next step for the cut alone: none is.
+rank alone reads back wrong (checksum_roots.alone_wrong); ranks that left no trace may make another layout, and the
+caveat that traces name no communicator says the comm is the traced ranks'. A trace cut short may end before its
+rank's next step for the cut alone: none is.
 
 Worked example (992605): ranks 0, 2 and 3 read step 0 back as 660224 where they expect 657920; rank 1 reads back and
 expects 130560; nobody has a sum of step 1. Rank 1 left out the drafter pass that ends step 0 on the others: it is

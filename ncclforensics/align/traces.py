@@ -58,7 +58,8 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
     Flight Recorder dump describes (watchdog rows are sparse: they do not count as describing), put into a copy of
     the Evidence of the trace's file; notes on how their communicators were named; and, per rank whose trace
     had records placed by their neighbours alone, where each record went (see `seq_slack`). `listed`: group -> the
-    ranks PyTorch's counts give it (the members a peer's desync report lists among them: watchdog.enqueue_marks)."""
+    ranks PyTorch's counts give it (the members a peer's desync report lists among them:
+    enqueue_marks.enqueue_marks)."""
     described = _described_ranks(evidence)
     traced = [f for item in evidence for f in item.fingerprints if f.op is not None]
     mine = sorted({f.rank for f in traced} - described)

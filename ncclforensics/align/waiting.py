@@ -7,7 +7,7 @@ kinds of evidence say that it waits there:
 - its own records there hold a collective that started and never finished (a Flight Recorder entry, a timeout);
   those enqueued behind it are recorded after it, never started;
 - a peer's desync report there shows it joined a collective and never finished it (`[0] joined but didn't finish
-  collective #4`, `#6 started ranks: [0, 3]`), though it left no file of its own (watchdog.EnqueueMarks.waiting);
+  collective #4`, `#6 started ranks: [0, 3]`), though it left no file of its own (enqueue_marks.EnqueueMarks.waiting);
 - PyTorch's counts there (a dump's pg_status, `last enqueued work: 12, last completed work: 6`) show work that
   never completed, while its counts in the communicator analysed show that everything it launched there completed:
   nothing holds it there. Worked example: ranks 0 and 2 launched 2 world collectives and completed both, and 12 in
@@ -19,8 +19,8 @@ kinds of evidence say that it waits there:
 from __future__ import annotations
 
 from ..model import EventState
+from .enqueue_marks import EnqueueMarks
 from .streams import Streams
-from .watchdog import EnqueueMarks
 
 
 def waiting_elsewhere(streams: Streams, comm: str, marks: dict[str, EnqueueMarks] | None = None

@@ -11,7 +11,7 @@ from ..align.gates import decision_tuple
 from ..align.ras import RasHistory
 from ..align.receipts import Finding, RasRanksGone
 from ..align.reconcile import CUDA_GRAPH_NOTE
-from ..align.root import Contradiction
+from ..align.solution import Contradiction
 from ..model import Verdict
 from ..model.kinds import is_p2p_comm
 from ..model.phrases import plural, ranks_words, seq_words

@@ -8,7 +8,7 @@ import polars as pl
 from ncclforensics.align import reanalysis
 from ncclforensics.align.answers import STOPPED, CommAnalysis, Root
 from ncclforensics.align.streams import Streams
-from ncclforensics.align.watchdog import EnqueueMarks
+from ncclforensics.align.enqueue_marks import EnqueueMarks
 
 W, TP = "0xw0", "0xtp"
 

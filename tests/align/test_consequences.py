@@ -14,7 +14,8 @@ from ncclforensics.align.ras import job_processes, ras_histories
 from ncclforensics.align.ras_only import ras_only_root, ras_only_roots, ras_rank_map, unnamed_ranks
 from ncclforensics.align.notes import RasRankUnnamed, UndecidedComm, UnseenComm
 from ncclforensics.align.streams import Streams
-from ncclforensics.align.watchdog import EnqueueMarks, marks_only_root
+from ncclforensics.align.enqueue_marks import EnqueueMarks
+from ncclforensics.align.marks_only import marks_only_root
 from ncclforensics.model import Location
 from ncclforensics.report.notes import note_words
 from ncclforensics.sources import InputFile, parse_file
@@ -444,7 +445,7 @@ def test_odd_ranks_ahead_are_read_alike_by_every_kind_of_evidence():
     from ncclforensics.align.consequences import ran_ahead
     from ncclforensics.align.answers import CommAnalysis
     from ncclforensics.align.answers import EXTRA
-    from ncclforensics.align.watchdog import marks_only_roots
+    from ncclforensics.align.marks_only import marks_only_roots
 
     world_counts = {r: 5 if r == 6 else 4 for r in range(8)}
     world = CommAnalysis(comm="0", ranks=list(range(8)), launched=world_counts, completed=dict.fromkeys(range(8), 4),

@@ -4,10 +4,12 @@ extra world collective from one that skipped a world collective."""
 from __future__ import annotations
 
 from ncclforensics.align.answers import ENQUEUED_COUNTS
+from ncclforensics.align.enqueue_marks import enqueue_marks
 from ncclforensics.align.held_back import held_back_root
+from ncclforensics.align.marks_only import marks_only_roots
 from ncclforensics.align.ras_only import root_from_counts
 from ncclforensics.align.streams import Streams
-from ncclforensics.align.watchdog import enqueue_marks, marks_only_roots, timeout_stacks
+from ncclforensics.align.watchdog import timeout_stacks
 from ncclforensics.model import Location, ProgressReport, WatchdogEvent, WatchdogKind
 from ncclforensics.report.ambiguity import ambiguity
 from ncclforensics.report.root_words import root_sentence
@@ -170,7 +172,7 @@ def test_a_rank_behind_in_records_shown_misaligned_by_results_alone_may_be_held_
 
     from ncclforensics.align.choose import _held_back_by_marks, _held_back_by_peers
     from ncclforensics.align.answers import CommAnalysis, Root
-    from ncclforensics.align.watchdog import EnqueueMarks
+    from ncclforensics.align.enqueue_marks import EnqueueMarks
 
     stops = ["watchdog timeout"]
     marks = {"0": EnqueueMarks({0: 2, 1: 3, 2: 3, 3: 3}, {0: 2, 1: 2, 2: 2, 3: 2}, stops=stops),
@@ -242,7 +244,7 @@ def test_a_held_rank_whose_records_end_before_the_sides_part_sides_with_the_prog
     import numpy as np
 
     from ncclforensics.align.edits import Codes
-    from ncclforensics.align.root import propose
+    from ncclforensics.align.propose import propose
 
     tokens, retry = 1, 2
     tags = {0: [tokens, 0], 1: [tokens, retry, tokens], 2: [tokens, tokens, tokens], 3: [tokens, tokens, tokens]}

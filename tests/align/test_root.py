@@ -3,19 +3,12 @@
 import numpy as np
 import pytest
 
-from ncclforensics.align.root import (
-    MAX_EDIT,
-    Codes,
-    EditKind,
-    GateStep,
-    Placement,
-    ResultChecks,
-    Solution,
-    edits_before_stop,
-    place_edits,
-    propose,
-    solve,
-)
+from ncclforensics.align.edits import MAX_EDIT, Codes, EditKind, Placement, place_edits
+from ncclforensics.align.hidden_edits import edits_before_stop
+from ncclforensics.align.narrowing import GateStep, ResultChecks
+from ncclforensics.align.propose import propose
+from ncclforensics.align.root import solve
+from ncclforensics.align.solution import Solution
 from ncclforensics.model import Location
 
 
@@ -958,7 +951,7 @@ def test_a_pair_parted_by_completions_in_streams_that_differ_in_length_only_may_
     # all-gather side completed, say). Nothing recorded differs, so the lengths read as extra collectives on rank 2
     # (before seq 13); a block of different collectives through seq 14, starting anywhere rank 3 left unrecorded,
     # fits as well: the range reaches 14.
-    from ncclforensics.align.root import PARTED_COMPLETIONS
+    from ncclforensics.align.narrowing import PARTED_COMPLETIONS
 
     tags = list(range(1, 8))
     codes = {2: stream([0] * 14 + [2], tags * 2 + [0], [1] * 7 + [2] * 7 + [0]),

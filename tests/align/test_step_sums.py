@@ -6,7 +6,8 @@ from dataclasses import replace
 from ncclforensics.align.answers import DIFFERENT_OPS, RangeReason, Root
 from ncclforensics.align.notes import SumsPartReference, SumsPlaceCutRanks
 from ncclforensics.align.own_records import departed_by_own_records
-from ncclforensics.align.step_sums import step_sums_root, with_sums_placing_cut_ranks
+from ncclforensics.align.step_sums import step_sums_root
+from ncclforensics.align.sums_beside import with_sums_placing_cut_ranks
 from ncclforensics.model import FingerprintRow, Location
 
 
@@ -286,7 +287,7 @@ def test_ranks_the_counts_leave_together_whose_checksums_part_from_the_rest_of_t
     # PyTorch's counts: rank 3 launched one fewer than ranks 0-2, which places nothing. At step 0 ranks 0 and 1 sum
     # alike and rank 2 otherwise (rank 3 otherwise again): rank 3's departure mixes what 0-2 read back alike, so
     # rank 2 ran other collectives itself. Nothing says whose departure came first: both named, no majority.
-    from ncclforensics.align.step_sums import with_parted_reference
+    from ncclforensics.align.sums_beside import with_parted_reference
 
     counted = Root(comm="1", seq=1, seq_range=(1, 12), outlier_ranks=[3], reference_ranks=[0, 1, 2], kind="missing",
                    size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS, majority=True)
@@ -756,7 +757,7 @@ def test_a_lone_unchecked_sum_in_the_only_step_on_record_bounds_the_root_and_may
     assert (root.outlier_ranks, root.majority, root.comm, root.may_sum_apart_by_design) == ([6, 7], False,
                                                                                             "[ranks=6,7]", True)
     # Beside a root from launch counts, a lone sum that may part by design adds no outlier.
-    from ncclforensics.align.step_sums import with_checksum_outliers
+    from ncclforensics.align.sums_beside import with_checksum_outliers
 
     lone, _ = step_sums_root(rows, {})
     counts = replace(lone, outlier_ranks=[5], reference_ranks=[0, 1, 2, 3, 4, 6, 7], reason=RangeReason.COUNTS,
@@ -837,7 +838,7 @@ def test_checksums_add_a_departure_of_a_rank_the_counts_name_on_neither_side_whe
     # no count there. Ranks 0-3 sum alike at step 0 (replicas: they share their comms), and rank 3 apart from the
     # other three from step 1 on: rank 3 departed too, and the counts do not say whose departure came first.
     from ncclforensics.align.notes import SumsAddOutliers
-    from ncclforensics.align.step_sums import with_checksum_outliers
+    from ncclforensics.align.sums_beside import with_checksum_outliers
 
     counted = Root(comm="1", seq=1, seq_range=(1, 8), outlier_ranks=[1], reference_ranks=[0, 2], kind="missing",
                    size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS, majority=True)

@@ -194,7 +194,7 @@ def test_a_rank_stuck_where_its_peers_wait_for_it_here_is_not_held_back():
 
     from ncclforensics.align.choose import _held_before_records
     from ncclforensics.align.streams import Streams
-    from ncclforensics.align.watchdog import EnqueueMarks
+    from ncclforensics.align.enqueue_marks import EnqueueMarks
 
     def part(rank: int, seq: int, state: str) -> pl.DataFrame:
         return pl.DataFrame({"rank": [rank], "seq": [seq], "state": [state]})
@@ -221,7 +221,7 @@ def test_a_rank_stuck_where_its_peer_ran_past_it_may_be_held_back_by_that_peer()
 
     from ncclforensics.align.choose import _held_before_records
     from ncclforensics.align.streams import Streams
-    from ncclforensics.align.watchdog import EnqueueMarks
+    from ncclforensics.align.enqueue_marks import EnqueueMarks
 
     def part(rank: int, seq: int, state: str) -> pl.DataFrame:
         return pl.DataFrame({"rank": [rank], "seq": [seq], "state": [state]})
@@ -269,7 +269,7 @@ def test_ranks_the_counts_part_that_wait_in_another_comm_are_the_candidates_besi
     from ncclforensics.align.choose import _counts_apart
     from ncclforensics.align.waiting import waiting_elsewhere
     from ncclforensics.align.streams import Streams
-    from ncclforensics.align.watchdog import EnqueueMarks
+    from ncclforensics.align.enqueue_marks import EnqueueMarks
 
     def part(rank: int, seq: int, state: str) -> pl.DataFrame:
         return pl.DataFrame({"rank": [rank], "seq": [seq], "state": [state]})

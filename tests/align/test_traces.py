@@ -199,13 +199,13 @@ def test_checksums_add_the_ranks_they_part_on_to_a_root_from_launch_counts(tmp_p
 
 
 def test_per_step_checksums_name_a_comm_only_where_it_is_the_one_comm_of_their_ranks():
-    from ncclforensics.align.step_sums import _comm_summed
+    from ncclforensics.align.checksum_roots import comm_summed
 
     tp_in_world = {"0xworld": {0, 1, 2, 3}, "0xtp0": {0, 1}, "0xtp1": {2, 3}}
     # A step's sum on ranks 0 and 1 mixes what they read back from the world comm and from their TP comm.
-    assert _comm_summed(frozenset({0, 1}), tp_in_world) == "[ranks=0,1]"
-    assert _comm_summed(frozenset({0, 1}), {"0xtp0": {0, 1}, "tp": {0, 1}, "0xtp1": {2, 3}}) == "0xtp0"
-    assert _comm_summed(frozenset({2}), {"0xworld": {0, 1, 2, 3}}) == "0xworld"
+    assert comm_summed(frozenset({0, 1}), tp_in_world) == "[ranks=0,1]"
+    assert comm_summed(frozenset({0, 1}), {"0xtp0": {0, 1}, "tp": {0, 1}, "0xtp1": {2, 3}}) == "0xtp0"
+    assert comm_summed(frozenset({2}), {"0xworld": {0, 1, 2, 3}}) == "0xworld"
 
 
 def test_traces_of_completed_collectives_alone_are_never_consistent():

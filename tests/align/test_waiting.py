@@ -7,7 +7,7 @@ import polars as pl
 
 from ncclforensics.align.streams import Streams
 from ncclforensics.align.waiting import waiting_elsewhere
-from ncclforensics.align.watchdog import enqueue_marks
+from ncclforensics.align.enqueue_marks import enqueue_marks
 from ncclforensics.model import CommInfo, Location, ProgressReport, WatchdogEvent, WatchdogKind
 
 

@@ -9,11 +9,10 @@ import polars as pl
 
 from ncclforensics.report.words import caveats
 from ncclforensics.align.streams import Streams, build_streams
-from ncclforensics.align.watchdog import (
-    _through_places,
-    STOP_EVENTS, UNNAMED_GROUP, EnqueueMarks, counted_past_cuts, enqueue_marks, enqueued_in, marks_only_root,
-    marks_only_wedge, with_watchdog_rows,
-)
+from ncclforensics.align.enqueue_marks import _through_places, EnqueueMarks, enqueue_marks
+from ncclforensics.align.enqueued_past_records import counted_past_cuts, enqueued_in
+from ncclforensics.align.marks_only import marks_only_root, marks_only_wedge
+from ncclforensics.align.watchdog import STOP_EVENTS, UNNAMED_GROUP, with_watchdog_rows
 from ncclforensics.model import (
     CollectiveEvent, CommInfo, EventState, Evidence, Location, ProgressReport, SourceFormat, WatchdogEvent,
     WatchdogKind, WedgeKind, collectives_to_frame,
@@ -455,7 +454,7 @@ def test_a_rank_with_no_records_sides_with_those_whose_op_a_peer_s_report_gives_
     # its last collective, #4, an AllReduce, as rank 1's (`#4 started ranks: [1, 3] started ALLREDUCE`): it
     # departed by seq 4 too, so the root names it beside rank 1.
     from ncclforensics.align.divergence import analyze_comm
-    from ncclforensics.align.watchdog import reported_ops_past_cuts
+    from ncclforensics.align.enqueued_past_records import reported_ops_past_cuts
 
     ops = {r: ["AllReduce", "AllReduce", "AllReduce", "AllGather"] for r in (0, 2, 4, 5)}
     ops[1] = ["AllReduce", "AllReduce", "AllGather", "AllReduce"]

@@ -1,0 +1,145 @@
+"""The ranks per-step checksums add to a root that other evidence gives: launch counts, or records that begin late.
+
+Beside a root from launch counts (RAS, PyTorch's marks), which place nothing, the ranks whose checksums part from
+the others' departed too: the root names them as well (one the counts place on neither side too, where its sums were
+alike with theirs in another step); so do the ranks the counts leave together (launching as many) whose checksums
+part from the rest of them. The same holds the other way round for a root whose records begin after the ranks
+already disagree: the ranks launch counts show launching more or fewer join it (counts_beside_records.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from ..model import FingerprintRow
+from .answers import Root
+from .checksum_roots import checksums_by_step, result_keys
+from .fingerprints import checked_right
+from .notes import Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
+from .replicas import one_class, replica_classes
+
+
+def with_checksum_outliers(root: Root, sums: Root, fingerprints: Iterable[FingerprintRow] = (),
+                           on_record: frozenset[int] = frozenset()) -> tuple[Root, list[Note]]:
+    """A root from launch counts (which say who launched more or fewer, and place nothing) with the ranks whose
+    per-step checksums part from the others' added: they departed too, and nothing says which came first. So too a
+    rank the counts put on neither side (no count of it on record) whose checksums are of the counted ranks' class
+    (`_summed_beside`): it shares their comms, this one too. `on_record`: the ranks whose every comm records give."""
+    members = set(root.outlier_ranks) | set(root.reference_ranks)
+    uncounted = set(sums.outlier_ranks) - members
+    if uncounted and not _summed_beside(uncounted, members, sums, fingerprints, on_record):
+        return root, []
+    return _with_sums_outliers(root, sums, members | uncounted, "counts")
+
+
+def _summed_beside(uncounted: set[int], counted: set[int], sums: Root, fingerprints: Iterable[FingerprintRow],
+                   on_record: frozenset[int]) -> bool:
+    """Whether ranks no count places are replicas of the counted ones: no record gives their comms (a rank whose
+    comms are all known, none of them the counted one, is elsewhere), the checksums compare them with every counted
+    rank, and equal sums chain all of them together (replicas share every comm; ranks of two classes sum apart in
+    every step: replicas.one_class). Worked example: counts of comm 1 give ranks 0 and 2 eight launches and rank 1
+    seven, and rank 3's log none there; ranks 0-3 sum alike at step 0 and rank 3 apart at step 1: rank 3 is in
+    comm 1 and departed too."""
+    compared = set(sums.outlier_ranks) | set(sums.reference_ranks)
+    if uncounted & on_record or not counted <= compared or sums.step_bound is None:
+        return False
+    return one_class(checksums_by_step(fingerprints), counted | uncounted, {}, [])
+
+
+def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int, int]) -> tuple[Root, list[Note]]:
+    """A root the records show, with the ranks whose records were cut before the sides part (`root.unplaced_ranks`)
+    placed by per-step checksums, where those part the same ranks the records do: one whose checksum parts with
+    the outliers' read back what they did (it ran what they ran: an outlier too), one whose checksum reads as the
+    reference's sides with it. An outlier placed so may have departed anywhere after its last record
+    (`last_on_record`: rank -> last seq its records hold), so the range reaches back there."""
+    unplaced = set(root.unplaced_ranks)
+    if not unplaced or not root.majority or not sums.majority or root.seq_range is None \
+            or sums.may_sum_apart_by_design:
+        return root, []  # (a lone sum that may part by design places no one)
+    members = set(root.outlier_ranks) | set(root.reference_ranks) | unplaced
+    summed_out, summed_ref = set(sums.outlier_ranks), set(sums.reference_ranks)
+    # (a rank of the reference with no sum of the step, its trace cut short before it, is placed by its records)
+    if not members - set(root.reference_ranks) <= summed_out | summed_ref or not summed_out <= members \
+            or not set(root.outlier_ranks) <= summed_out or set(root.reference_ranks) & summed_out:
+        return root, []  # the checksums part other ranks than the records do (another comm's divergence, say)
+    joined = sorted(unplaced & summed_out)
+    sided = sorted(unplaced & summed_ref)
+    low, high = root.seq_range
+    if joined:
+        low = min(low, *(last_on_record.get(rank, 0) + 1 for rank in joined))
+    outliers = sorted(set(root.outlier_ranks) | set(joined))
+    reference = sorted(set(root.reference_ranks) | set(sided))
+    placed = replace(root, outlier_ranks=outliers, reference_ranks=reference, unplaced_ranks=[], seq=low,
+                     seq_range=(low, high), majority=len(outliers) * 2 < len(outliers) + len(reference))
+    if not joined:
+        return placed, []
+    return placed, [SumsPlaceCutRanks(tuple(joined), sums.step_bound, tuple(outliers), (low, high))]
+
+
+def with_sums_before_records(root: Root, sums: Root) -> tuple[Root, list[Note]]:
+    """A root whose records begin after the ranks already disagree, with the ranks whose per-step checksums part
+    from the others' added, where those checksums compare every rank the records do: they departed too, before
+    the records begin or in them (the records say who differs where they begin, not who departed first)."""
+    members = set(sums.outlier_ranks) | set(sums.reference_ranks)
+    if not set(root.outlier_ranks) | set(root.reference_ranks) <= members:
+        return root, []
+    return _with_sums_outliers(root, sums, members, "late_records")
+
+
+def named_among(root: Root, outliers: list[int], members: set[int]) -> Root:
+    """`root` naming `outliers` among `members` (the rest its reference), a majority where they are fewer."""
+    return replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
+                   majority=len(outliers) * 2 < len(members))
+
+
+def _with_sums_outliers(root: Root, sums: Root, members: set[int], basis: str) -> tuple[Root, list[Note]]:
+    """`root` with the outliers of `sums` added among `members`, and the note that says so (`basis`: what does
+    not say whose departure came first: "counts", or "late_records", records that begin after the ranks already
+    disagree)."""
+    added = sorted(set(sums.outlier_ranks) - set(root.outlier_ranks))
+    if not sums.majority or not root.majority or not added or sums.may_sum_apart_by_design:
+        return root, []  # (a lone sum that may part by design adds no one)
+    outliers = sorted(set(root.outlier_ranks) | set(added))
+    merged = named_among(root, outliers, members)
+    return merged, [SumsAddOutliers(tuple(added), sums.step_bound, basis, tuple(outliers))]
+
+
+def with_parted_reference(root: Root, fingerprints: list[FingerprintRow], known: dict[str, set[int]],
+                          on_record: frozenset[int] = frozenset()) -> tuple[Root, list[Note]]:
+    """A root from launch counts (a strict majority launched as many) with the ranks of that majority added whose
+    per-step checksums part from the rest of it at the first step where its checksums differ, where the rest is a
+    strict majority of it and all of it are ranks whose checksums a correct run makes equal (replicas): every rank
+    of a collective reads back the same result, misaligned or not, so a departure of the counted outliers mixes
+    what the others read back alike, and one of them that read back otherwise ran other collectives itself (or
+    the rest did, which is more ranks). Worked example: rank 3 launched one collective fewer; at step 0 ranks 0
+    and 1 sum 2923520, rank 2 3138560 and rank 3 2257920: rank 2 departed too, and the counts do not say whose
+    departure came first, so the root names ranks 2 and 3, and no majority."""
+    reference = set(root.reference_ranks)
+    if not root.majority or len(reference) < 3:
+        return root, []
+    by_step = checksums_by_step(f for f in fingerprints if f.rank in reference)
+    traced = {rank for rows in by_step.values() for rank in rows}
+    # (every rank of it on record: one whose comms are not known may be in another TP group, whose sums part by
+    # design)
+    if traced != reference or not reference <= on_record \
+            or not any(reference <= c for c in replica_classes(traced, known, on_record)):
+        return root, []
+    for step, rows in sorted(by_step.items()):
+        if set(rows) != reference:
+            continue
+        checked = all(checked_right(row) is not None for row in rows.values())
+        groups: dict[str, set[int]] = {}
+        for rank, key in result_keys(rows, checked).items():
+            groups.setdefault(key, set()).add(rank)
+        if len(groups) < 2:
+            continue
+        largest = max(groups.values(), key=len)
+        if len(largest) * 2 <= len(reference):
+            return root, []  # the reference parts with no majority: who in it departed is not said
+        added = sorted(reference - largest)
+        members = set(root.outlier_ranks) | reference
+        outliers = sorted(set(root.outlier_ranks) | set(added))
+        note = SumsPartReference(tuple(added), tuple(sorted(largest)), step, tuple(outliers))
+        return named_among(root, outliers, members), [note]
+    return root, []
