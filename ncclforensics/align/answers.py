@@ -195,6 +195,9 @@ class Root:
     # Of `unplaced_ranks`, those the records of another communicator show departing there (rank -> those
     # communicators): that departure moves where they issue collectives here, so the issue orders place them nowhere
     departed_in: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # RAS counts per type that no one program gives, of a communicator whose records agree wherever they overlap: the
+    # departure is where no record of the outliers reaches (ras_only._unordered_types_root)
+    beyond_records: bool = False
 
     @property
     def outliers_behind(self) -> list[int]:

@@ -4,6 +4,7 @@ global ranks."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 import polars as pl
@@ -95,13 +96,15 @@ def ras_only_roots(ras: dict[str, RasHistory], rank_map: dict, streams: Streams,
     disagreement involves (for telling cause from consequence). NCCL 2.26+ counts each collective type apart, so
     its counts place nothing in the communicator's launch order: the root names the ranks and the types, with no
     seq. A single counter (2.24, 2.25) counts every collective: a range of seqs. (A communicator whose streams
-    leave out a rank the counts give counts too: the streams that agree say nothing of that rank.)"""
+    leave out a rank the counts give counts too: the streams that agree say nothing of that rank. Of one the streams
+    cover, counts that no one program gives show a departure the records left out: see _unordered_types_root.)"""
     found = []
     for comm, history in sorted(ras.items()):
         if comm in streams.members and not (history.disagree and _counted_unstreamed(comm, history, rank_map,
                                                                                       streams)):
-            continue
-        root = _comm_root(comm, history, stops)
+            root = _unordered_types_root(comm, history.by_type())
+        else:
+            root = _comm_root(comm, history, stops)
         if root is not None:
             names = _names_for(root, _names(comm, history, rank_map))
             found.append((_named(root, names), _disagreement(comm, history, root, names)))
@@ -253,6 +256,41 @@ def _root_from_type_counts(comm: str, by_type: dict[str, dict[int, int]], comple
         reference_ranks=reference, kind=kind, size=abs(mine - theirs), pinned_by="RAS counts", majority=majority,
         counts_by_type=differing, reason=RangeReason.COUNTS if last else RangeReason.TYPE_COUNTS, ops={},
     )
+
+
+def _unordered_types_root(comm: str, typed: dict[int, dict[str, int]]) -> Root | None:
+    """The root RAS counts per collective type (comm rank -> type -> launched) show for a communicator whose records
+    agree: ranks that ran one program launched prefixes of it, so of two ranks one launched at least as many of
+    every type as the other, whenever the counts were read. A rank with more of one type and fewer of another than
+    the ranks most share issued a collective of another type somewhere, a departure no lag or stall gives, which the
+    records left out (rings that begin after it, a log cut before it): shown, as a record that differs is. Worked
+    example: rank 2 1 all-gather and 14 all-reduces, the other seven 0 and 15: rank 2 departed. The counts place
+    nothing in launch order: no seq. Ranks merely behind or ahead of the most common counts may only lag, and are
+    named on neither side; without a strict majority, every rank whose counts no one program gives beside another's
+    is named, no majority. None where every two ranks' counts fit one program."""
+    if len(typed) < 2 or not unordered_counts(typed):
+        return None
+    types = sorted(set.intersection(*(set(c) for c in typed.values())))
+    vector = {r: tuple(typed[r][t] for t in types) for r in sorted(typed)}
+
+    def unordered(a: tuple, b: tuple) -> bool:
+        return any(x > y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
+
+    usual, sharing = Counter(vector.values()).most_common(1)[0]
+    majority = sharing * 2 > len(vector)
+    if majority:
+        outliers = [r for r, v in vector.items() if unordered(v, usual)]
+        reference = [r for r, v in vector.items() if v == usual]
+    else:
+        outliers = [r for r, v in vector.items() if any(unordered(v, w) for w in vector.values())]
+        reference = [r for r in vector if r not in outliers]
+    if not outliers:
+        return None
+    differing = {t: {r: typed[r][t] for r in sorted(typed)} for t in types
+                 if len({typed[r][t] for r in typed}) > 1}
+    return Root(comm=comm, seq=None, seq_range=None, outlier_ranks=outliers, reference_ranks=reference,
+                kind=DIFFERENT_OPS, size=0, pinned_by="RAS counts", majority=majority, counts_by_type=differing,
+                reason=RangeReason.TYPE_COUNTS, ops={}, shown=True, beyond_records=True)
 
 
 def ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str, list[str]],

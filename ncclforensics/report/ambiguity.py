@@ -96,8 +96,12 @@ def ambiguity(root: Root) -> str | None:
     elif root.reason is RangeReason.TYPE_COUNTS:
         said = "; ".join(f"{t}: " + ", ".join(f"rank {r} {c}" for r, c in sorted(counts.items()))
                          for t, counts in root.counts_by_type.items())
-        text = (f"RAS counts each collective type apart ({said}), which places nothing in the communicator's launch "
-                f"order; {FR_SETTINGS} or {LOG_SETTINGS} would say where")
+        text = f"RAS counts each collective type apart ({said}), which places nothing in the communicator's launch order"
+        if root.beyond_records:
+            who = ranks_words(root.outlier_ranks)
+            text += (f"; the records on file agree wherever they overlap, so the collective of another type is where "
+                     f"none of {who}'s records reach (a ring that begins after it, a log cut before it)")
+        text += f"; {FR_SETTINGS} or {LOG_SETTINGS} would say where"
     else:
         who = "rank" if len(root.outlier_ranks) == 1 else "ranks"
         text = f"RAS has no data from the missing {who}, so where {'it' if who == 'rank' else 'they'} stopped is " \

@@ -157,3 +157,52 @@ def test_counts_of_as_many_collectives_of_other_types_add_their_ranks_to_a_root_
     # Fewer in all is a rank behind (held back, stopped), not another type: nothing added.
     behind = _Typed({0: usual, 1: usual, 2: {"AllGather": 4, "AllReduce": 23}, 3: usual})
     assert with_swapped_types(root, behind, rank_map) == (root, [])
+
+
+def _mismatch_reply(folder, lines: list[str]):
+    """A plain STATUS reply of one 8-rank comm (0x35dcea3a2541a598), stuck, with these MISMATCH lines."""
+    reply = folder / "ras_status_q0.txt"
+    reply.write_text("\n".join([
+        "NCCL version 2.28.9 compiled with CUDA 13.0", "CUDA runtime version 13000, driver version 13000", "",
+        "Job summary", "===========", "",
+        "  Nodes  Processes         GPUs  Processes     GPUs",
+        "(total)   per node  per process    (total)  (total)",
+        "      1          8            1          8        8", "",
+        "Communicators... (0.000s)", "=============", "",
+        "Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors",
+        "    #  in group  per comm  per node  per comm  in group",
+        "    0         1         1         8         8         8   RUNNING  MISMATCH", "",
+        "Errors", "======", "", "Warnings", "========", "",
+        "#0-0 (35dcea3a2541a598) MISMATCH", *lines, ""]))
+    return _ras(folder, reply.name)
+
+
+def test_counts_no_one_program_gives_are_a_root_of_a_comm_whose_records_agree(tmp_path):
+    from ncclforensics.report.ambiguity import ambiguity
+
+    # Seed 1082064: rank 2 issued an all-gather where an all-reduce was due, at seq 8, where its Flight Recorder ring
+    # had not reached and its NCCL log was cut before; every record on file agrees. RAS gives it 1 all-gather and 14
+    # all-reduces, the others 0 and 15: ranks of one program launch prefixes of it, so rank 2 departed.
+    comm = "0x35dcea3a2541a598"
+    evidence, ras = _mismatch_reply(tmp_path, [
+        "  Communicator ranks have different AllGather operation counts",
+        "  7 ranks have not launched any operations",
+        "  Rank 2 has launched up to operation 1 -- GPU 0 managed by process 738 on node 192.0.2.2", "",
+        "  Communicator ranks have different AllReduce operation counts",
+        "  7 ranks have launched up to operation 15",
+        "  Rank 2 has launched up to operation 14 -- GPU 0 managed by process 738 on node 192.0.2.2"])
+    covered = Streams(members={comm: list(range(8))})
+    root = ras_only_root(ras, ras_rank_map(covered, [evidence], ras), covered, stops={})
+    assert (root.comm, root.outlier_ranks, root.reference_ranks, root.kind) == (comm, [2], [0, 1, 3, 4, 5, 6, 7],
+                                                                                 "different")
+    # Counts per type place nothing in launch order: no seq, no range.
+    assert (root.seq, root.seq_range, root.pinned_by, root.shown) == (None, None, "RAS counts", True)
+    assert root.counts_by_type == {"AllGather": {r: int(r == 2) for r in range(8)},
+                                   "AllReduce": {r: 15 - (r == 2) for r in range(8)}}
+    assert "where none of rank 2's records reach" in ambiguity(root)
+    # A rank merely behind may only lag: the records that agree keep the comm.
+    evidence, ras = _mismatch_reply(tmp_path, [
+        "  Communicator ranks have different AllReduce operation counts",
+        "  7 ranks have launched up to operation 15",
+        "  Rank 2 has launched up to operation 14 -- GPU 0 managed by process 738 on node 192.0.2.2"])
+    assert ras_only_root(ras, ras_rank_map(covered, [evidence], ras), covered, stops={comm: ["RAS"]}) is None
