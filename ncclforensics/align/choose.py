@@ -44,6 +44,7 @@ from .counts_beside_records import records_pair, short_of_records, with_counted_
 from .enqueue_marks import EnqueueMarks
 from .answers import DIFFERENT_OPS, ENQUEUED_COUNTS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
+from .group_places import members_by_places
 from .held_back import ahead_where_stuck, behind_in_chain, held_back_elsewhere, held_back_root, may_hold_back
 from .journal_progress import with_journal_progress
 from .marks_only import marks_only_roots
@@ -132,7 +133,9 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         if found is not None and root is None:
             root, sums_step = found
         elif found is not None:
-            root, said = with_checksum_outliers(root, found[0], fingerprints, on_record)
+            placed = frozenset(r for group in marks if streams.aliases.get(group, group) == root.comm
+                               for r in members_by_places(watchdog, group))
+            root, said = with_checksum_outliers(root, found[0], fingerprints, on_record, placed)
             notes += said
         if root is not None and root.reason is RangeReason.COUNTS and not said:
             # Checksums that name no side (none, or every rank with no majority) may still part the ranks the

@@ -2,7 +2,7 @@
 
 Beside a root from launch counts (RAS, PyTorch's marks), which place nothing, the ranks whose checksums part from
 the others' departed too: the root names them as well (one the counts place on neither side too, where its sums were
-alike with theirs in another step); so do the ranks the counts leave together (launching as many) whose checksums
+alike with theirs in another step, or PyTorch's lines place it in the counted group: group_places.py); so do the ranks the counts leave together (launching as many) whose checksums
 part from the rest of them. The same holds the other way round for a root whose records begin after the ranks
 already disagree: the ranks launch counts show launching more or fewer join it (counts_beside_records.py).
 """
@@ -21,14 +21,17 @@ from .replicas import one_class, replica_classes
 
 
 def with_checksum_outliers(root: Root, sums: Root, fingerprints: Iterable[FingerprintRow] = (),
-                           on_record: frozenset[int] = frozenset()) -> tuple[Root, list[Note]]:
+                           on_record: frozenset[int] = frozenset(),
+                           placed: frozenset[int] = frozenset()) -> tuple[Root, list[Note]]:
     """A root from launch counts (which say who launched more or fewer, and place nothing) with the ranks whose
     per-step checksums part from the others' added: they departed too, and nothing says which came first. So too a
-    rank the counts put on neither side (no count of it on record) whose checksums are of the counted ranks' class
-    (`_summed_beside`): it shares their comms, this one too. `on_record`: the ranks whose every comm records give."""
+    rank the counts put on neither side (no count of it on record) that PyTorch's lines place in the counted group
+    (`placed`: group_places.py), or whose checksums are of the counted ranks' class (`_summed_beside`): it shares
+    their comms, this one too. `on_record`: the ranks whose every comm records give."""
     members = set(root.outlier_ranks) | set(root.reference_ranks)
     uncounted = set(sums.outlier_ranks) - members
-    if uncounted and not _summed_beside(uncounted, members, sums, fingerprints, on_record):
+    unplaced = uncounted - placed
+    if unplaced and not _summed_beside(unplaced, members, sums, fingerprints, on_record):
         return root, []
     return _with_sums_outliers(root, sums, members | uncounted, "counts")
 

@@ -860,6 +860,27 @@ def test_checksums_add_a_departure_of_a_rank_the_counts_name_on_neither_side_whe
     assert with_checksum_outliers(counted, replace(sums, reference_ranks=[0, 2]), rows, on_record) == (counted, [])
 
 
+def test_checksums_add_a_departure_of_a_rank_the_counts_name_on_neither_side_where_pytorch_places_it_in_the_group():
+    # Seed 1085264: counts of group 1 give ranks 0 and 1 fourteen launches and rank 3 thirteen; rank 2 has no count
+    # there. At step 0, the only step all four summed, rank 2 alone reads back and expects apart: its sums were never
+    # alike with the counted ranks', which leaves it unplaced, but PyTorch's lines put it in the group (ranks 1 and 3
+    # at places 1 and 3: group_places.py), so it departed there too.
+    from ncclforensics.align.notes import SumsAddOutliers
+    from ncclforensics.align.step_sums import with_checksum_outliers
+
+    counted = Root(comm="1", seq=1, seq_range=(1, 14), outlier_ranks=[3], reference_ranks=[0, 1], kind="missing",
+                   size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS, majority=True)
+    rows = [row for r in (0, 1, 3) for row in per_step(r, [(238848.0, 190720.0)])]
+    rows += per_step(2, [(120192.0, 149760.0), (1405824.0, 1470720.0)])
+    on_record = frozenset({0, 1, 3})
+    sums, _ = step_sums_root(rows, {"1": {0, 1, 3}}, on_record)
+    assert (sums.outlier_ranks, sums.reference_ranks, sums.step_bound) == ([2], [0, 1, 3], 0)
+    assert with_checksum_outliers(counted, sums, rows, on_record) == (counted, [])
+    root, said = with_checksum_outliers(counted, sums, rows, on_record, placed=frozenset({0, 1, 2, 3}))
+    assert (root.outlier_ranks, root.reference_ranks, root.majority) == ([2, 3], [0, 1], False)
+    assert said == [SumsAddOutliers(added=(2,), step=0, basis="counts", outliers=(2, 3))]
+
+
 def test_two_even_halves_of_unchecked_sums_that_are_equal_in_every_later_step_are_one_class_that_parted():
     # Ranks 1 and 3 of four swapped two collectives in step 0 and the results healed: step 0 sums two against two,
     # steps 1 and 2 all alike. Halves summing apart by design (two TP groups' results) would part in every step,
