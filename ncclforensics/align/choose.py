@@ -40,6 +40,7 @@ from ..model import EventState, FingerprintRow, GateDecision, WatchdogEvent
 from .causes import comm_choice_notes, enqueued_cause, pick_counted, ras_counted_cause, unseen_causes
 from .compared_alike import departures_bounded
 from .consequences import Disagreement, consequences, kept_outer, odd_behind, odd_ones, other_side, ran_ahead
+from .counted_places import with_early_by_counts
 from .counts_beside_records import records_pair, short_of_records, with_counted_outliers, with_counted_past_records
 from .enqueue_marks import EnqueueMarks
 from .answers import DIFFERENT_OPS, ENQUEUED_COUNTS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
@@ -144,7 +145,10 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             notes += said
     elif root.reason is RangeReason.BEFORE_RECORDS:
         # Records that begin after the ranks already disagree say who differs there; PyTorch's counts may show
+        # that a rank issued the records' collective early (its record then says nothing of the program), or
         # others that launched more or fewer before it.
+        root, said = with_early_by_counts(root, marks, streams)
+        notes += said
         counted = [r for r, _ in marks_only_roots(marks, streams, watchdog) if r.comm == root.comm]
         if counted:
             stuck = waiting_elsewhere(streams, root.comm, marks)

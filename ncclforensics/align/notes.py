@@ -178,6 +178,22 @@ class RanPastHang(Note):
 
 
 @dataclass(frozen=True)
+class IssuedEarlyByCounts(Note):
+    """PyTorch's counts place `ranks`' seq `seq` of `comm`, the first collective they never completed, right after
+    `place` collectives of their other groups, where `others` issue it after `floor` or more (they completed or
+    launched that many there and never completed it): `ranks` issued it early. `later`: ranks whose records at the
+    root's seq part with no majority, past where `ranks` issued theirs (align/counted_places.py)."""
+
+    ranks: tuple[int, ...]
+    comm: str
+    seq: int
+    place: int
+    others: tuple[int, ...]
+    floor: int
+    later: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class DepartedLater(Note):
     """Ranks that departed too, in `seq_range` (as `shown_by` says), after the departure the root names: left out
     of the root, though they did not run the program either."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from ..align import notes as n
-from ..model.phrases import are, ranks_words, seq_words, them, their, they
+from ..model.phrases import are, ranks_words, seq_words, them, their, they, verb_form
 
 _DID = {"extra": "launched more", "missing": "launched fewer", "stopped": "stopped"}
 FIELD_WORDS = {"op": "collective type", "count": "count", "dtype": "data type", "redop": "reduction",
@@ -90,6 +90,16 @@ def note_words(note: n.Note) -> str:
                     f"though seq {hang_seq} hangs on every rank (a pairing NCCL never completes) and the program "
                     f"stops every rank's launches at one place behind it: "
                     f"{_departed_too(added, outliers, f', at or before seq {stop_seq + 1}')}")
+        case n.IssuedEarlyByCounts(ranks, comm, seq, place, others, floor, later):
+            return (f"PyTorch's counts say that {ranks_words(ranks)} {verb_form('wait', ranks)} in seq {seq} of comm {comm}, "
+                    f"the first collective {they(ranks)} never completed, issued right after {place} of "
+                    f"{their(ranks)} other groups' collectives, while {ranks_words(others)} issue it after {floor} or "
+                    f"more (a rank's GPU runs its collectives in issue order): {they(ranks)} issued it early, an "
+                    f"extra collective of {their(ranks)} own at seq {seq} or before (or {they(ranks)} left "
+                    f"collectives of {their(ranks)} other groups out before it)"
+                    + (f"; {ranks_words(later)}, whose records part there with no majority, part later, past where "
+                       f"{ranks_words(ranks)} issued {their(ranks)} own: one side of {them(later)} departed too"
+                       if later else ""))
         case n.DepartedLater(ranks, seq_range, comm, shown_by):
             return (f"{ranks_words(ranks)} departed too in comm {comm} (by {shown_by}), at {_span(seq_range)}, "
                     f"after the departure the root names: the root leaves {them(ranks)} out, though "

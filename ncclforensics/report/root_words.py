@@ -444,10 +444,10 @@ def where_stacks_part(root: Root) -> dict[str, str] | None:
     outermost frame): the call site that tells the outlier's collective from the others'. None where the stacks
     are equal or unknown."""
     stacks = {rank: op.stack.split(" < ") for rank, op in root.ops.items() if op.stack}
-    reference = [stacks[r] for r in root.reference_ranks if r in stacks]
-    if not reference:
-        return None
-    theirs = list(reversed(reference[0]))
+    reference = [r for r in root.reference_ranks if r in stacks]
+    if not reference or any(stacks[r] != stacks[reference[0]] for r in reference):
+        return None  # (reference ranks whose stacks part among themselves give no one stack to part from)
+    theirs = list(reversed(stacks[reference[0]]))
     parted = {}
     for rank in root.outlier_ranks:
         if rank not in stacks:
@@ -456,5 +456,5 @@ def where_stacks_part(root: Root) -> dict[str, str] | None:
         depth = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
         if depth < len(mine) or depth < len(theirs):
             parted[str(rank)] = mine[depth] if depth < len(mine) else mine[-1]
-            parted.setdefault(str(root.reference_ranks[0]), theirs[depth] if depth < len(theirs) else theirs[-1])
+            parted.setdefault(str(reference[0]), theirs[depth] if depth < len(theirs) else theirs[-1])
     return parted or None

@@ -26,6 +26,7 @@ SAMPLES = [
     n.RanPastHang((0,), "0xa", 7, 7, (0, 3)),
     n.DepartedLater((7,), (12, None), "1", "PyTorch's enqueued counts"),
     n.IssuedEarlyInTie((1,), "0xa", 3, "0xb", (0, 2, 3), "nccl.vm.647.log:21"),
+    n.IssuedEarlyByCounts((1,), "0", 3, 0, (0, 2, 3), 8, (2, 3)),
     n.SumsAddOutliers((2,), 4, "counts", (2, 3)),
     n.SumsAddOutliers((2, 5), 4, "late_records", (2, 3, 5)),
     n.SumsPartReference((2,), (0, 1), 0, (2, 3)),

@@ -8,7 +8,8 @@ import pytest
 from cli_helpers import real
 
 from ncclforensics import api
-from ncclforensics.align.answers import RangeReason
+from ncclforensics.align.answers import OpAt, RangeReason, Root
+from ncclforensics.model import Location
 from ncclforensics.report import words
 from ncclforensics.report import ambiguity, root_words
 
@@ -131,3 +132,18 @@ def test_a_range_an_outlier_known_only_by_its_count_leaves_names_it_and_the_outl
     text = ambiguity.ambiguity(ranged)
     assert text.startswith("rank 3 left no records here") and "anywhere in seq 1..3" in text
     assert "no later than where the records of rank 5 place its own departure" in text and "look alike" not in text
+
+
+def test_where_stacks_part_needs_one_reference_stack_and_names_the_rank_that_holds_it():
+    def op(rank: int, site: str) -> OpAt:
+        return OpAt(rank=rank, seq=3, op="AllReduce", count=8, dtype=None, redop=None, root=None, state="started",
+                    callsite=None, step=None, loc=Location(f"torch_rank{rank}.log", 2), stack=f"a.py:1 < {site}")
+
+    # Rank 0 has no record there: the reference stack is rank 2's, and it is named so.
+    root = Root(comm="0", seq=3, seq_range=(3, 3), outlier_ranks=[1], reference_ranks=[0, 2, 3], kind="different",
+                size=1, pinned_by="signatures", reason=None, ops={1: op(1, "f.py:102"), 2: op(2, "f.py:90"),
+                                                                  3: op(3, "f.py:90")})
+    assert root_words.where_stacks_part(root) == {"1": "f.py:102", "2": "f.py:90"}
+    # Reference ranks whose stacks part among themselves give no one stack to part from.
+    parted = dataclasses.replace(root, ops={**root.ops, 3: op(3, "f.py:102")})
+    assert root_words.where_stacks_part(parted) is None
