@@ -35,7 +35,7 @@ from ..model.kinds import is_p2p_comm
 from .answers import ENQUEUED_COUNTS, EXTRA, Root
 from .notes import IssuedEarlyByCounts, Note
 from .streams import Streams
-from .watchdog import EnqueueMarks
+from .enqueue_marks import EnqueueMarks
 
 _SIGNATURE = ("op", "count", "dtype", "redop", "root", "callsite", "stack")
 
