@@ -11,7 +11,7 @@ from ncclforensics.align.answers import EXTRA, OpAt, RangeReason, Root
 from ncclforensics.align.counted_places import early_by_counts, with_early_by_counts
 from ncclforensics.align.notes import IssuedEarlyByCounts
 from ncclforensics.align.streams import Streams
-from ncclforensics.align.watchdog import EnqueueMarks
+from ncclforensics.align.enqueue_marks import EnqueueMarks
 from ncclforensics.model import Location
 
 
