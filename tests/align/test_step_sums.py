@@ -866,7 +866,7 @@ def test_checksums_add_a_departure_of_a_rank_the_counts_name_on_neither_side_whe
     # alike with the counted ranks', which leaves it unplaced, but PyTorch's lines put it in the group (ranks 1 and 3
     # at places 1 and 3: group_places.py), so it departed there too.
     from ncclforensics.align.notes import SumsAddOutliers
-    from ncclforensics.align.step_sums import with_checksum_outliers
+    from ncclforensics.align.sums_beside import with_checksum_outliers
 
     counted = Root(comm="1", seq=1, seq_range=(1, 14), outlier_ranks=[3], reference_ranks=[0, 1], kind="missing",
                    size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS, majority=True)
