@@ -185,7 +185,8 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         # Records cut before the sides part place no one there; the checksums of the step they part at may.
         found = sums_root()
         if found is not None:
-            root, said = with_sums_placing_cut_ranks(root, found[0], analyses[root.comm].launched)
+            root, said = with_sums_placing_cut_ranks(root, found[0], analyses[root.comm].launched,
+                                                     fingerprints)
             notes += said
     elif root.shown and root.majority and root.comm in analyses:
         # PyTorch's counts that go on past the records may part ranks whose records end alike: they departed too.

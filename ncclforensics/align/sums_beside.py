@@ -50,18 +50,24 @@ def _summed_beside(uncounted: set[int], counted: set[int], sums: Root, fingerpri
     return one_class(checksums_by_step(fingerprints), counted | uncounted, {}, [])
 
 
-def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int, int]) -> tuple[Root, list[Note]]:
+def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int, int],
+                                fingerprints: Iterable[FingerprintRow] = ()) -> tuple[Root, list[Note]]:
     """A root the records show, with the ranks whose records were cut before the sides part (`root.unplaced_ranks`)
     placed by per-step checksums, where those part the same ranks the records do: one whose checksum parts with
     the outliers' read back what they did (it ran what they ran: an outlier too), one whose checksum reads as the
-    reference's sides with it. An outlier placed so may have departed anywhere after its last record
-    (`last_on_record`: rank -> last seq its records hold), so the range reaches back there."""
+    reference's sides with it. Sums that name no majority of their own (sides as many as the ranks with no sum of
+    the step could tip) are still read as the records part them (`_sides_the_records_orient`, from `fingerprints`).
+    An outlier placed so may have departed anywhere after its last record (`last_on_record`: rank -> last seq its
+    records hold), so the range reaches back there."""
     unplaced = set(root.unplaced_ranks)
-    if not unplaced or not root.majority or not sums.majority or root.seq_range is None \
-            or sums.may_sum_apart_by_design:
+    if not unplaced or not root.majority or root.seq_range is None or sums.may_sum_apart_by_design:
         return root, []  # (a lone sum that may part by design places no one)
     members = set(root.outlier_ranks) | set(root.reference_ranks) | unplaced
-    summed_out, summed_ref = set(sums.outlier_ranks), set(sums.reference_ranks)
+    sides = (set(sums.outlier_ranks), set(sums.reference_ranks)) if sums.majority \
+        else _sides_the_records_orient(root, sums.step_bound, fingerprints)
+    if sides is None:
+        return root, []
+    summed_out, summed_ref = sides
     # (a rank of the reference with no sum of the step, its trace cut short before it, is placed by its records)
     if not members - set(root.reference_ranks) <= summed_out | summed_ref or not summed_out <= members \
             or not set(root.outlier_ranks) <= summed_out or set(root.reference_ranks) & summed_out:
@@ -78,6 +84,32 @@ def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int
     if not joined:
         return placed, []
     return placed, [SumsPlaceCutRanks(tuple(joined), sums.step_bound, tuple(outliers), (low, high))]
+
+
+def _sides_the_records_orient(root: Root, step: int | None,
+                              fingerprints: Iterable[FingerprintRow]) -> tuple[set[int], set[int]] | None:
+    """The ranks whose checksums at `step` read back what the records' outliers did, and those that read back what
+    their reference did, where the sums alone name no majority: every outlier on record with a sum of the step reads
+    back one result, every reference rank with one another. The sums cannot say which side departed (a rank with no
+    sum of the step may have been on either), but the records do, and a rank that read back what the outliers did
+    ran what they ran. Unchecked sums say so only of replicas (equal sums chain the ranks in some step): ranks of
+    two classes read back apart by design. None where the sums part other ranks than the records do. Worked
+    example (1095431): ranks 5 and 6 launched fewer, ranks 0, 2, 3, 4 and 7 more, rank 1's log was cut before;
+    at step 1 ranks 1, 5 and 6 sum alike and ranks 0, 2, 4 and 7 otherwise, rank 3's trace cut before it: rank 1
+    is an outlier too."""
+    by_step = checksums_by_step(fingerprints)
+    rows = by_step.get(step, {}) if step is not None else {}
+    checked = bool(rows) and all(checked_right(row) is not None for row in rows.values())
+    if not rows or not checked and not one_class(by_step, set(rows), {}, []):
+        return None
+    keys = result_keys(rows, checked)
+    out_keys = {keys.get(rank) for rank in root.outlier_ranks}
+    ref_keys = {keys[rank] for rank in root.reference_ranks if rank in keys}
+    if len(out_keys) != 1 or None in out_keys or len(ref_keys) != 1 or out_keys == ref_keys:
+        return None
+    (out_key,), (ref_key,) = out_keys, ref_keys
+    return ({rank for rank, key in keys.items() if key == out_key},
+            {rank for rank, key in keys.items() if key == ref_key})
 
 
 def with_sums_before_records(root: Root, sums: Root) -> tuple[Root, list[Note]]:

@@ -436,6 +436,34 @@ def test_a_trace_cut_short_before_the_step_is_no_rank_that_hung_and_the_sums_sti
     assert placed.outlier_ranks == [3, 5] and placed.reference_ranks == [0, 1, 2, 4, 6, 7] and said
 
 
+def test_a_rank_cut_before_the_sides_part_is_placed_where_the_sums_alone_name_no_majority():
+    # Seed 1095431: ranks 1, 5 and 6 each skipped a collective at step 1. The records name ranks 5 and 6 (they
+    # launched fewer) against ranks 0, 2, 3, 4 and 7, and leave rank 1, cut before they part, unplaced. At step 1
+    # ranks 1, 5 and 6 sum alike and ranks 0, 2, 4 and 7 otherwise; rank 3's trace was cut before the step, so its
+    # sum could tip either side and the sums alone name no majority. The records say which side departed, and
+    # rank 1 read back what the outliers did: it is an outlier too.
+    def summed(sums: dict[int, list[float]]) -> list[FingerprintRow]:
+        return [FingerprintRow(Location(f"fp{rank}", step + 1), rank, step, None, sum=value)
+                for rank, values in sums.items() for step, value in enumerate(values)]
+    rows = summed({rank: [497664.0, 2421248.0 if rank in (1, 5, 6) else 3078144.0] for rank in range(8) if rank != 3})
+    rows += summed({3: [497664.0]})
+    found, _ = step_sums_root(rows, {}, cut=frozenset({3}))
+    assert not found.majority and found.step_bound == 1
+    records = records_root([5, 6], [0, 2, 3, 4, 7], [1])
+    placed, said = with_sums_placing_cut_ranks(records, found, {1: 8, 5: 17, 6: 17}, rows)
+    assert (placed.outlier_ranks, placed.reference_ranks, placed.unplaced_ranks) == ([1, 5, 6], [0, 2, 3, 4, 7], [])
+    assert placed.seq_range == (9, 20) and placed.majority
+    assert said == [SumsPlaceCutRanks(joined=(1,), step=1, outliers=(1, 5, 6), seq_range=(9, 20))]
+    # Without the rows, sums that name no majority place no one.
+    assert with_sums_placing_cut_ranks(records, found, {1: 8}) == (records, [])
+    # A reference rank on record that sums with the outliers: the sums part other ranks than the records do.
+    crossed = [replace(r, sum=2421248.0) if (r.rank, r.step) == (4, 1) else r for r in rows]
+    assert with_sums_placing_cut_ranks(records, found, {1: 8}, crossed) == (records, [])
+    # Unchecked sums never equal in any step are of ranks apart by design: they say nothing of who ran what.
+    apart = [replace(r, sum=r.sum + r.rank) if r.step == 0 else r for r in rows]
+    assert with_sums_placing_cut_ranks(records, found, {1: 8}, apart) == (records, [])
+
+
 def test_counted_outliers_beside_records_that_tie_name_the_ranks_no_record_compares_too():
     # Watchdog logs of ranks 2 and 3 only, whose last collectives (seq 7, where their records begin) differ: a tie.
     # PyTorch's counts: rank 0 launched one fewer than ranks 1..3. Rank 0 departed before the records begin; rank 1,
