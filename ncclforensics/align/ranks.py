@@ -10,7 +10,8 @@ Where that happens, each process is matched to a Flight Recorder dump: a dump's 
 group, the global ranks in comm-rank order, so a process whose communicators have the sizes, the comm ranks and
 the first collectives of one dump's groups is that dump's rank. Worked example: the process in tp comm
 0x7e96.. as comm rank 2 (size 4) and in dp comm 0x97c7.. as comm rank 1 (size 2) matches the dump whose group
-'2' is ranks (4, 5, 6, 7) and group '5' is (2, 6) with the same first collectives: global rank 6. Processes no
+'2' is ranks (4, 5, 6, 7) and group '5' is (2, 6) with the same first collectives: global rank 6. A comm is one
+group for all its processes: one its peers' logs rule out is none of the process's (`_refuted_by_peers`). Processes no
 dump matches are stand-ins (a caveat says so), numbered by host and pid: into the ranks other files were written by,
 or the ranks left over, where they are as many; else past every rank the other evidence names.
 """
@@ -48,13 +49,14 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
     wanted = sorted({seq for groups in dumps.values() for _, _, head in groups for seq, _ in head})
     mapping: dict[tuple, int] = {}
     matched: dict[tuple, set[int]] = {}  # process -> the dumps it fits (several where its log shows too little)
+    refuted = _refuted_by_peers(logs, dumps, wanted)
     for process in processes:
         comms = _process_comms(logs, process, wanted)
-        matches = [rank for rank, groups in dumps.items() if _matches(comms, groups)]
+        matches = [rank for rank, groups in dumps.items() if _matches(comms, groups, refuted)]
         matched[process] = set(matches)
         # A dump is the process's only where some collective both recorded shows it: a fit on sizes and comm
         # ranks alone fits a rank that left no dump as well (it is still one the process may be, `_by_layout`).
-        if len(matches) == 1 and matches[0] not in mapping.values() and _shown(comms, dumps[matches[0]]):
+        if len(matches) == 1 and matches[0] not in mapping.values() and _shown(comms, dumps[matches[0]], refuted):
             mapping[process] = matches[0]
     while True:
         # each process placed may place others, through a communicator they share or the ranks left
@@ -99,11 +101,12 @@ def dump_fits(evidence: list[Evidence]) -> dict[tuple, set[int]]:
     logs = [item for item in evidence if _claims_comm_ranks(item)]
     wanted = sorted({seq for groups in dumps.values() for _, _, head in groups for seq, _ in head})
     processes = {(i.host, i.pid) for item in logs for i in item.identities if i.pid is not None}
+    refuted = _refuted_by_peers(logs, dumps, wanted)
     found: dict[tuple, set[int]] = {}
     for process in processes:
         comms = _process_comms(logs, process, wanted)
         for rank, groups in dumps.items():
-            if _shown(comms, groups) and _matches(comms, groups):
+            if _shown(comms, groups, refuted) and _matches(comms, groups, refuted):
                 found.setdefault(process, set()).add(rank)
     return found
 
@@ -210,14 +213,15 @@ def _process_comms(logs: list[Evidence], process: tuple, seqs: list[int]) -> dic
     return found
 
 
-def _shown(comms: dict[str, tuple[int, int, dict]], groups: list[tuple[tuple[int, ...], int, tuple]]) -> bool:
+def _shown(comms: dict[str, tuple[int, int, dict]], groups: list[tuple[tuple[int, ...], int, tuple]],
+           refuted: frozenset[tuple[str, tuple[int, ...]]] = frozenset()) -> bool:
     """Whether a collective both recorded ties one of the process's communicators to one of the dump's groups:
     same size and comm rank, a seq both hold, and the same collectives at every seq both hold. Worked example:
     comm rank 1 of a 2-rank comm whose log holds seqs 1..13 fits rank 2's group (0, 2), at its comm rank 1, whose
     ring kept none of its collectives: that fit shows nothing (rank 1, of group (0, 1), with no dump, fits alike)."""
     return any(size == len(g_ranks) and comm_rank == g_rank and _agree(ops, g_head)
-               and any(seq in ops for seq, _ in g_head)
-               for size, comm_rank, ops in comms.values() for g_ranks, g_rank, g_head in groups)
+               and any(seq in ops for seq, _ in g_head) and (comm, g_ranks) not in refuted
+               for comm, (size, comm_rank, ops) in comms.items() for g_ranks, g_rank, g_head in groups)
 
 
 def _agree(ops: dict, head: tuple) -> bool:
@@ -225,17 +229,45 @@ def _agree(ops: dict, head: tuple) -> bool:
     return all(ops.get(seq, op) == op for seq, op in head)
 
 
-def _matches(comms: dict[str, tuple[int, int, dict]], groups: list[tuple[tuple[int, ...], int, tuple]]) -> bool:
+def _matches(comms: dict[str, tuple[int, int, dict]], groups: list[tuple[tuple[int, ...], int, tuple]],
+             refuted: frozenset[tuple[str, tuple[int, ...]]] = frozenset()) -> bool:
     """Every communicator of the process is one of the dump's groups, each a group of its own (two communicators
     of one process are two process groups): same size, same comm rank, and the same collectives at every seq both
-    recorded. Worked example: a process that is comm rank 0 of two 2-rank comms is not the dump whose only group
-    with it at comm rank 0 is one."""
+    recorded, and not a group its peers in the logs rule out (`refuted`, `_refuted_by_peers`). Worked example: a
+    process that is comm rank 0 of two 2-rank comms is not the dump whose only group with it at comm rank 0 is
+    one."""
     if not comms:
         return False
     fits = [{index for index, (g_ranks, g_rank, g_head) in enumerate(groups)
-             if size == len(g_ranks) and comm_rank == g_rank and _agree(ops, g_head)}
-            for size, comm_rank, ops in comms.values()]
+             if size == len(g_ranks) and comm_rank == g_rank and _agree(ops, g_head)
+             and (comm, g_ranks) not in refuted}
+            for comm, (size, comm_rank, ops) in comms.items()]
     return distinct_choice(fits)
+
+
+def _refuted_by_peers(logs: list[Evidence], dumps: dict[int, list[tuple[tuple[int, ...], int, tuple]]],
+                      seqs: list[int]) -> frozenset[tuple[str, tuple[int, ...]]]:
+    """The (communicator, dump group) pairs the comm's other processes in the logs rule out: a communicator is one
+    process group, so each of its processes is the group's rank at its comm rank, and one whose log fits no such
+    rank's dump (`_matches`) says the comm is another group. Groups of one role run one program, so a log that
+    shows one comm fits each of them alike; its peers' other comms tell them apart. Worked example: TP (0, 1),
+    (2, 3) and DP (0, 2), (1, 3), dumps of ranks 0 and 1 only; rank 2's log, cut after its TP comm's first
+    collective, fits rank 0's dump at comm rank 0 of (0, 1). Its TP peer is comm rank 1 there, and that process
+    is comm rank 1 of a DP comm too, where rank 1's dump has it at comm rank 0 of (1, 3): the peer is not rank 1,
+    so the comm is not (0, 1), and the cut log is not rank 0's."""
+    processes = {(i.host, i.pid) for item in logs for i in item.identities if i.pid is not None}
+    listed = {g_ranks for groups in dumps.values() for g_ranks, _, _ in groups}
+    found = set()
+    for process in processes:
+        comms = _process_comms(logs, process, seqs)
+        for comm, (size, comm_rank, _) in comms.items():
+            for g_ranks in listed:
+                if len(g_ranks) != size or comm_rank >= size:
+                    continue
+                rank = g_ranks[comm_rank]
+                if rank in dumps and not _matches(comms, dumps[rank]):
+                    found.add((comm, g_ranks))
+    return frozenset(found)
 
 
 def distinct_choice(options: list[set[int]]) -> bool:

@@ -213,8 +213,8 @@ def _split_apart(trace: list[FingerprintRow], own: list[Members], alike: list[bo
             aligned.setdefault(members, set()).add(row.tag)
     out = list(own)
     for i, (row, members) in enumerate(zip(trace, own)):
-        if members not in comms or row.tag is None or checked_right(row) is not False:
-            continue
+        if members not in comms or row.tag is None or checked_right(row) is not False or row.digest is not None:
+            continue  # (a digest is one physical collective's: every member reads it back, misaligned or not)
         wider = [w for w in comms if w > members]
         theirs = [w for w in wider if row.tag in aligned.get(w, ())]
         if len(theirs) == 1 and aligned.get(members, set()) - set().union(*(aligned.get(w, set()) for w in wider)):

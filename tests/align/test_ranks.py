@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ncclforensics.align.ranks import _by_layout, _by_members, _matches, resolve_global_ranks
+from dataclasses import replace
+
+from ncclforensics.align.ranks import _by_layout, _by_members, _matches, dump_fits, resolve_global_ranks
 from ncclforensics.model import (
     CollectiveEvent,
     CommInfo,
@@ -192,3 +194,32 @@ def test_processes_of_2_rank_comms_beside_one_dump_are_their_ranks_in_every_reco
         assert {i.rank for i in log.identities} == {rank}
         assert set(log.collectives.get_column("rank").to_list()) == {rank}
         assert {w.rank for w in log.watchdog} == {rank}
+
+
+def test_a_log_whose_comm_peer_is_no_rank_of_the_dump_s_group_is_not_that_dump_s():
+    """1093826: TP (0, 1), (2, 3) and DP (0, 2), (1, 3), dumps of ranks 0 and 1 (each lists its own groups). Rank
+    2's log was cut after its TP comm's first collective: comm rank 0 of a 2-rank comm whose records are TP's, as
+    rank 0's dump has (0, 1). But its TP peer is comm rank 1 of a DP comm too, where rank 1's dump has rank 1 at
+    comm rank 0: the peer is not rank 1, so the comm is not (0, 1), and the cut log is not rank 0's. Taken as
+    rank 0's, it met rank 0's own log in one dump, and rank 0's log was left out as another job's."""
+    tp, dp = [2048] * 4, [1] * 4
+
+    def dump(rank: int) -> Evidence:
+        path = f"fr_rank{rank}"
+        groups = [(name, ranks) for name, ranks in (("1", (0, 1)), ("3", (0, 2)), ("4", (1, 3))) if rank in ranks]
+        infos = [CommInfo(loc=Location(path, field="pg_config"), comm=name, ranks=ranks) for name, ranks in groups]
+        events = [CollectiveEvent(loc=Location(path, record=i), comm=name, seq=seq, op="AllReduce", count=count,
+                                  rank=rank) for i, (name, seq, count) in enumerate(
+                                      (name, seq, count) for name, _ in groups
+                                      for seq, count in enumerate(tp if name == "1" else dp, start=1))]
+        return Evidence(path=path, format=SourceFormat.FLIGHT_RECORDER, comm_infos=infos,
+                        collectives=collectives_to_frame(events), facts=FACTS[SourceFormat.FLIGHT_RECORDER])
+
+    logs = [_pair_log(0, {"0xtp01": tp, "0xdp02": dp}), _pair_log(3, {"0xtp23": tp, "0xdp13": dp})]
+    cut = _pair_log(2, {"0xtp23": tp[:1]})
+    cut = replace(cut, identities=[i for i in cut.identities if i.comm == "0xtp23"])  # (cut before DP's INIT)
+    evidence = [*logs, cut, dump(0), dump(1)]
+    assert dump_fits(evidence) == {("node", 100): {0}}
+    changed, notes, stand_ins = resolve_global_ranks(evidence)
+    assert notes[0].given == 1 and {i.rank for i in changed[0].identities} == {0}
+    assert set(stand_ins.values()) == {"node:102", "node:103"}

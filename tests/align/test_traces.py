@@ -1138,3 +1138,26 @@ def test_results_two_ranks_each_read_back_alone_are_of_no_comm_the_two_share(tmp
     write(1, ())
     rows, _ = placed()
     assert rows[(0, "head")] == ("[ranks=0,1]", 5)
+
+
+def test_ranks_that_share_only_wrong_digests_inside_a_wider_comm_are_a_comm_of_their_own(tmp_path):
+    """1094520: a world all-reduce, then TP groups (0, 1) and (2, 3); rank 0 skipped `layers.0` in its group and
+    rank 3 in its, so every TP result reads back wrong and each pair shares its digests under two tags. Sums of a
+    misaligned pairing split where the ranks' counts differ, so a set sharing only wrong sums may be a wider comm's
+    split; a digest is one physical collective's, read back by every member whatever they paired: the pairs are
+    comms of their own, not the world parting on tags between ranks 0, 3 and 1, 2."""
+    records = {0: [("layers.1", "t01a"), ("mtp.0", "t01b"), ("mtp.1", "lone0")],
+               1: [("layers.0", "t01a"), ("layers.1", "t01b")],
+               2: [("layers.0", "t23a"), ("layers.1", "t23b")],
+               3: [("layers.1", "t23a"), ("mtp.0", "t23b"), ("mtp.1", "lone3")]}
+    for rank, tp in records.items():
+        rows = [{"step": 0, "op": 0, "rank": rank, "tag": "dp.num_tokens", "kind": "AllReduce", "numel": 1,
+                 "sum": 610.0, "expected_sum": 610.0, "digest": "world"}]
+        rows += [{"step": 0, "op": op, "rank": rank, "tag": tag, "kind": "AllReduce", "numel": 512,
+                  "sum": 100.0 * op + rank // 2, "expected_sum": 7.0, "digest": digest}
+                 for op, (tag, digest) in enumerate(tp, start=1)]
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    d = answer(tmp_path)
+    root = d["root"]
+    assert root["comm"] in ("[ranks=0,1]", "[ranks=2,3]") and root["seq_range"] == [1, 1]
+    assert {c["comm"] for c in d["comms"]} == {"[ranks=0,1,2,3]", "[ranks=0,1]", "[ranks=2,3]"}
