@@ -127,6 +127,9 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
              if (wider := [w for w in comms if m < w and _stopped_before(w - m, m, trace, own, at, last_rows)])}
     comms -= set(tails)
     own = _split_apart(trace, own, alike, comms)
+    # A set whose every shared result went to the wider comm (misaligned pairings of it) names no comm of its own:
+    # left among the comms, it would make a trace of one comm look like several that its sums cannot split.
+    comms &= set(own)
     given = [tags_of.get(key, set()) for key in keys]
     if len(comms) > 1 and not digests:
         # A tail's records are its wider comm's: their tags, and the misaligned pairings that recur in them, are

@@ -1161,3 +1161,27 @@ def test_ranks_that_share_only_wrong_digests_inside_a_wider_comm_are_a_comm_of_t
     root = d["root"]
     assert root["comm"] in ("[ranks=0,1]", "[ranks=2,3]") and root["seq_range"] == [1, 1]
     assert {c["comm"] for c in d["comms"]} == {"[ranks=0,1,2,3]", "[ranks=0,1]", "[ranks=2,3]"}
+
+
+def test_a_set_whose_every_shared_result_went_to_its_wider_comm_leaves_no_second_comm_in_the_trace(tmp_path):
+    """1074164: TP groups (0-3) (4-7) and DP pairs (i, i+4), one step, sums with expected values. Rank 2 leaves out
+    `l2`: its `head` pairs with the others' `l2` and ranks 0, 1 and 3 share two wrong sums rank 2 does not. Those
+    are the TP group's misaligned pairings (the three share no result read back right), so the three are no comm;
+    kept among rank 0's comms beside the TP group, with its DP pair's result shared once, they made the trace look
+    like several comms its sums cannot split, every trace but rank 2's was left out, and per-step checksums named
+    all four. The tags part rank 2 from the three at seq 3."""
+    rows_of = {}
+    for rank in range(8):
+        group = rank // 4
+        dp = 100.0 + 10 * (rank % 4)
+        layers = [(0, tag, 512, 1000.0 * (group + 1) + 100 * i) for i, tag in enumerate(("l0", "l1", "l2"))]
+        rows_of[rank] = [(0, "dp", 1, dp, dp), *((s, t, n, x, x) for s, t, n, x in layers),
+                         (0, "head", 2048, 50000.0 * (group + 1), 50000.0 * (group + 1))]
+    for rank in (0, 1, 3):
+        rows_of[rank][3:] = [(0, "l2", 512, 7777.0, 1200.0), (0, "head", 2048, 8888.0, 50000.0)]
+    rows_of[2][3:] = [(0, "head", 2048, 9999.0, 50000.0)]
+    d = _sums_only(tmp_path, rows_of)
+    assert not any("cannot be told" in c for c in d["caveats"])
+    root = d["root"]
+    low, high = root["seq_range"]
+    assert root["comm"] == "[ranks=0,1,2,3]" and low <= 3 <= high and root["outlier_ranks"] == [2]
