@@ -408,7 +408,8 @@ def _memberships(streams: Streams, ras: dict[str, RasHistory], rank_map: dict[tu
     for comm, history in ras.items():
         add(comm, [rank for (c, _), rank in rank_map.items() if c == comm], history.states[-1][1].size or 0)
     for group, counted in marks.items():
-        add(streams.aliases.get(group, group), counted.launched, len(counted.launched))
+        # (its lines may number more places in it than ranks left counts: a TP peer with no file of its own)
+        add(streams.aliases.get(group, group), counted.launched, max(len(counted.launched), counted.places))
     return found
 
 

@@ -24,7 +24,9 @@ no side is a majority, the side that launched fewer; else the outliers its root 
   them are consequences of those that do (one divergence there involves every one of those ranks; no divergence
   in the others can involve ranks outside them). Where no side of a communicator is a majority, either side may
   be the one that departed (a rank that launched one more may have run on past collectives it skipped, or be
-  stuck in one it added), so a communicator holds its odd ranks where it holds either side.
+  stuck in one it added), so a communicator holds its odd ranks where it holds either side. An outer group that
+  the nesting rule keeps only by its exceptions, beside inner groups that hold every odd rank of it, makes none of
+  those a consequence so: they may hold it as much as it holds them (one departure in each of two TP pairs).
 
 Neither rule makes a consequence of a communicator whose own records show that it diverged (`shown`): a rank held
 back elsewhere launches a prefix of the program here, and prefixes of one program are ordered (one rank launched
@@ -118,6 +120,7 @@ def consequences(found: list[Disagreement], processes: int = 0) -> dict[str, lis
     only by name."""
     explained: dict[str, list[str]] = {}
     processes = max(processes, len({p for d in found for p in d.members if not unnamed_process(p)}))
+    rivals: dict[str, set[str]] = {}  # inner comm -> the outer groups kept beside it (see _kept_beside)
     for outer in found:
         if outer.shown or _ran_past_free_ranks(outer, found):
             continue
@@ -126,14 +129,32 @@ def consequences(found: list[Disagreement], processes: int = 0) -> dict[str, lis
         causes = {p: [d.comm for d in inner if p in d.members] for p in outer.odd}
         if outer.odd and all(causes.values()):
             explained[outer.comm] = sorted({c for comms in causes.values() for c in comms})
+        else:
+            for comm in _kept_beside(outer, found, processes):
+                rivals.setdefault(comm, set()).add(outer.comm)
     left = [d for d in found if d.comm not in explained]
     covering = [d.comm for d in left if any(o.odd for o in left) and all(
         any(side <= d.members for side in o.sides()) for o in left)]
     if covering:
         for d in left:
-            if d.comm not in covering and not d.shown:
+            if d.comm not in covering and not d.shown and not set(covering) <= rivals.get(d.comm, set()):
                 explained[d.comm] = covering
     return explained
+
+
+def _kept_beside(outer: Disagreement, found: list[Disagreement], processes: int) -> list[str]:
+    """The groups inside `outer` that would explain every odd rank of it by the nesting rule, where only its
+    exceptions (the same odd ranks behind in both, or each side waiting in one for the other) keep `outer` beside
+    them; empty where some odd rank has no such group. Either reading fits the counts, so the rule of one cause for
+    all, which assumes one divergence, does not make those groups consequences of `outer` in turn: one TP pair
+    each, both split, may hold the world's ranks behind as well as be held by them. Worked example: world counts
+    2, 3, 2, 3, TP pairs {0, 1} and {2, 3} at 10 and 9 each: ranks 1 and 3 may each have added a world
+    collective, or ranks 0 and 2 each a collective in their pair (or ranks 1 and 3 left some out there)."""
+    inner = [d for d in found if d.comm != outer.comm and d.odd and outer.may_contain(d, processes)]
+    causes = {p: [d.comm for d in inner if p in d.members] for p in outer.odd}
+    if not outer.odd or not all(causes.values()):
+        return []
+    return sorted({c for comms in causes.values() for c in comms})
 
 
 def _ran_past_free_ranks(outer: Disagreement, found: list[Disagreement]) -> bool:

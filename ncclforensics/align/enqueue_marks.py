@@ -38,6 +38,9 @@ class EnqueueMarks:
     # ranks a desync report shows in a collective of the group that they joined and never finished (`[0] joined but
     # didn't finish collective #4`, `#6 started ranks: [0, 3]`): held there, whatever their own files hold
     waiting: set[int] = field(default_factory=set)
+    # how many places in the group its lines number (the highest, plus one): a floor of its size, whichever of its
+    # members left a file (a desync report of a TP pair names places 0 and 1 where only one of the two left a log)
+    places: int = 0
 
 
 def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent],
@@ -65,6 +68,7 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent],
     _desync_marks(groups, watchdog, default, roster)
     _snapshot_ops(groups, watchdog, default, roster)
     _reported_waits(groups, watchdog, default, roster)
+    _places_numbered(groups, watchdog, default)
     for event in watchdog:
         group = groups.get(event.comm or default)
         if group is not None and event.kind in STOP_EVENTS:
@@ -257,6 +261,16 @@ def _reported_waits(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEven
         latest = roster.global_entries(event, group, event.latest) if event.latest else ()
         groups[group].waiting.update(r for ranks, _, joined in lagging or () if joined for r in ranks)
         groups[group].waiting.update(r for ranks, _, finished, _ in latest or () if not finished for r in ranks)
+
+
+def _places_numbered(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str) -> None:
+    """Each group's `places`: one past the highest place in the group a line gives (`[PG ID 1 PG GUID 2 Rank 1]`,
+    or a desync report's ranks, which it numbers within the group): the group has at least that many members."""
+    for event in watchdog:
+        named = [*event.group_ranks, *(() if event.group_rank is None else (event.group_rank,))]
+        group = event.comm or (_reporting_group(event, watchdog) if event.kind == "desync_report" else None) or default
+        if named and group in groups:
+            groups[group].places = max(groups[group].places, max(named) + 1)
 
 
 def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent], default: str,

@@ -526,3 +526,24 @@ def test_odd_ranks_ahead_of_a_rank_whose_log_was_cut_ran_past_no_free_rank():
     # Where rank 4's world count is on record (behind the odd ranks), they ran past a rank nothing holds.
     streams = replace(streams, cut={})
     assert _pick_root(analyses, None, streams)[0].comm == "world"
+
+
+def test_two_pairs_and_the_world_waiting_on_each_other_all_stay_candidates():
+    """1078644: TP pairs {0, 1} and {2, 3} launched 10 and 9 each, the world 2, 3, 2, 3 (no majority; ranks 0 and
+    2 behind). Ranks 1 and 3 may each have added a world collective and waited for it on the host, leaving their
+    pair peers to wait in the pair; or ranks 0 and 2 each ran collectives of their pair the others did not (a
+    drafter pass ranks 1 and 3 skipped alike), and ranks 1 and 3 wait in the world's next for them. The world alone
+    holds every odd rank, yet the rule of one cause for all does not make the pairs its consequences: the nesting
+    rule kept it only beside them. All three stay candidates, the pairs first."""
+    world_counts = {0: 2, 1: 3, 2: 2, 3: 3}
+    odd = odd_ones(world_counts, {0, 1, 2, 3}, majority=False)
+    world = Disagreement("world", frozenset(range(4)), odd, other=other_side(world_counts, odd, majority=False),
+                         behind=odd_behind(world_counts, odd))
+    pairs = []
+    for name, counts in (("tp0", {0: 10, 1: 9}), ("tp1", {2: 10, 3: 9})):
+        behind = odd_ones(counts, set(counts), majority=False)
+        pairs.append(Disagreement(name, frozenset(counts), behind, other=other_side(counts, behind, majority=False)))
+    assert consequences([world, *pairs]) == {} and candidates([world, *pairs]) == ["tp0", "tp1", "world"]
+    # one pair split, the other level (no disagreement): rank 2, behind in the world, waits on no pair of its own,
+    # so the world is the cause
+    assert consequences([world, pairs[0]]) == {"tp0": ["world"]}

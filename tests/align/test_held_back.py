@@ -255,3 +255,67 @@ def test_a_held_rank_whose_records_end_before_the_sides_part_sides_with_the_prog
     assert held.majority and held.outliers == [1] and held.reference == [0, 2, 3]
     # Held by a rank of the larger side it would join, the marks and the records do not agree: still a tie.
     assert not propose(codes, 1, ended={0}, held={0: frozenset({2})}).majority
+
+
+def _pair_report_logs(tmp_path) -> list[str]:
+    """Watchdog logs of ranks 0..2 of a world group "0" over TP pairs "1" (ranks 0, 1) and "2" (ranks 2, 3); rank 3
+    left none (1090577). In the world, ranks 1 and 2 launched 4 and wait at #3, and their reports say ranks 0 and 3
+    finished #2 and joined no more. In pair "1", rank 0 launched 6 and rank 1 8; in pair "2", rank 2 launched 8 and
+    its report names its peer, place 1, joined at #6 (which global rank that is, no line says)."""
+    def timeout(rank: int, seq: int, numel: int) -> str:
+        return (f"[rank{rank}]:[E1129 09:55:01.7 ProcessGroupNCCL.cpp:689] [Rank {rank}] Watchdog caught collective "
+                f"operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn={numel}, NumelOut={numel}, "
+                "Timeout(ms)=20000) ran for 20016 milliseconds before timing out.")
+
+    def report(rank: int, place: int, at: int, lagging: str, latest: list[str]) -> list[str]:
+        return [f"[rank{rank}]:[E1129 09:55:01.7 ProcessGroupNCCL.cpp:2495] Rank {place}",
+                f"\t - [{place}] Timeout at collective: ALLREDUCE, #{at}",
+                "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+                f"\t   {lagging}", "\t - Snapshot of ranks' latest states:", *(f"\t   {x}" for x in latest)]
+
+    def status(rank: int, group: str, place: int, seq: int, enqueued: int, completed: int) -> str:
+        return (f"[rank{rank}]:[E1129 09:55:01.7 ProcessGroupNCCL.cpp:2303] [PG ID {group} PG GUID {group} Rank "
+                f"{place}]  failure detected by watchdog at work sequence id: {seq} PG status: last enqueued work: "
+                f"{enqueued}, last completed work: {completed}")
+
+    def world(rank: int) -> list[str]:
+        return [timeout(rank, 3, 1), *report(rank, rank, 4, "  [0, 3] finished collective #2, but didn't join "
+                                             "collective #3 (count from 1)",
+                                             ["#2 finished ranks:", "  [0, 3] finished ALLREDUCE", "#4 started ranks:",
+                                              "  [1, 2] started ALLREDUCE"]), status(rank, "0", rank, 3, 4, 2)]
+
+    def pair(rank: int, group: str, place: int, enqueued: int) -> list[str]:
+        peer = 1 - place
+        return [timeout(rank, 5, 4096), *report(rank, place, enqueued, f"- [{peer}] joined but didn't finish "
+                                                "collective #6 (count from 1)",
+                                                ["#6 started ranks:", f"  [{peer}] started ALLREDUCE",
+                                                 f"#{enqueued} started ranks:", f"  [{place}] started ALLREDUCE"]),
+                status(rank, group, place, 5, enqueued, 4)]
+
+    logs = {0: [timeout(0, 5, 4096), status(0, "1", 0, 5, 6, 4), "[rank0]:[E1129 09:55:07.7 ProcessGroupNCCL."
+                "cpp:1914] [PG ID 0 PG GUID 0(default_pg) Rank 0] Received a dump signal due to a collective "
+                "timeout from this local rank and we will try our best to dump the debug info. Last enqueued NCCL "
+                "work: 2, last completed NCCL work: 2."],
+            1: world(1) + pair(1, "1", 1, 8), 2: world(2) + pair(2, "2", 0, 8)}
+    paths = []
+    for rank, lines in logs.items():
+        path = tmp_path / f"torch_rank{rank}.log"
+        path.write_text("\n".join(lines) + "\n")
+        paths.append(str(path))
+    return paths
+
+
+def test_a_peer_that_left_no_file_but_a_report_numbers_may_be_held_back_by_its_pair(tmp_path):
+    """Ranks 0 and 3 launched fewer world collectives. Rank 0's pair peer rank 1 may have launched one more there
+    and hold it back in their pair; so may rank 2 hold rank 3, which left no file: rank 2's report of pair "2"
+    numbers two places, so the pair has two members, and rank 3 may be the other. Each pair is a candidate beside
+    the world (each pair's drafter gate may have been skipped on rank 1 and on rank 2)."""
+    from ncclforensics.api import diff_paths, parse_paths
+
+    paths = _pair_report_logs(tmp_path)
+    evidence = parse_paths(paths).evidence
+    marks = enqueue_marks([p for e in evidence for p in e.progress], [w for e in evidence for w in e.watchdog])
+    assert marks["2"].launched == {2: 8} and marks["2"].places == 2
+    root = diff_paths(paths)[1].root
+    assert (root.comm, root.outlier_ranks, root.kind) == ("0", [0, 3], "missing")
+    assert root.may_be_held_back_by == (1, 2) and root.undecided_comms == ("1", "2")
