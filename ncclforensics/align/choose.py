@@ -60,6 +60,7 @@ from .streams import SIGNATURE, Streams
 from .sums_beside import (with_checksum_outliers, with_parted_reference, with_sums_before_records,
                           with_sums_placing_cut_ranks)
 from .waiting import waiting_elsewhere
+from .waiting_past_records import with_waiting_past_records
 from .watchdog import timeout_stacks
 
 
@@ -199,6 +200,10 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
             root, said = with_counted_past_records(root, counted[0], _recorded_ends(root.comm, streams),
                                                    _held_before_records(root, marks, streams), bounded)
             notes += said
+        # Ranks of the reference whose records end before the sides part, counted short, that wait elsewhere: held
+        # back there, or departed here past their records and then stopped; the counts read the same.
+        root = with_waiting_past_records(root, _counts_of(root.comm, marks, streams), _recorded_ends(root.comm, streams),
+                                         waiting_elsewhere(streams, root.comm, marks))
     if root is not None and root.comm in analyses:
         # Records of the reference that run on past a collective hanging on every rank, where most stop: they
         # departed too.

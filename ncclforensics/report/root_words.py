@@ -303,9 +303,13 @@ def waiting_candidates_words(root: Root) -> str:
     comms = either([f"comm {c}" for c in sorted({c for cs in root.waiting_candidates.values() for c in cs})]) \
         or "another communicator"
     it = "it" if one else "they"
+    # (records that begin late, or the candidates' own records that end before the sides part: no record of theirs
+    # compares them where they may have departed, waiting_past_records.py)
+    unrecorded = ("before the records begin" if root.reason is RangeReason.BEFORE_RECORDS
+                  else f"past where {their(ranks)} records end")
     return (f" PyTorch's counts part {who} from the others here too, but {it} {'waits' if one else 'wait'} in "
             f"{comms}: {it} may be held back there by a peer, or {it} departed "
-            f"here before the records begin and then stopped; the counts read the same, so {it} "
+            f"here {unrecorded} and then stopped; the counts read the same, so {it} "
             f"{'is a candidate' if one else 'are candidates'}, not named.")
 
 
