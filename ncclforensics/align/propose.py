@@ -152,7 +152,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     sides = [groups[0]]
     if not majority and len(groups) == 2:
         chosen = [g for g in groups if deviants and set(g[0]) <= deviants]
-        if len(chosen) == 1:  # the journal says which side deviated
+        if len(chosen) == 1 and not _side_left_unplaced(deviants, unplaced):  # the journal says which side deviated
             sides = [groups[1] if chosen[0] is groups[0] else groups[0]]
             majority = True
         else:
@@ -398,6 +398,15 @@ def _parting(streams: list[Codes]) -> int:
         here = int(bad[0]) if bad.size else n
         at = here if at is None else min(at, here)
     return first.length if at is None else at
+
+
+def _side_left_unplaced(deviants: set[int] | None, unplaced: list[int]) -> bool:
+    """Whether some rank the gate journal names a deviant is one the records leave on neither side (cut before
+    the groups part). The journal then puts it on the side of the group it names, which is only part of that side:
+    the group is no minority by the records, and where the journal has none either (two passed, two skipped) it
+    says which side ran the drafter, not which one departed. Rank 1 ahead of rank 2, ranks 0 and 3 cut short, and
+    the journal's ranks 1 and 3 passed where 0 and 2 skipped: a tie of two against two, not rank 1 alone."""
+    return bool(deviants and deviants & set(unplaced))
 
 
 def _recorded(stream: Codes) -> int:

@@ -1275,3 +1275,19 @@ def test_groups_whose_edits_against_the_largest_may_be_one_edit_are_a_side_as_la
                      lambda seq: (Location("log", seq),))
     assert solution.majority and solution.pinned_by == "call sites"
     assert solution.leading == [7] and solution.seq_range == (3, 3)
+
+
+def test_a_journal_side_the_records_leave_partly_unplaced_breaks_no_tie():
+    # Seed 1107252: four ranks, the drafter's all-reduces alike to the model's, the head's larger one ends a step.
+    # Rank 1 launched 18 (two drafter ones more in step 1), rank 2 16; the logs of ranks 0 and 3 were cut at 5 and
+    # 15, before the two part. The gate journal has ranks 1 and 3 passing where 0 and 2 skipped: rank 3 is on rank
+    # 1's side, rank 0 on rank 2's, two against two. The journal says which side ran the drafter, not which one
+    # departed: no majority, every rank named.
+    step = [1] * 8 + [2]
+    codes = {0: stream([1] * 5), 1: stream(step + step), 2: stream(step + [1] * 6 + [2]), 3: stream(step + [1] * 6)}
+    whole = {1, 2}
+    proposal = propose(codes, 1, deviants={1, 3}, cut={0, 3}, incomplete={0, 3}, closed=whole, settled=whole)
+    assert not proposal.majority and proposal.outliers == [0, 1, 2, 3]
+    # Where the journal's side is the group the records place (rank 3 skipped too), it says which side deviated.
+    told = propose(codes, 1, deviants={1}, cut={0, 3}, incomplete={0, 3}, closed=whole, settled=whole)
+    assert told.majority and told.outliers == [1]
