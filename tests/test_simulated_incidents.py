@@ -512,7 +512,7 @@ KNOWN: dict[int, str] = {}
 # does not, by the rule of one cause for all, make those groups its consequences: each stays a candidate (1078644: a
 # drafter skipped alone in each of two TP pairs, NCCL logs and per-collective traces); a group's size is at least
 # the places its lines number, so a TP peer that left no file but a desync report names may be held back by its pair
-# (1090577: the same faults, watchdog logs of three ranks of four); and a reference rank whose records end before the sides
+# (1090577: the same faults, watchdog logs of three ranks of four); a reference rank whose records end before the sides
 # part, that PyTorch's counts put past its records yet short of the reference while it waits in another comm, is a
 # candidate, not the reference: held back there, or departed here past its records and then stopped (1086325: a reorder
 # beside a TP peer's extra world collective, watchdog logs and per-collective digests); and a gate journal with no
