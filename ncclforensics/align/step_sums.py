@@ -41,6 +41,7 @@ from ..model import FingerprintRow
 from .answers import Root
 from .checked_wrong import wrong_pair
 from .checksum_roots import alone_wrong, checksums_by_step, result_keys, sum_root
+from .crossed_sums import departed_apart_more_cheaply
 from .fingerprints import SUM_TOLERANCE, checked_right
 from .lone_sums import classes_of_lone, lone_sides, untold_lone_ranks, untold_sides
 from .replicas import classes_of_sums, one_class, parted_by_offsets, replica_classes
@@ -224,13 +225,16 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
         unsummed = set() if checked else members & traced - set(rows)
         majority = len(ordered) > 1 and len(ordered[0]) * 2 > len(rows) + len(unsummed)
         alike = len(ordered) == 1 and all(math.isfinite(row.sum - row.expected_sum) for row in rows.values())
-        if checked and (majority or alike) and _unplaced_by_sums(by_step, step, traced - cut):
+        if checked and (majority or alike) and _unplaced_by_sums(by_step, step, traced - cut) and not (
+                majority and departed_apart_more_cheaply(by_step, step, ordered, len(rows) - len(ordered[0]), known)):
             # Offsets that part where some ranks have no sum of the step (their traces stop before it: hung) or
             # read it back right and the next one wrong (they left out the step's last collective): the ranks
             # off by one amount and by another may each be a comm's ranks that the departure of another mixed,
             # so no side is the minority; who may have departed is said from every rank's verdicts. So too where
             # the ranks that read back wrong are all off by one amount: beside them, those that hung or read the
             # next step back wrong may have departed as well (each pair of DP groups of a job of two TP pairs).
+            # Not where the ranks wrong in the step share a comm on record with no crossing rank in it and each
+            # side departing in its own step departs fewer ranks than either side whole (crossed_sums.py).
             yield _BY_VERDICTS
             return
         # (a lone rank of sums no expected value checks is named only where another step shows it summing alike

@@ -1034,3 +1034,24 @@ def test_lone_unchecked_sums_are_weighed_against_their_own_class_alone():
     root, _ = step_sums_root(rows, {})
     assert (root.outlier_ranks, root.reference_ranks, root.majority, root.comm) == ([1, 7], [0, 2, 3, 4, 5, 6],
                                                                                     True, "[ranks=0,1,2,3,4,5,6,7]")
+
+
+def test_a_lone_offset_in_one_comm_beside_ranks_crossing_to_the_next_step_is_the_outlier_where_fewer_depart():
+    # TP groups 0-3 and 4-7, the records showing 0-3 as one comm. At step 0 ranks 0-3 read back wrong, 0-2 off
+    # alike and rank 3 apart; ranks 4-7 read back right, and step 1 wrong, rank 4 apart from 5-7; ranks 0-3 hung in
+    # step 1. Ranks 4-7 leaving out step 0's last collective (or 0-3 running one more) departs four ranks; rank 3
+    # departing at step 0 and rank 4 at step 1 departs two: rank 3 is the outlier (1103895).
+    rows = [r for rank in (0, 1, 2) for r in per_step(rank, [(2048.0 + rank, float(rank))])]
+    rows += per_step(3, [(515.0, 3.0)])
+    rows += per_step(4, [(4.0, 4.0), (516.0, 4.0)])
+    rows += [r for rank in (5, 6, 7) for r in per_step(rank, [(rank, rank), (2048.0 + rank, float(rank))])]
+    root, step = step_sums_root(rows, {"tp": {0, 1, 2, 3}}, frozenset({0, 1, 2, 3}))
+    assert root.outlier_ranks == [3] and root.reference_ranks == [0, 1, 2] and root.majority and step == 0
+    # (with no comm on record that the ranks wrong in the step share, their departures may be the crossing ranks'
+    # doing in comms each of them shares with one: every rank, no majority)
+    root, _ = step_sums_root(rows, {})
+    assert root.outlier_ranks == list(range(8)) and not root.majority
+    # (nor where the crossing ranks' own sums of the next step name no fewest departing)
+    even = [replace(r, sum=512.0 + r.rank) if (r.rank, r.step) == (5, 1) else r for r in rows]
+    root, _ = step_sums_root(even, {"tp": {0, 1, 2, 3}}, frozenset({0, 1, 2, 3}))
+    assert root.outlier_ranks == list(range(8)) and not root.majority
