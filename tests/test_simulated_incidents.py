@@ -480,7 +480,7 @@ KNOWN: dict[int, str] = {}
 # alone; both traces were left out as unsplittable, and a root on the rest named the wrong side); records whose
 # digests no other trace holds, read back so by two ranks of one comm, are of none they share (had both read back
 # collectives of it the other did not, the lower seq would be in both traces): they are left out, not compared there
-# (1067738: three skips on two TP comms, per-collective traces with sums and digests of one rank of each); and a rank
+# (1067738: three skips on two TP comms, per-collective traces with sums and digests of one rank of each); a rank
 # that launched more than the issue orders' reference, issuing a seq where its peers of another comm, whose records
 # here end before it, went on there past its place, ran an extra collective of its own: it is named beside the peer
 # that issued one early and is no bar to reading a stop of it and the ranks that peer holds back as the issue orders
