@@ -41,6 +41,7 @@ from .notes import (
     TracesMayBeWider,
     UncomparedFields,
 )
+from .order_contradictions import OrderContradiction, order_contradiction_at
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
 from .ras_only import ras_comm_wedge, ras_only_wedge, ras_rank_map
@@ -81,6 +82,8 @@ class Diagnosis:
     notes: list[Note] = field(default_factory=list)  # what the answer rests on and cannot see (align/notes.py)
     stand_in_ranks: dict[int, str] = field(default_factory=dict)  # rank numbered for a process: its host:pid
     text_ras_replies: int = 0
+    # two ranks' issue orders no one program gives, in the root's or the wedge's comms: what alone makes it `diverged`
+    order_contradiction: OrderContradiction | None = None
     streams: Streams | None = None  # the merged per-(comm, rank) streams, for plots and reports
 
 
@@ -211,6 +214,12 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     if diagnosis.root_step is None and root is not None and root.seq_range is not None:
         diagnosis.root_step = _recorded_step(root, streams)
     diagnosis.verdict = _verdict(diagnosis, ras)
+    # (not where _verdict finds the root itself unsure: counts that may still move, sums that may part by design)
+    unsure = root is not None and (root.unstopped or root.may_sum_apart_by_design)
+    if diagnosis.verdict is not Verdict.DIVERGED and not unsure:
+        diagnosis.order_contradiction = order_contradiction_at(streams, root, diagnosis.wedge)
+        if diagnosis.order_contradiction is not None:
+            diagnosis.verdict = Verdict.DIVERGED
     if diagnosis.corrupted_fingerprints and diagnosis.verdict is not Verdict.DIVERGED:
         # A result read back wrong: collectives completed with mixed data, wherever the records place the root.
         diagnosis.verdict, diagnosis.diverged_by_results = Verdict.DIVERGED, True

@@ -8,6 +8,7 @@ from ..align.coverage import GateCoverage, Jurisdiction
 from ..align.diagnosis import Diagnosis, agreeing_hang
 from ..align.answers import EXTRA, MISSING, STOPPED
 from ..align.gates import decision_tuple
+from ..align.order_contradictions import OrderContradiction
 from ..align.ras import RasHistory
 from ..align.receipts import Finding, RasRanksGone
 from ..align.reconcile import CUDA_GRAPH_NOTE
@@ -156,6 +157,8 @@ def summary(d: Diagnosis) -> str:
         parts.append(f"The records place no stop in comm {wedge.comm}: it would be {wedge_where(wedge)} "
                      f"({wedge_kind_words(wedge.kind)}), and nothing confirms a hang (no timeout, no RAS counts that "
                      f"stay).")
+    if d.order_contradiction is not None:
+        parts.append(order_contradiction_words(d.order_contradiction))
     for comm, history in sorted(d.ras.items()):
         if not parts and history.disagree and history.moving is None:
             parts.append(one_reply_words(comm, history))
@@ -168,6 +171,16 @@ def summary(d: Diagnosis) -> str:
         parts.append("Nothing here gives the collectives of two or more ranks of one communicator to compare"
                      + ("; the evidence table lists what the files do say." if d.evidence else "."))
     return " ".join(parts)
+
+
+def order_contradiction_words(c: OrderContradiction) -> str:
+    """Two ranks' issue orders that no one program gives, with where each issued the collective it put first."""
+    (one, first), (other, second) = c.first, c.second
+    then_a = "before" if c.first_rank_issued_second else "and never"
+    then_b = "before" if c.second_rank_issued_first else "and never"
+    return (f"Rank {c.first_rank} launched comm {one} seq {first} ({c.first_at}) {then_a} comm {other} seq {second}, "
+            f"rank {c.second_rank} comm {other} seq {second} ({c.second_at}) {then_b} comm {one} seq {first}: no one "
+            f"program issues its collectives in both orders, so a rank departed.")
 
 
 def wrong_results_words(d: Diagnosis) -> str:
