@@ -40,7 +40,7 @@ from ..model import EventState, FingerprintRow, GateDecision, WatchdogEvent
 from .causes import comm_choice_notes, enqueued_cause, pick_counted, ras_counted_cause, unseen_causes
 from .compared_alike import departures_bounded
 from .consequences import Disagreement, consequences, kept_outer, odd_behind, odd_ones, other_side, ran_ahead
-from .counted_places import with_early_by_counts
+from .counted_places import peer_issued_early, with_early_by_counts
 from .counts_beside_records import records_pair, short_of_records, with_counted_outliers, with_counted_past_records
 from .enqueue_marks import EnqueueMarks
 from .answers import DIFFERENT_OPS, ENQUEUED_COUNTS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
@@ -443,8 +443,11 @@ def _held_before_records(root: Root, marks: dict, streams: Streams,
         # them: nothing outside this communicator holds it, so launching fewer is a departure of its own (or of
         # its peers' order, which the others share). Yet a peer that counts more there than the rank ran past it
         # there (held_back.ahead_where_stuck): its own departure there may hold the rank, which reads the same.
-        peers = [set(streams.members.get(c, ())) - {rank} for c in stuck[rank]]
-        return all(peer and peer <= following and all((waiting.get(p) or 0) > n for p in peer) for peer in peers) \
+        # A peer that PyTorch's counts show issued its collective here before the one the rank waits in there,
+        # where most ranks issued that one first, does not follow the program: its departure holds the rank.
+        peers = {c: set(streams.members.get(c, ())) - {rank} for c in stuck[rank]}
+        return all(peer and peer <= following and all((waiting.get(p) or 0) > n and not peer_issued_early(
+            root.comm, waiting[p], p, c, rank, marks, streams) for p in peer) for c, peer in peers.items()) \
             and not ahead_where_stuck(rank, {c: _counts_of(c, marks, streams) for c in stuck[rank]})
 
     return {rank for rank, n in launched.items() if rank in stuck and n <= recorded.get(rank, n)

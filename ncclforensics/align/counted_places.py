@@ -76,6 +76,46 @@ def early_by_counts(comm: str, last: int, marks: dict[str, EnqueueMarks], stream
     return early, places
 
 
+def peer_issued_early(comm: str, seq: int, peer: int, other: str, rank: int, marks: dict[str, EnqueueMarks],
+                      streams: Streams) -> bool:
+    """Whether `peer`, waiting in `seq` of `comm` while `rank` waits for it in `other`, issued `seq` early by
+    PyTorch's counts: the collective of `other` that `rank` waits in (its first unfinished there) is one `peer`
+    launched and never completed, so `peer` issued `seq` before it, after fewer of its other groups' collectives
+    than a strict majority of the members of `comm` issued before `seq`. Then `peer`'s record at `seq` says nothing
+    of the program, whatever it agrees with: it departed (or left collectives of its other groups out before it,
+    which reads the same), and `rank`, which ran the program's order, is held back by it, not departed.
+
+    Worked example (1104866): world counts 2 of ranks 0, 1, 4 and 1 of rank 5; TP pair {4, 5} with 5 launched and
+    none completed, pair {0, 1} with 10 launched and 5 completed. Rank 5 waits in its pair's first collective, which
+    rank 4 launched: rank 4 issued world seq 2 before it, after none of its TP collectives, where ranks 0 and 1
+    issued it after 5 (and rank 5 issued 5 without it). Rank 4 issued seq 2 early, though its record there is the
+    call site ranks 0 and 1 record there."""
+    counts = _counts(marks, streams)
+    if comm not in counts or other not in counts or is_p2p_comm(comm) or is_p2p_comm(other):
+        return False
+    there = counts[other]
+    if not (_counted(there, rank) and _counted(there, peer)):
+        return False
+    head = there.completed[rank] + 1
+    # (`peer` launched the rank's head there and never completed it, and both record it alike: NCCL would have run
+    # it, had `peer` reached it)
+    if not (there.completed[peer] < head <= there.launched[peer]) or not _recorded_alike(streams, other, head,
+                                                                                          {rank, peer}):
+        return False
+    members = set(counts[comm].launched) | set(streams.members.get(comm, ()))
+    groups = {m: [c for c, g in counts.items() if c != comm and not is_p2p_comm(c) and m in _members(g, c, streams)]
+              for m in members}
+    whole = {m for m in members if all(_counted(counts[c], m) for c in [comm, *groups[m]])}
+    # (other groups of other shapes run other programs: their counts do not compare)
+    shapes = {m: tuple(sorted(len(_members(counts[c], c, streams)) for c in groups[m])) for m in whole}
+    if peer not in whole or len(set(shapes.values())) != 1 or not shapes[peer]:
+        return False
+    # `peer` issued `seq` before `head` of `other`, so after at most all it launched in its other groups but that one
+    place = head - 1 + sum(counts[c].launched[peer] for c in groups[peer] if c != other)
+    floors = [_floor(counts, groups[m], comm, m, seq) for m in whole - {peer}]
+    return sum(1 for f in floors if f is not None and f > place) * 2 > len(members)
+
+
 def with_early_by_counts(root: Root, marks: dict[str, EnqueueMarks], streams: Streams) -> tuple[Root, list[Note]]:
     """A root whose records begin after the ranks already disagree, re-read with the ranks that PyTorch's counts
     show issued a collective of its comm early, at or before the records' seq (early_by_counts): they ran an extra
@@ -143,6 +183,18 @@ def _would_run(counts: dict[str, EnqueueMarks], streams: Streams, heads: dict[in
     records = set()
     for member in members:
         part = streams.parts.get((comm, member))
+        rows = part.filter(part.get_column("seq") == seq) if part is not None else None
+        if rows is None or rows.height != 1:
+            return False
+        records.add(tuple(rows.get_column(name).item() if name in rows.columns else None for name in ("op", "count")))
+    return len(records) == 1
+
+
+def _recorded_alike(streams: Streams, comm: str, seq: int, ranks: set[int]) -> bool:
+    """Whether each of `ranks` holds one record of `seq` of `comm`, all alike in op and count."""
+    records = set()
+    for rank in ranks:
+        part = streams.parts.get((comm, rank))
         rows = part.filter(part.get_column("seq") == seq) if part is not None else None
         if rows is None or rows.height != 1:
             return False

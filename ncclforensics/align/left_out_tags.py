@@ -9,10 +9,20 @@ t out: it departed there, at the seq of its b (its stream shifts from there on).
 between a and b elsewhere (a drafter pass, which may run in one step alone) says nothing, nor does one whose t no
 other rank recorded in that step (every rank may have skipped a pass there).
 
+A step's edges count as tags: where a rank's records of one step follow its records of another, the step's start
+is on record (its first tag follows it), and so is the end of the step before (nothing of it comes after). A rank
+that left out the first tag of a step, or the last, leaves it out between an edge and a tag, as one that left out
+a middle one leaves it out between two tags. An edge is never placed where a rank's records begin or end: a trace
+may begin or end inside a step.
+
 Worked example (998134): the traces of 64 ranks issue self_attn, mlp, moe, l1.self_attn, ... in step 0; ranks 24
 and 32 alone read step 1 back (the others wait on their last collective there). Rank 32 issued mlp then
 l1.self_attn, rank 24 moe then l1.mlp: their streams part one against one at seq 10, every other rank with no record
 there. Rank 32 left out moe at seq 10 and rank 24 l1.self_attn at seq 11: rank 32 departed first.
+
+Worked example (1101267): of 8 ranks, ranks 2 and 4 alone read step 2 back. Rank 2's records of it begin with
+l0.moe right after step 1's lm_head, rank 4's with l0.mlp; rank 4's skip l1.mlp later. Every other step on record
+that begins after another opens with l0.mlp then l0.moe: rank 2 left out l0.mlp at seq 11, rank 4 l1.mlp at seq 13.
 """
 
 from __future__ import annotations
@@ -27,6 +37,10 @@ LEFT_OUT_TAGS = "tags each step repeats"  # the label of a tie told apart so (`p
 
 # Other steps on record that must repeat the run a, t, b: one alone may be a departure of its own.
 _AGAINST = 2
+
+# Codes of a step's edges, as tags: a field's codes are odd hashes (codes.CodeBook) or 0, so these even ones are none.
+_STEP_START = np.uint64(2**64 - 2)
+_STEP_END = np.uint64(2**64 - 4)
 
 
 def left_out_tags(codes: dict[int, Codes], start: int) -> dict[int, int]:
@@ -62,16 +76,25 @@ def left_out_tags(codes: dict[int, Codes], start: int) -> dict[int, int]:
 
 
 def _positions(codes: dict[int, Codes]) -> pl.DataFrame:
-    """(rank, step, tag, pos) for every position a rank recorded both a tag and a step at."""
+    """(rank, step, tag, pos) for every position a rank recorded both a tag and a step at, and the edges of its
+    steps on record: a step's start one position before its first tag, the step before's end one position after its
+    last, wherever one step's records follow another's with no gap."""
     frames = []
     for rank, stream in codes.items():
         tag, step = stream.fields.get("tag"), stream.fields.get("step")
         if tag is None or step is None:
             continue
-        at = np.flatnonzero((tag != 0) & (step != 0))
-        if at.size:
-            frames.append(pl.DataFrame({"rank": np.full(at.size, rank, dtype=np.int64), "step": step[at],
-                                        "tag": tag[at], "pos": at.astype(np.int64)}))
+        recorded = (tag != 0) & (step != 0)
+        at = np.flatnonzero(recorded)
+        if not at.size:
+            continue
+        # positions whose record follows a record of another step
+        turns = np.flatnonzero(recorded[1:] & recorded[:-1] & (step[1:] != step[:-1])) + 1
+        frames.append(pl.DataFrame({
+            "rank": np.full(at.size + 2 * turns.size, rank, dtype=np.int64),
+            "step": np.concatenate([step[at], step[turns], step[turns - 1]]),
+            "tag": np.concatenate([tag[at], np.full(turns.size, _STEP_START), np.full(turns.size, _STEP_END)]),
+            "pos": np.concatenate([at, turns - 1, turns]).astype(np.int64)}))
     if not frames:
         return pl.DataFrame(schema={"rank": pl.Int64, "step": pl.UInt64, "tag": pl.UInt64, "pos": pl.Int64})
     return pl.concat(frames)

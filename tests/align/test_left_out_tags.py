@@ -54,3 +54,39 @@ def test_a_member_whose_records_reach_the_departure_without_tags_departs_with_it
     assert sorted((p.rank, p.low) for p in told.placements) == [(6, 11), (7, 10)]
     # where the group's departure makes it no strict minority, the tie stands
     assert told_by_left_out_tags(tie, {r: c for r, c in codes.items() if r not in (0, 1)}, start=1) is None
+
+
+def test_a_step_that_leaves_out_its_first_tag_departs_where_its_records_of_the_step_begin():
+    # ranks 0-3 read back steps 0 and 1; ranks 4 and 5 step 2 too, rank 5 having left out the step's first tag,
+    # rank 4 a middle one: the start of each step after the first on record is an edge every other step puts tag 1 at
+    codes = traces()
+    steps = [10] * 7 + [11] * 7
+    for rank in range(4):
+        codes[rank] = Codes({"op": np.ones(14, dtype=np.uint64), "tag": np.array(PROGRAM * 2, dtype=np.uint64),
+                             "step": np.array(steps, dtype=np.uint64)}, 14)
+    for rank, tags in ((4, PROGRAM + PROGRAM + [1, 2, 3, 5, 6, 7]), (5, PROGRAM + PROGRAM + [2, 3, 4, 5, 6, 7])):
+        codes[rank] = Codes({"op": np.ones(20, dtype=np.uint64), "tag": np.array(tags, dtype=np.uint64),
+                             "step": np.array(steps + [12] * 6, dtype=np.uint64)}, 20)
+    assert left_out_tags(codes, start=1) == {4: 18, 5: 15}
+
+
+def test_a_trace_that_begins_inside_a_step_places_no_edge_there():
+    steps = np.array([10] * 7 + [11] * 7 + [12] * 7, dtype=np.uint64)
+    codes = {rank: Codes({"op": np.ones(21, dtype=np.uint64), "tag": np.array(PROGRAM * 3, dtype=np.uint64),
+                          "step": steps}, 21) for rank in range(6)}
+    lost = codes[5].fields["tag"].copy()
+    lost[0] = 0  # rank 5's ring lost its first record: its records of step 10 begin with tag 2
+    codes[5] = Codes({**codes[5].fields, "tag": lost}, 21)
+    assert left_out_tags(codes, start=1) == {}
+
+
+def test_a_step_that_leaves_out_its_last_tag_departs_where_the_next_step_begins():
+    steps = [10] * 7 + [11] * 7 + [12] * 7
+    codes = {rank: Codes({"op": np.ones(21, dtype=np.uint64), "tag": np.array(PROGRAM * 3, dtype=np.uint64),
+                          "step": np.array(steps, dtype=np.uint64)}, 21) for rank in range(4)}
+    # rank 4 left lm_head (tag 7) out of step 11 and went on into step 12; rank 5 left out tag 3 there
+    tags = {4: PROGRAM + PROGRAM[:-1] + PROGRAM, 5: PROGRAM + [1, 2, 4, 5, 6, 7] + PROGRAM}
+    for rank, mine in tags.items():
+        codes[rank] = Codes({"op": np.ones(20, dtype=np.uint64), "tag": np.array(mine, dtype=np.uint64),
+                             "step": np.array([10] * 7 + [11] * 6 + [12] * 7, dtype=np.uint64)}, 20)
+    assert left_out_tags(codes, start=1) == {4: 14, 5: 10}

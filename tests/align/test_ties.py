@@ -321,3 +321,40 @@ def test_call_stacks_compared_only_where_recorded_part_the_counted_reference(tmp
         (tmp_path / f"torch_rank{rank}.log").write_text(log)
     root = diff_json(str(tmp_path))[1]["root"]
     assert root["outlier_ranks"] == [1, 2] and root["reference_ranks"] == [0, 3] and root["majority"]
+
+
+def test_a_rank_stuck_with_a_peer_that_issued_its_collective_here_early_is_held_back():
+    # Seed 1104866, six ranks in TP pairs {0, 1}, {2, 3}, {4, 5}. Rank 1 never launched world seq 2; it waits in its
+    # pair's seq 1, which rank 0 launched too and never completed, both recording it alike: rank 0 issued world seq 2
+    # before it, after none of its TP collectives, and waits there. Ranks 2-5 issued world seq 2 after 5 TP
+    # collectives (rank 1 issued 5 without it): rank 0 issued it early, whatever its record there agrees with, and
+    # holds rank 1 back. Where ranks 2-5 issued it before any TP collective too, rank 0 ran the program's order, and
+    # rank 1, which each waits for, departed.
+    from dataclasses import replace
+
+    import polars as pl
+
+    from ncclforensics.align.choose import _held_before_records
+    from ncclforensics.align.enqueue_marks import EnqueueMarks
+    from ncclforensics.align.streams import Streams
+
+    def group(counts: dict[int, tuple[int, int]]) -> EnqueueMarks:
+        return EnqueueMarks(launched={r: n for r, (n, _) in counts.items()},
+                            completed={r: done for r, (_, done) in counts.items()}, stops=["watchdog timeout"])
+
+    def waits(seq: int, count: int) -> pl.DataFrame:
+        return pl.DataFrame({"seq": [seq], "state": ["started"], "op": ["AllReduce"], "count": [count]})
+
+    parts = {**{("0", r): waits(2, 1) for r in (0, 2, 3, 4, 5)}, ("1", 0): waits(1, 1024), ("1", 1): waits(1, 1024),
+             **{(c, r): waits(6, 1024) for c, ranks in (("2", (2, 3)), ("3", (4, 5))) for r in ranks}}
+    streams = Streams(parts=parts, members={"0": [0, 2, 3, 4, 5], "1": [0, 1], "2": [2, 3], "3": [4, 5]})
+    root = replace(_tie([2]), comm="0", seq=1, seq_range=(1, 2), reference_ranks=[0, 3, 4, 5], majority=True)
+
+    def marks(tp_completed: int) -> dict[str, EnqueueMarks]:
+        return {"0": group({0: (2, 1), 1: (1, 1), 2: (2, 1), 3: (2, 1), 4: (2, 1), 5: (2, 1)}),
+                "1": group({0: (5, 0), 1: (5, 0)}),
+                **{c: group({r: (5 + tp_completed, tp_completed) for r in ranks})
+                   for c, ranks in (("2", (2, 3)), ("3", (4, 5)))}}
+
+    assert 1 in _held_before_records(root, marks(5), streams)
+    assert 1 not in _held_before_records(root, marks(0), streams)
