@@ -518,14 +518,14 @@ KNOWN: dict[int, str] = {}
 # beside a TP peer's extra world collective, watchdog logs and per-collective digests); a gate journal with no minority
 # breaks no tie of the records where some rank on its side is one the records leave on neither side: that rank joins the
 # side by the journal, two against two (1107252, 1107453: two ranks' drafter gates skipped alone at one step, NCCL logs
-# cut before the sides part and gate journals); and a lone offset among ranks that read a step back wrong, the members
+# cut before the sides part and gate journals); a lone offset among ranks that read a step back wrong, the members
 # of one comm on record, still names the outlier beside ranks right in it and wrong in the next where each side
 # departing in its own step departs fewer ranks than either side whole leaving out or adding the step's last collective
 # (1103895: an all-gather for an all-reduce in each TP group, a step apart, and a DP extra, watchdog logs and per-step
 # sums with expected values; every rank was named, `align/crossed_sums.py`); a step's edges on record (its records
 # following another step's) count as tags, so a rank that left out a step's first or last tag leaves it out there
 # (1101267: two ranks' skips in step 2, per-collective sums with expected values alone, rank 2 skipping the step's first
-# layer); a rank stuck with a peer that PyTorch's counts show issued its collective here before the one the rank waits
+# layer); and a rank stuck with a peer that PyTorch's counts show issued its collective here before the one the rank waits
 # in there, where most ranks issued that one first, is held back by that peer, not departed (1104866: two ranks' extra
 # world collectives beside a TP skip, watchdog logs alone).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
