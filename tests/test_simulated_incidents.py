@@ -525,9 +525,9 @@ KNOWN: dict[int, str] = {}
 # sums with expected values; every rank was named, `align/crossed_sums.py`); a step's edges on record (its records
 # following another step's) count as tags, so a rank that left out a step's first or last tag leaves it out there
 # (1101267: two ranks' skips in step 2, per-collective sums with expected values alone, rank 2 skipping the step's first
-# layer); and a rank stuck with a peer that PyTorch's counts show issued its collective here before the one the rank waits
-# in there, where most ranks issued that one first, is held back by that peer, not departed (1104866: two ranks' extra
-# world collectives beside a TP skip, watchdog logs alone).
+# layer); and a rank stuck with a peer that PyTorch's counts show issued its collective here before the one the rank
+# waits in there, where most ranks issued that one first, is held back by that peer, not departed (1104866: two ranks'
+# extra world collectives beside a TP skip, watchdog logs alone).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
