@@ -180,14 +180,7 @@ def _would_run(counts: dict[str, EnqueueMarks], streams: Streams, heads: dict[in
     members = _members(counts[comm], comm, streams)
     if rank not in members or not counts[comm].last_ops or any(heads.get(m) != (comm, seq) for m in members - {rank}):
         return False
-    records = set()
-    for member in members:
-        part = streams.parts.get((comm, member))
-        rows = part.filter(part.get_column("seq") == seq) if part is not None else None
-        if rows is None or rows.height != 1:
-            return False
-        records.add(tuple(rows.get_column(name).item() if name in rows.columns else None for name in ("op", "count")))
-    return len(records) == 1
+    return _recorded_alike(streams, comm, seq, members)
 
 
 def _recorded_alike(streams: Streams, comm: str, seq: int, ranks: set[int]) -> bool:
