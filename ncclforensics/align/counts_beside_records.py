@@ -60,8 +60,8 @@ def with_counted_outliers(root: Root, counted: Root, held: set[int] = frozenset(
     ranks behind that are stuck elsewhere before the records begin (not added: held back reads the same); `short`:
     ranks behind that never reached where the records begin (short_of_records): named on neither side;
     `launched`: the counts themselves (rank -> count), where the caller has them (_with_counted_tie reads them).
-    Where the records part the ranks with no majority and the counts, with one, name ranks of one side only,
-    that side departed (the counts rank every rank the records compare): the whole side, not the counted ranks
+    Where the records part the ranks in two sides with no majority and the counts, with one, name ranks of one side
+    only, that side departed (the counts rank every rank the records compare): the whole side, not the counted ranks
     alone, as the others of that side recorded the same departure.
     Worked example: at seq 15, where the records begin, ranks 1 and 3 wait in an all-gather and ranks 0 and 2 in
     an all-reduce; rank 1 enqueued 15, the others 16. Rank 1's side departed: ranks 1 and 3 are named (rank 3
@@ -142,7 +142,9 @@ def _side_of(root: Root, named: set[int]) -> set[int] | None:
     whose records it pairs with (no field both recorded differs). One that pairs with several sides may be of
     either, and the side of `named` is then not known (naming it without that rank would say the rank ran the
     program, naming it with the rank would say it did not): None, whatever the order of the ranks. So too where a
-    rank of `named` is on no side of ranks that recorded every field."""
+    rank of `named` is on no side of ranks that recorded every field, and where the records part the ranks in more
+    than two sides (rank 0 an all-reduce of 1000, rank 1 one of 4096, ranks 2 and 3 an all-gather: counts that
+    name rank 1 leave rank 0 and ranks 2 and 3 apart, one of which departed too)."""
     signature = ("op", "count", "dtype", "redop", "root", "callsite", "stack")
     records = {rank: tuple(getattr(op, name) for name in signature) for rank, op in root.ops.items()}
     if not named <= set(records):
@@ -162,7 +164,9 @@ def _side_of(root: Root, named: set[int]) -> set[int] | None:
         else:
             joined.append({rank})  # (a side apart from every one known: `named` is placed only on one of those)
     holding = [side for side in joined if side & named]
-    return holding[0] if len(joined) > 1 and len(holding) == 1 and holding[0] & whole else None
+    # (three sides or more: the counts' side departed, yet the rest still part among themselves, and naming that
+    # side alone would say every other one ran the program; the records' tie stands)
+    return holding[0] if len(joined) == 2 and len(holding) == 1 and holding[0] & whole else None
 
 
 def records_pair(a: tuple, b: tuple) -> bool:

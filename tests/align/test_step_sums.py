@@ -564,6 +564,28 @@ def test_counts_that_name_one_rank_of_a_side_the_records_tie_name_its_whole_side
     assert with_counted_outliers(replace(records, ops=ops), counted) == (records, [])
 
 
+def test_counts_that_name_one_of_three_sides_the_records_part_leave_the_records_tie():
+    # Seed 1117934: at seq 6, where the watchdog records begin, rank 0 waits in an all-reduce of 1000, rank 1 in one
+    # of 4096 and ranks 2 and 3 in an all-gather of 1000; rank 1 enqueued 11, the others 6. Rank 1 departed, yet
+    # rank 0 and ranks 2 and 3 still part: one of them departed too, and naming rank 1 alone would say both ran the
+    # program. The records' tie stands.
+    from ncclforensics.align.answers import OpAt
+    from ncclforensics.align.counts_beside_records import with_counted_outliers
+
+    def op(rank, kind, count):
+        return OpAt(rank=rank, seq=6, op=kind, count=count, dtype="bfloat16", redop=None, root=None, state="started",
+                    callsite=None, step=None, loc=Location(f"torch_rank{rank}.log", 2))
+
+    ops = {0: op(0, "AllReduce", 1000), 1: op(1, "AllReduce", 4096), 2: op(2, "AllGather", 1000),
+           3: op(3, "AllGather", 1000)}
+    records = Root(comm="1", seq=1, seq_range=(1, 6), outlier_ranks=[0, 1, 2, 3], reference_ranks=[0, 1, 2, 3],
+                   kind=DIFFERENT_OPS, size=1, pinned_by="signatures", reason=RangeReason.BEFORE_RECORDS,
+                   majority=False, ops=ops, kinds=(DIFFERENT_OPS,), shown=True)
+    counted = Root(comm="1", seq=1, seq_range=(1, 11), outlier_ranks=[1], reference_ranks=[0, 2, 3], kind="extra",
+                   size=5, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS, majority=True)
+    assert with_counted_outliers(records, counted) == (records, [])
+
+
 def test_counted_outliers_past_the_records_are_added_only_where_the_records_end_alike():
     # Tags part rank 6 from the others in seq 2..15; every rank's records end at seq 15, and PyTorch's counts give
     # rank 4 15 against the others' 16 (theirs go on past their records). Rank 4 departed too.
