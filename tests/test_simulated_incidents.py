@@ -525,9 +525,9 @@ KNOWN: dict[int, str] = {}
 # sums with expected values; every rank was named, `align/crossed_sums.py`); a step's edges on record (its records
 # following another step's) count as tags, so a rank that left out a step's first or last tag leaves it out there
 # (1101267: two ranks' skips in step 2, per-collective sums with expected values alone, rank 2 skipping the step's first
-# layer); and a rank stuck with a peer that PyTorch's counts show issued its collective here before the one the rank
+# layer); a rank stuck with a peer that PyTorch's counts show issued its collective here before the one the rank
 # waits in there, where most ranks issued that one first, is held back by that peer, not departed (1104866: two ranks'
-# extra world collectives beside a TP skip, watchdog logs alone); counts that name one of three or more sides the
+# extra world collectives beside a TP skip, watchdog logs alone); and counts that name one of three or more sides the
 # records part leave the records' tie, as the other sides still part among themselves (1117934: a TP pair's all-reduce
 # for an all-gather beside a skip, watchdog logs alone).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
