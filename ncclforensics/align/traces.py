@@ -40,13 +40,16 @@ class _Rooted(Protocol):
 class Placed:
     """One trace record as a collective row: its comm, its seq there, and whether only its neighbours put it
     there (no result it shares, and no tag, names its comm); or whether, placed by the traced ranks that share its
-    result, it may be of a wider comm that also holds ranks of the job that left no trace (`maybe_wider`)."""
+    result, it may be of a wider comm that also holds ranks of the job that left no trace (`maybe_wider`); and, where
+    that wider comm is one other evidence names and the rank's own word says how far it got there, how many of its
+    records at most are that comm's (`wider_room`: what it completed there, for a trace lists results read back)."""
 
     comm: str
     seq: int
     by_neighbours: bool
     maybe_wider: bool = False
     tag: str | None = None
+    wider_room: int | None = None
 
 
 Guesses = dict[int, tuple[Placed, ...]]  # rank -> its trace's records, in issue order, where any was a guess
@@ -121,8 +124,10 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
             if members not in names:
                 names[members] = comm_named_by(_cut_out(members, trace, groups, known, traces, cut), known)
             comm = names[members]
-            wider = bool(untraced_ranks) and grouped_by_traces(comm) and i not in guessed
-            placed.append(Placed(comm, seqs[members], i in guessed, wider, row.tag))
+            holding = _known_wider(members, rank, known, untraced_ranks)
+            wider = bool(untraced_ranks) and (grouped_by_traces(comm) or bool(holding)) and i not in guessed
+            room = None if grouped_by_traces(comm) or not holding else _completed_in(holding, rank, evidence)
+            placed.append(Placed(comm, seqs[members], i in guessed, wider, row.tag, room if wider else None))
             rows.setdefault(row.loc.path, []).append({
                 "file": row.loc.path, "line": row.loc.line, "record": row.loc.record, "rank": rank,
                 "comm": comm, "seq": seqs[members], "op": normalize_op(row.kind) if row.kind else None,
@@ -207,9 +212,32 @@ def wider_slack(comm: str, low: int, guesses: Guesses) -> int:
         if at is None:
             continue
         here = placed[at].tag
-        slack = max(slack, sum(1 for p in placed[:at] if p.comm == comm and p.maybe_wider
-                               and (here is None or p.tag != here)))
+        maybe = [p for p in placed[:at] if p.comm == comm and p.maybe_wider and (here is None or p.tag != here)]
+        rooms = [p.wider_room for p in maybe]
+        room = max(rooms) if rooms and None not in rooms else len(maybe)  # (the rank read back no more of it)
+        slack = max(slack, min(len(maybe), room))
     return slack
+
+
+def _known_wider(members: Members, rank: int, known: dict[str, set[int]], untraced: set[int]) -> list[str]:
+    """The comms other evidence names that hold the rank and every one of `members`, and beyond them only ranks that
+    left no trace: a result `members` alone read back may be such a comm's, its other members' records lost.
+    Worked example: PyTorch's logs put ranks 0-7 in the world comm and ranks 4-7 in a TP comm; ranks 4-7 alone
+    left traces, so a result the four share may be a world collective's as well as the TP comm's."""
+    return sorted(comm for comm, ranks in known.items()
+                  if rank in ranks and ranks > members and ranks - members <= untraced)
+
+
+def _completed_in(comms: list[str], rank: int, evidence: list[Evidence]) -> int | None:
+    """How many collectives the rank completed in all of `comms` together, by its own word (the most it reported
+    in each), where it reported on every one; else None. A record of a trace is a result read back, so completed:
+    no more of its records than that are those comms'."""
+    said: dict[str, int] = {}
+    for item in evidence:
+        for report in item.progress:
+            if report.rank == rank and report.comm in comms and report.last_completed is not None:
+                said[report.comm] = max(said.get(report.comm, 0), report.last_completed)
+    return sum(said.values()) if set(said) == set(comms) else None
 
 
 def _described_ranks(evidence: list[Evidence]) -> set[int]:

@@ -1185,3 +1185,32 @@ def test_a_set_whose_every_shared_result_went_to_its_wider_comm_leaves_no_second
     root = d["root"]
     low, high = root["seq_range"]
     assert root["comm"] == "[ranks=0,1,2,3]" and low <= 3 <= high and root["outlier_ranks"] == [2]
+
+
+def test_a_shared_result_may_be_of_a_wider_comm_other_evidence_names_as_often_as_the_rank_completed_there(tmp_path):
+    """1116063: PyTorch's logs put ranks 0-7 in the world comm and ranks 4-7 in a TP comm, and say each of the four
+    completed one world collective; ranks 4-7 alone left traces (sums only), each reading back `dp` and then four
+    results, every one shared by the four but rank 5's `moe`, an all-gather where the others all-reduced. The TP
+    comm is named by the logs, not by the traces alone, yet `dp` may as well be the world's (ranks 0-3 left no
+    trace): `moe` is TP seq 3 or 4. One world collective completed, so one record at most is the world's, not all."""
+    def status(rank, pg, guid, comm_rank, timed_out, enqueued, completed):
+        return (f"[rank{rank}]:[E1129 09:55:01.746526066 ProcessGroupNCCL.cpp:689] [Rank {comm_rank}] Watchdog caught "
+                f"collective operation timeout: WorkNCCL(SeqNum={timed_out}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                f"Timeout(ms)=20000) ran for 20020 milliseconds before timing out.\n"
+                f"[rank{rank}]:[E1129 09:55:01.747626066 ProcessGroupNCCL.cpp:2303] [PG ID {pg} PG GUID {guid} Rank "
+                f"{comm_rank}]  failure detected by watchdog at work sequence id: {timed_out} PG status: last enqueued "
+                f"work: {enqueued}, last completed work: {completed}\n")
+    for rank in range(8):
+        text = status(rank, 0, "0(default_pg)", rank, 2, 2, 1)
+        if rank >= 4:
+            text += status(rank, 1, 2, rank - 4, 5, 8, 4)
+        (tmp_path / f"torch_rank{rank}.log").write_text(text)
+    rows_of = {}
+    for rank in range(4, 8):
+        rows = [(0, "dp", 1, 2196.0, 2196.0), (0, "attn", 2048, 53248.0, 53248.0), (0, "mlp", 2048, 106496.0, 106496.0)]
+        rows += [(0, "moe", 512, 120064.0, 119808.0)] if rank == 5 else [(0, "moe", 2048, 480256.0, 479232.0)]
+        rows += [(0, "head", 512, 545792.0, 545792.0)]
+        rows_of[rank] = rows
+    d = _sums_only(tmp_path, rows_of)
+    root = d["root"]
+    assert (root["comm"], root["outlier_ranks"], root["seq_range"]) == ("2", [5], [3, 4])
