@@ -49,9 +49,11 @@ def resolve_global_ranks(evidence: list[Evidence]) -> tuple[list[Evidence], list
     wanted = sorted({seq for groups in dumps.values() for _, _, head in groups for seq, _ in head})
     mapping: dict[tuple, int] = {}
     matched: dict[tuple, set[int]] = {}  # process -> the dumps it fits (several where its log shows too little)
-    refuted = _refuted_by_peers(logs, dumps, wanted)
+    # (every process of the logs, those no rank claims too: a comm's peers are read for `_refuted_by_peers`)
+    comms_of = {process: _process_comms(logs, process, wanted) for process in _logged_processes(logs)}
+    refuted = _refuted_by_peers(comms_of, dumps)
     for process in processes:
-        comms = _process_comms(logs, process, wanted)
+        comms = comms_of.get(process) or _process_comms(logs, process, wanted)
         matches = [rank for rank, groups in dumps.items() if _matches(comms, groups, refuted)]
         matched[process] = set(matches)
         # A dump is the process's only where some collective both recorded shows it: a fit on sizes and comm
@@ -100,11 +102,10 @@ def dump_fits(evidence: list[Evidence]) -> dict[tuple, set[int]]:
         return {}
     logs = [item for item in evidence if _claims_comm_ranks(item)]
     wanted = sorted({seq for groups in dumps.values() for _, _, head in groups for seq, _ in head})
-    processes = {(i.host, i.pid) for item in logs for i in item.identities if i.pid is not None}
-    refuted = _refuted_by_peers(logs, dumps, wanted)
+    comms_of = {process: _process_comms(logs, process, wanted) for process in _logged_processes(logs)}
+    refuted = _refuted_by_peers(comms_of, dumps)
     found: dict[tuple, set[int]] = {}
-    for process in processes:
-        comms = _process_comms(logs, process, wanted)
+    for process, comms in comms_of.items():
         for rank, groups in dumps.items():
             if _shown(comms, groups, refuted) and _matches(comms, groups, refuted):
                 found.setdefault(process, set()).add(rank)
@@ -245,21 +246,25 @@ def _matches(comms: dict[str, tuple[int, int, dict]], groups: list[tuple[tuple[i
     return distinct_choice(fits)
 
 
-def _refuted_by_peers(logs: list[Evidence], dumps: dict[int, list[tuple[tuple[int, ...], int, tuple]]],
-                      seqs: list[int]) -> frozenset[tuple[str, tuple[int, ...]]]:
-    """The (communicator, dump group) pairs the comm's other processes in the logs rule out: a communicator is one
-    process group, so each of its processes is the group's rank at its comm rank, and one whose log fits no such
-    rank's dump (`_matches`) says the comm is another group. Groups of one role run one program, so a log that
-    shows one comm fits each of them alike; its peers' other comms tell them apart. Worked example: TP (0, 1),
-    (2, 3) and DP (0, 2), (1, 3), dumps of ranks 0 and 1 only; rank 2's log, cut after its TP comm's first
-    collective, fits rank 0's dump at comm rank 0 of (0, 1). Its TP peer is comm rank 1 there, and that process
-    is comm rank 1 of a DP comm too, where rank 1's dump has it at comm rank 0 of (1, 3): the peer is not rank 1,
-    so the comm is not (0, 1), and the cut log is not rank 0's."""
-    processes = {(i.host, i.pid) for item in logs for i in item.identities if i.pid is not None}
+def _logged_processes(logs: list[Evidence]) -> set[tuple]:
+    """Every (host, pid) the logs name."""
+    return {(i.host, i.pid) for item in logs for i in item.identities if i.pid is not None}
+
+
+def _refuted_by_peers(comms_of: dict[tuple, dict[str, tuple[int, int, dict]]],
+                      dumps: dict[int, list[tuple[tuple[int, ...], int, tuple]]]
+                      ) -> frozenset[tuple[str, tuple[int, ...]]]:
+    """The (communicator, dump group) pairs the comm's other processes in the logs rule out (`comms_of`: each process's
+    communicators, `_process_comms`): a communicator is one process group, so each of its processes is the group's
+    rank at its comm rank, and one whose log fits no such rank's dump (`_matches`) says the comm is another group.
+    Groups of one role run one program, so a log that shows one comm fits each of them alike; its peers' other comms
+    tell them apart. Worked example: TP (0, 1), (2, 3) and DP (0, 2), (1, 3), dumps of ranks 0 and 1 only; rank 2's
+    log, cut after its TP comm's first collective, fits rank 0's dump at comm rank 0 of (0, 1). Its TP peer is comm
+    rank 1 there, and that process is comm rank 1 of a DP comm too, where rank 1's dump has it at comm rank 0 of (1,
+    3): the peer is not rank 1, so the comm is not (0, 1), and the cut log is not rank 0's."""
     listed = {g_ranks for groups in dumps.values() for g_ranks, _, _ in groups}
     found = set()
-    for process in processes:
-        comms = _process_comms(logs, process, seqs)
+    for comms in comms_of.values():
         for comm, (size, comm_rank, _) in comms.items():
             for g_ranks in listed:
                 if len(g_ranks) != size or comm_rank >= size:
