@@ -126,9 +126,9 @@ def consequences(found: list[Disagreement], processes: int = 0) -> dict[str, lis
             continue
         inner = [d for d in found if d.comm != outer.comm and outer.may_contain(d, processes)
                  and not _stopped_in_either(outer, d) and not _waiting_on_each_other(outer, d)]
-        causes = {p: [d.comm for d in inner if p in d.members] for p in outer.odd}
-        if outer.odd and all(causes.values()):
-            explained[outer.comm] = sorted({c for comms in causes.values() for c in comms})
+        causes = _holding_every_odd_rank(outer, inner)
+        if causes:
+            explained[outer.comm] = causes
         else:
             for comm in _kept_beside(outer, found, processes):
                 rivals.setdefault(comm, set()).add(outer.comm)
@@ -150,7 +150,12 @@ def _kept_beside(outer: Disagreement, found: list[Disagreement], processes: int)
     each, both split, may hold the world's ranks behind as well as be held by them. Worked example: world counts
     2, 3, 2, 3, TP pairs {0, 1} and {2, 3} at 10 and 9 each: ranks 1 and 3 may each have added a world
     collective, or ranks 0 and 2 each a collective in their pair (or ranks 1 and 3 left some out there)."""
-    inner = [d for d in found if d.comm != outer.comm and d.odd and outer.may_contain(d, processes)]
+    return _holding_every_odd_rank(outer, [d for d in found if d.comm != outer.comm and d.odd
+                                           and outer.may_contain(d, processes)])
+
+
+def _holding_every_odd_rank(outer: Disagreement, inner: list[Disagreement]) -> list[str]:
+    """The comms of `inner` that hold an odd rank of `outer`, where every odd rank is in one (else none)."""
     causes = {p: [d.comm for d in inner if p in d.members] for p in outer.odd}
     if not outer.odd or not all(causes.values()):
         return []
@@ -236,8 +241,13 @@ def unordered_counts(counts: Mapping[Hashable, Mapping[str, int]]) -> bool:
     a count of are compared)."""
     types = set.intersection(*(set(c) for c in counts.values())) if counts else set()
     vectors = [tuple(c[t] for t in sorted(types)) for c in counts.values()]
-    return any(any(x > y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
-               for i, a in enumerate(vectors) for b in vectors[i + 1:])
+    return any(unordered_pair(a, b) for i, a in enumerate(vectors) for b in vectors[i + 1:])
+
+
+def unordered_pair(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether two ranks' launch counts per type (in one order of types) are no prefixes of one program: each
+    launched more of some type than the other."""
+    return any(x > y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
 
 
 def unnamed_process(process: Hashable) -> bool:

@@ -11,7 +11,7 @@ import polars as pl
 
 from ..model import Evidence, Location, WedgeKind
 from .consequences import (Disagreement, candidates, odd_behind, odd_ones, other_side, ran_ahead, unnamed_process,
-                           unordered_counts)
+                           unordered_counts, unordered_pair)
 from .answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from .notes import Note, RasCommRanks, RasRankUnnamed, SwappedTypes
 from .ras import RasHistory, job_processes
@@ -273,16 +273,13 @@ def _unordered_types_root(comm: str, typed: dict[int, dict[str, int]]) -> Root |
     types = sorted(set.intersection(*(set(c) for c in typed.values())))
     vector = {r: tuple(typed[r][t] for t in types) for r in sorted(typed)}
 
-    def unordered(a: tuple, b: tuple) -> bool:
-        return any(x > y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
-
     usual, sharing = Counter(vector.values()).most_common(1)[0]
     majority = sharing * 2 > len(vector)
     if majority:
-        outliers = [r for r, v in vector.items() if unordered(v, usual)]
+        outliers = [r for r, v in vector.items() if unordered_pair(v, usual)]
         reference = [r for r, v in vector.items() if v == usual]
     else:
-        outliers = [r for r, v in vector.items() if any(unordered(v, w) for w in vector.values())]
+        outliers = [r for r, v in vector.items() if any(unordered_pair(v, w) for w in vector.values())]
         reference = [r for r in vector if r not in outliers]
     if not outliers:
         return None
