@@ -48,6 +48,17 @@ def run_cli_child(args: list[str], out_path: str) -> None:
     os._exit(code)
 
 
+def run_sidecar_child(rank: int, journal: str, port: int, results) -> None:
+    """Child body: one small-buffered sidecar rank; puts (rank, steps compared, alerted steps) on `results`."""
+    from ncclforensics.live.sidecar import SidecarOptions, run_sidecar
+
+    options = SidecarOptions(rank=rank, world_size=2, journal=Path(journal), port=port, follow=False, timeout=10,
+                             chunk=64, max_pending=128)
+    seen: list[int] = []
+    result = run_sidecar(options, on_alert=lambda alert: seen.append(alert.step))
+    results.put((rank, result.steps_compared, seen))
+
+
 @dataclass
 class CliProcess:
     """A forked `ncclforensics live ...` run."""

@@ -193,7 +193,10 @@ def _timeout_rank(rank: int, port: int, results, done, folder: str) -> None:
 
 def test_guard_never_blocks_past_its_timeout(tmp_path):
     pytest.importorskip("torch")
-    ctx = mp.get_context("fork")
+    # From a server process that holds no threads: a plain fork of this process (polars' and torch's pools) can
+    # copy a held lock into the child and hang it.
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch.distributed", "ncclforensics.live.guard", "live_helpers"])
     results, done = ctx.Queue(), ctx.Event()
     port = free_port()
     procs = [ctx.Process(target=_timeout_rank, args=(r, port, results, done, str(tmp_path)), daemon=True) for r in range(2)]

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from live_helpers import REAL, REPO, free_port, read_jsonl
+from live_helpers import REAL, REPO, free_port, read_jsonl, run_sidecar_child
 
 pytestmark = pytest.mark.live
 pytest.importorskip("torch")
@@ -201,8 +201,6 @@ def test_small_buffers_many_steps(tmp_path):
     """Back-pressure and chunking: 20k steps through 64-step exchanges and a 128-step buffer, in one process."""
     import multiprocessing as mp
 
-    from ncclforensics.live.sidecar import SidecarOptions, run_sidecar
-
     port = free_port()
     for rank in range(2):
         with open(tmp_path / f"j{rank}.log", "w") as f:
@@ -210,19 +208,16 @@ def test_small_buffers_many_steps(tmp_path):
                 decision = "pass" if rank == 1 and step in (7, 19999) else "skip"
                 f.write(f"I gate step={step} rank={rank} fits=0 decision={decision}\n")
 
-    def body(rank, results):
-        options = SidecarOptions(rank=rank, world_size=2, journal=tmp_path / f"j{rank}.log", port=port,
-                                 follow=False, timeout=10, chunk=64, max_pending=128)
-        seen = []
-        result = run_sidecar(options, on_alert=lambda a: seen.append(a.step))
-        results.put((rank, result.steps_compared, seen))
-
-    ctx = mp.get_context("fork")
+    # From a server process that holds no threads: a plain fork of this process (polars' and torch's pools) can
+    # copy a held lock into the child and hang it.
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch.distributed", "ncclforensics.live.sidecar", "live_helpers"])
     # (a port that another process takes between free_port and rank 0's bind fails the join: that pair of sidecars
     # ends with trouble at once, and the exchange is tried once more on another port)
     for _ in range(2):
         results = ctx.Queue()
-        procs = [ctx.Process(target=body, args=(r, results)) for r in range(2)]
+        procs = [ctx.Process(target=run_sidecar_child, args=(r, str(tmp_path / f"j{r}.log"), port, results))
+                 for r in range(2)]
         for p in procs:
             p.start()
         got, deadline = [], time.monotonic() + 180
