@@ -22,7 +22,8 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
     the order it issued them (one comm's stream alone only where the rank launched in no other); if none or several
     do, the trace is left unattached (it still serves as corruption evidence). Records past the end of streams cut
     short carry them on, each in the comm its digest's holders are the members of (a comm the rank has no record of
-    too, where the log was cut before it: the rank joins it there).
+    too, where the log was cut before it: the rank joins it there), or at the one place where the other ranks'
+    records of its digest are tied, once every trace is tied (a member's trace may stop before it).
     """
     per_collective = [f for f in fingerprints if f.op is not None]
     if not per_collective or not streams.parts:
@@ -36,12 +37,20 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
     for row in per_collective:
         if row.digest is not None:
             holders.setdefault(row.digest, set()).add(row.rank)
+    # (comm, seq)s where ranks' records of each digest are tied to streams: a digest is one physical collective's,
+    # so another rank's record of it past its own log's cut is at that place too (however many members traced it)
+    places: dict[str, dict[int, set[tuple[str, int]]]] = {}  # digest -> rank -> (comm, seq)
+    tied: list[tuple[int, tuple]] = []  # (rank, the one match of its trace) for carrying records past its streams
     for rank, trace in traces.items():
         made_rows = _made_by(streams, rank, trace)
         if made_rows is not None:
             # The trace made the rank's streams: each record is the row it made, and rows of other sources beside
             # them (a timeout line's) are no record of it, whatever their position.
             rows.extend(made_rows)
+            digests = {str(f.loc): f.digest for f in trace}
+            for comm, _, seq, *_, where in made_rows:
+                if digests.get(where) is not None:
+                    places.setdefault(digests[where], {}).setdefault(rank, set()).add((comm, seq))
             continue
         kinds = [(normalize_op(f.kind) if f.kind else None, f.numel) for f in trace]
         # The comms other evidence puts the rank in: a trace carries on the stream of its one comm only where it
@@ -80,15 +89,22 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             head, ours, rest, gaps = matches[0]
             rows.extend((comm, rank, seq, f.step, f.tag, checked_right(f), str(f.loc)) for comm, seq, f in zip(
                 head.get_column("comm").to_list(), head.get_column("seq").to_list(), ours))
-            one = head.get_column("comm")[0] if head.get_column("comm").n_unique() == 1 else None
-            from_start = (trace[0].step, trace[0].op) == (0, 0)
-            # (records whose results ranks beyond the one comm share, which their digests place in other comms)
-            spread = _beyond_comms(streams, rank, rest, holders, from_start) if one is not None and _shared_beyond(
-                streams, one, rank, rest, holders) else {}
-            if (rest or gaps) and one is not None and not any(comm != one for comm, _ in spread):
-                extensions[(one, rank)] = _trace_rows(head, [*gaps, *_past_end(head, rest)])
-            elif rest:
-                extensions.update(spread or _beyond_comms(streams, rank, rest, holders, from_start))
+            for comm, seq, f in zip(head.get_column("comm").to_list(), head.get_column("seq").to_list(), ours):
+                if f.digest is not None:
+                    places.setdefault(f.digest, {}).setdefault(rank, set()).add((comm, seq))
+            tied.append((rank, matches[0]))
+    for rank, (head, _, rest, gaps) in tied:
+        # (after every trace is tied, so that any rank's records of a digest place another's)
+        trace = traces[rank]
+        one = head.get_column("comm")[0] if head.get_column("comm").n_unique() == 1 else None
+        from_start = (trace[0].step, trace[0].op) == (0, 0)
+        # (records whose results ranks beyond the one comm share, which their digests place in other comms)
+        spread = _beyond_comms(streams, rank, rest, holders, places, from_start) if one is not None and _shared_beyond(
+            streams, one, rank, rest, holders) else {}
+        if (rest or gaps) and one is not None and not any(comm != one for comm, _ in spread):
+            extensions[(one, rank)] = _trace_rows(head, [*gaps, *_past_end(head, rest)])
+        elif rest:
+            extensions.update(spread or _beyond_comms(streams, rank, rest, holders, places, from_start))
     if not rows:
         return streams
     known = pl.DataFrame(rows, schema={"comm": pl.String, "rank": pl.Int64, "seq": pl.Int64,
@@ -233,15 +249,21 @@ def _shared_beyond(streams: Streams, comm: str, rank: int, rest: list[Fingerprin
 
 
 def _beyond_comms(streams: Streams, rank: int, rest: list[FingerprintRow], holders: dict[str, set[int]],
-                  from_start: bool = False) -> dict[tuple[str, int], pl.DataFrame]:
+                  places: dict[str, dict[int, set[tuple[str, int]]]], from_start: bool = False
+                  ) -> dict[tuple[str, int], pl.DataFrame]:
     """Rows for the trace records past the end of a rank's streams, cut sooner (a log cut short): each record goes
-    to the one comm whose members are exactly the ranks that read back the same result (its digest's holders), up
-    to the first record no digest places so (a comm with a member that left no trace, or one the rank's records do
-    not show: what follows may be anywhere). `from_start`: the trace begins with the rank's first collective, so a
-    comm the rank has no record of, whose members with the rank are the holders, places a record too, from seq 1
-    there: the rank's log was cut before its first collective of that comm. Worked example: rank 4's log is cut
-    after its first collective, of its DP pair {0, 4}; its trace's next records share digests with ranks 5-7, whose
-    logs name their TP comm of four: those records are rank 4's seqs 1, 2, ... there, not its DP pair's."""
+    to the one comm whose members are exactly the ranks that read back the same result (its digest's holders), or
+    to the one place (comm, seq) where other ranks' records of that result are tied to their streams (`places`:
+    digest -> rank -> (comm, seq)), where that is the record's next seq in the comm: a digest is one physical
+    collective's, so it places the record though a member's trace stops before it. That goes up to the first record
+    neither places (a comm with a member that left no trace, or one the rank's records do not show: what follows may
+    be anywhere). `from_start`: the trace begins with the rank's first collective, so a comm the rank has no record
+    of, whose members with the rank are the holders, places a record too, from seq 1 there: the rank's log was cut
+    before its first collective of that comm. Worked example: rank 4's log is cut after its first collective, of its
+    DP pair {0, 4}; its trace's next records share digests with ranks 5-7, whose logs name their TP comm of four:
+    those records are rank 4's seqs 1, 2, ... there, not its DP pair's. And rank 2's log is cut after its TP seq 7;
+    its trace's next record shares its digest with ranks 0 and 1 alone (rank 3's trace stops sooner), whose
+    records of it are TP seq 8: it is rank 2's TP seq 8, where its tag and size may part from theirs."""
     mine = {comm: streams.parts[(comm, r)] for comm, r in streams.parts if r == rank}
     known = {*streams.members, *streams.expected_members}
     members = {comm: set(streams.members.get(comm, ())) | set(streams.expected_members.get(comm, ())) | (
@@ -251,10 +273,31 @@ def _beyond_comms(streams: Streams, rank: int, rest: list[FingerprintRow], holde
         sharing = holders.get(row.digest, set()) if row.digest is not None else set()
         fits = [c for c in members if len(sharing) > 1 and sharing == members[c] and rank in sharing]
         if len(fits) != 1:
+            fits = _tied_by_others(row, rank, sharing, places, members, mine, placed)
+        if len(fits) != 1:
             break
         placed.setdefault(fits[0], []).append(row)
     return {(comm, rank): _beyond(mine[comm], rows) if comm in mine else _trace_rows_of(comm, rank, list(
         enumerate(rows, start=1))) for comm, rows in placed.items()}
+
+
+def _tied_by_others(row: FingerprintRow, rank: int, sharing: set[int],
+                    places: dict[str, dict[int, set[tuple[str, int]]]], members: dict[str, set[int]],
+                    mine: dict[str, pl.DataFrame], placed: dict[str, list[FingerprintRow]]) -> list[str]:
+    """[comm] where other ranks' records of the row's digest are tied to one (comm, seq), of a comm of the rank
+    whose members hold every rank sharing the digest, and that seq is the rank's next there (past its stream, then
+    past the records placed so far); else []. A place that is not the next seq is no pairing the rank's own order
+    gives, so it places nothing."""
+    if row.digest is None:
+        return []
+    at = set().union(*(where for r, where in places.get(row.digest, {}).items() if r != rank))
+    if len(at) != 1:
+        return []
+    (comm, seq), = at
+    if comm not in members or not sharing <= members[comm] | {rank}:
+        return []
+    last = mine[comm].get_column("seq").max() if comm in mine else None
+    return [comm] if seq == (last or 0) + len(placed.get(comm, [])) + 1 else []
 
 
 def checked_right(row: FingerprintRow) -> bool | None:

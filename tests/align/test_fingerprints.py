@@ -75,3 +75,28 @@ def test_a_trace_past_a_log_cut_before_the_ranks_other_comm_goes_where_its_diges
     assert streams.stream(DP, 0).get_column("tag").to_list() == ["dp", "dp"]
     assert streams.stream(TP, 0).get_column("tag").to_list() == ["attn", "mlp"]
     assert streams.stream(TP, 0).get_column("seq").to_list() == [1, 2] and streams.members[TP] == [0, 1]
+
+
+def test_a_trace_past_a_log_cut_goes_where_others_records_of_its_digest_are_though_a_members_trace_stops_sooner():
+    """Rank 2 is in TP {0, 1, 2, 3} and DP {2, 4}; its NCCL log holds DP seq 1 and TP seq 1, then is cut. Its trace
+    goes on with lm (256) before mlp (64), the others' TP seqs 2 and 3 swapped. Rank 3's trace stops after TP seq 1,
+    so the ranks sharing each later digest are 0, 1 and 2, no comm's members exactly; but ranks 0 and 1, whose logs
+    name the comm, hold those digests at TP seqs 2 and 3. A digest is one physical collective's: rank 2's records
+    are its TP seqs 2 and 3, where its sizes part from the others' (dropped, the reorder is on no record)."""
+    cut_log = Evidence(path="nccl.2.log", format=SourceFormat.NCCL_LOG, facts=FACTS[SourceFormat.NCCL_LOG],
+                       collectives=collectives_to_frame([_event("nccl.2.log", 2, DP, 1, 1, line=1),
+                                                         _event("nccl.2.log", 2, TP, 1, 64, line=2)]),
+                       cut=Location("nccl.2.log", 3))
+    evidence = [*(_rows(f"nccl.{r}.log", SourceFormat.NCCL_LOG, r, TP, [("AllReduce", 64)] * 2 + [("AllReduce", 256)])
+                  for r in (0, 1, 3)), cut_log, _rows("nccl.4.log", SourceFormat.NCCL_LOG, 4, DP, [("AllReduce", 1)])]
+    tp = [("attn", 64, "t1"), ("mlp", 64, "t2"), ("lm", 256, "t3")]
+    records = {0: tp, 1: tp, 3: tp[:1], 2: [("dp", 1, "d1"), ("attn", 64, "t1"), ("lm", 256, "t2"), ("mlp", 64, "t3")],
+               4: [("dp", 1, "d1")]}
+    trace = [FingerprintRow(loc=Location(f"fingerprint_rank{rank}.jsonl", i + 1), rank=rank, step=0, op=i, tag=tag,
+                            kind="AllReduce", numel=numel, digest=digest)
+             for rank, rows in records.items() for i, (tag, numel, digest) in enumerate(rows)]
+    streams = attach_fingerprints(build_streams(evidence), trace)
+    assert streams.stream(TP, 2).get_column("tag").to_list() == ["attn", "lm", "mlp"]
+    assert streams.stream(TP, 2).get_column("count").to_list() == [64, 256, 64]
+    assert streams.stream(TP, 2).get_column("seq").to_list() == [1, 2, 3]
+    assert streams.stream(DP, 2).get_column("tag").to_list() == ["dp"]
