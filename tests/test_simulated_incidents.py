@@ -529,12 +529,17 @@ KNOWN: dict[int, str] = {}
 # waits in there, where most ranks issued that one first, is held back by that peer, not departed (1104866: two ranks'
 # extra world collectives beside a TP skip, watchdog logs alone); counts that name one of three or more sides the
 # records part leave the records' tie, as the other sides still part among themselves (1117934: a TP pair's all-reduce
-# for an all-gather beside a skip, watchdog logs alone); and a result the traced ranks share may be of a wider comm
+# for an all-gather beside a skip, watchdog logs alone); a result the traced ranks share may be of a wider comm
 # other evidence names whose other ranks left no trace, at most as many records as the rank completed there by its own
 # word (1116063: a world extra beside a TP all-gather, watchdog logs and per-collective sums with expected values; ranks
 # 4-7 alone left traces, `align/traces.py`); a trace record past a log cut short goes where other ranks' records of
 # its digest are tied to their streams, where that is its next seq there, though a member's trace stops before it
-# (1128626: a TP reorder past the reordering rank's log cut, NCCL logs and traces with sums and digests).
+# (1128626: a TP reorder past the reordering rank's log cut, NCCL logs and traces with sums and digests); and by the
+# oracle's reading, a rank whose per-step trace was cut short before the sum of the step it ran the root in has no
+# record of it and sides with either, as one whose per-collective trace was cut before the root: two ranks whose sums
+# and expected sums part beside two such are no majority, one fewer on the one and one more on the other fitting the
+# same two lines (1128721: a skip in step 1, per-step sums with expected values alone, two of four traces cut after
+# step 0).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -560,7 +565,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           981063, 1011954, 1011587, 998374, 1030037, 1030105, 1031866, 1033912, 995899, 990797, 998134, 992605, 1032617,
           1063499, 1064082, 1067738, 1063263, 1082064, 1085264, 1085699, 1095431, 1094520, 1093826, 1074164,
           1078644, 1090577, 1086325, 1107252, 1107453, 1103895, 1101267, 1104866,
-          1117934, 1116063, 1128626)
+          1117934, 1116063, 1128626, 1128721)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
@@ -1073,3 +1078,23 @@ def test_a_kind_that_shows_only_a_later_outlier_decides_nothing_of_the_first_dep
 
     assert verdict(list(range(8))) == verdict([1]) == []
     assert verdict([5]) == ["wrong_outliers"]
+
+
+def test_a_rank_whose_per_step_trace_was_cut_before_the_step_of_the_root_sides_with_either(tmp_path):
+    """Seed 1128721, per-step sums with expected values of four ranks of one comm: rank 2 skipped an all-reduce in
+    step 1. Ranks 2 and 3 read step 1 back wrong, each off by its own amount and expecting apart; the traces of ranks
+    0 and 1 were cut mid-line after their step 0 sums, which hold nothing of step 1. An expected sum is the rank's
+    own launches', and no line gives a collective's inputs: rank 3 running one more fits the two lines that part as
+    well. Ranks 0 and 1 side with either, so naming ranks 2 and 3, no majority, is right, as is rank 2 alone. Were
+    those traces whole, their step 1 sums would side with rank 3, and naming rank 3 with rank 2 would not be."""
+    incident, written = _written_as_drawn(1128721, tmp_path)
+    assert written.cut == {("fp", 0): 1, ("fp", 1): 1} and written.fp_scheme == "step_sum_expected"
+
+    def verdict(outliers):
+        root = {"comm": "[ranks=2,3]", "seq_range": None, "outlier_ranks": outliers, "step": 1,
+                "pinned_by": "per-step checksums", "majority": False}
+        return _violation_kinds(incident, written, root)
+
+    assert verdict([2, 3]) == verdict([2]) == []
+    del written.cut[("fp", 0)], written.cut[("fp", 1)]
+    assert verdict([2, 3]) == ["wrong_outliers"] and verdict([2]) == []

@@ -1077,3 +1077,20 @@ def test_a_lone_offset_in_one_comm_beside_ranks_crossing_to_the_next_step_is_the
     even = [replace(r, sum=512.0 + r.rank) if (r.rank, r.step) == (5, 1) else r for r in rows]
     root, _ = step_sums_root(even, {"tp": {0, 1, 2, 3}}, frozenset({0, 1, 2, 3}))
     assert root.outlier_ranks == list(range(8)) and not root.majority
+
+
+def test_two_ranks_expecting_apart_beside_traces_cut_before_the_step_name_both_until_those_sums_decide():
+    # Seed 1128721: four ranks of one comm sum alike at step 0; at step 1 rank 2 reads back 910336 expecting 931840
+    # and rank 3 1192960 expecting 1141760 (rank 2 skipped an all-reduce); ranks 0 and 1 were cut after step 0. An
+    # expected sum is what the rank's own launches give, and no line gives a collective's inputs: one fewer on rank
+    # 2 and one more on rank 3 fit these two lines alike. Either departed: both are named (both sides), no majority.
+    two = [(322560.0, 322560.0), (910336.0, 931840.0)]
+    three = [(322560.0, 322560.0), (1192960.0, 1141760.0)]
+    rows = per_step(2, [*two, (1807360.0, 1960960.0)]) + per_step(3, three)
+    cut = per_step(0, three[:1]) + per_step(1, three[:1])
+    root, step = step_sums_root(cut + rows, {}, cut=frozenset({0, 1}))
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([2, 3], [2, 3], False, 1)
+    # The step 1 sums of ranks 0 and 1 decide: read back as rank 3's, rank 2 departed; as rank 2's, rank 3 did.
+    for side, outlier in ((three, 2), (two, 3)):
+        root, _ = step_sums_root(per_step(0, side) + per_step(1, side) + rows, {})
+        assert (root.outlier_ranks, root.majority) == ([outlier], True)

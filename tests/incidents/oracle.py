@@ -16,9 +16,11 @@ For an incident and the evidence written for it, the answer (`diff --json`'s dic
   names no rank that ran the comm's program; or the same among the outliers the evidence shows, visibility.py);
   where the outliers are no strict minority of the ranks on record (two ranks, or an even split), naming the
   other side or both sides is right too (`Root.majority` is then false); a rank whose records of the comm all
-  miss the root (NCCL logs or per-collective fingerprint traces cut short before it, Flight Recorder rings whose
-  oldest entry kept is after it; of the kinds that show the divergence: its records of kinds that do not, whole
-  NCCL logs of a swap of collectives alike in shape, say nothing of either side), or that has no evidence of a kind that shows the divergence, is not on record for this (its records side with either);
+  miss the root (NCCL logs or fingerprint traces cut short before it: a per-step trace before the sum of the
+  step the rank ran it in, as its kept sums hold none of what it read back from there on; Flight Recorder rings
+  whose oldest entry kept is after it; of the kinds that show the divergence: its records of kinds that do not,
+  whole NCCL logs of a swap of collectives alike in shape, say nothing of either side), or that has no evidence of
+  a kind that shows the divergence, is not on record for this (its records side with either);
   nor is one through fingerprint traces whose tracer read nothing back (it left no trace file: an empty file is
   evidence of no format, so no fingerprint record holds it);
   where every kind of evidence that shows an outlier shows it only through a view that is the very view of some
@@ -78,7 +80,7 @@ from dataclasses import dataclass, field
 
 from .evidence import Written
 from .incident import Incident
-from .traces import PER_COLLECTIVE, read_back
+from .traces import PER_COLLECTIVE, read_back, steps_read_back
 from .visibility import blurred_outliers, kinds_showing, reported_work, shown_outliers, visible_comms
 
 VIOLATIONS = ("false_divergence", "missed", "root_outside_range", "root_without_range", "wrong_outliers",
@@ -180,11 +182,11 @@ def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, se
                   kinds: list[str] | None = None) -> bool:
     """Whether every record the rank has of `comm` misses `seq`: a rank that never launched it (blocked elsewhere:
     what it would have launched there is no record, whatever kind of evidence counts its launches), NCCL logs or
-    per-collective fingerprint traces cut short before it, Flight Recorder rings whose oldest entry kept is after it, or a peer's desync report alone,
-    which gives the rank's last collective and how many it launched (or a floor of it), where `seq` is not that
-    last one and the count says nothing of `seq`: a floor, or a root that left the counts as they were (a
-    substitution or a reorder: `[3] started ALLREDUCE` at #15 says nothing of what rank 3 issued at #5); any other
-    kind of evidence counts as a record. `kinds`: the kinds of the rank's records to look at (all by default)."""
+    fingerprint traces cut short before it, Flight Recorder rings whose oldest entry kept is after it, or a peer's
+    desync report alone, which gives the rank's last collective and how many it launched (or a floor of it), where
+    `seq` is not that last one and the count says nothing of `seq`: a floor, or a root that left the counts as they
+    were (a substitution or a reorder: `[3] started ALLREDUCE` at #15 says nothing of what rank 3 issued at #5); any
+    other kind of evidence counts as a record. `kinds`: the kinds of the rank's records to look at (all by default)."""
     kinds = _record_kinds(incident, written, rank, comm) if kinds is None else kinds
     if kinds and incident.truth.launched.get(comm, {}).get(rank, 0) < seq:
         return True
@@ -204,12 +206,20 @@ def _no_record_at(incident: Incident, written: Written, rank: int, comm: str, se
 
 
 def _trace_cut_before(incident: Incident, written: Written, rank: int, comm: str, seq: int) -> bool:
-    """Whether the rank's per-collective fingerprint trace was cut short before it got to `seq` of `comm`: its
-    lines are the collectives it read back, one each in issue order, and the whole ones kept end before it (a
-    per-step trace names no collective; it is taken as a record of every one)."""
-    if ("fp", rank) not in written.cut or written.fp_scheme not in PER_COLLECTIVE:
+    """Whether the rank's fingerprint trace was cut short before it got to `seq` of `comm`. A per-collective
+    trace's lines are the collectives it read back, one each in issue order; a per-step trace's are its steps read
+    back, one sum each of every collective it read back in that step (it names none, so a sum kept is a record of
+    each of them, and of nothing after). Either way, the whole lines kept hold the collectives up to some point,
+    and they end before `seq`. Worked example (1128721): a per-step trace cut mid-line after its step 0 sum holds
+    nothing of seq 5, launched in step 1; the sums of steps 1 and on, which alone could side with anyone, are lost."""
+    if ("fp", rank) not in written.cut:
         return False
-    kept = read_back(incident, rank)[:written.cut[("fp", rank)]]
+    done = read_back(incident, rank)
+    if written.fp_scheme in PER_COLLECTIVE:
+        kept = done[:written.cut[("fp", rank)]]
+    else:
+        steps = set(steps_read_back(incident, rank)[:written.cut[("fp", rank)]])
+        kept = [x for x in done if x.op.step in steps]
     return max((x.seq for x in kept if x.op.comm == comm), default=0) < seq
 
 
