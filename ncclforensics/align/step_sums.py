@@ -26,6 +26,11 @@ on 4604928 and rank 2 alone has 33331200 (it launched a drafter pass the others 
 at step 1, seq unknown. Step 0's sums were checked right, so the root is in step 1; where earlier sums merely
 agree (inputs alike on every rank make them agree even misaligned), it is in step 1 or before.
 
+Equal offsets say equal results within a class of ranks that expect alike in every other step (a TP group's); across
+classes they may be chance. A class that parts within into a majority and the rest has its own outlier, whatever
+other classes are off by: TP groups 0-3 and 4-7, at step 2 ranks 0, 1 and 3 off by one amount, rank 2 and ranks 4, 5
+and 7 by another and rank 6 by a third name ranks 2 and 6 (each departed in its own group).
+
 Where the ranks that read back wrong values are two (a pair of a TP group, or the only two ranks of the job),
 either may have departed, and the root names both. So too for two replicas whose unchecked sums part, unless what
 each shares with another class of replicas tells them apart (replicas.py).
@@ -142,6 +147,46 @@ def _expected_groups(rows: dict[int, FingerprintRow]) -> list[list[int]] | None:
     return list(groups.values())
 
 
+def _expected_classes(by_step: dict[int, dict[int, FingerprintRow]], step: int,
+                      ranks: set[int]) -> list[set[int]] | None:
+    """The ranks in classes of equal expected sums, where every other step that they all summed parts them alike
+    (and at least one does): ranks of one TP group launch alike and read back what that group reduced, so they
+    expect alike in every step, and apart from another group's. None where they are one class, or some other step
+    parts them otherwise, or gives no expected sum of some of them (the step itself is left out: a rank that
+    departed in it may expect apart there, launching other collectives)."""
+    partitions = set()
+    for s, other in by_step.items():
+        if s == step or not ranks <= set(other):
+            continue
+        groups = _expected_groups({rank: other[rank] for rank in ranks})
+        if groups is None:
+            return None
+        partitions.add(frozenset(frozenset(group) for group in groups))
+    if len(partitions) != 1 or len(classes := next(iter(partitions))) < 2:
+        return None
+    return [set(members) for members in classes]
+
+
+def _keys_within_classes(keys: dict[int, str], classes: list[set[int]] | None) -> dict[int, object]:
+    """`keys` (rank -> what its checked sum says it read back: how far off it is), with the ranks of each class
+    (`classes`: replicas that expect alike) that parts within into a strict majority and the rest keyed by their
+    class too. Equal offsets say equal results within a class; across classes, whose expected sums differ, they
+    may be chance, and a class's outlier off by what another class's ranks are off by alike is still its outlier.
+    A class alike within keeps its key: beside another class off alike (what a world comm mixed), it is one side.
+    Worked example (1133456): TP groups 0-3 and 4-7 each expect alike in every step; at step 2 ranks 0, 1 and 3
+    are off by 589824, rank 2 by 1376256, ranks 4, 5 and 7 by 1376256 and rank 6 by 3735552 (ranks 2 and 6 each
+    reordered two collectives of their TP group): rank 2 is its group's outlier, as rank 6 is the other's."""
+    if classes is None:
+        return dict(keys)
+    refined: dict[int, object] = dict(keys)
+    for index, members in enumerate(classes):
+        mine = [rank for rank in keys if rank in members]
+        counts = [sum(1 for r in mine if keys[r] == keys[rank]) for rank in mine]
+        if len(set(keys[r] for r in mine)) > 1 and max(counts) * 2 > len(mine):
+            refined.update({rank: (index, keys[rank]) for rank in mine})
+    return refined
+
+
 def _hung_apart(by_step: dict[int, dict[int, FingerprintRow]], traced: set[int], cut: frozenset[int],
                 known: dict[str, set[int]], begun: dict[int, int] | None = None) -> tuple[Root, None] | None:
     """Where no expected value checks the sums and they part in some step, but no side of them names anyone (two
@@ -214,8 +259,12 @@ def _step_roots(by_step: dict[int, dict[int, FingerprintRow]], step: int, traced
             rows = {rank: rows[rank] for rank in wrong}
             if len(rows) < 2:
                 continue
-        groups: dict[str, list[int]] = {}
-        for rank, key in sorted(result_keys(rows, checked).items()):
+        keys = result_keys(rows, checked)
+        if checked:
+            # (equal offsets join ranks of one class only where that class parts within: its own outlier)
+            keys = _keys_within_classes(keys, _expected_classes(by_step, step, set(rows)))
+        groups: dict[object, list[int]] = {}
+        for rank, key in sorted(keys.items()):
             groups.setdefault(key, []).append(rank)
         if len(groups) < 2 and not (checked and len(rows) == 2):
             continue  # equal sums say nothing (two ranks that both read back wrong: either departed)

@@ -252,6 +252,25 @@ def test_ranks_each_alone_in_their_offset_beside_groups_off_alike_are_the_outlie
     assert step_sums_root(rows, {}) is None or step_sums_root(rows, {})[0].outlier_ranks != [0, 4, 8, 9]
 
 
+def test_a_groups_outlier_off_by_what_the_other_groups_ranks_are_off_by_alike_is_still_its_outlier():
+    # Two TP groups, 0..3 and 4..7, nothing naming them: each group's ranks expect alike in every step, apart from
+    # the other's. At step 1 rank 2 reordered two collectives of its group and rank 6 two of its: ranks 0, 1 and 3
+    # are off by 6, rank 2 by 14, ranks 4, 5 and 7 by 14 too, and rank 6 by 37. Rank 2's offset is that of the
+    # other group's ranks, whose sums it shares nothing of: within its own group it is the one apart (1133456).
+    rows = [r for rank in (0, 1, 3) for r in per_step(rank, [(10.0, 10.0), (44.0, 50.0), (60.0, 70.0)])]
+    rows += per_step(2, [(10.0, 10.0), (36.0, 50.0), (60.0, 70.0)])
+    rows += [r for rank in (4, 5, 7) for r in per_step(rank, [(30.0, 30.0), (76.0, 90.0), (95.0, 110.0)])]
+    rows += per_step(6, [(30.0, 30.0), (53.0, 90.0), (95.0, 110.0)])
+    root, step = step_sums_root(rows, {})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, step) == ([2, 6], [0, 1, 3, 4, 5, 7], True, 1)
+    # Both groups off alike within, each by the same amount (a world collective mixed): no group parts within, and
+    # no rank is named apart from the rest.
+    rows = [r for rank in range(4) for r in per_step(rank, [(10.0, 10.0), (36.0, 50.0)])]
+    rows += [r for rank in range(4, 8) for r in per_step(rank, [(30.0, 30.0), (76.0, 90.0)])]
+    root, _ = step_sums_root(rows, {})
+    assert root.outlier_ranks == list(range(8)) and not root.majority
+
+
 def records_root(outliers: list[int], reference: list[int], unplaced: list[int]) -> Root:
     """A root the records show over seq 15..20, with ranks whose records were cut before the sides part."""
     return Root(comm="0xabc", seq=15, seq_range=(15, 20), outlier_ranks=outliers, reference_ranks=reference,
