@@ -45,7 +45,7 @@ from .order_contradictions import OrderContradiction, order_contradiction_at
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
 from .ras_only import ras_comm_wedge, ras_only_wedge, ras_rank_map
-from .reanalysis import reanalyze_behind_ranks, reanalyze_by_issue_orders
+from .reanalysis import reanalyze_behind_ranks, reanalyze_by_issue_orders, side_ties_by_issue_places
 from .receipts import Finding, answer_receipts, death_receipts, job_ras_receipts
 from .reconcile import Reconciliation, reconcile
 from .streams import Streams, build_streams
@@ -161,6 +161,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         reanalyze_behind_ranks(analyses, streams, gate, {**_hanging_pairings(streams, analyses), **stopped}, dead,
                                marks)
         departed_later = reanalyze_by_issue_orders(analyses, streams, gate)
+        side_ties_by_issue_places(analyses, streams, gate)
     diagnosis = Diagnosis(verdict=Verdict.CONSISTENT, ranks=_all_ranks(evidence, streams), comms=analyses,
                           gate=gate, ras=ras, problems=problems, stand_in_ranks=stand_ins,
                           journaled_ranks=sorted({g.rank for g in gates}))

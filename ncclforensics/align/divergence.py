@@ -65,7 +65,7 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
                  enqueued: dict[int, int] | None = None, died: bool = False,
                  reported: dict[int, tuple[int, str]] | None = None,
                  held: dict[int, frozenset[int]] | None = None, floors: frozenset[int] = frozenset(),
-                 exact: frozenset[int] = frozenset()) -> CommAnalysis:
+                 exact: frozenset[int] = frozenset(), places: dict[int, Codes] | None = None) -> CommAnalysis:
     """Launched and completed marks, the first visible mismatch and the root of one communicator.
 
     `gate`, the first step at which the drafter gates disagreed (if journaled), narrows the root to the
@@ -81,7 +81,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
     rank counted with none of its records kept: its stream holds that op there, else nothing. `held`: ranks the
     completion marks show held back elsewhere by peers ahead here, rank -> those peers (see root.propose).
     `floors`: ranks of `counted` whose count is only a floor of what they launched; `exact`: those whose count a
-    desync report shows is all they launched.
+    desync report shows is all they launched. `places`: where each rank issued its collectives here among its other
+    communicators' (issue_orders.place_codes), which side a rank whose records agree with several groups (propose).
     """
     rows = comm_streams(streams.comm_parts(comm))
     marks = pl.concat([part.select(pl.lit(rank, pl.Int64).alias("rank"), *_MARKS) for rank, part in rows.parts.items()])
@@ -164,7 +165,8 @@ def analyze_comm(streams: Streams, comm: str, gate: GateDisagreement | None = No
                      set(counted) | set(unseen), incomplete, set(unseen),
                      lookalikes=not grouped_by_traces(comm), closed=closed, settled=closed - elsewhere,
                      held=analysis.held,
-                     reported={r for r, at in (reported or {}).items() if unseen.get(r) == at[0]})
+                     reported={r for r, at in (reported or {}).items() if unseen.get(r) == at[0]},
+                     places=places)
     if solution is not None:
         right = frozenset().union(*(c.right for c in constraints if isinstance(c, ResultChecks)))
         moved = past_completions(solution, analysis, right)

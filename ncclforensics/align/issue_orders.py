@@ -1,5 +1,5 @@
 """Each rank's collectives in its own issue order across its communicators, and where the program places each
-collective of one communicator among the others' collectives (`program_places`).
+collective of one communicator among the others' collectives (`program_places`; each rank's own, `issue_places`).
 
 What interleave.py and left_out_here.py read the ranks' departures from (and left_out_before.py, ran_ahead.py and
 early_in_tie.py, `issued_before`); apart so that all of them share one reading of the orders.
@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import polars as pl
 
 from ..model.kinds import is_p2p_comm
+from .edits import Codes
 from .streams import Streams
 
 
@@ -62,13 +64,12 @@ def _size(streams: Streams, comm: str) -> int:
     return max(recorded, len(set(streams.members.get(comm, [])) | set(streams.expected_members.get(comm, []))))
 
 
-def program_places(streams: Streams, comm: str, apart: frozenset[int] = frozenset()
-                    ) -> tuple[dict[int, dict[int, int]], dict[int, int], dict[int, int]] | None:
-    """Per rank of `comm`, seq -> collectives of its other communicators it issued before it (see _places); per
-    rank, how many it launched here; and the program's place of each seq (the strict majority of the ranks that
-    launched it). Ranks `apart` (they departed in another communicator) keep their counts but no places: theirs
-    may be off the program's by that departure. None where the records do not order each rank's collectives, the
-    ranks are in other communicators of different shapes, or no strict majority places every seq."""
+def issue_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, int]], dict[int, int]] | None:
+    """Per rank of `comm`, seq -> collectives of its other communicators it issued before it (see _places; the seq
+    after its last one here gives how many it issued in all), and per rank how many it launched here. A rank whose
+    file was cut short keeps the places of what it issued before the cut, and no end. None where the records do
+    not order each rank's collectives, or the ranks are in other communicators of different shapes (other programs,
+    whose counts do not compare)."""
     if is_p2p_comm(comm):
         return None
     ranks = streams.members.get(comm, [])
@@ -107,7 +108,21 @@ def program_places(streams: Streams, comm: str, apart: frozenset[int] = frozense
         if shapes.get(rank) != shape:
             places[rank] = {}
     launched.update({r: max(p) - 1 for r, p in places.items() if r not in cut})
-    places.update({r: {} for r in apart if r in places})
+    return places, launched
+
+
+def program_places(streams: Streams, comm: str, apart: frozenset[int] = frozenset()
+                    ) -> tuple[dict[int, dict[int, int]], dict[int, int], dict[int, int]] | None:
+    """Per rank of `comm`, seq -> collectives of its other communicators it issued before it, and how many it
+    launched here (issue_places); and the program's place of each seq (the strict majority of the ranks that
+    launched it). Ranks `apart` (they departed in another communicator) keep their counts but no places: theirs
+    may be off the program's by that departure. None where issue_places gives none, or no strict majority places
+    every seq."""
+    found = issue_places(streams, comm)
+    if found is None:
+        return None
+    places, launched = found
+    places = {**places, **{r: {} for r in apart if r in places}}
     program: dict[int, int] = {}
     for seq in range(1, max(launched.values()) + 2):
         seen = Counter(p[seq] for r, p in places.items() if seq in p and seq <= launched[r])
@@ -138,3 +153,26 @@ def issued_before(streams: Streams, rank: int, comm: str, seq: int) -> dict[str,
     before = order if at.is_empty() else order.filter(pl.col("at") < at.item())
     last = before.filter(pl.col("comm") != comm).group_by("comm").agg(pl.col("seq").max())
     return dict(zip(last.get_column("comm").to_list(), last.get_column("seq").to_list()))
+
+
+def place_codes(streams: Streams, comm: str, start: int, apart: frozenset[int] = frozenset()) -> dict[int, Codes]:
+    """Per rank of `comm` with places (issue_places), its places as codes from seq `start` on: at each position,
+    how many collectives of its other communicators it issued before that collective here, plus one (0: not known,
+    as for any field a record lacks). Ranks `apart` (they departed in another communicator) have none: theirs may
+    be off the program's by that departure. Empty where issue_places gives none."""
+    found = issue_places(streams, comm)
+    if found is None:
+        return {}
+    places, launched = found
+    codes: dict[int, Codes] = {}
+    for rank, mine in places.items():
+        if rank in apart:
+            continue
+        known = {seq: place for seq, place in mine.items() if start <= seq <= launched[rank]}
+        if not known:
+            continue
+        values = np.zeros(max(known) - start + 1, dtype=np.uint64)
+        for seq, place in known.items():
+            values[seq - start] = place + 1
+        codes[rank] = Codes({"place": values}, len(values))
+    return codes

@@ -35,6 +35,7 @@ class Proposal:
     told: bool = False  # an edit placed only because the gate journal names the rank (its records agree)
     members: dict[int, list[int]] = field(default_factory=dict)  # a placement's rank -> the ranks it stands for
     unplaced: list[int] = field(default_factory=list)  # incomplete records that end before the groups part
+    placed: list[int] = field(default_factory=list)  # ranks their issue places sided, where the majority counts them
 
 
 def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = None,
@@ -42,7 +43,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             ended: set[int] | None = None, incomplete: set[int] | None = None,
             unseen: set[int] | None = None, closed: set[int] | None = None,
             settled: set[int] | None = None, held: dict[int, frozenset[int]] | None = None,
-            reported: set[int] | None = None) -> Proposal | None:
+            reported: set[int] | None = None, places: dict[int, Codes] | None = None) -> Proposal | None:
     """Group the ranks into streams that agree; the largest group is the reference, and every other group's
     edits are placed against it. With no strict majority, both sides of a two-way split are placed against each
     other unless `deviants` (the ranks the gate journal says ran something the others did not) picks one.
@@ -78,9 +79,17 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     holders all in one of them, ran the program as far as it launched here, not what its holders ran: it goes with
     the largest of the others, where that one is larger than its holders' (the side that departed is the smaller),
     and makes no side larger (had it departed with its holders, it would have issued that collective here as early
-    as they did)."""
+    as they did).
+
+    `places`: per rank whose records order its collectives across its communicators, where it issued each of its
+    collectives here among the others' (issue_orders.issue_places: a code per position, the count of those it
+    issued before it, plus one). One that agrees with several groups by its records, but whose places part it
+    from every rank of all but one of them (and agree with every rank of that one), goes with that one: ranks
+    that ran one program issue its collectives at one place among their other communicators', so the ranks it
+    parts from by places ran another, or departed elsewhere (`_sided_by_places`)."""
     groups: list[tuple[list[int], Codes]] = []
     undecided: list[tuple[int, list[list[int]]]] = []
+    sided: list[int] = []  # (ranks that agree with several groups, sided by their issue places)
     # The streams that recorded most go first, and each group compares as everything its members recorded: a
     # stream without call stacks agrees with every group, so it must not found one that the others then join.
     for rank in sorted(codes, key=lambda r: (-codes[r].length, -_recorded(codes[r]), r)):
@@ -96,9 +105,15 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
             members, stream = groups[same[0]]
             members.append(rank)
             groups[same[0]] = (members, merged([stream, codes[rank]]))
+        elif (side := _sided_by_places(rank, [groups[i][0] for i in matching], places)) is not None:
+            members, stream = groups[matching[side]]
+            members.append(rank)
+            groups[matching[side]] = (members, merged([stream, codes[rank]]))
+            sided.append(rank)
         else:
             undecided.append((rank, [groups[i][0] for i in matching]))
-    groups = _regrouped(groups, codes, undecided, ended, incomplete, settled, closed)
+    groups, regrouped = _regrouped(groups, codes, undecided, ended, incomplete, settled, closed, places)
+    sided += regrouped
     groups = _ran_on(groups, codes, incomplete, settled)
     # A stream that agrees with several groups (shorter, cut short, or lacking the field that parts them) tells
     # none of them apart: it goes with the largest, so that it does not make a minority look like half the ranks
@@ -132,6 +147,9 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
     # it launched past its records may be either group's).
     majority = decided[0] * 2 > sum(decided) + swing or (len(groups) > 2 and decided[0] > decided[1] + swing
                                                         and not departed_alike([s for _, s in groups], decided, swing))
+    # (the ranks issue places sided, where the majority counts them: the answer rests on the issue orders too)
+    without = [len(set(members) - loose - set(sided)) for members, _ in groups]
+    placed = sorted(sided) if majority and sided and without[0] * 2 <= sum(without) + swing else []
     if not majority and len(groups) > 2:
         # Split several ways with no majority over the whole streams, the ranks may still agree where the streams
         # first part: the first divergent collective is there, and who departed first is the minority there.
@@ -209,7 +227,7 @@ def propose(codes: dict[int, Codes], start: int, deviants: set[int] | None = Non
         else:
             unplaced = []
     proposal = Proposal(placements, named, reference_ranks, majority, whole, either_side=len(sides) > 1,
-                        members=standing, unplaced=unplaced)
+                        members=standing, unplaced=unplaced, placed=placed)
     return _with_behind(proposal, codes, start, behind) if majority else proposal
 
 
@@ -285,7 +303,8 @@ def _ends_with_another(stream: Codes, matching: list[list[int]], groups: list[tu
 def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
                undecided: list[tuple[int, list[list[int]]]], ended: set[int] | None,
                incomplete: set[int] | None = None, settled: set[int] | None = None,
-               closed: set[int] | None = None) -> list[tuple[list[int], Codes]]:
+               closed: set[int] | None = None, places: dict[int, Codes] | None = None
+               ) -> tuple[list[tuple[list[int], Codes]], list[int]]:
     """The groups with every joiner that also agrees with a group founded after it joined taken out again (it
     joined while that group did not exist yet): a stream that recorded less (no call stacks, say) but went on
     longer goes first and joins the first group, whose records it then carries against streams that part from
@@ -298,9 +317,11 @@ def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
     collectives left out or added are all that parts them, a joiner goes with the one group it agrees with that
     ends where it does: had that group added them, the joiner would end where the other does (where different
     collectives part them too, its length tells nothing of who ran those, and it stays undecided). So does a
-    `settled` joiner (its records hold all it launched, and nothing elsewhere held it) where they are not even."""
+    `settled` joiner (its records hold all it launched, and nothing elsewhere held it) where they are not even.
+    Where none of that tells, its issue places may (`places`, `_sided_by_places`); the joiners so sided are
+    returned beside the groups."""
     if len(groups) < 2:
-        return groups
+        return groups, []
     known = [r for r in codes if r not in (incomplete or ())] or list(codes)
 
     def apart(rank: int, stream: Codes) -> bool:  # ended past `stream`, as far as a minority did
@@ -311,7 +332,8 @@ def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
              if any(agree(codes[r], stream) and not apart(r, stream) for j, (_, stream) in enumerate(groups)
                     if j != i)}
     if not loose:
-        return groups
+        return groups, []
+    sided: list[int] = []
     for members, _ in groups:  # (in place: the undecided name the groups by their member lists)
         members[:] = [r for r in members if r not in loose]
     rebuilt = [(members, merged(codes[r] for r in members)) for members, _ in groups]
@@ -335,9 +357,36 @@ def _regrouped(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes],
                 _length_edit(rebuilt[i][1], rebuilt[same[0]][1]) for i in matching if i != same[0]):
             members, _ = rebuilt[matching[0] if len(matching) == 1 else same[0]]
             members.append(rank)
+        elif (side := _sided_by_places(rank, [rebuilt[i][0] for i in matching], places)) is not None:
+            rebuilt[matching[side]][0].append(rank)
+            sided.append(rank)
         else:
             undecided.append((rank, [rebuilt[i][0] for i in matching]))
-    return [(members, merged(codes[r] for r in members)) for members, _ in rebuilt]
+    return [(members, merged(codes[r] for r in members)) for members, _ in rebuilt], sided
+
+
+def _sided_by_places(rank: int, matching: list[list[int]], places: dict[int, Codes] | None) -> int | None:
+    """Of the groups a rank agrees with by its records (`matching`, their member lists), the index of the one whose
+    every rank with places (see propose) the rank's places agree with, where they part it from every rank with
+    places of each other group; None where they tell no one group so (a group with no places on record is not
+    ruled out, and one whose ranks the places part from each other, one departed elsewhere, rules out nothing).
+
+    Ranks that ran one program issue each of its collectives here after as many of their other communicators'
+    collectives, wherever each stopped: a rank whose places part from a group's at a position it shares with it
+    did not run that group's program there (or departed in another communicator, a second departure where one
+    explains it). Worked example: reanalysis.side_ties_by_issue_places."""
+    mine = (places or {}).get(rank)
+    if mine is None or len(matching) < 2:
+        return None
+    fits: list[int] = []
+    for i, members in enumerate(matching):
+        theirs = [places[r] for r in members if r in places]
+        alike = [agree(mine, other) for other in theirs]
+        if not theirs or any(alike) and not all(alike):
+            return None
+        if all(alike):
+            fits.append(i)
+    return fits[0] if len(fits) == 1 else None
 
 
 def _ran_on(groups: list[tuple[list[int], Codes]], codes: dict[int, Codes], incomplete: set[int] | None,

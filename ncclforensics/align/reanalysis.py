@@ -5,8 +5,9 @@ The first analysis of a communicator reads its own records. Ranks that launched 
 stopped, with nothing saying they died or wait elsewhere, are outliers the records cannot show
 (`reanalyze_behind_ranks`); and where the records show no majority departing, the order in which each rank issued
 its collectives across its communicators may place an extra collective, a skipped one, or a peer held back
-(`reanalyze_by_issue_orders`, interleave.py). Both need every communicator's analysis to read one against the
-others, so they run after it and replace a communicator's analysis in place.
+(`reanalyze_by_issue_orders`, interleave.py), or side the ranks whose records agree with either side of a tie
+(`side_ties_by_issue_places`). They need every communicator's analysis to read one against the others, so they
+run after it and replace a communicator's analysis in place.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from .interleave import (
     with_early_issuers,
     with_stops_past_the_program,
 )
+from .issue_orders import place_codes
 from .left_out_before import left_out_root
 from .left_out_here import early_elsewhere, skipped_here
+from .narrowing import ISSUE_ORDER
 from .notes import DepartedLater, Note
 from .ran_ahead import extras_ahead, with_extras_ahead
 from .streams import SIGNATURE, Streams
@@ -199,6 +202,47 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
             analysis.root, later = with_extras_ahead(found, ahead)
             departed_later += later
     return departed_later
+
+
+def side_ties_by_issue_places(analyses: dict[str, CommAnalysis], streams: Streams,
+                              gate: GateDisagreement | None) -> None:
+    """Where a communicator's records still part its ranks with no majority once the issue orders' own roots are
+    in (reanalyze_by_issue_orders), and some of its ranks side with either by their records (they lack the field
+    that parts the others: NCCL logs beside dumps with call stacks), where each rank issued its collectives here
+    among its other communicators' may side them (propose, `places`): the communicator is analysed again with those
+    places, and its root replaces the tie where it names a majority the places decide, within the tie's ranks and
+    range (a narrowing of the same explanations). A rank whose records show it departing in another communicator
+    has no places: theirs may be off by that departure.
+
+    Worked example (1128224): rank 4 left out a drafter pass of 3 TP all-reduces, alike in signature to the layers'
+    ones; only ranks 4 and 6 left call stacks, which part at TP seq 1, and ranks 5 and 7's NCCL logs pair with
+    either. Rank 4 may have been held in the world communicator where its records end, so the lengths (6 against 9)
+    side no one. But rank 4 issued the world's all-reduce before its TP seq 1, and ranks 5, 6 and 7 after their TP
+    seq 3: ranks 5 and 7 ran rank 6's program, and rank 4 departed, against three."""
+    for comm, analysis in list(analyses.items()):
+        root = analysis.root
+        if root is None or root.majority or not root.shown or root.seq_range is None or is_p2p_comm(comm):
+            continue
+        others = {c for c, members in streams.members.items() if c != comm and set(members) & set(analysis.ranks)}
+        apart = _departed_in([analyses[c].root for c in others if c in analyses and analyses[c].root is not None])
+        places = place_codes(streams, comm, analysis.start, frozenset(apart))
+        if not places:
+            continue
+        found = analyze_comm(streams, comm, gate, set(analysis.behind), _counts(analysis), held=analysis.held,
+                             floors=analysis.floors, exact=analysis.exact, places=places).root
+        if found is not None and found.majority and ISSUE_ORDER in found.narrowed_by \
+                and _narrows(found, root):
+            analysis.root = found
+
+
+def _narrows(found: Root, root: Root) -> bool:
+    """Whether `found` names some of the ranks `root` names as its outliers, against the rest of them, within its
+    seq range."""
+    named = {*root.outlier_ranks, *root.reference_ranks}
+    if not set(found.outlier_ranks) < named or {*found.outlier_ranks, *found.reference_ranks} != named:
+        return False
+    (low, high), (lowest, highest) = found.seq_range, root.seq_range
+    return low >= lowest and (highest is None or high is not None and high <= highest)
 
 
 def _departed_in(roots: list[Root]) -> dict[int, tuple[str, ...]]:

@@ -33,7 +33,7 @@ from ..model import Location
 from .edits import Codes, EditKind, Placement, agree, blocks_through, merged, place_edits
 from .hidden_edits import hidden_departures
 from .left_out_tags import LEFT_OUT_TAGS, told_by_left_out_tags
-from .narrowing import PARTED_COMPLETIONS, Constraint, apply
+from .narrowing import ISSUE_ORDER, PARTED_COMPLETIONS, Constraint, apply
 from .propose import Proposal, propose, span_of, within
 from .richer_fields import lengths_later, lone_recorder_tie, one_side, parted_sooner, parts_earlier, picks_side
 from .solution import Contradiction, Solution
@@ -51,14 +51,15 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
           ended: set[int] | None = None, incomplete: set[int] | None = None,
           unseen: set[int] | None = None, lookalikes: bool = True, closed: set[int] | None = None,
           settled: set[int] | None = None, held: dict[int, frozenset[int]] | None = None,
-          reported: set[int] | None = None) -> Solution | None:
+          reported: set[int] | None = None, places: dict[int, Codes] | None = None) -> Solution | None:
     """Propose from the records field set by field set (signatures first, then each richer field), keep each
     stage that narrows without changing who the outliers are, then narrow by every constraint.
 
     `code_stages`: (label, codes) where each stage adds fields to the last; `basis(seq)` gives the records'
     locations at a seq, for contradictions. `lookalikes`: streams that agree throughout may still hold an edit
     among lookalikes where results read back wrong (False where the ranks are grouped by their results: agreement
-    among them says nothing).
+    among them says nothing). `places`: where each rank issued its collectives here among its other communicators'
+    (see propose).
     """
     proposal: Proposal | None = None
     chosen: dict[int, Codes] = {}  # the codes the proposal was made from
@@ -81,7 +82,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
         stages.append(label)
         richest = codes
         found = propose(codes, start, deviants, behind, cut, ended, incomplete, unseen, closed, settled, held,
-                        reported)
+                        reported, places)
         if found is None or not found.placements:
             continue
         if proposal is not None:
@@ -134,6 +135,9 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             narrowed.append(label)
             pinned_by = label
         proposal, compared, chosen = found, list(stages), codes
+    if proposal is not None and proposal.placed and ISSUE_ORDER not in narrowed:
+        # (ranks that agree with either side by their records counted for one by where they issued them)
+        narrowed.append(ISSUE_ORDER)
     told = told_by_left_out_tags(proposal, richest, start) if proposal is not None else None
     if told is not None:
         # A tie whose named ranks' own records of a step leave out a tag the steps repeat: those departed, where

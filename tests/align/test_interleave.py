@@ -425,6 +425,42 @@ def test_a_tie_of_call_stacks_on_two_ranks_goes_to_the_side_the_issue_orders_giv
     assert tp.pinned_by == ISSUE_ORDER and tp.kind == "extra" and tp.seq_range == (7, 10)
 
 
+def test_a_tie_of_call_stacks_on_two_ranks_goes_to_the_side_whose_issue_places_the_others_share():
+    # 1128224: a step runs a drafter pass of three TP all-reduces, the world's all-reduce, then six layers' TP ones,
+    # all alike in signature. Rank 0 left the pass out; only ranks 0 and 2 kept call stacks, which part at TP seq 1
+    # (a layer's against the drafter's), one against one, and ranks 1 and 3's records pair with either. Rank 0's
+    # records end where it may be held in the world (nothing says its world collective completed), so their
+    # lengths side no one. But rank 0 issued its TP seq 1 after the world's collective, and ranks 1, 2 and 3 theirs
+    # before it: ranks 1 and 3 ran rank 2's program, and rank 0 left the pass out, against three, not "no majority".
+    def with_sites(log, sites):
+        """The log's TP rows with these call sites, in order (its world rows with one of their own)."""
+        tp = log.collectives.get_column("comm") == T1
+        rows = log.collectives.with_columns(callsite=pl.Series([
+            sites[n] if here else "model.py:9" for n, here in zip(tp.cum_sum() - 1, tp)], dtype=pl.String))
+        return replace(log, collectives=rows)
+
+    def logs_of(program):
+        """Ranks 0..3 issuing `program` ("d": a drafter's TP all-reduce, "w": the world's, "l": a layer's), rank 0
+        without the drafter's; call sites on ranks 0 and 2 alone."""
+        sites = {"d": iter(["drafter.py:5"] * 3), "l": iter([f"model.py:{n}" for n in range(1, 7)])}
+        named = [(call, next(sites[call])) for call in program if call != "w"]
+        logs = [rank_log(r, [(W, ONE) if call == "w" else (T1, LAYER) for call in program if r or call != "d"])
+                for r in range(4)]
+        logs[0] = with_sites(logs[0], [site for call, site in named if call == "l"])
+        logs[2] = with_sites(logs[2], [site for _, site in named])
+        return logs
+
+    d = diagnose(logs_of("ddd" + "w" + "l" * 6))
+    tp = d.comms[T1].root
+    assert tp.outlier_ranks == [0] and tp.reference_ranks == [1, 2, 3] and tp.majority
+    assert tp.kind == "missing" and tp.seq_range == (1, 1) and ISSUE_ORDER in tp.narrowed_by
+    # Where the world's collective comes after every TP one, each rank issued them all after none: the places side
+    # no one, and the tie stands.
+    d = diagnose(logs_of("ddd" + "l" * 6 + "w"))
+    tp = d.comms[T1].root
+    assert not tp.majority and tp.outlier_ranks == [0, 1, 2, 3]
+
+
 def test_a_reference_rank_that_issued_one_early_departed_beside_the_outlier_its_records_show():
     # A step is two world collectives (1, then 8 elements) and two TP ones. Rank 0 left out step 2's world one of 1
     # element (its records show it: an 8 where the others have a 1). Rank 3's world records look like a prefix of

@@ -861,6 +861,25 @@ def test_a_group_that_may_end_where_a_member_was_held_elsewhere_sides_no_joiner_
     assert propose(codes, 1, closed={2}, settled={2}).outliers == [2]
 
 
+def test_joiners_whose_issue_places_part_them_from_one_group_go_with_the_other():
+    # As above, rank 2 held elsewhere where its records end; but each rank's order across its communicators says
+    # where it issued its collectives here (places: 1 + the other communicators' collectives issued before each).
+    # Rank 2 issued its seq 1 after one of them, ranks 0, 1 and 3 theirs after none: ranks 0 and 1 ran rank 3's
+    # program, and rank 2 departed, against three.
+    codes = {3: stream([9, 2]), 0: stream([0, 2]), 1: stream([0, 2]), 2: stream([2])}
+
+    def places(*values: int) -> Codes:
+        return Codes({"place": np.array(values, dtype=np.uint64)}, len(values))
+
+    early = {r: places(1, 2) for r in (0, 1, 3)}
+    proposal = propose(codes, 1, closed={2}, places={**early, 2: places(2)})
+    assert proposal.majority and proposal.outliers == [2] and proposal.reference == [0, 1, 3]
+    assert proposal.placed == [0, 1]  # (the majority counts them: it rests on their places)
+    # (places alike on every rank side no one; nor do joiners' that part them from both groups)
+    assert not propose(codes, 1, closed={2}, places={**early, 2: places(1)}).majority
+    assert not propose(codes, 1, closed={2}, places={**early, 2: places(2), 0: places(3, 3), 1: places(3, 3)}).majority
+
+
 def test_a_rank_named_beside_the_first_reaches_the_range_on_to_where_it_may_have_departed():
     # Rank 2 left out seq 6; rank 3's records fit one collective more at seq 6 or 7, or one left out at seq 7: it
     # may have departed at seq 6 as well, and stays named, so the range goes on to seq 7.
