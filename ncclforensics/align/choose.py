@@ -198,7 +198,8 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
                                          [r for r in root.reference_ranks if r not in counted[0].outlier_ranks],
                                          launched, streams)
             root, said = with_counted_past_records(root, counted[0], _recorded_ends(root.comm, streams),
-                                                   _held_before_records(root, marks, streams), bounded)
+                                                   _held_before_records(root, marks, streams), bounded,
+                                                   carried=analyses[root.comm].counted)
             notes += said
         # Ranks of the reference whose records end before the sides part, counted short, that wait elsewhere: held
         # back there, or departed here past their records and then stopped; the counts read the same.

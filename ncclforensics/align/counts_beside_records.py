@@ -176,7 +176,8 @@ def records_pair(a: tuple, b: tuple) -> bool:
 
 
 def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int], held: set[int] = frozenset(),
-                              departs_from: dict[int, int] | None = None) -> tuple[Root, list[Note]]:
+                              departs_from: dict[int, int] | None = None,
+                              carried: Mapping[int, int] | None = None) -> tuple[Root, list[Note]]:
     """A root the records place, beside launch counts that go on past some ranks' records (work they enqueued behind
     the collective they wait in is recorded nowhere) and name, with a majority, ranks launching more or fewer than
     the others that the root does not name: where the records end alike for those ranks (`recorded`: rank -> the
@@ -189,6 +190,9 @@ def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int
     note says it departed, later). Counts that agree, where a desync report's snapshot parts ranks by the type of
     their last collective of one number (`RangeReason.LAST_OPS`), name those ranks only where their records end before
     that number: records that hold it hold the very collective the report shows, which the root compared there.
+    `carried`: rank -> the last seq a count carried its stream to past its records (`CommAnalysis.counted`: a file
+    cut short, a trace that records only what completed): the records were compared that far, blank past their
+    end, so it is there that its stream ends beside the others' (its records' own end, cut, had no say).
 
     Worked example: ranks 0-3 and 5-7 wait in seq 15 (their watchdogs' timeout) with seq 16 enqueued behind it;
     rank 4 completed its seq 15 and joined no seq 16 (a peer's desync report), and its trace holds all 15. Every
@@ -196,13 +200,17 @@ def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int
     counts, left out a collective somewhere its records do not compare with the others', and the root names ranks 4
     and 6. Had rank 4's records held seq 9..15 alike with the others' (tags that change at every seq), and the tags
     parted rank 6 at seq 2 alone, rank 4 would have left out its collective after seq 14, past the root: the root
-    names rank 6 alone."""
+    names rank 6 alone. Had rank 4's trace been cut after seq 1, its count of 15 carrying its stream on past the cut
+    to seq 15, blank, its stream would still end where the others' records do: it is named beside rank 6 all the
+    same (its records, cut, never parted it from anyone by length)."""
     ours = set(root.outlier_ranks) | set(root.reference_ranks)
     members = set(counted.outlier_ranks) | set(counted.reference_ranks)
     if not root.majority or not counted.majority or not ours <= members or counted.unstopped \
             or counted.held_back is not None:
         return root, []  # (counts of a job that may only lag, or that read as a peer holding others back, add no one)
-    reference = [recorded[r] for r in counted.reference_ranks if r in recorded and r not in root.outlier_ranks]
+    # (where each stream ends as the records compared it: a count carries a rank cut short on past its records)
+    ends = {r: max(n, (carried or {}).get(r, n)) for r, n in recorded.items()}
+    reference = [ends[r] for r in counted.reference_ranks if r in ends and r not in root.outlier_ranks]
     if not reference:
         return root, []
     fewer = _launched(counted) == "fewer"
@@ -211,8 +219,7 @@ def with_counted_past_records(root: Root, counted: Root, recorded: dict[int, int
     # (the number of a snapshot's last collectives: what it says of a rank whose records reach it is on record)
     snapshot = counted.seq_range[1] if counted.reason is RangeReason.LAST_OPS and counted.seq_range else None
     ending_alike = sorted(r for r in set(counted.outlier_ranks) - set(root.outlier_ranks) - set(held)
-                          if r in recorded and (recorded[r] >= max(reference) if fewer else
-                                                recorded[r] <= min(reference))
+                          if r in ends and (ends[r] >= max(reference) if fewer else ends[r] <= min(reference))
                           and (snapshot is None or recorded[r] < snapshot))
     added = [r for r in ending_alike if last is None or departs_from.get(r, last) <= last]
     later = [r for r in ending_alike if r not in added]

@@ -624,6 +624,9 @@ def test_counted_outliers_past_the_records_are_added_only_where_the_records_end_
     # Records that already end sooner for rank 4 had their say (it is behind by them: analysed there, not here);
     # so do counts of a rank stuck elsewhere, and counts of dumps of a job that may only lag.
     assert with_counted_past_records(records, counted, {**ends, 4: 14})[0] is records
+    # Not so records cut short, where rank 4's count carried its stream on past the cut to seq 15 (blank there): it
+    # was compared that far, and ends alike with the others all the same (1158222).
+    assert with_counted_past_records(records, counted, {**ends, 4: 1}, carried={4: 15})[0].outlier_ranks == [4, 6]
     assert with_counted_past_records(records, counted, ends, held={4})[0] is records
     assert with_counted_past_records(records, replace(counted, unstopped=True), ends)[0] is records
 

@@ -809,16 +809,9 @@ def test_traces_of_every_rank_go_to_the_group_a_desync_report_lists_them_in_not_
     assert root["seq_range"][0] <= 4 <= root["seq_range"][1]
 
 
-def test_a_rank_counted_one_fewer_past_records_that_end_alike_is_not_named_where_they_put_it_past_the_root(
-        tmp_path):
-    """One group `1` over ranks 0-4, three all-reduces a step (tags a, b, c). Rank 1 issued step 0's b and c in each
-    other's place (its tags part from the others' at seq 2); rank 0 left out step 1's b. Ranks 1-4 wait in seq 5
-    with seq 6 enqueued behind it (`last enqueued work: 6`), and their traces, flushed per step, end with step 0;
-    rank 0 completed its seq 5, joined no seq 6 (the desync report), and its trace holds all five. Every rank's
-    records end at seq 5: only the counts, which go on past the others' records, show rank 0 one short. It departed
-    too, but its tags, alike with the others' through seq 3, put its departure after seq 2, where the tags part rank
-    1: rank 1 departed first, and the root names it alone (153405 keeps a rank whose records leave its departure
-    inside the root's range; test_step_sums has the rule on its own)."""
+def _swap_beside_one_fewer(tmp_path: Path, cut: bool = False) -> None:
+    """The files of the incident below: rank 1's swap in step 0, rank 0's skip in step 1 (`cut`: rank 0's trace
+    cut short inside its second record)."""
     for rank in range(5):
         tags = ["a", "c", "b"] if rank == 1 else ["a", "b", "c"]
         rows = [{"step": 0, "op": op, "rank": rank, "tag": tag, "kind": "AllReduce", "numel": 64,
@@ -826,7 +819,10 @@ def test_a_rank_counted_one_fewer_past_records_that_end_alike_is_not_named_where
         if rank == 0:
             rows += [{"step": 1, "op": op, "rank": 0, "tag": tag, "kind": "AllReduce", "numel": 64,
                       "digest": f"1{op}"} for op, tag in enumerate(["a", "c"])]
-        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+        if rank == 0 and cut:
+            text = text[:text.index("\n") + 30]  # (cut mid-line, inside its second record)
+        (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text(text)
         head = f"[rank{rank}]:[E1129 09:55:07.731921066 ProcessGroupNCCL.cpp:1914] [PG ID 0 PG GUID 0 Rank {rank}]"
         lines = [f"{head} Received a dump signal due to a collective timeout from  rank 1 and we will try our best to "
                  "dump the debug info. Last enqueued NCCL work: -1, last completed NCCL work: -1."]
@@ -844,11 +840,38 @@ def test_a_rank_counted_one_fewer_past_records_that_end_alike_is_not_named_where
                      f"{rank}]  failure detected by watchdog at work sequence id: 5 PG status: last enqueued work: 6, "
                      "last completed work: 4", *lines]
         (tmp_path / f"torch_rank{rank}.log").write_text("\n".join(lines) + "\n")
+
+
+def test_a_rank_counted_one_fewer_past_records_that_end_alike_is_not_named_where_they_put_it_past_the_root(
+        tmp_path):
+    """One group `1` over ranks 0-4, three all-reduces a step (tags a, b, c). Rank 1 issued step 0's b and c in each
+    other's place (its tags part from the others' at seq 2); rank 0 left out step 1's b. Ranks 1-4 wait in seq 5
+    with seq 6 enqueued behind it (`last enqueued work: 6`), and their traces, flushed per step, end with step 0;
+    rank 0 completed its seq 5, joined no seq 6 (the desync report), and its trace holds all five. Every rank's
+    records end at seq 5: only the counts, which go on past the others' records, show rank 0 one short. It departed
+    too, but its tags, alike with the others' through seq 3, put its departure after seq 2, where the tags part rank
+    1: rank 1 departed first, and the root names it alone (153405 keeps a rank whose records leave its departure
+    inside the root's range; test_step_sums has the rule on its own)."""
+    _swap_beside_one_fewer(tmp_path)
     d = answer(tmp_path)
     root = d["root"]
     assert root["comm"] == "1" and root["outlier_ranks"] == [1] and root["majority"]
     assert root["seq_range"][0] <= 2 <= root["seq_range"][1]
     assert not [n for n in d["notes"] if n["kind"] == "counted_past_records"]
+
+
+def test_a_rank_cut_short_that_counts_carry_as_far_as_the_others_records_and_count_one_fewer_is_named(tmp_path):
+    """The incident above, rank 0's trace cut inside its second record. Rank 0's count (the desync report's: it
+    finished #5 and joined no #6) carries its stream on past the cut to seq 5, blank, where the others' records
+    end: compared so, it ends alike with them, and only the counts, which go on past their records, show it one
+    short. Its one record, alike with the others', puts its departure at seq 2 or later, which the root's range
+    holds: the root names it beside rank 1, not among the reference ranks that ran the program (1158222)."""
+    _swap_beside_one_fewer(tmp_path, cut=True)
+    d = answer(tmp_path)
+    root = d["root"]
+    assert root["comm"] == "1" and root["outlier_ranks"] == [0, 1] and 0 not in root["reference_ranks"]
+    assert root["seq_range"][0] <= 2 <= root["seq_range"][1]
+    assert [n for n in d["notes"] if n["kind"] == "counted_past_records"]
 
 
 def test_a_misaligned_result_shared_once_by_all_whose_other_ranks_stopped_before_the_rest_is_the_comm(tmp_path):
