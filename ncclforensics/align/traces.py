@@ -23,6 +23,7 @@ import polars as pl
 
 from ..model import EventState, Evidence, FingerprintRow, conform
 from ..model.kinds import normalize_op
+from .fingerprints import checked_right
 from .notes import Note, TracesApart, TracesMixedComms, TracesNameNoComm, TracesUnplaced
 from .trace_groups import (MIXED, UNKNOWN, Members, partners_by_tag, record_groups, recurring_with_tails,
                            result_holders, result_key)
@@ -109,6 +110,14 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
             unplaced.append(rank)
             continue
         grouped[rank] = (groups, guessed)
+    opened = _open_comm_of_the_rest(unplaced, known, _listed_whole(evidence), everyone, traces, holders, tags_of)
+    if opened is not None:
+        # (the ranks it takes in go to it as to the one comm holding them, and it is known with them: named so)
+        for rank in unplaced:
+            grouped[rank] = ([opened] * len(traces[rank]), frozenset())
+            apart_from_all[rank] = opened
+        known = {comm: set(opened) for comm in known}
+        unplaced = []
     grouped = _joined_by_cut_traces(grouped, traces, holders, cut)
     grouped = _joined_by_traces_apart(grouped, apart_from_all)
     grouped = _apart_where_both_read_back_alone(grouped, traces, holders, tags_of)
@@ -404,6 +413,36 @@ def _only_comm(rank: int, known: dict[str, set[int]], traced: set[int]) -> Membe
     if not known:
         return frozenset(traced)
     return None
+
+
+def _listed_whole(evidence: list[Evidence]) -> set[str]:
+    """The comms a source lists whole (a communicator config's ranks or size): no rank beyond them is a member."""
+    return {info.comm for item in evidence for info in item.comm_infos if info.ranks or info.size}
+
+
+def _open_comm_of_the_rest(apart: list[int], known: dict[str, set[int]], whole: set[str], everyone: set[int],
+                           traces: dict[int, list[FingerprintRow]], holders: dict[tuple, set[int]],
+                           tags_of: dict[tuple, set[str | None]]) -> Members | None:
+    """The one comm other evidence names, with the ranks whose traces share no result and whom no comm on record
+    holds (`apart`), where it holds every other rank of the job; else None. Such a comm is known by its members'
+    own word alone (a watchdog line, a count), which names none that said nothing of it, so it is no list of all
+    of them (`whole`: comms a source lists whole); and where its traced members read back wrong, alike, a result
+    they gave one tag, the collective they ran alike mixed with one a member beyond them issued. A job whose
+    evidence names one comm, every rank beyond it apart, is a job of one communicator as far as the evidence goes,
+    as one that names none is (_only_comm). Worked example: ranks 1-3 time out in process group 1, rank 0's log
+    says nothing of it; rank 0 skipped the group's first collective, so every result of its trace is its own, and
+    ranks 1-3 share theirs, read back wrong: rank 0 is the group's fourth member, where its records part from theirs
+    at seq 1 (left out, ranks 1-3 would part from no one)."""
+    comms = {frozenset(ranks) for ranks in known.values()}  # (a process group and its NCCL comm are one set)
+    if not apart or len(comms) != 1 or whole & set(known):
+        return None
+    members, = comms
+    if members | set(apart) != everyone:
+        return None
+    rows = [row for rank in sorted(members & set(traces)) for row in traces[rank] if checked_right(row) is False]
+    wrong_alike = any(len(holders.get(key, ())) > 1 and holders[key] <= members and len(tags_of[key]) == 1
+                      for key in map(result_key, rows))
+    return members | set(apart) if wrong_alike else None
 
 
 TRACE_GROUP = "[ranks="  # how a comm no evidence but the traces' alike results names begins

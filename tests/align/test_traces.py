@@ -542,6 +542,32 @@ def test_a_trace_sharing_no_result_widens_the_set_the_others_share_to_the_one_co
     assert root["seq_range"] == [1, 1] and root["outlier_ranks"] == [1] and root["majority"]
 
 
+def test_a_trace_sharing_no_result_joins_the_one_group_the_logs_name_by_its_other_members_own_word(tmp_path):
+    """Group 1 of ranks 0-3; rank 0 skipped `mlp` in step 0, so its every record pairs misaligned and shares no
+    result, and ranks 1-3 share theirs, read back wrong. Their watchdogs fired in group 1; rank 0's log names only
+    the default group, where it enqueued nothing. Group 1 is known by its members' own word alone, which names none
+    that said nothing, and it holds every rank but rank 0: rank 0 is its fourth member, where its tags part from
+    the others' at seq 1. Left out, it left ranks 1-3 parting from no one, each named on both sides."""
+    for rank in range(4):
+        head = f"[rank{rank}]:[E1129 09:55:07.731921066 ProcessGroupNCCL.cpp:1914] [PG ID 0 PG GUID 0 Rank {rank}]"
+        lines = [f"{head} Received a dump signal due to a collective timeout from  rank 1 and we will try our best to "
+                 "dump the debug info. Last enqueued NCCL work: -1, last completed NCCL work: -1."]
+        if rank:
+            lines = [f"[rank{rank}]:[E1129 09:55:01.733921066 ProcessGroupNCCL.cpp:689] [Rank {rank}] Watchdog caught "
+                     "collective operation timeout: WorkNCCL(SeqNum=4, OpType=ALLREDUCE, NumelIn=8192, "
+                     "NumelOut=8192, Timeout(ms)=20000) ran for 20017 milliseconds before timing out.",
+                     f"[rank{rank}]:[E1129 09:55:01.735021066 ProcessGroupNCCL.cpp:2303] [PG ID 1 PG GUID 1(tp) Rank "
+                     f"{rank}]  failure detected by watchdog at work sequence id: 4 PG status: last enqueued work: 4, "
+                     "last completed work: 3", *lines]
+        (tmp_path / f"torch_rank{rank}.log").write_text("\n".join(lines) + "\n")
+    others = [(0, "mlp", 2048, 102400.0, 20480.0), (0, "lm_head", 8192, 3850240.0, 3358720.0)]
+    d = _sums_only(tmp_path, {1: others, 2: others, 3: others, 0: [
+        (0, "lm_head", 8192, 409600.0, 3358720.0), (1, "mlp", 2048, 962560.0, 839680.0),
+        (1, "lm_head", 8192, 3686400.0, 6635520.0)]})
+    root = d["root"]
+    assert (root["comm"], root["seq_range"], root["outlier_ranks"], root["majority"]) == ("1", [1, 1], [0], True)
+
+
 def test_a_world_result_only_the_ranks_that_went_on_share_is_the_worlds_tail_not_a_tp_tag(tmp_path):
     """Sums only: a world `dp` (ranks 0-3) each step, TP groups (0,1) (2,3) with sums of their own. Ranks 0 and 1
     stop after step 1; ranks 2 and 3 go on through step 2, whose `dp` they alone share. That record is the world's
