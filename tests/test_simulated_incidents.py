@@ -554,11 +554,7 @@ KNOWN: dict[int, str] = {}
 # one comm other evidence names by its members' own word alone (which names none that said nothing), where that comm
 # holds every other rank of the job and its traced members read back wrong, alike, a result they gave one tag
 # (1134876: a skip at step 0, watchdog logs and per-collective sums with expected values; rank 0's log names no group
-# but the default one, where it enqueued nothing); and by the oracle's reading, a rank whose per-step trace was cut
-# short before the sum of the step it ran the root in has no record of it and sides with either, as one whose
-# per-collective trace was cut before the root: two ranks whose sums and expected sums part beside two such are no
-# majority, one fewer on the one and one more on the other fitting the same two lines (1128721: a skip in step 1,
-# per-step sums with expected values alone, two of four traces cut after step 0).
+# but the default one, where it enqueued nothing).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
