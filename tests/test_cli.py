@@ -80,6 +80,16 @@ def test_terminal_report_lists_the_first_window_runs_and_sums_up_the_rest(monkey
     assert "count mismatch 2" in summary and "(shape-equal) 7" in summary
 
 
+def test_python_dash_m_runs_the_same_commands_as_the_console_script():
+    proc = subprocess.run([sys.executable, "-m", "ncclforensics", "diff", "--json", real("extra-op-4rank")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr  # a divergence found
+    assert json.loads(proc.stdout)["root"]["seq"] == 25
+    usage = subprocess.run([sys.executable, "-m", "ncclforensics", "--help"], capture_output=True, text=True,
+                           timeout=60)
+    assert usage.returncode == 0 and usage.stdout.startswith("Usage: ncclforensics ")
+
+
 def test_json_is_indented_at_a_terminal_and_compact_in_a_pipe():
     _, out, _ = run_cli("diff", "--json", real("extra-op-4rank"))
     assert out.count("\n") == 1 and json.loads(out)["verdict"] == "diverged"  # CliRunner's stdout is no terminal
