@@ -283,9 +283,11 @@ def _replaceable(root: Root | None, found: Root, streams: Streams, ahead: set[in
     stop; a root whose records part the ranks with no majority where the issue orders side every rank as the
     records allow (`_sides_records_allow`); and, where they give the extra block's size (records that end before
     any later collective here could tell the two readings apart), a stop of its outliers and the ranks they hold
-    back elsewhere (with any ranks `ahead`, whose own issue orders place an extra collective: ran_ahead.py), or any
-    root naming no majority: neither says more of who departed, and the issue orders name the early one, with the
-    other communicators as candidates."""
+    back elsewhere (with any ranks `ahead`, whose own issue orders place an extra collective: ran_ahead.py), any
+    root naming no majority, or a root of lengths alone naming ranks the issue orders place where the program is
+    (ranks that went on into the next step launched more, and the early one's extra collective, alike in what the
+    records give, made the ranks held back look like their reference): none says more of who departed, and the
+    issue orders name the early one, with the other communicators as candidates."""
     if root is None:
         return False
     if root.kind == STOPPED and root.outlier_ranks == found.outlier_ranks:
@@ -293,7 +295,9 @@ def _replaceable(root: Root | None, found: Root, streams: Streams, ahead: set[in
     if not root.majority and root.shown and found.majority and _sides_records_allow(streams, root, found):
         return True
     held = set(found.outlier_ranks) | set(found.blocked_elsewhere)
-    return bool(found.size) and (not root.majority or root.kind == STOPPED and set(root.outlier_ranks) - ahead <= held)
+    lengths = not root.shown and root.kind != STOPPED and set(root.outlier_ranks) <= set(found.reference_ranks)
+    return bool(found.size) and (not root.majority or lengths
+                                 or root.kind == STOPPED and set(root.outlier_ranks) - ahead <= held)
 
 
 def _sides_records_allow(streams: Streams, root: Root, found: Root) -> bool:

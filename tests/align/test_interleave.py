@@ -20,14 +20,16 @@ W, T1, T2 = "0xwor1d", "0x7e1", "0x7e2"
 ONE, LAYER = ("AllReduce", 1), ("AllReduce", 4096)
 
 
-def rank_log(rank, order):
-    """An NCCL log of one rank: (comm, (op, count)) in the order it issued them (one line each)."""
+def rank_log(rank, order, sizes=None):
+    """An NCCL log of one rank: (comm, (op, count)) in the order it issued them (one line each); `sizes`: comm ->
+    the nranks its lines give (a group whose ranks did not all leave a log is still that large)."""
     name = f"rank{rank}.log"
     seqs, events = {}, []
     for line, (comm, (op, count)) in enumerate(order, start=1):
         seqs[comm] = seqs.get(comm, 0) + 1
         events.append(CollectiveEvent(loc=Location(name, line), comm=comm, seq=seqs[comm], op=op, rank=rank,
-                                      count=count, dtype="float32", redop="sum", root=0))
+                                      count=count, dtype="float32", redop="sum", root=0,
+                                      comm_size=(sizes or {}).get(comm)))
     return Evidence(path=name, format=SourceFormat.NCCL_LOG, collectives=collectives_to_frame(events))
 
 
@@ -597,3 +599,25 @@ def test_results_read_back_wrong_at_the_first_of_the_alike_world_collectives_pin
     d = diagnose(_early_world_one_beside_a_later_tp_departure(read_back=(0, 1, 4, 5)))
     assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER and d.root.outlier_ranks == [7]
     assert d.root.seq_range == (1, 1) and d.root.narrowed_by == ("fingerprints",) and d.root.reason is None
+
+
+def test_ranks_ahead_by_lengths_alone_are_no_outliers_where_the_issue_orders_name_the_early_one():
+    # A step is two world collectives (1 and 8 elements), then four of the rank's TP group; rank 6 left no log.
+    # Rank 3 issued one more world collective of 1 element after two TP ones of step 1, then the step's last two; its
+    # TP peers wait in TP behind it. Ranks 4, 5 and 7 went on into step 2, whose first world collective pairs with
+    # rank 3's extra one: by lengths alone ranks 0 to 3 (4, 4, 4 and 5 world collectives) are the reference, and
+    # ranks 4, 5 and 7 (6) ran one more, at seq 6. But rank 3 issued world seq 5 after six TP collectives where ranks
+    # 4, 5 and 7 issue it after eight: it issued one early (or left two TP ones out before it: the places fit both).
+    sizes = {W: 8, T1: 4, T2: 4}
+    eight = ("AllReduce", 8)
+
+    def step_of(tp):
+        return [(W, ONE), (W, eight)] + [(tp, LAYER)] * 4
+
+    logs = [rank_log(r, step_of(T1) * 2, sizes) for r in (0, 1, 2)]
+    logs += [rank_log(3, step_of(T1) + step_of(T1)[:4] + [(W, ONE)] + [(T1, LAYER)] * 2, sizes)]
+    logs += [rank_log(r, step_of(T2) * 3, sizes) for r in (4, 5, 7)]
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER and d.root.kind == "extra"
+    assert d.root.outlier_ranks == [3] and d.root.reference_ranks == [0, 1, 2, 4, 5, 7]
+    assert d.root.seq_range == (5, 5) and d.root.blocked_elsewhere == (0, 1, 2) and d.root.left_out_in == (T1,)
