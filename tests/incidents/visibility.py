@@ -237,26 +237,37 @@ def reported_work(incident: Incident, written: Written, comm: str) -> dict[int, 
     back what it enqueued after; else it is a floor, and shows no rank behind. The op of that collective is the
     op the rank issued at that number, either way.
 
-    The report numbers ranks within the group; a peer is on record as a rank of the job only where that numbering
-    is the job's (a group over every rank: its ranks are the global ranks, in order) or the peer's own log names
-    its rank in the group (`[rank3]:... [Rank 1] Watchdog caught ...`). Else `[1]` is some member, nobody knows
-    which. That a group is over every rank shows only where it is the default group, a member's Flight Recorder
-    dump lists its members (`pg_config`), or every rank of the job left a log (a report that names as many places
-    as there are ranks): lines of ranks 0 and 2 about a group whose report names places 0..3 fit a group of global
-    ranks 0, 1, 2 and 5 as well."""
+    The report numbers ranks within the group; a peer is on record as a rank of the job only where the files tie
+    that numbering to the job's (`_placed`): the group is over every rank (its ranks are the global ranks, in
+    order), a member's Flight Recorder dump lists the group's members (`pg_config`, in the group's order: place i
+    is the i-th, whatever group it is), or the peer's own log names its rank in the group (`[rank3]:... [Rank 1]
+    Watchdog caught ...`). Else `[1]` is some member, nobody knows which. That a group is over every rank shows
+    only where it is the default group, a member's dump lists its members, or every rank of the job left a log (a
+    report that names as many places as there are ranks): lines of ranks 0 and 2 about a group whose report names
+    places 0..3 fit a group of global ranks 0, 1, 2 and 5 as well."""
     if not written.desync:
         return {}
     stuck = timed_out(incident)
     if not any(comm in stuck.get(r, {}) for r in _ranks(incident, written, "torch", comm)):
         return {}
-    members = incident.program.comms[comm].ranks
-    world = set(members) == set(incident.program.ranks) and (
-        comm == incident.program.default_comm or any(written.has("fr", r) for r in members)
-        or all(written.has("torch", r) for r in incident.program.ranks))
+    placed = _placed(incident, written, comm, stuck)
     alone = {r for r in incident.program.comms[comm].ranks
              if not any(r in other.ranks for name, other in incident.program.comms.items() if name != comm)}
     return {r: (seq, op, finished and r in alone) for r, (seq, finished, op) in last_work(incident, comm).items()
-            if world or written.has("torch", r) and comm in stuck.get(r, {})}
+            if r in placed}
+
+
+def _placed(incident: Incident, written: Written, comm: str, stuck: dict) -> set[int]:
+    """The members of `comm` whose place in the group the files tie to their rank of the job (see reported_work):
+    every member where the group is known to be over every rank, or where a member's Flight Recorder dump lists the
+    group's members in order (`pg_config`: a group of global ranks 0-3 in a job of 8 numbers rank 0 as `[0]`,
+    whether or not rank 0 left a file); else those whose own log names their place in it."""
+    members = incident.program.comms[comm].ranks
+    world = set(members) == set(incident.program.ranks) and (
+        comm == incident.program.default_comm or all(written.has("torch", r) for r in incident.program.ranks))
+    if world or any(written.has("fr", r) for r in members):
+        return set(members)
+    return {r for r in members if written.has("torch", r) and comm in stuck.get(r, {})}
 
 
 def _torch_views(incident: Incident, written: Written, comm: str) -> dict[int, View]:
