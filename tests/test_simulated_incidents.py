@@ -550,11 +550,15 @@ KNOWN: dict[int, str] = {}
 # past the cut as far as the others' records end is compared that far, so it ends alike with them, and counts that go
 # on past their records and give it fewer name it beside the root, not in its reference (1158222: two ranks' skips of
 # one layer, watchdog logs with a desync report and per-collective traces with sums and digests, one skipping rank's
-# trace cut after its first record); and a trace that shares no result, of a rank no comm on record holds, joins the
+# trace cut after its first record); a trace that shares no result, of a rank no comm on record holds, joins the
 # one comm other evidence names by its members' own word alone (which names none that said nothing), where that comm
 # holds every other rank of the job and its traced members read back wrong, alike, a result they gave one tag
 # (1134876: a skip at step 0, watchdog logs and per-collective sums with expected values; rank 0's log names no group
-# but the default one, where it enqueued nothing).
+# but the default one, where it enqueued nothing); and, by the oracle's reading, where no evidence shows the true
+# outliers, the ranks show sides where the first departure shown is, so a rank that stopped launching before it has
+# no record there and sides with either (1144634: one more world collective on a rank that left nothing, then
+# another rank's skip, NCCL logs of the other three, one stopped before the skip; the two that part there were named
+# together, no majority, which the oracle took for the wrong ranks).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -580,7 +584,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           981063, 1011954, 1011587, 998374, 1030037, 1030105, 1031866, 1033912, 995899, 990797, 998134, 992605, 1032617,
           1063499, 1064082, 1067738, 1063263, 1082064, 1085264, 1085699, 1095431, 1094520, 1093826, 1074164,
           1078644, 1090577, 1086325, 1107252, 1107453, 1103895, 1101267, 1104866,
-          1117934, 1116063, 1128626, 1128721, 1133456, 1128224, 1158222, 1134876)
+          1117934, 1116063, 1128626, 1128721, 1133456, 1128224, 1158222, 1134876, 1144634)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
@@ -1113,3 +1117,20 @@ def test_a_rank_whose_per_step_trace_was_cut_before_the_step_of_the_root_sides_w
     assert verdict([2, 3]) == verdict([2]) == []
     del written.cut[("fp", 0)], written.cut[("fp", 1)]
     assert verdict([2, 3]) == ["wrong_outliers"] and verdict([2]) == []
+
+
+def test_where_no_evidence_shows_the_true_outlier_the_ranks_show_sides_where_a_shown_departure_is(tmp_path):
+    """Seed 1144634, NCCL logs of ranks 1-3 of four: rank 0, which left nothing, ran one more world collective at
+    seq 3, and rank 2 skipped one at seq 5; rank 1 stopped launching after seq 4. The logs show rank 2's departure
+    alone, at seq 5, where rank 1 has no record: ranks 2 and 3 are an even split there, so naming both, no majority,
+    is right, as is either alone (rank 0, the truth, too). Rank 1, which records what both record, is not."""
+    incident, written = _written_as_drawn(1144634, tmp_path)
+    assert written.ranks == {"nccl": [1, 2, 3]} and incident.truth.launched["0"][1] == 4
+
+    def verdict(outliers):
+        root = {"comm": incident.program.comms["0"].comm_id, "seq_range": [1, 5], "outlier_ranks": outliers,
+                "pinned_by": "signatures", "majority": False}
+        return _violation_kinds(incident, written, root)
+
+    assert verdict([2, 3]) == verdict([2]) == verdict([3]) == verdict([0]) == []
+    assert verdict([1]) == ["wrong_outliers"]
