@@ -131,3 +131,19 @@ def test_a_result_read_back_wrong_is_a_divergence_even_where_no_stream_shows_one
     # A root that rests on the checksums says so itself; one that does not is told of the wrong result.
     lone = diagnose([rank_log(r, {"0xw": [AR] * 5}) for r in range(4)] + [trace(2, 48.0)])
     assert "read back a wrong result" not in words.summary(lone) and "checksums of rank 2" in words.summary(lone)
+
+
+def test_a_rank_that_stopped_before_two_others_part_leaves_them_an_even_split():
+    # Each step opens with two world all-reduces (counts 1 and 8), then two of the rank's TP pair. Rank 2 left out
+    # the world count-1 one at step 2 (world seq 5), where rank 3 ran it; rank 1 stopped after step 1 (world seq 4),
+    # and rank 0 left nothing. Rank 1 holds nothing of seq 5, and what it would have launched there is no record:
+    # rank 3 running one more there writes the same records as rank 2 running one fewer, so the two are named
+    # together, no majority, and rank 1 is on neither side (1144634's evidence).
+    def step(tp, skip=False):
+        return ([] if skip else [("0xw", ("AllReduce", 1))]) + [("0xw", ("AllReduce", 8))] + [(tp, AR)] * 2
+
+    logs = [rank_log(1, step("0xt1") * 2), rank_log(2, step("0xt2") * 2 + step("0xt2", skip=True)),
+            rank_log(3, step("0xt2") * 3)]
+    root = diagnose(logs).root
+    assert (root.comm, root.outlier_ranks, root.reference_ranks, root.majority) == ("0xw", [2, 3], [2, 3], False)
+    assert root.unplaced_ranks == [1] and root.seq_range[0] <= 5 <= root.seq_range[1]

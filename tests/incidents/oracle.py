@@ -321,11 +321,16 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     accepted = sides + [side & evident for side in sides]
     # A rank whose records of the comm end where its files were cut or where it stopped launching, or begin where a
     # ring kept them, before the outliers' departure shows sides with nobody (it shows at the root, or, where the
-    # outliers' own rings begin after it, at their first entry kept); nor does one with no evidence of a kind that
-    # shows the divergence (NCCL logs beside dumps whose call stacks alone part the ranks): the first departure shown,
-    # not another outlier's later one, whose kinds say nothing of what the records hold there.
+    # outliers' own rings begin after it, at their first entry kept; where no evidence shows the true outliers, at
+    # the first departure some evidence does show, `seen_seq`); nor does one with no evidence of a kind that shows
+    # the divergence (NCCL logs beside dumps whose call stacks alone part the ranks): the first departure shown, not
+    # another outlier's later one, whose kinds say nothing of what the records hold there. Worked example (1144634):
+    # rank 0, which left nothing, ran one more world collective at seq 3, and rank 2 skipped one at seq 5; rank 1's
+    # log ends at seq 4, where it stopped launching. At seq 3 it records what ranks 2 and 3 record alike; of seq 5,
+    # where they part, it holds nothing (a twin run with rank 3 adding one there writes the same three logs), so
+    # ranks 2 and 3 are an even split.
     showing = kinds_showing(incident, written, comm, seen_outliers)
-    shows_at = max(true.seq, min(_first_kept(incident, written, r, comm, showing) for r in seen))
+    shows_at = max(seen_seq, min(_first_kept(incident, written, r, comm, showing) for r in seen))
     # (a record of a kind that cannot show the divergence decides nothing: a rank whose Flight Recorder ring, the
     # only kind that shows it, begins after the root sides with either, whatever logs of lookalikes it left)
     deciding = {r for r in evident if any(kind in kinds[r] for kind in showing) and not _no_record_at(
