@@ -12,8 +12,10 @@ other rank recorded in that step (every rank may have skipped a pass there).
 A step's edges count as tags: where a rank's records of one step follow its records of another, the step's start
 is on record (its first tag follows it), and so is the end of the step before (nothing of it comes after). A rank
 that left out the first tag of a step, or the last, leaves it out between an edge and a tag, as one that left out
-a middle one leaves it out between two tags. An edge is never placed where a rank's records begin or end: a trace
-may begin or end inside a step.
+a middle one leaves it out between two tags. An edge is never placed where a rank's records end, nor where they
+begin past the communicator's first collective: a trace may begin or end inside a step. Records that begin at seq 1
+hold the communicator's first collective, and nothing of its step came before it there: that step's start is on
+record too (so every rank's first step on record counts against one that left out a step's first tag later).
 
 Worked example (998134): the traces of 64 ranks issue self_attn, mlp, moe, l1.self_attn, ... in step 0; ranks 24
 and 32 alone read step 1 back (the others wait on their last collective there). Rank 32 issued mlp then
@@ -46,7 +48,7 @@ _STEP_END = np.uint64(2**64 - 4)
 def left_out_tags(codes: dict[int, Codes], start: int) -> dict[int, int]:
     """rank -> the first seq at which its own records of a step leave out a tag (module docstring); ranks whose
     records hold no tags and steps, or leave out none, are not listed."""
-    positions = _positions(codes)
+    positions = _positions(codes, start)
     if positions.is_empty():
         return {}
     # (tags held once in their step only: a tag issued twice there has no one place)
@@ -75,10 +77,11 @@ def left_out_tags(codes: dict[int, Codes], start: int) -> dict[int, int]:
     return {int(rank): start + int(pos) for rank, pos in found.iter_rows()}
 
 
-def _positions(codes: dict[int, Codes]) -> pl.DataFrame:
+def _positions(codes: dict[int, Codes], start: int) -> pl.DataFrame:
     """(rank, step, tag, pos) for every position a rank recorded both a tag and a step at, and the edges of its
     steps on record: a step's start one position before its first tag, the step before's end one position after its
-    last, wherever one step's records follow another's with no gap."""
+    last, wherever one step's records follow another's with no gap; and the first step's start, one position before
+    the records, where they begin at the communicator's first collective (seq 1, position 0 from `start` 1)."""
     frames = []
     for rank, stream in codes.items():
         tag, step = stream.fields.get("tag"), stream.fields.get("step")
@@ -90,11 +93,12 @@ def _positions(codes: dict[int, Codes]) -> pl.DataFrame:
             continue
         # positions whose record follows a record of another step
         turns = np.flatnonzero(recorded[1:] & recorded[:-1] & (step[1:] != step[:-1])) + 1
+        starts = turns if start != 1 or at[0] != 0 else np.concatenate([[0], turns])
         frames.append(pl.DataFrame({
-            "rank": np.full(at.size + 2 * turns.size, rank, dtype=np.int64),
-            "step": np.concatenate([step[at], step[turns], step[turns - 1]]),
-            "tag": np.concatenate([tag[at], np.full(turns.size, _STEP_START), np.full(turns.size, _STEP_END)]),
-            "pos": np.concatenate([at, turns - 1, turns]).astype(np.int64)}))
+            "rank": np.full(at.size + starts.size + turns.size, rank, dtype=np.int64),
+            "step": np.concatenate([step[at], step[starts], step[turns - 1]]),
+            "tag": np.concatenate([tag[at], np.full(starts.size, _STEP_START), np.full(turns.size, _STEP_END)]),
+            "pos": np.concatenate([at, starts - 1, turns]).astype(np.int64)}))
     if not frames:
         return pl.DataFrame(schema={"rank": pl.Int64, "step": pl.UInt64, "tag": pl.UInt64, "pos": pl.Int64})
     return pl.concat(frames)

@@ -90,3 +90,18 @@ def test_a_step_that_leaves_out_its_last_tag_departs_where_the_next_step_begins(
         codes[rank] = Codes({"op": np.ones(20, dtype=np.uint64), "tag": np.array(mine, dtype=np.uint64),
                              "step": np.array([10] * 7 + [11] * 6 + [12] * 7, dtype=np.uint64)}, 20)
     assert left_out_tags(codes, start=1) == {4: 14, 5: 10}
+
+
+def test_records_that_begin_at_the_comms_first_collective_hold_their_first_steps_start():
+    # ranks 0-3 read back step 10 alone, from seq 1 on; ranks 4 and 5 step 11 too, rank 5 having left out its first
+    # tag and rank 4 its last (its records end there: no edge says so). The start of step 11 is on record twice
+    # alone, but every rank's records of step 10 begin at seq 1, where nothing of the step came before them.
+    codes = traces()
+    for rank, tags in ((4, PROGRAM + PROGRAM[:-1]), (5, PROGRAM + PROGRAM[1:])):
+        codes[rank] = Codes({"op": np.ones(13, dtype=np.uint64), "tag": np.array(tags, dtype=np.uint64),
+                             "step": np.array([10] * 7 + [11] * 6, dtype=np.uint64)}, 13)
+    assert left_out_tags(codes, start=1) == {5: 8}
+    solution = solve([("tags", lambda: codes)], 1, [], lambda seq: ())
+    assert solution.majority and solution.leading == [5] and solution.named_range == (8, 8)
+    # records that begin past the comm's first collective may begin inside a step: no edge there, and no one named
+    assert left_out_tags(codes, start=2) == {}
