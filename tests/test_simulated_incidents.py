@@ -1134,6 +1134,62 @@ def test_a_rank_whose_per_step_trace_was_cut_before_the_step_of_the_root_sides_w
     assert verdict([2, 3]) == ["wrong_outliers"] and verdict([2]) == []
 
 
-          1168372, 1, 0, 3, 8, 3, 13, 0, 1, 3, 0, 1, 2, 3, 26, 1, 0, 1, 2, 3, 0, 0, 13, 0, 3, 1, 2, 1168372,
-          1, 2, 3, 4, 5, 7, 1168372, 0, 0, 0, 3, 0, 0, 0, 1, 0, 3, 1168372, 1, 0, 3, 1, 3, 1168372, 1, 13,
-          13, 0, 1, 2, 3, 3, 1, 2, 0, 3, 1144634, 1144634)
+def test_a_rank_a_dump_places_in_a_peer_s_desync_report_sides_with_either_where_its_op_there_is_on_no_record(
+        tmp_path):
+    """Seed 1168372, TP group 1 of global ranks 0-3 in a job of 8: rank 3 issued an all-reduce where the others
+    issued an all-gather of equal bytes at seq 13 (the two pair and complete), and rank 0 left no file. The desync
+    reports of ranks 1-3 give `[0, 1, 2, 3] started _ALLGATHER_BASE` at #26, and their dumps list group 1's members
+    in order (`pg_config` `[0, 1, 2, 3]`): the report's `[0]` is rank 0, which launched seq 13, and nothing gives
+    what it issued there. A twin incident in which rank 0 issued the all-reduce too writes the very same files, two
+    against two: naming all four, no majority, is right in both, as is rank 3 alone; in the twin, naming ranks 1
+    and 2 is right too."""
+    import filecmp
+    from dataclasses import replace
+
+    from incidents.faults import Fault, RankFault, draw_fault
+    from incidents.incident import incident_of
+    from incidents.program import draw_program
+
+    incident, written = _written_as_drawn(1168372, tmp_path / "a")
+    assert written.ranks["fr"] == [1, 2, 3, 4, 5, 7] and written.desync
+    rng = random.Random(1168372)
+    program = draw_program(rng)
+    fault = draw_fault(rng, program)
+    ops, mine = program.plans[0][0][0], next(op for op in program.plans[3][0][0] if op.tag == "lm_head")
+    at = next(i for i, op in enumerate(ops) if op.tag == "lm_head")
+    ops[at] = replace(ops[at], kind=mine.kind, count=mine.count, extra=True)
+    twin = incident_of(program, Fault("multi", [*fault.ranks, RankFault(0, "different", "1", 0, "as rank 3")]),
+                       1168372, rng)
+    assert twin.truth.roots["1"].outliers == (0, 3) and incident.truth.roots["1"].outliers == (3,)
+    erng = evidence_rng(1168372)
+    _, kinds = draw_subset(erng, twin.program.world)
+    twin_written = twin.write(tmp_path / "b", kinds, erng)
+    assert twin_written.files == written.files
+    assert all(filecmp.cmp(tmp_path / "a" / name, tmp_path / "b" / name, shallow=False) for name in written.files)
+
+    def verdict(case, outliers, majority):
+        root = {"comm": incident.program.comms["1"].comm_id, "seq_range": [13, 13], "outlier_ranks": outliers,
+                "pinned_by": "fingerprints", "kind": "different", "majority": majority}
+        return _violation_kinds(*case, root)
+
+    for case in ((incident, written), (twin, twin_written)):
+        assert verdict(case, [0, 1, 2, 3], False) == verdict(case, [3], True) == []
+    assert verdict((twin, twin_written), [1, 2], False) == []
+    assert verdict((incident, written), [0, 3], False) == ["wrong_outliers"]
+
+
+def test_where_no_evidence_shows_the_true_outlier_the_ranks_show_sides_where_a_shown_departure_is(tmp_path):
+    """Seed 1144634, NCCL logs of ranks 1-3 of four: rank 0, which left nothing, ran one more world collective at
+    seq 3, and rank 2 skipped one at seq 5; rank 1 stopped launching after seq 4. The logs show rank 2's departure
+    alone, at seq 5, where rank 1 has no record: ranks 2 and 3 are an even split there, so naming both, no majority,
+    is right, as is either alone (rank 0, the truth, too). Rank 1, which records what both record, is not."""
+    incident, written = _written_as_drawn(1144634, tmp_path)
+    assert written.ranks == {"nccl": [1, 2, 3]} and incident.truth.launched["0"][1] == 4
+
+    def verdict(outliers):
+        root = {"comm": incident.program.comms["0"].comm_id, "seq_range": [1, 5], "outlier_ranks": outliers,
+                "pinned_by": "signatures", "majority": False}
+        return _violation_kinds(incident, written, root)
+
+    assert verdict([2, 3]) == verdict([2]) == verdict([3]) == verdict([0]) == []
+    assert verdict([1]) == ["wrong_outliers"]
