@@ -119,6 +119,7 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
         known = {comm: set(opened) for comm in known}
         unplaced = []
     grouped = _joined_by_cut_traces(grouped, traces, holders, cut)
+    grouped = _joined_by_departed_traces(grouped, traces, holders, tags_of)
     grouped = _joined_by_traces_apart(grouped, apart_from_all)
     grouped = _apart_where_both_read_back_alone(grouped, traces, holders, tags_of)
     for rank, (groups, guessed) in grouped.items():
@@ -290,6 +291,64 @@ def _joined_by_cut_traces(grouped: dict[int, tuple[list[Members], frozenset[int]
         out[rank] = ([next((w for keys, w in joined if result_key(row) in keys), wider.get(m, m))
                       for row, m in zip(traces[rank], groups)], guessed)
     return out
+
+
+def _joined_by_departed_traces(grouped: dict[int, tuple[list[Members], frozenset[int]]],
+                               traces: dict[int, list[FingerprintRow]], holders: dict[tuple, set[int]],
+                               tags_of: dict[tuple, set[str | None]]
+                               ) -> dict[int, tuple[list[Members], frozenset[int]]]:
+    """`grouped`, with each comm widened by the ranks that departed from it (`_departed`): a rank whose results
+    shared with any trace are the comm's records that it read back with every one of its members, misaligned (their
+    holders gave them several tags), and whose every later result it read back alone. It ran that collective with
+    them under a tag of its own (an extra collective, paired with their first), and from then on each side read back
+    its own results (counts that differ in a misaligned pairing part its members' sums), so what the members read
+    back without it says nothing of them. Its records go to the wider comm, and so do its results read back alone
+    under a tag of the comm's results (a program issues a tagged collective on one comm); the comm's records are the
+    wider comm's in every trace. Worked example: one comm of ranks 0-3, sums only; rank 0 alone ran a drafter
+    all-reduce `mtp` at step 0, which paired with the others' `self_attn` (one sum, two tags), and each of its later
+    results is its own while ranks 1-3 share theirs: the four are the comm, where the tags part rank 0 from the others
+    at seq 1 (as a comm of ranks 1-3 beside one of rank 0's single record, no record compared them)."""
+    placed: dict[Members, set[tuple]] = {}  # comm -> the results its records hold, over every trace
+    tags: dict[Members, set[str | None]] = {}  # comm -> the tags of its results that their holders gave alike
+    for rank, (groups, _) in grouped.items():
+        for row, members in zip(traces[rank], groups):
+            key = result_key(row)
+            if key is None or members is UNKNOWN or rank not in members:
+                continue
+            placed.setdefault(members, set()).add(key)
+            if len(tags_of.get(key, ())) == 1:
+                tags.setdefault(members, set()).add(row.tag)
+    wider: dict[Members, Members] = {}
+    for members, keys in placed.items():
+        joining = {r for key in keys for r in holders.get(key, ()) if r not in members and r in grouped
+                   and _departed(traces[r], keys, members | {r}, holders, tags_of)}
+        if joining:
+            wider[members] = members | joining
+    if not wider:
+        return grouped
+    out: dict[int, tuple[list[Members], frozenset[int]]] = {}
+    for rank, (groups, guessed) in grouped.items():
+        joined = [(placed[m], tags.get(m, set()) - {None}, w) for m, w in wider.items() if rank in w and rank not in m]
+        out[rank] = ([next((w for keys, carried, w in joined if result_key(row) in keys or (
+            len(holders.get(result_key(row), ())) < 2 and row.tag in carried)), wider.get(m, m))
+                      for row, m in zip(traces[rank], groups)], guessed)
+    return out
+
+
+def _departed(trace: list[FingerprintRow], keys: set[tuple], members: Members, holders: dict[tuple, set[int]],
+              tags_of: dict[tuple, set[str | None]]) -> bool:
+    """Whether a trace's results shared with any other trace are all of `keys` (one comm's records), each read back
+    by `members` (the comm with the trace's rank) exactly, one of them misaligned (given several tags), and every
+    result after the first of them, but those, is one it read back alone (none before it: a rank that ran aligned
+    with them would have shared those)."""
+    shared = [i for i, row in enumerate(trace) if len(holders.get(result_key(row), ())) > 1]
+    if not shared or any(result_key(trace[i]) not in keys or holders[result_key(trace[i])] != members
+                         for i in shared):
+        return False
+    if not any(len(tags_of.get(result_key(trace[i]), ())) > 1 for i in shared):
+        return False
+    return shared[0] == 0 and all(len(holders.get(result_key(row), ())) == 1 for i, row in enumerate(trace)
+                                  if i not in shared)
 
 
 def _joined_by_traces_apart(grouped: dict[int, tuple[list[Members], frozenset[int]]],

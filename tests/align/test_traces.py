@@ -542,6 +542,22 @@ def test_a_trace_sharing_no_result_widens_the_set_the_others_share_to_the_one_co
     assert root["seq_range"] == [1, 1] and root["outlier_ranks"] == [1] and root["majority"]
 
 
+def test_a_trace_sharing_only_its_first_result_misaligned_joins_the_comm_the_others_share_the_rest_of(tmp_path):
+    """One comm of ranks 0-3, sums with expected values, nothing else names it. Rank 0 alone ran a drafter `mtp`
+    all-reduce in step 0, which paired with the others' `attn` (one sum, two tags); from then on each of its results
+    is its own, and ranks 1-3 share theirs (wrong). The three are the comm less the rank that departed: all four go
+    to one comm, where the tags part rank 0 from them at seq 1. Left apart (a comm of ranks 1-3, rank 0's later
+    records of no comm), no record compared them, and only the per-step checksums named all four, no majority."""
+    others = [(0, "attn", 64, 240.0, 40.0), (0, "head", 256, 5920.0, 6560.0), (1, "attn", 64, 1400.0, 1640.0),
+              (1, "head", 256, 12320.0, 12960.0)]
+    d = _sums_only(tmp_path, {1: others, 2: others, 3: others, 0: [
+        (0, "mtp", 64, 240.0, 2040.0), (0, "attn", 64, 1480.0, 40.0), (0, "head", 256, 5600.0, 6560.0),
+        (1, "attn", 64, 3080.0, 1640.0)]})
+    assert [c["comm"] for c in d["comms"]] == ["[ranks=0,1,2,3]"]
+    root = d["root"]
+    assert (root["seq_range"], root["outlier_ranks"], root["kind"], root["majority"]) == ([1, 1], [0], "extra", True)
+
+
 def test_a_trace_sharing_no_result_joins_the_one_group_the_logs_name_by_its_other_members_own_word(tmp_path):
     """Group 1 of ranks 0-3; rank 0 skipped `mlp` in step 0, so its every record pairs misaligned and shares no
     result, and ranks 1-3 share theirs, read back wrong. Their watchdogs fired in group 1; rank 0's log names only
