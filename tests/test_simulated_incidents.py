@@ -543,7 +543,10 @@ KNOWN: dict[int, str] = {}
 # other step, so a class that parts within into a majority and the rest has its own outlier, though that one is off
 # by what another class's ranks are off by alike (1133456: a reorder in each of two TP groups at one step, per-step
 # sums with expected values alone; the one TP group's outlier joined the other group's ranks, and only the other
-# group's outlier was named).
+# group's outlier was named); a rank whose per-step checksums part from the others' where its records show no
+# departure (a collective left out among lookalikes) departed too, beside the outliers the records place, anywhere
+# from the comm's first seq to its last record, and nothing orders the departures (1157373: a skip at step 0 and an
+# all-gather for an all-reduce at step 1, NCCL logs and per-step sums with no expected values).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -569,7 +572,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           981063, 1011954, 1011587, 998374, 1030037, 1030105, 1031866, 1033912, 995899, 990797, 998134, 992605, 1032617,
           1063499, 1064082, 1067738, 1063263, 1082064, 1085264, 1085699, 1095431, 1094520, 1093826, 1074164,
           1078644, 1090577, 1086325, 1107252, 1107453, 1103895, 1101267, 1104866,
-          1117934, 1116063, 1128626, 1128721, 1133456)
+          1117934, 1116063, 1128626, 1128721, 1133456, 1157373)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
