@@ -19,7 +19,8 @@ left together whose checksums part from the rest of them). Records alike in ever
 were misaligned, name every rank on either side; PyTorch's counts, where a minority launched more or fewer, say
 which. Records that begin after the ranks already disagree say who differs there; PyTorch's counts, then the
 checksums, may show others that launched more or fewer before it. Records cut before the sides part place no one
-there; the checksums of the step they part at may.
+there; the checksums of the step they part at may. Records that part the ranks where they do leave out a rank that
+left a collective out among lookalikes: its checksums, parting from the others', add it, anywhere up to its last record.
 
 A root on lengths alone (a stop, records alike) names as candidates beside it the other communicators whose results
 fingerprint traces read back wrong (mixed_elsewhere.py): they diverged, and a rank stuck there stops launching here.
@@ -58,7 +59,7 @@ from .comms_apart import comms_by_rank
 from .step_sums import step_sums_root
 from .streams import SIGNATURE, Streams
 from .sums_beside import (with_checksum_outliers, with_parted_reference, with_sums_before_records,
-                          with_sums_placing_cut_ranks)
+                          with_sums_beside_records, with_sums_placing_cut_ranks)
 from .waiting import waiting_elsewhere
 from .waiting_past_records import with_waiting_past_records
 from .watchdog import timeout_stacks
@@ -205,6 +206,14 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         # back there, or departed here past their records and then stopped; the counts read the same.
         root = with_waiting_past_records(root, _counts_of(root.comm, marks, streams), _recorded_ends(root.comm, streams),
                                          waiting_elsewhere(streams, root.comm, marks))
+        # Ranks whose checksums part where their records show no departure (a collective left out among lookalikes)
+        # departed too, somewhere no record shows.
+        found = sums_root() if fingerprints else None
+        if found is not None:
+            whole = {r: end for r, end in _recorded_ends(root.comm, streams).items()
+                     if (root.comm, r) not in streams.cut}
+            root, said = with_sums_beside_records(root, found[0], whole, on_record)
+            notes += said
     if root is not None and root.comm in analyses:
         # Records of the reference that run on past a collective hanging on every rank, where most stop: they
         # departed too.

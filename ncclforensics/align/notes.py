@@ -224,7 +224,7 @@ class SumsAddOutliers(Note):
 
     added: tuple[int, ...]
     step: int | None
-    basis: str  # "counts" or "late_records"
+    basis: str  # "counts", "late_records" or "records"
     outliers: tuple[int, ...]
 
 

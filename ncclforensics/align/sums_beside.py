@@ -4,7 +4,9 @@ Beside a root from launch counts (RAS, PyTorch's marks), which place nothing, th
 the others' departed too: the root names them as well (one the counts place on neither side too, where its sums were
 alike with theirs in another step, or PyTorch's lines place it in the counted group: group_places.py); so do the ranks the counts leave together (launching as many) whose checksums
 part from the rest of them. The same holds the other way round for a root whose records begin after the ranks
-already disagree: the ranks launch counts show launching more or fewer join it (counts_beside_records.py).
+already disagree: the ranks launch counts show launching more or fewer join it (counts_beside_records.py). And a root
+the records place otherwise gains the ranks whose checksums part where their records show no departure (a collective
+left out among lookalikes), over a range that reaches back to the comm's first seq.
 """
 
 from __future__ import annotations
@@ -122,6 +124,34 @@ def with_sums_before_records(root: Root, sums: Root) -> tuple[Root, list[Note]]:
     return _with_sums_outliers(root, sums, members, "late_records")
 
 
+def with_sums_beside_records(root: Root, sums: Root, recorded_ends: dict[int, int],
+                             on_record: frozenset[int] = frozenset()) -> tuple[Root, list[Note]]:
+    """A root the records place, with the ranks added whose per-step checksums part from the others' at some step
+    where their records show no departure: they departed too, somewhere no record shows (a collective left out among
+    lookalikes leaves every later record alike), and nothing orders the two departures. A checksum places no
+    collective, so the range reaches back to the comm's first seq, and on to the last record of each added rank
+    (`recorded_ends`: rank -> the last seq its records of the comm hold): a rank that wrote the sum of a step had
+    launched what it ran there. Only where the sums are of the root's comm alone (every rank compared on record,
+    `on_record`, in no other known comm) and compare every rank the root names: a rank that departed in another
+    comm sums apart too. Worked example (1157373): rank 3 issued an all-gather at seq 2 where the others issued an
+    all-reduce, and the records of seq 1, all-reduces, look alike; at step 0 rank 5 reads back 0 and ranks 0-4, 6
+    and 7 278528 (it left its all-reduce out, its next one filed under step 1): rank 5 departed too, and the root
+    names ranks 3 and 5 over seq 1..2."""
+    if not root.majority or root.seq_range is None or root.seq_range[1] is None or sums.comm != root.comm:
+        return root, []
+    members = set(root.outlier_ranks) | set(root.reference_ranks)
+    added = set(sums.outlier_ranks) - set(root.outlier_ranks)
+    compared = set(sums.outlier_ranks) | set(sums.reference_ranks)
+    if not added or not added <= members & on_record or not members <= compared \
+            or not all(rank in recorded_ends for rank in added):
+        return root, []
+    merged, said = _with_sums_outliers(root, sums, members, "records")
+    if not said:
+        return root, []
+    high = max(root.seq_range[1], *(recorded_ends[rank] for rank in added))
+    return replace(merged, seq=1, seq_range=(1, high)), said
+
+
 def named_among(root: Root, outliers: list[int], members: set[int]) -> Root:
     """`root` naming `outliers` among `members` (the rest its reference), a majority where they are fewer."""
     return replace(root, outlier_ranks=outliers, reference_ranks=sorted(members - set(outliers)),
@@ -130,8 +160,8 @@ def named_among(root: Root, outliers: list[int], members: set[int]) -> Root:
 
 def _with_sums_outliers(root: Root, sums: Root, members: set[int], basis: str) -> tuple[Root, list[Note]]:
     """`root` with the outliers of `sums` added among `members`, and the note that says so (`basis`: what does
-    not say whose departure came first: "counts", or "late_records", records that begin after the ranks already
-    disagree)."""
+    not say whose departure came first: "counts", "late_records", records that begin after the ranks already
+    disagree, or "records", records that show no departure of the added ranks)."""
     added = sorted(set(sums.outlier_ranks) - set(root.outlier_ranks))
     if not sums.majority or not root.majority or not added or sums.may_sum_apart_by_design:
         return root, []  # (a lone sum that may part by design adds no one)

@@ -10,7 +10,8 @@ from ..model.phrases import are, ranks_words, seq_words, them, their, they, verb
 _DID = {"extra": "launched more", "missing": "launched fewer", "stopped": "stopped"}
 FIELD_WORDS = {"op": "collective type", "count": "count", "dtype": "data type", "redop": "reduction",
                "root": "root rank", "stack": "call stack", "tag": "tag", "step": "step"}
-_BASIS = {"counts": "the counts", "late_records": "the records, which begin after the ranks already disagree,"}
+_BASIS = {"counts": "the counts", "late_records": "the records, which begin after the ranks already disagree,",
+          "records": "the records, which show no such departure,"}
 
 
 def note_dict(note: n.Note) -> dict:

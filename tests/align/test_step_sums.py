@@ -1116,3 +1116,58 @@ def test_two_ranks_expecting_apart_beside_traces_cut_before_the_step_name_both_u
     for side, outlier in ((three, 2), (two, 3)):
         root, _ = step_sums_root(per_step(0, side) + per_step(1, side) + rows, {})
         assert (root.outlier_ranks, root.majority) == ([outlier], True)
+
+
+def _nccl_log(rank: int, ops: list[str], nranks: int = 4) -> str:
+    """A whole NCCL log of one rank of one comm: its init, then one line per collective launched."""
+    comm = f"0x{rank + 1:x}0b8780"
+    lines = [f"vm:{rank}:{rank} [0] NCCL INFO ncclCommInitRankConfig comm {comm} rank {rank} nranks {nranks} cudaDev 0 "
+             f"nvmlDev 0 busId 60 commId 0xf36789e58aa37a7c - Init COMPLETE"]
+    lines += [f"vm:{rank}:{rank} [0] NCCL INFO {op}: opCount {n:x} sendbuff 0x7f4000 recvbuff 0x7f4000 count 2048 "
+              f"datatype 7 op 0 root 0 comm {comm} [nranks={nranks}] stream (nil)" for n, op in enumerate(ops)]
+    return "\n".join(lines) + "\n"
+
+
+def test_checksums_add_a_rank_that_left_a_collective_out_among_lookalikes_beside_a_root_the_records_place(tmp_path):
+    # Seed 1157373: one comm of ranks 0-3, one all-reduce a step. Rank 1 left out its step-0 all-reduce (its seq 1 is
+    # its step-1 one, and pairs with the others' step-0 one: alike, every record of it alike) and rank 2 issued an
+    # all-gather at step 1 (seq 2, where the records part). Rank 1's per-step checksums say what no record does: it
+    # read back nothing at step 0, and the others 278528. It departed too, anywhere from seq 1 on, and nothing says
+    # whose departure came first: the root names ranks 1 and 2, no majority, over seq 1..2.
+    from cli_helpers import diff_json
+
+    for rank in range(4):
+        ops = ["AllReduce", "AllGather" if rank == 2 else "AllReduce"]
+        (tmp_path / f"nccl.vm.{rank}.log").write_text(_nccl_log(rank, ops))
+        sums = [(0, 0.0), (1, 278528.0)] if rank == 1 else [(0, 278528.0)]
+        (tmp_path / f"fingerprint_rank{rank}.log").write_text(
+            "".join(f"step={step} rank={rank} checksum={total:.6f}\n" for step, total in sums))
+    _, d = diff_json(str(tmp_path))
+    root = d["root"]
+    assert (root["outlier_ranks"], root["seq_range"], root["majority"]) == ([1, 2], [1, 2], False)
+    assert any(n["kind"] == "sums_add_outliers" and n["added"] == [1] and n["basis"] == "records" for n in d["notes"])
+
+
+def test_checksums_beside_a_root_the_records_place_reach_its_range_back_and_add_no_rank_of_another_comm():
+    from ncclforensics.align.notes import SumsAddOutliers
+    from ncclforensics.align.sums_beside import with_sums_beside_records
+
+    placed = Root(comm="0xa", seq=7, seq_range=(7, 7), outlier_ranks=[2], reference_ranks=[0, 1, 3, 4],
+                  kind=DIFFERENT_OPS, size=1, pinned_by="signatures", reason=None, majority=True)
+    rows = [unchecked(r, 0, 0.0 if r == 4 else 278528.0) for r in range(5)]
+    sums, _ = step_sums_root(rows, {"0xa": set(range(5))}, frozenset(range(5)))
+    assert (sums.comm, sums.outlier_ranks, sums.majority) == ("0xa", [4], True)
+    ends = {r: 9 for r in range(5)}
+    root, said = with_sums_beside_records(placed, sums, ends, frozenset(range(5)))
+    # (rank 4's records hold nothing of its departure, which may be anywhere up to its last record)
+    assert (root.outlier_ranks, root.reference_ranks, root.seq_range) == ([2, 4], [0, 1, 3], (1, 9))
+    assert root.majority
+    assert said == [SumsAddOutliers(added=(4,), step=0, basis="records", outliers=(2, 4))]
+    # Not where the sums are of ranks no record puts in the root's comm alone (rank 4 may have departed elsewhere) ...
+    assert with_sums_beside_records(placed, replace(sums, comm="[ranks=0,1,2,3,4]"), ends, frozenset(range(5))) \
+        == (placed, [])
+    assert with_sums_beside_records(placed, sums, ends, frozenset(range(4))) == (placed, [])
+    # ... nor where the sums do not compare every rank the root names, nor where rank 4's records are cut short.
+    assert with_sums_beside_records(placed, replace(sums, reference_ranks=[0, 1, 3]), ends, frozenset(range(5))) \
+        == (placed, [])
+    assert with_sums_beside_records(placed, sums, {r: 9 for r in range(4)}, frozenset(range(5))) == (placed, [])
