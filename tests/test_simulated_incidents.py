@@ -564,7 +564,9 @@ KNOWN: dict[int, str] = {}
 # members of, in order (place i is the i-th), not in a world group alone: one whose count runs past the root, its op
 # there on no record, sides with either, and two ranks against one beside it are no majority (1168372: a TP all-reduce
 # for an all-gather of equal bytes beside a DP skip, every kind of evidence of six ranks of eight; a twin with rank 0
-# issuing the all-reduce too writes the same files); and, by the oracle's reading, where no evidence shows the true
+# issuing the all-reduce too writes the same files; 1143356: the same in the TP group of ranks 4-7, whose report's `[0]`
+# is rank 4, an all-gather for an all-reduce beside another TP group's reorder, NCCL logs, dumps, watchdog logs and gate
+# journals of five ranks of eight, per-step sums of two); and, by the oracle's reading, where no evidence shows the true
 # outliers, the ranks show sides where the first departure shown is, so a rank that stopped launching before it has no
 # record there and sides with either (1144634: one more world collective on a rank that left nothing, then another
 # rank's skip, NCCL logs of the other three, one stopped before the skip; the two that part there were named together,
@@ -607,7 +609,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           1063499, 1064082, 1067738, 1063263, 1082064, 1085264, 1085699, 1095431, 1094520, 1093826, 1074164,
           1078644, 1090577, 1086325, 1107252, 1107453, 1103895, 1101267, 1104866,
           1117934, 1116063, 1128626, 1128721, 1133456, 1128224, 1158222, 1134876, 1168927, 1168372, 1144634,
-          1152289, 1167462, 1157373)
+          1152289, 1167462, 1157373, 1143356)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
@@ -1201,3 +1203,46 @@ def test_where_no_evidence_shows_the_true_outlier_the_ranks_show_sides_where_a_s
 
     assert verdict([2, 3]) == verdict([2]) == verdict([3]) == verdict([0]) == []
     assert verdict([1]) == ["wrong_outliers"]
+
+
+def test_a_rank_a_member_s_dump_places_in_a_peer_s_desync_report_is_on_record_though_its_group_is_not_the_first(
+        tmp_path):
+    """Seed 1143356, TP group 2 of global ranks 4-7 in a job of 8: rank 6 issued an all-gather where the others
+    issued an all-reduce of equal bytes at seq 5 (the group wedged there), and rank 4 left no file. The desync
+    reports of ranks 5-7 give `[0, 1, 2, 3] started _ALLGATHER_BASE` at #7, and their dumps list group 2's members
+    in order (`pg_config` `[4, 5, 6, 7]`): the report's `[0]` is rank 4, not rank 0, and it launched seq 5, what it
+    issued there on no record. A twin incident in which rank 4 issued the all-gather too writes the very same
+    files, two against two: naming all four, no majority, is right in both, as is rank 6 alone; naming ranks 4 and 6
+    is right in the twin alone."""
+    from dataclasses import replace
+
+    from incidents.faults import Fault, RankFault, draw_fault
+    from incidents.incident import incident_of
+    from incidents.program import draw_program
+
+    incident, written = _written_as_drawn(1143356, tmp_path / "a")
+    assert 4 not in written.ranks["fr"] and 4 not in written.ranks["torch"] and written.desync
+    rng = random.Random(1143356)
+    program = draw_program(rng)
+    fault = draw_fault(rng, program)
+    mine, ops = program.plans[6][0][0], program.plans[4][0][0]
+    at = next(i for i, op in enumerate(mine) if op.extra)
+    ops[at] = replace(ops[at], kind=mine[at].kind, count=mine[at].count, extra=True)
+    twin = incident_of(program, Fault("multi", [*fault.ranks, RankFault(4, "different", "2", 0, "as rank 6")]),
+                       1143356, rng)
+    assert twin.truth.roots["2"].outliers == (4, 6) and incident.truth.roots["2"].outliers == (6,)
+    erng = evidence_rng(1143356)
+    _, kinds = draw_subset(erng, twin.program.world)
+    twin_written = twin.write(tmp_path / "b", kinds, erng)
+    assert twin_written.files == written.files
+    assert all((tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes() for name in written.files)
+
+    def verdict(case, outliers, majority):
+        root = {"comm": incident.program.comms["2"].comm_id, "seq_range": [5, 5], "outlier_ranks": outliers,
+                "pinned_by": "signatures", "kind": "different", "majority": majority}
+        return _violation_kinds(*case, root)
+
+    for case in ((incident, written), (twin, twin_written)):
+        assert verdict(case, [4, 5, 6, 7], False) == verdict(case, [6], False) == []
+    assert verdict((twin, twin_written), [4, 6], False) == []
+    assert verdict((incident, written), [4, 6], False) == ["wrong_outliers"]
