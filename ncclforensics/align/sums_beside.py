@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from ..model import FingerprintRow
-from .answers import Root
+from .answers import DIFFERENT_OPS, EXTRA, MISSING, Root
 from .checksum_roots import checksums_by_step, result_keys
 from .fingerprints import checked_right
 from .notes import Note, SumsAddOutliers, SumsPartReference, SumsPlaceCutRanks
@@ -149,7 +149,9 @@ def with_sums_beside_records(root: Root, sums: Root, recorded_ends: dict[int, in
     if not said:
         return root, []
     high = max(root.seq_range[1], *(recorded_ends[rank] for rank in added))
-    return replace(merged, seq=1, seq_range=(1, high)), said
+    # (a checksum says that a rank departed, not how: a collective left out, added or another one)
+    kinds = tuple(dict.fromkeys([*root.kinds, MISSING, EXTRA, DIFFERENT_OPS]))
+    return replace(merged, seq=1, seq_range=(1, high), kinds=kinds), said
 
 
 def named_among(root: Root, outliers: list[int], members: set[int]) -> Root:

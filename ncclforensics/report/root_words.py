@@ -117,7 +117,9 @@ def root_sentence(root: Root) -> str:
                f"collective{which_comm} is on no record."
     if not root.majority and len(root.outlier_ranks) > 1 and (root.kind != STOPPED or len(root.kinds) > 1) \
             and not root.behind_the_rest:
-        what = "launched different collectives" if root.kind == DIFFERENT_OPS else \
+        what = f"differ by {kind_words(root)}, the records cannot tell which" \
+            if len(set(root.kinds) - {root.kind}) > 1 else \
+            "launched different collectives" if root.kind == DIFFERENT_OPS else \
             "differ by collectives one side launched and the other did not (or one side stopped)" \
             if root.kind == STOPPED else f"differ by {n} one side launched and the other did not"
         return f"{who.capitalize()} part ways in comm {root.comm}, {at}: they {what}, and no majority says which " \
@@ -174,6 +176,10 @@ def root_sentence(root: Root) -> str:
                 f"cannot tell which.")
     also = ""
     others = [k for k in root.kinds if k != root.kind]
+    if len(others) > 1:
+        # (each rank may have departed by another kind: checksums add ranks whose records show no departure)
+        return (f"{who.capitalize()} depart from the others in comm {root.comm}, {at}: by "
+                f"{kind_words(root)}; the records cannot tell which.")
     if others:
         also = f" (or {' or '.join(kind_noun(k) for k in others)}: the records fit both)"
     return {

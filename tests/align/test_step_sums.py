@@ -1146,6 +1146,10 @@ def test_checksums_add_a_rank_that_left_a_collective_out_among_lookalikes_beside
     root = d["root"]
     assert (root["outlier_ranks"], root["seq_range"], root["majority"]) == ([1, 2], [1, 2], False)
     assert any(n["kind"] == "sums_add_outliers" and n["added"] == [1] and n["basis"] == "records" for n in d["notes"])
+    # (rank 1's checksums say it departed, not how: the root leaves every kind open, and the words say so)
+    assert set(root["kinds"]) == {"different", "extra", "missing"}
+    assert "they differ by different collectives at one seq, or 1 extra collective, or 1 missing collective, the " \
+        "records cannot tell which, and no majority says which side deviated" in d["summary"]
 
 
 def test_checksums_beside_a_root_the_records_place_reach_its_range_back_and_add_no_rank_of_another_comm():

@@ -45,6 +45,19 @@ def test_a_pinned_root_has_no_range_words(root):
     assert root.reason is None and ambiguity.ambiguity(root) is None
 
 
+def test_a_root_that_leaves_every_kind_open_names_a_departure_not_one_kind(root):
+    """A rank added by checksums departed somewhere its records do not show: by a collective left out, added or
+    another one. The sentence names a departure and every kind, never one kind for every rank."""
+    one = dataclasses.replace(root, outlier_ranks=[1], reference_ranks=[0, 2, 3], kind="different", size=1,
+                              kinds=("different", "extra"), seq_range=(1, 2), majority=True)
+    assert "launched a different collective" in root_words.root_sentence(one)
+    text = root_words.root_sentence(dataclasses.replace(one, outlier_ranks=[1, 2], reference_ranks=[0, 3, 4],
+                                                        kinds=("different", "extra", "missing")))
+    assert text.startswith("Ranks 1 and 2 depart from the others in comm ")
+    assert "different collectives at one seq, or 1 extra collective, or 1 missing collective" in text
+    assert "launched a different collective" not in text
+
+
 def test_checksum_outliers_of_ranks_the_checksums_alone_group_leave_their_communicators_open():
     """Per-step checksums name ranks, not a comm: where they name several outliers in a group of ranks no other
     evidence names, which of the ranks' communicators each departed in is on no record either."""
