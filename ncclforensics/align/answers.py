@@ -195,6 +195,10 @@ class Root:
     # Of `unplaced_ranks`, those the records of another communicator show departing there (rank -> those
     # communicators): that departure moves where they issue collectives here, so the issue orders place them nowhere
     departed_in: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # Ranks whose places in the issue orders begin past where those part the ranks (rank -> the first seq placed: a
+    # ring that dropped its oldest entries): sided by their count and later places, or, where those fit both sides or
+    # neither, among `unplaced_ranks` (interleave._placed_late)
+    placed_late: dict[int, int] = field(default_factory=dict)
     # RAS counts per type that no one program gives, of a communicator whose records agree wherever they overlap: the
     # departure is where no record of the outliers reaches (ras_only._unordered_types_root)
     beyond_records: bool = False

@@ -24,6 +24,7 @@ its others): it left collectives out there (left_out_before.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import Enum
 
 import polars as pl
 
@@ -48,7 +49,8 @@ class IssueOrderSplit:
     reference: list[int]
     before: dict[int, int]  # rank -> collectives of its other communicators before that seq (the outliers', theirs)
     blocked: list[int]  # ranks with fewer launches here whose records stop where the program has more elsewhere
-    unplaced: list[int] = field(default_factory=list)  # ranks whose records, cut short, do not reach the split
+    # ranks whose records, cut short, do not reach the split, or begin past it and side with neither (placed_late)
+    unplaced: list[int] = field(default_factory=list)
     # other communicators where the outliers may instead have left one out before the split (their places fit that
     # as well as an extra block here): empty where only an extra one here fits
     left_out_in: tuple[str, ...] = ()
@@ -60,6 +62,9 @@ class IssueOrderSplit:
     # the first seq from which the outliers' places are on record, where `low` reaches back before it (their records
     # of the collectives before it are lost: a ring that dropped its oldest entries); else 1
     placed_from: int = 1
+    # ranks whose places begin past `seq` (rank -> the first seq placed), sided by their count and later places
+    # (_placed_late), or unplaced where those fit both sides or neither
+    placed_late: dict[int, int] = field(default_factory=dict)
 
 
 def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = frozenset(),
@@ -112,8 +117,15 @@ def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = fro
     cut = {r for (c, r) in streams.cut if r in places and (c, r) in streams.parts} | (apart & set(places))
     unplaced = sorted(r for r in cut if split not in places[r] or launched[r] < split)
     agree = [r for r, p in places.items() if split in p and split <= launched[r] and p[split] == program[split]]
-    if len(agree) * 2 <= len(agree) + len(outliers) + len(unplaced) + len(set(skipped) & set(ranks)):
-        return None  # the ones the cut left unplaced may have issued it where the outliers did: no majority then
+    # Ranks whose places begin past the split (a ring that dropped its oldest entries) side by their count and the
+    # places they kept, never with the reference by default: one that neither side fits alone is unplaced.
+    late = {r: _placed_late(r, places, launched, outliers, agree) for r in ranks
+            if r not in cut and r not in skipped and split not in places[r] and launched[r] >= split}
+    unplaced = sorted({*unplaced, *(r for r, side in late.items() if side is None)})
+    agree = [*agree, *(r for r, side in late.items() if side is _Side.REFERENCE)]
+    early = sorted(r for r, side in late.items() if side is _Side.OUTLIERS)
+    if len(agree) * 2 <= len(agree) + len(outliers) + len(early) + len(unplaced) + len(set(skipped) & set(ranks)):
+        return None  # the ones left unplaced may have issued it where the outliers did: no majority then
     blocked = sorted(r for r in ranks if launched[r] < split and r not in unplaced and r not in skipped)
     for r in blocked:
         end = launched[r] + 1
@@ -131,13 +143,14 @@ def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = fro
     low = min(back_over_alike(r) for r in outliers)
     # (the first seq from which every outlier's places are on record, where the range reaches back before it)
     placed_from = max(min(places[r]) for r in outliers)
-    return IssueOrderSplit(comm=comm, seq=split, low=low, outliers=outliers,
-                           reference=sorted(r for r in ranks if r not in outliers and r not in unplaced
-                                            and r not in skipped),
+    return IssueOrderSplit(comm=comm, seq=split, low=low, outliers=sorted({*outliers, *early}),
+                           reference=sorted(r for r in ranks if r not in outliers and r not in early
+                                            and r not in unplaced and r not in skipped),
                            before={r: p[split] for r, p in places.items() if split in p and split <= launched[r]},
                            blocked=blocked, unplaced=unplaced, left_out_in=left_out_in,
                            size=blocks.pop() if sized else 0, left_out_only=left_out_only,
                            placed_from=placed_from if low < placed_from else 1,
+                           placed_late={r: min(places[r]) for r in late},
                            left_out_sizes={r: n for r in outliers if left_out_in
                                            and (n := _left_out_size(places[r], program, split, launched[r]))})
 
@@ -224,6 +237,35 @@ def _left_out_size(places: dict[int, int], program: dict[int, int], split: int, 
     return gaps.pop() if len(gaps) == 1 and min(gaps) >= 1 else None
 
 
+class _Side(str, Enum):
+    """The side of a communicator's split a rank's records put it on."""
+
+    OUTLIERS = "outliers"
+    REFERENCE = "reference"
+
+
+def _placed_late(rank: int, places: dict[int, dict[int, int]], launched: dict[int, int], outliers: list[int],
+                 reference: list[int]) -> _Side | None:
+    """The side of a rank whose places begin past the split (a ring that dropped its oldest entries keeps none of
+    where it issued the split's seq): the side a rank of which launched as many here as it did and placed each
+    collective both have on record, its end too, where it did, while no rank of the other side does. Where both
+    sides fit it, or neither, its records do not side it (None): its count alone may be where the rank stopped,
+    and the collectives here it kept may sit alike on both sides. Worked example: ranks 1 and 2 launch 12 TP
+    collectives and rank 3, which issued TP seq 8 two world collectives early, launches 14; rank 0's ring keeps TP
+    seqs 10 to 14, each after 4 world collectives, as rank 3's do and ranks 1 and 2's do where they have them. Its
+    14 launches put it where rank 3 stopped, an extra block on from where ranks 1 and 2 stopped: an outlier too."""
+    mine = places[rank]
+
+    def fits(side: list[int]) -> bool:
+        return any(launched[o] == launched[rank] and all(places[o][k] == v for k, v in mine.items() if k in places[o])
+                   for o in side)
+
+    early, alike = fits(outliers), fits(reference)
+    if early == alike:
+        return None
+    return _Side.OUTLIERS if early else _Side.REFERENCE
+
+
 def issue_order_root(streams: Streams, comm: str, start: int = 1, apart: frozenset[int] = frozenset()) -> Root | None:
     """The root the issue orders give `comm` (see issue_order_split; `apart`: ranks that departed in another
     communicator, placed on neither side): an extra collective of the outliers, at the seq where they issued one
@@ -257,6 +299,7 @@ def issue_order_root(streams: Streams, comm: str, start: int = 1, apart: frozens
         majority=True, kinds=(EXTRA,), records_start=max(start, split.placed_from), shown=True,
         issue_places=dict(split.before),
         blocked_elsewhere=tuple(split.blocked), unplaced_ranks=list(split.unplaced),
+        placed_late=dict(split.placed_late),
         undecided_comms=split.left_out_in, left_out_in=split.left_out_in,
     )
 
@@ -284,6 +327,7 @@ def with_early_issuers(root: Root, streams: Streams, left_out: dict[int, tuple[i
                    kinds=(*root.kinds, *((EXTRA,) if EXTRA not in root.kinds else ())),
                    reason=root.reason or (RangeReason.LOOKALIKE if low < high else None),
                    issue_places={**root.issue_places, **split.before},
+                   placed_late={**root.placed_late, **split.placed_late},
                    undecided_comms=tuple(sorted({*root.undecided_comms, *split.left_out_in})))
 
 

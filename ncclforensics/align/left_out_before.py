@@ -28,6 +28,8 @@ def left_out_root(streams: Streams, comm: str) -> Root | None:
     split = issue_order_split(streams, comm)
     if split is None or not split.left_out_only or len(split.left_out_in) != 1:
         return None
+    if set(split.outliers) & set(split.placed_late):
+        return None  # (an outlier sided by records that begin past the split bounds nothing of where it left out)
     (other,) = split.left_out_in
     lows, highs = [], []
     for rank in split.outliers:

@@ -235,7 +235,16 @@ def issue_order_words(root: Root) -> str:
         text += (f" Or {'it' if one else 'they'} left out collectives of {comms} before it: each of "
                  f"{'its' if one else 'their'} collectives here from seq {seq} on comes after fewer of those than "
                  f"the others' of the same seq, as either puts it{unsized}; which, the records do not say.")
-    parted = [r for r in root.outlier_ranks if r not in early and r not in root.ran_ahead]
+    late = [r for r in root.outlier_ranks if r not in early and r in root.placed_late]
+    if late:
+        one = len(late) == 1
+        firsts = sorted({root.placed_late[r] for r in late})
+        start = f"seq {firsts[0]}" if len(firsts) == 1 else f"seqs {', '.join(map(str, firsts))}"
+        text += (f" {ranks_words(late).capitalize()}'s records place {their(late)} collectives here only from "
+                 f"{start} on (records that begin late, as a Flight Recorder ring's do), past seq {seq}; "
+                 f"{they(late)} launched as many here as {ranks_words(early)} and issued each one kept where "
+                 f"{ranks_words(early)} did, which fits none of the others: {they(late)} issued one early too.")
+    parted = [r for r in root.outlier_ranks if r not in early and r not in late and r not in root.ran_ahead]
     if parted:
         one = len(parted) == 1
         text += (f" {ranks_words(parted).capitalize()} issued {'its' if one else 'theirs'} where the others did, "
@@ -423,6 +432,11 @@ def unplaced_words(root: Root, analysis) -> str:
         rest = [r for r in root.unplaced_ranks if r not in apart]
         said = departed_in_words(root, apart)
         return f"{said} {unplaced_words(replace(root, unplaced_ranks=rest), analysis)}" if rest else said
+    late = [r for r in root.unplaced_ranks if r in root.placed_late]
+    if late:
+        rest = [r for r in root.unplaced_ranks if r not in late]
+        said = placed_late_words(root, late)
+        return f"{said} {unplaced_words(replace(root, unplaced_ranks=rest), analysis)}" if rest else said
     ranks = root.unplaced_ranks
     who = ranks_words(ranks)
     if analysis is not None and not set(ranks) & {*analysis.launched, *analysis.counted}:
@@ -437,6 +451,17 @@ def unplaced_words(root: Root, analysis) -> str:
             f"cut short, collectives the others completed after them, or a rank that lags or is held back "
             f"elsewhere, where nothing confirms a hang): whether {they(ranks)} deviated too, or went with the "
             f"others, is not on record, so {they_are(ranks)} named on neither side.")
+
+
+def placed_late_words(root: Root, ranks: list[int]) -> str:
+    """Why the issue orders place `ranks`, whose places begin past where they part the ranks, on neither side."""
+    firsts = sorted({root.placed_late[r] for r in ranks})
+    start = f"seq {firsts[0]}" if len(firsts) == 1 else f"seqs {', '.join(map(str, firsts))}"
+    return (f"The records of {ranks_words(ranks)} place {their(ranks)} collectives in comm {root.comm} among "
+            f"{their(ranks)} other communicators' only from {start} on (records that begin late, as a Flight "
+            f"Recorder ring's do), past where the ranks part, and what {they(ranks)} launched there fits both sides "
+            f"alike, or neither: whether {they(ranks)} deviated too is not on record, so {they_are(ranks)} named on "
+            f"neither side.")
 
 
 def departed_in_words(root: Root, ranks: list[int]) -> str:

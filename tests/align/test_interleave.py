@@ -621,3 +621,45 @@ def test_ranks_ahead_by_lengths_alone_are_no_outliers_where_the_issue_orders_nam
     assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER and d.root.kind == "extra"
     assert d.root.outlier_ranks == [3] and d.root.reference_ranks == [0, 1, 2, 4, 5, 7]
     assert d.root.seq_range == (5, 5) and d.root.blocked_elsewhere == (0, 1, 2) and d.root.left_out_in == (T1,)
+
+
+def _drafter_steps(extra=False, stop_short=0):
+    """Four steps of one world all-reduce and three TP collectives; `extra`: two TP collectives more at the end of
+    step 1 (a drafter pass run alone); `stop_short`: the last TP collectives not launched."""
+    order = []
+    for s in range(4):
+        order += [(W, ONE)] + [(T1, LAYER)] * (3 + 2 * (extra and s == 1))
+    return order[:len(order) - stop_short]
+
+
+def test_a_rank_whose_ring_begins_past_the_split_sides_by_its_count_and_later_places():
+    # Seed 1173206: ranks 0 and 3 ran a drafter pass alone (two TP collectives more in step 1), and rank 3 issues TP
+    # seq 7 after two world collectives where the others issue it after three. Rank 0's ring kept only its last world
+    # all-reduce and the TP collectives after it, from TP seq 12 on, each where rank 3 and the rest have it alike;
+    # its 14 launches are rank 3's, two more than the others': it ran the drafter pass too. Kept from the reference's
+    # program, it sides with the reference; stopped where no rank did, it sides with neither.
+    def diagnosed(rank0):
+        logs = [rank0] + [rank_log(r, _drafter_steps(extra=r == 3)) for r in (1, 2, 3, 4)]
+        return issue_order_split(build_streams(logs), T1), diagnose(logs)
+
+    split, d = diagnosed(kept_log(0, _drafter_steps(extra=True), kept=4))
+    assert split.seq == 7 and split.outliers == [0, 3] and split.reference == [1, 2, 4] and not split.unplaced
+    assert d.root.outlier_ranks == [0, 3] and d.root.pinned_by == ISSUE_ORDER and d.root.seq_range[1] == 7
+    assert "it launched as many here as rank 3 and issued each one kept where rank 3 did" in words.cause(d)
+    split, d = diagnosed(kept_log(0, _drafter_steps(), kept=4))
+    assert split.outliers == [3] and split.reference == [0, 1, 2, 4]
+    assert d.root.outlier_ranks == [3] and d.root.reference_ranks == [0, 1, 2, 4]
+    split, d = diagnosed(kept_log(0, _drafter_steps(extra=True, stop_short=1), kept=3))
+    assert split.outliers == [3] and split.reference == [1, 2, 4] and split.unplaced == [0]
+    assert d.root.outlier_ranks == [3] and d.root.unplaced_ranks == [0] and d.root.placed_late == {0: 12}
+    assert any("only from seq 12 on" in said and "named on neither side" in said for said in words.caveats(d))
+
+
+def test_a_rank_whose_ring_begins_past_the_split_is_no_silent_reference():
+    # The same with four ranks: rank 0, sided with rank 3 by what its ring kept, leaves two against two, and the
+    # issue orders no majority to name rank 3 alone against ranks 0, 1 and 2.
+    logs = [kept_log(0, _drafter_steps(extra=True), kept=4)] + [rank_log(r, _drafter_steps(extra=r == 3))
+                                                                  for r in (1, 2, 3)]
+    assert issue_order_split(build_streams(logs), T1) is None
+    d = diagnose(logs)
+    assert d.root is not None and d.root.outlier_ranks != [3]
