@@ -38,6 +38,7 @@ class RangeReason(str, Enum):
     PARTED_EARLIER = "parted_earlier"  # a richer field parts the same ranks earlier than the signatures do
     LONE_FIELD = "lone_field"  # a richer field of one reference rank alone parts it from the outliers: both named
     COUNTED_ONLY = "counted_only"  # an outlier with no records here, known by its count alone: it departed anywhere
+    UNPINNED = "unpinned"  # an outlier's records lack the field that pins its group's departure: its own is anywhere
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,11 @@ class Root:
     # outliers beside them are): nothing places their departure, which reaches the range back as far as their count
     # allows (hidden_edits.hidden_departures)
     counted_only: tuple[int, ...] = ()
+    # Outliers that joined a group by their length alone, whose records lack the field that pins the group's
+    # departure (at seq_range[0]..`pinned_through`): their own departure is anywhere their records allow, as far as the
+    # range reaches (hidden_edits.unpinned_departures)
+    unpinned: tuple[int, ...] = ()
+    pinned_through: int | None = None
     # Of `unplaced_ranks`, those the records of another communicator show departing there (rank -> those
     # communicators): that departure moves where they issue collectives here, so the issue orders place them nowhere
     departed_in: dict[int, tuple[str, ...]] = field(default_factory=dict)

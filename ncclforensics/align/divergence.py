@@ -291,6 +291,9 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
             reason = RangeReason.LONE_FIELD
         elif reason is RangeReason.LOOKALIKE and counted_only:
             reason = RangeReason.COUNTED_ONLY
+    unpinned, placed = solution.unpinned_named
+    if reason is RangeReason.LOOKALIKE and unpinned:
+        reason = RangeReason.UNPINNED
     return Root(
         comm=comm, seq=low, seq_range=(low, high), outlier_ranks=solution.leading,
         reference_ranks=solution.reference, kind=best.kind.value, size=best.size, pinned_by=solution.pinned_by,
@@ -301,6 +304,8 @@ def _as_root(comm: str, solution: Solution, rows: CommStreams, start: int) -> Ro
         unplaced_ranks=list(solution.unplaced),
         parted_earlier=solution.parted_earlier, lone_field=solution.lone_field,
         counted_only=counted_only if reason is RangeReason.COUNTED_ONLY else (),
+        unpinned=tuple(unpinned) if reason is RangeReason.UNPINNED else (),
+        pinned_through=placed if reason is RangeReason.UNPINNED else None,
     )
 
 

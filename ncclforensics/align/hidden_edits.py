@@ -1,8 +1,9 @@
 """The edits a stream's records hide before the departure they show: before a stop (the end of a rank's records
-is a cut), and before the departure of a group a stream joined by its length only.
+is a cut), and before or after the departure of a group a stream joined by its length only.
 
-`solve` (root.py) adds the hidden departures of a group's members; divergence.py widens a stop by
-`edits_before_stop`. They are apart from the solver: each reaches back from an answer already found.
+`solve` (root.py) adds the hidden departures of a group's members, and keeps apart those after the group's
+(`unpinned_departures`); divergence.py widens a stop by `edits_before_stop`. They are apart from the solver: each
+reaches from an answer already found.
 """
 
 from __future__ import annotations
@@ -33,25 +34,58 @@ def hidden_departures(proposal: Proposal, codes: dict[int, Codes], start: int,
     and is weighed as any other member; its edits say so (`Placement.unrecorded`), as nothing but a count places
     them. Worked example: rank 5's records show it skipped seq 3; rank 3 left nothing, and a peer's desync report
     counts it one short too. Rank 3 may have left out any of seq 1..3: the answer is seq 1..3, not 3."""
+    found: list[Placement] = []
+    for rep, rank, reference, own in _joined_by_length(proposal, codes):
+        high, floor = max(p.high for p in own), min(p.score for p in own) - 1
+        unrecorded = rank if rank in (unseen or ()) else None
+        found += [replace(p, score=min(p.score, floor), unrecorded=unrecorded, member=rank)
+                  for p in _edits_before(rep, codes[rank], reference, start, min(q.low for q in own), high)]
+    return found
+
+
+def unpinned_departures(proposal: Proposal, codes: dict[int, Codes], start: int) -> list[Placement]:
+    """The mirror of `hidden_departures`: the edits a group's member joined by its length only may have made after
+    the group's placements end. The others' records (call stacks its NCCL log lacks) pin the group's departure;
+    its own records, one short among lookalikes, allow its skip anywhere they reach, so it need not have departed
+    where they did. Each edit is the member's own (`rank` and `member` are that rank), kept apart from the
+    placements, whose range they must not move: the first departure is the group's, wherever the member's is;
+    but a range that names the member reaches as far as they do (Solution.named_range).
+
+    Worked example (1172565): rank 7's call stacks show it skipped seq 1; rank 1, one all-reduce short too, kept an
+    NCCL log of all-reduces alike in shape only. Rank 1 may have skipped any of seq 1..11 (it skipped seq 11): the
+    root is at seq 1, and a range naming rank 1 beside rank 7 is seq 1..11."""
+    if not proposal.majority or proposal.either_side:
+        return []  # (a tie's sides are placed against each other: no group stands apart from one reference)
+    found: list[Placement] = []
+    for _, rank, reference, own in _joined_by_length(proposal, codes):
+        high = max(p.high for p in own)
+        placed, _ = place_edits(rank, codes[rank], reference, start, known=True)
+        found += [replace(p, member=rank, widest=None) for p in placed
+                  if p.kind in (EditKind.EXTRA, EditKind.MISSING) and p.high > high]
+    return found
+
+
+def _joined_by_length(proposal: Proposal, codes: dict[int, Codes]
+                      ) -> list[tuple[int, int, Codes, list[Placement]]]:
+    """(the group's rank the placements name, a member, the reference's merged records, the group's placements)
+    for each member of a group whose records agree with the reference's and differ in length only: it joined the
+    group by its length, and its records say nothing of where the group departed."""
     if not proposal.shown or not proposal.members or not proposal.placements or not proposal.reference:
         return []
     keep = [r for r in proposal.reference if r in codes]
     if not keep:
         return []
     reference = merged(codes[r] for r in keep)
-    found: list[Placement] = []
+    found = []
     for rep, members in proposal.members.items():
         own = [p for p in proposal.placements if p.rank == rep]
         if not own:
             continue
-        high, floor = max(p.high for p in own), min(p.score for p in own) - 1
         for rank in members:
             if rank not in codes or codes[rank].length == reference.length \
                     or not agree(codes[rank], reference):
                 continue  # its records show a departure of their own (or none at all)
-            unrecorded = rank if rank in (unseen or ()) else None
-            found += [replace(p, score=min(p.score, floor), unrecorded=unrecorded, member=rank)
-                      for p in _edits_before(rep, codes[rank], reference, start, min(q.low for q in own), high)]
+            found.append((rep, rank, reference, own))
     return found
 
 

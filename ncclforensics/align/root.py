@@ -31,7 +31,7 @@ from dataclasses import replace
 
 from ..model import Location
 from .edits import Codes, EditKind, Placement, agree, blocks_through, merged, place_edits
-from .hidden_edits import hidden_departures
+from .hidden_edits import hidden_departures, unpinned_departures
 from .left_out_tags import LEFT_OUT_TAGS, told_by_left_out_tags
 from .narrowing import ISSUE_ORDER, PARTED_COMPLETIONS, Constraint, apply
 from .propose import Proposal, propose, span_of, within
@@ -155,7 +155,8 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
                         either_side=proposal.either_side, shown=proposal.shown, told=proposal.told,
                         compared=compared, members=proposal.members, unplaced=proposal.unplaced,
                         parted_earlier=parted_earlier if proposal is widened else None,
-                        lone_field=lone_field if proposal is tied else None)
+                        lone_field=lone_field if proposal is tied else None,
+                        unpinned=unpinned_departures(proposal, chosen, start) if told is None else [])
     if proposal.stopped:
         if not any(getattr(c, "wrong", None) for c in constraints):
             return solution
@@ -172,6 +173,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
     blocks = _different_then_stopped(chosen, proposal, start, constraints) if not proposal.shown else []
     for constraint in constraints:
         blocks = [n for p in blocks if (n := constraint.narrow(p)) is not None]
+        solution.unpinned = [n for p in solution.unpinned if (n := constraint.narrow(p)) is not None]
         kept = apply(solution.placements, constraint, joint=solution.majority and not solution.either_side)
         if kept is None and not solution.shown and not getattr(constraint, "wrong", True):
             # Streams that differ in length only, and results checked right wherever an edit could be: the longer

@@ -42,6 +42,9 @@ class Solution:
     compared: list[str] = field(default_factory=list)  # the stages whose fields the answer rests on, in order
     members: dict[int, list[int]] = field(default_factory=dict)  # a placement's rank -> the ranks it stands for
     unplaced: list[int] = field(default_factory=list)  # ranks whose incomplete records end before the sides part
+    # edits of members joined by their length only that their own records allow after the group's placements end
+    # (hidden_edits.unpinned_departures): they move no first departure, but a range naming them reaches them
+    unpinned: list[Placement] = field(default_factory=list)
     # (field, seq, seq): a richer field that parts the same ranks at the first seq, where the poorer fields part them
     # only at the second (see richer_fields.parts_earlier); the range runs from one to the other
     parted_earlier: tuple[str, int, int] | None = None
@@ -70,7 +73,34 @@ class Solution:
         low, high = self.seq_range
         return low, max(high, self._leading()[1])
 
+    @property
+    def unpinned_named(self) -> tuple[list[int], int]:
+        """The named members whose own records (`unpinned`) reach the range past where the placements do, and the
+        last seq the placements reach."""
+        named, last = self._leading_placed()
+        placed = max(self.seq_range[1], last)
+        return sorted(r for r, (_, high) in self._unpinned_spans().items() if r in named and high > placed), placed
+
     def _leading(self) -> tuple[list[int], int]:
+        """The leading outliers, and the last seq where their likeliest explanations place a departure, or a named
+        member's own records place its departure (`unpinned`: one named beside its group, whose records pin the
+        group's departure and not its own, may have departed anywhere its records allow)."""
+        named, last = self._leading_placed()
+        return named, max([last, *(high for rank, (_, high) in self._unpinned_spans().items() if rank in named)])
+
+    def _unpinned_spans(self) -> dict[int, tuple[int, int]]:
+        """member -> the span of its likeliest edits among `unpinned`."""
+        top: dict[int, float] = {}
+        for p in self.unpinned:
+            top[p.rank] = max(top.get(p.rank, p.score), p.score)
+        spans: dict[int, tuple[int, int]] = {}
+        for p in self.unpinned:
+            if p.score >= top[p.rank]:
+                low, last = spans.get(p.rank, (p.low, p.high))
+                spans[p.rank] = (min(low, p.low), max(last, p.high))
+        return spans
+
+    def _leading_placed(self) -> tuple[list[int], int]:
         """The leading outliers, and the last seq where their likeliest explanations place a departure."""
         high = self.seq_range[1]
         if not self.majority or self.either_side or not self.placements:

@@ -34,6 +34,8 @@ def ambiguity(root: Root) -> str | None:
         text = _counted_only(root)
     elif root.reason is RangeReason.LONE_FIELD:
         text = _lone_field(root)
+    elif root.reason is RangeReason.UNPINNED:
+        text = _unpinned(root)
     elif root.reason is RangeReason.PAST_RECORDS:
         who = ranks_words(root.outlier_ranks)
         text = (f"the records of {who} end before collectives the others completed, and NCCL completes none "
@@ -157,6 +159,24 @@ def _counted_only(root: Root) -> str:
         text += (f", no later than where the records of {ranks_words(beside)} place "
                  f"{'its' if len(beside) == 1 else 'their'} own departure")
     return text + f"; {who}'s {LOG_SETTINGS} or {FR_SETTINGS} would say where"
+
+
+def _unpinned(root: Root) -> str:
+    """Why an outlier whose records lack the field that pins its group's departure reaches the range on: its own
+    records, of collectives alike in what they hold, place its departure anywhere in it."""
+    who = ranks_words(root.unpinned)
+    one = len(root.unpinned) == 1
+    others = [r for r in root.outlier_ranks if r not in root.unpinned]
+    low, high = root.seq_range
+    placed = seq_words(low, root.pinned_through if root.pinned_through is not None else low)
+    own = f"{'its' if one else 'their'} records"
+    text = (f"the records of {ranks_words(others)} place {'its' if len(others) == 1 else 'their'} departure at "
+            f"{placed}; {who}, whose records end where those do, departed too, but {own} lack the fields that place "
+            f"it and look alike throughout, so {who} may have departed anywhere in {seq_words(low, high)}: the first "
+            f"divergent collective is at {placed}, and the range reaches on as far as {who} may have departed"
+            ) if others else (f"{who}'s records lack the fields that place the departure and look alike throughout, "
+                              f"so {who} may have departed anywhere in {seq_words(low, high)}")
+    return text + f"; {who}'s {FR_SETTINGS} would say where"
 
 
 FIELD_NOUNS = {"call sites": "call stacks"}  # a compared field's label -> its name in a sentence

@@ -1043,6 +1043,25 @@ def test_a_member_without_the_parting_field_may_have_departed_anywhere_its_own_r
     assert solution.best.low >= 6  # rank 2's own skip stays the likeliest
 
 
+def test_a_member_without_the_parting_field_of_the_group_that_departed_first_may_have_departed_after_it():
+    # Rank 2's call stacks show it skipped the collective at seq 1. Rank 4, one short too, kept an NCCL log only
+    # (lookalike signatures, no stacks): it goes with rank 2 by its length, yet nothing it recorded says it skipped
+    # where rank 2 did, and its skip may lie anywhere its own records allow (seq 1..11: a twin that skipped seq 11
+    # writes the same log). The root stays at seq 1, rank 2's; a range naming rank 4 beside it reaches seq 11.
+    program = [10, 11, 12] * 4
+    signatures = {r: stream([1] * 12) for r in (0, 1, 3)}
+    signatures[2], signatures[4] = stream([1] * 11), stream([1] * 11)
+    stacks = {r: stream([1] * 12, program) for r in (0, 1, 3)}
+    stacks[2] = stream([1] * 11, program[1:])
+    stacks[4] = stream([1] * 11, [0] * 11)
+    solution = solve([("signatures", lambda: signatures), ("call sites", lambda: stacks)], 1, [],
+                     lambda seq: (Location("log", seq),), closed={0, 1, 2, 3, 4}, settled={0, 1, 2, 3, 4})
+    assert solution.outliers == [2, 4] and solution.majority and solution.members == {2: [2, 4]}
+    assert solution.seq_range == (1, 1) and solution.leading == [2, 4]
+    assert solution.named_range == (1, 11) and solution.unpinned_named == ([4], 1)
+    assert solution.best.low == 1  # rank 2's own skip stays the likeliest
+
+
 def test_a_member_known_only_by_its_count_may_have_departed_anywhere_even_as_its_groups_lowest_rank():
     # Rank 3's call stacks show it skipped seq 8; rank 1 left no records, and a peer's desync report counts it one
     # short too, so it goes with rank 3 by its length. Rank 1 is the group's lowest rank, yet nothing of its own

@@ -147,6 +147,17 @@ def test_a_range_an_outlier_known_only_by_its_count_leaves_names_it_and_the_outl
     assert "no later than where the records of rank 5 place its own departure" in text and "look alike" not in text
 
 
+def test_a_range_an_outlier_without_the_field_that_pins_its_group_leaves_says_where_the_others_depart(root):
+    """Rank 7's call stacks place its skip at seq 1; rank 1, one short too, kept an NCCL log of lookalikes only:
+    the words give the root at seq 1 and say the range reaches on for rank 1, not that the collectives look alike
+    to everyone."""
+    ranged = dataclasses.replace(root, reason=RangeReason.UNPINNED, seq_range=(1, 11), outlier_ranks=[1, 7],
+                                 unpinned=(1,), pinned_through=1)
+    text = ambiguity.ambiguity(ranged)
+    assert text.startswith("the records of rank 7 place its departure at seq 1; rank 1, whose records end")
+    assert "rank 1 may have departed anywhere in seq 1..11" in text and "first divergent collective is at seq 1" in text
+
+
 def test_where_stacks_part_needs_one_reference_stack_and_names_the_rank_that_holds_it():
     def op(rank: int, site: str) -> OpAt:
         return OpAt(rank=rank, seq=3, op="AllReduce", count=8, dtype=None, redop=None, root=None, state="started",
