@@ -19,6 +19,7 @@ from ..model import (
 from ..model.phrases import ranks_words
 from .choose import choose_root
 from .clocks import clock_disagreements
+from .counted_progress import counted_progress, with_counted_progress
 from .comm_streams import comm_streams
 from .answers import DIFFERENT_OPS, ENQUEUED_COUNTS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .divergence import analyze_comm
@@ -194,20 +195,30 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
         if visible:
             seq, comm = min(visible)
             diagnosis.first_visible = (comm, seq)
-    if root is not None:
-        diagnosis.window = (misaligned_window(streams, analyses[root.comm], root) if root.comm in analyses
-                            and analyses[root.comm].root is not None else count_only_window(root))
+    # What the ranks launched and completed past their records, by PyTorch's counts: the window and the wedge are
+    # placed by them (the roots were found from the records, which the counts only extend).
     counted_launches = count_past_timeouts(analyses, streams, marks)
+    progress_counts = counted_progress(analyses, streams, marks, watchdog)
+    for comm, counted in progress_counts.items():
+        with_counted_progress(analyses[comm], counted)
+    if root is not None:
+        waiting = {r: p.completed for r, p in progress_counts.get(root.comm, {}).items() if p.final}
+        diagnosis.window = (misaligned_window(streams, analyses[root.comm], root, waiting) if root.comm in analyses
+                            and analyses[root.comm].root is not None else count_only_window(root))
     for comm, analysis in analyses.items():
-        analysis.launched_floors = frozenset(uncounted_timeouts(streams, marks, comm)) & analysis.launched.keys()
-    diagnosis.wedge = find_wedge(streams, analyses, dead, stops, _root_comm_in_streams(root, streams, ras, rank_map))
+        analysis.launched_floors = (frozenset(uncounted_timeouts(streams, marks, comm)) & analysis.launched.keys()) | {
+            r for r, p in progress_counts.get(comm, {}).items() if p.launched_floor
+            and analysis.launched[r] == p.launched}
+    diagnosis.wedge = find_wedge(streams, analyses, dead, stops, _root_comm_in_streams(root, streams, ras, rank_map),
+                                 progress_counts)
     if counted_cause is not None:
         diagnosis.wedge = _counted_cause_wedge(diagnosis.wedge, root, ras, rank_map, stops, dead)
     if diagnosis.wedge is None:
         diagnosis.wedge = ras_only_wedge(ras, rank_map, stops, dead, streams) or marks_only_wedge(marks, streams, dead)
     if diagnosis.wedge is not None:
-        diagnosis.wedge.launched_floors = [r for r in uncounted_timeouts(streams, marks, diagnosis.wedge.comm)
-                                           if r in diagnosis.wedge.launched]
+        floors = analyses[diagnosis.wedge.comm].launched_floors if diagnosis.wedge.comm in analyses else frozenset()
+        diagnosis.wedge.launched_floors = sorted(r for r in set(uncounted_timeouts(streams, marks, diagnosis.wedge.comm))
+                                                 | floors if r in diagnosis.wedge.launched)
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
     diagnosis.death = death_receipts(ras, rank_map, watchdog)
     diagnosis.gate_ties = _gate_ties(root, gate)

@@ -32,6 +32,7 @@ class EnqueueMarks:
     # ranks whose count is all they launched by a desync report: its laggards that finished their last collective
     # and joined no next one
     exact: set[int] = field(default_factory=set)
+    reported_at: dict[int, tuple[Location, ...]] = field(default_factory=dict)  # rank of `exact` -> the reports' lines
     dumped: bool = False  # some count is a Flight Recorder dump's pg_status (a snapshot of every rank's progress)
     # rank -> (number on the marks' numbering, op) of the last collective a desync report's snapshot gives it
     last_ops: dict[int, tuple[int, str]] = field(default_factory=dict)
@@ -169,6 +170,7 @@ def _add_laggards(marks: EnqueueMarks, report: WatchdogEvent, lagging: tuple, la
             marks.launched[rank] = number + offset
             if rank in exact:
                 marks.exact.add(rank)
+                marks.reported_at[rank] = (*marks.reported_at.get(rank, ()), report.loc)
             else:
                 marks.floors.add(rank)
         if added:

@@ -11,6 +11,7 @@ from ..model import Location, PairingKind, WedgeKind
 from ..model.kinds import is_p2p_comm
 from .comm_streams import CommStreams, comm_streams
 from .answers import DIFFERENT_OPS, STOPPED, CommAnalysis, OpAt, Root, ops_at
+from .counted_progress import CountedProgress
 from .streams import Streams
 
 
@@ -39,6 +40,10 @@ class Window:
     collectives_min: int  # counted from its latest possible seq (equal when the root is pinned)
     completion_known: bool  # False: completion inferred from launches (logs or RAS without states)
     pairings: list[PairingRun] = field(default_factory=list)
+    # (seq, ranks): the collective after the window that those ranks completed while every other rank waits in it
+    # (its watchdog's lines say so): NCCL completes an all-gather paired with an all-reduce of equal bytes on the
+    # gather side only
+    completed_by_some: tuple[int, tuple[int, ...]] | None = None
 
 
 @dataclass
@@ -62,6 +67,8 @@ class Wedge:
     launched_floors: list[int] = field(default_factory=list)
     confirmed_by: list[str] = field(default_factory=list)  # what shows that it stopped (not merely lags)
     evidence: list[Location] = field(default_factory=list)
+    # rank -> PyTorch's counts that carry its launched and completed past its records (counted_progress.py)
+    counted: dict[int, CountedProgress] = field(default_factory=dict)
     # Every seq the stop can be at: (seq, seq) where the records pin it. The high end is None where they bound it
     # from below only (records of completed collectives that end, files cut short: later ones may have run). `seq`
     # is then where the records place it, the collective that the ranks' fields describe.
@@ -147,14 +154,18 @@ def _type_and_count(span: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndar
     return tuple(window.get_column(name).to_numpy() for name in ("type", "null", "count"))
 
 
-def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root) -> Window:
+def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root,
+                      waiting: dict[int, int] | None = None) -> Window:
     """From the root to the last collective every rank completed (or, lacking states, launched), and at least to
     the last one whose result read back wrong (it completed misaligned). Empty (0 collectives) when the group
-    wedged at the root itself."""
+    wedged at the root itself. `waiting`: rank -> its last completed, for ranks PyTorch's lines show completed no
+    more (counted_progress.py); where every rank that completed least is one, the next collective that others
+    completed is named (`completed_by_some`)."""
     frame = comm_streams(streams.comm_parts(analysis.comm))
     completed = [c for c in analysis.completed.values()]
     completion_known = all(c is not None for c in completed)
     end = min(completed) if completion_known else min(analysis.launched.values())
+    by_some = _completed_by_some(analysis, end, waiting or {}) if completion_known else None
     low, high = root.seq_range
     wrong = _wrong_results(frame, low)
     if wrong is not None:
@@ -162,16 +173,28 @@ def misaligned_window(streams: Streams, analysis: CommAnalysis, root: Root) -> W
     if root.kind == DIFFERENT_OPS and root.size and high is not None:
         # A swapped collective misaligns only its own seqs; the streams pair normally after it.
         end = min(end, high + root.size - 1)
+    if by_some is not None and by_some[0] != end + 1:
+        by_some = None  # (the window ends elsewhere: a result read back wrong, a swap that realigns)
     # (a stop the records cannot tell from collectives left out or added earlier may still have misaligned them)
     if set(root.kinds or (root.kind,)) == {STOPPED} or end < low:
         return Window(comm=analysis.comm, first_seq=low, last_seq=low - 1, collectives=0, collectives_min=0,
-                      completion_known=completion_known)
+                      completion_known=completion_known, completed_by_some=by_some if end == low - 1 else None)
     return Window(
         comm=analysis.comm, first_seq=low, last_seq=end, collectives=end - low + 1,
         # (a root open above, at `low` or later, may come after every collective: none is surely misaligned)
         collectives_min=max(end - high + 1, 0) if high is not None else 0, completion_known=completion_known,
-        pairings=classify_pairings(frame, low, end),
+        pairings=classify_pairings(frame, low, end), completed_by_some=by_some,
     )
+
+
+def _completed_by_some(analysis: CommAnalysis, end: int, waiting: dict[int, int]) -> tuple[int, tuple[int, ...]] | None:
+    """(end + 1, the ranks that completed it) where some did and every rank that did not completed `end` and no
+    more by its own watchdog's lines (`waiting`); else None."""
+    ahead = tuple(sorted(r for r, c in analysis.completed.items() if c is not None and c > end))
+    behind = [r for r, c in analysis.completed.items() if c == end]
+    if not ahead or not behind or any(waiting.get(r) != end for r in behind):
+        return None
+    return end + 1, ahead
 
 
 def count_only_window(root: Root) -> Window:
@@ -194,18 +217,21 @@ def _wrong_results(rows: CommStreams, low: int) -> int | None:
 
 
 def find_wedge(streams: Streams, analyses: dict[str, CommAnalysis], dead_ranks: set[int],
-               confirmed_by: dict[str, list[str]], root_comm: str | None = None) -> Wedge | None:
+               confirmed_by: dict[str, list[str]], root_comm: str | None = None,
+               counted: dict[str, dict[int, CountedProgress]] | None = None) -> Wedge | None:
     """Where progress stopped, across communicators, or None when nothing shows a stop.
 
     `confirmed_by` maps comm -> what shows that it stopped (watchdog timeout, RAS counts unchanged, Flight
-    Recorder entries never completed); without it, unequal launches may be a job caught mid-flight.
+    Recorder entries never completed); without it, unequal launches may be a job caught mid-flight. `counted`:
+    comm -> rank -> PyTorch's counts past the rank's records there, which `analyses` already hold
+    (counted_progress.py); a rank they show completed no more is placed by them, its records cut short or not.
     """
     blocked = _blocked_ops(streams, analyses)
     candidates: list[Wedge] = []
     for comm, analysis in analyses.items():
         if len(analysis.ranks) < 2 or is_p2p_comm(comm):  # a p2p stream's counts differ by design
             continue
-        wedge = _comm_wedge(streams, analysis, dead_ranks, blocked)
+        wedge = _comm_wedge(streams, analysis, dead_ranks, blocked, (counted or {}).get(comm, {}))
         if wedge is None:
             continue
         wedge.confirmed_by = list(confirmed_by.get(comm, []))
@@ -232,12 +258,15 @@ def find_wedge(streams: Streams, analyses: dict[str, CommAnalysis], dead_ranks: 
 
 
 def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
-                blocked: dict[int, tuple[str, int]]) -> Wedge | None:
+                blocked: dict[int, tuple[str, int]], counted: dict[int, CountedProgress]) -> Wedge | None:
     frame = comm_streams(streams.comm_parts(analysis.comm))
     launched, completed = analysis.launched, analysis.completed
+    # Where PyTorch's lines show a rank completed no more (it waits in the next one, or launched nothing after its
+    # last), that is where it stopped, whatever its records hold.
+    finals = {rank: p.completed for rank, p in counted.items() if p.final and p.completed is not None}
     # A rank whose records end where its file was cut short says nothing of where it stopped: the wedge is
     # placed by the others (by every rank, where all were cut).
-    cut = {rank for (comm, rank) in streams.cut if comm == analysis.comm}
+    cut = {rank for (comm, rank) in streams.cut if comm == analysis.comm} - set(finals)
     whole = {r: n for r, n in launched.items() if r not in cut} or launched
     lowest, highest = min(whole.values()), max(launched.values())
     known = [c for r, c in completed.items() if c is not None and r in whole]
@@ -252,7 +281,7 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
     hang = first_hanging_pairing(frame, max(analysis.first_seq.values()), min(seq, lowest))
     if hang is not None and hang < seq:
         seq = hang  # a pairing NCCL does not complete stops the group there, whatever was launched after it
-    low, high, bounded_by = _stop_bounds(frame, analysis, cut, hang)
+    low, high, bounded_by = _stop_bounds(frame, analysis, cut, hang, finals)
     seq = max(low, seq if high is None else min(seq, high))
     if high is None:
         # Nothing on record is where the ranks stopped: who waits and who never launched it is not known.
@@ -260,6 +289,7 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
         ends = {rank: frame.last(rank) for rank in frame.parts}
         return Wedge(comm=analysis.comm, seq=seq, kind=kind, launched=dict(launched), completed=dict(completed),
                      waiting_ranks=[], absent_ranks=[], seq_range=(low, None), bounded_by=bounded_by,
+                     counted=dict(counted),
                      evidence=[op.loc for last in sorted(set(ends.values()))
                                for rank, op in ops_at(frame, last).items() if ends[rank] == last])
     inside = sorted(r for r, last in launched.items() if last >= seq)
@@ -288,11 +318,12 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
         comm=analysis.comm, seq=seq, kind=kind, launched=dict(launched), completed=dict(completed),
         waiting_ranks=inside, absent_ranks=absent, ops=ops, cycle=cycle, waiting_past=past,
         evidence=[o.loc for o in ops.values()], seq_range=(low, high), bounded_by=bounded_by if low < high else None,
+        counted=dict(counted),
     )
 
 
-def _stop_bounds(rows: CommStreams, analysis: CommAnalysis, cut: set[int], hang: int | None
-                 ) -> tuple[int, int | None, str | None]:
+def _stop_bounds(rows: CommStreams, analysis: CommAnalysis, cut: set[int], hang: int | None,
+                 finals: dict[int, int] | None = None) -> tuple[int, int | None, str | None]:
     """(low, high, why): the seqs the group's stop can be at, the first collective not every rank completed.
 
     From below: where a rank's completions are final (a dump's states: a collective in flight, or every one it
@@ -302,7 +333,9 @@ def _stop_bounds(rows: CommStreams, analysis: CommAnalysis, cut: set[int], hang:
     there; a rank whose last record is its launch of a collective (an NCCL log line, a dump's entry) launched
     nothing after it; a pairing NCCL never completes hangs. A rank whose records end with a completed collective
     of a format that records only completions (fingerprint traces, flushed per step), or whose file was cut
-    short, bounds nothing from above and its end nothing from below: it may have gone on.
+    short, bounds nothing from above and its end nothing from below: it may have gone on. A rank PyTorch's lines show
+    completed no more than `finals` gives it (rank -> its last completed: it waits in the next, or launched nothing
+    after it) did not complete the next one, whatever its records hold.
     """
     completed, launched = analysis.completed, analysis.launched
     final: list[int] = []
@@ -323,6 +356,9 @@ def _stop_bounds(rows: CommStreams, analysis: CommAnalysis, cut: set[int], hang:
             final.append(done)
         elif last["state"] != "completed":
             highs.append(launched[rank] + 1)
+    for done in (finals or {}).values():
+        highs.append(done + 1)
+        final.append(done)
     on_record = [done for done in completed.values() if done is not None]
     low = min(final) + 1 if final else max(on_record) + 1 if on_record else 1
     high = min(highs) if highs else None

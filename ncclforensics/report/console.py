@@ -206,7 +206,9 @@ def _window(console: Console, d: Diagnosis) -> None:
                       + ", ".join(f"{_pairing_label(kind)} {n}" for kind, n in totals.items()),
                       str(sum(totals.values())))
     if w.pairings:
-        _table_or_lines(console, table, lines)
+        _table_or_lines(console, table, [line for line in lines if line.strip() != _by_some(w)])
+        if w.completed_by_some is not None:
+            _wrapped(console, [f"  {_by_some(w)}"])
     else:
         _wrapped(console, lines[:1], style="italic")
         _wrapped(console, lines[1:])
@@ -224,11 +226,17 @@ def _wedge(console: Console, d: Diagnosis) -> None:
     for rank in sorted(w.launched):
         op = w.ops.get(rank)
         done = w.completed.get(rank)
+        counted = wedge_words.counted_words(w, rank)
         table.add_row(str(rank), wedge_words.launched_words(w, rank), "?" if done is None else str(done),
-                      (_m(op.describe()) if w.pinned else _m(f"{wedge_words.wedge_at(w)} {op.describe()}")) if op
-                      else "[red]never launched[/]" if rank in w.absent_ranks else _m(wedge_words.never_launched(w, rank)))
+                      ((_m(op.describe()) if w.pinned else _m(f"{wedge_words.wedge_at(w)} {op.describe()}")) if op
+                       else "[red]never launched[/]" if rank in w.absent_ranks
+                       else _m(wedge_words.never_launched(w, rank))) + (f"; {_m(counted)}" if counted else ""))
     _table_or_lines(console, table, [line for line in lines if not line.startswith(("  wait-for", "  stopped"))])
     _wrapped(console, [line for line in lines if line.startswith(("  wait-for", "  stopped"))])
+
+
+def _by_some(w) -> str | None:
+    return wedge_words.completed_by_some_words(w) if w.completed_by_some is not None else None
 
 
 def _pairing_label(kind: str) -> str:

@@ -97,6 +97,8 @@ def window_dict(w: Window, full: bool = False) -> dict:
     shown = w.pairings if full else w.pairings[:PAIRING_RUNS]
     return {
         "comm": w.comm, "collectives": w.collectives, "collectives_min": w.collectives_min,
+        "completed_by_some": None if w.completed_by_some is None else {
+            "seq": w.completed_by_some[0], "ranks": list(w.completed_by_some[1])},
         "first_seq": w.first_seq, "last_seq": w.last_seq, "completion_known": w.completion_known,
         "pairing_runs": len(w.pairings), "pairing_totals": totals,
         "pairings_complete": len(shown) == len(w.pairings),
@@ -167,6 +169,11 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
             "ops": {str(k): op_dict(v) for k, v in sorted(w.ops.items())},
             "waiting_past": {str(k): op_dict(v) for k, v in sorted(w.waiting_past.items())},
             "launched_floors": w.launched_floors,
+            "counted": {str(r): {"launched": c.launched, "completed": c.completed,
+                                 "evidence": [str(loc) for loc in c.at], "records_end": (
+                                     c.records_launched if c.records_completed is None else c.records_completed),
+                                 "records_evidence": None if c.records_at is None else str(c.records_at)}
+                        for r, c in sorted(w.counted.items())},
             "cycle": [{"rank": r, "comm": c, "seq": s} for r, c, s in w.cycle],
             "confirmed_by": w.confirmed_by,
         }

@@ -153,6 +153,8 @@ def window_lines(d: Diagnosis) -> list[str]:
                    + ", ".join(f"{pairing_words(kind)} {n}" for kind, n in totals.items()))
     if not w.pairings:
         out.append("  no records inside the window say how the ranks' collectives paired")
+    if w.completed_by_some is not None:
+        out.append(f"  {wedge_words.completed_by_some_words(w)}")
     return out
 
 
@@ -181,8 +183,9 @@ def wedge_lines(d: Diagnosis) -> list[str]:
         op = w.ops.get(rank)
         done = w.completed.get(rank)
         at = f"{wedge_words.wedge_at(w)} {_p(op.describe())}" if op else wedge_words.never_launched(w, rank)
+        counted = wedge_words.counted_words(w, rank)
         out.append(f"  rank {rank}: last launched {wedge_words.launched_words(w, rank)}, last completed {'?' if done is None else done}; "
-                   f"{at}")
+                   f"{at}" + (f"; {_p(counted)}" if counted else ""))
     if w.cycle:
         out.append("  wait-for cycle: " + " -> ".join(f"rank {r} in {_p(c)} seq {q}" for r, c, q in w.cycle))
     out += [f"  stopped: {_p(reason)}" for reason in w.confirmed_by]

@@ -205,6 +205,8 @@ def _window(d: Diagnosis) -> list[Block]:
             f"{_pairing_words(kind)} {phrases.plural(n, 'run')}" for kind, (n, _) in totals.items()),
                      str(sum(c for _, c in totals.values()))))
     out.append(Table(("seqs", "pairing", "collectives"), tuple(rows)))
+    if w.completed_by_some is not None:
+        out.append(Para(wedge_words.completed_by_some_words(w).capitalize()))
     if w.pairings:
         out.append(Links(f"All {len(w.pairings)} pairing runs (comm, first_seq, last_seq, kind, collectives):",
                          PAIRINGS_FILES))
@@ -250,8 +252,9 @@ def _wedge(d: Diagnosis, images: dict[str, Image]) -> list[Block]:
             out.append(Para(text))
         out.append(Table(("rank", "last launched", "last completed", wedge_words.wedge_at(w)), tuple(
             (str(rank), wedge_words.launched_words(w, rank), _v(w.completed.get(rank)),
-             w.ops[rank].describe() if rank in w.ops else
-             "never launched" if rank in w.absent_ranks else wedge_words.never_launched(w, rank))
+             (w.ops[rank].describe() if rank in w.ops else
+              "never launched" if rank in w.absent_ranks else wedge_words.never_launched(w, rank))
+             + (f"; {counted}" if (counted := wedge_words.counted_words(w, rank)) else ""))
             for rank in sorted(w.launched))))
         if w.cycle:
             out.append(Para("Wait-for cycle: " + " -> ".join(f"rank {r} in {c} seq {s}" for r, c, s in w.cycle)))

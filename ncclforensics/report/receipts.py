@@ -23,11 +23,19 @@ def receipt_words(fact: r.Receipt, wedge_shown: bool = True) -> str:
             return f"{'wedge' if wedge_shown else 'last on record'}: rank {rank} launched seq {op.seq}: {op.describe()}"
         case r.CountedLaunches(rank, comm, count):
             return f"rank {rank}: PyTorch counts {count} collectives enqueued in comm {comm}"
+        case r.CountedPastRecords(rank, comm, launched, completed, records_end, records_at):
+            done = "" if completed is None else f", completed {completed}"
+            end = f", which end at seq {records_end} ({records_at})" if records_at else " (none of its own there)"
+            return f"rank {rank}: by PyTorch's counts launched {launched}{done} in comm {comm}, past its records{end}"
         case r.WedgeMark(comm):
             return f"wedge in comm {comm}"
         case r.NoDesyncReport(rank, message):
             return (f"{_who(rank)}: PyTorch could not build its desync report, so it names no culprit "
                     f"({message[:60]}...)")
+        case r.WatchdogStop(rank, "desync_report", seq, op, message):
+            # (the report numbers collectives its own way: its `#8` is no SeqNum, enqueue_marks.py)
+            at = f" at its collective #{seq}" if seq is not None else ""
+            return f"{_who(rank)}: desync report, timeout{at}" + (f" ({op})" if op else "") + ", by the report's own count"
         case r.WatchdogStop(rank, event, seq, op, message):
             what = event.replace("_", " ") + (f" at seq {seq}" if seq is not None else "") + (f" ({op})" if op else "")
             # a line no rank is named in is quoted, so that it can be found

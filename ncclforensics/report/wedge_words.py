@@ -44,11 +44,27 @@ def never_launched(w: Wedge, rank: int) -> str:
     if rank in w.waiting_past:
         past = w.waiting_past[rank]
         return f"completed seq {w.seq}; waits past it, in seq {past.seq}: {past.describe()}"
+    if (w.completed.get(rank) or 0) >= w.seq and rank in w.counted:
+        return f"completed seq {w.seq} (by PyTorch's count; no record says which collective)"
     if w.launched.get(rank, 0) >= w.seq:
         return f"launched seq {w.seq} (by its count; no record says which collective)"
     if rank in w.absent_ranks:
         return f"never launched seq {w.seq}"
     return "records end before it"
+
+
+def counted_words(w: Wedge, rank: int) -> str | None:
+    """Where a rank's launched and completed are PyTorch's counts past its records: `by PyTorch's counts
+    (torch_rank0.log:12); its records end at seq 4 (fingerprint_rank0.jsonl:4)`; None where they are the records'."""
+    counted = w.counted.get(rank)
+    if counted is None or (w.launched.get(rank), w.completed.get(rank)) == (counted.records_launched,
+                                                                           counted.records_completed):
+        return None
+    lines = ", ".join(str(loc) for loc in counted.at)
+    end = counted.records_launched if counted.records_completed is None else counted.records_completed
+    records = (f"; its records end at seq {end} ({counted.records_at})" if counted.records_at is not None else
+               "; no record of its own there")
+    return f"by PyTorch's counts ({lines}){records}"
 
 
 def wedge_seq_words(wedge: Wedge) -> str:
@@ -105,8 +121,18 @@ def window_words(window: Window) -> str:
     if window.collectives is None:
         return (f"Corrupt-and-continue window in comm {window.comm}: unknown (nothing on record says what paired "
                 f"with what).")
+    if window.completed_by_some is not None:
+        return (f"Corrupt-and-continue window in comm {window.comm}: 0 collectives every rank completed (the group "
+                f"wedged at the root); {completed_by_some_words(window)}")
     return (f"Corrupt-and-continue window in comm {window.comm}: 0 collectives (the group wedged at the root, "
             f"nothing completed misaligned).")
+
+
+def completed_by_some_words(window: Window) -> str:
+    """`seq 7 completed on ranks 2 and 5 only; the others wait in it (their watchdogs' lines).`"""
+    seq, ranks = window.completed_by_some
+    return (f"seq {seq} completed on {ranks_words(list(ranks))} only; the others wait in it (their watchdogs' "
+            f"lines).")
 
 
 def counted_launches(d: Diagnosis) -> dict[int, int]:
