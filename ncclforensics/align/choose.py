@@ -169,7 +169,7 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
                 root = replace(root, waiting_candidates={r: tuple(sorted(stuck[r])) for r in waiting})
         found = sums_root()
         if found is not None:
-            root, said = with_sums_before_records(root, found[0])
+            root, said = with_sums_before_records(root, found[0], fingerprints)
             notes += said
     elif not root.majority and set(root.outlier_ranks) == set(root.reference_ranks) and _alike_on_record(root, streams):
         # Records alike in everything recorded, results misaligned: every rank is named, as no record says who

@@ -114,14 +114,42 @@ def _sides_the_records_orient(root: Root, step: int | None,
             {rank for rank, key in keys.items() if key == ref_key})
 
 
-def with_sums_before_records(root: Root, sums: Root) -> tuple[Root, list[Note]]:
+def with_sums_before_records(root: Root, sums: Root,
+                             fingerprints: Iterable[FingerprintRow] = ()) -> tuple[Root, list[Note]]:
     """A root whose records begin after the ranks already disagree, with the ranks whose per-step checksums part
     from the others' added, where those checksums compare every rank the records do: they departed too, before
-    the records begin or in them (the records say who differs where they begin, not who departed first)."""
+    the records begin or in them (the records say who differs where they begin, not who departed first).
+
+    A waiting candidate (`Root.waiting_candidates`: counted short, waiting in another comm) that the sums part only
+    as a rank with no sum of their step (its trace stops before it) stays a candidate: one held back there by a peer
+    never completes the step either, and the sums read the same as the counts do. Worked example (1181965): rank 5
+    ran one more world collective in step 2; ranks 0-3, 6 and 7 read step 2 back wrong, ranks 4 and 5 have no sum
+    of it; rank 4, counted short, waits in its TP pair with rank 5: it stays a candidate, not named beside rank 5."""
+    hung = _no_sum_from(sums.step_bound, fingerprints, set(root.waiting_candidates))
     members = set(sums.outlier_ranks) | set(sums.reference_ranks)
     if not set(root.outlier_ranks) | set(root.reference_ranks) <= members:
         return root, []
-    return _with_sums_outliers(root, sums, members, "late_records")
+    if hung:
+        outliers = [r for r in sums.outlier_ranks if r not in hung]
+        reference = [r for r in sums.reference_ranks if r not in hung]
+        # (a candidate votes for neither side: the majority is of the ranks left on them)
+        sums = replace(sums, outlier_ranks=outliers, reference_ranks=reference,
+                       majority=sums.majority and len(outliers) * 2 < len(set(outliers) | set(reference)))
+    merged, said = _with_sums_outliers(root, sums, members - hung, "late_records")
+    if not said or not root.waiting_candidates:
+        return merged, said
+    # (a candidate the sums part by what it read back is named; the others stay candidates, on neither side)
+    waiting = {r: comms for r, comms in root.waiting_candidates.items() if r not in merged.outlier_ranks}
+    return named_among(replace(merged, waiting_candidates=waiting), merged.outlier_ranks,
+                       set(merged.outlier_ranks) | set(merged.reference_ranks) - set(waiting)), said
+
+
+def _no_sum_from(step: int | None, fingerprints: Iterable[FingerprintRow], ranks: set[int]) -> set[int]:
+    """The ranks of `ranks` whose checksums hold no sum of `step` or later (none where the step is not known)."""
+    if step is None:
+        return set()
+    summed = {row.rank for row in fingerprints if row.step >= step}
+    return ranks - summed
 
 
 def with_sums_beside_records(root: Root, sums: Root, recorded_ends: dict[int, int],

@@ -1175,3 +1175,30 @@ def test_checksums_beside_a_root_the_records_place_reach_its_range_back_and_add_
     assert with_sums_beside_records(placed, replace(sums, reference_ranks=[0, 1, 3]), ends, frozenset(range(5))) \
         == (placed, [])
     assert with_sums_beside_records(placed, sums, {r: 9 for r in range(4)}, frozenset(range(5))) == (placed, [])
+
+
+def test_a_waiting_candidate_the_sums_part_only_by_its_missing_step_stays_a_candidate_beside_late_records():
+    # Seed 1181965: TP pairs {0, 1} ... {6, 7} in a world of 8. Rank 5 ran one more world collective in step 2; the
+    # world records begin at seq 7 and part rank 5 alone. Rank 4, counted short and waiting in its pair with rank 5,
+    # is a waiting candidate (held back there, or departed here before the records and then stopped). Ranks 0-3, 6
+    # and 7 read step 2 back wrong; ranks 4 and 5 have sums of steps 0 and 1 alone. A rank held back never
+    # completes the step either: the sums name rank 4 only as the counts did, and it stays a candidate.
+    from ncclforensics.align.notes import SumsAddOutliers
+    from ncclforensics.align.sums_beside import with_sums_before_records
+
+    rows = [step_sum(r, s, s < 2) for r in (0, 1, 2, 3, 6, 7) for s in range(3)]
+    rows += [step_sum(r, s, True) for r in (4, 5) for s in range(2)]
+    found, step = step_sums_root(rows, {})
+    assert (found.outlier_ranks, found.majority, step) == ([4, 5], True, 2)
+    late = Root(comm="0", seq=1, seq_range=(1, 7), outlier_ranks=[5], reference_ranks=[0, 1, 2, 3, 6, 7],
+                kind=DIFFERENT_OPS, size=1, pinned_by="signatures", reason=RangeReason.BEFORE_RECORDS, majority=True,
+                ops={}, kinds=(DIFFERENT_OPS,), shown=True, waiting_candidates={4: ("3",)})
+    assert with_sums_before_records(late, found, rows) == (late, [])
+    # A rank that is no candidate, parted alike, departed too (nothing orders the two departures).
+    plain = replace(late, reference_ranks=[0, 1, 2, 3, 4, 6, 7], waiting_candidates={})
+    root, said = with_sums_before_records(plain, found, rows)
+    assert root.outlier_ranks == [4, 5] and said == [SumsAddOutliers((4,), 2, "late_records", (4, 5))]
+    # A candidate that summed the step apart from the rest is parted by what it read back, not by its wait.
+    apart = [*rows, FingerprintRow(Location("fp4", 3), 4, 2, None, sum=3.0, expected_sum=1.0)]
+    root, _ = with_sums_before_records(late, found, apart)
+    assert root.outlier_ranks == [4, 5] and root.reference_ranks == [0, 1, 2, 3, 6, 7] and not root.waiting_candidates
