@@ -42,22 +42,23 @@ from .causes import comm_choice_notes, enqueued_cause, pick_counted, ras_counted
 from .compared_alike import departures_bounded
 from .consequences import Disagreement, consequences, kept_outer, odd_behind, odd_ones, other_side, ran_ahead
 from .counted_places import peer_issued_early, with_early_by_counts
-from .counts_beside_records import records_pair, short_of_records, with_counted_outliers, with_counted_past_records
+from .counts_beside_records import short_of_records, with_counted_outliers, with_counted_past_records
 from .enqueue_marks import EnqueueMarks
 from .answers import DIFFERENT_OPS, ENQUEUED_COUNTS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .gates import GateDisagreement
 from .group_places import members_by_places
 from .held_back import ahead_where_stuck, behind_in_chain, held_back_elsewhere, held_back_root, may_hold_back
 from .journal_progress import with_journal_progress
+from .lookalike_ties import alike_on_record, counted_among_lookalikes, parted_reference
 from .marks_only import marks_only_roots
 from .mixed_elsewhere import mixed_elsewhere
-from .notes import CountedAmongLookalikes, Note
+from .notes import Note
 from .past_hang import with_ranks_past_hang
 from .ras import RasHistory, job_processes
 from .ras_only import ras_only_roots, unnamed_ranks, with_swapped_types
 from .comms_apart import comms_by_rank
 from .step_sums import step_sums_root
-from .streams import SIGNATURE, Streams
+from .streams import Streams
 from .sums_beside import (with_checksum_outliers, with_parted_reference, with_sums_before_records,
                           with_sums_beside_records, with_sums_placing_cut_ranks)
 from .waiting import waiting_elsewhere
@@ -171,7 +172,7 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         if found is not None:
             root, said = with_sums_before_records(root, found[0], fingerprints)
             notes += said
-    elif not root.majority and set(root.outlier_ranks) == set(root.reference_ranks) and _alike_on_record(root, streams):
+    elif not root.majority and set(root.outlier_ranks) == set(root.reference_ranks) and alike_on_record(root, streams):
         # Records alike in everything recorded, results misaligned: every rank is named, as no record says who
         # departed (over lookalikes, or at the one seq the checked results pin); PyTorch's counts, where a minority
         # launched more or fewer, say it.
@@ -179,9 +180,9 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         if counted:
             held = _held_before_records(root, marks, streams)
             # (where the rest of the ranks part evenly in their records, nothing says who departed)
-            parted = _parted_reference(root, (set(root.outlier_ranks) - set(counted[0].outlier_ranks)) | held, streams)
+            parted = parted_reference(root, (set(root.outlier_ranks) - set(counted[0].outlier_ranks)) | held, streams)
             if parted is not None:
-                root, said = _counted_among_lookalikes(root, counted[0], held, parted)
+                root, said = counted_among_lookalikes(root, counted[0], held, parted)
                 notes += said
     elif root.unplaced_ranks and root.comm in analyses:
         # Records cut before the sides part place no one there; the checksums of the step they part at may.
@@ -478,94 +479,6 @@ def _counts_apart(comm: str, marks: dict, streams: Streams) -> set[int]:
     if not most or most[0][1] * 2 <= len(launched):
         return set()
     return {r for r, n in launched.items() if n != most[0][0]}
-
-
-def _alike_on_record(root: Root, streams: Streams) -> bool:
-    """Whether the root's records are alike in everything recorded over its range, so that no record says who
-    departed: a range of lookalikes, or one seq that results checked right before it and wrong at it pin, where no
-    rank's records part from the rest's (the ranks with no record there side with either)."""
-    if root.reason is RangeReason.LOOKALIKE:
-        return True
-    return root.reason is None and root.seq_range is not None and _parted_reference(
-        root, set(root.outlier_ranks), streams) == {}
-
-
-# The fields of each richer stage of comparison (divergence.STAGES), as the streams hold them: a call stack, or
-# the one frame a source gives.
-_RICHER_FIELDS = {"call sites": ("stack", "callsite"), "tags": ("tag",), "steps": ("step",)}
-
-
-def _parted_reference(root: Root, reference: set[int], streams: Streams) -> dict[int, int] | None:
-    """The ranks of `reference` whose records in the root's range part from the larger part of it: at some seq
-    there, a collective of another signature (op, count, ...) than the most of the others recorded, or of another
-    call stack, tag or step where the root compared those (`Root.compared`, or only between the ranks that recorded
-    them, `Root.compared_where_recorded`: records alike in signature that those part were told apart by the root
-    itself, and are not alike), rank -> the first such seq. Ranks without a record there, or without the field that
-    parts them, part from no one. None where no part is the largest at such a seq (an even split: which part
-    departed is not told)."""
-    parts = streams.comm_parts(root.comm)
-    low, high = root.seq_range or (root.seq, root.seq)
-    labels = (*root.compared, *root.compared_where_recorded)
-    compared = [*SIGNATURE, *(f for label in labels for f in _RICHER_FIELDS.get(label, ()))]
-    by_seq: dict[int, dict[int, tuple]] = {}
-    for rank in sorted(reference):
-        part = parts.get(rank)
-        if part is None or not part.height:
-            continue
-        # (one tuple layout for every rank: a field a rank's records lack is unrecorded there)
-        fields = [pl.col(c) if c in part.columns else pl.lit(None).alias(c) for c in compared]
-        rows = part.filter(pl.col("seq") >= low) if high is None else part.filter(pl.col("seq").is_between(low, high))
-        for row in rows.select("seq", *fields).iter_rows():
-            if any(v is not None for v in row[1:]):
-                by_seq.setdefault(row[0], {})[rank] = row[1:]
-    parted: dict[int, int] = {}
-    for seq, records in sorted(by_seq.items()):
-        groups: list[list[int]] = []
-        for rank, record in records.items():
-            alike = [g for g in groups if all(records_pair(record, records[r]) for r in g)]
-            if alike:
-                alike[0].append(rank)
-            else:
-                groups.append([rank])
-        if len(groups) < 2:
-            continue
-        sizes = sorted((len(g) for g in groups), reverse=True)
-        if sizes[0] == sizes[1]:
-            return None
-        largest = max(groups, key=len)
-        for rank in records:
-            if rank not in largest and all(records_pair(records[rank], records[r]) for r in largest):
-                continue  # (it pairs with the largest part too: unrecorded where they differ)
-            if rank not in largest:
-                parted.setdefault(rank, seq)
-    return parted
-
-
-def _counted_among_lookalikes(root: Root, counted: Root, held: set[int],
-                              parted: dict[int, int] | None = None) -> tuple[Root, list[Note]]:
-    """A root that names every rank on either side (records alike in everything recorded, results misaligned, or
-    records parting the ranks evenly) with the ranks PyTorch's counts show launching more or fewer, a minority, as
-    its outliers, and the counts' kind where the records allow it: no record says who departed, and the fewest
-    departing are the ones the counts name (`held`: ranks behind that are stuck elsewhere, which held back reads
-    the same, are not named). `parted`: ranks of the rest whose records in the root's range part from the larger
-    part of the rest (`_parted_reference`), rank -> the seq where they do: they departed too, beside those the
-    counts name, as the fewest departing (the other part, with those counted, would be more)."""
-    ours = set(root.outlier_ranks)
-    outliers = sorted(set(counted.outlier_ranks) - held)
-    if not counted.majority or not outliers or not set(outliers) < ours \
-            or not ours <= set(counted.outlier_ranks) | set(counted.reference_ranks):
-        return root, []
-    parted = {r: seq for r, seq in (parted or {}).items() if r in ours and r not in outliers}
-    counted_ranks = outliers
-    outliers = sorted({*outliers, *parted})
-    if not set(outliers) < ours:
-        return root, []
-    kinds = (counted.kind, *(k for k in root.kinds if k != counted.kind)) if counted.kind in root.kinds else root.kinds
-    named = replace(root, outlier_ranks=outliers, reference_ranks=sorted(ours - set(outliers)), majority=True,
-                    kind=kinds[0] if kinds else root.kind, kinds=kinds)
-    launched = "fewer" if counted.kind == MISSING else "more"
-    return named, [CountedAmongLookalikes(tuple(outliers), tuple(counted_ranks), launched, counted.pinned_by,
-                                          tuple(sorted(parted)), min(parted.values()) if parted else None)]
 
 
 def _resolve_tie(root: Root, gate: GateDisagreement | None) -> Root:

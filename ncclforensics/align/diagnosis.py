@@ -16,11 +16,9 @@ from ..model import (
     WatchdogEvent,
     WedgeKind,
 )
-from ..model.phrases import ranks_words
 from .choose import choose_root
 from .clocks import clock_disagreements
 from .counted_progress import counted_progress, with_counted_progress
-from .comm_streams import comm_streams
 from .answers import DIFFERENT_OPS, ENQUEUED_COUNTS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .divergence import analyze_comm
 from .enqueue_marks import EnqueueMarks, enqueue_marks
@@ -45,7 +43,7 @@ from .notes import (
 from .order_contradictions import OrderContradiction, order_contradiction_at
 from .ranks import resolve_global_ranks
 from .ras import RasHistory, ras_histories
-from .ras_only import ras_comm_wedge, ras_only_wedge, ras_rank_map
+from .ras_only import ras_only_wedge, ras_rank_map
 from .reanalysis import reanalyze_behind_ranks, reanalyze_by_issue_orders, side_ties_by_issue_places
 from .receipts import Finding, answer_receipts, death_receipts, job_ras_receipts
 from .reconcile import Reconciliation, reconcile
@@ -53,8 +51,9 @@ from .streams import Streams, build_streams
 from .traces import Guesses, guessed_comms, resting_on_guesses, seq_slack, wider_slack, with_trace_rows
 from .unranked import unranked_streams
 from .unwritten import completed_floors, parted_at_read_back, unwritten_ends
-from .watchdog import STOP_EVENTS, with_watchdog_rows
-from .wedge import Wedge, Window, count_only_window, find_wedge, first_hanging_pairing, misaligned_window
+from .stop_evidence import counted_cause_wedge, hanging_pairings, stop_evidence
+from .watchdog import with_watchdog_rows
+from .wedge import Wedge, Window, count_only_window, find_wedge, misaligned_window
 
 
 @dataclass
@@ -158,8 +157,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     _apply_progress(analyses, streams, progress, watchdog)
     departed_later: list[Note] = []
     if not died:
-        stopped = _stop_evidence(streams, analyses, ras, watchdog, dead)
-        reanalyze_behind_ranks(analyses, streams, gate, {**_hanging_pairings(streams, analyses), **stopped}, dead,
+        stopped = stop_evidence(streams, analyses, ras, watchdog, dead)
+        reanalyze_behind_ranks(analyses, streams, gate, {**hanging_pairings(streams, analyses), **stopped}, dead,
                                marks)
         departed_later = reanalyze_by_issue_orders(analyses, streams, gate)
         side_ties_by_issue_places(analyses, streams, gate)
@@ -168,7 +167,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
                           journaled_ranks=sorted({g.rank for g in gates}))
     diagnosis.corrupted_fingerprints = corrupted(fingerprints)
     diagnosis.checksum_splits = diverging_steps(fingerprints)
-    stops = _stop_evidence(streams, analyses, ras, watchdog, dead)
+    stops = stop_evidence(streams, analyses, ras, watchdog, dead)
     choice = choose_root(analyses, streams, gate, gates=gates, ras=ras, rank_map=rank_map, marks=marks,
                          watchdog=watchdog, fingerprints=fingerprints, stops=stops,
                          cut_files={e.path for e in evidence if e.cut is not None},
@@ -212,7 +211,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     diagnosis.wedge = find_wedge(streams, analyses, dead, stops, _root_comm_in_streams(root, streams, ras, rank_map),
                                  progress_counts)
     if counted_cause is not None:
-        diagnosis.wedge = _counted_cause_wedge(diagnosis.wedge, root, ras, rank_map, stops, dead)
+        diagnosis.wedge = counted_cause_wedge(diagnosis.wedge, root, ras, rank_map, stops, dead)
     if diagnosis.wedge is None:
         diagnosis.wedge = ras_only_wedge(ras, rank_map, stops, dead, streams) or marks_only_wedge(marks, streams, dead)
     if diagnosis.wedge is not None:
@@ -416,78 +415,6 @@ def _root_comm_in_streams(root: Root | None, streams: Streams, ras: dict[str, Ra
         return root.comm
     same = [comm for comm, ranks in streams.members.items() if set(ranks) == members]
     return same[0] if len(same) == 1 else root.comm
-
-
-def _counted_cause_wedge(wedge: Wedge | None, root: Root, ras: dict[str, RasHistory],
-                         rank_map: dict[tuple[str, int], int], stops: dict[str, list[str]], dead: set[int]
-                         ) -> Wedge | None:
-    """Where the root is a communicator's counts that caused the streams' stop elsewhere (choose.py), a wedge
-    in another communicator whose absent ranks are all the root's members waits on the root's: the wedge is the
-    root's by its counts, confirmed by that stop too."""
-    history = ras.get(root.comm)
-    members = {rank for (comm, _), rank in rank_map.items() if comm == root.comm}
-    if history is None or wedge is None or wedge.comm == root.comm or not wedge.absent_ranks \
-            or not set(wedge.absent_ranks) <= members:
-        return wedge
-    found = ras_comm_wedge(root.comm, history, rank_map, stops, dead)
-    if found is None:
-        return wedge
-    found.confirmed_by += [f"{reason}, in comm {wedge.comm}, which waits on it" for reason in wedge.confirmed_by
-                           if reason not in found.confirmed_by]
-    return found
-
-
-def _stop_evidence(streams: Streams, analyses: dict[str, CommAnalysis], ras: dict[str, RasHistory],
-                   watchdog: list[WatchdogEvent], dead: set[int]) -> dict[str, list[str]]:
-    """comm -> what shows that it stopped rather than merely lagging."""
-    stops: dict[str, list[str]] = {}
-    for event in watchdog:
-        if event.kind in STOP_EVENTS:
-            comm = streams.aliases.get(event.comm, event.comm) if event.comm else None
-            targets = [comm] if comm in analyses else [c for c, a in analyses.items() if event.rank in a.ranks]
-            for c in targets:
-                label = f"watchdog {event.kind.replace('_', ' ')} ({event.loc})"
-                if label not in stops.setdefault(c, []):
-                    stops[c].append(label)
-    for comm, analysis in analyses.items():
-        if analysis.has_states and _unfinished_entries(streams, comm):
-            stops.setdefault(comm, []).append("Flight Recorder entries launched but never completed")
-        if dead & set(analysis.ranks):
-            stops.setdefault(comm, []).append(f"{ranks_words(sorted(dead & set(analysis.ranks)))} gone (missing, "
-                                              f"unreachable or dead in RAS, or cut off from a peer)")
-    for comm, history in ras.items():
-        if history.stuck:
-            stops.setdefault(comm, []).append(
-                f"RAS counts unchanged over {len(history.states)} replies while ranks disagree")
-        lost = sorted(set(history.missing_ranks) | set(history.dead_ranks))
-        if lost and comm not in analyses:
-            stops.setdefault(comm, []).append(
-                f"RAS lists comm {ranks_words(lost)} as gone (missing, unreachable or dead)")
-    return stops
-
-
-def _hanging_pairings(streams: Streams, analyses: dict[str, CommAnalysis]) -> dict[str, list[str]]:
-    """comm -> a pairing its records show that NCCL never completes (types of different sizes at one seq, among the
-    ranks that recorded it: a rank whose log was cut before it cannot complete it), past a root the records show:
-    the group stopped there, whatever else is on record, so ranks that launched fewer than the others are behind,
-    not lagging (NCCL logs alone say nothing of completion)."""
-    found: dict[str, list[str]] = {}
-    for comm, analysis in analyses.items():
-        root = analysis.root
-        if root is None or not root.shown or root.kind == STOPPED or not analysis.launched:
-            continue
-        rows = comm_streams(streams.comm_parts(comm))
-        hang = first_hanging_pairing(rows, max(analysis.first_seq.values()), max(analysis.launched.values()))
-        if hang is not None:
-            found[comm] = [f"a pairing NCCL never completes at seq {hang}"]
-    return found
-
-
-def _unfinished_entries(streams: Streams, comm: str) -> bool:
-    """Whether a Flight Recorder dump holds an entry of `comm` it never saw complete. (Not a row some other source
-    adds after the dump was taken: a log goes on where a dump taken by hand stopped.)"""
-    unfinished = pl.col("fr_file").is_not_null() & (pl.col("state") != "completed")
-    return any(part.select(unfinished.any()).item() for part in streams.comm_parts(comm).values())
 
 
 def _members_only(root: Root | None, streams: Streams) -> tuple[Root | None, list[Note]]:

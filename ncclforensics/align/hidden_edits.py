@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from .edits import Codes, EditKind, Placement, agree, merged, place_edits
 from .narrowing import Constraint, narrowed
-from .propose import Proposal
+from .proposal import Proposal
 from .solution import Solution
 
 

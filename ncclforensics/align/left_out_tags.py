@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 
 from .edits import Codes, EditKind, Placement
-from .propose import Proposal
+from .proposal import Proposal
 
 LEFT_OUT_TAGS = "tags each step repeats"  # the label of a tie told apart so (`pinned_by`)
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from .codes import first_visible_seq
 from .edits import Codes, agree, merged, place_edits
-from .propose import Proposal, span_of
+from .proposal import Proposal, span_of
 
 
 def one_side(found: Proposal, proposal: Proposal, codes: dict[int, Codes]) -> Proposal:

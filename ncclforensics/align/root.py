@@ -34,7 +34,8 @@ from .edits import Codes, EditKind, Placement, agree, blocks_through, merged, pl
 from .hidden_edits import hidden_departures, unpinned_departures
 from .left_out_tags import LEFT_OUT_TAGS, told_by_left_out_tags
 from .narrowing import ISSUE_ORDER, PARTED_COMPLETIONS, Constraint, apply
-from .propose import Proposal, propose, span_of, within
+from .propose import propose
+from .proposal import Proposal, span_of, within
 from .richer_fields import lengths_later, lone_recorder_tie, one_side, parted_sooner, parts_earlier, picks_side
 from .solution import Contradiction, Solution
 

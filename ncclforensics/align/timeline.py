@@ -13,7 +13,8 @@ import polars as pl
 
 from ..model import Location, WatchdogEvent
 from ..model.phrases import ranks_words, seq_words
-from .diagnosis import STOP_EVENTS, Diagnosis
+from .diagnosis import Diagnosis
+from .watchdog import STOP_EVENTS
 from .answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED
 from .streams import Streams
 from .wedge import PairingRun

@@ -5,7 +5,7 @@ import numpy as np
 from ncclforensics.align.edits import Codes, EditKind, Placement
 from ncclforensics.align.left_out_tags import left_out_tags, told_by_left_out_tags
 from ncclforensics.align.narrowing import ResultChecks
-from ncclforensics.align.propose import Proposal
+from ncclforensics.align.proposal import Proposal
 from ncclforensics.align.root import solve
 
 PROGRAM = [1, 2, 3, 4, 5, 6, 7]  # tags of one step: layers 0 and 1 (three all-reduces each), then lm_head

@@ -37,21 +37,21 @@ def test_ranks_the_counts_name_among_records_alike_everywhere_are_the_outliers()
     # PyTorch's counts say rank 3 launched one fewer than the seven others: it is the fewest departing, missing one.
     from dataclasses import replace
 
-    from ncclforensics.align.choose import _counted_among_lookalikes
+    from ncclforensics.align.lookalike_ties import counted_among_lookalikes
     from ncclforensics.align.answers import RangeReason
 
     every = replace(_tie(list(range(8))), seq=1, seq_range=(1, 19), reason=RangeReason.LOOKALIKE,
                     kinds=("extra", "missing", "different"))
     counted = Root(comm="0xa", seq=1, seq_range=(1, 19), outlier_ranks=[3], reference_ranks=[0, 1, 2, 4, 5, 6, 7],
                    kind="missing", size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS)
-    root, said = _counted_among_lookalikes(every, counted, set())
+    root, said = counted_among_lookalikes(every, counted, set())
     assert root.outlier_ranks == [3] and root.majority and root.kind == "missing" and root.seq_range == (1, 19)
     assert said == [CountedAmongLookalikes(outliers=(3,), counted=(3,), launched="fewer",
                                            counted_by="PyTorch's enqueued counts")]
     # a rank behind that is stuck elsewhere may be held back: the counts then name no one
-    assert _counted_among_lookalikes(every, counted, {3}) == (every, [])
+    assert counted_among_lookalikes(every, counted, {3}) == (every, [])
     # counts with no majority say nothing of who departed
-    assert _counted_among_lookalikes(every, replace(counted, majority=False), set()) == (every, [])
+    assert counted_among_lookalikes(every, replace(counted, majority=False), set()) == (every, [])
 
 
 def test_counts_name_the_fewest_departing_where_checked_results_pin_records_alike_to_one_seq(tmp_path):
@@ -93,7 +93,7 @@ def test_ranks_whose_records_part_from_the_rest_of_the_counted_reference_depart_
 
     import polars as pl
 
-    from ncclforensics.align.choose import _counted_among_lookalikes, _parted_reference
+    from ncclforensics.align.lookalike_ties import counted_among_lookalikes, parted_reference
     from ncclforensics.align.answers import RangeReason
     from ncclforensics.align.streams import Streams
 
@@ -107,18 +107,18 @@ def test_ranks_whose_records_part_from_the_rest_of_the_counted_reference_depart_
                     kinds=("different", "extra"))
     counted = Root(comm="0xa", seq=1, seq_range=(1, 5), outlier_ranks=[1], reference_ranks=[0, 2, 3],
                    kind="missing", size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS)
-    parted = _parted_reference(every, {0, 2, 3}, streams)
+    parted = parted_reference(every, {0, 2, 3}, streams)
     assert parted == {2: 5}
-    root, said = _counted_among_lookalikes(every, counted, set(), parted)
+    root, said = counted_among_lookalikes(every, counted, set(), parted)
     assert root.outlier_ranks == [1, 2] and root.reference_ranks == [0, 3] and root.majority
     assert said == [CountedAmongLookalikes(outliers=(1, 2), counted=(1,), launched="fewer",
                                            counted_by="PyTorch's enqueued counts", parted=(2,), parted_seq=5)]
     # With rank 3 in an AllGather too, rank 0 is the one of the rest that parts from the others.
     records[3] = ("AllGather", 1000)
     streams = Streams(parts={("0xa", r): part(r, *v) for r, v in records.items()}, members={"0xa": [0, 1, 2, 3]})
-    assert _parted_reference(every, {0, 2, 3}, streams) == {0: 5}
+    assert parted_reference(every, {0, 2, 3}, streams) == {0: 5}
     # A rest that parts evenly (ranks 0 and 3 alone, one in each collective) says nothing of who departed.
-    assert _parted_reference(every, {0, 3}, streams) is None
+    assert parted_reference(every, {0, 3}, streams) is None
 
 
 def test_call_stacks_the_root_compared_part_the_counted_reference_as_signatures_do():
@@ -131,7 +131,7 @@ def test_call_stacks_the_root_compared_part_the_counted_reference_as_signatures_
 
     import polars as pl
 
-    from ncclforensics.align.choose import _parted_reference
+    from ncclforensics.align.lookalike_ties import parted_reference
     from ncclforensics.align.answers import RangeReason
     from ncclforensics.align.streams import Streams
 
@@ -145,10 +145,10 @@ def test_call_stacks_the_root_compared_part_the_counted_reference_as_signatures_
                              ("0xa", 2): part(2, program)}, members={"0xa": [0, 1, 2]})
     every = replace(_tie([0, 1, 2]), seq=1, seq_range=(1, 17), reason=RangeReason.LOOKALIKE,
                     kinds=("different", "extra"), compared=("call sites",))
-    assert _parted_reference(every, {0, 1}, streams) is None
-    assert _parted_reference(every, {0, 1, 2}, streams) == {0: 17}
+    assert parted_reference(every, {0, 1}, streams) is None
+    assert parted_reference(every, {0, 1, 2}, streams) == {0: 17}
     # (a root that compared signatures alone is not parted by call stacks it did not weigh)
-    assert _parted_reference(replace(every, compared=()), {0, 1}, streams) == {}
+    assert parted_reference(replace(every, compared=()), {0, 1}, streams) == {}
 
 
 def test_ranks_parted_evenly_by_call_stacks_leave_the_counts_nobody_to_name():
@@ -160,7 +160,7 @@ def test_ranks_parted_evenly_by_call_stacks_leave_the_counts_nobody_to_name():
 
     import polars as pl
 
-    from ncclforensics.align.choose import _counted_among_lookalikes, _parted_reference
+    from ncclforensics.align.lookalike_ties import counted_among_lookalikes, parted_reference
     from ncclforensics.align.answers import RangeReason
     from ncclforensics.align.streams import Streams
 
@@ -171,14 +171,14 @@ def test_ranks_parted_evenly_by_call_stacks_leave_the_counts_nobody_to_name():
                              ("0xa", 2): part(2, [None, None, "tokens:90"])}, members={"0xa": [0, 2]})
     every = replace(_tie([0, 1, 2, 3]), seq=1, seq_range=(1, 3), reason=RangeReason.LOOKALIKE,
                     kinds=("different", "extra", "missing"), compared=("call sites",))
-    assert _parted_reference(every, {0, 2, 3}, streams) is None
+    assert parted_reference(every, {0, 2, 3}, streams) is None
     # Where a third rank's stack sides with rank 2, rank 0 parts from the larger part.
     streams.parts[("0xa", 3)] = part(3, [None, None, "tokens:90"])
     streams.members["0xa"] = [0, 2, 3]
-    assert _parted_reference(every, {0, 2, 3}, streams) == {0: 3}
+    assert parted_reference(every, {0, 2, 3}, streams) == {0: 3}
     counted = Root(comm="0xa", seq=1, seq_range=(1, 3), outlier_ranks=[1], reference_ranks=[0, 2, 3],
                    kind="missing", size=1, pinned_by="PyTorch's enqueued counts", reason=RangeReason.COUNTS)
-    root, _ = _counted_among_lookalikes(every, counted, set(), {0: 3})
+    root, _ = counted_among_lookalikes(every, counted, set(), {0: 3})
     assert root.outlier_ranks == [0, 1]
 
 
