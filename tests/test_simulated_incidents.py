@@ -591,10 +591,15 @@ KNOWN: dict[int, str] = {}
 # field that pins the group's departure (an NCCL log of lookalikes beside a peer's call stacks), may have departed
 # anywhere its own records allow, after the group too: a range that names it reaches as far as they do (1172565: ranks
 # 7 and 1 each left out an all-reduce, rank 7 at seq 1 by its call stacks, rank 1 at seq 11 with an NCCL log only;
-# both were named at seq 1 alone); and a rank beside records that begin late that PyTorch's counts part and that waits
+# both were named at seq 1 alone); a rank beside records that begin late that PyTorch's counts part and that waits
 # in another comm stays a candidate where per-step checksums part it only by a step it has no sum of: held back there
 # by a peer, it never completes that step either (1181965: a world extra in step 2 that held the extra rank's TP peer
-# back, watchdog logs and per-step sums with expected values; the peer was named beside it).
+# back, watchdog logs and per-step sums with expected values; the peer was named beside it); and issue orders across
+# communicators that part a comm's ranks evenly, no side a strict majority, still narrow the range and side the ranks:
+# each side is read as the program in turn (an extra block of the side that issued the parting seq early, or as many
+# left out by the other), and the root names every rank, no majority, over the seqs either reading allows, with the
+# sides apart (1173206 again: the answer rested on signatures alone over seq 1..12; the issue orders give seq 3..8,
+# ranks 0 and 3 against ranks 1 and 2).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,

@@ -89,6 +89,17 @@ class HeldBack:
 
 
 @dataclass(frozen=True)
+class IssueSides:
+    """The two sides of issue orders that part a communicator's ranks evenly (align/issue_order_ties.py): either
+    may have departed, the early one by an extra block here (or collectives left out in `Root.left_out_in`), the
+    later one by as many left out here (or run in `elsewhere` before the root's last seq)."""
+
+    early: tuple[int, ...]  # the ranks that issued the root's last seq after fewer of their other comms' collectives
+    later: tuple[int, ...]  # those that issued it after more
+    elsewhere: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Root:
     """The first divergent collective of one communicator."""
 
@@ -205,6 +216,8 @@ class Root:
     # ring that dropped its oldest entries): sided by their count and later places, or, where those fit both sides or
     # neither, among `unplaced_ranks` (interleave._placed_late)
     placed_late: dict[int, int] = field(default_factory=dict)
+    # Placed by issue orders that part the ranks evenly (align/issue_order_ties.py): which rank is on which side
+    issue_sides: IssueSides | None = None
     # RAS counts per type that no one program gives, of a communicator whose records agree wherever they overlap: the
     # departure is where no record of the outliers reaches (ras_only._unordered_types_root)
     beyond_records: bool = False

@@ -65,6 +65,8 @@ class IssueOrderSplit:
     # ranks whose places begin past `seq` (rank -> the first seq placed), sided by their count and later places
     # (_placed_late), or unplaced where those fit both sides or neither
     placed_late: dict[int, int] = field(default_factory=dict)
+    # False where the reference is no strict majority (split_against: an even split, read one way of two)
+    majority: bool = True
 
 
 def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = frozenset(),
@@ -77,7 +79,15 @@ def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = fro
     are left unplaced, on neither side, and the rest must still be a strict majority without them. None where the
     records do not order each rank's collectives, the ranks are in other communicators of different shapes, or no
     strict majority places every seq."""
-    found = program_places(streams, comm, apart)
+    return split_against(streams, comm, skipped, apart)
+
+
+def split_against(streams: Streams, comm: str, skipped: frozenset[int] = frozenset(),
+                  apart: frozenset[int] = frozenset(), voters: frozenset[int] | None = None) -> IssueOrderSplit | None:
+    """issue_order_split, with the program's places taken from `voters` alone where given (one side of an even
+    split, issue_order_ties.py): the split it gives then has `majority` false where neither side is a strict
+    majority, and is None where the other side is one (the program is theirs)."""
+    found = program_places(streams, comm, apart, voters)
     if found is None:
         return None
     places, launched, program = found
@@ -124,7 +134,9 @@ def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = fro
     unplaced = sorted({*unplaced, *(r for r, side in late.items() if side is None)})
     agree = [*agree, *(r for r, side in late.items() if side is _Side.REFERENCE)]
     early = sorted(r for r, side in late.items() if side is _Side.OUTLIERS)
-    if len(agree) * 2 <= len(agree) + len(outliers) + len(early) + len(unplaced) + len(set(skipped) & set(ranks)):
+    total = len(agree) + len(outliers) + len(early) + len(unplaced) + len(set(skipped) & set(ranks))
+    majority = len(agree) * 2 > total
+    if not majority and (voters is None or (len(outliers) + len(early)) * 2 > total):
         return None  # the ones left unplaced may have issued it where the outliers did: no majority then
     blocked = sorted(r for r in ranks if launched[r] < split and r not in unplaced and r not in skipped)
     for r in blocked:
@@ -150,7 +162,7 @@ def issue_order_split(streams: Streams, comm: str, skipped: frozenset[int] = fro
                            blocked=blocked, unplaced=unplaced, left_out_in=left_out_in,
                            size=blocks.pop() if sized else 0, left_out_only=left_out_only,
                            placed_from=placed_from if low < placed_from else 1,
-                           placed_late={r: min(places[r]) for r in late},
+                           placed_late={r: min(places[r]) for r in late}, majority=majority,
                            left_out_sizes={r: n for r in outliers if left_out_in
                                            and (n := _left_out_size(places[r], program, split, launched[r]))})
 

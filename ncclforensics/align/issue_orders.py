@@ -111,13 +111,15 @@ def issue_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, int]]
     return places, launched
 
 
-def program_places(streams: Streams, comm: str, apart: frozenset[int] = frozenset()
-                    ) -> tuple[dict[int, dict[int, int]], dict[int, int], dict[int, int]] | None:
+def program_places(streams: Streams, comm: str, apart: frozenset[int] = frozenset(),
+                   voters: frozenset[int] | None = None
+                   ) -> tuple[dict[int, dict[int, int]], dict[int, int], dict[int, int]] | None:
     """Per rank of `comm`, seq -> collectives of its other communicators it issued before it, and how many it
     launched here (issue_places); and the program's place of each seq (the strict majority of the ranks that
-    launched it). Ranks `apart` (they departed in another communicator) keep their counts but no places: theirs
-    may be off the program's by that departure. None where issue_places gives none, or no strict majority places
-    every seq."""
+    launched it; of those among `voters` alone, where given: one side of an even split read as the program, the
+    other ranks keep their places). Ranks `apart` (they departed in another communicator) keep their counts but no
+    places: theirs may be off the program's by that departure. None where issue_places gives none, or no strict
+    majority places every seq."""
     found = issue_places(streams, comm)
     if found is None:
         return None
@@ -125,7 +127,8 @@ def program_places(streams: Streams, comm: str, apart: frozenset[int] = frozense
     places = {**places, **{r: {} for r in apart if r in places}}
     program: dict[int, int] = {}
     for seq in range(1, max(launched.values()) + 2):
-        seen = Counter(p[seq] for r, p in places.items() if seq in p and seq <= launched[r])
+        seen = Counter(p[seq] for r, p in places.items()
+                       if seq in p and seq <= launched[r] and (voters is None or r in voters))
         if seen:
             value, n = seen.most_common(1)[0]
             if n * 2 <= sum(seen.values()):

@@ -29,6 +29,7 @@ from .interleave import (
     with_early_issuers,
     with_stops_past_the_program,
 )
+from .issue_order_ties import issue_order_tie_root, narrows_tie
 from .issue_orders import place_codes
 from .left_out_before import left_out_root
 from .left_out_here import early_elsewhere, skipped_here
@@ -186,6 +187,11 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
             # replace no root of its own records but a stop of the same ranks, which they show is no mere stop
             # (its records fit as well extra collectives before it, and the end of records hides their size).
             found = None
+        tie = issue_order_tie_root(streams, comm, analysis.start, frozenset(apart)) if found is None else None
+        if tie is not None and narrows_tie(tie, root):
+            # No majority of the issue orders either: they still narrow the records' tie, and side its ranks.
+            analysis.root = replace(tie, departed_in={r: apart[r] for r in tie.outlier_ranks if r in apart})
+            continue
         if found is None and not apart and (elsewhere := left_out_root(streams, comm)) is not None:
             # The outliers issued their collective here early and went on elsewhere past the program's next one
             # here: they left collectives out there, which is where they departed, alone.

@@ -7,6 +7,7 @@ from dataclasses import replace
 from ..align.answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from ..align.traces import grouped_by_traces
 from ..model.phrases import either, plural, ranks_words, their, them, they, they_are, verb_form
+from .tie_words import issue_sides_words
 
 
 def kind_words(root: Root, stop: str = "stopped launching") -> str:
@@ -123,7 +124,7 @@ def root_sentence(root: Root) -> str:
             "differ by collectives one side launched and the other did not (or one side stopped)" \
             if root.kind == STOPPED else f"differ by {n} one side launched and the other did not"
         return f"{who.capitalize()} part ways in comm {root.comm}, {at}: they {what}, and no majority says which " \
-               f"side deviated."
+               f"side deviated." + issue_sides_words(root)
     if root.kind == STOPPED and len(root.outlier_ranks) > 1 and set(root.kinds) - {STOPPED, MISSING}:
         # (some of them may have launched as many as the others, of other collectives)
         return (f"{who.capitalize()} depart from the others in comm {root.comm}, {at}: by "

@@ -6,8 +6,9 @@ from dataclasses import replace
 import polars as pl
 
 from ncclforensics.align.diagnosis import diagnose
-from ncclforensics.align.answers import RangeReason
+from ncclforensics.align.answers import IssueSides, RangeReason
 from ncclforensics.align.interleave import ISSUE_ORDER, issue_order_root, issue_order_split
+from ncclforensics.align.issue_order_ties import issue_order_tie, issue_order_tie_root
 from ncclforensics.align.notes import DepartedLater, IssuedEarlyInTie
 from ncclforensics.align.streams import build_streams
 from ncclforensics.model import (CollectiveEvent, Evidence, FingerprintRow, Location, SourceFormat,
@@ -663,3 +664,81 @@ def test_a_rank_whose_ring_begins_past_the_split_is_no_silent_reference():
     assert issue_order_split(build_streams(logs), T1) is None
     d = diagnose(logs)
     assert d.root is not None and d.root.outlier_ranks != [3]
+
+
+def _drafter_tie(kept=None, group=(0, 1, 2, 3), extra=(0, 3), sizes=None):
+    """`_drafter_steps` of the ranks of T1 (`group`), those of `extra` with the drafter pass; with the world over
+    eight ranks, the rest in T2 on the plain program. `kept`: rank -> the last collectives its ring kept."""
+    logs = []
+    for r in range(8):
+        order = _drafter_steps(extra=r in extra)
+        if r not in group:
+            order = [(T2 if comm == T1 else comm, op) for comm, op in order]
+        logs.append(kept_log(r, order, kept[r]) if kept and r in kept else rank_log(r, order, sizes))
+    return logs
+
+
+def test_issue_orders_that_part_the_ranks_evenly_narrow_the_tie_and_side_its_ranks():
+    # Seed 1173206: ranks 0 and 3 ran a drafter pass alone (two TP collectives more in step 1): rank 3 issues TP
+    # seq 7 after two world collectives, ranks 1 and 2 after three; rank 0's ring begins past it, and sides it with
+    # rank 3 by its count and later places. Two against two: ranks 0 and 3 ran two more among TP seqs 4..7 (all
+    # issued after two world ones), or ranks 1 and 2 left two out there; the records alone only part the lengths.
+    logs = _drafter_tie(kept={0: 4})
+    tie = issue_order_tie(build_streams(logs), T1)
+    assert tie.early == [0, 3] and tie.later == [1, 2] and not tie.either
+    assert (tie.low, tie.split.seq, tie.split.size) == (4, 7, 2) and not tie.split.majority
+    d = diagnose(logs)
+    assert d.root.comm == T1 and d.root.pinned_by == ISSUE_ORDER and not d.root.majority
+    assert d.root.outlier_ranks == [0, 1, 2, 3] and d.root.seq_range == (4, 7)
+    assert d.root.issue_sides == IssueSides((0, 3), (1, 2)) and set(d.root.kinds) == {"extra", "missing"}
+    said = words.cause(d)
+    assert "no majority says which side deviated" in said
+    assert "Either ranks 0 and 3 ran 2 collectives more here, somewhere in seq 4..7, or ranks 1 and 2 left as " \
+           "many out there" in said and "it is on that side" in said
+
+
+def test_an_even_split_of_whole_records_has_no_program_of_the_majority_yet_still_parts_the_sides():
+    # As above with rank 0's records whole: at TP seq 7 two ranks place it against two, so no strict majority gives
+    # the program there; each side read as the program in turn gives the same seq and range.
+    logs = _drafter_tie()
+    streams = build_streams(logs)
+    assert issue_order_split(streams, T1) is None
+    tie = issue_order_tie(streams, T1)
+    assert tie.early == [0, 3] and tie.later == [1, 2] and (tie.low, tie.split.seq) == (4, 7)
+    d = diagnose(logs)
+    assert d.root.pinned_by == ISSUE_ORDER and d.root.seq_range == (4, 7) and not d.root.majority
+    assert d.root.outlier_ranks == [0, 1, 2, 3] and d.root.issue_sides == IssueSides((0, 3), (1, 2))
+
+
+def test_an_even_split_of_six_ranks_names_every_rank_with_its_side():
+    # A TP group of six, three of which ran the drafter pass (ranks 1, 2 and 4), and the ring of rank 5 (of the
+    # other side) kept only its last collectives: it sides with ranks 0 and 3 by its count and later places.
+    logs = _drafter_tie(kept={5: 5}, group=(0, 1, 2, 3, 4, 5), extra=(1, 2, 4), sizes={W: 8, T1: 6, T2: 2})
+    streams = build_streams(logs)
+    tie = issue_order_tie(streams, T1)
+    assert tie.early == [1, 2, 4] and tie.later == [0, 3, 5] and (tie.low, tie.split.seq) == (4, 7)
+    root = issue_order_tie_root(streams, T1)
+    assert root.outlier_ranks == root.reference_ranks == [0, 1, 2, 3, 4, 5] and not root.majority
+    assert root.issue_sides == IssueSides((1, 2, 4), (0, 3, 5)) and root.seq_range == (4, 7)
+
+
+def test_a_later_side_whose_records_end_at_the_split_may_have_run_more_elsewhere_instead():
+    # Ranks 1 and 2 issue TP seq 7 after three world collectives, then nothing: as many world collectives run early
+    # and none left out here put it there too, and no later TP collective of theirs tells the two apart, so the
+    # world stays a candidate beside the tie. Where their later TP collectives sit as a block left out here puts
+    # them (records that go on), it does not.
+    logs = [rank_log(r, _drafter_steps(extra=True)) for r in (0, 3)]
+    logs += [rank_log(r, _drafter_steps(stop_short=6)) for r in (1, 2)]
+    logs += [rank_log(r, [(T2 if c == T1 else c, op) for c, op in _drafter_steps()]) for r in (4, 5, 6, 7)]
+    tie = issue_order_tie(build_streams(logs), T1)
+    assert tie.early == [0, 3] and tie.later == [1, 2] and tie.split.seq == 7 and tie.elsewhere == (W,)
+    root = issue_order_tie_root(build_streams(logs), T1)
+    assert root.undecided_comms == (W,) and root.issue_sides.elsewhere == (W,)
+    assert issue_order_tie(build_streams(_drafter_tie()), T1).elsewhere == ()
+
+
+def test_issue_orders_with_a_majority_are_no_tie():
+    # One rank of four ran the drafter pass: three issue TP seq 7 where the program does, and the split names it.
+    streams = build_streams(_drafter_tie(extra=(3,)))
+    assert issue_order_split(streams, T1).outliers == [3]
+    assert issue_order_tie(streams, T1) is None
