@@ -7,7 +7,9 @@ Each seed draws a tensor-parallel decode program, a fault (or none), what NCCL 2
 evidence (NCCL logs, Flight Recorder dumps, watchdog logs, gate journals, fingerprint traces, for all or some ranks),
 writes it in the real formats, runs `diff` on it and checks the answer against the truth. Writes
 `benchmarks/results/simulated.md` and `.json`: violations by kind with example seeds, the pin rate (the root's
-seq_range is the one true seq) per evidence subset and per fault kind.
+seq_range is the one true seq) per evidence subset and per fault kind, and beside the property the wedge against the
+truth's stalls (tests/incidents/wedge_check.py): `wedge_misses` (a wedge on a stalled comm whose seq_range leaves the
+stall out) and `launched_over` (a rank's launched in the wedge above the truth's), counted, not violations.
 
 `--replay SEED --out DIR` writes that seed's evidence to DIR (kept), prints the truth, the answer and the verdict.
 """
@@ -72,6 +74,7 @@ def summarize(outcomes: list[Outcome]) -> dict:
             patterns[(kind, o.fault, str(answer))].append(o.seed)
     return {
         "incidents": len(outcomes),
+        "wedge": summarize_wedges(outcomes),
         "patterns": [{"violation": k, "fault": f, "answer": a, "incidents": len(s), "seeds": s[:EXAMPLES * 2]}
                      for (k, f, a), s in sorted(patterns.items(), key=lambda x: -len(x[1]))],
         "violating": [_compact(o) for o in outcomes if not o.ok],
@@ -82,6 +85,22 @@ def summarize(outcomes: list[Outcome]) -> dict:
         "per_subset": table(lambda o: o.subset),
         "per_label": table(lambda o: o.label),
         "per_fault": table(lambda o: o.fault),
+    }
+
+
+def summarize_wedges(outcomes: list[Outcome]) -> dict:
+    """The wedge against the stalls over the incidents with a stalled comm and a wedge (not violations)."""
+    checked = [o for o in outcomes if o.wedge is not None]
+    misses = [o.seed for o in checked if o.wedge["miss"]]
+    over = [o.seed for o in checked if o.wedge["launched_over"]]
+    return {
+        "checked": len(checked),
+        "on_stalled_comm": sum(o.wedge["stall"] is not None for o in checked),
+        "wedge_misses": len(misses),
+        "wedge_miss_seeds": misses[:EXAMPLES * 4],
+        "launched_over": len(over),
+        "launched_over_ranks": sum(len(o.wedge["launched_over"]) for o in checked),
+        "launched_over_seeds": over[:EXAMPLES * 4],
     }
 
 
@@ -126,6 +145,16 @@ def render(summary: dict, args: argparse.Namespace, seconds: float) -> str:
         lines.append(f"| `{kind}` | {v['incidents']} | {faults} | {', '.join(map(str, v['seeds'][:EXAMPLES]))} |")
     if not summary["violations"]:
         lines.append("| (none) | 0 | | |")
+    w = summary["wedge"]
+    lines += ["", "## Wedge (beside the property, not violations)", "",
+              "Incidents whose truth has a stalled comm and whose answer has a wedge: wedge_misses, the wedge names "
+              "a stalled comm and its seq_range leaves the stall seq out; launched_over, a rank's launched in the "
+              "wedge is above the truth's.", "",
+              "| checked | on a stalled comm | wedge_misses | example seeds | launched_over (ranks) | example seeds |",
+              "|---:|---:|---:|---|---:|---|",
+              f"| {w['checked']} | {w['on_stalled_comm']} | {w['wedge_misses']} | "
+              f"{', '.join(map(str, w['wedge_miss_seeds'][:EXAMPLES]))} | {w['launched_over']} "
+              f"({w['launched_over_ranks']}) | {', '.join(map(str, w['launched_over_seeds'][:EXAMPLES]))} |"]
     lines += ["", "Replay one: `python benchmarks/bench_simulated.py --replay SEED --out DIR`.", "",
               "## Patterns (violation, fault, the answer's root kind)", "",
               "| violation | fault | answer | incidents | example seeds |", "|---|---|---|---:|---|"]
@@ -158,6 +187,11 @@ def replay(seed: int, out: Path) -> int:
     root = {k: v for k, v in (outcome.root or {}).items() if k != "ops"}
     print(f"answer: verdict {outcome.verdict}, root {json.dumps(root)}")
     print(outcome.message if outcome.message else "the answer has the property")
+    if outcome.wedge is not None:
+        w = outcome.wedge
+        print(f"wedge: comm {w['comm']} seq_range {w['seq_range']}, stall {w['stall']}"
+              + ("; misses the stall" if w["miss"] else "")
+              + (f"; launched over the truth's {w['launched_over']}" if w["launched_over"] else ""))
     return 0 if outcome.ok else 1
 
 

@@ -217,7 +217,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     if diagnosis.wedge is not None:
         floors = analyses[diagnosis.wedge.comm].launched_floors if diagnosis.wedge.comm in analyses else frozenset()
         diagnosis.wedge.launched_floors = sorted(r for r in set(uncounted_timeouts(streams, marks, diagnosis.wedge.comm))
-                                                 | floors if r in diagnosis.wedge.launched)
+                                                 | floors | set(diagnosis.wedge.launched_floors)
+                                                 if r in diagnosis.wedge.launched)
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
     diagnosis.death = death_receipts(ras, rank_map, watchdog)
     diagnosis.gate_ties = _gate_ties(root, gate)

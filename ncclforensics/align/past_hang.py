@@ -1,7 +1,7 @@
 """Ranks whose records run on past a collective that hangs on every rank, where the others' records stop.
 
-A pairing NCCL never completes (align/wedge.py `first_hanging_pairing`: collective types of different sizes at one
-seq) hangs on every rank of it: each GPU runs its collectives in issue order, so nothing issued after it completes
+A pairing NCCL never completes (align/nccl_pairing.py `first_hanging_pairing`: collective types of different sizes at
+one seq) hangs on every rank of it: each GPU runs its collectives in issue order, so nothing issued after it completes
 on any of them. Their hosts enqueue on without waiting until the program reads a result back, and the program reads
 back at the same place on every rank that runs it: ranks that run it, stuck at the same collective, stop launching
 at the same seq. A rank of the reference side whose records go on past where a strict majority of the ranks stop,
@@ -27,7 +27,7 @@ from .answers import STOPPED, CommAnalysis, Root
 from .notes import Note, RanPastHang
 from .sums_beside import named_among
 from .streams import Streams
-from .wedge import first_hanging_pairing
+from .nccl_pairing import first_hanging_pairing
 
 
 def with_ranks_past_hang(root: Root, analysis: CommAnalysis, streams: Streams) -> tuple[Root, list[Note]]:

@@ -60,6 +60,20 @@ class RasHistory:
         return self.moving is False and self.disagree
 
     @property
+    def settled(self) -> bool:
+        """Two or more replies of one format with unchanged counts: the counts stopped moving, so they are what
+        each rank launched, not a reading taken before it went on."""
+        return self.moving is False
+
+    @property
+    def differing_types_only(self) -> bool:
+        """The latest reply counts only the collective types whose counts differ between ranks (2.26+ MISMATCH
+        lines, no table of every type): a rank's count is a floor of what it launched, the types left out adding
+        as many to every rank."""
+        comm = self.states[-1][1]
+        return not self.tabled() and any(g.op not in (None, "ops") for g in comm.count_groups)
+
+    @property
     def missing_ranks(self) -> list[int]:
         """Ranks any reply lists as missing (no data from their process)."""
         found = set()

@@ -16,7 +16,7 @@ from .answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED, RangeReason, Root
 from .notes import Note, RasCommRanks, RasRankUnnamed, SwappedTypes
 from .ras import RasHistory, job_processes
 from .streams import Streams
-from .wedge import COUNT_FLOORS, LAUNCHES_ONLY, Wedge
+from .wedge import COUNT_FLOORS, LAUNCH_FLOORS, LAUNCHES_ONLY, RAS_DIFFERING_TYPES, RAS_UNSETTLED, Wedge
 
 
 def ras_rank_map(streams: Streams, evidence: list[Evidence], ras: dict[str, RasHistory]) -> dict[tuple[str, int], int]:
@@ -293,7 +293,8 @@ def _unordered_types_root(comm: str, typed: dict[int, dict[str, int]]) -> Root |
 def ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str, list[str]],
                     dead: set[int], streams: Streams) -> Wedge | None:
     """Without streams for a comm, RAS counts still show who waits on whom. RAS counts launches, not completions:
-    the wedge is at or before the first collective not every rank launched. Of several communicators, the root's
+    the wedge is at or before the first collective not every rank launched (where the counts are floors, that one is
+    only at or after where they put it: see ras_comm_wedge). Of several communicators, the root's
     (the first whose disagreement is no consequence of another's) comes first."""
     root = ras_only_root(ras, rank_map, streams, stops)
     for comm, history in sorted(ras.items(), key=lambda item: (root is None or item[0] != root.comm, item[0])):
@@ -308,27 +309,42 @@ def ras_only_wedge(ras: dict[str, RasHistory], rank_map: dict, stops: dict[str, 
 def ras_comm_wedge(comm: str, history: RasHistory, rank_map: dict, stops: dict[str, list[str]],
                    dead: set[int]) -> Wedge | None:
     """One communicator's wedge by its RAS counts (see ras_only_wedge), where they disagree (or lost ranks) and
-    it stopped."""
+    it stopped. Counts are what each rank launched only where they cover every collective type and the replies show
+    them stopped moving; otherwise each is a floor (`floored_by` says why), and the wedge is bounded by nothing: the
+    first collective not every rank launched is at or after the one they give, and the group may have hung in any
+    before it."""
     counts = history.launched()
     if not counts or not (history.stuck or stops.get(comm)):
         return None
+    floored_by = [RAS_DIFFERING_TYPES] if history.differing_types_only else []
+    floored_by += [] if history.settled else [RAS_UNSETTLED]
+    if history.differing_types_only:
+        # (the sum of the types that differ: the types left out add as many to every rank, so who launched more
+        # holds, though not how many)
+        sums = {r: sum(c.values()) for r, c in history.by_type().items()}
+        counts = {r: sums[r] for r in counts} if set(counts) <= set(sums) else counts
     global_counts = {rank_map.get((comm, r), r): c for r, c in counts.items()}
     missing = [rank_map.get((comm, r), r) for r in history.missing_ranks + history.dead_ranks]
     if not history.disagree and not missing:
         return None
     missing = sorted(set(missing))
     present = {r: c for r, c in global_counts.items() if r not in missing}
+    floors = set(global_counts) if floored_by else set()
     if missing and present:
         # The present ranks wait, at the latest, in the last collective all of them launched.
         seq = min(present.values())
         inside, absent = sorted(present), missing
     else:
-        return wedge_from_counts(comm, global_counts, {}, dead | set(missing), list(stops.get(comm, [])),
-                                 history.locations)
+        wedge = wedge_from_counts(comm, global_counts, {}, dead | set(missing), list(stops.get(comm, [])),
+                                  history.locations, floors=floors)
+        wedge.floored_by, wedge.launched_floors = floored_by, sorted(floors)
+        return wedge
     kind = WedgeKind.RANK_GONE if (set(missing) | (dead & set(absent))) else WedgeKind.NO_PARTNER
+    high, bounded_by = (None, LAUNCH_FLOORS) if floors else (seq, LAUNCHES_ONLY if seq > 1 else None)
     return Wedge(comm=comm, seq=seq, kind=kind, launched=global_counts, completed={},
                  waiting_ranks=inside, absent_ranks=absent, confirmed_by=list(stops.get(comm, [])),
-                 evidence=history.locations, seq_range=(1, seq), bounded_by=LAUNCHES_ONLY if seq > 1 else None)
+                 evidence=history.locations, seq_range=(1, high), bounded_by=bounded_by, floored_by=floored_by,
+                 launched_floors=sorted(floors))
 
 
 def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str, floors: set[int] | frozenset = frozenset()
@@ -373,7 +389,8 @@ def wedge_from_counts(comm: str, counts: dict[int, int], completed: dict[int, in
     absent. Counts of launches bound the stop from above: a collective every rank launched before it may be where
     the group hung, unless every rank's completions (global rank -> last completed) say it went past. `floors`:
     ranks whose count is only a floor; where one is the lowest, the first collective not every rank launched may
-    be any up to the lowest of the counts that are not floors."""
+    be any up to the lowest of the counts that are not floors; where every count is one, nothing bounds it
+    (LAUNCH_FLOORS)."""
     # Where every rank launched as many, none launched the next: a group that stopped waits in one of those.
     seq = min(counts.values()) + (1 if len(set(counts.values())) > 1 else 0)
     done = [c for r, c in completed.items() if r in counts]
@@ -386,6 +403,8 @@ def wedge_from_counts(comm: str, counts: dict[int, int], completed: dict[int, in
     absent = sorted(r for r, c in counts.items() if c < seq)
     kind = WedgeKind.RANK_GONE if dead & set(absent) else WedgeKind.NO_PARTNER if absent else WedgeKind.UNKNOWN
     bounded_by = COUNT_FLOORS if high > seq else LAUNCHES_ONLY if low < seq else None
+    if not exact and floors >= set(counts):
+        high, bounded_by = None, LAUNCH_FLOORS
     return Wedge(comm=comm, seq=seq, kind=kind, launched=dict(counts), completed=dict(completed),
                  waiting_ranks=inside, absent_ranks=absent, confirmed_by=confirmed_by, evidence=evidence,
                  ops=dict(ops or {}), seq_range=(low, high), bounded_by=bounded_by)

@@ -15,7 +15,8 @@ from .ras import RasHistory
 from .ras_only import ras_comm_wedge
 from .streams import Streams
 from .watchdog import STOP_EVENTS
-from .wedge import Wedge, first_hanging_pairing
+from .nccl_pairing import first_hanging_pairing
+from .wedge import Wedge
 
 
 def counted_cause_wedge(wedge: Wedge | None, root: Root, ras: dict[str, RasHistory],

@@ -12,6 +12,7 @@ from ..model.kinds import is_p2p_comm
 from .comm_streams import CommStreams, comm_streams
 from .answers import DIFFERENT_OPS, STOPPED, CommAnalysis, OpAt, Root, ops_at
 from .counted_progress import CountedProgress
+from .nccl_pairing import completed_everywhere_from, first_hanging_pairing
 from .streams import Streams
 
 
@@ -73,7 +74,12 @@ class Wedge:
     # from below only (records of completed collectives that end, files cut short: later ones may have run). `seq`
     # is then where the records place it, the collective that the ranks' fields describe.
     seq_range: tuple[int, int | None] | None = None
-    bounded_by: str | None = None  # why it is a range: COMPLETIONS_END, LAUNCHES_ONLY or COUNT_FLOORS
+    bounded_by: str | None = None  # why it is a range: COMPLETIONS_END, LAUNCHES_ONLY, COUNT_FLOORS or LAUNCH_FLOORS
+    # ranks on record completing the range's low seq with an all-gather (or a collective of no recorded type): NCCL
+    # may have completed it on their side alone, so the others may wait in it (see completed_everywhere_from)
+    completed_alone: list[int] = field(default_factory=list)
+    # why every rank's count is a floor (LAUNCH_FLOORS): RAS_DIFFERING_TYPES, RAS_UNSETTLED
+    floored_by: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.seq_range is None:
@@ -95,6 +101,14 @@ LAUNCHES_ONLY = "launches only"
 # Some rank's launch count is only a floor (a desync report's last collective its watchdog saw it start): the
 # first collective not every rank launched may be any up to where the other ranks' counts end.
 COUNT_FLOORS = "count floors"
+# Every rank's launch count is a floor: RAS counts that cover only the collective types whose counts differ (NCCL
+# 2.26+ MISMATCH lines, no table of every type), or replies that do not show the counts had stopped moving (one
+# reply, or counts that changed between replies: the job may have gone on after it). The first collective not every
+# rank launched is at or after the one the counts give, and one every rank launched before it may be where the group
+# hung: nothing bounds the stop.
+LAUNCH_FLOORS = "launch floors"
+RAS_DIFFERING_TYPES = "RAS counts only the types that differ"
+RAS_UNSETTLED = "RAS counts not shown to have stopped moving"
 
 
 def classify_pairings(rows: CommStreams, first: int, last: int) -> list[PairingRun]:
@@ -281,7 +295,7 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
     hang = first_hanging_pairing(frame, max(analysis.first_seq.values()), min(seq, lowest))
     if hang is not None and hang < seq:
         seq = hang  # a pairing NCCL does not complete stops the group there, whatever was launched after it
-    low, high, bounded_by = _stop_bounds(frame, analysis, cut, hang, finals)
+    low, high, bounded_by, alone = _stop_bounds(frame, analysis, cut, hang, finals)
     seq = max(low, seq if high is None else min(seq, high))
     if high is None:
         # Nothing on record is where the ranks stopped: who waits and who never launched it is not known.
@@ -289,7 +303,7 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
         ends = {rank: frame.last(rank) for rank in frame.parts}
         return Wedge(comm=analysis.comm, seq=seq, kind=kind, launched=dict(launched), completed=dict(completed),
                      waiting_ranks=[], absent_ranks=[], seq_range=(low, None), bounded_by=bounded_by,
-                     counted=dict(counted),
+                     counted=dict(counted), completed_alone=alone,
                      evidence=[op.loc for last in sorted(set(ends.values()))
                                for rank, op in ops_at(frame, last).items() if ends[rank] == last])
     inside = sorted(r for r, last in launched.items() if last >= seq)
@@ -318,19 +332,21 @@ def _comm_wedge(streams: Streams, analysis: CommAnalysis, dead_ranks: set[int],
         comm=analysis.comm, seq=seq, kind=kind, launched=dict(launched), completed=dict(completed),
         waiting_ranks=inside, absent_ranks=absent, ops=ops, cycle=cycle, waiting_past=past,
         evidence=[o.loc for o in ops.values()], seq_range=(low, high), bounded_by=bounded_by if low < high else None,
-        counted=dict(counted),
+        counted=dict(counted), completed_alone=alone if low < high else [],
     )
 
 
 def _stop_bounds(rows: CommStreams, analysis: CommAnalysis, cut: set[int], hang: int | None,
-                 finals: dict[int, int] | None = None) -> tuple[int, int | None, str | None]:
-    """(low, high, why): the seqs the group's stop can be at, the first collective not every rank completed.
+                 finals: dict[int, int] | None = None) -> tuple[int, int | None, str | None, list[int]]:
+    """(low, high, why, alone): the seqs the group's stop can be at, the first collective not every rank
+    completed, and the ranks whose completion of `low` may have been on their side alone.
 
     From below: where a rank's completions are final (a dump's states: a collective in flight, or every one it
     launched completed; a timeout line), the stop is past the fewest such a rank completed. Where none is, a
     collective some rank completed had every rank in it (NCCL completes none without every rank's part), so the
-    stop is past the last one any rank is on record as completing. From above: a rank seen in flight stopped
-    there; a rank whose last record is its launch of a collective (an NCCL log line, a dump's entry) launched
+    stop is at or past the last one any rank is on record as completing (completed_everywhere_from). From above: a
+    rank seen in flight stopped there; a rank whose last record is its launch of a collective (an NCCL log line, a
+    dump's entry) launched
     nothing after it; a pairing NCCL never completes hangs. A rank whose records end with a completed collective
     of a format that records only completions (fingerprint traces, flushed per step), or whose file was cut
     short, bounds nothing from above and its end nothing from below: it may have gone on. A rank PyTorch's lines show
@@ -359,70 +375,19 @@ def _stop_bounds(rows: CommStreams, analysis: CommAnalysis, cut: set[int], hang:
     for done in (finals or {}).values():
         highs.append(done + 1)
         final.append(done)
-    on_record = [done for done in completed.values() if done is not None]
-    low = min(final) + 1 if final else max(on_record) + 1 if on_record else 1
+    alone: list[int] = []
+    if final:
+        low = min(final) + 1
+    elif any(done is not None for done in completed.values()):
+        low, alone = completed_everywhere_from(rows, completed)
+    else:
+        low = 1
     high = min(highs) if highs else None
     if high is not None and high < low:
-        low = high  # a rank launched less than another completed: the launches are the firmer record
+        low, alone = high, []  # a rank launched less than another completed: the launches are the firmer record
     if high is not None and low == high:
-        return low, high, None
-    return low, high, LAUNCHES_ONLY if high is not None and None in completed.values() else COMPLETIONS_END
-
-
-# NCCL 2.28.9 on an H200, as measured: collectives of one type pair and complete whatever their counts; an
-# AllGather pairs with an AllReduce and completes where the gathered count equals the reduced one; any other
-# mix of types hangs, every side `started`.
-def pairing_hangs(ops: list[OpAt], comm_size: int | None) -> bool:
-    """Whether NCCL leaves this pairing of collectives (one per rank, at one seq) hanging."""
-    types = {op.op for op in ops}
-    if len(types) < 2 or None in types:
-        return False
-    if types == {"AllGather", "AllReduce"} and comm_size:
-        gathered = {op.count * comm_size for op in ops if op.op == "AllGather" and op.count is not None}
-        reduced = {op.count for op in ops if op.op == "AllReduce" and op.count is not None}
-        return not (len(gathered) == 1 and gathered == reduced)
-    return True
-
-
-def first_hanging_pairing(rows: CommStreams, low: int, high: int) -> int | None:
-    """The first seq in [low, high] whose collectives, as every rank that recorded one there launched them, pair
-    in a way NCCL never completes (where no rank records completing it). Two ranks on record there suffice: a
-    collective completes on every rank of it or on none, so whatever a rank with no record of it launched (its log
-    cut short before it, or one it never reached) leaves it hanging."""
-    if high < low or not rows.parts:
-        return None
-    size = len(rows.parts)
-    low = max(low, rows.start) if rows.start is not None else low
-    if high < low:
-        return None
-    # Rank by rank: per seq, whether the ops of the ranks that launched it differ (arrays of the seqs only).
-    codes: dict[str, int] = {}
-    reference = np.full(high - low + 1, -1, dtype=np.int64)
-    differs = np.zeros(high - low + 1, dtype=bool)
-    for part in rows.parts.values():
-        mine = part.filter(pl.col("seq").is_between(low, high)).select("seq", "op")
-        names = mine.get_column("op").fill_null("")  # no op recorded: a code of its own, as a name no op has
-        for name in names.unique().to_list():  # a handful of names: coded in Python, the rows by polars
-            codes.setdefault(name, len(codes))
-        at = mine.get_column("seq").to_numpy() - low
-        op = names.replace_strict(codes, return_dtype=pl.Int64).to_numpy()
-        first = reference[at] == -1
-        reference[at[first]] = op[first]
-        differs[at] |= reference[at] != op
-    mixed_seqs = (np.flatnonzero(differs) + low).tolist()
-    for seq in mixed_seqs[:64]:
-        ops = list(ops_at(rows, seq).values())
-        if any(op.state == "completed" for op in ops):
-            continue
-        sizes = {op_size for op in ops if (op_size := _comm_size(rows, op.rank)) is not None}
-        if pairing_hangs(ops, sizes.pop() if len(sizes) == 1 else size):
-            return seq
-    return None
-
-
-def _comm_size(rows: CommStreams, rank: int) -> int | None:
-    sizes = rows.parts[rank].select(pl.col("comm_size").drop_nulls().first()).item()
-    return int(sizes) if sizes is not None else None
+        return low, high, None, []
+    return low, high, LAUNCHES_ONLY if high is not None and None in completed.values() else COMPLETIONS_END, alone
 
 
 def _blocked_ops(streams: Streams, analyses: dict[str, CommAnalysis]) -> dict[int, tuple[str, int]]:

@@ -253,7 +253,8 @@ def _wedge(d: Diagnosis, images: dict[str, Image]) -> list[Block]:
         out.append(Table(("rank", "last launched", "last completed", wedge_words.wedge_at(w)), tuple(
             (str(rank), wedge_words.launched_words(w, rank), _v(w.completed.get(rank)),
              (w.ops[rank].describe() if rank in w.ops else
-              "never launched" if rank in w.absent_ranks else wedge_words.never_launched(w, rank))
+              "never launched" if rank in w.absent_ranks and w.seq_range[1] is not None
+              else wedge_words.never_launched(w, rank))
              + (f"; {counted}" if (counted := wedge_words.counted_words(w, rank)) else ""))
             for rank in sorted(w.launched))))
         if w.cycle:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..align.diagnosis import Diagnosis
 from ..align.receipts import CountedLaunches
-from ..align.wedge import COUNT_FLOORS, LAUNCHES_ONLY, Wedge, Window
+from ..align.wedge import (COUNT_FLOORS, LAUNCH_FLOORS, LAUNCHES_ONLY, RAS_DIFFERING_TYPES, RAS_UNSETTLED, Wedge,
+                           Window)
 from ..model import Verdict, WedgeKind
 from ..model.phrases import ranks_words, verb_form
 from .advice import FR_SETTINGS, LOG_SETTINGS
@@ -17,10 +18,14 @@ def wedge_kind_words(kind: WedgeKind) -> str:
 
 
 def wedge_where(wedge: Wedge) -> str:
-    """`at seq 50`, `at or after seq 89`, `at or before seq 12`, `somewhere in seq 5..12`."""
+    """`at seq 50`, `at or after seq 89`, `at or before seq 12`, `somewhere in seq 5..12`; where nothing bounds it,
+    `at or before the first collective not every rank launched (seq 8 or later)` or `at a seq nothing here
+    bounds`."""
     low, high = wedge.seq_range
+    if high is None and wedge.bounded_by == LAUNCH_FLOORS:
+        return f"at or before the first collective not every rank launched (seq {wedge.seq} or later)"
     if high is None:
-        return f"at or after seq {low}"
+        return f"at or after seq {low}" if low > 1 else "at a seq nothing here bounds"
     if low == high:
         return f"at seq {low}"
     return f"at or before seq {high}" if low == 1 else f"somewhere in seq {low}..{high}"
@@ -32,8 +37,8 @@ def wedge_at(w: Wedge) -> str:
 
 
 def launched_words(w: Wedge, rank: int) -> str:
-    """A rank's last launched seq at the wedge: "808 or more" where it is a timeout's SeqNum and no count says how
-    much the rank enqueued after it."""
+    """A rank's last launched seq at the wedge: "808 or more" where it is only a floor (a timeout's SeqNum and no
+    count says how much the rank enqueued after it; RAS counts of some types only, or read before they settled)."""
     return f"{w.launched[rank]} or more" if rank in w.launched_floors else str(w.launched[rank])
 
 
@@ -46,6 +51,12 @@ def never_launched(w: Wedge, rank: int) -> str:
         return f"completed seq {w.seq}; waits past it, in seq {past.seq}: {past.describe()}"
     if (w.completed.get(rank) or 0) >= w.seq and rank in w.counted:
         return f"completed seq {w.seq} (by PyTorch's count; no record says which collective)"
+    if w.bounded_by == LAUNCH_FLOORS and w.seq_range[1] is None:
+        # (every count a floor: who launched more is known, not at which seq)
+        others = w.absent_ranks if rank in w.waiting_ranks else w.waiting_ranks
+        more = "more" if rank in w.waiting_ranks else "fewer"
+        return (f"launched {more} than {ranks_words(others)} (by its count, a floor of what it launched; no seq)"
+                if others else "launched as many as the others (by its count, a floor of what it launched)")
     if w.launched.get(rank, 0) >= w.seq:
         return f"launched seq {w.seq} (by its count; no record says which collective)"
     if rank in w.absent_ranks:
@@ -77,12 +88,19 @@ def wedge_range_words(wedge: Wedge) -> str | None:
     low, high = wedge.seq_range
     if wedge.pinned:
         return None
+    if high is None and wedge.bounded_by == LAUNCH_FLOORS:
+        return launch_floors_words(wedge)
     if high is None:
+        past = ("past the last collective a rank is on record as completing (every rank took part in it)"
+                if not wedge.completed_alone else
+                f"the last collective a rank is on record as completing: every rank took part in it, but "
+                f"{ranks_words(wedge.completed_alone)} completed it with an all-gather (or a collective of no recorded "
+                f"type), which NCCL completes on the gather side alone where it pairs with an all-reduce of equal "
+                f"bytes, so the others may wait in it")
         return (f"Where comm {wedge.comm} stopped is not on record: each rank's records there end with a collective "
                 f"that completed (a trace written once a collective completed) or where a file was cut short, and "
-                f"what a rank launched after its last record is unknown, so the wedge is at or after seq {low}, past "
-                f"the last collective a rank is on record as completing (every rank took part in it); an NCCL log or a "
-                f"Flight Recorder dump of every rank would place it.")
+                f"what a rank launched after its last record is unknown, so the wedge is {wedge_where(wedge)}, "
+                f"{past}; an NCCL log or a Flight Recorder dump of every rank would place it.")
     if wedge.bounded_by == COUNT_FLOORS:
         return (f"Where comm {wedge.comm} stopped is not pinned: PyTorch's desync report gives "
                 f"{ranks_words(wedge.absent_ranks)} only as the last collective its watchdog saw start, a floor of "
@@ -96,6 +114,20 @@ def wedge_range_words(wedge: Wedge) -> str | None:
             f"launches only): seq {high} is the first collective not every rank launched, and one that every "
             f"rank launched before it may be where the group hung, so the wedge is {wedge_where(wedge)}; "
             f"Flight Recorder dumps (their states) would pin it.")
+
+
+def launch_floors_words(wedge: Wedge) -> str:
+    """Why a wedge placed by counts that are all floors is bounded by nothing."""
+    why = {RAS_DIFFERING_TYPES: "RAS counts only the collective types whose counts differ (the others add as many "
+                                "to every rank)",
+           RAS_UNSETTLED: "no two RAS replies show the counts unchanged (a reply may have been read before the "
+                          "ranks went on)"}
+    reasons = [why[r] for r in wedge.floored_by if r in why] or [
+        "PyTorch's desync report gives each rank only as the last collective its watchdog saw start"]
+    return (f"Where comm {wedge.comm} stopped is not bounded: {'; and '.join(reasons)}, so each rank's count is a "
+            f"floor of what it launched. Who launched more holds, but the first collective not every rank launched "
+            f"is seq {wedge.seq} or later, and one every rank launched before it may be where the group hung; "
+            f"{FR_SETTINGS} or {LOG_SETTINGS} would place it.")
 
 
 def shows_wedge(d: Diagnosis) -> bool:

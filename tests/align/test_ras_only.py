@@ -206,3 +206,90 @@ def test_counts_no_one_program_gives_are_a_root_of_a_comm_whose_records_agree(tm
         "  7 ranks have launched up to operation 15",
         "  Rank 2 has launched up to operation 14 -- GPU 0 managed by process 738 on node 192.0.2.2"])
     assert ras_only_root(ras, ras_rank_map(covered, [evidence], ras), covered, stops={comm: ["RAS"]}) is None
+
+
+_REPLY = """NCCL version {version} compiled with CUDA 13.0
+CUDA runtime version 13000, driver version 13000
+
+Job summary
+===========
+
+  Nodes  Processes         GPUs  Processes     GPUs
+(total)   per node  per process    (total)  (total)
+      1          4            1          4        4
+
+Communicators... (0.000s)
+=============
+
+Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors
+    #  in group  per comm  per node  per comm  in group
+    0         1         1         4         4         4   RUNNING  MISMATCH
+
+Errors
+======
+
+Warnings
+========
+
+#0-0 (95a736d419965902) MISMATCH
+  Communicator ranks have different {kind}operation counts
+  3 ranks have launched up to operation 7
+  Rank 0 has launched up to operation 8 -- GPU 0 managed by process 21400 on node 10.1.0.2
+"""
+
+
+def _replies(tmp_path, n: int, version: str = "2.28.9", kind: str = "AllReduce "):
+    """`n` RAS STATUS text replies, each the same (ranks 1, 2 and 3 at 7 of `kind`, rank 0 at 8), and their
+    history of the comm."""
+    from ncclforensics.align.ras_only import ras_comm_wedge
+
+    snapshots = []
+    for q in range(n):
+        path = tmp_path / f"ras_status_q{q}.txt"
+        path.write_text(_REPLY.format(version=version, kind=kind))
+        evidence = parse_file(InputFile(path, path.name))
+        snapshots += [(evidence.format.value, s) for s in evidence.ras]
+    history = ras_histories(snapshots)["0x95a736d419965902"]
+    return history, lambda stops: ras_comm_wedge(history.comm, history, {}, stops, set())
+
+
+def test_counts_of_the_types_that_differ_are_floors_and_bound_no_wedge(tmp_path):
+    # Seed 1181020: NCCL 2.28.9's MISMATCH lines count only the all-reduces (rank 0 8, the others 7); each rank also
+    # launched an all-gather those lines leave out, and the group stopped at seq 9. The counts are floors of what
+    # each rank launched: the first collective not every rank launched is seq 8 or later, and the wedge is bounded
+    # by nothing (it was (1, 8), which left the stall out), however settled the replies.
+    from ncclforensics.align.wedge import LAUNCH_FLOORS, RAS_DIFFERING_TYPES
+
+    history, wedge_of = _replies(tmp_path, 2)
+    assert history.settled and history.differing_types_only
+    wedge = wedge_of({})
+    assert (wedge.seq, wedge.seq_range, wedge.bounded_by, wedge.floored_by) == (
+        8, (1, None), LAUNCH_FLOORS, [RAS_DIFFERING_TYPES])
+    assert (wedge.waiting_ranks, wedge.absent_ranks, wedge.launched_floors) == ([0], [1, 2, 3], [0, 1, 2, 3])
+    assert not wedge.pinned
+
+
+def test_counts_of_every_collective_are_floors_until_replies_show_them_settled(tmp_path):
+    # One counter for every collective (2.25): two replies alike say the counts stopped, and the first collective
+    # not every rank launched bounds the wedge from above; one reply read while a watchdog says the comm stopped may
+    # predate the stop, so its counts are floors too.
+    from ncclforensics.align.wedge import LAUNCH_FLOORS, LAUNCHES_ONLY, RAS_UNSETTLED
+
+    settled, wedge_of = _replies(tmp_path, 2, "2.25.1", "collective ")
+    assert settled.settled and not settled.differing_types_only
+    wedge = wedge_of({})
+    assert (wedge.seq, wedge.seq_range, wedge.bounded_by, wedge.launched_floors) == (8, (1, 8), LAUNCHES_ONLY, [])
+    once = tmp_path / "once"
+    once.mkdir()
+    _, wedge_of = _replies(once, 1, "2.25.1", "collective ")
+    wedge = wedge_of({"0x95a736d419965902": ["watchdog timeout (torch_rank1.log:40)"]})
+    assert (wedge.seq_range, wedge.bounded_by, wedge.floored_by) == ((1, None), LAUNCH_FLOORS, [RAS_UNSETTLED])
+
+
+def test_a_wedge_of_counts_that_are_all_floors_is_open_above():
+    from ncclforensics.align.wedge import LAUNCH_FLOORS
+
+    wedge = wedge_from_counts("0xab", {0: 50, 1: 49, 2: 50}, {}, set(), ["RAS"], [], floors={0, 1, 2})
+    assert (wedge.seq, wedge.seq_range, wedge.bounded_by) == (50, (1, None), LAUNCH_FLOORS)
+    some = wedge_from_counts("0xab", {0: 50, 1: 49, 2: 50}, {}, set(), ["RAS"], [], floors={1})
+    assert some.seq_range == (1, 50)

@@ -10,13 +10,8 @@ from ncclforensics import api
 from ncclforensics.align.comm_streams import comm_streams
 from ncclforensics.align.answers import DIFFERENT_OPS, CommAnalysis, OpAt, Root
 from ncclforensics.align.streams import Streams
-from ncclforensics.align.wedge import (
-    PairingRun,
-    classify_pairings,
-    first_hanging_pairing,
-    misaligned_window,
-    pairing_hangs,
-)
+from ncclforensics.align.nccl_pairing import first_hanging_pairing, pairing_hangs
+from ncclforensics.align.wedge import PairingRun, classify_pairings, misaligned_window
 from ncclforensics.model import Location, PairingKind, WedgeKind
 
 SHAPE, COUNT, TYPE = PairingKind.SHAPE_EQUAL, PairingKind.COUNT_MISMATCH, PairingKind.TYPE_MISMATCH
@@ -110,3 +105,30 @@ def test_a_real_extra_collective_wedges_the_comm_where_the_others_never_arrive()
     assert (window.first_seq, window.last_seq, window.collectives) == (25, 49, 25)
     assert [(r.first_seq, r.last_seq, r.kind) for r in window.pairings] == [(25, 40, SHAPE), (41, 42, COUNT),
                                                                             (43, 49, SHAPE)]
+
+
+def _traced(rank: int, ops: list[tuple[str | None, int]]) -> pl.DataFrame:
+    """A rank's fingerprint trace of one comm of four: every collective it wrote completed (written once it did)."""
+    return _logged(rank, ops).with_columns(pl.lit("completed").alias("state"), pl.lit(None, pl.String).alias("fr_file"),
+                                           pl.lit(f"fingerprint_rank{rank}.jsonl").alias("file"))
+
+
+@pytest.mark.parametrize(("last", "low"), [("AllGather", 4), (None, 4), ("AllReduce", 5)])
+def test_a_collective_one_rank_completed_as_an_all_gather_bounds_no_other_rank_past_it(last, low):
+    # Seed 1181490: rank 1 skipped an all-reduce, so its seq 4 is the step's all-gather, paired with the others'
+    # all-reduce of equal bytes: NCCL 2.28.9 completes it on the gather side only, and the others wait in it. Their
+    # traces end at seq 2 (a step they never wrote); rank 1's trace has seq 4 completed. The stop is at or after seq
+    # 4, not past it (it was (5, None), which left the stall out). Where rank 1 completed an all-reduce there, every
+    # rank did; a trace of no op type may be the all-gather.
+    from ncclforensics.align.wedge import COMPLETIONS_END, find_wedge
+
+    program = [("AllReduce", 1024)] * 3
+    parts = {r: _traced(r, program[:2]) for r in (0, 2, 3)}
+    parts[1] = _traced(1, program + [(last, 256)])
+    streams = Streams(parts={("c", r): part for r, part in parts.items()}, members={"c": [0, 1, 2, 3]})
+    ends = {0: 2, 1: 4, 2: 2, 3: 2}
+    analysis = CommAnalysis(comm="c", ranks=[0, 1, 2, 3], launched=dict(ends), completed=dict(ends),
+                            first_seq=dict.fromkeys(range(4), 1))
+    wedge = find_wedge(streams, {"c": analysis}, set(), {})
+    assert (wedge.seq_range, wedge.bounded_by) == ((low, None), COMPLETIONS_END)
+    assert wedge.completed_alone == ([1] if low == 4 else [])

@@ -111,6 +111,7 @@ class Outcome:
     verdict: str | None = None
     root: dict | None = None
     message: str = ""
+    wedge: dict | None = None  # the wedge against the truth's stalls, not part of the property (wedge_check.py)
 
     @property
     def ok(self) -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 from .evidence import draw_subset
 from .incident import draw
 from .oracle import Outcome, Violation, check
+from .wedge_check import check_wedge, wedge_dict
 
 REPLAY = "python benchmarks/bench_simulated.py --replay {seed} --out DIR"
 
@@ -53,6 +54,7 @@ def run_seed(seed: int, workdir: Path, keep: bool = False) -> Outcome:
     else:
         try:
             outcome = check(incident, written, answer, problems)
+            outcome.wedge = wedge_dict(check_wedge(incident, answer))
         except Exception:  # noqa: BLE001 - an answer the contract does not describe
             outcome = Outcome(seed, incident.fault.name, subset, written.label,
                               [Violation("crash", "the answer does not follow the JSON contract:\n"
