@@ -444,5 +444,15 @@ def test_a_root_in_a_step_the_traces_never_read_back_is_open_above():
     code, d = diff_json(*files("type-mismatch", "fingerprint_", "gate_journal_"))
     root = d["root"]
     assert root["seq_range"] == [16, None] and root["seq"] == 16 and root["outlier_ranks"] == [1]
-    assert root["kind"] == "extra" and root["step"] == 5 and d["schema_version"] == 7
+    assert root["kind"] == "extra" and root["step"] == 5 and d["schema_version"] == 8
     assert "seq 16 or later" in d["summary"] and "never read that step back" in root["ambiguity"]
+
+
+def test_a_wedge_the_evidence_only_bounds_is_on_the_timeline_with_every_seq_it_can_be_at():
+    from ncclforensics import api
+    from ncclforensics.align.timeline import timeline
+
+    _, diagnosis = api.diff_paths(files("extra-op-4rank", "ras_status"))
+    assert diagnosis.wedge is not None and not diagnosis.wedge.pinned
+    labels = [entry.when for entry in timeline(diagnosis, []) if "wedge in comm" in entry.what]
+    assert labels == ["seq 1 or later"]

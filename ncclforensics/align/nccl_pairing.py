@@ -27,9 +27,9 @@ def pairing_hangs(ops: list[OpAt], comm_size: int | None) -> bool:
 
 def first_hanging_pairing(rows: CommStreams, low: int, high: int) -> int | None:
     """The first seq in [low, high] whose collectives, as every rank that recorded one there launched them, pair
-    in a way NCCL never completes (where no rank records completing it). Two ranks on record there suffice: a
-    collective completes on every rank of it or on none, so whatever a rank with no record of it launched (its log
-    cut short before it, or one it never reached) leaves it hanging."""
+    in a way NCCL never completes (where no rank records completing it). Two ranks on record there suffice: such a
+    pairing completes on no rank of it, so whatever a rank with no record of it launched (its log cut short before
+    it, or one it never reached) leaves it hanging."""
     if high < low or not rows.parts:
         return None
     size = len(rows.parts)

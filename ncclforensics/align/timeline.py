@@ -221,8 +221,10 @@ def timeline(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Timeli
     if wedge is not None:
         waiting = f"{ranks_words(wedge.waiting_ranks)} inside it" if wedge.waiting_ranks else "no rank inside it"
         absent = f", {ranks_words(wedge.absent_ranks)} never launched it" if wedge.absent_ranks else ""
-        out.append(TimelineEntry(f"seq {wedge.seq}", f"wedge in comm {wedge.comm} ({wedge.kind.value.replace('_', ' ')}): "
-                                                     f"{waiting}{absent}", tuple(wedge.evidence[:4])))
+        # (a wedge the evidence only bounds is labelled with every seq it can be at, not the one its fields describe)
+        where = seq_words(*wedge.seq_range) if wedge.seq_range is not None else f"seq {wedge.seq}"
+        out.append(TimelineEntry(where, f"wedge in comm {wedge.comm} ({wedge.kind.value.replace('_', ' ')}): "
+                                        f"{waiting}{absent}", tuple(wedge.evidence[:4])))
     # What noticed the stop, one entry per (kind, seq): `timeout at seq 17 on ranks 0, 1, 2 and 3`.
     noticed: dict[tuple[str, int | None], list[WatchdogEvent]] = {}
     for event in watchdog:

@@ -344,7 +344,9 @@ def _stop_bounds(rows: CommStreams, analysis: CommAnalysis, cut: set[int], hang:
     From below: where a rank's completions are final (a dump's states: a collective in flight, or every one it
     launched completed; a timeout line), the stop is past the fewest such a rank completed. Where none is, a
     collective some rank completed had every rank in it (NCCL completes none without every rank's part), so the
-    stop is at or past the last one any rank is on record as completing (completed_everywhere_from). From above: a
+    stop is at or past the last one any rank is on record as completing (completed_everywhere_from), or at it where
+    that rank completed an all-gather (or a collective of no recorded type): paired with an all-reduce of equal
+    bytes, NCCL completes it on the gather side alone. From above: a
     rank seen in flight stopped there; a rank whose last record is its launch of a collective (an NCCL log line, a
     dump's entry) launched
     nothing after it; a pairing NCCL never completes hangs. A rank whose records end with a completed collective

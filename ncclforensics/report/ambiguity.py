@@ -54,7 +54,7 @@ def ambiguity(root: Root) -> str | None:
         early, late = ((root.outlier_ranks, root.reference_ranks) if root.kind == MISSING
                        else (root.reference_ranks, root.outlier_ranks))
         text = (f"the traces of {ranks_words(late)} end before collectives {ranks_words(early)} completed with them "
-                f"(NCCL completes none without every rank), in a step they never wrote: they never got through it, "
+                f"(each took part in what the others completed), in a step they never wrote: they never got through it, "
                 f"while {ranks_words(early)} did, with nothing of it after seq {high - 1}; so the two part at seq "
                 f"{high}, unless {ranks_words(late)} waited in another communicator of theirs past it (each is a "
                 f"candidate), and what {ranks_words(late)} launched from seq {low} on is on no record; their "

@@ -82,7 +82,7 @@ def gate_dict(gate: GateDisagreement) -> dict:
     }
 
 
-SCHEMA_VERSION = 7  # of `diff --json`; raised when a key changes meaning or goes away (README, JSON output)
+SCHEMA_VERSION = 8  # of `diff --json`; raised when a key changes meaning or goes away (README, JSON output)
 PAIRING_RUNS = 20  # window pairing runs listed by default (the rest summed per kind; all with full_window)
 
 
