@@ -59,6 +59,7 @@ from .ras_only import ras_only_roots, unnamed_ranks, with_swapped_types
 from .comms_apart import comms_by_rank
 from .step_sums import step_sums_root
 from .streams import Streams
+from .snapshot_sides import with_snapshot_sides
 from .sums_beside import (with_checksum_outliers, with_parted_reference, with_sums_before_records,
                           with_sums_beside_records, with_sums_placing_cut_ranks)
 from .waiting import waiting_elsewhere
@@ -215,6 +216,14 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
                      if (root.comm, r) not in streams.cut}
             root, said = with_sums_beside_records(root, found[0], whole, on_record)
             notes += said
+    if root is not None and root.majority and root.comm in analyses:
+        # Ranks that left no file, which a peer's desync report or PyTorch's counts put in the comm: the snapshot
+        # sides them, and one it cannot side may make the outliers half the ranks.
+        launched = _counts_of(root.comm, marks, streams)
+        unfiled = set(launched) - {r for _, r in streams.parts} - {r for g in marks.values() for r in g.counted_at}
+        root, said = with_snapshot_sides(root, launched, _last_ops_of(root.comm, marks, streams), unfiled,
+                                         _held_before_records(root, marks, streams) if unfiled else set())
+        notes += said
     if root is not None and root.comm in analyses:
         # Records of the reference that run on past a collective hanging on every rank, where most stop: they
         # departed too.
@@ -469,6 +478,11 @@ def _counts_of(comm: str, marks: dict, streams: Streams) -> dict[int, int]:
     """rank -> PyTorch's count of work it enqueued in `comm` (a group its records tie to the comm's hash goes by
     the hash); empty where no group's counts are of it."""
     return next((g.launched for name, g in marks.items() if streams.aliases.get(name, name) == comm), {})
+
+
+def _last_ops_of(comm: str, marks: dict, streams: Streams) -> dict[int, tuple[int, str]]:
+    """rank -> (number, op) of its last collective in `comm` by a desync report's snapshot (empty where none)."""
+    return next((g.last_ops for name, g in marks.items() if streams.aliases.get(name, name) == comm), {})
 
 
 def _counts_apart(comm: str, marks: dict, streams: Streams) -> set[int]:

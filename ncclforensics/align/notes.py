@@ -155,6 +155,17 @@ class CountsTieBeforeRecords(Note):
 
 
 @dataclass(frozen=True)
+class SnapshotSides(Note):
+    """Ranks with no file of their own, which no record compares, sided by a peer's desync report: `sided` share
+    the outliers' ops in its snapshot, `either` it cannot side; the root names `outliers`, a majority or not."""
+
+    sided: tuple[int, ...]
+    either: tuple[int, ...]
+    outliers: tuple[int, ...]
+    majority: bool
+
+
+@dataclass(frozen=True)
 class CountedPastRecords(Note):
     """Ranks counts show launching more or fewer past where the records compare them (their records end alike with
     the others'), added to the outliers."""

@@ -83,6 +83,13 @@ def note_words(note: n.Note) -> str:
             return (f"{ranks_words(either)}, which no record compares, {are(either)} parted from others by "
                     f"{counted_by} with no majority, as the records part theirs: each is on a side of the tie, and "
                     f"the root names {ranks_words(outliers)}, both sides")
+        case n.SnapshotSides(sided, either, outliers, majority):
+            said = [f"a peer's desync report puts {ranks_words(sided)}, which left no file, on the outliers' side"
+                    ] if sided else []
+            said += [f"nothing on record sides {ranks_words(either)}, which left no file"] if either else []
+            return ("; ".join(said) + (f": the root names {ranks_words(outliers)}" if majority else
+                                       f": the outliers may be half the ranks, and the root names "
+                                       f"{ranks_words(outliers)}, no majority"))
         case n.CountedPastRecords(added, launched, counted_by, outliers):
             return (f"{_counted(added, launched, counted_by)}, which go on past the records, while {their(added)} "
                     f"records end where the others' do: {_departed_too(added, outliers)}")

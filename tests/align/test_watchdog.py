@@ -524,3 +524,75 @@ def test_a_report_s_group_rank_past_the_lowest_members_on_record_is_no_global_ra
     # Ranks 0 and 1 both on record in the group are its places 0 and 1: the report's `[1]` is rank 1.
     second = replace(status, loc=Location("torch_rank1.log", 4), rank=1, group_rank=None)
     assert enqueue_marks(progress, [timeout, report, status, second])["3"].launched == {0: 7, 1: 6}
+
+
+def _reorder_logs(tmp_path, snapshot: tuple[str, str]) -> list[str]:
+    """Watchdog logs of ranks 1-3 (rank 0 left none), as seed 1188167's: at SeqNum 3 rank 2 waits in an all-gather
+    and ranks 1 and 3 in an all-reduce; every report's snapshot gives #4 as `snapshot` (two lines of ranks)."""
+    paths = []
+    for rank in (1, 2, 3):
+        op, numel = ("_ALLGATHER_BASE", 1000) if rank == 2 else ("ALLREDUCE", 1024)
+        prefix = f"[rank{rank}]:[E1129 09:55:01.73{rank}906066 ProcessGroupNCCL.cpp"
+        lines = [
+            f"{prefix}:689] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, "
+            f"OpType={op}, NumelIn={numel}, NumelOut={numel}, Timeout(ms)=20000) ran for 20017 milliseconds before "
+            "timing out.",
+            f"{prefix}:2495] Rank {rank}",
+            f"\t - [{rank}] Timeout at collective: {op}, #4",
+            "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+            "\t   - [0, 1, 2, 3] joined but didn't finish collective #4 (count from 1)",
+            "\t - Snapshot of ranks' latest states:",
+            "\t   #4 started ranks:",
+            *(f"\t     {line}" for line in snapshot),
+            f"{prefix}:2303] [PG ID 0 PG GUID 0(default_pg) Rank {rank}]  failure detected by watchdog at work "
+            "sequence id: 3 PG status: last enqueued work: 4, last completed work: 2",
+        ]
+        path = tmp_path / f"torch_rank{rank}.log"
+        path.write_text("\n".join(lines) + "\n")
+        paths.append(str(path))
+    return paths
+
+
+def test_a_rank_with_no_file_that_the_snapshot_sides_with_the_outliers_leaves_no_majority(tmp_path):
+    # Seed 1188167: ranks 0 and 2 each issued lm_head's all-gather before the MoE all-reduce. Rank 2's record parts
+    # it from ranks 1 and 3 at seq 3; rank 0 left no file, and the snapshot puts it beside rank 2 (`[0, 2] started
+    # ALLREDUCE` at #4, `[1, 3] started _ALLGATHER_BASE`): two against two, every rank named, no majority.
+    from ncclforensics.api import diff_paths
+
+    _, diagnosis = diff_paths(_reorder_logs(tmp_path, ("[0, 2] started ALLREDUCE", "[1, 3] started _ALLGATHER_BASE")))
+    root = diagnosis.root
+    assert (root.outlier_ranks, root.reference_ranks, root.majority) == ([0, 1, 2, 3], [0, 1, 2, 3], False)
+    assert root.seq_range == (1, 3)
+    # The snapshot beside ranks 1 and 3: rank 2 alone departed, a majority.
+    _, diagnosis = diff_paths(_reorder_logs(tmp_path, ("[2] started ALLREDUCE", "[0, 1, 3] started _ALLGATHER_BASE")))
+    root = diagnosis.root
+    assert (root.outlier_ranks, root.reference_ranks, root.majority) == ([2], [0, 1, 3], True)
+
+
+def test_a_rank_with_no_file_is_sided_by_the_snapshot_or_may_break_the_majority():
+    from ncclforensics.align.answers import DIFFERENT_OPS, RangeReason, Root
+    from ncclforensics.align.notes import SnapshotSides
+    from ncclforensics.align.snapshot_sides import with_snapshot_sides
+
+    records = Root(comm="0", seq=1, seq_range=(1, 3), outlier_ranks=[2], reference_ranks=[1, 3, 4],
+                   kind=DIFFERENT_OPS, size=1, pinned_by="signatures", reason=RangeReason.BEFORE_RECORDS,
+                   majority=True, ops={}, shown=True, records_start=3)
+    ops = {0: (4, "AllReduce"), 2: (4, "AllReduce"), 1: (4, "AllGather"), 3: (4, "AllGather"), 4: (4, "AllGather")}
+    counts = {r: 4 for r in range(5)}
+    # Five ranks: rank 0 joins rank 2's side, which stays a minority.
+    root, said = with_snapshot_sides(records, counts, ops, {0})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority) == ([0, 2], [1, 3, 4], True)
+    assert said == [SnapshotSides((0,), (), (0, 2), True)]
+    # Four ranks (no rank 4): two against two.
+    four = replace(records, reference_ranks=[1, 3])
+    root, _ = with_snapshot_sides(four, {r: 4 for r in range(4)}, {r: ops[r] for r in range(4)}, {0})
+    assert (root.outlier_ranks, root.majority) == ([0, 1, 2, 3], False)
+    # Nothing sides rank 0 (the snapshot lacks it, or gives an op of neither side): it may still make it two against
+    # two; beside three ranks of the reference, it cannot.
+    for unsided in ({r: ops[r] for r in (1, 2, 3)}, {**ops, 0: (4, "Broadcast")}):
+        root, said = with_snapshot_sides(four, {r: 4 for r in range(4)}, unsided, {0})
+        assert (root.outlier_ranks, root.majority, said[0].either) == ([0, 1, 2, 3], False, (0,))
+    assert with_snapshot_sides(records, counts, {r: ops[r] for r in (1, 2, 3, 4)}, {0}) == (records, [])
+    # A rank with a file of its own, or one read otherwise (held back elsewhere), is not the snapshot's to side.
+    assert with_snapshot_sides(four, {r: 4 for r in range(4)}, ops, set()) == (four, [])
+    assert with_snapshot_sides(four, {r: 4 for r in range(4)}, ops, {0}, aside={0}) == (four, [])
