@@ -45,7 +45,7 @@ from .counted_places import peer_issued_early, with_early_by_counts
 from .counts_beside_records import short_of_records, with_counted_outliers, with_counted_past_records
 from .enqueue_marks import EnqueueMarks
 from .answers import DIFFERENT_OPS, ENQUEUED_COUNTS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
-from .gates import GateDisagreement
+from .gates import GateDisagreement, tie_resolved_by_gate
 from .group_places import members_by_places
 from .held_back import ahead_where_stuck, behind_in_chain, held_back_elsewhere, held_back_root, may_hold_back
 from .journal_progress import with_journal_progress
@@ -251,7 +251,7 @@ def choose_root(analyses: dict[str, CommAnalysis], streams: Streams, gate: GateD
         # out, rather than launched an extra one here: that one is a candidate too.
         root, said = held_back_elsewhere(root, _memberships(streams, ras, rank_map, marks))
         notes += said
-        root = _resolve_tie(root, gate)
+        root = tie_resolved_by_gate(root, gate)
         if root.kind == STOPPED and died:
             # A rank that stopped launching while its peers report a remote process gone is the dead one.
             dead = frozenset(root.outlier_ranks)
@@ -493,19 +493,3 @@ def _counts_apart(comm: str, marks: dict, streams: Streams) -> set[int]:
     if not most or most[0][1] * 2 <= len(launched):
         return set()
     return {r for r, n in launched.items() if n != most[0][0]}
-
-
-def _resolve_tie(root: Root, gate: GateDisagreement | None) -> Root:
-    """With no majority (a two-rank comm), the gate journal can say which side deviated: the minority of all
-    journaled ranks, or, when the journal has no majority either, the side whose gate passed (it ran the
-    drafter's collectives the other side skipped). Otherwise, and where some rank of the tie has no decision at
-    that step (it may side with either, and make either the minority), both sides stay named."""
-    if root.majority or gate is None or not set(root.outlier_ranks) <= set(gate.decisions):
-        return root
-    in_comm = set(root.outlier_ranks)
-    deviants = set(gate.outlier_ranks) & in_comm
-    if not deviants and set(gate.skipped) & in_comm:
-        deviants = set(gate.passed) & in_comm
-    if deviants and deviants != in_comm:
-        return replace(root, outlier_ranks=sorted(deviants))
-    return root

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..model import GateChoice, GateDecision, Location
+from .answers import Root
 
 
 @dataclass(frozen=True)
@@ -95,3 +96,19 @@ def first_gate_disagreement(gates: list[GateDecision], ranks: list[int] | None =
             missing_ranks=[r for r in all_ranks if r not in decisions],
         )
     return None
+
+
+def tie_resolved_by_gate(root: Root, gate: GateDisagreement | None) -> Root:
+    """With no majority (a two-rank comm), the gate journal can say which side deviated: the minority of all
+    journaled ranks, or, when the journal has no majority either, the side whose gate passed (it ran the
+    drafter's collectives the other side skipped). Otherwise, and where some rank of the tie has no decision at
+    that step (it may side with either, and make either the minority), both sides stay named."""
+    if root.majority or gate is None or not set(root.outlier_ranks) <= set(gate.decisions):
+        return root
+    in_comm = set(root.outlier_ranks)
+    deviants = set(gate.outlier_ranks) & in_comm
+    if not deviants and set(gate.skipped) & in_comm:
+        deviants = set(gate.passed) & in_comm
+    if deviants and deviants != in_comm:
+        return replace(root, outlier_ranks=sorted(deviants))
+    return root

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ncclforensics.align.choose import _resolve_tie
+from ncclforensics.align.gates import tie_resolved_by_gate
 from ncclforensics.align.answers import Root
 from ncclforensics.align.gates import GateDisagreement
 from ncclforensics.align.notes import CountedAmongLookalikes
@@ -22,14 +22,14 @@ def _gate(passed: list[int], skipped: list[int]) -> GateDisagreement:
 
 
 def test_the_gate_names_the_side_that_ran_the_drafter_where_it_journaled_every_rank_of_the_tie():
-    assert _resolve_tie(_tie([0, 1]), _gate([0], [1])).outlier_ranks == [0]
+    assert tie_resolved_by_gate(_tie([0, 1]), _gate([0], [1])).outlier_ranks == [0]
 
 
 def test_a_tie_with_ranks_the_gate_did_not_journal_keeps_both_sides():
     # Counts split ranks 0 and 3 from ranks 1 and 2; only ranks 0 and 1 journaled their gates. Rank 0 passed alone
     # among those, but rank 3 may have passed with it or skipped: the gate says nothing of which side is fewer.
     tie = _tie([0, 1, 2, 3])
-    assert _resolve_tie(tie, _gate([0], [1])) == tie
+    assert tie_resolved_by_gate(tie, _gate([0], [1])) == tie
 
 
 def test_ranks_the_counts_name_among_records_alike_everywhere_are_the_outliers():
