@@ -334,6 +334,10 @@ def with_early_issuers(root: Root, streams: Streams, left_out: dict[int, tuple[i
     outliers = sorted({*root.outlier_ranks, *early})
     low, high = min(root.seq_range[0], split.low), max(root.seq_range[1], split.seq)
     reference = [r for r in root.reference_ranks if r not in early]
+    if not _majorities_apart(root, split, early, streams):
+        # (no side stands for the program: every rank is named, and which side departed is not known)
+        ranks = sorted({*root.outlier_ranks, *root.reference_ranks, *split.outliers, *split.reference})
+        outliers, reference = ranks, ranks
     return replace(root, seq=low, seq_range=(low, high), outlier_ranks=outliers, reference_ranks=reference,
                    majority=len(outliers) * 2 < len(outliers) + len(reference),
                    kinds=(*root.kinds, *((EXTRA,) if EXTRA not in root.kinds else ())),
@@ -341,6 +345,25 @@ def with_early_issuers(root: Root, streams: Streams, left_out: dict[int, tuple[i
                    issue_places={**root.issue_places, **split.before},
                    placed_late={**root.placed_late, **split.placed_late},
                    undecided_comms=tuple(sorted({*root.undecided_comms, *split.left_out_in})))
+
+
+def _majorities_apart(root: Root, split: IssueOrderSplit, early: list[int], streams: Streams) -> bool:
+    """Whether each of two departures, the records' (`root`) and the issue orders' (`split`, its outliers `early`
+    not among the root's), keeps a strict majority against it without the other's outliers: each majority counts
+    as the program's ranks the other one names departed, so it stands only where it still does without them.
+    Where the records part there by what they hold, the records' voters are the ranks of its reference with a
+    record at its last seq (one whose records end before it sides with either). Worked example (1188455): ranks 0
+    and 3 record world seq 2 at another call site than rank 2, and rank 1's records end at seq 1; rank 0 issued
+    seq 2 after one tensor-parallel collective, ranks 2 and 3 after three. Without rank 0, rank 3 alone sides
+    against rank 2: ranks 0 and 3 may each have run one more world collective, or ranks 0 and 2 departed, and
+    nothing says which."""
+    rows = comm_streams(streams.comm_parts(root.comm))
+    recorded = {row["rank"] for row in rows.rows_at(root.seq_range[1])}
+    voters = [r for r in root.reference_ranks if r not in early]
+    if root.shown and set(root.reference_ranks) & recorded:
+        voters = [r for r in voters if r in recorded]
+    theirs = [r for r in split.reference if r not in root.outlier_ranks and r not in split.unplaced]
+    return len(voters) > len(root.outlier_ranks) and len(theirs) > len(early)
 
 
 def with_stops_past_the_program(root: Root, streams: Streams) -> Root:
@@ -396,8 +419,9 @@ def beside_early_issuers(root: Root, streams: Streams) -> Root:
     orders the two departures (with_early_issuers). Worked example: a step is two world all-reduces and two
     tensor-parallel ones; rank 0's log shows it left out a world one at seq 4..5. Rank 3's world records read as a
     prefix of the others', yet it issued world seq 5 after two tensor-parallel collectives, where ranks 0 and 1
-    issue it after four: it ran one more world collective at seq 3..5 (its seqs 3 to 5 sit alike), and both are
-    named, two against two."""
+    issue it after four: it ran one more world collective at seq 3..5 (its seqs 3 to 5 sit alike). Rank 0's
+    departure rests on rank 3's record of seq 5 beside rank 1's: without it, rank 1 alone stands against rank 0,
+    so no side is the program and every rank is named (_majorities_apart)."""
     if root.seq_range is None or root.seq_range[1] is None:
         return root
     split = issue_order_split(streams, root.comm)

@@ -468,7 +468,8 @@ def test_a_reference_rank_that_issued_one_early_departed_beside_the_outlier_its_
     # A step is two world collectives (1, then 8 elements) and two TP ones. Rank 0 left out step 2's world one of 1
     # element (its records show it: an 8 where the others have a 1). Rank 3's world records look like a prefix of
     # the others', yet its fifth sits in step 1, before its TP pair, where ranks 0 and 1 issue theirs after it: it
-    # ran one more world collective there, and may have departed first. Both are named, two against two.
+    # ran one more world collective there, and may have departed first. Without rank 3, rank 1 alone records seq 5
+    # against rank 0 (rank 1 may have run one more 1-element one there as rank 3 did, later): every rank is named.
     eight = ("AllReduce", 8)
 
     def step2(tp, first=True, extra=False):
@@ -479,8 +480,24 @@ def test_a_reference_rank_that_issued_one_early_departed_beside_the_outlier_its_
             rank_log(2, step2(T2) + step2(T2)),
             rank_log(3, step2(T2) + step2(T2, extra=True))]
     d = diagnose(logs)
-    assert d.root.comm == W and d.root.outlier_ranks == [0, 3] and d.root.reference_ranks == [1, 2]
+    assert d.root.comm == W and d.root.outlier_ranks == [0, 1, 2, 3]
     assert not d.root.majority and d.root.seq_range[0] <= 5 <= d.root.seq_range[1]
+
+
+def test_two_departures_whose_majorities_each_count_the_other_s_outliers_name_no_sides():
+    # A step is a world collective of 1 element, then three TP ones. Ranks 0 and 3 each ran one more world one (8
+    # elements): rank 0 after its first TP collective, rank 3 after its third. Rank 2 went on to step 1, whose world
+    # one (1 element) is its seq 2; rank 1 waits in TP for rank 0. At world seq 2 the records put rank 2 apart from
+    # ranks 0 and 3, and the issue orders put rank 0 apart from ranks 2 and 3: each majority counts a rank the
+    # other names, and without it rank 3 alone stands against rank 2. Nothing says which ranks departed.
+    eight = ("AllReduce", 8)
+    logs = [rank_log(0, [(W, ONE), (T1, LAYER), (W, eight), (T1, LAYER), (T1, LAYER)]),
+            rank_log(1, step(T1)),
+            rank_log(2, step(T2) + step(T2)),
+            rank_log(3, step(T2) + [(W, eight)])]
+    d = diagnose(logs)
+    assert d.root.comm == W and not d.root.majority
+    assert d.root.outlier_ranks == [0, 1, 2, 3] and d.root.seq_range[0] <= 2 <= d.root.seq_range[1]
 
 
 def test_a_rank_that_stopped_right_after_a_collective_the_program_does_not_wait_on_departed_too():
