@@ -99,7 +99,7 @@ def first_gate_disagreement(gates: list[GateDecision], ranks: list[int] | None =
 
 
 def tie_resolved_by_gate(root: Root, gate: GateDisagreement | None) -> Root:
-    """With no majority (a two-rank comm), the gate journal can say which side deviated: the minority of all
+    """With no majority (a two-rank comm, an even split), the gate journal can say which side deviated: the minority of all
     journaled ranks, or, when the journal has no majority either, the side whose gate passed (it ran the
     drafter's collectives the other side skipped). Otherwise, and where some rank of the tie has no decision at
     that step (it may side with either, and make either the minority), both sides stay named."""
@@ -110,5 +110,8 @@ def tie_resolved_by_gate(root: Root, gate: GateDisagreement | None) -> Root:
     if not deviants and set(gate.skipped) & in_comm:
         deviants = set(gate.passed) & in_comm
     if deviants and deviants != in_comm:
-        return replace(root, outlier_ranks=sorted(deviants))
+        # The gate names the side that deviated: the rest is the reference, and the issue orders' two readings give
+        # way to it. A two-rank tie keeps no majority (one rank against one, whatever the journal says).
+        return replace(root, outlier_ranks=sorted(deviants), reference_ranks=sorted(in_comm - deviants),
+                       majority=len(in_comm) > 2, issue_sides=None)
     return root

@@ -75,7 +75,7 @@ class CountedLaunches(Receipt):
 
 
 @dataclass(frozen=True)
-class CountedPastRecords(Receipt):
+class CountsPastRecords(Receipt):
     """PyTorch's counts of what a rank launched and completed in the wedged comm, past where its records there end
     (`records_at`, None where it has none)."""
 
@@ -211,7 +211,7 @@ def answer_receipts(root, gate, first_visible: tuple[str, int] | None, first_vis
         found += [Finding(op.loc, WedgeOp(rank, op)) for rank, op in sorted({**wedge.ops, **wedge.waiting_past}.items())]
         found += [Finding(loc, CountedLaunches(rank, comm, count)) for (comm, rank), (count, loc)
                   in sorted((counted or {}).items()) if comm == wedge.comm]
-        found += [Finding(c.at[0], CountedPastRecords(rank, wedge.comm, wedge.launched[rank], wedge.completed.get(rank),
+        found += [Finding(c.at[0], CountsPastRecords(rank, wedge.comm, wedge.launched[rank], wedge.completed.get(rank),
                                                       c.records_launched if c.records_completed is None
                                                       else c.records_completed, c.records_at))
                   for rank, c in sorted(wedge.counted.items()) if c.at and (wedge.comm, rank) not in (counted or {})

@@ -23,7 +23,7 @@ def receipt_words(fact: r.Receipt, wedge_shown: bool = True) -> str:
             return f"{'wedge' if wedge_shown else 'last on record'}: rank {rank} launched seq {op.seq}: {op.describe()}"
         case r.CountedLaunches(rank, comm, count):
             return f"rank {rank}: PyTorch counts {count} collectives enqueued in comm {comm}"
-        case r.CountedPastRecords(rank, comm, launched, completed, records_end, records_at):
+        case r.CountsPastRecords(rank, comm, launched, completed, records_end, records_at):
             done = "" if completed is None else f", completed {completed}"
             end = f", which end at seq {records_end} ({records_at})" if records_at else " (none of its own there)"
             return f"rank {rank}: by PyTorch's counts launched {launched}{done} in comm {comm}, past its records{end}"

@@ -177,19 +177,22 @@ def root_sentence(root: Root) -> str:
                 f"cannot tell which.")
     also = ""
     others = [k for k in root.kinds if k != root.kind]
+    # (what the evidence adds to a root of each kind: where the ranks issued it, who is held back, how far the
+    # journals got, what was left out before)
+    added = {EXTRA: lambda: issue_order_words(root) + held_back_words(root) + journal_progress_words(root),
+             MISSING: lambda: left_out_before_words(root) if root.left_out_before is not None else "",
+             DIFFERENT_OPS: lambda: ""}[root.kind]
     if len(others) > 1:
         # (each rank may have departed by another kind: checksums add ranks whose records show no departure)
-        return (f"{who.capitalize()} depart from the others in comm {root.comm}, {at}: by "
-                f"{kind_words(root)}; the records cannot tell which.")
+        return (f"{who.capitalize()} {verb_form('depart', root.outlier_ranks)} from the others in comm {root.comm}, "
+                f"{at}: by {kind_words(root)}; the records cannot tell which." + added())
     if others:
         also = f" (or {' or '.join(kind_noun(k) for k in others)}: the records fit both)"
     return {
-        EXTRA: f"{who.capitalize()} launched {n} in comm {root.comm} that the others did not, {at}{also}."
-               + issue_order_words(root) + held_back_words(root) + journal_progress_words(root),
-        MISSING: f"{who.capitalize()} did not launch {n} in comm {root.comm} that the others did, {at}{also}."
-                 + (left_out_before_words(root) if root.left_out_before is not None else ""),
+        EXTRA: f"{who.capitalize()} launched {n} in comm {root.comm} that the others did not, {at}{also}.",
+        MISSING: f"{who.capitalize()} did not launch {n} in comm {root.comm} that the others did, {at}{also}.",
         DIFFERENT_OPS: f"{who.capitalize()} launched a different collective in comm {root.comm}, {at}{also}.",
-    }[root.kind]
+    }[root.kind] + added()
 
 
 def candidates_words(root: Root) -> str:

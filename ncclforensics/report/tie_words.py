@@ -31,19 +31,22 @@ def issue_sides_words(root: Root) -> str:
                      f"Recorder ring's do), past seq {high}; {they(kept)} launched as many here as "
                      f"{ranks_words(others)} and issued each one kept where {ranks_words(others)} did, as none of "
                      f"the other side did: {they(kept)} {'is' if len(kept) == 1 else 'are'} on that side.")
-    n = plural(root.size, "collective") if root.size else "collectives"
-    text += (f" Either {ranks_words(early)} ran {n} more here, {'at ' if low == high else 'somewhere in '}"
+    more = f"{plural(root.size, 'collective')} more" if root.size else "more collectives"
+    text += (f" Either {ranks_words(early)} ran {more} here, {'at ' if low == high else 'somewhere in '}"
              f"{seq_words(low, high)}, or {ranks_words(later)} left {'as many' if root.size else 'some'} out there "
-             f"(each side's later collectives here sit where the other's do, so many seqs on)")
+             f"(past that, each side's collectives here pair with the other's as many seqs on)")
     if root.left_out_in:
         text += (f", or {ranks_words(early)} left out collectives of "
                  f"{either([f'comm {c}' for c in root.left_out_in])} before it")
     if root.issue_sides.elsewhere:
         text += (f", or {ranks_words(later)} ran as many more of "
                  f"{either([f'comm {c}' for c in root.issue_sides.elsewhere])} before it")
-    text += f"; {len(early)} {'rank' if len(early) == 1 else 'ranks'} against {len(later)}, and no majority says which."
     sided = {*early, *later}
     rest = [r for r in root.outlier_ranks if r not in sided]
+    # (a rank on either side may make either the fewer: no majority, though the sided ranks alone may be uneven)
+    beside = f", with {ranks_words(rest)} on either side" if rest else ""
+    text += (f"; {len(early)} {'rank' if len(early) == 1 else 'ranks'} against {len(later)}{beside}, and no majority "
+             f"says which.")
     if rest:
         text += (f" {ranks_words(rest).capitalize()}'s records end before the sides part, or place nothing there: "
                  f"{they(rest)} may be on either side.")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from ncclforensics.align.gates import tie_resolved_by_gate
 from ncclforensics.align.answers import Root
-from ncclforensics.align.gates import GateDisagreement
+from ncclforensics.align.gates import GateDisagreement, tie_resolved_by_gate
 from ncclforensics.align.notes import CountedAmongLookalikes
 from ncclforensics.model import GateDecision, Location
 
@@ -23,6 +22,20 @@ def _gate(passed: list[int], skipped: list[int]) -> GateDisagreement:
 
 def test_the_gate_names_the_side_that_ran_the_drafter_where_it_journaled_every_rank_of_the_tie():
     assert tie_resolved_by_gate(_tie([0, 1]), _gate([0], [1])).outlier_ranks == [0]
+
+
+def test_the_gate_names_the_side_of_an_even_split_that_ran_the_drafter_and_the_rest_is_its_reference():
+    # Issue orders part ranks 0 and 3 from ranks 1 and 2, no majority, and read each side as the program in turn;
+    # every rank journaled its gate, and ranks 0 and 3 passed alone: they deviated, and the two readings give way.
+    from dataclasses import replace
+
+    from ncclforensics.align.answers import IssueSides
+
+    tie = replace(_tie([0, 1, 2, 3]), issue_sides=IssueSides(early=(0, 3), later=(1, 2)))
+    root = tie_resolved_by_gate(tie, _gate([0, 3], [1, 2]))
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, root.issue_sides) == ([0, 3], [1, 2], True, None)
+    two = tie_resolved_by_gate(_tie([0, 1]), _gate([0], [1]))
+    assert (two.outlier_ranks, two.reference_ranks, two.majority) == ([0], [1], False)
 
 
 def test_a_tie_with_ranks_the_gate_did_not_journal_keeps_both_sides():

@@ -18,7 +18,7 @@ SAMPLES = [
     r.WedgeOp(2, OP),
     r.WedgeMark("0xa"),
     r.CountedLaunches(0, "67", 6464),
-    r.CountedPastRecords(0, "1", 8, 6, 4, Location("fingerprint_rank0.jsonl", 4)),
+    r.CountsPastRecords(0, "1", 8, 6, 4, Location("fingerprint_rank0.jsonl", 4)),
     r.WatchdogStop(0, "desync_report", 8, "AllGather", "[0] Timeout at collective: _ALLGATHER_BASE, #8"),
     r.NoDesyncReport(3, "Failed to retrieve TCPStore key"),
     r.WatchdogStop(None, "timeout", 26, "ALLREDUCE", "Watchdog caught collective operation timeout"),
@@ -53,7 +53,7 @@ def test_a_receipt_says_its_facts():
     # a run that stopped nowhere in particular: a rank's last collective is its last on record, not a wedge
     assert receipt_words(r.WedgeOp(2, OP), wedge_shown=False).startswith("last on record: rank 2 launched seq 25")
     assert r.WrongChecksum(2, 5, 14.0, 12.5).kind == "wrong_checksum"
-    assert receipt_words(r.CountedPastRecords(0, "1", 8, 6, 4, Location("fingerprint_rank0.jsonl", 4))) == (
+    assert receipt_words(r.CountsPastRecords(0, "1", 8, 6, 4, Location("fingerprint_rank0.jsonl", 4))) == (
         "rank 0: by PyTorch's counts launched 8, completed 6 in comm 1, past its records, which end at seq 4 "
         "(fingerprint_rank0.jsonl:4)")
     # a desync report numbers collectives its own way: its `#8` is no seq

@@ -56,6 +56,8 @@ def test_a_root_that_leaves_every_kind_open_names_a_departure_not_one_kind(root)
     assert text.startswith("Ranks 1 and 2 depart from the others in comm ")
     assert "different collectives at one seq, or 1 extra collective, or 1 missing collective" in text
     assert "launched a different collective" not in text
+    one_rank = root_words.root_sentence(dataclasses.replace(one, kinds=("different", "extra", "missing")))
+    assert one_rank.startswith("Rank 1 departs from the others in comm ")
 
 
 def test_checksum_outliers_of_ranks_the_checksums_alone_group_leave_their_communicators_open():
