@@ -41,6 +41,7 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
     # so another rank's record of it past its own log's cut is at that place too (however many members traced it)
     places: dict[str, dict[int, set[tuple[str, int]]]] = {}  # digest -> rank -> (comm, seq)
     tied: list[tuple[int, tuple]] = []  # (rank, the one match of its trace) for carrying records past its streams
+    untied: list[int] = []  # ranks whose traces neither made their streams nor line up with one of them
     for rank, trace in traces.items():
         made_rows = _made_by(streams, rank, trace)
         if made_rows is not None:
@@ -93,6 +94,8 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
                 if f.digest is not None:
                     places.setdefault(f.digest, {}).setdefault(rank, set()).add((comm, seq))
             tied.append((rank, matches[0]))
+        else:
+            untied.append(rank)
     for rank, (head, _, rest, gaps) in tied:
         # (after every trace is tied, so that any rank's records of a digest place another's)
         trace = traces[rank]
@@ -105,7 +108,20 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
             extensions[(one, rank)] = _trace_rows(head, [*gaps, *_past_end(head, rest)])
         elif rest:
             extensions.update(spread or _beyond_comms(streams, rank, rest, holders, places, from_start))
-    if not rows:
+    for rank in untied:
+        # (after every tied trace: their records of a digest are where this rank's record of it is)
+        found = _placed_by_digests(streams, rank, traces[rank], places)
+        for (comm, seq), f in found.items():
+            if not streams.stream(comm, rank).filter(pl.col("seq") == seq).height:
+                continue
+            rows.append((comm, rank, seq, f.step, f.tag, checked_right(f), str(f.loc)))
+        for comm in sorted({comm for comm, _ in found}):
+            have = set(streams.stream(comm, rank).get_column("seq").to_list())
+            added = [(seq, f) for (c, seq), f in sorted(found.items(), key=lambda kv: kv[0][1])
+                     if c == comm and seq not in have]
+            if added:
+                extensions[(comm, rank)] = _trace_rows_of(comm, rank, added)
+    if not rows and not extensions:
         return streams
     known = pl.DataFrame(rows, schema={"comm": pl.String, "rank": pl.Int64, "seq": pl.Int64,
                                        "_step": pl.Int64, "_tag": pl.String, "_checked": pl.Boolean,
@@ -298,6 +314,40 @@ def _tied_by_others(row: FingerprintRow, rank: int, sharing: set[int],
         return []
     last = mine[comm].get_column("seq").max() if comm in mine else None
     return [comm] if seq == (last or 0) + len(placed.get(comm, [])) + 1 else []
+
+
+def _placed_by_digests(streams: Streams, rank: int, trace: list[FingerprintRow],
+                       places: dict[str, dict[int, set[tuple[str, int]]]]) -> dict[tuple[str, int], FingerprintRow]:
+    """(comm, seq) -> record, for the records of a trace that lines up with none of the rank's streams (its comms
+    in an issue order no source gives: a log cut short before a dump's ring begins) whose digest other ranks'
+    records hold at one (comm, seq) of a comm the rank is a member of: a digest is one physical collective's, and
+    NCCL pairs a comm's collectives by seq, so the rank's record is that seq too, whatever its tag says. Where the
+    places go back in a comm against the trace's own order, or part from the rank's row there in op or size, the
+    digests are no such tie (a result two collectives share by chance): nothing is placed. Worked example: rank 1's
+    log is cut after its first world all-reduce and its ring keeps TP seqs 7-10; its trace's records of TP seqs
+    3 and 4 share their digests with rank 0's seqs 3 and 4, under each other's tags: those two were misaligned."""
+    members = {comm: {*streams.members.get(comm, ()), *streams.expected_members.get(comm, ()),
+                      *streams.joined.get(comm, ())} for comm in {*streams.members, *streams.expected_members}}
+    found: dict[tuple[str, int], FingerprintRow] = {}
+    last: dict[str, int] = {}  # comm -> the seq the trace's latest record there was placed at
+    for row in trace:
+        if row.digest is None:
+            continue
+        at = set().union(*(where for r, where in places.get(row.digest, {}).items() if r != rank))
+        if len(at) != 1:
+            continue
+        (comm, seq), = at
+        if rank not in members.get(comm, ()):
+            continue
+        mine = streams.stream(comm, rank).filter(pl.col("seq") == seq)
+        kind = normalize_op(row.kind) if row.kind else None
+        if seq <= last.get(comm, 0) or mine.height and not (
+                (kind is None or mine.get_column("op")[0] in (None, kind))
+                and (row.numel is None or mine.get_column("count")[0] in (None, row.numel))):
+            return {}
+        last[comm] = seq
+        found[(comm, seq)] = row
+    return found
 
 
 def checked_right(row: FingerprintRow) -> bool | None:

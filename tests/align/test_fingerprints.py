@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ncclforensics.align.fingerprints import attach_fingerprints
 from ncclforensics.align.streams import build_streams
 from ncclforensics.model import CollectiveEvent, Evidence, FingerprintRow, Location, SourceFormat, collectives_to_frame
@@ -100,3 +102,50 @@ def test_a_trace_past_a_log_cut_goes_where_others_records_of_its_digest_are_thou
     assert streams.stream(TP, 2).get_column("count").to_list() == [64, 256, 64]
     assert streams.stream(TP, 2).get_column("seq").to_list() == [1, 2, 3]
     assert streams.stream(DP, 2).get_column("tag").to_list() == ["dp"]
+
+
+def _split_rank_evidence(dumped_count: int) -> list[Evidence]:
+    """Rank 0's NCCL log holds DP seq 1 and TP seqs 1-3; rank 1's log holds DP seq 1 and is cut, and its dump's ring
+    keeps TP seq 3 alone (`dumped_count` its size): no row both hold, so no source orders its two comms."""
+    log0 = [_event("nccl.0.log", 0, DP, 1, 1, line=1), *(_event("nccl.0.log", 0, TP, s, 64, line=1 + s)
+                                                         for s in (1, 2, 3))]
+    evidence = [Evidence(path="nccl.0.log", format=SourceFormat.NCCL_LOG, facts=FACTS[SourceFormat.NCCL_LOG],
+                         collectives=collectives_to_frame(log0)),
+                Evidence(path="nccl.1.log", format=SourceFormat.NCCL_LOG, facts=FACTS[SourceFormat.NCCL_LOG],
+                         collectives=collectives_to_frame([_event("nccl.1.log", 1, DP, 1, 1, line=1)]),
+                         cut=Location("nccl.1.log", 2)),
+                Evidence(path="fr_rank1", format=SourceFormat.FLIGHT_RECORDER,
+                         facts=FACTS[SourceFormat.FLIGHT_RECORDER],
+                         collectives=collectives_to_frame([_event("fr_rank1", 1, TP, 3, dumped_count, record=0)]))]
+    return evidence
+
+
+def _swapped_traces() -> list[FingerprintRow]:
+    records = {0: [("dp", 1, "d1"), ("attn", 64, "t1"), ("mlp", 64, "t2"), ("lm", 64, "t3")],
+               1: [("dp", 1, "d1"), ("mlp", 64, "t1"), ("attn", 64, "t2")]}  # (rank 1's trace cut after two)
+    return [FingerprintRow(loc=Location(f"fingerprint_rank{rank}.jsonl", i + 1), rank=rank, step=0, op=i, tag=tag,
+                           kind="AllReduce", numel=numel, digest=digest)
+            for rank, rows in records.items() for i, (tag, numel, digest) in enumerate(rows)]
+
+
+def test_a_trace_no_issue_order_ties_goes_where_others_records_of_its_digests_are():
+    """Rank 1's comms are in no order a source gives (a log cut after DP seq 1, a ring from TP seq 3 on), so its
+    trace lines up with none of its streams. Its records share digests with rank 0's, whose trace is tied: a digest
+    is one physical collective's, at one seq of its comm on every member, so rank 1's records are its DP seq 1 and
+    TP seqs 1 and 2, under tags swapped from rank 0's there (misaligned: the evidence of the divergence)."""
+    streams = attach_fingerprints(build_streams(_split_rank_evidence(64)), _swapped_traces())
+    assert streams.stream(TP, 1).get_column("seq").to_list() == [1, 2, 3]
+    assert streams.stream(TP, 1).get_column("tag").to_list() == ["mlp", "attn", None]
+    assert streams.stream(TP, 0).get_column("tag").to_list() == ["attn", "mlp", "lm"]
+    assert streams.stream(DP, 1).get_column("tag").to_list() == ["dp"]
+
+
+def test_digests_that_part_from_the_ranks_own_row_place_nothing():
+    """As above, but rank 0's digest of TP seq 3 is the one rank 1 read back second (a result two collectives share
+    by chance), and rank 1's ring holds its own TP seq 3 at another size than that record: the digests are no tie,
+    so none of the trace's records is placed."""
+    traces = [replace(f, digest="t3") if (f.rank, f.tag) == (0, "mlp") else
+              replace(f, digest="t2") if (f.rank, f.tag) == (0, "lm") else f for f in _swapped_traces()]
+    streams = attach_fingerprints(build_streams(_split_rank_evidence(256)), traces)
+    assert streams.stream(TP, 1).get_column("seq").to_list() == [3]
+    assert streams.stream(TP, 1).get_column("tag").to_list() == [None]
