@@ -76,9 +76,9 @@ def completed_everywhere_from(rows: CommStreams, completed: dict[int, int | None
     the last collective any rank is on record as completing. Each rank took part in it (NCCL completes none without
     every rank's part), so every rank completed the one before it; the others completed it too where a rank
     completed it with a collective that completes on every side or none (any but an AllGather), or every rank is on
-    record completing it: the stop is past it. Where each rank on record completing it did so with an AllGather (or
-    a collective of no recorded type), it may have paired with an AllReduce of equal bytes that never completes:
-    the stop may be it. Worked example: ranks 0, 2 and 3 trace seq 6 completed, an all-gather; rank 1's trace ends
+    record completing it, or launching an AllGather there (none to pair with an AllReduce): the stop is past it.
+    Where each rank on record completing it did so with an AllGather (or a collective of no recorded type), it may
+    have paired with an AllReduce of equal bytes that never completes: the stop may be it. Worked example: ranks 0, 2 and 3 trace seq 6 completed, an all-gather; rank 1's trace ends
     at 5; rank 1 launched an all-reduce there that hangs: the stop is at or after seq 6, not 7."""
     last = max(done for done in completed.values() if done is not None)
     alone = []
@@ -89,6 +89,14 @@ def completed_everywhere_from(rows: CommStreams, completed: dict[int, int | None
         if row is not None and row.get("op") is not None and row["op"] not in COMPLETES_ALONE:
             return last + 1, []
         alone.append(rank)
-    if len(alone) == len(completed):
+    if len(alone) == len(completed) or _all_gathers_everywhere(rows, completed, last):
         return last + 1, []
     return last, alone
+
+
+def _all_gathers_everywhere(rows: CommStreams, completed: dict[int, int | None], seq: int) -> bool:
+    """Whether every rank is on record launching an all-gather at `seq` (an NCCL log line will do): with no
+    all-reduce to pair with, it completes on every rank or none."""
+    ops = [row.get("op") if rank in rows.parts and (row := rows.row_at(rank, seq)) is not None else None
+           for rank in completed]
+    return all(op is not None and op in COMPLETES_ALONE for op in ops)

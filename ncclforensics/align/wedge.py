@@ -342,11 +342,12 @@ def _stop_bounds(rows: CommStreams, analysis: CommAnalysis, cut: set[int], hang:
     completed, and the ranks whose completion of `low` may have been on their side alone.
 
     From below: where a rank's completions are final (a dump's states: a collective in flight, or every one it
-    launched completed; a timeout line), the stop is past the fewest such a rank completed. Where none is, a
+    launched completed; a timeout line), the stop is past the fewest such a rank completed. For every other rank, a
     collective some rank completed had every rank in it (NCCL completes none without every rank's part), so the
     stop is at or past the last one any rank is on record as completing (completed_everywhere_from), or at it where
     that rank completed an all-gather (or a collective of no recorded type): paired with an all-reduce of equal
-    bytes, NCCL completes it on the gather side alone. From above: a
+    bytes, NCCL completes it on the gather side alone, so a dump final for the gathering rank bounds no rank whose
+    records do not say what it completed (an NCCL log). From above: a
     rank seen in flight stopped there; a rank whose last record is its launch of a collective (an NCCL log line, a
     dump's entry) launched
     nothing after it; a pairing NCCL never completes hangs. A rank whose records end with a completed collective
@@ -357,6 +358,7 @@ def _stop_bounds(rows: CommStreams, analysis: CommAnalysis, cut: set[int], hang:
     """
     completed, launched = analysis.completed, analysis.launched
     final: list[int] = []
+    final_ranks: set[int] = set()
     highs = [hang] if hang is not None else []
     for rank, part in rows.parts.items():
         if rank in cut or not part.height:
@@ -369,20 +371,29 @@ def _stop_bounds(rows: CommStreams, analysis: CommAnalysis, cut: set[int], hang:
         if in_flight:
             highs.append(done + 1)
             final.append(done)
+            final_ranks.add(rank)
         elif last["fr_file"] is not None and done is not None:  # the dump saw every collective it launched end
             highs.append(launched[rank] + 1)
             final.append(done)
+            final_ranks.add(rank)
         elif last["state"] != "completed":
             highs.append(launched[rank] + 1)
-    for done in (finals or {}).values():
+    for rank, done in (finals or {}).items():
         highs.append(done + 1)
         final.append(done)
+        final_ranks.add(rank)
     alone: list[int] = []
-    if final:
-        low = min(final) + 1
-    elif any(done is not None for done in completed.values()):
-        low, alone = completed_everywhere_from(rows, completed)
-    else:
+    low = min(final) + 1 if final else None
+    if any(done is not None for done in completed.values()):
+        # A rank whose completions are not final is placed by the others' (each took part in the last one any
+        # completed): where that one was an all-gather, it may have completed on the gather side alone, so the
+        # rank may wait in it, however final the gathering ranks' own completions are.
+        everywhere, gathered = completed_everywhere_from(rows, completed)
+        open_ranks = [r for r in completed if r not in final_ranks]
+        reach = min((max(everywhere, (completed[r] or 0) + 1) for r in open_ranks), default=None)
+        if reach is not None and (low is None or reach < low):
+            low, alone = reach, gathered if reach == everywhere else []
+    if low is None:
         low = 1
     high = min(highs) if highs else None
     if high is not None and high < low:

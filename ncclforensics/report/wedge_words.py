@@ -110,6 +110,13 @@ def wedge_range_words(wedge: Wedge) -> str | None:
         return (f"Where comm {wedge.comm} stopped is not pinned: some rank's records there end before the stop (a "
                 f"file cut short, a trace written once a collective completed), so the wedge is {wedge_where(wedge)}, "
                 f"up to the first collective that a rank did not launch or was seen in flight in.")
+    if wedge.completed_alone:
+        return (f"Not every rank's records of comm {wedge.comm} say which collectives completed (NCCL logs count "
+                f"launches only): {ranks_words(wedge.completed_alone)} completed seq {low} with an all-gather (or a "
+                f"collective of no recorded type), which NCCL completes on the gather side alone where it pairs with "
+                f"an all-reduce of equal bytes, so the others may wait in it, and seq {high} is the first collective "
+                f"not every rank launched: the wedge is {wedge_where(wedge)}; Flight Recorder dumps of every rank "
+                f"(their states) would pin it.")
     return (f"No source records which collectives of comm {wedge.comm} completed (NCCL logs and RAS count "
             f"launches only): seq {high} is the first collective not every rank launched, and one that every "
             f"rank launched before it may be where the group hung, so the wedge is {wedge_where(wedge)}; "

@@ -132,3 +132,56 @@ def test_a_collective_one_rank_completed_as_an_all_gather_bounds_no_other_rank_p
     wedge = find_wedge(streams, {"c": analysis}, set(), {})
     assert (wedge.seq_range, wedge.bounded_by) == ((low, None), COMPLETIONS_END)
     assert wedge.completed_alone == ([1] if low == 4 else [])
+
+
+def _dumped(rank: int, ops: list[tuple[str, int]]) -> pl.DataFrame:
+    """A rank's Flight Recorder dump of one comm: every collective it launched completed (its completions are
+    final: it launched nothing after them)."""
+    return _logged(rank, ops).with_columns(pl.lit("completed").alias("state"), pl.lit(f"fr_rank{rank}").alias("fr_file"),
+                                           pl.lit(f"fr_rank{rank}").alias("file"))
+
+
+@pytest.mark.parametrize(("last", "seq_range", "alone"), [("AllGather", (4, 5), [1]), ("AllReduce", (5, 5), [])])
+def test_a_dump_that_completed_an_all_gather_bounds_no_rank_whose_log_counts_launches_only(last, seq_range, alone):
+    # Seeds 1189943, 1190025, 1190316, 1190505, 1190992: rank 1's dump has every collective it launched completed,
+    # the last an all-gather paired with rank 0's all-reduce of equal bytes (a drafter collective one side skipped).
+    # NCCL 2.28.9 completes it on the gather side only: rank 0, whose NCCL log records launches only, waits in seq 4
+    # and enqueued seq 5 behind it. The dump's completions are final for rank 1 alone; the stop is seq 4 or 5 (it was
+    # pinned at 5, past the stall). Where rank 1 completed an all-reduce there, rank 0 completed it too.
+    from ncclforensics.align.wedge import LAUNCHES_ONLY, find_wedge
+
+    program = [("AllReduce", 4096)] * 3
+    two = [pl.lit(2, pl.Int64).alias("comm_size"), pl.lit("c").alias("comm"), pl.lit(None, pl.Int64).alias("fr_record"),
+           pl.lit(None, pl.Int64).alias("time")]
+    parts = {0: _logged(0, program + [("AllReduce", 4096), ("AllGather", 2048)]).with_columns(
+                 *two, pl.lit(None, pl.String).alias("fr_file")),
+             1: _dumped(1, program + [(last, 2048 if last == "AllGather" else 4096)]).with_columns(*two)}
+    streams = Streams(parts={("c", r): part for r, part in parts.items()}, members={"c": [0, 1]})
+    analysis = CommAnalysis(comm="c", ranks=[0, 1], launched={0: 5, 1: 4}, completed={0: None, 1: 4},
+                            first_seq={0: 1, 1: 1})
+    wedge = find_wedge(streams, {"c": analysis}, set(), {})
+    assert (wedge.seq_range, wedge.completed_alone) == (seq_range, alone)
+    assert wedge.bounded_by == (LAUNCHES_ONLY if alone else None)
+    if alone:  # (the words say why: not "no source records completions", which rank 1's dump does)
+        from ncclforensics.report.wedge_words import wedge_range_words
+
+        words = wedge_range_words(wedge)
+        assert "rank 1 completed seq 4 with an all-gather" in words and "somewhere in seq 4..5" in words
+
+
+def test_a_dump_that_completed_an_all_gather_every_log_launched_too_pins_the_stop_past_it():
+    # Beside the seeds above: where rank 0's log launched an all-gather at seq 4 as well, no all-reduce paired with
+    # it, so it completed on both ranks and the stop is past it.
+    from ncclforensics.align.wedge import find_wedge
+
+    program = [("AllReduce", 4096)] * 3
+    two = [pl.lit(2, pl.Int64).alias("comm_size"), pl.lit("c").alias("comm"), pl.lit(None, pl.Int64).alias("fr_record"),
+           pl.lit(None, pl.Int64).alias("time")]
+    parts = {0: _logged(0, program + [("AllGather", 2048), ("AllReduce", 4096)]).with_columns(
+                 *two, pl.lit(None, pl.String).alias("fr_file")),
+             1: _dumped(1, program + [("AllGather", 2048)]).with_columns(*two)}
+    streams = Streams(parts={("c", r): part for r, part in parts.items()}, members={"c": [0, 1]})
+    analysis = CommAnalysis(comm="c", ranks=[0, 1], launched={0: 5, 1: 4}, completed={0: None, 1: 4},
+                            first_seq={0: 1, 1: 1})
+    wedge = find_wedge(streams, {"c": analysis}, set(), {})
+    assert (wedge.seq_range, wedge.completed_alone) == ((5, 5), [])
