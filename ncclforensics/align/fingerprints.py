@@ -23,7 +23,9 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
     do, the trace is left unattached (it still serves as corruption evidence). Records past the end of streams cut
     short carry them on, each in the comm its digest's holders are the members of (a comm the rank has no record of
     too, where the log was cut before it: the rank joins it there), or at the one place where the other ranks'
-    records of its digest are tied, once every trace is tied (a member's trace may stop before it).
+    records of its digest are tied, once every trace is tied (a member's trace may stop before it). A stream carries
+    on its rank's trace alone only where no record's digest is another comm's; else each record goes where its digest
+    places it, and from the first that nothing places on, none is placed.
     """
     per_collective = [f for f in fingerprints if f.op is not None]
     if not per_collective or not streams.parts:
@@ -101,13 +103,19 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
         trace = traces[rank]
         one = head.get_column("comm")[0] if head.get_column("comm").n_unique() == 1 else None
         from_start = (trace[0].step, trace[0].op) == (0, 0)
-        # (records whose results ranks beyond the one comm share, which their digests place in other comms)
-        spread = _beyond_comms(streams, rank, rest, holders, places, from_start) if one is not None and _shared_beyond(
-            streams, one, rank, rest, holders) else {}
-        if (rest or gaps) and one is not None and not any(comm != one for comm, _ in spread):
-            extensions[(one, rank)] = _trace_rows(head, [*gaps, *_past_end(head, rest)])
+        # Records whose results ranks beyond the one comm share, or that other ranks' records tie to another comm,
+        # are not the one stream's to carry on: each goes where its digest places it, up to the first that nothing
+        # places (what follows may be of any comm the rank's cut log never named).
+        beyond = one is not None and _shared_beyond(streams, one, rank, rest, holders, places)
+        if one is not None and not beyond:
+            if rest or gaps:
+                extensions[(one, rank)] = _trace_rows(head, [*gaps, *_past_end(head, rest)])
         elif rest:
-            extensions.update(spread or _beyond_comms(streams, rank, rest, holders, places, from_start))
+            extensions.update(_beyond_comms(streams, rank, rest, holders, places, from_start))
+        if beyond and gaps:  # (records in a gap of the one stream are its, whatever lies past its end)
+            inside = _trace_rows(head, gaps)
+            past = extensions.get((one, rank))
+            extensions[(one, rank)] = inside if past is None else pl.concat([inside, past], how="diagonal_relaxed")
     for rank in untied:
         # (after every tied trace: their records of a digest are where this rank's record of it is)
         found = _placed_by_digests(streams, rank, traces[rank], places)
@@ -255,13 +263,22 @@ def _trace_rows_of(comm: str, rank: int, placed: list[tuple[int, FingerprintRow]
                          "state": COLLECTIVE_SCHEMA["state"]})
 
 
-def _shared_beyond(streams: Streams, comm: str, rank: int, rest: list[FingerprintRow],
-                   holders: dict[str, set[int]]) -> bool:
+def _shared_beyond(streams: Streams, comm: str, rank: int, rest: list[FingerprintRow], holders: dict[str, set[int]],
+                   places: dict[str, dict[int, set[tuple[str, int]]]]) -> bool:
     """Whether a record past the end of the rank's one stream shares its result (digest) with a rank that is no
-    member of that stream's comm: a digest is one physical collective's, so the trace holds another comm's
-    records, which the rank's log, cut short, never named; they are not the stream's to carry on."""
+    member of that stream's comm, or with another rank's record tied to another comm: a digest is one physical
+    collective's, so the trace holds another comm's records, which the rank's log, cut short, never named; they are
+    not the stream's to carry on. Worked example: rank 7's log is cut after its first world collective; its trace's
+    later records share digests with ranks 5 and 6 (world members too), whose logs put those records in their TP
+    comm: they are rank 7's TP records, not its world seqs 2, 3, ..."""
     members = {*streams.members.get(comm, ()), *streams.expected_members.get(comm, ()), rank}
-    return any(row.digest is not None and holders.get(row.digest, set()) - members for row in rest)
+    for row in rest:
+        if row.digest is None:
+            continue
+        elsewhere = {c for r, where in places.get(row.digest, {}).items() if r != rank for c, _ in where} - {comm}
+        if holders.get(row.digest, set()) - members or elsewhere:
+            return True
+    return False
 
 
 def _beyond_comms(streams: Streams, rank: int, rest: list[FingerprintRow], holders: dict[str, set[int]],
@@ -287,7 +304,10 @@ def _beyond_comms(streams: Streams, rank: int, rest: list[FingerprintRow], holde
     placed: dict[str, list[FingerprintRow]] = {}
     for row in rest:
         sharing = holders.get(row.digest, set()) if row.digest is not None else set()
-        fits = [c for c in members if len(sharing) > 1 and sharing == members[c] and rank in sharing]
+        # (a comm other ranks' records of the digest are tied to outweighs one whose known members the holders are)
+        tied_at = {c for r, where in places.get(row.digest, {}).items() if r != rank for c, _ in where}
+        fits = [c for c in members if len(sharing) > 1 and sharing == members[c] and rank in sharing
+                and (not tied_at or c in tied_at)]
         if len(fits) != 1:
             fits = _tied_by_others(row, rank, sharing, places, members, mine, placed)
         if len(fits) != 1:

@@ -149,3 +149,30 @@ def test_digests_that_part_from_the_ranks_own_row_place_nothing():
     streams = attach_fingerprints(build_streams(_split_rank_evidence(256)), traces)
     assert streams.stream(TP, 1).get_column("seq").to_list() == [3]
     assert streams.stream(TP, 1).get_column("tag").to_list() == [None]
+
+
+def test_a_trace_past_a_log_cut_goes_where_others_records_of_its_digests_are_not_on_the_ones_stream():
+    """World {0, 1, 2, 3} and TP {2, 3}; rank 3's NCCL log is cut after its first world all-reduce, before its TP
+    comm's init. Its trace goes on with TP records (digests rank 2's log puts at TP seqs 1 and 2), a world one (rank
+    2's world seq 2) and one no rank shares. Rank 3 is a world member and the digests' holders (ranks 2 and 3) are
+    too, but a digest is one physical collective's: the TP records are rank 3's TP seqs 1 and 2, though the holders
+    are TP's members exactly, the world record is world seq 2, and the record nothing places goes nowhere (carried
+    on the world stream, rank 3 would have launched four more there than it did)."""
+    rank2 = [_event("nccl.2.log", 2, DP, 1, 1, line=1), _event("nccl.2.log", 2, TP, 1, 64, line=2),
+             _event("nccl.2.log", 2, TP, 2, 64, line=3), _event("nccl.2.log", 2, DP, 2, 1, line=4)]
+    cut_log = Evidence(path="nccl.3.log", format=SourceFormat.NCCL_LOG, facts=FACTS[SourceFormat.NCCL_LOG],
+                       collectives=collectives_to_frame([_event("nccl.3.log", 3, DP, 1, 1, line=1)]),
+                       cut=Location("nccl.3.log", 2))
+    evidence = [*(_rows(f"nccl.{r}.log", SourceFormat.NCCL_LOG, r, DP, [("AllReduce", 1)] * 2) for r in (0, 1)),
+                Evidence(path="nccl.2.log", format=SourceFormat.NCCL_LOG, collectives=collectives_to_frame(rank2),
+                         facts=FACTS[SourceFormat.NCCL_LOG]), cut_log]
+    mine = [("dp", 1, "d1"), ("attn", 64, "t1"), ("mlp", 64, "t2"), ("dp", 1, "d2")]
+    records = {2: mine, 3: [*mine, ("lm", 64, "x")]}
+    trace = [FingerprintRow(loc=Location(f"fingerprint_rank{rank}.jsonl", i + 1), rank=rank, step=0, op=i, tag=tag,
+                            kind="AllReduce", numel=numel, digest=digest)
+             for rank, rows in records.items() for i, (tag, numel, digest) in enumerate(rows)]
+    streams = attach_fingerprints(build_streams(evidence), trace)
+    assert streams.stream(DP, 3).get_column("tag").to_list() == ["dp", "dp"]
+    assert streams.stream(DP, 3).get_column("seq").to_list() == [1, 2]
+    assert streams.stream(TP, 3).get_column("tag").to_list() == ["attn", "mlp"]
+    assert streams.stream(TP, 3).get_column("seq").to_list() == [1, 2]
