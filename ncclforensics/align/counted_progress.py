@@ -24,7 +24,7 @@ from ..model import Location, WatchdogEvent
 from .answers import ENQUEUED_COUNTS, CommAnalysis
 from .enqueue_marks import EnqueueMarks
 from .streams import Streams
-from .watchdog import TIMEOUT_KINDS
+from .watchdog import TIMEOUT_KINDS, default_group
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,7 @@ def counted_progress(analyses: dict[str, CommAnalysis], streams: Streams, groups
     """comm -> rank -> CountedProgress, for each rank whose PyTorch lines about the process group that is the comm
     (by name, or tied to it: `Streams.aliases`) say it launched or completed more there than its records hold, or
     that it completed no more than they hold (a timeout line: where it waits)."""
-    # (older PyTorch names no group on the timeout line; where the lines name exactly one, it is that one)
-    named = {event.comm for event in watchdog if event.comm}
-    default = next(iter(named)) if len(named) == 1 else None
+    default = default_group(watchdog)  # (the group of a timeout line that names none, as watchdog.py reads it)
     timeouts: dict[tuple[str, int], WatchdogEvent] = {}
     for event in watchdog:
         group = event.comm or default
