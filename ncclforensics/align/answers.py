@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from ..model import Location
 from .comm_streams import CommStreams
@@ -14,6 +15,9 @@ from .edits import EditKind
 from .solution import Contradiction
 
 ENQUEUED_COUNTS = "PyTorch's enqueued counts"  # the label of an answer resting on PyTorch's count of enqueued work
+
+if TYPE_CHECKING:
+    from .counted_progress import CountedProgress
 
 
 EXTRA, MISSING, DIFFERENT_OPS, STOPPED = (EditKind.EXTRA.value, EditKind.MISSING.value, EditKind.DIFFERENT.value,
@@ -260,6 +264,9 @@ class CommAnalysis:
     exact: frozenset[int] = frozenset()
     # ranks whose last launched here is a timeout's SeqNum that no count of enqueued work covers: a floor
     launched_floors: frozenset[int] = frozenset()
+    # ranks whose launched or completed above are PyTorch's counts past their records (with_counted_progress): the
+    # counts, the lines that give them and what the records alone say
+    raised: dict[int, CountedProgress] = field(default_factory=dict)
 
 
 def op_at(row: dict) -> OpAt:

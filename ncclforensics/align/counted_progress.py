@@ -18,7 +18,7 @@ completed 7. By the records alone it was seq 8, with every rank launching 7 and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..model import Location, WatchdogEvent
 from .answers import ENQUEUED_COUNTS, CommAnalysis
@@ -123,9 +123,14 @@ def _record_end(streams: Streams, comm: str, rank: int, seq: int) -> Location | 
     return Location(row["file"], row.get("line"), row.get("record"))
 
 
-def with_counted_progress(analysis: CommAnalysis, counted: dict[int, CountedProgress]) -> None:
-    """Raise `analysis`'s launched and completed to the counts (they never lower what the records hold)."""
+def with_counted_progress(analysis: CommAnalysis, counted: dict[int, CountedProgress]) -> CommAnalysis:
+    """`analysis` with launched and completed raised to the counts (they never lower what the records hold), and
+    each raised rank's counts, with their lines, in `raised`: a new value, `analysis` left as it is."""
+    launched, completed = dict(analysis.launched), dict(analysis.completed)
     for rank, progress in counted.items():
-        analysis.launched[rank] = max(analysis.launched[rank], progress.launched)
+        launched[rank] = max(launched[rank], progress.launched)
         if progress.completed is not None:
-            analysis.completed[rank] = max(analysis.completed.get(rank) or 0, progress.completed)
+            completed[rank] = max(completed.get(rank) or 0, progress.completed)
+    raised = {r: p for r, p in counted.items()
+              if (launched[r], completed.get(r)) != (analysis.launched[r], analysis.completed.get(r))}
+    return replace(analysis, launched=launched, completed=completed, raised={**analysis.raised, **raised})

@@ -199,15 +199,16 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     counted_launches = count_past_timeouts(analyses, streams, marks)
     progress_counts = counted_progress(analyses, streams, marks, watchdog)
     for comm, counted in progress_counts.items():
-        with_counted_progress(analyses[comm], counted)
+        analyses[comm] = with_counted_progress(analyses[comm], counted)
     if root is not None:
         waiting = {r: p.completed for r, p in progress_counts.get(root.comm, {}).items() if p.final}
         diagnosis.window = (misaligned_window(streams, analyses[root.comm], root, waiting) if root.comm in analyses
                             and analyses[root.comm].root is not None else count_only_window(root))
-    for comm, analysis in analyses.items():
-        analysis.launched_floors = (frozenset(uncounted_timeouts(streams, marks, comm)) & analysis.launched.keys()) | {
+    for comm, analysis in list(analyses.items()):
+        analyses[comm] = replace(analysis, launched_floors=(
+            frozenset(uncounted_timeouts(streams, marks, comm)) & analysis.launched.keys()) | {
             r for r, p in progress_counts.get(comm, {}).items() if p.launched_floor
-            and analysis.launched[r] == p.launched}
+            and analysis.launched[r] == p.launched})
     diagnosis.wedge = find_wedge(streams, analyses, dead, stops, _root_comm_in_streams(root, streams, ras, rank_map),
                                  progress_counts)
     if counted_cause is not None:

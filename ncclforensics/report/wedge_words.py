@@ -76,15 +76,21 @@ def never_launched(w: Wedge, rank: int) -> str:
 
 def counted_words(w: Wedge, rank: int) -> str | None:
     """Where a rank's launched and completed are PyTorch's counts past its records: `by PyTorch's counts
-    (torch_rank0.log:12); its records end at seq 4 (fingerprint_rank0.jsonl:4)`; None where they are the records'."""
+    (torch_rank0.log:12); its records end at seq 4 (fingerprint_rank0.jsonl:4)`, or `... end at seq 8 completed
+    (fr_rank0.pkl#9), seq 10 launched` where the two differ; None where they are the records'."""
     counted = w.counted.get(rank)
     if counted is None or (w.launched.get(rank), w.completed.get(rank)) == (counted.records_launched,
                                                                            counted.records_completed):
         return None
     lines = ", ".join(str(loc) for loc in counted.at)
+    # (both ends where they differ: records that launched 10 and completed 8 end at neither alone; the record cited
+    # is the last at or before the completed one)
+    same = counted.records_completed in (None, counted.records_launched)
     end = counted.records_launched if counted.records_completed is None else counted.records_completed
-    records = (f"; its records end at seq {end} ({counted.records_at})" if counted.records_at is not None else
-               "; no record of its own there")
+    records = ("; no record of its own there" if counted.records_at is None else
+               f"; its records end at seq {end} ({counted.records_at})" if same else
+               f"; its records end at seq {end} completed ({counted.records_at}), seq {counted.records_launched} "
+               f"launched")
     return f"by PyTorch's counts ({lines}){records}"
 
 

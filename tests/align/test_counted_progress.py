@@ -11,6 +11,8 @@ from incidents import draw
 from incidents.evidence import draw_subset
 from incidents.runner import evidence_rng
 
+from ncclforensics.model import Location
+
 TIMEOUT = ("[rank{rank}]:[E1129 09:55:01.7317260{rank:02d} ProcessGroupNCCL.cpp:689] [Rank {rank}] Watchdog caught "
            "collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=512, NumelOut=512, "
            "Timeout(ms)=20000) ran for 20016 milliseconds before timing out.")
@@ -48,12 +50,12 @@ def test_counts_past_traces_place_the_wedge_where_the_ranks_wait(tmp_path):
     assert wedge["launched_floors"] == []
     counted = wedge["counted"]["0"]
     assert counted["evidence"] == [f"{folder}/torch_rank0.log:2", f"{folder}/torch_rank0.log:1"]
-    assert counted["records_end"] == 3
+    assert (counted["records_launched"], counted["records_completed"]) == (5, 3)  # (the timeout line's row)
     assert counted["records_evidence"] == f"{folder}/fingerprint_rank0.jsonl:3"
     code, out, _ = run_cli("diff", folder)
     line = next(x for x in out.splitlines() if x.startswith("  rank 3: last launched"))
     assert "last launched 5, last completed 4" in line and f"{folder}/torch_rank3.log:2" in line
-    assert f"its records end at seq 3 ({folder}/fingerprint_rank3.jsonl:3)" in line
+    assert f"its records end at seq 3 completed ({folder}/fingerprint_rank3.jsonl:3), seq 5 launched" in line
 
 
 def test_a_timeout_alone_is_a_floor_of_what_the_rank_launched(tmp_path):
@@ -94,3 +96,39 @@ def test_a_desync_report_and_traces_cut_short_leave_the_wedge_at_the_timeouts(tm
     # (the report's `Timeout at collective: _ALLGATHER_BASE, #8` is its own count, no seq)
     says = [e["says"] for e in found["evidence"] if e["kind"] == "watchdog_stop" and e["at"].endswith("rank0.log:3")]
     assert says == ["rank 0: desync report, timeout at its collective #8 (AllGather), by the report's own count"]
+
+
+def test_each_comm_cites_the_counts_that_raise_it_and_none_is_raised_in_place(tmp_path):
+    # As the first test: every comm the counts raise gives them with their lines in `comms[].counted`, as the
+    # wedge does (only the wedge cited them), and the analysis given to with_counted_progress is left as it was.
+    from ncclforensics.align.answers import CommAnalysis
+    from ncclforensics.align.counted_progress import CountedProgress, with_counted_progress
+
+    folder = _traces_and_logs(tmp_path / "held", {r: 1 for r in range(4)},
+                              {0: (5, 6, 4), 1: (5, 6, 4), 2: (5, 6, 4), 3: (5, 5, 4)})
+    _, found = diff_json(folder)
+    comm = next(c for c in found["comms"] if c["comm"] == found["wedge"]["comm"])
+    assert comm["launched"] == {"0": 6, "1": 6, "2": 6, "3": 5} and comm["counted"] == found["wedge"]["counted"]
+    assert comm["counted"]["3"]["evidence"] == [f"{folder}/torch_rank3.log:2", f"{folder}/torch_rank3.log:1"]
+    analysis = CommAnalysis("0xa", [0, 1], {0: 10, 1: 10}, {0: 8, 1: 9}, {0: 1, 1: 1})
+    progress = CountedProgress(rank=0, comm="0xa", launched=12, completed=11, final=False, launched_floor=False,
+                               at=(Location("torch_rank0.log", 2),), records_launched=10, records_completed=8,
+                               records_at=Location("fr_rank0.pkl", None, 9))
+    raised = with_counted_progress(analysis, {0: progress})
+    assert (raised.launched, raised.completed, raised.raised) == ({0: 12, 1: 10}, {0: 11, 1: 9}, {0: progress})
+    assert (analysis.launched, analysis.completed, analysis.raised) == ({0: 10, 1: 10}, {0: 8, 1: 9}, {})
+
+
+def test_records_that_launched_more_than_they_completed_end_at_both():
+    # A dump that launched 10 and completed 8: its records end at neither alone (the words said "seq 8").
+    from ncclforensics.align.counted_progress import CountedProgress
+    from ncclforensics.align.wedge import Wedge
+    from ncclforensics.model import WedgeKind
+    from ncclforensics.report.wedge_words import counted_words
+
+    progress = CountedProgress(rank=0, comm="0xa", launched=12, completed=11, final=False, launched_floor=False,
+                               at=(Location("torch_rank0.log", 2),), records_launched=10, records_completed=8,
+                               records_at=Location("fr_rank0.pkl", None, 9))
+    wedge = Wedge(comm="0xa", seq=12, kind=WedgeKind.UNKNOWN, launched={0: 12}, completed={0: 11},
+                  waiting_ranks=[0], absent_ranks=[], counted={0: progress})
+    assert "its records end at seq 8 completed (fr_rank0.pkl#entries[9]), seq 10 launched" in counted_words(wedge, 0)
