@@ -18,7 +18,7 @@ from ..model import (
 )
 from .choose import choose_root
 from .clocks import clock_disagreements
-from .counted_progress import counted_progress, with_counted_progress
+from .counted_progress import counted_progress, launched_no_more_contradictions, with_counted_progress
 from .answers import DIFFERENT_OPS, ENQUEUED_COUNTS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .divergence import analyze_comm
 from .enqueue_marks import EnqueueMarks, enqueue_marks
@@ -201,7 +201,8 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     for comm, counted in progress_counts.items():
         analyses[comm] = with_counted_progress(analyses[comm], counted)
     if root is not None:
-        waiting = {r: p.completed for r, p in progress_counts.get(root.comm, {}).items() if p.final}
+        # (only a rank's own timeout says it waits in the next one; one that launched no more waits in none)
+        waiting = {r: p.completed for r, p in progress_counts.get(root.comm, {}).items() if p.waits_next}
         diagnosis.window = (misaligned_window(streams, analyses[root.comm], root, waiting) if root.comm in analyses
                             and analyses[root.comm].root is not None else count_only_window(root))
     for comm, analysis in list(analyses.items()):
@@ -221,6 +222,9 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
                                                  | floors | set(diagnosis.wedge.launched_floors)
                                                  if r in diagnosis.wedge.launched)
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
+    diagnosis.reconciliation.contradictions += [
+        c for comm, counted in sorted(progress_counts.items()) if comm in analyses
+        for c in launched_no_more_contradictions(streams, analyses[comm], counted)]
     diagnosis.death = death_receipts(ras, rank_map, watchdog)
     diagnosis.gate_ties = _gate_ties(root, gate)
     diagnosis.root_step = gate.step if diagnosis.gate_ties else choice.sums_step
