@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING
 
 from ..model import Location
 from .comm_streams import CommStreams
@@ -15,9 +14,6 @@ from .edits import EditKind
 from .solution import Contradiction
 
 ENQUEUED_COUNTS = "PyTorch's enqueued counts"  # the label of an answer resting on PyTorch's count of enqueued work
-
-if TYPE_CHECKING:
-    from .counted_progress import CountedProgress
 
 
 EXTRA, MISSING, DIFFERENT_OPS, STOPPED = (EditKind.EXTRA.value, EditKind.MISSING.value, EditKind.DIFFERENT.value,
@@ -231,6 +227,31 @@ class Root:
         """The outliers, less those that launched more than the rest (`ahead_of_the_rest`): where the root names
         ranks behind, those are they."""
         return [r for r in self.outlier_ranks if r not in self.ahead_of_the_rest]
+
+
+@dataclass(frozen=True)
+class CountedProgress:
+    """One rank's launched and completed in one comm where PyTorch's lines go past its records."""
+
+    rank: int
+    comm: str
+    launched: int  # the last seq it launched, records and counts together
+    completed: int | None  # the last seq it completed (None: nothing says)
+    # it completed no more, for one of two reasons, else the counts are floors of where it got: it waits in the next
+    # one (a timeout of its own), or it launched nothing more (a peer's desync report saw it finish its last and join
+    # no next one), which says nothing of a next one: only the first waits in it
+    waits_next: bool
+    launched_no_more: bool
+    launched_floor: bool  # `launched` is only known to reach this far (a timeout's SeqNum, a desync snapshot's start)
+    at: tuple[Location, ...]  # the lines that give the counts
+    records_launched: int  # what the records alone say
+    records_completed: int | None
+    records_at: Location | None  # the record where they end (the last one at or before records_launched)
+
+    @property
+    def final(self) -> bool:
+        """It completed no more than `completed`: it waits in the next one, or launched nothing more."""
+        return self.waits_next or self.launched_no_more
 
 
 @dataclass

@@ -18,40 +18,15 @@ completed 7. By the records alone it was seq 8, with every rank launching 7 and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..model import Location, WatchdogEvent
 from ..model.phrases import ranks_words
-from .answers import ENQUEUED_COUNTS, CommAnalysis
+from .answers import ENQUEUED_COUNTS, CommAnalysis, CountedProgress
 from .enqueue_marks import EnqueueMarks
 from .streams import Streams
 from .reconcile import Contradiction
 from .watchdog import DESYNC_REPORT, TIMEOUT_KINDS, default_group
-
-
-@dataclass(frozen=True)
-class CountedProgress:
-    """One rank's launched and completed in one comm where PyTorch's lines go past its records."""
-
-    rank: int
-    comm: str
-    launched: int  # the last seq it launched, records and counts together
-    completed: int | None  # the last seq it completed (None: nothing says)
-    # it completed no more, for one of two reasons, else the counts are floors of where it got: it waits in the next
-    # one (a timeout of its own), or it launched nothing more (a peer's desync report saw it finish its last and join
-    # no next one), which says nothing of a next one: only the first waits in it
-    waits_next: bool
-    launched_no_more: bool
-    launched_floor: bool  # `launched` is only known to reach this far (a timeout's SeqNum, a desync snapshot's start)
-    at: tuple[Location, ...]  # the lines that give the counts
-    records_launched: int  # what the records alone say
-    records_completed: int | None
-    records_at: Location | None  # the record where they end (the last one at or before records_launched)
-
-    @property
-    def final(self) -> bool:
-        """It completed no more than `completed`: it waits in the next one, or launched nothing more."""
-        return self.waits_next or self.launched_no_more
 
 
 def counted_progress(analyses: dict[str, CommAnalysis], streams: Streams, groups: dict[str, EnqueueMarks],
