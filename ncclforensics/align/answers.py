@@ -229,6 +229,31 @@ class Root:
         return [r for r in self.outlier_ranks if r not in self.ahead_of_the_rest]
 
 
+@dataclass(frozen=True)
+class CountedProgress:
+    """One rank's launched and completed in one comm where PyTorch's lines go past its records."""
+
+    rank: int
+    comm: str
+    launched: int  # the last seq it launched, records and counts together
+    completed: int | None  # the last seq it completed (None: nothing says)
+    # it completed no more, for one of two reasons, else the counts are floors of where it got: it waits in the next
+    # one (a timeout of its own), or it launched nothing more (a peer's desync report saw it finish its last and join
+    # no next one), which says nothing of a next one: only the first waits in it
+    waits_next: bool
+    launched_no_more: bool
+    launched_floor: bool  # `launched` is only known to reach this far (a timeout's SeqNum, a desync snapshot's start)
+    at: tuple[Location, ...]  # the lines that give the counts
+    records_launched: int  # what the records alone say
+    records_completed: int | None
+    records_at: Location | None  # the record where they end (the last one at or before records_launched)
+
+    @property
+    def final(self) -> bool:
+        """It completed no more than `completed`: it waits in the next one, or launched nothing more."""
+        return self.waits_next or self.launched_no_more
+
+
 @dataclass
 class CommAnalysis:
     """What the streams of one communicator say."""
@@ -260,6 +285,9 @@ class CommAnalysis:
     exact: frozenset[int] = frozenset()
     # ranks whose last launched here is a timeout's SeqNum that no count of enqueued work covers: a floor
     launched_floors: frozenset[int] = frozenset()
+    # ranks whose launched or completed above are PyTorch's counts past their records (with_counted_progress): the
+    # counts, the lines that give them and what the records alone say
+    raised: dict[int, CountedProgress] = field(default_factory=dict)
 
 
 def op_at(row: dict) -> OpAt:

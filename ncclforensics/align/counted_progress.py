@@ -18,31 +18,15 @@ completed 7. By the records alone it was seq 8, with every rank launching 7 and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 
 from ..model import Location, WatchdogEvent
-from .answers import ENQUEUED_COUNTS, CommAnalysis
+from ..model.phrases import ranks_words
+from .answers import ENQUEUED_COUNTS, CommAnalysis, CountedProgress
 from .enqueue_marks import EnqueueMarks
 from .streams import Streams
-from .watchdog import TIMEOUT_KINDS
-
-
-@dataclass(frozen=True)
-class CountedProgress:
-    """One rank's launched and completed in one comm where PyTorch's lines go past its records."""
-
-    rank: int
-    comm: str
-    launched: int  # the last seq it launched, records and counts together
-    completed: int | None  # the last seq it completed (None: nothing says)
-    # it completed no more: it waits in the next one (a timeout of its own), or launched nothing more (a desync report
-    # saw it finish its last and join no next one); else the counts are floors of where it got
-    final: bool
-    launched_floor: bool  # `launched` is only known to reach this far (a timeout's SeqNum, a desync snapshot's start)
-    at: tuple[Location, ...]  # the lines that give the counts
-    records_launched: int  # what the records alone say
-    records_completed: int | None
-    records_at: Location | None  # the record where they end (the last one at or before records_launched)
+from .reconcile import Contradiction
+from .watchdog import DESYNC_REPORT, TIMEOUT_KINDS, default_group
 
 
 def counted_progress(analyses: dict[str, CommAnalysis], streams: Streams, groups: dict[str, EnqueueMarks],
@@ -50,9 +34,7 @@ def counted_progress(analyses: dict[str, CommAnalysis], streams: Streams, groups
     """comm -> rank -> CountedProgress, for each rank whose PyTorch lines about the process group that is the comm
     (by name, or tied to it: `Streams.aliases`) say it launched or completed more there than its records hold, or
     that it completed no more than they hold (a timeout line: where it waits)."""
-    # (older PyTorch names no group on the timeout line; where the lines name exactly one, it is that one)
-    named = {event.comm for event in watchdog if event.comm}
-    default = next(iter(named)) if len(named) == 1 else None
+    default = default_group(watchdog)  # (the group of a timeout line that names none, as watchdog.py reads it)
     timeouts: dict[tuple[str, int], WatchdogEvent] = {}
     for event in watchdog:
         group = event.comm or default
@@ -76,7 +58,7 @@ def _rank_progress(comm: str, rank: int, analysis: CommAnalysis, streams: Stream
     """One rank's CountedProgress from its group's marks and its oldest timeout there; None where they add nothing
     to its records."""
     recorded, done = analysis.launched[rank], analysis.completed.get(rank)
-    launched, completed, floor, final = recorded, done, False, False
+    launched, completed, floor, waits, no_more = recorded, done, False, False, False
     at: list[Location] = []
     if marks is not None and rank in marks.launched:
         count = marks.launched[rank]
@@ -89,16 +71,16 @@ def _rank_progress(comm: str, rank: int, analysis: CommAnalysis, streams: Stream
                 at.append(marks.counted_at[rank])
         if rank in marks.exact and (completed is None or count > completed):
             # (a laggard that finished its last collective and joined no next one: it completed all it launched)
-            completed, final = count, True
+            completed, no_more = count, True
             at += [loc for loc in marks.reported_at.get(rank, ()) if loc not in at]
-        final |= rank in marks.exact and completed == count == launched
+        no_more |= rank in marks.exact and completed == count == launched
     if timeout is not None:
         # (a rank waiting in SeqNum N launched it and completed everything before it, and nothing after)
         launched = max(launched, timeout.seq)
         if completed is None or timeout.seq - 1 > completed:
             completed = timeout.seq - 1
         if completed == timeout.seq - 1:
-            final = True
+            waits = True
             if timeout.loc not in at:
                 at.append(timeout.loc)
     launched = max(launched, completed or 0)
@@ -106,9 +88,10 @@ def _rank_progress(comm: str, rank: int, analysis: CommAnalysis, streams: Stream
     # more may be enqueued behind the work that timed out)
     floor |= (timeout is not None and launched == timeout.seq and (marks is None or rank not in marks.launched)
               and (comm, rank) not in streams.launch_ends)
-    if launched == recorded and completed == done and not final:
+    if launched == recorded and completed == done and not (waits or no_more):
         return None
-    return CountedProgress(rank=rank, comm=comm, launched=launched, completed=completed, final=final,
+    return CountedProgress(rank=rank, comm=comm, launched=launched, completed=completed, waits_next=waits,
+                           launched_no_more=no_more,
                            launched_floor=floor, at=tuple(at), records_launched=recorded, records_completed=done,
                            records_at=_record_end(streams, comm, rank, recorded if done is None else done))
 
@@ -125,9 +108,42 @@ def _record_end(streams: Streams, comm: str, rank: int, seq: int) -> Location | 
     return Location(row["file"], row.get("line"), row.get("record"))
 
 
-def with_counted_progress(analysis: CommAnalysis, counted: dict[int, CountedProgress]) -> None:
-    """Raise `analysis`'s launched and completed to the counts (they never lower what the records hold)."""
+def with_counted_progress(analysis: CommAnalysis, counted: dict[int, CountedProgress]) -> CommAnalysis:
+    """`analysis` with launched and completed raised to the counts (they never lower what the records hold), and
+    each raised rank's counts, with their lines, in `raised`: a new value, `analysis` left as it is."""
+    launched, completed = dict(analysis.launched), dict(analysis.completed)
     for rank, progress in counted.items():
-        analysis.launched[rank] = max(analysis.launched[rank], progress.launched)
+        launched[rank] = max(launched[rank], progress.launched)
         if progress.completed is not None:
-            analysis.completed[rank] = max(analysis.completed.get(rank) or 0, progress.completed)
+            completed[rank] = max(completed.get(rank) or 0, progress.completed)
+    raised = {r: p for r, p in counted.items()
+              if (launched[r], completed.get(r)) != (analysis.launched[r], analysis.completed.get(r))}
+    return replace(analysis, launched=launched, completed=completed, raised={**analysis.raised, **raised})
+
+
+def launched_no_more_contradictions(streams: Streams, analysis: CommAnalysis,
+                                    counted: dict[int, CountedProgress]) -> list[Contradiction]:
+    """A rank a peer's desync report shows launched nothing after `completed`, where other ranks completed the
+    next collective of the comm, which needs every rank: the report and their completion cannot both hold (a
+    report read off one moment, a count of another group). Each such rank's contradiction, with the report's lines
+    and the first such rank's line for its completion; nothing is read as waiting in that next one."""
+    found = []
+    for rank, progress in sorted(counted.items()):
+        end = progress.completed
+        if not progress.launched_no_more or progress.waits_next or end is None:
+            continue
+        ahead = sorted(r for r, c in analysis.completed.items() if c is not None and c > end and r != rank)
+        if not ahead:
+            continue
+        other = counted.get(ahead[0])
+        done_at = (other.at[0] if other is not None and other.at and (other.records_completed or 0) <= end else
+                   _record_end(streams, analysis.comm, ahead[0], end + 1))
+        if done_at is None or not progress.at:
+            continue
+        found.append(Contradiction(
+            comm=analysis.comm, rank=rank,
+            values={DESYNC_REPORT: (end, progress.at[-1]), f"rank {ahead[0]} completed seq {end + 1}": (end + 1,
+                                                                                                       done_at)},
+            note=(f"PyTorch's desync report shows rank {rank} launched nothing after seq {end}, yet "
+                  f"{ranks_words(ahead)} completed seq {end + 1}, which needs every rank")))
+    return found

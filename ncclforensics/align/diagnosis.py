@@ -18,7 +18,7 @@ from ..model import (
 )
 from .choose import choose_root
 from .clocks import clock_disagreements
-from .counted_progress import counted_progress, with_counted_progress
+from .counted_progress import counted_progress, launched_no_more_contradictions, with_counted_progress
 from .answers import DIFFERENT_OPS, ENQUEUED_COUNTS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
 from .divergence import analyze_comm
 from .enqueue_marks import EnqueueMarks, enqueue_marks
@@ -199,15 +199,17 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     counted_launches = count_past_timeouts(analyses, streams, marks)
     progress_counts = counted_progress(analyses, streams, marks, watchdog)
     for comm, counted in progress_counts.items():
-        with_counted_progress(analyses[comm], counted)
+        analyses[comm] = with_counted_progress(analyses[comm], counted)
     if root is not None:
-        waiting = {r: p.completed for r, p in progress_counts.get(root.comm, {}).items() if p.final}
+        # (only a rank's own timeout says it waits in the next one; one that launched no more waits in none)
+        waiting = {r: p.completed for r, p in progress_counts.get(root.comm, {}).items() if p.waits_next}
         diagnosis.window = (misaligned_window(streams, analyses[root.comm], root, waiting) if root.comm in analyses
                             and analyses[root.comm].root is not None else count_only_window(root))
-    for comm, analysis in analyses.items():
-        analysis.launched_floors = (frozenset(uncounted_timeouts(streams, marks, comm)) & analysis.launched.keys()) | {
+    for comm, analysis in list(analyses.items()):
+        analyses[comm] = replace(analysis, launched_floors=(
+            frozenset(uncounted_timeouts(streams, marks, comm)) & analysis.launched.keys()) | {
             r for r, p in progress_counts.get(comm, {}).items() if p.launched_floor
-            and analysis.launched[r] == p.launched}
+            and analysis.launched[r] == p.launched})
     diagnosis.wedge = find_wedge(streams, analyses, dead, stops, _root_comm_in_streams(root, streams, ras, rank_map),
                                  progress_counts)
     if counted_cause is not None:
@@ -220,6 +222,9 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
                                                  | floors | set(diagnosis.wedge.launched_floors)
                                                  if r in diagnosis.wedge.launched)
     diagnosis.reconciliation = reconcile(streams, progress, watchdog, ras, rank_map)
+    diagnosis.reconciliation.contradictions += [
+        c for comm, counted in sorted(progress_counts.items()) if comm in analyses
+        for c in launched_no_more_contradictions(streams, analyses[comm], counted)]
     diagnosis.death = death_receipts(ras, rank_map, watchdog)
     diagnosis.gate_ties = _gate_ties(root, gate)
     diagnosis.root_step = gate.step if diagnosis.gate_ties else choice.sums_step

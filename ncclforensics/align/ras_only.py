@@ -347,6 +347,20 @@ def ras_comm_wedge(comm: str, history: RasHistory, rank_map: dict, stops: dict[s
                  launched_floors=sorted(floors))
 
 
+def floors_unordered(wedge: Wedge) -> bool:
+    """Whether a wedge's counts say nothing of which rank launched more: counts read before they settled (one
+    reply, or counts still moving) are each a floor taken at its own moment, so rank 0 at 8 and rank 1 at 7 may be
+    8 and 9 by now. Counts of the types that differ, settled, keep their order (the types left out add as many to
+    every rank)."""
+    return wedge.bounded_by == LAUNCH_FLOORS and RAS_UNSETTLED in wedge.floored_by
+
+
+def uncounted_ranks(wedge: Wedge) -> list[int]:
+    """Ranks of a wedge that are gone with no count of theirs (RAS lists them missing): what they launched is
+    unknown, so no other rank launched more or fewer than they."""
+    return [r for r in wedge.absent_ranks if r not in wedge.launched]
+
+
 def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str, floors: set[int] | frozenset = frozenset()
                      ) -> Root | None:
     """From how many collectives each rank launched (global rank -> count), the ranks that launched more or

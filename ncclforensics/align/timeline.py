@@ -16,6 +16,7 @@ from ..model.phrases import ranks_words, seq_words
 from .diagnosis import Diagnosis
 from .watchdog import STOP_EVENTS
 from .answers import DIFFERENT_OPS, EXTRA, MISSING, STOPPED
+from .ras_only import floors_unordered, uncounted_ranks
 from .streams import Streams
 from .wedge import PairingRun
 
@@ -220,7 +221,12 @@ def timeline(diagnosis: Diagnosis, watchdog: list[WatchdogEvent]) -> list[Timeli
     wedge = diagnosis.wedge
     if wedge is not None:
         waiting = f"{ranks_words(wedge.waiting_ranks)} inside it" if wedge.waiting_ranks else "no rank inside it"
-        absent = f", {ranks_words(wedge.absent_ranks)} never launched it" if wedge.absent_ranks else ""
+        gone = uncounted_ranks(wedge)
+        behind = [r for r in wedge.absent_ranks if r not in gone]
+        # (a count read before the counts settled is a floor with no order: a rank behind by it may be ahead)
+        absent = ("" if not behind else f", {ranks_words(behind)} behind by counts that may predate the stop"
+                  if floors_unordered(wedge) else f", {ranks_words(behind)} never launched it")
+        absent += f", {ranks_words(gone)} gone (count unknown)" if gone else ""
         # (a wedge the evidence only bounds is labelled with every seq it can be at, not the one its fields describe)
         where = seq_words(*wedge.seq_range) if wedge.seq_range is not None else f"seq {wedge.seq}"
         out.append(TimelineEntry(where, f"wedge in comm {wedge.comm} ({wedge.kind.value.replace('_', ' ')}): "

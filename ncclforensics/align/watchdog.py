@@ -45,9 +45,7 @@ def with_watchdog_rows(evidence: list[Evidence]) -> list[Evidence]:
         timeouts = [(path, event) for path, event in timeouts if event.comm in desynced - recorded]
     if not timeouts:
         return evidence
-    # Older PyTorch prints no group on the timeout line; where the other lines name exactly one, it is that one.
-    named = {event.comm for _, event in timeouts if event.comm}
-    default = next(iter(named)) if len(named) == 1 else UNNAMED_GROUP
+    default = default_group([event for _, event in timeouts]) or UNNAMED_GROUP
     rows: dict[str, dict[tuple[int, str, int], WatchdogEvent]] = {}
     for path, event in timeouts:
         key = (event.rank, event.comm or default, event.seq)
@@ -55,6 +53,15 @@ def with_watchdog_rows(evidence: list[Evidence]) -> list[Evidence]:
             rows.setdefault(path, {})[key] = event
     return [replace(item, collectives=_frame(rows[item.path], stacks)) if item.path in rows else item
             for item in evidence]
+
+
+def default_group(watchdog: list[WatchdogEvent]) -> str | None:
+    """The process group of a timeout line that names none (older PyTorch prints none there, and no `failure
+    detected` line of its rank and seq named it: sources/torch_log.py): the one group the timeout lines that name one
+    name; None where they name none or several. Only timeout lines count: a line of another kind may be about
+    another group (a rank's status of a group that did not time out), whose SeqNums are not the timeout's."""
+    named = {event.comm for event in watchdog if event.comm and event.kind in TIMEOUT_KINDS}
+    return next(iter(named)) if len(named) == 1 else None
 
 
 def _desynced_groups(timeouts: list[WatchdogEvent], stacks: dict[tuple[int, str, int], str]) -> set[str]:
@@ -93,8 +100,7 @@ def timeout_stacks(watchdog: list[WatchdogEvent]) -> dict[tuple[str, int, int], 
 
 def _stack_events(watchdog: list[WatchdogEvent]) -> dict[tuple[str, int, int], WatchdogEvent]:
     """(group, rank, SeqNum) -> the `stack_trace` event of a work that timed out (see timeout_stacks)."""
-    named = {w.comm for w in watchdog if w.comm and w.kind in TIMEOUT_KINDS}
-    default = next(iter(named)) if len(named) == 1 else UNNAMED_GROUP
+    default = default_group(watchdog) or UNNAMED_GROUP
     stacks: dict[tuple[str, int, int], WatchdogEvent] = {}
     last: dict[tuple[str, int | None], WatchdogEvent] = {}  # (file, rank) -> its latest timeout (ranks may share one)
     for event in sorted(watchdog, key=lambda w: (w.loc.path, w.loc.line or 0)):

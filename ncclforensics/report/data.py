@@ -6,6 +6,7 @@ from ..align.acceptance import AcceptanceReport, RunAcceptance
 from ..align.coverage import GateCoverage, RankTally
 from ..align.diagnosis import Diagnosis
 from ..align.answers import OpAt
+from ..align.counted_progress import CountedProgress
 from ..align.gates import GateDisagreement, decision_tuple
 from ..align.side_by_side import SideBySide
 from ..align.view import View
@@ -125,6 +126,16 @@ def view_dict(view: View | None) -> dict | None:
     return {"ranks": sorted(view.ranks) if view.ranks is not None else None, "comm": view.comm}
 
 
+def counted_dict(counted: dict[int, CountedProgress]) -> dict:
+    """rank -> PyTorch's counts past its records: launched, completed, their lines, and where its records end
+    (`records_launched`, `records_completed`: what the records alone say, the completed one null where no record
+    says what completed; `records_evidence`: the last record at or before where they end)."""
+    return {str(r): {"launched": c.launched, "completed": c.completed, "evidence": [str(loc) for loc in c.at],
+                     "records_launched": c.records_launched, "records_completed": c.records_completed,
+                     "records_evidence": None if c.records_at is None else str(c.records_at)}
+            for r, c in sorted(counted.items())}
+
+
 def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None = None,
               view: View | None = None) -> dict:
     """What `diff --json` prints: the verdict, root, first visible mismatch, window, wedge and receipts.
@@ -169,11 +180,7 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
             "ops": {str(k): op_dict(v) for k, v in sorted(w.ops.items())},
             "waiting_past": {str(k): op_dict(v) for k, v in sorted(w.waiting_past.items())},
             "launched_floors": w.launched_floors,
-            "counted": {str(r): {"launched": c.launched, "completed": c.completed,
-                                 "evidence": [str(loc) for loc in c.at], "records_end": (
-                                     c.records_launched if c.records_completed is None else c.records_completed),
-                                 "records_evidence": None if c.records_at is None else str(c.records_at)}
-                        for r, c in sorted(w.counted.items())},
+            "counted": counted_dict(w.counted),
             "cycle": [{"rank": r, "comm": c, "seq": s} for r, c, s in w.cycle],
             "confirmed_by": w.confirmed_by,
         }
@@ -192,6 +199,7 @@ def diff_dict(d: Diagnosis, full_window: bool = False, side: SideBySide | None =
         "comms": [
             {"comm": c, "ranks": a.ranks, "launched": _ranks(a.launched),
              "launched_floors": sorted(a.launched_floors), "completed": _ranks(a.completed),
+             "counted": counted_dict(a.raised),
              "first_visible_mismatch": a.first_visible,
              "root_seq_range": list(a.root.seq_range) if a.root and a.root.seq_range else None}
             for c, a in sorted(d.comms.items())

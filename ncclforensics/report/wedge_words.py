@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..align.diagnosis import Diagnosis
+from ..align.ras_only import floors_unordered, uncounted_ranks
 from ..align.receipts import CountedLaunches
 from ..align.wedge import (COUNT_FLOORS, LAUNCH_FLOORS, LAUNCHES_ONLY, RAS_DIFFERING_TYPES, RAS_UNSETTLED, Wedge,
                            Window)
@@ -52,11 +53,20 @@ def never_launched(w: Wedge, rank: int) -> str:
     if (w.completed.get(rank) or 0) >= w.seq and rank in w.counted:
         return f"completed seq {w.seq} (by PyTorch's count; no record says which collective)"
     if w.bounded_by == LAUNCH_FLOORS and w.seq_range[1] is None:
-        # (every count a floor: who launched more is known, not at which seq)
-        others = w.absent_ranks if rank in w.waiting_ranks else w.waiting_ranks
+        # (every count a floor: who launched more is known, not at which seq; not even that where the counts were
+        # read before they settled, nor beside a rank that is gone with no count)
+        gone = uncounted_ranks(w)
+        gone_said = f"; {ranks_words(gone)} {'is' if len(gone) == 1 else 'are'} gone, count unknown" if gone else ""
+        if floors_unordered(w):
+            return (f"by its count, a floor of what it launched, read before the counts settled: no order between "
+                    f"the ranks is known, no seq{gone_said}")
+        others = [r for r in (w.absent_ranks if rank in w.waiting_ranks else w.waiting_ranks) if r in w.launched]
         more = "more" if rank in w.waiting_ranks else "fewer"
-        return (f"launched {more} than {ranks_words(others)} (by its count, a floor of what it launched; no seq)"
-                if others else "launched as many as the others (by its count, a floor of what it launched)")
+        if others:
+            return (f"launched {more} than {ranks_words(others)} (by its count, a floor of what it launched; no "
+                    f"seq){gone_said}")
+        return (f"by its count, a floor of what it launched; no seq{gone_said}" if gone else
+                "launched as many as the others (by its count, a floor of what it launched)")
     if w.launched.get(rank, 0) >= w.seq:
         return f"launched seq {w.seq} (by its count; no record says which collective)"
     if rank in w.absent_ranks:
@@ -66,15 +76,21 @@ def never_launched(w: Wedge, rank: int) -> str:
 
 def counted_words(w: Wedge, rank: int) -> str | None:
     """Where a rank's launched and completed are PyTorch's counts past its records: `by PyTorch's counts
-    (torch_rank0.log:12); its records end at seq 4 (fingerprint_rank0.jsonl:4)`; None where they are the records'."""
+    (torch_rank0.log:12); its records end at seq 4 (fingerprint_rank0.jsonl:4)`, or `... end at seq 8 completed
+    (fr_rank0.pkl#9), seq 10 launched` where the two differ; None where they are the records'."""
     counted = w.counted.get(rank)
     if counted is None or (w.launched.get(rank), w.completed.get(rank)) == (counted.records_launched,
                                                                            counted.records_completed):
         return None
     lines = ", ".join(str(loc) for loc in counted.at)
+    # (both ends where they differ: records that launched 10 and completed 8 end at neither alone; the record cited
+    # is the last at or before the completed one)
+    same = counted.records_completed in (None, counted.records_launched)
     end = counted.records_launched if counted.records_completed is None else counted.records_completed
-    records = (f"; its records end at seq {end} ({counted.records_at})" if counted.records_at is not None else
-               "; no record of its own there")
+    records = ("; no record of its own there" if counted.records_at is None else
+               f"; its records end at seq {end} ({counted.records_at})" if same else
+               f"; its records end at seq {end} completed ({counted.records_at}), seq {counted.records_launched} "
+               f"launched")
     return f"by PyTorch's counts ({lines}){records}"
 
 
@@ -131,8 +147,16 @@ def launch_floors_words(wedge: Wedge) -> str:
                           "ranks went on)"}
     reasons = [why[r] for r in wedge.floored_by if r in why] or [
         "PyTorch's desync report gives each rank only as the last collective its watchdog saw start"]
+    gone = uncounted_ranks(wedge)
+    # (floors read at different moments keep no order: rank 0 at 8 and rank 1 at 7 may be 8 and 9 by now)
+    order = ("No order between the ranks is known (one may have gone on past another after its count was read)"
+             if floors_unordered(wedge) else "Who launched more holds")
+    if gone:
+        order = (f"{ranks_words(gone).capitalize()} {'is' if len(gone) == 1 else 'are'} gone (RAS lists "
+                 f"{'it' if len(gone) == 1 else 'them'} missing) and what {'it' if len(gone) == 1 else 'they'} "
+                 f"launched is unknown; {order[0].lower() + order[1:]} of the others")
     return (f"Where comm {wedge.comm} stopped is not bounded: {'; and '.join(reasons)}, so each rank's count is a "
-            f"floor of what it launched. Who launched more holds, but the first collective not every rank launched "
+            f"floor of what it launched. {order}, but the first collective not every rank launched "
             f"is seq {wedge.seq} or later, and one every rank launched before it may be where the group hung; "
             f"{FR_SETTINGS} or {LOG_SETTINGS} would place it.")
 

@@ -8,7 +8,7 @@ from ncclforensics.align.notes import SwappedTypes
 from ncclforensics.align.ras import ras_histories
 from ncclforensics.align.ras_only import ras_only_root, ras_rank_map, root_from_counts, wedge_from_counts
 from ncclforensics.align.streams import Streams
-from ncclforensics.model import Location, WedgeKind
+from ncclforensics.model import Location, Verdict, WedgeKind
 from ncclforensics.sources import InputFile, parse_file
 
 KILLED_COMM = "0xd5dc471d2873616f"
@@ -293,3 +293,55 @@ def test_a_wedge_of_counts_that_are_all_floors_is_open_above():
     assert (wedge.seq, wedge.seq_range, wedge.bounded_by) == (50, (1, None), LAUNCH_FLOORS)
     some = wedge_from_counts("0xab", {0: 50, 1: 49, 2: 50}, {}, set(), ["RAS"], [], floors={1})
     assert some.seq_range == (1, 50)
+
+
+def test_counts_read_before_they_settled_keep_no_order_between_ranks(tmp_path):
+    # One reply read while a watchdog says the comm stopped: rank 0 at 8, the others at 7, each a floor taken at
+    # its own moment (rank 0 at 8 and rank 1 at 7 may be 8 and 9 by now). Neither the wedge's words nor a rank's
+    # nor the timeline may say who launched more (they said "Who launched more holds", rank 0 "launched more than
+    # ranks 1, 2 and 3", and the others "never launched it").
+    from ncclforensics.align.diagnosis import Diagnosis
+    from ncclforensics.align.timeline import timeline
+    from ncclforensics.report.wedge_words import launch_floors_words, never_launched
+
+    _, wedge_of = _replies(tmp_path, 1, "2.25.1", "collective ")
+    wedge = wedge_of({"0x95a736d419965902": ["watchdog timeout (torch_rank1.log:40)"]})
+    said = launch_floors_words(wedge)
+    assert "No order between the ranks is known" in said and "Who launched more" not in said
+    for rank in range(4):
+        words = never_launched(wedge, rank)
+        assert "no order between the ranks is known" in words and "more" not in words and "fewer" not in words
+    entry = [e for e in timeline(Diagnosis(Verdict.INCONCLUSIVE, [0, 1, 2, 3], {}, wedge=wedge), []) if "wedge in comm" in e.what]
+    assert entry and "never launched" not in entry[0].what and "may predate the stop" in entry[0].what
+
+
+def test_a_rank_ras_lists_missing_is_gone_with_its_count_unknown():
+    # Two replies alike: ranks 0, 1 and 2 count only the all-reduces that differ (8, 7, 7), rank 3 is missing, with
+    # no count. No rank launched more than rank 3: what it launched is unknown (the words said the others "launched
+    # more than rank 3").
+    from ncclforensics.align.ras import RasHistory
+    from ncclforensics.align.ras_only import ras_comm_wedge
+    from ncclforensics.align.timeline import timeline
+    from ncclforensics.align.diagnosis import Diagnosis
+    from ncclforensics.model import RasComm, RasCountGroup, RasRank, RasSnapshot
+    from ncclforensics.report.wedge_words import launch_floors_words, never_launched
+
+    history = RasHistory("0xab")
+    for q in range(2):
+        loc = Location(f"ras_status_q{q}.txt", 10)
+        comm = RasComm(loc=loc, comm="0xab", size=4, errors=("MISMATCH",),
+                       ranks=(RasRank(3, missing=True, unresponsive=True),),
+                       count_groups=(RasCountGroup("AllReduce", 8, 1, (0,)), RasCountGroup("AllReduce", 7, 2, (1, 2))))
+        history.states.append((RasSnapshot(loc=loc, comms=(comm,)), comm))
+        history.families.setdefault("ras", []).append(comm)
+    assert history.settled and history.differing_types_only and history.missing_ranks == [3]
+    wedge = ras_comm_wedge("0xab", history, {}, {}, set())
+    assert (wedge.kind, wedge.waiting_ranks, wedge.absent_ranks, wedge.seq_range) == (
+        WedgeKind.RANK_GONE, [0, 1, 2], [3], (1, None))
+    said = launch_floors_words(wedge)
+    assert "Rank 3 is gone (RAS lists it missing) and what it launched is unknown" in said
+    for rank in (0, 1, 2):
+        words = never_launched(wedge, rank)
+        assert "rank 3" not in words.split(";")[0] and "rank 3 is gone, count unknown" in words
+    entry = [e for e in timeline(Diagnosis(Verdict.INCONCLUSIVE, [0, 1, 2, 3], {}, wedge=wedge), []) if "wedge in comm" in e.what]
+    assert entry and "never launched" not in entry[0].what and "rank 3 gone (count unknown)" in entry[0].what

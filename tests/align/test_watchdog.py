@@ -596,3 +596,19 @@ def test_a_rank_with_no_file_is_sided_by_the_snapshot_or_may_break_the_majority(
     # A rank with a file of its own, or one read otherwise (held back elsewhere), is not the snapshot's to side.
     assert with_snapshot_sides(four, {r: 4 for r in range(4)}, ops, set()) == (four, [])
     assert with_snapshot_sides(four, {r: 4 for r in range(4)}, ops, {0}, aside={0}) == (four, [])
+
+
+def test_an_unnamed_timeout_takes_the_one_group_the_timeout_lines_name_and_no_other_lines_group():
+    # Rank 1's timeout line names no group; rank 0's names "tp", and a status line names "pp" (a group that did not
+    # time out). The timeout rows and PyTorch's counts read the unnamed line alike, as tp's: counted_progress took
+    # the group from any line, so "pp" beside "tp" left it unplaced while the rows put it in tp, and a status line
+    # of "pp" alone put a timeout the rows call unnamed in pp, with pp's SeqNums pinning its wedge.
+    from ncclforensics.align.watchdog import default_group
+
+    def event(kind, rank, comm, seq):
+        return WatchdogEvent(Location(f"torch_rank{rank}.log", 1), kind, rank=rank, comm=comm, seq=seq)
+
+    unnamed = event("timeout", 1, None, 5)
+    assert default_group([unnamed, event("timeout", 0, "tp", 5), event("pg_status", 2, "pp", 9)]) == "tp"
+    assert default_group([unnamed, event("pg_status", 2, "pp", 9)]) is None
+    assert default_group([unnamed, event("timeout", 0, "tp", 5), event("timeout", 2, "pp", 9)]) is None
