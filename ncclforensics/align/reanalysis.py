@@ -31,6 +31,7 @@ from .interleave import (
 )
 from .issue_order_ties import issue_order_tie_root, narrows_tie
 from .issue_orders import place_codes
+from .late_in_tie import late_side_of_tie
 from .left_out_before import left_out_root
 from .left_out_here import early_elsewhere, skipped_here
 from .narrowing import ISSUE_ORDER
@@ -138,6 +139,14 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
                 and not held_back_by_issue_order(streams, comm, root):
             analysis.root = beside_early_issuers(root, streams)
             continue
+        if root is not None and root.shown and not root.majority:
+            # A rank the issue orders show late left collectives out here, where its count need not show it.
+            near = {c for c, members in streams.members.items() if c != comm and set(members) & set(analysis.ranks)}
+            late = late_side_of_tie(root, streams, frozenset(_departed_in(
+                [analyses[c].root for c in near if c in analyses and analyses[c].root is not None])))
+            if late is not None:
+                analysis.root = late
+                continue
         if len(set(analysis.launched.values())) < 2:
             continue
         others = {c for c, members in streams.members.items() if c != comm and set(members) & set(analysis.ranks)}

@@ -759,3 +759,51 @@ def test_issue_orders_with_a_majority_are_no_tie():
     streams = build_streams(_drafter_tie(extra=(3,)))
     assert issue_order_split(streams, T1).outliers == [3]
     assert issue_order_tie(streams, T1) is None
+
+
+def _gated_steps(tp, skip_at=None, steps=2, next_step=True):
+    """A rank's order: each step one world collective, a drafter pass of two TP ones (none at `skip_at`) and two
+    TP layers; with `next_step`, the next step's world collective and drafter pass too (where it waits)."""
+    order = []
+    for s in range(steps):
+        order += [(W, ONE)] + ([] if s == skip_at else [(tp, LAYER)] * 2) + [(tp, LAYER)] * 2
+    return order + ([(W, ONE), (tp, LAYER), (tp, LAYER)] if next_step else [])
+
+
+def _gated_trace(rank, steps, skip_at=None):
+    """Per-collective sums of a rank's first `steps` steps (running op numbers); those past the drafter pass it
+    left out read back mixed."""
+    rows, op = [], 0
+    for s in range(steps):
+        tags = ["dp"] + ([] if s == skip_at else ["mtp.0", "mtp.1"]) + ["layer.0", "layer.1"]
+        for i, tag in enumerate(tags):
+            expected = 100.0 * (s + 1) + i
+            mixed = 7.0 if s == skip_at and i > 0 else 0.0
+            rows.append(FingerprintRow(loc=Location(f"fingerprint_rank{rank}.jsonl", op + 1), rank=rank, step=s,
+                                       op=op, tag=tag, kind="AllReduce", numel=1 if tag == "dp" else 4096,
+                                       sum=expected + mixed, expected_sum=expected))
+            op += 1
+    return Evidence(path=f"fingerprint_rank{rank}.jsonl", format=SourceFormat.FINGERPRINT, fingerprints=rows)
+
+
+def _gate_skipped(skipped):
+    # Ranks 0-3 are T1, 4-7 T2. The ranks of T1 `skipped` left out step 1's drafter pass and went on into step 2,
+    # so every rank of T1 launched 8 TP collectives; the others wait in step 1, their traces written up to step 0.
+    logs = [rank_log(r, _gated_steps(T1, skip_at=1) if r in skipped else _gated_steps(T1, next_step=False))
+            for r in range(4)] + [rank_log(r, _gated_steps(T2)) for r in range(4, 8)]
+    traces = [_gated_trace(r, 2, skip_at=1) if r in skipped else _gated_trace(r, 1) for r in range(4)]
+    return logs + traces + [_gated_trace(r, 2) for r in range(4, 8)]
+
+
+def test_a_rank_placed_late_by_the_issue_orders_breaks_a_tie_its_equal_count_leaves():
+    # Seed 1209067: only the ranks that skipped the drafter have sums past step 0, wrong from TP seq 5 on: the
+    # records tie them against the rest. The skippers issue TP seq 7 after three world collectives, the rest after
+    # two: they went on past where the program issues it, so they left collectives out among seqs 5..7.
+    for skipped in ((3,), (1,)):
+        d = diagnose(_gate_skipped(skipped))
+        assert d.root.comm == T1 and d.root.majority and d.root.outlier_ranks == list(skipped)
+        assert d.root.reference_ranks == [r for r in range(4) if r not in skipped]
+        assert d.root.seq_range == (5, 5) and d.root.kind == "missing" and ISSUE_ORDER in d.root.narrowed_by
+    # Two late against two: the issue orders give no program, and the tie stands.
+    d = diagnose(_gate_skipped((2, 3)))
+    assert d.root.comm == T1 and not d.root.majority and {2, 3} <= set(d.root.outlier_ranks)
