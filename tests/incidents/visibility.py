@@ -240,11 +240,12 @@ def reported_work(incident: Incident, written: Written, comm: str) -> dict[int, 
     The report numbers ranks within the group; a peer is on record as a rank of the job only where the files tie
     that numbering to the job's (`_placed`): the group is over every rank (its ranks are the global ranks, in
     order), a member's Flight Recorder dump lists the group's members (`pg_config`, in the group's order: place i
-    is the i-th, whatever group it is), or the peer's own log names its rank in the group (`[rank3]:... [Rank 1]
-    Watchdog caught ...`). Else `[1]` is some member, nobody knows which. That a group is over every rank shows
-    only where it is the default group, a member's dump lists its members, or every rank of the job left a log (a
-    report that names as many places as there are ranks): lines of ranks 0 and 2 about a group whose report names
-    places 0..3 fit a group of global ranks 0, 1, 2 and 5 as well."""
+    is the i-th, whatever group it is), the peer's own log names its rank in the group (`[rank3]:... [Rank 1]
+    Watchdog caught ...`), or the peer lies between two ranks so placed that are as far apart in both numberings.
+    Else `[1]` is some member, nobody knows which. That a group is over every rank shows only where it is the
+    default group, a member's dump lists its members, or every rank of the job left a log (a report that names as
+    many places as there are ranks): lines of ranks 0 and 2 about a group whose report names places 0..3 fit a
+    group of global ranks 0, 1, 2 and 5 as well."""
     if not written.desync:
         return {}
     stuck = timed_out(incident)
@@ -261,13 +262,30 @@ def _placed(incident: Incident, written: Written, comm: str, stuck: dict) -> set
     """The members of `comm` whose place in the group the files tie to their rank of the job (see reported_work):
     every member where the group is known to be over every rank, or where a member's Flight Recorder dump lists the
     group's members in order (`pg_config`: a group of global ranks 0-3 in a job of 8 numbers rank 0 as `[0]`,
-    whether or not rank 0 left a file); else those whose own log names their place in it."""
+    whether or not rank 0 left a file); else those whose own log names their place in it, and the members those
+    places pin between them (`_between_places`)."""
     members = incident.program.comms[comm].ranks
     world = set(members) == set(incident.program.ranks) and (
         comm == incident.program.default_comm or all(written.has("torch", r) for r in incident.program.ranks))
     if world or any(written.has("fr", r) for r in members):
         return set(members)
-    return {r for r in members if written.has("torch", r) and comm in stuck.get(r, {})}
+    own = {r for r in members if written.has("torch", r) and comm in stuck.get(r, {})}
+    return own | _between_places(sorted(members), own)
+
+
+def _between_places(members: list[int], own: set[int]) -> set[int]:
+    """The members whose place the places that lines give (`own`'s) pin: a group numbers its members in ascending
+    global order, so where two placed members (or the start, place -1 at rank -1) are as far apart in both
+    numberings, the members between them are every rank between them. Worked example (1203333): ranks 1, 3, 5, 6
+    and 7 name their places 1, 3, 5, 6 and 7 in an 8-rank group; place 0 has no member below it but rank 0, and
+    place 2 lies between ranks 1 and 3: the report's `[0, 2, 4]` are ranks 0, 2 and 4. Past the last one, a place
+    may be any rank above it."""
+    anchors = [(-1, -1)] + sorted((members.index(r), r) for r in own)
+    placed = set()
+    for (low, at_low), (high, at_high) in zip(anchors, anchors[1:]):
+        if at_high - at_low == high - low:
+            placed.update(members[low + 1:high])
+    return placed
 
 
 def _torch_views(incident: Incident, written: Written, comm: str) -> dict[int, View]:
