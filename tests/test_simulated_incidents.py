@@ -611,10 +611,14 @@ KNOWN: dict[int, str] = {}
 # before a ring begins) still places each record whose digest other ranks' records hold at one (comm, seq): a digest
 # is one physical collective's, so its tag there is evidence (1189584: rank 1 reordered two TP all-reduces of one size
 # at step 0, its log cut at 21 lines and its trace at 8, its ring from TP seq 7 on; the same digests under swapped
-# tags went unread, and the answer was inconclusive); and the records past a cut log's one stream whose digests other
+# tags went unread, and the answer was inconclusive); the records past a cut log's one stream whose digests other
 # ranks' records tie to another comm go to that comm, each only where a digest places it, never carried on by default
 # (1190594: rank 7's log was cut after one world collective and its TP records went on world; 1190797: rank 5's log
-# was cut and its records of its pair's comm went on world, so the wedge said it launched more there than it did).
+# was cut and its records of its pair's comm went on world, so the wedge said it launched more there than it did); and
+# an outlier that agrees with the reference through its last record and only runs on past it may have skipped the
+# collective there, so it is named beside a departure at or after that seq, never read as departing later (1205678:
+# rank 0 issued an all-gather at seq 4 and rank 5 skipped the lookalike all-reduce there and ran three on; rank 0
+# was named alone).
 BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 2889, 2935, 2940, 3183, 3285, 3365,
           3554, 3702, 4834, 5024, 5905, 6011, 6448, 7414, 7747, 7781, 7975, 8063, 8067, 8672, 8785, 8838, 9474, 9753,
           30343, 30504, 30961, 31349, 31481, 32020, 32767, 32928, 33721, 33971, 34565, 35179, 35427, 36638, 37019,
@@ -642,7 +646,7 @@ BEYOND = (686, 783, 1011, 1098, 1172, 1234, 1685, 1911, 1925, 2167, 2453, 2701, 
           1078644, 1090577, 1086325, 1107252, 1107453, 1103895, 1101267, 1104866,
           1117934, 1116063, 1128626, 1128721, 1133456, 1128224, 1158222, 1134876, 1168927, 1168372, 1144634,
           1152289, 1167462, 1157373, 1143356, 1173206, 1172565, 1181965, 1188167, 1188455, 1189584,
-          1190594, 1190797)
+          1190594, 1190797, 1205678)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
