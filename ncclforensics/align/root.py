@@ -157,7 +157,9 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
                         compared=compared, members=proposal.members, unplaced=proposal.unplaced,
                         parted_earlier=parted_earlier if proposal is widened else None,
                         lone_field=lone_field if proposal is tied else None,
-                        unpinned=unpinned_departures(proposal, chosen, start) if told is None else [])
+                        unpinned=unpinned_departures(proposal, chosen, start) if told is None else [],
+                        reference_end=_settled_end(proposal, chosen, start, settled),
+                        settled=frozenset(settled or ()))
     if proposal.stopped:
         if not any(getattr(c, "wrong", None) for c in constraints):
             return solution
@@ -231,6 +233,15 @@ def _misaligned_by(constraint: Constraint, placements: list[Placement]) -> list[
     floor = min((p.score for p in placements), default=0) - 1
     return [Placement(rank, kind, 1, low, first, score=floor) for rank in dict.fromkeys(p.rank for p in placements)
             for kind in (EditKind.EXTRA, EditKind.MISSING)]
+
+
+def _settled_end(proposal: Proposal, codes: dict[int, Codes], start: int, settled: set[int] | None) -> int | None:
+    """The last seq the reference's records hold, where every reference rank is settled (its records hold all it
+    launched here, and nothing elsewhere held it): where its program stopped it (Solution.reference_end)."""
+    reference = [r for r in proposal.reference if r in codes]
+    if not reference or not set(reference) <= (settled or set()):
+        return None
+    return max(start + codes[r].length - 1 for r in reference)
 
 
 def _misaligned_lookalikes(codes: dict[int, Codes], start: int, constraints: list[Constraint]) -> Proposal | None:

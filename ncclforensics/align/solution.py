@@ -55,6 +55,12 @@ class Solution:
     # the records differ in length only; results read back wrong show the group misaligned, which an edit of either
     # side at the same seq gives alike (a rank behind that left one out, or a rank ahead that ran one more)
     by_results: bool = False
+    # the last seq the reference's records hold, where they hold all it launched here and nothing elsewhere held it
+    # (it stopped where its program did); `settled`: the ranks of whom the same holds. Ranks of one program stop
+    # at one place, so a settled outlier that agrees with the reference through that seq and runs on past it was
+    # elsewhere in the program: it may have left out the collective there (what it launched next meets nothing)
+    reference_end: int | None = None
+    settled: frozenset[int] = frozenset()
 
     @property
     def leading(self) -> list[int]:
@@ -120,6 +126,13 @@ class Solution:
                 continue
             low, last = spans.get(p.rank, (p.low, p.high))
             spans[p.rank] = (min(low, p.low), max(last, p.high))
+        if self.reference_end is not None:
+            # A settled outlier whose likeliest edits all lie past the settled reference's records ran on where they
+            # stopped; it may as well have skipped their last collective (`reference_end`): it departed there at the
+            # latest, not after it.
+            end = self.reference_end
+            spans = {rep: (end, last) if low > end and set(self.members.get(rep, [rep])) <= self.settled
+                     else (low, last) for rep, (low, last) in spans.items()}
         leading = [rep for rep, (low, _) in spans.items() if low <= high]
         later = [rep for rep in spans if rep not in leading]
         if later and max(spans[rep][1] for rep in leading) < min(spans[rep][0] for rep in later):

@@ -358,6 +358,25 @@ def test_an_outlier_that_departs_after_another_is_no_outlier_of_the_root():
     assert solution.seq_range == (3, 6) and solution.leading == [0, 1, 2]
 
 
+def test_an_outlier_that_only_runs_on_past_the_reference_may_have_left_out_its_last_collective():
+    # 1205678: the reference's whole records end at seq 4, where rank 0 issued another type, and nothing elsewhere
+    # held any rank. Rank 5 agrees with them through seq 4 and ran three on; its likeliest edit is one more
+    # collective past their end, yet ranks of one program stop at one place, and it may as well have skipped the
+    # lookalike at seq 4 (what it launched next meets nothing): it is named beside rank 0, the range reaching its
+    # own edits, and is no rank that ran the program.
+    placements = [Placement(0, EditKind.DIFFERENT, 1, 4, 4, score=-2), Placement(5, EditKind.EXTRA, 1, 5, 7, score=-5),
+                  Placement(5, EditKind.EXTRA, 3, 1, 4, score=-6)]
+    solution = Solution(placements, [0, 5], [2, 3, 6, 7], True, "signatures", reference_end=4,
+                        settled=frozenset({0, 5}))
+    assert solution.leading == [0, 5] and solution.named_range == (1, 7)
+    # One that another comm may have held stops anywhere: its run past the end is its own later departure.
+    solution.settled = frozenset({0})
+    assert solution.leading == [0] and solution.named_range == (1, 4)
+    # Past records the reference holds, an edit there still departs later.
+    solution.settled, solution.reference_end = frozenset({0, 5}), 7
+    assert solution.leading == [0] and solution.named_range == (1, 4)
+
+
 def test_a_member_without_the_field_that_places_its_groups_later_departure_may_have_departed_first():
     # All-reduces alike in signature, call stacks 5, 6, 7 a step, then a gather (2). By their stacks rank 1 skipped
     # seq 4 and rank 0 seq 5; rank 5, one short as well, kept no call stacks, agrees with both and joins rank 0's
