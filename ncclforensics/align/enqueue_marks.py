@@ -110,13 +110,12 @@ def _global_lagging(report: WatchdogEvent, group: str, members: set[int], job: s
     return tuple((tuple(order[r] for r in entry[0]), *entry[1:]) for entry in entries)
 
 
-def _through_places(entries: tuple, places: dict[int, int], partly: bool = False) -> tuple | None:
+def _through_places(entries: tuple, places: dict[int, int]) -> tuple | None:
     """`entries` with their group ranks as global ranks, through the ranks whose place in the group a line gives
     (`places`: global rank -> group rank, `[rank7]: ... [PG ID 1 PG GUID 2(tp) Rank 3]`); None where some rank is
-    not placed so (`partly`: those ranks left out, and entries left with none). A group numbers its members in
-    ascending global order, so global rank g at place k has k members below it: where two known places (or the
-    start, place -1 at global -1) are as far apart in both numberings, the members between them are every global
-    rank between them, in order."""
+    not placed so. A group numbers its members in ascending global order, so global rank g at place k has k
+    members below it: where two known places (or the start, place -1 at global -1) are as far apart in both
+    numberings, the members between them are every global rank between them, in order."""
     known = sorted({(-1, -1), *((place, rank) for rank, place in places.items())})
     if any(b[1] <= a[1] or b[0] == a[0] for a, b in zip(known, known[1:])):
         return None  # two lines that disagree on the order
@@ -133,10 +132,9 @@ def _through_places(entries: tuple, places: dict[int, int], partly: bool = False
     out = []
     for ranks, *rest in entries:
         found = [global_rank(r) for r in ranks]
-        if None in found and not partly:
+        if None in found:
             return None
-        if any(r is not None for r in found):
-            out.append((tuple(r for r in found if r is not None), *rest))
+        out.append((tuple(found), *rest))
     return tuple(out)
 
 
@@ -194,32 +192,6 @@ class _Roster:
         """The report's laggards (or other `entries`) with global ranks (_global_lagging)."""
         return _global_lagging(report, group, self.members.get(group, set()), self.job, entries,
                                self.places.get(group), self.listed.get(group))
-
-    def sided_entries(self, report: WatchdogEvent, group: str, entries: tuple) -> tuple | None:
-        """The snapshot `entries` with global ranks where lines place only some of its ranks (_through_places),
-        the others left out, if every one left out shares the count that most of the placed ranks share: then
-        leaving them out swings no majority and hides no outlier. Else None (`[0, 1]` at #7 and `[2, 3]` at #9
-        with place 3 unplaced: left out, it would turn a tie into ranks 0 and 1 ahead)."""
-        members = self.members.get(group, set())
-        if group == DEFAULT_GROUP or group in self.listed:
-            return None  # (numbered as given, or a report of another group of that name)
-        lowest = next(k for k in range(len(members) + 1) if k not in members)
-        places = {**{rank: rank for rank in range(lowest)}, **self.places.get(group, {})}
-        each = [_through_places((entry,), places, partly=True) for entry in entries]
-        if any(found is None for found in each):
-            return None  # (lines that disagree on the order)
-        counts: dict[int, int] = {}
-        left_out: set[int] = set()
-        for (ranks, number, *_), found in zip(entries, each):
-            kept = len(found[0][0]) if found else 0
-            counts[number] = counts.get(number, 0) + kept
-            if kept < len(ranks):
-                left_out.add(number)
-        top = sorted(counts.values(), reverse=True)
-        if not top or len(top) > 1 and top[0] == top[1]:
-            return None  # no count most placed ranks share
-        lead = max(counts, key=counts.get)
-        return tuple(e for found in each for e in found) if left_out <= {lead} else None
 
 
 def _listed_members(comm_infos: list[CommInfo], places: dict[str, dict[int, int]]) -> dict[str, tuple[int, ...]]:
@@ -320,8 +292,6 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
             continue
         if group in groups and len(groups[group].launched) > 1:
             latest = roster.global_entries(event, group, event.latest) if event.latest else ()
-            if latest is None:
-                latest = roster.sided_entries(event, group, event.latest)
             if latest is not None:  # (laggards added without the snapshot's other ranks would swing a majority)
                 _add_laggards(groups[group], event, lagging, latest)
             continue  # marks of two or more ranks: the report's own numbers are not mixed in
