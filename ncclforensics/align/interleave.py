@@ -33,7 +33,7 @@ from .answers import EXTRA, RangeReason, Root, ops_at
 from .comm_streams import comm_streams
 from .constraints import result_checks
 from .edits import EditKind, Placement
-from .issue_orders import issued_before, program_places
+from .issue_orders import issue_size, issued_before, program_places
 from .narrowing import ISSUE_ORDER
 from .streams import SIGNATURE, Streams
 
@@ -134,7 +134,15 @@ def split_against(streams: Streams, comm: str, skipped: frozenset[int] = frozens
     unplaced = sorted({*unplaced, *(r for r, side in late.items() if side is None)})
     agree = [*agree, *(r for r, side in late.items() if side is _Side.REFERENCE)]
     early = sorted(r for r, side in late.items() if side is _Side.OUTLIERS)
-    total = len(agree) + len(outliers) + len(early) + len(unplaced) + len(set(skipped) & set(ranks))
+    # A rank whose file was cut before its records here may be of this communicator and side with either: it counts
+    # against a strict majority, as unplaced (by rank where the config names it). A rank that left no file at all
+    # is not counted: its records tell nothing of where it was cut.
+    short = {r for (_, r) in streams.cut} - set(places) - set(skipped)
+    absent = sorted(short & set(streams.expected_members.get(comm, [])))
+    unnamed = min(len(short) - len(absent),
+                  max(0, issue_size(streams, comm) - len(set(places) | set(absent) | set(skipped))))
+    unplaced = sorted({*unplaced, *absent})
+    total = len(agree) + len(outliers) + len(early) + len(unplaced) + len(set(skipped) & set(ranks)) + unnamed
     majority = len(agree) * 2 > total
     if not majority and (voters is None or (len(outliers) + len(early)) * 2 > total):
         return None  # the ones left unplaced may have issued it where the outliers did: no majority then

@@ -56,7 +56,7 @@ def _places(order: pl.DataFrame, comm: str, firsts: dict[str, int]) -> dict[int,
     return places
 
 
-def _size(streams: Streams, comm: str) -> int:
+def issue_size(streams: Streams, comm: str) -> int:
     """How many ranks `comm` has: the size its records give (an NCCL log's nranks), else the ranks on record."""
     sizes = [part.get_column("comm_size").max() for (c, _), part in streams.parts.items()
              if c == comm and "comm_size" in part.columns]
@@ -96,7 +96,7 @@ def issue_places(streams: Streams, comm: str) -> tuple[dict[int, dict[int, int]]
                 continue
         elif order is None:
             return None
-        shapes[rank] = tuple(sorted(_size(streams, c) for c in others))
+        shapes[rank] = tuple(sorted(issue_size(streams, c) for c in others))
         firsts = {c: int(parts[c].get_column("seq").min()) for c in others}
         places[rank] = _places(order, comm, firsts)
         if rank in cut:

@@ -761,6 +761,23 @@ def test_issue_orders_with_a_majority_are_no_tie():
     assert issue_order_tie(streams, T1) is None
 
 
+def test_a_rank_cut_before_its_records_here_leaves_one_against_two_no_majority():
+    # Seed 1195401: rank 0 ran the drafter pass alone in T1, ranks 1 and 2 did not; rank 3's log is cut after its
+    # first world collective, before any T1 record, yet the others' lines give T1 four ranks. Rank 3 may have
+    # issued TP seq 7 where rank 0 did: one against two with one unknown is no majority for the issue orders.
+    sizes = {W: 8, T1: 4, T2: 4}
+    logs = _drafter_tie(extra=(0,), sizes=sizes)
+    logs[3] = replace(rank_log(3, [(W, ONE)], sizes), cut=Location("rank3.log", 1))
+    streams = build_streams(logs)
+    assert 3 not in streams.members[T1]
+    assert issue_order_split(streams, T1) is None
+    # read both ways instead: rank 0 issued early, or ranks 1 and 2 left two out; every rank it places is named
+    tie = issue_order_tie(streams, T1)
+    assert tie.early == [0] and tie.later == [1, 2] and not tie.split.majority
+    root = issue_order_tie_root(streams, T1)
+    assert root.outlier_ranks == [0, 1, 2] and not root.majority and root.issue_sides == IssueSides((0,), (1, 2))
+
+
 def _gated_steps(tp, skip_at=None, steps=2, next_step=True):
     """A rank's order: each step one world collective, a drafter pass of two TP ones (none at `skip_at`) and two
     TP layers; with `next_step`, the next step's world collective and drafter pass too (where it waits)."""
