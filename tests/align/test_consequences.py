@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ras_replies import ras_status_reply
+
 from ncclforensics.align.causes import pick_counted, unseen_causes
 from ncclforensics.align.consequences import (Disagreement, candidates, consequences, departing_elsewhere,
                                               odd_behind, odd_ones, other_side)
@@ -159,31 +161,7 @@ def test_enqueued_counts_name_the_tp_group_not_the_world_it_stalls():
 
 
 WORLD, TP = "93baa577cadc15c4", "b5733b135e4f7f71"
-REPLY = f"""NCCL version 2.28.9 compiled with CUDA 13.0
-CUDA runtime version 13000, driver version 13000
-
-Job summary
-===========
-
-  Nodes  Processes         GPUs  Processes     GPUs
-(total)   per node  per process    (total)  (total)
-      1          4            1          4        4
-
-Communicators... (0.000s)
-=============
-
-Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors
-    #  in group  per comm  per node  per comm  in group
-    0         1         1         4         4         4   RUNNING  MISMATCH
-    1         2         1         2         2         4   RUNNING  MISMATCH
-
-Errors
-======
-
-Warnings
-========
-
-#0-0 ({WORLD}) MISMATCH
+REPLY = ras_status_reply(f"""#0-0 ({WORLD}) MISMATCH
   Communicator ranks have different AllReduce operation counts
   3 ranks have launched up to operation 3
   Rank 2 has launched up to operation 2 -- GPU 2 managed by process 636 on node 192.0.2.2
@@ -192,7 +170,7 @@ Warnings
   Communicator ranks have different AllReduce operation counts
   Rank 0 has launched up to operation 8 -- GPU 2 managed by process 636 on node 192.0.2.2
   Rank 1 has launched up to operation 10 -- GPU 3 managed by process 637 on node 192.0.2.2
-"""
+""", "  MISMATCH")
 
 
 def test_ras_counts_name_the_tp_group_and_its_ranks_by_the_world_groups_processes(tmp_path):

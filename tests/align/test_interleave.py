@@ -5,6 +5,8 @@ from dataclasses import replace
 
 import polars as pl
 
+from ras_replies import ras_status_reply
+
 from ncclforensics.align.diagnosis import diagnose
 from ncclforensics.align.answers import IssueSides, RangeReason
 from ncclforensics.align.interleave import ISSUE_ORDER, issue_order_root, issue_order_split
@@ -114,35 +116,11 @@ def test_a_collective_skipped_in_another_communicator_is_no_extra_one_here():
     assert d.root is None or d.root.pinned_by != ISSUE_ORDER
 
 
-RAS_REPLY = """NCCL version 2.28.9 compiled with CUDA 13.0
-CUDA runtime version 13000, driver version 13000
-
-Job summary
-===========
-
-  Nodes  Processes         GPUs  Processes     GPUs
-(total)   per node  per process    (total)  (total)
-      1          4            1          4        4
-
-Communicators... (0.000s)
-=============
-
-Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors
-    #  in group  per comm  per node  per comm  in group
-    0         1         1         4         4         4   RUNNING  MISMATCH
-    1         2         1         2         2         4   RUNNING      OK
-
-Errors
-======
-
-Warnings
-========
-
-#0-0 (baee1c551abaee7b) MISMATCH
+RAS_REPLY = ras_status_reply("""#0-0 (baee1c551abaee7b) MISMATCH
   Communicator ranks have different AllReduce operation counts
   3 ranks have launched up to operation 2
   Rank 1 has launched up to operation 1 -- GPU 1 managed by process 21407 on node 10.1.0.2
-"""
+""", "      OK")
 
 
 def _ras_replies(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fixture_paths import EXTRA_OP, KILLED
+from ras_replies import ras_status_reply
 
 from ncclforensics.align.notes import SwappedTypes
 from ncclforensics.align.ras import ras_histories
@@ -208,34 +209,11 @@ def test_counts_no_one_program_gives_are_a_root_of_a_comm_whose_records_agree(tm
     assert ras_only_root(ras, ras_rank_map(covered, [evidence], ras), covered, stops={comm: ["RAS"]}) is None
 
 
-_REPLY = """NCCL version {version} compiled with CUDA 13.0
-CUDA runtime version 13000, driver version 13000
-
-Job summary
-===========
-
-  Nodes  Processes         GPUs  Processes     GPUs
-(total)   per node  per process    (total)  (total)
-      1          4            1          4        4
-
-Communicators... (0.000s)
-=============
-
-Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors
-    #  in group  per comm  per node  per comm  in group
-    0         1         1         4         4         4   RUNNING  MISMATCH
-
-Errors
-======
-
-Warnings
-========
-
-#0-0 (95a736d419965902) MISMATCH
+_REPLY = ras_status_reply("""#0-0 (95a736d419965902) MISMATCH
   Communicator ranks have different {kind}operation counts
   3 ranks have launched up to operation 7
   Rank 0 has launched up to operation 8 -- GPU 0 managed by process 21400 on node 10.1.0.2
-"""
+""", version="{version}")
 
 
 def _replies(tmp_path, n: int, version: str = "2.28.9", kind: str = "AllReduce "):
