@@ -275,7 +275,7 @@ def diff_paths(paths: list[str], progress: ProgressHook | None = None, view: Vie
     diagnosis = diagnose(parsed.evidence)
     if view is not None and not view.whole:
         selection = select_view(parsed.evidence, diagnosis.streams, diagnosis.ranks, view)
-        diagnosis = diagnose(selection.evidence)
+        diagnosis = diagnose(selection.evidence, selection.view.ranks)
         diagnosis.notes = selection.notes + diagnosis.notes
     return parsed, diagnosis
 

@@ -38,11 +38,7 @@ def outcomes(request, tmp_path_factory):
 
 # Seeds of the sample or of BEYOND whose answer still breaks the property, by why (benchmarks/results/simulated.md has
 # the patterns over 10,000 seeds). Strict: a seed that starts passing fails here until it is taken off the list.
-KNOWN: dict[int, str] = {
-    2335: ("missed: the report's laggard `[0]` lies below rank 1's place, so it is rank 0, one behind ranks 1-5; "
-           "its snapshot's places 6 and 7 lie past every place a line gives, and a report naming a rank nothing "
-           "places adds none of its ranks (1960), so the answer is inconclusive"),
-}
+KNOWN: dict[int, str] = {}
 
 
 # Seeds beyond the sample that broke the property until a mechanism was built, one or two per mechanism: a whole NCCL
@@ -113,11 +109,12 @@ KNOWN: dict[int, str] = {
 # may hold it (30372); a desync report's group ranks placed through the places in the group that the reporting ranks'
 # status lines give (818, 1776, 2335, 7701: a TP group over every rank, whose laggard left no file), or through the
 # members a dump's pg_config lists (2228: two ranks behind two); a report whose snapshot names a rank nothing places
-# adds none of its ranks (1960); a tie the gate journal cannot break where some rank of it journaled nothing (7476); a
-# laggard that finished its last collective counted exactly (482, 31193); ranks no record places at a substitution may
-# side with the outlier, so no majority is honest (33908, 6741); ranks with only a floor or none of their own at the
-# root (37210, 38688); RAS communicators of fewer processes than the job summary gives do not span the job, so they hold
-# no smaller one by its unnamed members (62289, 68785: two TP groups each with an outlier, DP pairs split); a log cut
+# adds none of its ranks (1960), unless each such rank shares the count most placed ranks share (2335); a tie the gate
+# journal cannot break where some rank of it journaled nothing (7476); a laggard that finished its last collective
+# counted exactly (482, 31193); ranks no record places at a substitution may side with the outlier, so no majority is
+# honest (33908, 6741); ranks with only a floor or none of their own at the root (37210, 38688); RAS communicators of
+# fewer processes than the job summary gives do not span the job, so they hold no smaller one by its unnamed members
+# (62289, 68785: two TP groups each with an outlier, DP pairs split); a log cut
 # short may have gone on as far as the rank ahead, so one ahead of two with it is no minority (69434); a rank whose
 # collectives here each sit one of its other communicator's short left one out there, not an extra one here (61855); a
 # reference parting with no majority before the issue orders' split names no issue-order root (67324); a trace's result

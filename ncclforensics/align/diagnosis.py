@@ -87,8 +87,9 @@ class Diagnosis:
     streams: Streams | None = None  # the merged per-(comm, rank) streams, for plots and reports
 
 
-def diagnose(evidence: list[Evidence]) -> Diagnosis:
-    """Align the ranks' streams and say whether, where and why they diverged, and what it cost."""
+def diagnose(evidence: list[Evidence], looked_at: frozenset[int] | None = None) -> Diagnosis:
+    """Align the ranks' streams and say whether, where and why they diverged, and what it cost; `looked_at`: the
+    ranks of a --rank view (align/view.py), whose evidence alone `evidence` is."""
     evidence = [e for e in evidence if e.format is not None]
     evidence, foreign, joined = split_jobs(evidence)
     evidence = with_watchdog_rows(evidence)
@@ -99,7 +100,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     # (the ranks PyTorch's counts give each group: a desync report lists members whose own lines never name it)
     listed = {group: set(m.launched) for group, m in enqueue_marks(
         [p for e in evidence for p in e.progress], [w for e in evidence for w in e.watchdog],
-        [c for e in evidence for c in e.comm_infos]).items()}
+        [c for e in evidence for c in e.comm_infos], looked_at).items()}
     evidence, trace_notes, guesses = with_trace_rows(evidence, listed)
     notes += trace_notes
     streams = build_streams(evidence)
@@ -126,7 +127,7 @@ def diagnose(evidence: list[Evidence]) -> Diagnosis:
     rank_map = ras_rank_map(streams, evidence, ras)
     dead = _dead_ranks(ras, rank_map, watchdog)
 
-    marks = enqueue_marks(progress, watchdog, [c for e in evidence for c in e.comm_infos])
+    marks = enqueue_marks(progress, watchdog, [c for e in evidence for c in e.comm_infos], looked_at)
     tied: dict[str, str] = {}  # (comm -> the process group whose counts carry its ranks)
     counted = counted_past_cuts(streams, marks, tied)
     reported = reported_ops_past_cuts(streams, marks, counted)

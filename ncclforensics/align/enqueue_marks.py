@@ -45,11 +45,11 @@ class EnqueueMarks:
 
 
 def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent],
-                  comm_infos: list[CommInfo] = ()) -> dict[str, EnqueueMarks]:
+                  comm_infos: list[CommInfo] = (), looked_at: frozenset[int] | None = None) -> dict[str, EnqueueMarks]:
     """group -> its ranks' marks from `last enqueued NCCL work: 50, last completed NCCL work: 49` lines (the
     highest of a rank's). A timeout at SeqNum N is no count (more work may be enqueued behind it); it marks the
     group as stopped. `comm_infos` (Flight Recorder `pg_config`) list groups' members, which place the ranks of a
-    desync report."""
+    desync report. `looked_at`: the ranks of a --rank view; the others a report places are left out."""
     marks_of: list[tuple[str | None, int, int, int | None, Location]] = [
         (p.comm, p.rank, p.last_enqueued, p.last_completed, p.loc) for p in progress
         if p.rank is not None and p.last_enqueued is not None]
@@ -74,7 +74,22 @@ def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent],
         group = groups.get(event.comm or default)
         if group is not None and event.kind in STOP_EVENTS:
             group.stops.append(f"watchdog {event.kind.replace('_', ' ')} ({event.loc})")
+    if looked_at is not None:
+        for marks in groups.values():
+            _keep_only(marks, looked_at)
     return groups
+
+
+def _keep_only(marks: EnqueueMarks, ranks: frozenset[int]) -> None:
+    """`marks` of `ranks` only: a view's other ranks are not missing, only not looked at, yet a desync report of a
+    rank in the view places them too (`#31 started ranks: [0, 1, 3, 4]`); kept, they would read as ranks that left
+    no file and swing the view's majority."""
+    for by_rank in (marks.launched, marks.completed, marks.counted_at, marks.reported_at, marks.last_ops):
+        for rank in set(by_rank) - ranks:
+            del by_rank[rank]
+    marks.floors &= ranks
+    marks.exact &= ranks
+    marks.waiting &= ranks
 
 
 def _global_lagging(report: WatchdogEvent, group: str, members: set[int], job: set[int],
@@ -110,12 +125,13 @@ def _global_lagging(report: WatchdogEvent, group: str, members: set[int], job: s
     return tuple((tuple(order[r] for r in entry[0]), *entry[1:]) for entry in entries)
 
 
-def _through_places(entries: tuple, places: dict[int, int]) -> tuple | None:
+def _through_places(entries: tuple, places: dict[int, int], partly: bool = False) -> tuple | None:
     """`entries` with their group ranks as global ranks, through the ranks whose place in the group a line gives
     (`places`: global rank -> group rank, `[rank7]: ... [PG ID 1 PG GUID 2(tp) Rank 3]`); None where some rank is
-    not placed so. A group numbers its members in ascending global order, so global rank g at place k has k
-    members below it: where two known places (or the start, place -1 at global -1) are as far apart in both
-    numberings, the members between them are every global rank between them, in order."""
+    not placed so (`partly`: those ranks left out, and entries left with none). A group numbers its members in
+    ascending global order, so global rank g at place k has k members below it: where two known places (or the
+    start, place -1 at global -1) are as far apart in both numberings, the members between them are every global
+    rank between them, in order."""
     known = sorted({(-1, -1), *((place, rank) for rank, place in places.items())})
     if any(b[1] <= a[1] or b[0] == a[0] for a, b in zip(known, known[1:])):
         return None  # two lines that disagree on the order
@@ -132,9 +148,10 @@ def _through_places(entries: tuple, places: dict[int, int]) -> tuple | None:
     out = []
     for ranks, *rest in entries:
         found = [global_rank(r) for r in ranks]
-        if None in found:
+        if None in found and not partly:
             return None
-        out.append((tuple(found), *rest))
+        if any(r is not None for r in found):
+            out.append((tuple(r for r in found if r is not None), *rest))
     return tuple(out)
 
 
@@ -192,6 +209,32 @@ class _Roster:
         """The report's laggards (or other `entries`) with global ranks (_global_lagging)."""
         return _global_lagging(report, group, self.members.get(group, set()), self.job, entries,
                                self.places.get(group), self.listed.get(group))
+
+    def sided_entries(self, report: WatchdogEvent, group: str, entries: tuple) -> tuple | None:
+        """The snapshot `entries` with global ranks where lines place only some of its ranks (_through_places),
+        the others left out, if every one left out shares the count that most of the placed ranks share: then
+        leaving them out swings no majority and hides no outlier. Else None (`[0, 1]` at #7 and `[2, 3]` at #9
+        with place 3 unplaced: left out, it would turn a tie into ranks 0 and 1 ahead)."""
+        members = self.members.get(group, set())
+        if group == DEFAULT_GROUP or group in self.listed:
+            return None  # (numbered as given, or a report of another group of that name)
+        lowest = next(k for k in range(len(members) + 1) if k not in members)
+        places = {**{rank: rank for rank in range(lowest)}, **self.places.get(group, {})}
+        each = [_through_places((entry,), places, partly=True) for entry in entries]
+        if any(found is None for found in each):
+            return None  # (lines that disagree on the order)
+        counts: dict[int, int] = {}
+        left_out: set[int] = set()
+        for (ranks, number, *_), found in zip(entries, each):
+            kept = len(found[0][0]) if found else 0
+            counts[number] = counts.get(number, 0) + kept
+            if kept < len(ranks):
+                left_out.add(number)
+        top = sorted(counts.values(), reverse=True)
+        if not top or len(top) > 1 and top[0] == top[1]:
+            return None  # no count most placed ranks share
+        lead = max(counts, key=counts.get)
+        return tuple(e for found in each for e in found) if left_out <= {lead} else None
 
 
 def _listed_members(comm_infos: list[CommInfo], places: dict[str, dict[int, int]]) -> dict[str, tuple[int, ...]]:
@@ -292,6 +335,8 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
             continue
         if group in groups and len(groups[group].launched) > 1:
             latest = roster.global_entries(event, group, event.latest) if event.latest else ()
+            if latest is None:
+                latest = roster.sided_entries(event, group, event.latest)
             if latest is not None:  # (laggards added without the snapshot's other ranks would swing a majority)
                 _add_laggards(groups[group], event, lagging, latest)
             continue  # marks of two or more ranks: the report's own numbers are not mixed in

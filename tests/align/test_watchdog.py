@@ -448,6 +448,35 @@ def test_a_report_whose_snapshot_names_a_rank_no_line_places_adds_no_laggard():
     assert enqueue_marks(progress, [*status, three, report])["1"].launched == {0: 7, 2: 9, 1: 7, 3: 9}
 
 
+def test_a_report_s_placed_ranks_count_where_the_ranks_no_line_places_side_with_most_of_them():
+    # Ranks 1, 2, 3 and 5 of a group of eight left marks (16) and their places; the report says `[0]` finished #15
+    # and joined no #16, and its snapshot has `[1-7]` at #16. Place 0 is rank 0 and place 4 rank 4 (between places
+    # 3 and 5); places 6 and 7 are past every place a line gives, but they started #16 with most of the placed
+    # ranks: left out, they swing no majority and hide no outlier, so rank 0 (exactly) and rank 4 count.
+    progress = [ProgressReport(loc=Location(f"torch_rank{r}.log", 3), rank=r, comm="1", last_enqueued=16,
+                               last_completed=14) for r in (1, 2, 3, 5)]
+    status = [WatchdogEvent(loc=Location(f"torch_rank{r}.log", 3), kind="pg_status", rank=r, comm="1", seq=15,
+                            group_rank=r) for r in (1, 2, 3, 5)]
+
+    def report(latest: tuple) -> WatchdogEvent:
+        return WatchdogEvent(loc=Location("torch_rank1.log", 5), kind=WatchdogKind.DESYNC_REPORT.value, rank=1,
+                             comm="1", seq=16, op="AllGather", lagging=(((0,), 15, False),), latest=latest,
+                             group_ranks=tuple(range(8)))
+
+    marks = enqueue_marks(progress, [*status, report((((0,), 15, True, "AllGather"),
+                                                       ((1, 2, 3, 4, 5, 6, 7), 16, False, "AllGather")))])["1"]
+    assert marks.launched == {1: 16, 2: 16, 3: 16, 5: 16, 0: 15, 4: 16}
+    assert marks.exact == {0} and marks.floors == {4}
+    # A --rank view of ranks 0, 1, 2, 3 and 5: rank 4 is not missing, only not looked at, so it counts nowhere.
+    view = enqueue_marks(progress, [*status, report((((0,), 15, True, "AllGather"),
+                                                     ((1, 2, 3, 4, 5, 6, 7), 16, False, "AllGather")))],
+                         looked_at=frozenset({0, 1, 2, 3, 5}))["1"]
+    assert view.launched == {1: 16, 2: 16, 3: 16, 5: 16, 0: 15} and view.floors == set()
+    # Place 7 behind with rank 0 instead: left out, it would hide an outlier, so the report adds none of its ranks.
+    apart = report((((0, 7), 15, True, "AllGather"), ((1, 2, 3, 4, 5, 6), 16, False, "AllGather")))
+    assert enqueue_marks(progress, [*status, apart])["1"].launched == {1: 16, 2: 16, 3: 16, 5: 16}
+
+
 def test_a_rank_with_no_records_sides_with_those_whose_op_a_peer_s_report_gives_it_at_one_seq():
     # Ranks 0, 1, 2, 4 and 5 left NCCL logs of comm 0xa: rank 1 issued an AllGather before an AllReduce at seqs 3
     # and 4, where the others issued them the other way round. Rank 3 left no file; a peer's desync report gives
