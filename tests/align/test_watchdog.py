@@ -477,6 +477,27 @@ def test_a_report_s_placed_ranks_count_where_the_ranks_no_line_places_side_with_
     assert enqueue_marks(progress, [*status, apart])["1"].launched == {1: 16, 2: 16, 3: 16, 5: 16}
 
 
+def test_a_laggard_between_two_placed_ranks_counts_where_the_places_past_every_line_side_with_most():
+    # Ranks 1, 3 and 4 of a TP group of eight timed out at SeqNum 19 with 20 enqueued, and their lines give their
+    # places; rank 2 left a log with no line of the group. The report says `[2] finished collective #18, but didn't
+    # join collective #19`, and its snapshot has `[0, 1, 3, 4, 5, 6, 7]` at #20. Place 2 lies between places 1 and
+    # 3, so it is rank 2, which launched 18 and no more; place 0 lies below place 1 (rank 0); places 5-7 lie past
+    # every place a line gives, but started #20 with every placed rank there: rank 2 is one behind by two.
+    progress = [ProgressReport(loc=Location(f"torch_rank{r}.log", 4), rank=r, comm="1", last_enqueued=20,
+                               last_completed=18) for r in (1, 3, 4)]
+    status = [WatchdogEvent(loc=Location(f"torch_rank{r}.log", 4), kind="pg_status", rank=r, comm="1", seq=19,
+                            group_rank=r) for r in (1, 3, 4)]
+    report = WatchdogEvent(loc=Location("torch_rank1.log", 3), kind=WatchdogKind.DESYNC_REPORT.value, rank=1,
+                           comm="1", seq=20, op="AllReduce", lagging=(((2,), 18, False),),
+                           latest=(((2,), 18, True, "AllReduce"), ((0, 1, 3, 4, 5, 6, 7), 20, False, "AllReduce")),
+                           group_ranks=tuple(range(8)))
+    marks = enqueue_marks(progress, [*status, report])
+    assert marks["1"].launched == {1: 20, 3: 20, 4: 20, 2: 18, 0: 20}
+    assert marks["1"].exact == {2} and marks["1"].floors == {0}
+    root = marks_only_root(marks, Streams())
+    assert root is not None and root.outlier_ranks == [2] and root.seq_range[0] <= 17 <= root.seq_range[1]
+
+
 def test_a_rank_with_no_records_sides_with_those_whose_op_a_peer_s_report_gives_it_at_one_seq():
     # Ranks 0, 1, 2, 4 and 5 left NCCL logs of comm 0xa: rank 1 issued an AllGather before an AllReduce at seqs 3
     # and 4, where the others issued them the other way round. Rank 3 left no file; a peer's desync report gives
