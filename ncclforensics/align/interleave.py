@@ -355,6 +355,41 @@ def with_early_issuers(root: Root, streams: Streams, left_out: dict[int, tuple[i
                    undecided_comms=tuple(sorted({*root.undecided_comms, *split.left_out_in})))
 
 
+def held_by_early_issuers(streams: Streams, comm: str, left_out: dict[int, tuple[int, int]],
+                          behind: set[int]) -> dict[int, frozenset[int]]:
+    """Of the ranks `behind` here (they launched fewer in a communicator that stopped) and not `left_out`, those
+    the issue orders show held back by a rank that issued a collective here early (issue_order_split, with the
+    ranks `left_out` apart, where with_early_issuers adds such ranks): the rank ran the program here up to where
+    it waits for its next collective (`blocked`), and waits in another communicator on a collective that an early
+    issuer, its peer there, enqueued behind its early one, which the rank itself, never launching it, keeps from
+    completing. A rank runs its collectives in issue order, so that peer's collective there never runs, and the
+    rank launches no further: held back, not departed. Worked example (1221596): rank 0 issues world seq 2 after
+    five of its tensor-parallel collectives, where the program has eight; its TP peer, rank 1, completes TP seq 5
+    and waits in seq 6, which rank 0 enqueued after world seq 2, and never launches world seq 2 itself. Rank 1
+    stopped where rank 0 holds it; named beside rank 0 and a rank that left world seq 2 out, it would be named for
+    rank 0's departure. Returns rank -> the early issuers that hold it back."""
+    split = issue_order_split(streams, comm, frozenset(left_out))
+    if split is None or split.left_out_in and not split.size or split.left_out_only:
+        return {}
+    early = [r for r in split.outliers if r not in left_out]
+    held: dict[int, frozenset[int]] = {}
+    for rank in sorted(set(split.blocked) & behind - set(left_out)):
+        for other, members in streams.members.items():
+            part = streams.parts.get((other, rank))
+            if other == comm or is_p2p_comm(other) or part is None or not part.height:
+                continue
+            for peer in (p for p in early if p in members):
+                before = issued_before(streams, peer, comm, split.seq)
+                if before is None:
+                    continue
+                # (what the rank launched there past what the peer issued before its early one, not seen completed)
+                waits = part.filter((pl.col("seq") > before.get(other, 0))
+                                    & (pl.col("state").is_null() | (pl.col("state") != "completed")))
+                if waits.height:
+                    held[rank] = held.get(rank, frozenset()) | {peer}
+    return held
+
+
 def _majorities_apart(root: Root, split: IssueOrderSplit, early: list[int], streams: Streams) -> bool:
     """Whether each of two departures, the records' (`root`) and the issue orders' (`split`, its outliers `early`
     not among the root's), keeps a strict majority against it without the other's outliers: each majority counts

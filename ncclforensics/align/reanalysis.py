@@ -24,6 +24,7 @@ from .enqueue_marks import EnqueueMarks
 from .gates import GateDisagreement
 from .interleave import (
     beside_early_issuers,
+    held_by_early_issuers,
     issue_order_root,
     issue_order_split,
     with_early_issuers,
@@ -159,13 +160,9 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
             left_out = skipped_here(streams, comm, root.outlier_ranks)
             if left_out:
                 # (ranks found behind whose issue orders place nothing stay behind: they skipped collectives or
-                # are blocked elsewhere, as before)
-                analyses[comm] = analyze_comm(streams, comm, gate, set(analysis.behind), _counts(analysis),
-                                              left_out=left_out, held=analysis.held, floors=analysis.floors,
-                                              exact=analysis.exact)
+                # are blocked elsewhere, as before, unless an early issuer holds them back: _beside_left_out)
+                analyses[comm] = _beside_left_out(analysis, streams, gate, left_out)
                 if analyses[comm].root is not None:
-                    # Ranks that issued a collective here early departed beside those that left one out.
-                    analyses[comm].root = with_early_issuers(analyses[comm].root, streams, left_out)
                     # (and those that stopped right after a collective the program does not wait on)
                     analyses[comm].root = with_stops_past_the_program(analyses[comm].root, streams)
                     # (or those that went on elsewhere ran extra collectives there, and stopped: candidates too)
@@ -217,6 +214,28 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
             analysis.root, later = with_extras_ahead(found, ahead)
             departed_later += later
     return departed_later
+
+
+def _beside_left_out(analysis: CommAnalysis, streams: Streams, gate: GateDisagreement | None,
+                     left_out: dict[int, tuple[int, int]]) -> CommAnalysis:
+    """The communicator analysed again with the ranks `left_out` (skipped_here) among those behind, and the ranks
+    that issued a collective here early added (with_early_issuers): they departed beside those that left one out.
+    Ranks behind that such an early issuer holds back in another communicator (held_by_early_issuers) are not
+    behind: they stopped where its departure holds them, and the root names them on neither side. Where the root
+    then names not every rank holding them back, nothing named explains their stop, and they stay behind."""
+    def analysed(behind: set[int]) -> CommAnalysis:
+        again = analyze_comm(streams, analysis.comm, gate, behind, _counts(analysis), left_out=left_out,
+                             held=analysis.held, floors=analysis.floors, exact=analysis.exact)
+        if again.root is not None:
+            again.root = with_early_issuers(again.root, streams, left_out)
+        return again
+
+    held = held_by_early_issuers(streams, analysis.comm, left_out, set(analysis.behind))
+    if held:
+        again = analysed(set(analysis.behind) - set(held))
+        if again.root is not None and set().union(*held.values()) <= set(again.root.outlier_ranks):
+            return again
+    return analysed(set(analysis.behind))
 
 
 def side_ties_by_issue_places(analyses: dict[str, CommAnalysis], streams: Streams,

@@ -18,6 +18,7 @@ from ncclforensics.model import (CollectiveEvent, Evidence, FingerprintRow, Loca
 from ncclforensics.model.event import ProcessIdentity
 from ncclforensics.report import words
 from ncclforensics.report import ambiguity
+from ncclforensics.sources import formats
 
 W, T1, T2 = "0xwor1d", "0x7e1", "0x7e2"
 ONE, LAYER = ("AllReduce", 1), ("AllReduce", 4096)
@@ -494,6 +495,42 @@ def test_a_rank_that_stopped_right_after_a_collective_the_program_does_not_wait_
     world = d.comms[W].root
     assert world.outlier_ranks == [1, 5] and world.reference_ranks == full and world.majority
     assert world.seq_range[0] <= 2 <= world.seq_range[1] and "extra" in world.kinds
+
+
+def rank_dump(rank, order, done):
+    """A Flight Recorder dump of one rank: (comm, (op, count)) in the order it issued them; the first `done`
+    completed, the next one started and never completed, the rest launched behind it."""
+    name = f"fr_rank{rank}"
+    seqs, events = {}, []
+    for n, (comm, (op, count)) in enumerate(order):
+        seqs[comm] = seqs.get(comm, 0) + 1
+        state = "completed" if n < done else "started" if n == done else "launched"
+        events.append(CollectiveEvent(loc=Location(name, None, record=n), comm=comm, seq=seqs[comm], op=op, rank=rank,
+                                      count=count, dtype="float32", state=state))
+    return Evidence(path=name, format=SourceFormat.FLIGHT_RECORDER, collectives=collectives_to_frame(events),
+                    facts=formats()[SourceFormat.FLIGHT_RECORDER])
+
+
+def _early_beside_left_out(peer_done):
+    # Seed 1221596: rank 0 issues one more world collective after its first TP one, where the program has three;
+    # rank 2 left out step 1's world collective and went on in TP. Rank 1, rank 0's TP peer, dumped its records:
+    # it completed the first `peer_done` of them; rank 5's dump shows world seq 2 started, never completed.
+    T3 = "0x7e3"
+    logs = [rank_log(0, [(W, ONE), (T1, LAYER), (W, ONE), (T1, LAYER), (T1, LAYER)]), rank_dump(1, step(T1), peer_done),
+            rank_log(2, step(T2) + step(T2, world=0)), rank_log(3, step(T2) * 2), rank_log(4, step(T3) * 2),
+            rank_dump(5, step(T3) * 2, 4)]
+    return diagnose(logs).comms[W].root
+
+
+def test_a_rank_that_waits_on_a_collective_its_peer_enqueued_behind_an_early_one_is_held_back_not_stopped():
+    # Rank 1 completed TP seq 1 and waits in TP seq 2, which rank 0 enqueued behind its early world collective: it
+    # launched no world seq 2 because rank 0 holds it, not because it departed. The root names ranks 0 and 2.
+    world = _early_beside_left_out(peer_done=2)
+    assert world.outlier_ranks == [0, 2] and world.reference_ranks == [3, 4, 5] and world.majority
+    assert world.unplaced_ranks == [1] and world.seq_range == (2, 2) and "stopped" not in world.kinds
+    # (one whose records there all completed waits on nothing there: its stop is its own, and it is named)
+    world = _early_beside_left_out(peer_done=4)
+    assert world.outlier_ranks == [0, 1, 2] and "stopped" in world.kinds
 
 
 def test_a_tie_of_one_rank_against_one_names_the_one_that_issued_its_next_world_collective_early():
