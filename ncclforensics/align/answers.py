@@ -171,8 +171,9 @@ class Root:
     left_out_in: tuple[str, ...] = ()
     # The mirror of `left_out_in`: the outliers' issue orders show a collective left out here, on the end of their
     # records here alone, which fits as well extra collectives they ran in these other communicators before they
-    # stopped (left_out_here.early_elsewhere): either may be the divergence
-    early_in: tuple[str, ...] = ()
+    # stopped (left_out_here.early_elsewhere): either may be the divergence; comm -> the outliers that may have run
+    # early there (its members only)
+    early_in: dict[str, tuple[int, ...]] = field(default_factory=dict)
     # Placed by the issue orders of another communicator (comm, seq): the outliers issued that seq there after
     # fewer of this one's collectives than the program, and went on past where its next one there comes without
     # issuing it, so they left collectives out here before it (align/left_out_before.py)

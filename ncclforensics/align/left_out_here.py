@@ -61,7 +61,7 @@ def _issued_elsewhere(streams: Streams, comm: str, rank: int) -> int | None:
     return sum(int(part.get_column("seq").max()) for _, part in parts)
 
 
-def early_elsewhere(streams: Streams, comm: str, left_out: dict[int, tuple[int, int]]) -> tuple[str, ...]:
+def early_elsewhere(streams: Streams, comm: str, left_out: dict[int, tuple[int, int]]) -> dict[str, tuple[int, ...]]:
     """The other communicators where ranks `skipped_here` found to have left out a collective here, on the end of
     their records here alone, may instead have issued extra collectives and then stopped: each collective such a
     rank issued there after its last one here sits, for a peer of both communicators, after more collectives of
@@ -70,8 +70,10 @@ def early_elsewhere(streams: Streams, comm: str, left_out: dict[int, tuple[int, 
     only the end of its records here tells them apart, and it tells nothing. Worked example: rank 0 issues
     tensor-parallel all-reduces 7 and 8 after world collective 4, rank 1 after world collective 6, and rank 0's
     records of the world end at 4: it left out world collectives 5 and 6, or it ran two extra ones of its
-    tensor-parallel group (a drafter's pass) and stopped there, held back; the records read the same."""
-    found: set[str] = set()
+    tensor-parallel group (a drafter's pass) and stopped there, held back; the records read the same. Returns each
+    such communicator with the ranks that may have run early there (a rank is a member of its own communicators
+    only)."""
+    found: dict[str, set[int]] = {}
     for rank, (_, high) in left_out.items():
         mine = streams.parts.get((comm, rank))
         if mine is None or not mine.height or high != int(mine.get_column("seq").max()) + 1:
@@ -91,9 +93,9 @@ def early_elsewhere(streams: Streams, comm: str, left_out: dict[int, tuple[int, 
                 placed = _last_here_before(theirs[0], comm).filter((pl.col("comm") == other)
                                                                    & pl.col("seq").is_in(list(seqs)))
                 if placed.height and placed.get_column("here").max() > ahead.get_column("here").max():
-                    found.add(other)
+                    found.setdefault(other, set()).add(rank)
                     break
-    return tuple(sorted(found))
+    return {other: tuple(sorted(ranks)) for other, ranks in sorted(found.items())}
 
 
 def _last_here_before(order: pl.DataFrame, comm: str) -> pl.DataFrame:

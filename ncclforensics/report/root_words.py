@@ -90,7 +90,7 @@ def root_sentence(root: Root) -> str:
     if root.waiting_candidates:
         return root_sentence(replace(root, waiting_candidates={})) + waiting_candidates_words(root)
     if root.early_in:
-        return root_sentence(replace(root, early_in=())) + early_elsewhere_words(root)
+        return root_sentence(replace(root, early_in={})) + early_elsewhere_words(root)
     who = ranks_words(root.outlier_ranks)
     n = plural(root.size, "collective") if root.size else "collectives"  # (size 0: how many is not known)
     at = where(root)
@@ -336,10 +336,11 @@ def early_elsewhere_words(root: Root) -> str:
     """Why the root's communicator is no surer than others where its outliers went on (empty where none)."""
     if not root.early_in:
         return ""
-    one = len(root.outlier_ranks) == 1
-    who = ranks_words(list(root.outlier_ranks))
-    comms = either([f"comm {c}" for c in root.early_in])
-    return (f" Or {who} ran extra collectives of {comms} and stopped there: {'its' if one else 'their'} records "
+    one = len({r for ranks in root.early_in.values() for r in ranks}) == 1
+    # (each rank with the communicators it is a member of: `ranks 0 and 2 ran extra collectives of comm A` would
+    # put rank 0 in comm A)
+    who = either([f"{ranks_words(list(ranks))} in comm {c}" for c, ranks in root.early_in.items()])
+    return (f" Or {who} ran extra collectives and stopped there: {'its' if one else 'their'} records "
             f"there after {'its' if one else 'their'} last one here come after fewer of this communicator's "
             f"collectives than a peer's of the same seq, which a collective left out here and one run early there "
             f"both give; which, the records do not say.")

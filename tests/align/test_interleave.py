@@ -92,8 +92,8 @@ def test_a_rank_that_went_on_elsewhere_past_its_last_collective_here_may_have_ru
             rank_log(2, step(T2) + step(T2)), rank_log(3, step(T2) + step(T2))]
     d = diagnose(logs)
     assert d.root.comm == W and d.root.outlier_ranks == [0] and d.root.kind == "missing"
-    assert d.root.early_in == (T1,) and T1 in d.root.undecided_comms
-    assert f"Or rank 0 ran extra collectives of comm {T1} and stopped there" in words.cause(d)
+    assert d.root.early_in == {T1: (0,)} and T1 in d.root.undecided_comms
+    assert f"Or rank 0 in comm {T1} ran extra collectives and stopped there" in words.cause(d)
 
 
 def test_a_rank_that_left_out_a_lookalike_collective_and_went_on_elsewhere_did_not_stop():

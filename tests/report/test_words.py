@@ -173,3 +173,14 @@ def test_where_stacks_part_needs_one_reference_stack_and_names_the_rank_that_hol
     # Reference ranks whose stacks part among themselves give no one stack to part from.
     parted = dataclasses.replace(root, ops={**root.ops, 3: op(3, "f.py:102")})
     assert root_words.where_stacks_part(parted) is None
+
+
+def test_ranks_that_may_have_run_early_elsewhere_are_named_with_their_own_communicators(root):
+    """Ranks 0 and 2 left a collective out here, or ran extra ones elsewhere and stopped: each only in a
+    communicator it is a member of (rank 0 of comm A is no member of rank 2's comm B)."""
+    both = dataclasses.replace(root, outlier_ranks=[0, 2], early_in={"0xb": (2,)})
+    text = root_words.early_elsewhere_words(both)
+    assert text.startswith(" Or rank 2 in comm 0xb ran extra collectives and stopped there: its records")
+    apart = dataclasses.replace(both, early_in={"0xa": (0,), "0xb": (2,)})
+    assert root_words.early_elsewhere_words(apart).startswith(
+        " Or rank 0 in comm 0xa or rank 2 in comm 0xb ran extra collectives and stopped there: their records")
