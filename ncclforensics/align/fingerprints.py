@@ -24,8 +24,9 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
     short carry them on, each in the comm its digest's holders are the members of (a comm the rank has no record of
     too, where the log was cut before it: the rank joins it there), or at the one place where the other ranks'
     records of its digest are tied, once every trace is tied (a member's trace may stop before it). A stream carries
-    on its rank's trace alone only where no record's digest is another comm's; else each record goes where its digest
-    places it, and from the first that nothing places on, none is placed.
+    on its rank's trace alone only where no record's digest is another comm's, and, past a cut, only the records
+    whose op and size no other comm the rank's INIT lines name launched (_past_cut_by_ops); else each record goes
+    where its digest or its op places it, and from the first that nothing places on, none is placed.
     """
     per_collective = [f for f in fingerprints if f.op is not None]
     if not per_collective or not streams.parts:
@@ -108,8 +109,12 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
         # places (what follows may be of any comm the rank's cut log never named).
         beyond = one is not None and _shared_beyond(streams, one, rank, rest, holders, places)
         if one is not None and not beyond:
+            elsewhere: dict[tuple[str, int], pl.DataFrame] = {}
+            if rest and (one, rank) in streams.cut:
+                rest, elsewhere = _past_cut_by_ops(streams, one, rank, rest, holders, from_start)
             if rest or gaps:
                 extensions[(one, rank)] = _trace_rows(head, [*gaps, *_past_end(head, rest)])
+            extensions.update(elsewhere)
         elif rest:
             extensions.update(_beyond_comms(streams, rank, rest, holders, places, from_start))
         if beyond and gaps:  # (records in a gap of the one stream are its, whatever lies past its end)
@@ -315,6 +320,46 @@ def _beyond_comms(streams: Streams, rank: int, rest: list[FingerprintRow], holde
         placed.setdefault(fits[0], []).append(row)
     return {(comm, rank): _beyond(mine[comm], rows) if comm in mine else _trace_rows_of(comm, rank, list(
         enumerate(rows, start=1))) for comm, rows in placed.items()}
+
+
+def _past_cut_by_ops(streams: Streams, one: str, rank: int, rest: list[FingerprintRow], holders: dict[str, set[int]],
+                     from_start: bool) -> tuple[list[FingerprintRow], dict[tuple[str, int], pl.DataFrame]]:
+    """The trace records past the end of the rank's one stream (of `one`, in a log cut short) that stream carries
+    on, and rows for those that go to another comm the rank's log initialized, where it launched none before the
+    cut. What the rank issued past the cut may be of any comm its INIT lines name it a member of (a log records a
+    comm's collectives only once they are launched), so a record goes to a comm only where its op and size are
+    among those that comm's other members launched and no other such comm's, and its digest's holders are all
+    members; the rank's first record of a comm it has no row of is its seq 1 there (`from_start`: the trace begins
+    with the rank's first collective). From the first record that fits no comm, or several, on, none is placed:
+    it may have taken a seq of any of them. Worked example: rank 6's log is cut after its first world all-reduce
+    (1 x int32) and the INIT of its TP comm; its trace goes on with all-reduces of 4096 floats and an all-gather
+    of 1000, which its TP peers launched and no world member did: they are its TP seqs 1-4, not world seqs 2-5."""
+    comms = {c for c, ranks in [*streams.members.items(), *streams.expected_members.items(),
+                                *streams.joined.items()] if rank in ranks}
+    if comms == {one}:
+        return rest, {}
+    members = {c: {*streams.members.get(c, ()), *streams.expected_members.get(c, ()), *streams.joined.get(c, ())}
+               for c in comms}
+    launched: dict[str, set[tuple]] = {}  # comm -> the (op, count)s its other members launched
+    for c in comms:
+        others = [part for (comm, r), part in streams.parts.items() if comm == c and r != rank]
+        launched[c] = {pair for part in others for pair in part.select("op", "count").iter_rows()}
+    kept: list[FingerprintRow] = []
+    placed: dict[str, list[FingerprintRow]] = {}
+    for row in rest:
+        kind = normalize_op(row.kind) if row.kind else None
+        sharing = holders.get(row.digest, set()) - {rank} if row.digest is not None else set()
+        fits = [c for c in sorted(comms) if sharing <= members[c] and (not launched[c] or any(
+            (kind is None or op in (None, kind)) and (row.numel is None or count in (None, row.numel))
+            for op, count in launched[c]))]
+        if fits == [one]:
+            kept.append(row)
+        elif len(fits) == 1 and from_start and (fits[0], rank) not in streams.parts:
+            placed.setdefault(fits[0], []).append(row)
+        else:
+            break
+    return kept, {(comm, rank): _trace_rows_of(comm, rank, list(enumerate(rows, start=1)))
+                  for comm, rows in placed.items()}
 
 
 def _tied_by_others(row: FingerprintRow, rank: int, sharing: set[int],

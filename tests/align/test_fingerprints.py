@@ -6,7 +6,8 @@ from dataclasses import replace
 
 from ncclforensics.align.fingerprints import attach_fingerprints
 from ncclforensics.align.streams import build_streams
-from ncclforensics.model import CollectiveEvent, Evidence, FingerprintRow, Location, SourceFormat, collectives_to_frame
+from ncclforensics.model import (CollectiveEvent, Evidence, FingerprintRow, Location, ProcessIdentity, SourceFormat,
+                                 collectives_to_frame)
 from ncclforensics.sources import formats
 
 FACTS = formats()
@@ -176,3 +177,51 @@ def test_a_trace_past_a_log_cut_goes_where_others_records_of_its_digests_are_not
     assert streams.stream(DP, 3).get_column("seq").to_list() == [1, 2]
     assert streams.stream(TP, 3).get_column("tag").to_list() == ["attn", "mlp"]
     assert streams.stream(TP, 3).get_column("seq").to_list() == [1, 2]
+
+
+def _cut_after_tp_init(world_ops: list[tuple[str, int]]) -> list[Evidence]:
+    """World {0, 1, 2, 3} and TP {2, 3}. Rank 2's whole log holds world seq 1, TP seqs 1-3 (two all-reduces of 4096,
+    an all-gather of 1000) and world seq 2; ranks 0 and 1 launched `world_ops` in the world comm; rank 3's log holds
+    its world seq 1, then its TP comm's INIT, and is cut there."""
+    rank2 = [_event("nccl.2.log", 2, DP, 1, 1, line=1), _event("nccl.2.log", 2, TP, 1, 4096, line=2),
+             _event("nccl.2.log", 2, TP, 2, 4096, line=3),
+             replace(_event("nccl.2.log", 2, TP, 3, 1000, line=4), op="AllGather"),
+             _event("nccl.2.log", 2, DP, 2, 1, line=5)]
+    cut_log = Evidence(path="nccl.3.log", format=SourceFormat.NCCL_LOG, facts=FACTS[SourceFormat.NCCL_LOG],
+                       collectives=collectives_to_frame([_event("nccl.3.log", 3, DP, 1, 1, line=1)]),
+                       identities=[ProcessIdentity(Location("nccl.3.log", 2), rank=3, comm=TP, comm_rank=1,
+                                                   comm_size=2)],
+                       cut=Location("nccl.3.log", 3))
+    return [*(_rows(f"nccl.{r}.log", SourceFormat.NCCL_LOG, r, DP, world_ops) for r in (0, 1)),
+            Evidence(path="nccl.2.log", format=SourceFormat.NCCL_LOG, collectives=collectives_to_frame(rank2),
+                     facts=FACTS[SourceFormat.NCCL_LOG]), cut_log]
+
+
+def _rank3_trace() -> list[FingerprintRow]:
+    """Rank 3's trace, sums only (nothing shared by digest): world seq 1, then its three TP collectives."""
+    records = [("dp", "AllReduce", 1), ("attn", "AllReduce", 4096), ("mlp", "AllReduce", 4096),
+               ("lm", "AllGather", 1000)]
+    return [FingerprintRow(loc=Location("fingerprint_rank3.jsonl", i + 1), rank=3, step=0, op=i, tag=tag, kind=kind,
+                           numel=numel, sum=float(100 * i + 7)) for i, (tag, kind, numel) in enumerate(records)]
+
+
+def test_a_trace_past_a_log_cut_after_another_comms_init_goes_to_the_one_comm_whose_ops_it_matches():
+    """Rank 3's records past its log's cut may be of either comm its INIT lines name (the world, TP): no digest
+    places them, but their ops (4096 floats, an all-gather of 1000) are among those its TP peer launched and none
+    the world's members did (1 x int32 only). They are rank 3's TP seqs 1-3, not world seqs 2-4 (carried on the
+    world stream by default, rank 3 would have launched three more there, unlike every other member)."""
+    streams = attach_fingerprints(build_streams(_cut_after_tp_init([("AllReduce", 1)] * 2)), _rank3_trace())
+    assert streams.stream(DP, 3).get_column("seq").to_list() == [1]
+    assert streams.stream(DP, 3).get_column("tag").to_list() == ["dp"]
+    assert streams.stream(TP, 3).get_column("seq").to_list() == [1, 2, 3]
+    assert streams.stream(TP, 3).get_column("tag").to_list() == ["attn", "mlp", "lm"]
+    assert streams.members[TP] == [2, 3]
+
+
+def test_a_trace_past_a_log_cut_whose_ops_two_comms_launched_stays_unplaced():
+    """As above, but the world's members launched all-reduces of 4096 floats too: rank 3's next record fits both
+    comms its log initialized, so nothing places it, or any record after it (it may have taken a seq of either)."""
+    streams = attach_fingerprints(build_streams(_cut_after_tp_init([("AllReduce", 1), ("AllReduce", 4096)])),
+                                  _rank3_trace())
+    assert streams.stream(DP, 3).get_column("seq").to_list() == [1]
+    assert (TP, 3) not in streams.parts
