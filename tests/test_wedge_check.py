@@ -7,7 +7,10 @@ import argparse
 import importlib.util
 from pathlib import Path
 
+import pytest
 from incidents import Outcome, draw
+from incidents.evidence import Written
+from incidents.runner import run_seed
 from incidents.wedge_check import check_wedge, wedge_dict
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_simulated.py"
@@ -20,8 +23,11 @@ def _bench():
     return module
 
 
-def _answer(incident, seq_range, launched):
-    comm = incident.program.comms["0"].comm_id
+DUMPS = Written("fr", {"fr": [0, 1, 2, 3]})  # Flight Recorder dumps name each rank's global rank
+
+
+def _answer(incident, seq_range, launched, comm="0"):
+    comm = incident.program.comms[comm].comm_id
     return {"wedge": {"comm": comm, "seq_range": seq_range, "launched": launched}, "stand_in_ranks": {}}
 
 
@@ -29,12 +35,12 @@ def test_a_wedge_built_to_miss_the_stall_is_counted():
     # Seed 1181020: comm 0 stalled at seq 9; the ranks launched 10, 9, 9 and 9 collectives there.
     incident = draw(1181020)
     assert incident.truth.stalls["0"][0] == 9 and incident.truth.launched["0"] == {0: 10, 1: 9, 2: 9, 3: 9}
-    missed = check_wedge(incident, _answer(incident, [1, 8], {"0": 8, "1": 7, "2": 7, "3": 7}))
+    missed = check_wedge(incident, DUMPS, _answer(incident, [1, 8], {"0": 8, "1": 7, "2": 7, "3": 7}))
     assert missed.miss and not missed.launched_over
-    over = check_wedge(incident, _answer(incident, [9, 9], {"0": 11, "1": 9, "2": 9, "3": 9}))
+    over = check_wedge(incident, DUMPS, _answer(incident, [9, 9], {"0": 11, "1": 9, "2": 9, "3": 9}))
     assert not over.miss and over.launched_over == {0: (11, 10)}
-    assert not check_wedge(incident, _answer(incident, [1, None], {"0": 8})).miss  # a range open above holds it
-    assert check_wedge(incident, _answer(incident, [10, None], {})).miss
+    assert not check_wedge(incident, DUMPS, _answer(incident, [1, None], {"0": 8})).miss  # a range open above holds it
+    assert check_wedge(incident, DUMPS, _answer(incident, [10, None], {})).miss
     bench = _bench()
     outcomes = [Outcome(seed, "f", "s", "s", wedge=wedge_dict(check))
                 for seed, check in ((1, missed), (2, over), (3, None))]
@@ -45,3 +51,26 @@ def test_a_wedge_built_to_miss_the_stall_is_counted():
     assert summary["with_violations"] == 0  # counted, not violations
     args = argparse.Namespace(start=1, incidents=3, workers=1)
     assert "| 2 | 2 | 1 | 1 | 1 (1) | 2 |" in bench.render(summary, args, 1.0)
+
+
+def test_a_wedge_on_ras_replies_alone_may_give_the_comms_ranks():
+    # Seed 1202812: comm 4 is ranks {1, 3}, which launched 1 and 2 collectives there. RAS replies give the pair's
+    # ranks only (`Rank 0`, `Rank 1`, each with a process): a wedge giving rank 1 two launches gives rank 3's
+    # count. Where dumps name global ranks, the same wedge gives global rank 1 one more than it launched.
+    incident = draw(1202812)
+    assert incident.program.comms["4"].ranks == (1, 3) and incident.truth.launched["4"] == {1: 1, 3: 2}
+    answer = _answer(incident, [1, None], {"0": 1, "1": 2}, comm="4")
+    assert not check_wedge(incident, Written("ras", {"ras": [0, 1, 2, 3]}), answer).launched_over
+    assert check_wedge(incident, DUMPS, answer).launched_over == {1: (2, 1)}
+    # Over read either way (comm rank 0 is rank 1; the job's rank 1 launched 1): counted, as the job's ranks.
+    over = _answer(incident, [1, None], {"0": 2, "1": 2}, comm="4")
+    assert check_wedge(incident, Written("ras", {"ras": [0, 1, 2, 3]}), over).launched_over == {1: (2, 1)}
+
+
+@pytest.mark.parametrize("seed", [
+    1209219,  # every file cut short, one rank's trace past the others' logs: no stop at the trace's end
+    1202812, 1206541, 1208908,  # RAS replies alone, NCCL logs of pairs: the comms' ranks
+])
+def test_wedges_once_counted_hold_the_stall_and_no_rank_over(seed, tmp_path):
+    wedge = run_seed(seed, tmp_path).wedge
+    assert wedge is None or (not wedge["miss"] and not wedge["launched_over"])

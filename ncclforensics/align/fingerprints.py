@@ -166,7 +166,31 @@ def attach_fingerprints(streams: Streams, fingerprints: list[FingerprintRow]) ->
         if (comm, rank) not in streams.parts:
             streams.parts[(comm, rank)] = pl.concat([template, added], how="diagonal_relaxed").select(template.columns)
             streams.members[comm] = sorted({*streams.members.get(comm, ()), rank})
+    _cut_short_of_traces(streams)
     return streams
+
+
+def _cut_short_of_traces(streams: Streams) -> None:
+    """Mark cut (`Streams.cut`) the streams that end in a file cut short, before the furthest record of their comm
+    that traces carried on past the cut files: the same rule as for the files alone (streams.py `_cut_ends`), with
+    the trace records counted. Worked example: ranks 0 and 1's NCCL logs are both cut after seq 1, so neither ends
+    before the other; rank 1's trace goes on with seq 2, whose result needed rank 0's part in it. Rank 0's log ends
+    at seq 1 because the file does: read as a rank that launched no more, it put the stop at seq 2, which both ranks
+    got past."""
+    furthest: dict[str, int] = {}
+    ends: dict[tuple[str, int], tuple[int, str | None]] = {}
+    for key, part in streams.parts.items():
+        if not part.height:
+            continue
+        last = part.row(part.height - 1, named=True)
+        if last["seq"] is None:
+            continue
+        ends[key] = (last["seq"], last["file"])
+        furthest[key[0]] = max(furthest.get(key[0], last["seq"]), last["seq"])
+    for key, (seq, file) in ends.items():
+        if key not in streams.cut and file in streams.cut_files and seq < furthest[key[0]]:
+            streams.cut[key] = streams.cut_files[file]
+            streams.launch_ends.discard(key)
 
 
 def _made_by(streams: Streams, rank: int, trace: list[FingerprintRow]) -> list[tuple] | None:

@@ -48,6 +48,9 @@ class Streams:
     # (comm, rank) -> where the file that holds its last records was cut short: the stream ends there because the
     # file does, so its end says nothing of where the rank stopped
     cut: dict[tuple[str, int], Location] = field(default_factory=dict)
+    # path -> where that file was cut short (what `cut` was read from; records a trace carries on past the cut files
+    # may move a comm's furthest record past a stream that ended with them, fingerprints.py)
+    cut_files: dict[str, Location] = field(default_factory=dict)
     # ranks every file of whose collectives was cut short: nothing whole says what they launched after the cuts, in
     # any comm, so one with no records of a comm may have begun there after its files end (even where its records
     # of the other comms end no sooner than its peers', their files cut alike)
@@ -198,7 +201,8 @@ def build_streams(evidence: list[Evidence]) -> Streams:
                    launched_by_source=launched_by_source, excluded_files=excluded,
                    expected_members={c: sorted(r) for c, r in expected.items()},
                    initialized=_initialized(evidence, aliases), joined=_joined(evidence, aliases),
-                   cut=cut, cut_ranks={rank for rank, files in files_of.items() if files <= cut_files.keys()},
+                   cut=cut, cut_files=cut_files,
+                   cut_ranks={rank for rank, files in files_of.items() if files <= cut_files.keys()},
                    launch_ends={key for key, found in by_key.items() if key not in cut and _launch_end(found)})
 
 

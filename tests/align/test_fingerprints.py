@@ -225,3 +225,28 @@ def test_a_trace_past_a_log_cut_whose_ops_two_comms_launched_stays_unplaced():
                                   _rank3_trace())
     assert streams.stream(DP, 3).get_column("seq").to_list() == [1]
     assert (TP, 3) not in streams.parts
+
+
+def test_a_log_cut_where_its_peers_is_cut_short_once_a_trace_carries_the_peer_past_it():
+    """Ranks 0 and 1's NCCL logs are both cut after their first all-reduce, so neither stream ends before the
+    other's; rank 1's trace goes on with seq 2, whose result needed rank 0's part in it. Rank 0's log ends at seq 1
+    because the file does: its end is no launch end, and the stop is not put at seq 2, which both ranks got past
+    (once it was, pinned, where the job ran on to seq 12)."""
+    from ncclforensics.align.diagnosis import diagnose
+    from ncclforensics.model import Verdict
+
+    logs = [Evidence(path=f"nccl.{r}.log", format=SourceFormat.NCCL_LOG, facts=FACTS[SourceFormat.NCCL_LOG],
+                     collectives=collectives_to_frame([_event(f"nccl.{r}.log", r, TP, 1, 512, line=1)]),
+                     cut=Location(f"nccl.{r}.log", 2)) for r in (0, 1)]
+    trace = [FingerprintRow(loc=Location(f"fingerprint_rank{rank}.jsonl", i + 1), rank=rank, step=0, op=i, tag=tag,
+                            kind="AllReduce", numel=512, digest=f"{i:016x}")
+             for rank, tags in ((0, ["attn"]), (1, ["attn", "moe"])) for i, tag in enumerate(tags)]
+    streams = attach_fingerprints(build_streams(logs), trace)
+    assert streams.stream(TP, 1).get_column("seq").to_list() == [1, 2]
+    assert set(streams.cut) == {(TP, 0)} and (TP, 0) not in streams.launch_ends
+    traces = [Evidence(path=f"fingerprint_rank{r}.jsonl", format=SourceFormat.FINGERPRINT,
+                       facts=FACTS[SourceFormat.FINGERPRINT], fingerprints=[f for f in trace if f.rank == r])
+              for r in (0, 1)]
+    diagnosis = diagnose([*logs, *traces])
+    assert diagnosis.verdict is Verdict.INCONCLUSIVE
+    assert diagnosis.wedge is None or diagnosis.wedge.seq_range[1] is None

@@ -347,7 +347,7 @@ def check(incident: Incident, written: Written, answer: dict, problems: list[dic
     blur = blurred_outliers(incident, written).get(comm)
     if blur:
         accepted += [blur, blur & evident]
-    if not _names_global_ranks(incident, written):
+    if not names_global_ranks(incident, written):
         # NCCL logs and RAS replies of a job with no communicator over every rank give comm ranks only
         order = incident.program.comms[comm].ranks
         accepted += [{order.index(r) for r in side} for side in accepted]
@@ -425,7 +425,7 @@ def _or(seqs: list[int]) -> str:
     return " or ".join(map(str, seqs))
 
 
-def _names_global_ranks(incident: Incident, written: Written) -> bool:
+def names_global_ranks(incident: Incident, written: Written) -> bool:
     """Whether the evidence says which global rank a collective stream is: Flight Recorder dumps and watchdog logs
     (`[rankR]:`) do; NCCL logs only through a comm over every rank (its INIT lines give each process its rank
     there); RAS replies alone never (a reply lists a comm's ranks with their processes only for a comm in

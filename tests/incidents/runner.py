@@ -54,7 +54,7 @@ def run_seed(seed: int, workdir: Path, keep: bool = False) -> Outcome:
     else:
         try:
             outcome = check(incident, written, answer, problems)
-            outcome.wedge = wedge_dict(check_wedge(incident, answer))
+            outcome.wedge = wedge_dict(check_wedge(incident, written, answer))
         except Exception:  # noqa: BLE001 - an answer the contract does not describe
             outcome = Outcome(seed, incident.fault.name, subset, written.label,
                               [Violation("crash", "the answer does not follow the JSON contract:\n"
