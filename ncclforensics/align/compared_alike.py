@@ -53,6 +53,20 @@ def departs_no_sooner(rank_rows: pl.DataFrame, reference_rows: pl.DataFrame, shi
     return int(past.max()) + 1 if shift < 0 else int(past.max()) - shift + 1
 
 
+def records_part(streams: Streams, comm: str, ranks: list[int], through: int) -> bool:
+    """Whether the records of `ranks` in `comm` hold different values of a compared field at one seq up to `through`:
+    ranks that all ran the program there would have recorded it alike (a field one rank lacks compares nothing)."""
+    parts = [streams.parts[(comm, r)] for r in ranks if (comm, r) in streams.parts]
+    fields = [f for f in COMPARED if parts and all(f in part.columns for part in parts)]
+    if len(parts) < 2 or not fields:
+        return False
+    rows = pl.concat([part.filter(pl.col("seq") <= through).select("seq", *fields) for part in parts],
+                     how="vertical_relaxed")
+    differ = rows.group_by("seq").agg(pl.any_horizontal(pl.col(f).drop_nulls().n_unique() > 1 for f in fields)
+                                      .alias("differ"))
+    return bool(differ.get_column("differ").any())
+
+
 def departures_bounded(comm: str, ranks: set[int], reference: list[int], launched: dict[int, int],
                        streams: Streams) -> dict[int, int]:
     """rank -> the first seq at which its departure may lie in `comm`, by its records against each reference rank's

@@ -13,7 +13,9 @@ majority; the root is where the tie's range and the late ranks' own range meet.
 
 Interleave.issue_order_split reads only the other direction (a minority issued early: an extra collective); a rank
 placed late it leaves to the counts, which is this case where they are equal. Ranks that another communicator's
-records show departing there (`apart`) have places off by that departure: none of them is read.
+records show departing there (`apart`) have places off by that departure: none of them is read. Nor do the orders
+side anyone where the records of the rest part up to the root: a rank cut short has no place past its cut, so it
+never shows late, yet its records may side with a late rank (a tie of two against two, not three against one).
 
 Worked example (1209067): ranks 0 to 3 are a TP group; rank 3's drafter gate skipped alone at step 1. Only rank 3's
 fingerprints reach past step 0, and its step-1 sums are wrong from TP seq 5: a tie of rank 3 against ranks 0, 1 and
@@ -27,6 +29,7 @@ from dataclasses import replace
 
 from ..model.kinds import is_p2p_comm
 from .answers import MISSING, STOPPED, Root
+from .compared_alike import records_part
 from .issue_orders import program_places
 from .left_out_here import skipped_here
 from .narrowing import ISSUE_ORDER
@@ -65,6 +68,10 @@ def late_side_of_tie(root: Root, streams: Streams, apart: frozenset[int] = froze
     top = min(top, high)
     if low > top:
         return None  # (the orders' range misses the records' one: they tell of another departure)
+    if records_part(streams, root.comm, rest, top):
+        # The records part the rest up to the root: not all of them ran the program there, and one cut short (its
+        # places end before they could show it late) may have left out what the late ranks did.
+        return None
     return replace(root, seq=low, seq_range=(low, top), outlier_ranks=sorted(late), reference_ranks=rest,
                    unplaced_ranks=[], majority=True, kind=MISSING, kinds=(MISSING,),
                    narrowed_by=(*root.narrowed_by, ISSUE_ORDER))

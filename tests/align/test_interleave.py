@@ -839,3 +839,24 @@ def test_a_rank_placed_late_by_the_issue_orders_breaks_a_tie_its_equal_count_lea
     # Two late against two: the issue orders give no program, and the tie stands.
     d = diagnose(_gate_skipped((2, 3)))
     assert d.root.comm == T1 and not d.root.majority and {2, 3} <= set(d.root.outlier_ranks)
+
+
+def test_a_rank_cut_short_whose_records_side_with_the_late_rank_keeps_the_tie():
+    # Seed 1222342: a step is a world collective of 1 element, one of 8, then three of each rank's TP pair. Ranks 0
+    # and 3 skip step 1's world one of 1. Rank 3's whole log places it late (it ran step 1's TP collectives where
+    # the program issues world seq 4); rank 0's log is cut, so its places end before they could show it late. Its
+    # records still side with rank 3 (8 elements at world seq 3, where ranks 1 and 2 have 1): two against two, no
+    # majority, and rank 0 is never named the reference beside ranks 1 and 2.
+    eight = ("AllReduce", 8)
+    whole = [(W, ONE), (W, eight)]
+    skipped = [(W, eight)]
+    pair = {0: T1, 1: T1, 2: T2, 3: T2}
+
+    def order(rank, second):
+        return whole + [(pair[rank], LAYER)] * 3 + second + [(pair[rank], LAYER)] * 3
+
+    logs = [rank_log(r, order(r, skipped if r in (0, 3) else whole)) for r in range(4)]
+    logs[0] = replace(logs[0], cut=Location("rank0.log", 10))
+    d = diagnose(logs)
+    assert d.root.comm == W and not d.root.majority and d.root.outlier_ranks == [0, 1, 2, 3]
+    assert d.root.seq_range[0] <= 3 <= d.root.seq_range[1]
