@@ -9,7 +9,9 @@ writes it in the real formats, runs `diff` on it and checks the answer against t
 `benchmarks/results/simulated.md` and `.json`: violations by kind with example seeds, the pin rate (the root's
 seq_range is the one true seq) per evidence subset and per fault kind, and beside the property the wedge against the
 truth's stalls (tests/incidents/wedge_check.py): `wedge_misses` (a wedge on a stalled comm whose seq_range leaves the
-stall out) and `launched_over` (a rank's launched in the wedge above the truth's), counted, not violations.
+stall out) and `launched_over` (a rank's launched in the wedge above the truth's), counted, not violations; a comm
+named by its members whose fingerprint traces record several comms is read in trace positions, or, where its seqs
+are no numbering the truth can be read in, counted apart as `not_comparable`.
 
 `--replay SEED --out DIR` writes that seed's evidence to DIR (kept), prints the truth, the answer and the verdict.
 """
@@ -93,9 +95,14 @@ def summarize_wedges(outcomes: list[Outcome]) -> dict:
     checked = [o for o in outcomes if o.wedge is not None]
     misses = [o.seed for o in checked if o.wedge["miss"]]
     over = [o.seed for o in checked if o.wedge["launched_over"]]
+    apart = [o.seed for o in checked if not o.wedge.get("compared", True)]
     return {
         "checked": len(checked),
-        "on_stalled_comm": sum(o.wedge["stall"] is not None for o in checked),
+        "on_stalled_comm": sum(o.wedge["stall"] is not None for o in checked if o.wedge.get("compared", True)),
+        "not_comparable": len(apart),
+        "not_comparable_seeds": apart[:EXAMPLES * 4],
+        "in_trace_positions": sum(o.wedge.get("numbering") == "trace" and o.wedge.get("compared", True)
+                                  for o in checked),
         "wedge_misses": len(misses),
         "wedge_miss_seeds": misses[:EXAMPLES * 4],
         "launched_over": len(over),
@@ -149,10 +156,15 @@ def render(summary: dict, args: argparse.Namespace, seconds: float) -> str:
     lines += ["", "## Wedge (beside the property, not violations)", "",
               "Incidents whose truth has a stalled comm and whose answer has a wedge: wedge_misses, the wedge names "
               "a stalled comm and its seq_range leaves the stall seq out; launched_over, a rank's launched in the "
-              "wedge is above the truth's.", "",
-              "| checked | on a stalled comm | wedge_misses | example seeds | launched_over (ranks) | example seeds |",
-              "|---:|---:|---:|---|---:|---|",
-              f"| {w['checked']} | {w['on_stalled_comm']} | {w['wedge_misses']} | "
+              "wedge is above the truth's. A comm named by its members whose traces record several comms is read in "
+              "trace positions (in traces: how many); not comparable, where its seqs are no numbering the truth can "
+              "be read in (the stalled collective at different positions in the named ranks' traces), left "
+              "unchecked.", "",
+              "| checked | on a stalled comm | in traces | not comparable | wedge_misses | example seeds "
+              "| launched_over (ranks) | example seeds |",
+              "|---:|---:|---:|---:|---:|---|---:|---|",
+              f"| {w['checked']} | {w['on_stalled_comm']} | {w.get('in_trace_positions', 0)} | "
+              f"{w.get('not_comparable', 0)} | {w['wedge_misses']} | "
               f"{', '.join(map(str, w['wedge_miss_seeds'][:EXAMPLES]))} | {w['launched_over']} "
               f"({w['launched_over_ranks']}) | {', '.join(map(str, w['launched_over_seeds'][:EXAMPLES]))} |"]
     lines += ["", "Replay one: `python benchmarks/bench_simulated.py --replay SEED --out DIR`.", "",
@@ -190,6 +202,9 @@ def replay(seed: int, out: Path) -> int:
     if outcome.wedge is not None:
         w = outcome.wedge
         print(f"wedge: comm {w['comm']} seq_range {w['seq_range']}, stall {w['stall']}"
+              + (" (in trace positions)" if w.get("numbering") == "trace" and w.get("compared", True) else "")
+              + ("; not comparable (the named ranks' traces put the stalled collective at different positions, "
+                 "or the answer split some of them among comms)" if not w.get("compared", True) else "")
               + ("; misses the stall" if w["miss"] else "")
               + (f"; launched over the truth's {w['launched_over']}" if w["launched_over"] else ""))
     return 0 if outcome.ok else 1

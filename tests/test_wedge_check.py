@@ -50,7 +50,7 @@ def test_a_wedge_built_to_miss_the_stall_is_counted():
     summary = bench.summarize(outcomes)
     assert summary["with_violations"] == 0  # counted, not violations
     args = argparse.Namespace(start=1, incidents=3, workers=1)
-    assert "| 2 | 2 | 1 | 1 | 1 (1) | 2 |" in bench.render(summary, args, 1.0)
+    assert "| 2 | 2 | 0 | 0 | 1 | 1 | 1 (1) | 2 |" in bench.render(summary, args, 1.0)
 
 
 def test_a_wedge_on_ras_replies_alone_may_give_the_comms_ranks():
@@ -67,9 +67,42 @@ def test_a_wedge_on_ras_replies_alone_may_give_the_comms_ranks():
     assert check_wedge(incident, Written("ras", {"ras": [0, 1, 2, 3]}), over).launched_over == {1: (2, 1)}
 
 
+def test_a_wedge_on_traces_of_several_comms_is_read_in_trace_positions():
+    # Seed 1219789: world 0-3, TP pairs (0,1) (2,3); rank 3 skipped its TP all-reduce of step 0. Ranks 0 and 1
+    # traced the world all-reduce and their pair's, rank 3 the world one alone, and rank 2 nothing; the world
+    # stalls at its seq 2, which ranks 0 and 1 issued third and rank 3 second. Fingerprint traces name no comm: a
+    # stream named by its members holds their collectives of every comm, numbered by trace positions.
+    incident = draw(1219789)
+    assert incident.truth.stalls["0"][0] == 2 and incident.truth.launched["0"] == {0: 2, 1: 2, 2: 1, 3: 2}
+    traces = Written("fp", {"fp": [0, 1, 2, 3]}, fp_scheme="sum_expected")
+
+    def wedge(name, seq_range, launched, comms=()):
+        return {"wedge": {"comm": name, "seq_range": seq_range, "launched": launched}, "stand_in_ranks": {},
+                "comms": [{"comm": c, "ranks": sorted(n), "launched": n} for c, n in comms]}
+    # The stalled collective at positions 3, 3 and 2: the range is no one trace position, left unchecked.
+    apart = check_wedge(incident, traces, wedge("[ranks=0,1,3]", [3, None], {"0": 2, "1": 2, "3": 1}))
+    assert (apart.numbering, apart.compared, apart.miss) == ("trace", False, False)
+    # Ranks 1 and 2 name the world too; rank 2 never issued its seq 2, so the stall is at rank 1's position 3.
+    stream = [("[ranks=1,2]", {"1": 2})]
+    assert check_wedge(incident, traces, wedge("[ranks=1,2]", [2, 2], {"1": 2}, stream)).miss
+    held = check_wedge(incident, traces, wedge("[ranks=1,2]", [3, None], {"1": 3}, stream))
+    assert (held.stall, held.miss, held.launched_over) == (3, False, {})  # rank 1 issued 4 collectives in all
+    # Where the answer split the traces among comms, its seqs are the comm's.
+    split = [("[ranks=0,1,3]", {"0": 1, "1": 1, "3": 1}), ("[ranks=0,1]", {"0": 1, "1": 1})]
+    by_comm = check_wedge(incident, traces, wedge("[ranks=0,1,3]", [2, None], {"0": 1, "1": 1, "3": 1}, split))
+    assert (by_comm.numbering, by_comm.stall, by_comm.miss) == ("comm", 2, False)
+    bench = _bench()
+    outcomes = [Outcome(seed, "f", "s", "s", wedge=wedge_dict(check)) for seed, check in ((1, apart), (2, held))]
+    assert bench.summarize_wedges(outcomes)["not_comparable_seeds"] == [1]
+
+
 @pytest.mark.parametrize("seed", [
     1209219,  # every file cut short, one rank's trace past the others' logs: no stop at the trace's end
     1202812, 1206541, 1208908,  # RAS replies alone, NCCL logs of pairs: the comms' ranks
+    # fingerprint traces alone: the stalled collective at other trace positions on the named ranks (1219789), TP
+    # results read back right apart from the other pair's, which went to the world (1217331, 1301133), and NCCL
+    # logs beside the traces (1216836)
+    1219789, 1217331, 1301133, 1216836,
 ])
 def test_wedges_once_counted_hold_the_stall_and_no_rank_over(seed, tmp_path):
     wedge = run_seed(seed, tmp_path).wedge

@@ -48,9 +48,38 @@ def result_holders(traced: list[FingerprintRow]) -> tuple[dict[tuple, set[int]],
     return holders, tags_of
 
 
+def right_apart(traced: list[FingerprintRow]) -> dict[tuple[str, int], dict[tuple, set[int]]]:
+    """(tag, step) -> each result checked right under that tag in that step -> the ranks that read it back, counting
+    only ranks with one record of the tag in the step. A result checked right is what its own collective gives
+    (a misaligned pairing mixes two collectives' data, which checks wrong), so ranks that read back different ones
+    under one tag in one step ran different collectives of it; a program issues each tagged collective on one comm
+    (once a step, where a trace holds it once), so none of them is in the comm of another's."""
+    once: dict[tuple[str, int, int], int] = {}
+    for row in traced:
+        if row.tag is not None and row.step is not None:
+            once[(row.tag, row.step, row.rank)] = once.get((row.tag, row.step, row.rank), 0) + 1
+    out: dict[tuple[str, int], dict[tuple, set[int]]] = {}
+    for row in traced:
+        key = result_key(row)
+        if key is not None and checked_right(row) and once.get((row.tag, row.step, row.rank)) == 1:
+            out.setdefault((row.tag, row.step), {}).setdefault(key, set()).add(row.rank)
+    return out
+
+
+def _read_apart(row: FingerprintRow, key: tuple | None, apart: dict[tuple[str, int], dict[tuple, set[int]]]
+                ) -> set[int]:
+    """The ranks that read back another result checked right under the tag of `row` (itself checked right) in its
+    step: none of them is in the comm of its collective (right_apart)."""
+    results = apart.get((row.tag, row.step), {}) if row.tag is not None and row.step is not None else {}
+    if key not in results:
+        return set()
+    return {r for other, ranks in results.items() if other != key for r in ranks}
+
+
 def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], tags_of: dict[tuple, set[str | None]],
             rank: int, last_rows: dict[int, FingerprintRow], untraced: list[Members] = (),
-            known: set[Members] = frozenset(), by_tag_elsewhere: dict[str, Members | None] | None = None
+            known: set[Members] = frozenset(), by_tag_elsewhere: dict[str, Members | None] | None = None,
+            apart_right: dict[tuple[str, int], dict[tuple, set[int]]] | None = None
             ) -> tuple[list[Members], frozenset[int]] | list[Members] | None:
     """The members of each record's collective, and the indices of the records placed by their neighbours alone;
     None when no record shares its result with another rank; MIXED when sums, lacking digests, point to several
@@ -72,7 +101,10 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
     world less the ranks that left no trace, is a comm by default only, and places none of its tag). A result
     shared with no one that only the one comm holding the rank would place follows its tag where that tag went with
     ranks beyond every comm elsewhere in the trace (a guess, as that one is); where its tag went with none it stays
-    in that comm, a guess as well wherever any result went beyond it (that comm is then not the rank's only one)."""
+    in that comm, a guess as well wherever any result went beyond it (that comm is then not the rank's only one).
+    No record checked right goes to a comm holding a rank that read back another right result of its tag in its
+    step (`apart_right`, right_apart): such a record shared with no one, whose every comm holding the rank is such,
+    follows its tag where that tag went beyond every comm, else is UNKNOWN (its partners left no record of it)."""
     keys = [result_key(row) for row in trace]
     own = [frozenset(holders.get(key, ())) | {rank} if key is not None else frozenset({rank}) for key in keys]
     # A result whose holders gave it one tag is one collective they all issued; one given several tags is a
@@ -147,6 +179,8 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
     placed: list[Members | None] = []
     beyond: set[int] = set()  # records that went with the ranks sharing their result, which no comm here holds
     alone: set[int] = set()  # records shared with no one, placed only by the one comm that holds the rank
+    ruled_out: dict[int, set[int]] = {}  # records shared with no one that every comm holding the rank is not of ->
+    # the ranks that read back another right result of their tag in their step
     for i, (row, members, one) in enumerate(zip(trace, own, confirmed)):
         if members in comms and one:
             # A comm of its own whose results of this tag were a wider comm's before that comm's other members'
@@ -155,7 +189,9 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
                     and all(_last_before(r, i, trace, at, last_rows) for r in wider - members)]
             placed.append(tail[0] if len(tail) == 1 and row.tag is not None else members)
             continue
-        holding = [c for c in comms if members <= c]
+        # (a comm holding a rank that read back another right result of its tag in its step is not its comm)
+        elsewhere = _read_apart(row, keys[i], apart_right or {})
+        holding = [c for c in comms if members <= c and not c & elsewhere]
         tagged = list(by_tag.get(row.tag, ())) if row.tag is not None else []
         # (a result shared under several tags by ranks that are no comm is a coincidence of sums: shared by none)
         unshared = not tagged and (members == {rank} or not one and members not in comms)
@@ -178,6 +214,8 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
             placed[-1] = members
         elif unshared and members == {rank} and not untraced and not apart and len(holding) == 1:
             alone.add(i)
+        elif placed[-1] is None and members == {rank} and not holding and any(members <= c for c in comms):
+            ruled_out[i] = elsewhere
     # A result shared with no one, which only the one comm holding the rank put in it, whose tag went with ranks
     # beyond every comm elsewhere in the trace: its partners there left no record of it (their traces stopped
     # sooner), so it follows its tag, a guess as that one is.
@@ -188,6 +226,17 @@ def record_groups(trace: list[FingerprintRow], holders: dict[tuple, set[int]], t
         if trace[i].tag is not None and len(went.get(trace[i].tag, ())) == 1:
             placed[i] = next(iter(went[trace[i].tag]))
             beyond.add(i)
+    # A result shared with no one, checked right, whose tag other ranks read back right apart from it in its step
+    # while every comm holding the rank holds some of them: its partners left no record of it. It follows its tag
+    # where that tag went with ranks beyond every comm (a guess), else it is of a comm whose other members are not
+    # known, and left out: its neighbours' comm is known not to be its own.
+    for i, elsewhere in ruled_out.items():
+        target = {m for m in went.get(trace[i].tag, ()) if not m & elsewhere} if trace[i].tag is not None else set()
+        if len(target) == 1:
+            placed[i] = next(iter(target))
+            beyond.add(i)
+        else:
+            placed[i] = UNKNOWN
     # Where results went with ranks beyond that comm, it is not the rank's only one: a result shared with no one
     # may be of either, and the one that holds the rank places it by a guess too.
     guessed = beyond | alone if beyond else beyond

@@ -26,7 +26,7 @@ from ..model.kinds import normalize_op
 from .fingerprints import checked_right
 from .notes import Note, TracesApart, TracesMixedComms, TracesNameNoComm, TracesUnplaced
 from .trace_groups import (MIXED, UNKNOWN, Members, partners_by_tag, record_groups, recurring_with_tails,
-                           result_holders, result_key)
+                           result_holders, result_key, right_apart)
 from .trace_joins import joined_comms
 
 
@@ -76,6 +76,7 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
         traces.setdefault(row.rank, []).append(row)
     last_rows = {r: trace[-1] for r, trace in traces.items()}
     recurring = recurring_with_tails(traced, holders, tags_of, last_rows)
+    apart_right = right_apart(traced)
     known = _known_members(evidence, listed or {})
     cut = {f.rank for item in evidence if item.cut is not None for f in item.fingerprints}  # traces cut short
     # Global ranks count from 0: a rank below the highest on record that left nothing is one of the job's too.
@@ -97,7 +98,7 @@ def with_trace_rows(evidence: list[Evidence], listed: dict[str, set[int]] | None
                     if rank in m and len(m) > 1 and not (set(m) - {rank}) & set(traces)]
         placement = record_groups(trace, holders, tags_of, rank, last_rows, untraced,
                             {frozenset(m) for m in known.values()} | recurring,
-                            partners_by_tag(rank, holders, tags_of, everyone))
+                            partners_by_tag(rank, holders, tags_of, everyone), apart_right)
         if placement is MIXED:
             mixed.append(rank)
             continue

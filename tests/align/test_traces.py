@@ -1279,3 +1279,36 @@ def test_a_shared_result_may_be_of_a_wider_comm_other_evidence_names_as_often_as
     d = _sums_only(tmp_path, rows_of)
     root = d["root"]
     assert (root["comm"], root["outlier_ranks"], root["seq_range"]) == ("2", [5], [3, 4])
+
+
+def test_a_result_checked_right_apart_from_others_of_its_tag_in_its_step_is_of_no_comm_holding_them(tmp_path):
+    """TP groups (0-3) (4-7) inside a world of 8, sums with expected values, nothing wrong; ranks 5-7 left no trace.
+    Ranks 0-4 share the world's `dp` in two steps (a comm), and rank 4 shares none of its TP results: ranks 0-3
+    read back other right results of `attn` and `mlp` in the same steps, so rank 4 ran other collectives of those
+    tags, on a comm holding none of them (a program issues each tagged collective on one comm), not the world's
+    (1301133: they went there as rank 4's extra world collectives, and the world's wedge past them)."""
+    tp = {"attn": 400.0, "mlp": 800.0}
+
+    def steps(scale):
+        return [row for step in (0, 1) for row in [(step, "dp", 1, 10.0 + step, 10.0 + step)]
+                + [(step, tag, 64, scale * (v + step), scale * (v + step)) for tag, v in tp.items()]]
+    d = _sums_only(tmp_path, {**{r: steps(1.0) for r in range(4)}, 4: steps(10.0)})
+    world = next(c for c in d["comms"] if c["comm"] == "[ranks=0,1,2,3,4]")
+    assert world["launched"] == dict.fromkeys(map(str, range(5)), 2)
+    assert d["verdict"] != "diverged" and d["root"] is None
+    assert any("rank 4 " in c and "other members left no trace" in c for c in d["caveats"])
+
+
+def test_a_result_two_ranks_share_checked_right_apart_from_others_of_its_tag_is_not_the_worlds(tmp_path):
+    """World (0-3), TP pairs (0,1) (2,3), sums with expected values, nothing wrong; rank 3's trace ends after its
+    first TP record, so ranks 2 and 3 share one TP result, once. Ranks 0 and 1 read back another right result of
+    that tag in that step: the pair's collective is no world one, and rank 2's later TP records stay with the pair
+    (1217331: they went to the world, whose stream and wedge then held rank 2's TP collectives)."""
+    def steps(scale, last=None):
+        rows = [row for step in (0, 1) for row in [(step, "dp", 1, 10.0 + step, 10.0 + step)]
+                + [(step, tag, 64, scale * (v + step), scale * (v + step)) for tag, v in (("a", 4.0), ("b", 8.0))]]
+        return rows[:last]
+    d = _sums_only(tmp_path, {0: steps(1.0), 1: steps(1.0), 2: steps(10.0), 3: steps(10.0, last=2)})
+    launched = {c["comm"]: c["launched"] for c in d["comms"]}
+    assert launched["[ranks=0,1,2,3]"] == {"0": 2, "1": 2, "2": 2, "3": 1}
+    assert launched["[ranks=2,3]"] == {"2": 4, "3": 1}
