@@ -138,6 +138,10 @@ class Root:
     # `issue_places` gives (the range reaches past it to theirs)
     ran_ahead: dict[int, tuple[int, int]] = field(default_factory=dict)
     issue_seq: int | None = None
+    # ... and ranks that issued the root's seq where the reference did and then nothing anywhere, while the
+    # reference went on past it though it never completed (interleave.with_stops_past_the_program): the program
+    # does not wait on it, so theirs was another collective, one they wait on
+    stopped_past: tuple[int, ...] = ()
     # Counts only, the outliers behind, in a job with other communicators: they may be held back in another one by
     # a rank ahead here that launched one more (see report/ambiguity.py), which counts cannot tell apart.
     behind_may_be_held: bool = False

@@ -452,6 +452,7 @@ def with_stops_past_the_program(root: Root, streams: Streams) -> Root:
         return root  # (no majority left to stand for the program)
     low = min(low, *stopped.values())
     return replace(root, seq=low, seq_range=(low, high), outlier_ranks=outliers, reference_ranks=rest,
+                   stopped_past=tuple(sorted({*root.stopped_past, *stopped})),
                    kinds=(*root.kinds, *((EXTRA,) if EXTRA not in root.kinds else ())),
                    reason=root.reason or (RangeReason.LOOKALIKE if low < high else None))
 

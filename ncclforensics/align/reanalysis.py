@@ -212,6 +212,8 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
                 c for c in others if c in analyses and analyses[c].root is not None and not analyses[c].root.shown)})))
         if found is not None:
             analysis.root, later = with_extras_ahead(found, ahead)
+            # (and those of its reference that stopped right after a collective the program does not wait on)
+            analysis.root = with_stops_past_the_program(analysis.root, streams)
             departed_later += later
     return departed_later
 

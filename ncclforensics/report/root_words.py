@@ -248,7 +248,16 @@ def issue_order_words(root: Root) -> str:
                  f"{start} on (records that begin late, as a Flight Recorder ring's do), past seq {seq}; "
                  f"{they(late)} launched as many here as {ranks_words(early)} and issued each one kept where "
                  f"{ranks_words(early)} did, which fits none of the others: {they(late)} issued one early too.")
-    parted = [r for r in root.outlier_ranks if r not in early and r not in late and r not in root.ran_ahead]
+    stopped = [r for r in root.outlier_ranks if r not in early and r not in late and r in root.stopped_past]
+    if stopped:
+        one = len(stopped) == 1
+        text += (f" {ranks_words(stopped).capitalize()} issued {'its' if one else 'theirs'} where the others did, "
+                 f"and then nothing more in any communicator, while the others went on past it though it never "
+                 f"completed (a rank of the communicator never launched it): the program does not wait on it, so "
+                 f"{'it' if one else 'they'} ran another collective there, one {'it waits' if one else 'they wait'} "
+                 f"on, and which departure came first is not known.")
+    parted = [r for r in root.outlier_ranks
+              if r not in early and r not in late and r not in root.ran_ahead and r not in root.stopped_past]
     if parted:
         one = len(parted) == 1
         text += (f" {ranks_words(parted).capitalize()} issued {'its' if one else 'theirs'} where the others did, "

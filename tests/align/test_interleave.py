@@ -497,6 +497,22 @@ def test_a_rank_that_stopped_right_after_a_collective_the_program_does_not_wait_
     assert world.seq_range[0] <= 2 <= world.seq_range[1] and "extra" in world.kinds
 
 
+def test_a_rank_that_stopped_right_after_its_seq_placed_alike_beside_an_early_one_departed_too():
+    # Two TP groups of four. Rank 0 issues one more world collective in step 0 after two of its TP ones (early:
+    # ranks 1, 2 and 3 wait in T1 behind it and never launch world seq 2). Rank 5 issues one more at the end of step
+    # 0, where its TP peers issue step 1's, and then nothing: they went on in T2 past world seq 2, which never
+    # completed, so the program does not wait on it; rank 5 waits on its own. The issue orders name rank 0 early,
+    # and rank 5 beside it, though it issued its own where the others did.
+    early = [(W, ONE), (T1, LAYER), (T1, LAYER), (W, ONE), (T1, LAYER)]
+    logs = [rank_log(0, early)] + [rank_log(r, step(T1)) for r in (1, 2, 3)]
+    logs += [rank_log(r, step(T2) * 2) for r in (4, 6, 7)] + [rank_log(5, step(T2) + [(W, ONE)])]
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER and d.root.majority
+    assert d.root.outlier_ranks == [0, 5] and d.root.seq_range == (2, 2) and d.root.stopped_past == (5,)
+    assert d.root.blocked_elsewhere == (1, 2, 3) and 5 not in d.root.reference_ranks
+    assert "Rank 5 issued its where the others did, and then nothing more in any communicator" in words.cause(d)
+
+
 def rank_dump(rank, order, done):
     """A Flight Recorder dump of one rank: (comm, (op, count)) in the order it issued them; the first `done`
     completed, the next one started and never completed, the rest launched behind it."""
