@@ -41,7 +41,7 @@ from ..model import EventState, FingerprintRow, GateDecision, WatchdogEvent
 from .causes import comm_choice_notes, enqueued_cause, pick_counted, ras_counted_cause, unseen_causes
 from .compared_alike import departures_bounded
 from .consequences import Disagreement, consequences, kept_outer, odd_behind, odd_ones, other_side, ran_ahead
-from .counted_places import peer_issued_early, with_early_by_counts
+from .counted_places import peer_issued_early, went_past_unissued, with_early_by_counts
 from .counts_beside_records import short_of_records, with_counted_outliers, with_counted_past_records
 from .enqueue_marks import EnqueueMarks
 from .answers import DIFFERENT_OPS, ENQUEUED_COUNTS, EXTRA, MISSING, STOPPED, CommAnalysis, RangeReason, Root
@@ -470,8 +470,10 @@ def _held_before_records(root: Root, marks: dict, streams: Streams,
             root.comm, waiting[p], p, c, rank, marks, streams) for p in peer) for c, peer in peers.items()) \
             and not ahead_where_stuck(rank, {c: _counts_of(c, marks, streams) for c in stuck[rank]})
 
+    # (a rank that launched more of its other group than the ranks waiting in its next seq here issued of theirs
+    # before it went past where that seq comes: no hold there keeps it short of it)
     return {rank for rank, n in launched.items() if rank in stuck and n <= recorded.get(rank, n)
-            and not holds_itself(rank, n)}
+            and not holds_itself(rank, n) and not went_past_unissued(root.comm, rank, marks, streams)}
 
 
 def _counts_of(comm: str, marks: dict, streams: Streams) -> dict[int, int]:

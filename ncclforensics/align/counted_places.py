@@ -116,6 +116,50 @@ def peer_issued_early(comm: str, seq: int, peer: int, other: str, rank: int, mar
     return sum(1 for f in floors if f is not None and f > place) * 2 > len(members)
 
 
+def went_past_unissued(comm: str, rank: int, marks: dict[str, EnqueueMarks], streams: Streams) -> bool:
+    """Whether `rank`, which completed all it launched in `comm` and waits in its one other group X, launched more
+    of X, without the next seq of `comm`, than the ranks waiting in that seq had issued of a group Y of theirs
+    before it: then it is not held back short of that seq (its host went past where they issued it), so launching
+    fewer there is a departure (its own, or theirs: they issued it early).
+
+    Y places the seq: every member of Y (all its places on record, none in a third group, X no larger) completed
+    the same work of Y and launched the next, recorded alike, and waits in `comm` from the seq on. NCCL would have
+    run that work of Y had no member's GPU held it behind an earlier collective: one of `comm`'s, the seq or one
+    after it. So some member issued the seq right after the work of Y they completed, and a rank that launched
+    more of X than that issued its own collectives of X past where the seq comes.
+
+    Worked example (1224518): world counts 7, 8, 9 of ranks 0, 2, 3, all 7 completed; TP pair {2, 3} launched 20
+    and completed 15, its 16th recorded alike by both; rank 0 launched 20 in its own pair and completed 15. Rank 2
+    or 3 issued world seq 8 after its pair's 15th; rank 0 launched 20 there and no seq 8: it went past where they
+    issued it, and waits in its pair for a peer, not short of seq 8 for it."""
+    counts = _counts(marks, streams)
+    here = counts.get(comm)
+    if here is None or is_p2p_comm(comm) or not _counted(here, rank) or here.completed[rank] < here.launched[rank]:
+        return False
+    seq = here.launched[rank] + 1
+    mine = [c for c, g in counts.items() if c != comm and not is_p2p_comm(c) and rank in _members(g, c, streams)]
+    if len(mine) != 1 or not _counted(counts[mine[0]], rank):
+        return False
+    x = counts[mine[0]]
+    size = max(len(_members(x, mine[0], streams)), x.places)
+    for other, group in counts.items():
+        members = _members(group, other, streams)
+        if other in (comm, mine[0]) or is_p2p_comm(other) or rank in members or len(members) < max(group.places, size):
+            continue
+        if not all(_counted(group, m) and _counted(here, m) for m in members):
+            continue
+        done = {group.completed[m] for m in members}
+        if len(done) != 1 or any(group.launched[m] <= min(done) for m in members):
+            continue
+        work = done.pop() + 1
+        waiting = all(here.completed[m] == seq - 1 < here.launched[m] for m in members)
+        alone = all(m not in _members(g, c, streams) for c, g in counts.items() if c not in (comm, other)
+                    for m in members)
+        if waiting and alone and _recorded_alike(streams, other, work, members) and x.launched[rank] >= work:
+            return True
+    return False
+
+
 def with_early_by_counts(root: Root, marks: dict[str, EnqueueMarks], streams: Streams) -> tuple[Root, list[Note]]:
     """A root whose records begin after the ranks already disagree, re-read with the ranks that PyTorch's counts
     show issued a collective of its comm early, at or before the records' seq (early_by_counts): they ran an extra

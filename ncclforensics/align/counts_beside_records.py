@@ -120,7 +120,10 @@ def _with_counted_tie(root: Root, counted: Root, uncompared: set[int],
     in even halves, the ranks the records compare on both (`uncompared`: the counted ranks no record compares, none
     held back elsewhere). Each such rank sides with one of the records' sides; which side departed, no majority says:
     it is named too, as the records' own no-majority answer names every rank that sides with either (naming it on
-    neither side would say it ran the program, which nothing says of either side).
+    neither side would say it ran the program, which nothing says of either side). So too with counts of three
+    levels or more, none a strict majority's, where the records' sides count apart and the rank counts fewer than
+    every rank they compare: it left out what both sides launched, or both sides ran more, a side of its own, and
+    no majority says which departed (seed 1224518: counts 7, 8, 9, the records parting the ranks at 8 and 9).
     Worked example: the records begin at seq 2, where rank 1 waits in an all-gather and rank 3 in an all-reduce; a
     desync report says ranks 0 and 1 enqueued 2, ranks 2 and 3 enqueued 3. Two against two: the root names ranks
     0 to 3, no majority, where naming ranks 1 and 3 alone would say ranks 0 and 2 ran the program."""
@@ -128,8 +131,16 @@ def _with_counted_tie(root: Root, counted: Root, uncompared: set[int],
         return root, []  # (a split that names one side is not the tie this adds to)
     levels = Counter(launched.values())
     compared = {launched.get(rank) for rank in root.outlier_ranks}
-    if len(levels) != 2 or len(set(levels.values())) != 1 or compared != set(levels):
-        return root, []  # (counts of three levels, or uneven halves, order departures the records' tie does not)
+    if len(levels) < 2:
+        return root, []
+    if len(levels) == 2 and (len(set(levels.values())) != 1 or compared != set(levels)):
+        return root, []  # (uneven halves, or a tie the counts do not part, order departures the records' tie does not)
+    if len(levels) > 2 and (None in compared or len(compared) < 2 or max(levels.values()) * 2 > len(launched)
+                            or any(launched.get(rank, min(compared)) >= min(compared) for rank in uncompared)):
+        # (three levels or more: only ranks below every side of the tie, where the sides count apart and no level is
+        # a strict majority's, are a side of their own; ranks between may be steps of a chain of holds, which
+        # orders departures the records' tie does not)
+        return root, []
     named = sorted(set(root.outlier_ranks) | set(root.reference_ranks) | uncompared)
     merged = replace(root, outlier_ranks=named, reference_ranks=named)
     return merged, [CountsTieBeforeRecords(tuple(sorted(uncompared)), counted.pinned_by, tuple(named))]

@@ -8,7 +8,7 @@ from dataclasses import replace
 import polars as pl
 
 from ncclforensics.align.answers import EXTRA, OpAt, RangeReason, Root
-from ncclforensics.align.counted_places import early_by_counts, with_early_by_counts
+from ncclforensics.align.counted_places import early_by_counts, went_past_unissued, with_early_by_counts
 from ncclforensics.align.notes import IssuedEarlyByCounts
 from ncclforensics.align.streams import Streams
 from ncclforensics.align.enqueue_marks import EnqueueMarks
@@ -54,6 +54,26 @@ def test_nothing_is_placed_where_the_pair_may_not_have_run_its_collective():
     # report's snapshot of the pair) leave where rank 1 waits unknown.
     assert early_by_counts("0", 3, *_incident(tp_counts=(2048, 1024))) == ({}, {})
     assert early_by_counts("0", 3, *_incident(snapshot=False)) == ({}, {})
+
+
+def test_a_rank_that_launched_its_pair_past_where_the_others_issued_the_seq_is_not_held_short_of_it():
+    # Seed 1224518, watchdog logs of ranks 0, 2 and 3: world counts 7, 8, 9, all 7 completed; TP pair {2, 3}
+    # launched 20 and completed 15, both timing out in its 16th alike, so one of them issued world seq 8 right after
+    # its pair's 15th. Rank 0 launched 20 in its own pair {0, 1} (rank 1 left no file) and completed 15: it went
+    # past where seq 8 comes, so it waits in its pair for its peer, not short of seq 8 for it.
+    marks = {"0": _group({0: (7, 7), 2: (8, 7), 3: (9, 7)}, snapshot=False), "1": _group({0: (20, 15)}, False),
+             "2": _group({2: (20, 15), 3: (20, 15)}, False)}
+    parts = {("0", 2): _timeout(8, 8), ("0", 3): _timeout(8, 1), ("1", 0): _timeout(16, 512),
+             ("2", 2): _timeout(16, 512), ("2", 3): _timeout(16, 512)}
+    streams = Streams(parts=parts, members={"0": [2, 3], "1": [0], "2": [2, 3]})
+    assert went_past_unissued("0", 0, marks, streams)
+    # Launched no further in its pair than the others completed of theirs, it may be held short of seq 8.
+    assert not went_past_unissued("0", 0, {**marks, "1": _group({0: (15, 14)}, False)}, streams)
+    # Where the pair's 16th is recorded apart (a mismatch NCCL may hang in), nothing places seq 8.
+    apart = Streams(parts={**parts, ("2", 3): _timeout(16, 256)}, members=streams.members)
+    assert not went_past_unissued("0", 0, marks, apart)
+    # Nor where the ranks of the pair do not all wait in seq 8 (rank 2 completed it).
+    assert not went_past_unissued("0", 0, {**marks, "0": _group({0: (7, 7), 2: (8, 8), 3: (9, 7)}, False)}, streams)
 
 
 def _op(rank: int, count: int, site: str) -> OpAt:

@@ -529,6 +529,30 @@ def test_counts_that_tie_too_name_the_ranks_no_record_compares_beside_the_record
         assert with_counted_outliers(records, root_from_counts("0", other, "c"), launched=other)[0] == records
 
 
+def test_a_rank_counted_below_every_side_of_a_tie_in_three_levels_is_a_side_of_its_own():
+    # Seed 1224518, watchdog logs of ranks 0, 2 and 3: at seq 8, where the records begin, ranks 2 and 3 wait in
+    # all-reduces of 8 and 1 (a tie). PyTorch's counts: rank 0 launched 7, rank 2 8, rank 3 9. Rank 0 left out what
+    # both sides launched, or both ran more: a side of its own, and no level is a majority's. Every rank is named
+    # (naming ranks 2 and 3 alone would say rank 0 ran the program, and it left one out).
+    from ncclforensics.align.counts_beside_records import with_counted_outliers
+    from ncclforensics.align.notes import CountsTieBeforeRecords
+    from ncclforensics.align.ras_only import root_from_counts
+
+    records = Root(comm="0", seq=1, seq_range=(1, 8), outlier_ranks=[2, 3], reference_ranks=[2, 3],
+                   kind=DIFFERENT_OPS, size=1, pinned_by="signatures", reason=RangeReason.BEFORE_RECORDS,
+                   majority=False, ops={}, kinds=(DIFFERENT_OPS,), shown=True, records_start=8)
+    launched = {0: 7, 2: 8, 3: 9}
+    counted = root_from_counts("0", launched, "PyTorch's enqueued counts")
+    assert not counted.majority
+    root, said = with_counted_outliers(records, counted, launched=launched)
+    assert (root.outlier_ranks, root.reference_ranks, root.majority) == ([0, 2, 3], [0, 2, 3], False)
+    assert said == [CountsTieBeforeRecords((0,), "PyTorch's enqueued counts", (0, 2, 3))]
+    # Held back elsewhere, it stays out; so does a rank counted between the sides (a step of a chain of holds).
+    assert with_counted_outliers(records, counted, held={0}, launched=launched) == (records, [])
+    between = {0: 8, 2: 7, 3: 9}
+    assert with_counted_outliers(records, root_from_counts("0", between, "c"), launched=between) == (records, [])
+
+
 def test_a_rank_counted_short_of_where_the_records_begin_is_on_neither_side():
     # Seed 929113, watchdog logs of ranks 0, 1 and 3: they time out in the world's seq 2, where their records
     # begin, rank 3's call stack parting from the others'. A desync report says rank 2 (no file) finished seq 1 and
