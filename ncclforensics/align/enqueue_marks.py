@@ -215,11 +215,9 @@ class _Roster:
         the others left out, if every one left out shares the count that most of the placed ranks share: then
         leaving them out swings no majority and hides no outlier. Else None (`[0, 1]` at #7 and `[2, 3]` at #9
         with place 3 unplaced: left out, it would turn a tie into ranks 0 and 1 ahead)."""
-        members = self.members.get(group, set())
-        if group == DEFAULT_GROUP or group in self.listed:
-            return None  # (numbered as given, or a report of another group of that name)
-        lowest = next(k for k in range(len(members) + 1) if k not in members)
-        places = {**{rank: rank for rank in range(lowest)}, **self.places.get(group, {})}
+        places = self._known_places(group)
+        if places is None:
+            return None
         each = [_through_places((entry,), places, partly=True) for entry in entries]
         if any(found is None for found in each):
             return None  # (lines that disagree on the order)
@@ -235,6 +233,28 @@ class _Roster:
             return None  # no count most placed ranks share
         lead = max(counts, key=counts.get)
         return tuple(e for found in each for e in found) if left_out <= {lead} else None
+
+    def sided_laggards(self, report: WatchdogEvent, group: str) -> tuple | None:
+        """The report's laggards with global ranks where lines place only some of them, the others left out, if
+        its snapshot (which lists every member) is so sided (sided_entries): the laggards left out then share the
+        count most placed ranks share. Else None. Worked example: rank 6 of a group of eight is at place 6 and
+        reports `[0, 1, 2, 3, 4, 5, 7] finished collective #20, but didn't join collective #21`; places 0-5 are
+        ranks 0-5, place 7 is some rank past 6, but it finished #20 with every placed rank but the reporting one,
+        so ranks 0-5 lag at #20 and rank 6 alone ran on."""
+        places = self._known_places(group)
+        if places is None or not report.latest or self.sided_entries(report, group, report.latest) is None:
+            return None
+        return _through_places(report.lagging, places, partly=True) or None
+
+    def _known_places(self, group: str) -> dict[int, int] | None:
+        """global rank -> its place in `group`, where lines give it and for the members 0..k-1 on record (no
+        member is below them); None where the report numbers ranks as given (the default group) or a dump lists
+        the members (a report of another group of that name)."""
+        if group == DEFAULT_GROUP or group in self.listed:
+            return None
+        members = self.members.get(group, set())
+        lowest = next(k for k in range(len(members) + 1) if k not in members)
+        return {**{rank: rank for rank in range(lowest)}, **self.places.get(group, {})}
 
 
 def _listed_members(comm_infos: list[CommInfo], places: dict[str, dict[int, int]]) -> dict[str, tuple[int, ...]]:
@@ -323,7 +343,8 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
     """Counts from PyTorch's desync reports, for groups with no `last enqueued` marks: `[6] finished collective
     #19, but didn't join collective #20` says rank 6 launched 19 and the reporting rank (and every rank the report
     does not name) joined #20. The report counts collectives its own way (it may differ from the SeqNum by one),
-    so its numbers are not mixed with other marks."""
+    so its numbers are not mixed with other marks. Laggards no line places are left out where the snapshot shows
+    that leaving them out swings no majority (sided_laggards)."""
     by_group: dict[str, dict[int, int]] = {}
     evidence: dict[str, list[Location]] = {}
     for event in watchdog:
@@ -331,6 +352,8 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
             continue
         group = event.comm or _reporting_group(event, watchdog) or default
         lagging = roster.global_entries(event, group)
+        if lagging is None:
+            lagging = roster.sided_laggards(event, group)
         if lagging is None:
             continue
         if group in groups and len(groups[group].launched) > 1:

@@ -498,6 +498,56 @@ def test_a_laggard_between_two_placed_ranks_counts_where_the_places_past_every_l
     assert root is not None and root.outlier_ranks == [2] and root.seq_range[0] <= 17 <= root.seq_range[1]
 
 
+def _lone_report_logs(tmp_path, lagging: str, snapshot: tuple[str, ...]) -> list[str]:
+    """Watchdog logs of ranks 6 and 7 of a job of eight, as seed 1230428's: rank 6 times out at SeqNum 20 of its
+    group of eight (`[PG ID 1 PG GUID 1(tp) Rank 6]`, 21 enqueued) with a desync report naming `lagging` and
+    `snapshot`; rank 7's log names no line of the group, only the dump signal of the default one."""
+    prefix = "[rank6]:[E1129 09:55:01.802321066 ProcessGroupNCCL.cpp"
+    six = [
+        f"{prefix}:689] [Rank 6] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=20, OpType=ALLREDUCE, "
+        "NumelIn=512, NumelOut=512, Timeout(ms)=20000) ran for 20022 milliseconds before timing out.",
+        f"{prefix}:2495] Rank 6",
+        "\t - [6] Timeout at collective: _ALLGATHER_BASE, #21",
+        "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+        f"\t     {lagging}",
+        "\t - Snapshot of ranks' latest states:",
+        *(f"\t   {line}" for line in snapshot),
+        f"{prefix}:2303] [PG ID 1 PG GUID 1(tp) Rank 6]  failure detected by watchdog at work sequence id: 20 PG "
+        "status: last enqueued work: 21, last completed work: 19",
+    ]
+    seven = ["[rank7]:[E1129 09:55:07.791121066 ProcessGroupNCCL.cpp:1849] [PG ID 0 PG GUID 0 Rank 7] Observed "
+             "flight recorder dump signal from another rank via TCPStore."]
+    paths = []
+    for rank, lines in ((6, six), (7, seven)):
+        path = tmp_path / f"torch_rank{rank}.log"
+        path.write_text("\n".join(lines) + "\n")
+        paths.append(str(path))
+    return paths
+
+
+def test_a_lone_report_s_laggards_count_where_the_places_past_every_line_side_with_most(tmp_path):
+    # Seed 1230428: rank 6's drafter ran one collective the others skipped; only rank 6's log names the group. Its
+    # report says `[0, 1, 2, 3, 4, 5, 7] finished collective #20, but didn't join collective #21`. Place 6 is rank
+    # 6, so places 0-5 are ranks 0-5; place 7 is some rank past 6, but it finished #20 with every placed rank but
+    # the reporting one: left out, it swings no majority, and rank 6 alone ran one more.
+    from ncclforensics.api import diff_paths
+
+    _, diagnosis = diff_paths(_lone_report_logs(
+        tmp_path, "[0, 1, 2, 3, 4, 5, 7] finished collective #20, but didn't join collective #21 (count from 1)",
+        ("#20 finished ranks:", "  [0, 1, 2, 3, 4, 5, 7] finished _ALLGATHER_BASE", "#21 started ranks:",
+         "  [6] started _ALLGATHER_BASE")))
+    root = diagnosis.root
+    assert root is not None and (root.outlier_ranks, root.kind) == ([6], "extra")
+    assert root.reference_ranks == [0, 1, 2, 3, 4, 5] and root.seq_range[0] == 1
+    # Place 7 behind with rank 1 while the other placed ranks ran on with rank 6: left out, it would make rank 1 a
+    # lone outlier of what may be two ranks behind, so the report counts none of its ranks.
+    _, diagnosis = diff_paths(_lone_report_logs(
+        tmp_path, "[1, 7] finished collective #20, but didn't join collective #21 (count from 1)",
+        ("#20 finished ranks:", "  [1, 7] finished _ALLGATHER_BASE", "#21 started ranks:",
+         "  [0, 2, 3, 4, 5, 6] started _ALLGATHER_BASE")))
+    assert diagnosis.root is None
+
+
 def test_a_rank_with_no_records_sides_with_those_whose_op_a_peer_s_report_gives_it_at_one_seq():
     # Ranks 0, 1, 2, 4 and 5 left NCCL logs of comm 0xa: rank 1 issued an AllGather before an AllReduce at seqs 3
     # and 4, where the others issued them the other way round. Rank 3 left no file; a peer's desync report gives
