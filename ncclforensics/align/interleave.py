@@ -29,7 +29,7 @@ from enum import Enum
 import polars as pl
 
 from ..model.kinds import is_p2p_comm
-from .answers import EXTRA, RangeReason, Root, ops_at
+from .answers import EXTRA, STOPPED, RangeReason, Root, ops_at
 from .comm_streams import comm_streams
 from .constraints import result_checks
 from .edits import EditKind, Placement
@@ -424,11 +424,31 @@ def with_stops_past_the_program(root: Root, streams: Streams) -> Root:
     found = program_places(streams, root.comm)
     if found is None:
         return root
-    places, launched, program = found
     low, high = root.seq_range
+    stopped = _stopped_past(root.reference_ranks, low, high, streams, found)
+    if not stopped:
+        return root
+    outliers = sorted({*root.outlier_ranks, *stopped})
+    rest = [r for r in root.reference_ranks if r not in stopped]
+    if len(outliers) * 2 >= len(outliers) + len(rest):
+        return root  # (no majority left to stand for the program)
+    low = min(low, *stopped.values())
+    return replace(root, seq=low, seq_range=(low, high), outlier_ranks=outliers, reference_ranks=rest,
+                   stopped_past=tuple(sorted({*root.stopped_past, *stopped})),
+                   kinds=(*root.kinds, *((EXTRA,) if EXTRA not in root.kinds else ())),
+                   reason=root.reason or (RangeReason.LOOKALIKE if low < high else None))
+
+
+def _stopped_past(reference: list[int], low: int, high: int, streams: Streams,
+                  found: tuple[dict[int, dict[int, int]], dict[int, int], dict[int, int]]) -> dict[int, int]:
+    """The ranks of `reference` whose whole records end with a seq in `low..high` issued where the program does,
+    then nothing anywhere, while a strict majority of those that issued it there went on past it though some member
+    whose whole records end before it never launched it (with_stops_past_the_program): rank -> the first seq its
+    extra collective may be (those it issued in a row before it sit alike)."""
+    places, launched, program = found
     cut = {r for (_, r) in streams.cut}
     whole = [r for r in places if r not in cut]
-    reference = [r for r in root.reference_ranks if r in whole]
+    reference = [r for r in reference if r in whole]
     stopped: dict[int, int] = {}
     for r in reference:
         seq = launched[r]
@@ -444,17 +464,43 @@ def with_stops_past_the_program(root: Root, streams: Streams) -> Root:
         while start - 1 >= 1 and places[r].get(start - 1) == places[r][seq]:
             start -= 1  # (collectives it issued in a row before it look alike: the extra one may be any)
         stopped[r] = start
-    if not stopped:
+    return stopped
+
+
+def stops_past_the_ranks_behind(root: Root, streams: Streams) -> Root:
+    """A stop of no majority whose ranks behind are held back elsewhere, read past them: each rank behind issued
+    its last collective here where the program does, and its whole records end, in its other communicators, no
+    further on than the program goes before its next one here (it waits there on what it issued, not short of one
+    here), so its stop is no departure here. A rank of the reference that stopped right after a collective the
+    program does not wait on (with_stops_past_the_program) departed instead: the root names it, an extra collective
+    of its own, with the ranks behind as held back elsewhere. Worked example: world seq 3 comes after four
+    tensor-parallel collectives; rank 2 issued four of its group's and then nothing, never launching seq 3; ranks
+    4 to 7 launched seq 3 there, and ranks 4, 5 and 6 went on to two more of their group's, though seq 3 never
+    completed; rank 7 issued nothing more: its seq 3 was an extra collective, one it waits on. Unchanged where a
+    rank behind went on elsewhere, its records were cut, or no rank of the reference stopped so."""
+    if root.kind != STOPPED or root.shown or root.majority or root.seq_range is None or root.seq_range[1] is None:
         return root
-    outliers = sorted({*root.outlier_ranks, *stopped})
+    found = program_places(streams, root.comm)
+    if found is None:
+        return root
+    places, launched, program = found
+    cut = {r for (_, r) in streams.cut}
+    for r in root.outlier_ranks:
+        end = launched.get(r, 0) + 1
+        if r in cut or r not in places or end not in program or places[r].get(launched[r]) != program.get(
+                launched[r]) or end not in places[r] or places[r][end] > program[end]:
+            return root  # (it went on elsewhere past the program's next one here, or its records say nothing)
+    stopped = _stopped_past(root.reference_ranks, *root.seq_range, streams, found)
     rest = [r for r in root.reference_ranks if r not in stopped]
-    if len(outliers) * 2 >= len(outliers) + len(rest):
-        return root  # (no majority left to stand for the program)
-    low = min(low, *stopped.values())
-    return replace(root, seq=low, seq_range=(low, high), outlier_ranks=outliers, reference_ranks=rest,
-                   stopped_past=tuple(sorted({*root.stopped_past, *stopped})),
-                   kinds=(*root.kinds, *((EXTRA,) if EXTRA not in root.kinds else ())),
-                   reason=root.reason or (RangeReason.LOOKALIKE if low < high else None))
+    if not stopped or len(stopped) * 2 >= len(stopped) + len(rest):
+        return root  # (no rank of the reference stopped so, or too many to leave the program a majority)
+    low, high = min(stopped.values()), max(launched[r] for r in stopped)
+    unplaced = sorted({*root.unplaced_ranks, *root.outlier_ranks})
+    return replace(root, seq=low, seq_range=(low, high), outlier_ranks=sorted(stopped), reference_ranks=rest,
+                   unplaced_ranks=unplaced, blocked_elsewhere=tuple(root.outlier_ranks),
+                   stopped_past=tuple(sorted(stopped)), kind=EXTRA, kinds=(EXTRA,), size=1, shown=True,
+                   pinned_by=ISSUE_ORDER, majority=len(rest) * 2 > len(rest) + len(stopped) + len(unplaced),
+                   reason=RangeReason.LOOKALIKE if low < high else None)
 
 
 def beside_early_issuers(root: Root, streams: Streams) -> Root:

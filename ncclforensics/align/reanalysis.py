@@ -27,6 +27,7 @@ from .interleave import (
     held_by_early_issuers,
     issue_order_root,
     issue_order_split,
+    stops_past_the_ranks_behind,
     with_early_issuers,
     with_stops_past_the_program,
 )
@@ -215,6 +216,10 @@ def reanalyze_by_issue_orders(analyses: dict[str, CommAnalysis], streams: Stream
             # (and those of its reference that stopped right after a collective the program does not wait on)
             analysis.root = with_stops_past_the_program(analysis.root, streams)
             departed_later += later
+        elif root is not None:
+            # A stop whose ranks behind wait elsewhere, where a rank of its reference stopped right after a
+            # collective the program does not wait on: that rank departed, and the ranks behind are held back.
+            analysis.root = stops_past_the_ranks_behind(root, streams)
     return departed_later
 
 

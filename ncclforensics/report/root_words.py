@@ -216,7 +216,7 @@ def issue_order_words(root: Root) -> str:
     """Why the issue orders across communicators place the root (empty where they did not): where each side
     issued it among its other communicators' collectives, and who is held back elsewhere."""
     if not root.issue_places:
-        return ""
+        return stopped_past_words(root)
     if root.left_out_before is not None:
         return left_out_before_words(root)
     seq = root.issue_seq if root.issue_seq is not None else (
@@ -273,6 +273,23 @@ def issue_order_words(root: Root) -> str:
                  f"collectives there wait behind the extra one), not short of one here.")
     return text
 
+
+def stopped_past_words(root: Root) -> str:
+    """Why ranks that stopped right after a collective the program does not wait on are named, where the ranks
+    behind wait elsewhere (interleave.stops_past_the_ranks_behind; empty where that is not the root's ground)."""
+    if not root.stopped_past or not root.blocked_elsewhere:
+        return ""
+    stopped, behind = list(root.stopped_past), list(root.blocked_elsewhere)
+    one, one_behind = len(stopped) == 1, len(behind) == 1
+    seq = root.seq_range[1] if root.seq_range else root.seq
+    return (f" {ranks_words(stopped).capitalize()} issued {'its' if one else 'their'} seq {seq} where the others did, and "
+            f"then nothing more in any communicator, while {ranks_words(root.reference_ranks)} went on past it "
+            f"though it never completed ({ranks_words(behind)} never launched it): the program does not wait on "
+            f"it, so {'it' if one else 'they'} ran another collective there, one {'it waits' if one else 'they wait'} "
+            f"on. {ranks_words(behind).capitalize()} launched fewer here, but {'its' if one_behind else 'their'} "
+            f"records end no further on in {'its' if one_behind else 'their'} other communicators than the program "
+            f"goes before {'its' if one_behind else 'their'} next collective here: waiting there, not short of one "
+            f"here.")
 
 def ran_ahead_words(root: Root) -> str:
     """Why ranks that launched more than the others are named beside the early ones (align/ran_ahead.py; empty

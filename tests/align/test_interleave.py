@@ -513,6 +513,28 @@ def test_a_rank_that_stopped_right_after_its_seq_placed_alike_beside_an_early_on
     assert "Rank 5 issued its where the others did, and then nothing more in any communicator" in words.cause(d)
 
 
+def test_a_rank_that_stopped_right_after_a_collective_the_program_does_not_wait_on_names_the_stop_of_no_majority():
+    # Two TP groups of four; a step is one world collective and two TP ones. Rank 2 issues step 1's two TP ones and
+    # then nothing (it waits there); the logs of ranks 0, 1 and 3 are cut after world seq 1. Ranks 4 to 7 issue
+    # world seq 3 after four TP collectives, where the program does; ranks 4, 5 and 6 go on to step 2's TP ones,
+    # though seq 3 never completed (rank 2 never launched it), and rank 7 issues nothing more: the program does not
+    # wait on seq 3, so rank 7's was another collective, one it waits on. By counts alone rank 2 stopped, with no
+    # majority (ranks 0, 1 and 3 may side with it); its records end where the program issues seq 3, so it is held
+    # back elsewhere, and rank 7 is named.
+    cut = [(W, ONE), (T1, LAYER)]
+    logs = [rank_log(r, cut) for r in (0, 1, 3)] + [rank_log(2, step(T1, layers=2) * 2)]
+    logs = [replace(log, cut=Location(log.path, 2)) if r != 2 else log for r, log in zip((0, 1, 3, 2), logs)]
+    logs += [rank_log(r, step(T2, layers=2) * 3) for r in (4, 5, 6)]
+    logs += [rank_log(7, step(T2, layers=2) * 2 + [(W, ONE)])]
+    d = diagnose(logs)
+    assert d.root.comm == W and d.root.pinned_by == ISSUE_ORDER and d.root.kind == "extra"
+    assert d.root.outlier_ranks == [7] and d.root.reference_ranks == [4, 5, 6] and d.root.seq_range == (3, 3)
+    assert d.root.blocked_elsewhere == (2,) and 2 in d.root.unplaced_ranks and d.root.stopped_past == (7,)
+    said = words.cause(d)
+    assert "Rank 7 issued its seq 3 where the others did, and then nothing more in any communicator" in said
+    assert "Rank 2 launched fewer here" in said and "not short of one here" in said
+
+
 def rank_dump(rank, order, done):
     """A Flight Recorder dump of one rank: (comm, (op, count)) in the order it issued them; the first `done`
     completed, the next one started and never completed, the rest launched behind it."""
