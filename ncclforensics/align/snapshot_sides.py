@@ -2,9 +2,11 @@
 
 A desync report's snapshot gives every member's last collective (`#4 started ranks: [0, 2] started ALLREDUCE`),
 those of ranks that left no file too. Where the records part the ranks they compare with a majority, such a rank
-is on the side whose ops it shares at the snapshot's number (where the snapshot parts the two sides there); one
-the snapshot cannot side may be on either. Either way it may turn the outliers' side into half the ranks: then no
-majority says which side departed, and the root names every rank, as a tie of the records does.
+is on the side whose ops it shares at the snapshot's number (where the snapshot parts the two sides there), or,
+where each side stands at one place of its own (`#4 started ranks: [0, 3, 4, 5] started ALLREDUCE` beside
+`#5 started ranks: [1]`), on the side whose place it shares; one the snapshot cannot side may be on either.
+Either way it may turn the outliers' side into half the ranks: then no majority says which side departed, and the
+root names every rank, as a tie of the records does.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ def with_snapshot_sides(root: Root, launched: Mapping[int, int], last_ops: Mappi
     """`root`, a majority the records name, with the ranks of its comm that left no file (`unfiled`) and that it
     names nowhere: those the counts (`launched`: rank -> count) or a desync report's snapshot (`last_ops`: rank ->
     (number, op) of its last collective) put in the comm. Each joins the records' side whose ops it shares at its
-    snapshot number; one the snapshot cannot side (no op given, the sides not both there or not parted there, an op
-    of neither side) may be on either. Where the outliers, with the ranks sided with them and those that may be on
-    either, are no strict minority, every rank is named with no majority; else the sided ranks join their sides.
+    snapshot number, or, where each side stands at one place of its own in the snapshot (every rank of it at one
+    number and op, the two numbers apart), the side whose place it shares; one the snapshot cannot side (no op
+    given, the sides not parted, an op or a place of neither side) may be on either. Where the outliers, with the
+    ranks sided with them and those that may be on either, are no strict minority, every rank is named with no
+    majority; else the sided ranks join their sides.
     `aside`: ranks already read otherwise (held back elsewhere, never reached the records), left out.
     Worked example: at seq 3, where the records begin, rank 2 waits in an all-gather and ranks 1 and 3 in an
     all-reduce; rank 0 left no file, and the snapshot says `#4 started ranks: [0, 2] started ALLREDUCE` beside
@@ -56,13 +60,21 @@ def with_snapshot_sides(root: Root, launched: Mapping[int, int], last_ops: Mappi
 
 def _side(last: tuple[int, str] | None, last_ops: Mapping[int, tuple[int, str]], outliers: set[int],
           reference: set[int]) -> str | None:
-    """"outliers" or "reference": the records' side whose ops at the snapshot's number `last` shares (None where
-    the snapshot does not part the two sides there, or `last` is an op of neither)."""
+    """"outliers" or "reference": the records' side whose ops at the snapshot's number `last` shares, or, where
+    each side stands at one place of its own in the snapshot (every rank of it at one number and op, the two
+    numbers apart), the side whose place `last` is (None where the snapshot does not part the two sides, or `last`
+    is a place of neither)."""
     if last is None:
         return None
     number, op = last
     out_ops = {last_ops[r][1] for r in outliers if r in last_ops and last_ops[r][0] == number}
     ref_ops = {last_ops[r][1] for r in reference if r in last_ops and last_ops[r][0] == number}
-    if not out_ops or not ref_ops or out_ops & ref_ops:
+    if out_ops and ref_ops:
+        return None if out_ops & ref_ops else "outliers" if op in out_ops else "reference" if op in ref_ops else None
+    out_places, ref_places = ({last_ops.get(r) for r in side} for side in (outliers, reference))
+    if len(out_places) != 1 or len(ref_places) != 1 or None in out_places | ref_places:
         return None
-    return "outliers" if op in out_ops else "reference" if op in ref_ops else None
+    (out_place,), (ref_place,) = out_places, ref_places
+    if out_place[0] == ref_place[0]:
+        return None  # (one number: the ops there, above, are all the snapshot says)
+    return "outliers" if last == out_place else "reference" if last == ref_place else None

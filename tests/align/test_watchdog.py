@@ -698,6 +698,34 @@ def test_a_rank_with_no_file_is_sided_by_the_snapshot_or_may_break_the_majority(
     assert with_snapshot_sides(four, {r: 4 for r in range(4)}, ops, {0}, aside={0}) == (four, [])
 
 
+def test_a_rank_with_no_file_at_one_side_s_own_place_in_the_snapshot_joins_that_side():
+    # Seed 1301442, watchdog logs of ranks 0-4 of eight: rank 1 ran one more world collective (its seq 4 is issued
+    # from another call site) and rank 2 skipped one. The snapshot puts rank 1 alone at `#5 started ALLREDUCE` and
+    # the reference ranks 0, 3 and 4 at `#4 started ALLREDUCE`, with ranks 5-7, which left no file, beside them: the
+    # two sides stand at places of their own, apart in number, and ranks 5-7 share the reference's. They were left
+    # on either side, three beside the one outlier, and every rank was named with no majority.
+    from ncclforensics.align.answers import DIFFERENT_OPS, RangeReason, Root
+    from ncclforensics.align.notes import SnapshotSides
+    from ncclforensics.align.snapshot_sides import with_snapshot_sides
+
+    records = Root(comm="0", seq=1, seq_range=(1, 4), outlier_ranks=[1], reference_ranks=[0, 3, 4],
+                   kind=DIFFERENT_OPS, size=1, pinned_by="call sites", reason=RangeReason.BEFORE_RECORDS,
+                   majority=True, ops={}, shown=True, records_start=4)
+    ops = {r: (4, "AllReduce") for r in (0, 3, 4, 5, 6, 7)} | {1: (5, "AllReduce"), 2: (3, "AllReduce")}
+    counts = {r: number for r, (number, _) in ops.items()}
+    root, said = with_snapshot_sides(records, counts, ops, {5, 6, 7}, aside={2})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority, said) == ([1], [0, 3, 4, 5, 6, 7], True, [])
+    # A rank at the outliers' place joins them.
+    root, said = with_snapshot_sides(records, counts, {**ops, 5: (5, "AllReduce")}, {5, 6, 7}, aside={2})
+    assert (root.outlier_ranks, root.reference_ranks, root.majority) == ([1, 5], [0, 3, 4, 6, 7], True)
+    assert said == [SnapshotSides((5,), (), (1, 5), True)]
+    # A place of neither side, or sides not each at one place, side no one: three beside one outlier are half.
+    for unsided in ({**ops, 5: (6, "AllReduce"), 6: (6, "AllReduce"), 7: (6, "AllReduce")},
+                    {**ops, 3: (5, "AllReduce")}):
+        root, said = with_snapshot_sides(records, counts, unsided, {5, 6, 7}, aside={2})
+        assert (root.majority, said[0].either) == (False, (5, 6, 7))
+
+
 def test_an_unnamed_timeout_takes_the_one_group_the_timeout_lines_name_and_no_other_lines_group():
     # Rank 1's timeout line names no group; rank 0's names "tp", and a status line names "pp" (a group that did not
     # time out). The timeout rows and PyTorch's counts read the unnamed line alike, as tp's: counted_progress took
