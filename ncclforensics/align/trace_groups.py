@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from ..model import FingerprintRow
+from ..model.kinds import SAME_RESULT_OPS, normalize_op
 from .fingerprints import checked_right
 
 Members = frozenset[int]
@@ -50,10 +51,11 @@ def result_holders(traced: list[FingerprintRow]) -> tuple[dict[tuple, set[int]],
 
 def right_apart(traced: list[FingerprintRow]) -> dict[tuple[str, int], dict[tuple, set[int]]]:
     """(tag, step) -> each result checked right under that tag in that step -> the ranks that read it back, counting
-    only ranks with one record of the tag in the step. A result checked right is what its own collective gives
-    (a misaligned pairing mixes two collectives' data, which checks wrong), so ranks that read back different ones
-    under one tag in one step ran different collectives of it; a program issues each tagged collective on one comm
-    (once a step, where a trace holds it once), so none of them is in the comm of another's."""
+    only ranks with one record of the tag in the step, of an op whose result is the same on every rank
+    (SAME_RESULT_OPS: a reduce-scatter's shards differ by rank). A result checked right is what its own collective
+    gives (a misaligned pairing mixes two collectives' data, which checks wrong), so ranks that read back different
+    ones under one tag in one step ran different collectives of it; a program issues each tagged collective on one
+    comm (once a step, where a trace holds it once), so none of them is in the comm of another's."""
     once: dict[tuple[str, int, int], int] = {}
     for row in traced:
         if row.tag is not None and row.step is not None:
@@ -61,7 +63,8 @@ def right_apart(traced: list[FingerprintRow]) -> dict[tuple[str, int], dict[tupl
     out: dict[tuple[str, int], dict[tuple, set[int]]] = {}
     for row in traced:
         key = result_key(row)
-        if key is not None and checked_right(row) and once.get((row.tag, row.step, row.rank)) == 1:
+        if (key is not None and checked_right(row) and once.get((row.tag, row.step, row.rank)) == 1
+                and row.kind is not None and normalize_op(row.kind) in SAME_RESULT_OPS):
             out.setdefault((row.tag, row.step), {}).setdefault(key, set()).add(row.rank)
     return out
 

@@ -111,6 +111,9 @@ class GateChoice(str, Enum):
 # keeps them in a stream of their own per communicator, named `<comm>:p2p`, and the ranks' p2p streams are not
 # compared position by position.
 P2P_OPS = frozenset({"Send", "Recv"})
+# Ops whose result is the same on every rank of the collective (a reduce-scatter's, an all-to-all's or a reduce's
+# differ by rank): two ranks that read back different right results of one of them ran different collectives.
+SAME_RESULT_OPS = frozenset({"AllReduce", "AllGather", "Broadcast"})
 P2P_SUFFIX = ":p2p"
 
 

@@ -656,14 +656,16 @@ def test_a_result_no_one_shares_follows_its_tag_to_the_ranks_it_went_with_before
     assert any(p.by_neighbours and p.comm == "[ranks=1,3]" and p.seq == 2 for p in guesses[1])
 
 
-def _sums_only(tmp_path, rows_of) -> dict:
-    """Write each rank's records (rank -> [(step, tag, numel, sum, expected)]) as a trace of sums only; the answer."""
+def _sums_only(tmp_path, rows_of, kinds: dict[str, str] | None = None) -> dict:
+    """Write each rank's records (rank -> [(step, tag, numel, sum, expected)]) as a trace of sums only; the answer.
+    `kinds`: tag -> its op, where not an all-reduce."""
     for rank, rows in rows_of.items():
         ops: dict[int, int] = {}
         lines = []
         for step, tag, numel, got, want in rows:
             ops[step] = ops.get(step, -1) + 1
-            lines.append(json.dumps({"step": step, "op": ops[step], "rank": rank, "tag": tag, "kind": "AllReduce",
+            lines.append(json.dumps({"step": step, "op": ops[step], "rank": rank, "tag": tag,
+                                     "kind": (kinds or {}).get(tag, "AllReduce"),
                                      "numel": numel, "sum": got, "expected_sum": want}))
         (tmp_path / f"fingerprint_rank{rank}.jsonl").write_text("\n".join(lines) + "\n")
     return answer(tmp_path)
@@ -1297,6 +1299,10 @@ def test_a_result_checked_right_apart_from_others_of_its_tag_in_its_step_is_of_n
     assert world["launched"] == dict.fromkeys(map(str, range(5)), 2)
     assert d["verdict"] != "diverged" and d["root"] is None
     assert any("rank 4 " in c and "other members left no trace" in c for c in d["caveats"])
+    # Reduce-scatters instead: each rank's shard is its own, so results apart are no sign of collectives apart.
+    scattered = _sums_only(tmp_path, {**{r: steps(1.0) for r in range(4)}, 4: steps(10.0)},
+                           kinds=dict.fromkeys(tp, "ReduceScatter"))
+    assert not any("other members left no trace" in c for c in scattered["caveats"])
 
 
 def test_a_result_two_ranks_share_checked_right_apart_from_others_of_its_tag_is_not_the_worlds(tmp_path):
