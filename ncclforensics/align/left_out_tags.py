@@ -45,9 +45,10 @@ _STEP_START = np.uint64(2**64 - 2)
 _STEP_END = np.uint64(2**64 - 4)
 
 
-def left_out_tags(codes: dict[int, Codes], start: int) -> dict[int, int]:
+def left_out_tags(codes: dict[int, Codes], start: int, seen: bool = True) -> dict[int, int]:
     """rank -> the first seq at which its own records of a step leave out a tag (module docstring); ranks whose
-    records hold no tags and steps, or leave out none, are not listed."""
+    records hold no tags and steps, or leave out none, are not listed. `seen`: only a tag that another rank's records
+    of the same step hold (False where other evidence says the others ran more of that step)."""
     positions = _positions(codes, start)
     if positions.is_empty():
         return {}
@@ -63,16 +64,20 @@ def left_out_tags(codes: dict[int, Codes], start: int) -> dict[int, int]:
                .with_columns(gap=pl.col("pos_b") - pl.col("pos_a"), pos_t=pl.col("pos_a") + 1)
                .join(positions.rename({"tag": "t", "pos": "pos_t"}), on=["rank", "step", "pos_t"], how="left"))
     per_pair = holding.group_by("a", "b").agg(
-        held=pl.len(), apart_by_one=(pl.col("gap") == 2).sum(),
+        held=pl.len(), apart_by_one=(pl.col("gap") == 2).sum(), adjacent=(pl.col("gap") == 1).sum(),
         middles=pl.col("t").filter(pl.col("gap") == 2).n_unique(), t=pl.col("t").filter(pl.col("gap") == 2).first())
     # The pair's own step holds a, b one after the other; every other step holding both holds a, t, b; another
     # rank's records of the step hold t, and its own do not.
+    # (where other evidence says the others ran more of the step, other steps that leave t out too are departures
+    # alike, not steps that never held it)
+    alike = 1 if seen else pl.col("adjacent")
     found = (pairs.join(per_pair, on=["a", "b"])
-             .filter((pl.col("held") - 1 >= _AGAINST) & (pl.col("apart_by_one") == pl.col("held") - 1)
-                     & (pl.col("middles") == 1))
-             .join(positions.select("step", t="tag", other="rank"), on=["step", "t"])
-             .filter(pl.col("other") != pl.col("rank"))  # another rank's records of the same step hold t
-             .join(positions.select("rank", "step", t="tag"), on=["rank", "step", "t"], how="anti")
+             .filter((pl.col("apart_by_one") >= _AGAINST) & (pl.col("apart_by_one") + alike == pl.col("held"))
+                     & (pl.col("middles") == 1)))
+    if seen:
+        found = (found.join(positions.select("step", t="tag", other="rank"), on=["step", "t"])
+                 .filter(pl.col("other") != pl.col("rank")))  # another rank's records of the same step hold t
+    found = (found.join(positions.select("rank", "step", t="tag"), on=["rank", "step", "t"], how="anti")
              .group_by("rank").agg(pl.col("pos").min()))
     return {int(rank): start + int(pos) for rank, pos in found.iter_rows()}
 

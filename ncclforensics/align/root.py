@@ -32,7 +32,7 @@ from dataclasses import replace
 from ..model import Location
 from .edits import Codes, EditKind, Placement, agree, blocks_through, merged, place_edits
 from .hidden_edits import hidden_departures, unpinned_departures
-from .left_out_tags import LEFT_OUT_TAGS, told_by_left_out_tags
+from .left_out_tags import LEFT_OUT_TAGS, left_out_tags, told_by_left_out_tags
 from .narrowing import ISSUE_ORDER, PARTED_COMPLETIONS, Constraint, apply
 from .propose import propose
 from .proposal import Proposal, span_of, within
@@ -197,7 +197,7 @@ def solve(code_stages: list[tuple[str, Callable[[], dict[int, Codes] | None]]], 
             solution.by_results = solution.by_results or not solution.shown
             solution.shown, solution.told = True, False
     solution.placements += blocks
-    return _unplaced_reached(solution, chosen, start)
+    return _unplaced_left_out(_unplaced_reached(solution, chosen, start), richest, start)
 
 
 def _unplaced_reached(solution: Solution, codes: dict[int, Codes], start: int) -> Solution:
@@ -217,6 +217,34 @@ def _unplaced_reached(solution: Solution, codes: dict[int, Codes], start: int) -
     return solution
 
 
+
+
+def _unplaced_left_out(solution: Solution, codes: dict[int, Codes], start: int) -> Solution:
+    """A solution with a majority whose outliers' own records of a step leave out a tag the steps repeat (see
+    left_out_tags.py), each at one seq within the root's range, that left ranks unplaced (records cut short): an
+    unplaced rank whose own records of a step leave out a tag at that same seq departed with them. The majority ran
+    more there (the solution says so), so no other rank need have recorded the tag left out in that step. Worked
+    example: of 64 ranks, 19, 20 and 49 read step 1 back with mlp0 left out (the rest wait on their last collective
+    of it, their traces end at step 0); 20 and 49 launched one fewer, and rank 19's log was cut before it: it left
+    mlp0 out at the seq where 20 and 49 did."""
+    if not solution.majority or not solution.unplaced or not solution.placements or not solution.outliers:
+        return solution
+    left = left_out_tags(codes, start, seen=False)
+    low, high = solution.seq_range
+    seqs = {left.get(r) for r in solution.outliers}
+    if len(seqs) != 1 or (seq := seqs.pop()) is None or not low <= seq <= high:
+        return solution
+    joined = [r for r in solution.unplaced if left.get(r) == seq]
+    if not joined:
+        return solution
+    outliers = sorted({*solution.outliers, *joined})
+    if len(outliers) * 2 >= len(codes):
+        return solution
+    model = [p for p in solution.placements if p.rank == solution.outliers[0]]
+    solution.placements += [replace(p, rank=r) for r in joined for p in model]
+    solution.outliers = outliers
+    solution.unplaced = [r for r in solution.unplaced if r not in joined]
+    return solution
 
 
 def _misaligned_by(constraint: Constraint, placements: list[Placement]) -> list[Placement]:

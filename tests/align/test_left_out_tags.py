@@ -6,7 +6,8 @@ from ncclforensics.align.edits import Codes, EditKind, Placement
 from ncclforensics.align.left_out_tags import left_out_tags, told_by_left_out_tags
 from ncclforensics.align.narrowing import ResultChecks
 from ncclforensics.align.proposal import Proposal
-from ncclforensics.align.root import solve
+from ncclforensics.align.root import _unplaced_left_out, solve
+from ncclforensics.align.solution import Solution
 
 PROGRAM = [1, 2, 3, 4, 5, 6, 7]  # tags of one step: layers 0 and 1 (three all-reduces each), then lm_head
 
@@ -105,3 +106,21 @@ def test_records_that_begin_at_the_comms_first_collective_hold_their_first_steps
     assert solution.majority and solution.leading == [5] and solution.named_range == (8, 8)
     # records that begin past the comm's first collective may begin inside a step: no edge there, and no one named
     assert left_out_tags(codes, start=2) == {}
+
+
+def test_a_cut_rank_whose_step_leaves_out_the_tag_the_outliers_left_out_departs_with_them():
+    # ranks 0-4 read back step 0 alone (they wait on their last collective of step 1); ranks 5, 6 and 7 read back
+    # step 1 with tag 3 left out. Ranks 6 and 7 launched one fewer (the solution names them); rank 5's log was cut.
+    codes = traces(8)
+    codes[5] = codes[6] = codes[7]
+    assert left_out_tags(codes, start=1) == {}  # no rank recorded tag 3 in step 1
+    assert left_out_tags(codes, start=1, seen=False) == {5: 10, 6: 10, 7: 10}
+    solution = Solution([Placement(r, EditKind.MISSING, 1, 10, 10) for r in (6, 7)], [6, 7], [0, 1, 2, 3, 4], True,
+                        "fingerprints", [], unplaced=[5])
+    joined = _unplaced_left_out(solution, codes, start=1)
+    assert joined.outliers == [5, 6, 7] and joined.unplaced == [] and joined.seq_range == (10, 10)
+    # one whose records of step 1 hold every tag stays unplaced (its log, cut, may go on as the others' did)
+    codes[5] = Codes({**codes[0].fields, "step": np.array([10] * 7, dtype=np.uint64)}, 7)
+    solution = Solution([Placement(r, EditKind.MISSING, 1, 10, 10) for r in (6, 7)], [6, 7], [0, 1, 2, 3, 4], True,
+                        "fingerprints", [], unplaced=[5])
+    assert _unplaced_left_out(solution, codes, start=1).outliers == [6, 7]
