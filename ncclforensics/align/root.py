@@ -217,8 +217,6 @@ def _unplaced_reached(solution: Solution, codes: dict[int, Codes], start: int) -
     return solution
 
 
-
-
 def _unplaced_left_out(solution: Solution, codes: dict[int, Codes], start: int) -> Solution:
     """A solution with a majority whose outliers' own records of a step leave out a tag the steps repeat (see
     left_out_tags.py), each at one seq within the root's range, that left ranks unplaced (records cut short): an
