@@ -42,6 +42,9 @@ class EnqueueMarks:
     # how many places in the group its lines number (the highest, plus one): a floor of its size, whichever of its
     # members left a file (a desync report of a TP pair names places 0 and 1 where only one of the two left a log)
     places: int = 0
+    # count -> how many members a desync report gives at it by their place in the group alone, with no line that
+    # gives their global ranks: never named, they still weigh in which count most members share
+    unnamed: dict[int, int] = field(default_factory=dict)
 
 
 def enqueue_marks(progress: list[ProgressReport], watchdog: list[WatchdogEvent],
@@ -90,6 +93,7 @@ def _keep_only(marks: EnqueueMarks, ranks: frozenset[int]) -> None:
     marks.floors &= ranks
     marks.exact &= ranks
     marks.waiting &= ranks
+    marks.unnamed = {}  # (members unnamed may be outside the view)
 
 
 def _global_lagging(report: WatchdogEvent, group: str, members: set[int], job: set[int],
@@ -246,6 +250,29 @@ class _Roster:
             return None
         return _through_places(report.lagging, places, partly=True) or None
 
+    def partly_placed(self, report: WatchdogEvent, group: str) -> tuple[tuple | None, dict[int, int]]:
+        """The report's laggards with global ranks where lines place only some of them (_through_places), and
+        count -> how many members at it no line places or the counts leave unnamed: the laggards left out, and
+        the members of its snapshot (which lists every one) that are no laggard and not the reporting rank, one
+        past the laggards' count as it is (`[0, 2, 3] finished collective #10, but didn't join collective #11`
+        where only places 0 and 1 are on record: rank 0 and two unnamed members at #10, the reporting rank at
+        #11). (None, {}) where the lines disagree on the order, the report numbers ranks otherwise, or its
+        laggards are not all of one count that joined no next collective."""
+        places = self._known_places(group)
+        numbers = {(number, joined) for _, number, joined in report.lagging}
+        if not places or not report.latest or len(numbers) != 1 or next(iter(numbers))[1] or report.rank is None:
+            return None, {}
+        each = [_through_places((entry,), places, partly=True) for entry in report.lagging]
+        lagging = {r for ranks, *_ in report.lagging for r in ranks}
+        others = {r for ranks, *_ in report.latest for r in ranks} - lagging
+        if any(found is None for found in each) or report.rank in {r for f in each for e in f for r in e[0]} \
+                or not others:
+            return None, {}
+        number = next(iter(numbers))[0]
+        kept = sum(len(e[0]) for found in each for e in found)
+        unnamed = {number: len(lagging) - kept, number + 1: len(others) - 1}  # (one of the others reports)
+        return tuple(e for found in each for e in found), unnamed
+
     def _known_places(self, group: str) -> dict[int, int] | None:
         """global rank -> its place in `group`, where lines give it and for the members 0..k-1 on record (no
         member is below them); None where the report numbers ranks as given (the default group) or a dump lists
@@ -344,8 +371,10 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
     #19, but didn't join collective #20` says rank 6 launched 19 and the reporting rank (and every rank the report
     does not name) joined #20. The report counts collectives its own way (it may differ from the SeqNum by one),
     so its numbers are not mixed with other marks. Laggards no line places are left out where the snapshot shows
-    that leaving them out swings no majority (sided_laggards)."""
+    that leaving them out swings no majority (sided_laggards); else, where the report's numbers are the group's
+    counts, they count by number alone (`unnamed`, partly_placed)."""
     by_group: dict[str, dict[int, int]] = {}
+    unnamed_of: dict[str, dict[int, int]] = {}
     evidence: dict[str, list[Location]] = {}
     for event in watchdog:
         if event.kind != "desync_report" or not event.lagging:
@@ -354,6 +383,9 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
         lagging = roster.global_entries(event, group)
         if lagging is None:
             lagging = roster.sided_laggards(event, group)
+        unnamed: dict[int, int] = {}
+        if lagging is None and not (group in groups and len(groups[group].launched) > 1):
+            lagging, unnamed = roster.partly_placed(event, group)
         if lagging is None:
             continue
         if group in groups and len(groups[group].launched) > 1:
@@ -371,10 +403,13 @@ def _desync_marks(groups: dict[str, EnqueueMarks], watchdog: list[WatchdogEvent]
             if not joined and event.rank is not None and event.rank not in named:
                 counts[event.rank] = max(counts.get(event.rank, 0), number + 1)
         evidence.setdefault(group, []).append(event.loc)
+        seen = unnamed_of.setdefault(group, {})  # (reports of one laggard: the most any one gives)
+        seen.update({number: max(n, seen.get(number, 0)) for number, n in unnamed.items()})
     for group, counts in by_group.items():
-        if len(set(counts.values())) > 1:
+        if len(set(counts.values()) | set(unnamed_of[group])) > 1 and counts:
             # One rank's `last enqueued` mark compares with nothing; the report's counts replace it.
             marks = groups[group] = EnqueueMarks(stops=groups[group].stops if group in groups else [])
             marks.launched.update(counts)
+            marks.unnamed = unnamed_of[group]
             marks.evidence.extend(evidence[group])
             marks.source = DESYNC_REPORT

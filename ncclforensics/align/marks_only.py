@@ -86,7 +86,8 @@ def marks_only_roots(groups: dict[str, EnqueueMarks], streams: Streams, watchdog
         if not (marks.stops or marks.dumped):
             continue
         # (a group that records tie to an NCCL comm hash goes by the hash, as its streams do)
-        root = root_from_counts(streams.aliases.get(comm, comm), marks.launched, marks.source, marks.floors)
+        root = root_from_counts(streams.aliases.get(comm, comm), marks.launched, marks.source, marks.floors,
+                                marks.unnamed)
         if root is None and marks.stops and len(set(marks.launched.values())) == 1:
             root = root_from_last_ops(streams.aliases.get(comm, comm), marks)
         if root is not None and marks.stops and marks.source == ENQUEUED_COUNTS:

@@ -361,8 +361,8 @@ def uncounted_ranks(wedge: Wedge) -> list[int]:
     return [r for r in wedge.absent_ranks if r not in wedge.launched]
 
 
-def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str, floors: set[int] | frozenset = frozenset()
-                     ) -> Root | None:
+def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str, floors: set[int] | frozenset = frozenset(),
+                     unnamed: dict[int, int] | None = None) -> Root | None:
     """From how many collectives each rank launched (global rank -> count), the ranks that launched more or
     fewer than the others: every rank off the count most ranks share (of two counts as common, the one behind
     departed, with no majority). Where the odd collective is, counts cannot tell: the range is every seq up to
@@ -372,14 +372,21 @@ def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str, floors: 
 
     Ranks ahead of the rest beside ranks behind it (world counts 2, 1, 1, 0, 1, 1, 1, 0) both departed, an extra
     collective and a missing one, and the counts cannot tell whose came first: every one of them is an outlier,
-    those ahead named apart (`ahead_of_the_rest`)."""
-    values = sorted(set(counts.values()))
+    those ahead named apart (`ahead_of_the_rest`).
+
+    `unnamed`: count -> how many more members stand at it whose global ranks are not known; they weigh in which
+    count most members share, but are never named: where one is off that count (an outlier), None."""
+    unnamed = {v: n for v, n in (unnamed or {}).items() if n}
+    values = sorted(set(counts.values()) | set(unnamed))
     if len(values) < 2:
         return None
     by_value = {v: [r for r, c in counts.items() if c == v] for v in values}
-    usual = max(reversed(values), key=lambda v: len(by_value[v]))  # (of two counts as common, the higher)
+    tally = {v: len(by_value[v]) + unnamed.get(v, 0) for v in values}
+    usual = max(reversed(values), key=tally.get)  # (of two counts as common, the higher)
     ahead = sorted(r for r, c in counts.items() if c > usual)
     behind = sorted(r for r, c in counts.items() if c < usual)
+    if not ahead and not behind or any(v != usual for v in unnamed):
+        return None
     floored = bool(set(behind) & set(floors))
     # (an outlier ahead added one at most as far as its count; one behind left one out at most one past its own)
     last = max([counts[r] for r in ahead] + [counts[r] + 1 for r in behind] + ([usual] if floored else []))
@@ -392,7 +399,8 @@ def root_from_counts(comm: str, counts: dict[int, int], pinned_by: str, floors: 
         reference_ranks=sorted(by_value[usual]), kind=MISSING if behind else EXTRA, kinds=kinds,
         size=0 if floored or len(odd) > 1 else abs(odd.pop() - usual), pinned_by=pinned_by,
         reason=RangeReason.COUNTS, ops={}, ahead_of_the_rest=tuple(ahead) if behind else (),
-        majority=(len(ahead) + len(behind)) * 2 < len(counts),  # (of two equal groups, either may have departed)
+        # (of two equal groups, either may have departed)
+        majority=(len(ahead) + len(behind)) * 2 < len(counts) + sum(unnamed.values()),
     )
 
 

@@ -548,6 +548,59 @@ def test_a_lone_report_s_laggards_count_where_the_places_past_every_line_side_wi
     assert diagnosis.root is None
 
 
+def _report_of_rank_1(tmp_path, lagging: str, snapshot: tuple[str, ...]) -> list[str]:
+    """Watchdog logs of ranks 0, 1 and 3 of a job of four, as seed 1237817's: rank 1 (place 1 of group 1, 13
+    enqueued) times out with a desync report naming `lagging` and `snapshot`; ranks 0 and 3 log only the dump
+    signal of the default group."""
+    prefix = "[rank1]:[E1129 09:55:01.735696066 ProcessGroupNCCL.cpp"
+    one = [
+        f"{prefix}:689] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=10, OpType=ALLREDUCE, "
+        "NumelIn=1024, NumelOut=1024, Timeout(ms)=20000) ran for 20017 milliseconds before timing out.",
+        f"{prefix}:2495] Rank 1", "\t - [1] Timeout at collective: _ALLGATHER_BASE, #13",
+        "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:", f"\t     {lagging}",
+        "\t - Snapshot of ranks' latest states:", *(f"\t   {line}" for line in snapshot),
+        f"{prefix}:2303] [PG ID 1 PG GUID 1(tp) Rank 1]  failure detected by watchdog at work sequence id: 10 PG "
+        "status: last enqueued work: 13, last completed work: 9",
+    ]
+    paths = []
+    for rank, lines in ((0, ()), (1, one), (3, ())):
+        path = tmp_path / f"torch_rank{rank}.log"
+        path.write_text("\n".join([*lines, f"[rank{rank}]:[E1129 09:55:07.732696066 ProcessGroupNCCL.cpp:1849] [PG ID 0 "
+                                   f"PG GUID 0 Rank {rank}] Observed flight recorder dump signal from another rank "
+                                   "via TCPStore."]) + "\n")
+        paths.append(str(path))
+    return paths
+
+
+def test_members_a_report_gives_by_place_alone_count_toward_the_majority_unnamed(tmp_path):
+    # Seed 1237817: rank 1's drafter ran collectives the others skipped; only its log names group 1, at place 1, so
+    # place 0 is rank 0 and places 2 and 3 are no global rank on record. Its report says `[0, 2, 3] finished
+    # collective #10, but didn't join collective #11`: rank 0 against rank 1 is a tie, but three members stand at
+    # #10 and rank 1 alone ran on. The two unplaced members weigh in and are named nowhere.
+    from ncclforensics.api import diff_paths
+
+    _, diagnosis = diff_paths(_report_of_rank_1(
+        tmp_path, "[0, 2, 3] finished collective #10, but didn't join collective #11 (count from 1)",
+        ("#10 finished ranks:", "  [0, 2, 3] finished _ALLGATHER_BASE", "#13 started ranks:",
+         "  [1] started _ALLGATHER_BASE")))
+    root = diagnosis.root
+    assert root is not None and (root.outlier_ranks, root.reference_ranks, root.majority) == ([1], [0], True)
+    assert root.seq_range[0] == 1 and root.seq_range[1] >= 10
+    # An unplaced member among the laggards beside a placed one, the rest ahead with rank 1: the outliers could
+    # not all be named, so the counts name none.
+    _, diagnosis = diff_paths(_report_of_rank_1(
+        tmp_path, "[0, 3] finished collective #10, but didn't join collective #11 (count from 1)",
+        ("#10 finished ranks:", "  [0, 3] finished _ALLGATHER_BASE", "#13 started ranks:",
+         "  [1, 2] started _ALLGATHER_BASE")))
+    assert diagnosis.root is None
+    # One unplaced member ahead with rank 1: two against two, no majority.
+    _, diagnosis = diff_paths(_report_of_rank_1(
+        tmp_path, "[0, 2] finished collective #10, but didn't join collective #11 (count from 1)",
+        ("#10 finished ranks:", "  [0, 2] finished _ALLGATHER_BASE", "#13 started ranks:",
+         "  [1, 3] started _ALLGATHER_BASE")))
+    assert diagnosis.root is None or not diagnosis.root.majority
+
+
 def test_a_rank_with_no_records_sides_with_those_whose_op_a_peer_s_report_gives_it_at_one_seq():
     # Ranks 0, 1, 2, 4 and 5 left NCCL logs of comm 0xa: rank 1 issued an AllGather before an AllReduce at seqs 3
     # and 4, where the others issued them the other way round. Rank 3 left no file; a peer's desync report gives
