@@ -67,11 +67,16 @@ def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int
     members = set(root.outlier_ranks) | set(root.reference_ranks) | unplaced
     sides = (set(sums.outlier_ranks), set(sums.reference_ranks)) if sums.majority \
         else _sides_the_records_orient(root, sums.step_bound, fingerprints)
+    unsummed: set[int] = set()
+    if sides is None and not sums.majority:
+        sides = _read_back_wrong_alike(root, sums.step_bound, fingerprints)
+        # (an unplaced rank with no sum of the step, when none of the reference has one either, stays unplaced)
+        unsummed = unplaced - (sides[0] | sides[1]) if sides is not None else set()
     if sides is None:
         return root, []
     summed_out, summed_ref = sides
     # (a rank of the reference with no sum of the step, its trace cut short before it, is placed by its records)
-    if not members - set(root.reference_ranks) <= summed_out | summed_ref or not summed_out <= members \
+    if not members - set(root.reference_ranks) - unsummed <= summed_out | summed_ref or not summed_out <= members \
             or not set(root.outlier_ranks) <= summed_out or set(root.reference_ranks) & summed_out:
         return root, []  # the checksums part other ranks than the records do (another comm's divergence, say)
     joined = sorted(unplaced & summed_out)
@@ -81,7 +86,7 @@ def with_sums_placing_cut_ranks(root: Root, sums: Root, last_on_record: dict[int
         low = min(low, *(last_on_record.get(rank, 0) + 1 for rank in joined))
     outliers = sorted(set(root.outlier_ranks) | set(joined))
     reference = sorted(set(root.reference_ranks) | set(sided))
-    placed = replace(root, outlier_ranks=outliers, reference_ranks=reference, unplaced_ranks=[], seq=low,
+    placed = replace(root, outlier_ranks=outliers, reference_ranks=reference, unplaced_ranks=sorted(unsummed), seq=low,
                      seq_range=(low, high), majority=len(outliers) * 2 < len(outliers) + len(reference))
     if not joined:
         return placed, []
@@ -112,6 +117,30 @@ def _sides_the_records_orient(root: Root, step: int | None,
     (out_key,), (ref_key,) = out_keys, ref_keys
     return ({rank for rank, key in keys.items() if key == out_key},
             {rank for rank, key in keys.items() if key == ref_key})
+
+
+def _read_back_wrong_alike(root: Root, step: int | None,
+                           fingerprints: Iterable[FingerprintRow]) -> tuple[set[int], set[int]] | None:
+    """Where no rank of the reference has a checksum of `step` (none completed it: the job hung in it), yet every
+    records' outlier has one, checked against its expected sum and reading back wrong, all off alike: the ranks
+    whose checksums of the step read back that same wrong result ran what the outliers ran (outliers too), and
+    those whose checksums read back right sided with the reference. Worked example (1238118): of 8 ranks, 7 launched
+    fewer, 2-6 more and hang at step 2, and the logs of 0 and 1 were cut before the sides part; ranks 0 and 7 read
+    step 2 back off by the same amount from their expected sums, and rank 1's trace ends at step 1: rank 0 is an
+    outlier too, and rank 1 stays unplaced."""
+    rows = checksums_by_step(fingerprints).get(step, {}) if step is not None else {}
+    if not rows or any(rank in rows for rank in root.reference_ranks) \
+            or not all(rank in rows for rank in root.outlier_ranks) \
+            or any(checked_right(row) is None for row in rows.values()) \
+            or any(checked_right(rows[rank]) for rank in root.outlier_ranks):
+        return None
+    keys = result_keys(rows, True)
+    out_keys = {keys[rank] for rank in root.outlier_ranks}
+    if len(out_keys) != 1:
+        return None
+    (out_key,) = out_keys
+    return ({rank for rank, key in keys.items() if key == out_key},
+            {rank for rank, row in rows.items() if checked_right(row)})
 
 
 def with_sums_before_records(root: Root, sums: Root,

@@ -483,6 +483,30 @@ def test_a_rank_cut_before_the_sides_part_is_placed_where_the_sums_alone_name_no
     assert with_sums_placing_cut_ranks(records, found, {1: 8}, apart) == (records, [])
 
 
+def test_a_rank_cut_before_the_sides_part_that_read_the_step_back_wrong_as_the_outliers_did_is_placed_with_them():
+    # Seed 1238118: ranks 0 and 7 each skipped a collective at step 2. The records name rank 7 (it launched fewer)
+    # against ranks 2-6, which hang in step 2 (no sum of it), and leave ranks 0 and 1, cut before they part,
+    # unplaced. Ranks 0 and 7 read step 2 back off their expected sums alike; rank 1's trace ends at step 1, rank 3's
+    # was cut at step 0, so the sums alone name no majority. Rank 0 ran what rank 7 ran: an outlier too; rank 1
+    # stays unplaced.
+    rows = [r for rank in (0, 7) for r in per_step(rank, [(30.0, 30.0), (70.0, 70.0), (98.0, 99.0)])]
+    rows += [r for rank in (1, 2, 4, 5, 6) for r in per_step(rank, [(30.0, 30.0), (70.0, 70.0)])]
+    rows += per_step(3, [(30.0, 30.0)])
+    found, _ = step_sums_root(rows, {}, cut=frozenset({3}))
+    assert not found.majority and found.step_bound == 2
+    records = records_root([7], [2, 3, 4, 5, 6], [0, 1])
+    placed, said = with_sums_placing_cut_ranks(records, found, {0: 12, 1: 9, 7: 17}, rows)
+    assert (placed.outlier_ranks, placed.reference_ranks, placed.unplaced_ranks) == ([0, 7], [2, 3, 4, 5, 6], [1])
+    assert placed.seq_range == (13, 20) and placed.majority
+    assert said == [SumsPlaceCutRanks(joined=(0,), step=2, outliers=(0, 7), seq_range=(13, 20))]
+    # Rank 0 off by another amount than rank 7: nothing says it ran what rank 7 ran.
+    apart = [replace(r, sum=97.0) if (r.rank, r.step) == (0, 2) else r for r in rows]
+    assert with_sums_placing_cut_ranks(records, found, {7: 17}, apart) == (records, [])
+    # A reference rank with a sum of the step: the sums themselves must side it, and here they do not.
+    beside = rows + per_step(2, [(30.0, 30.0), (70.0, 70.0), (98.0, 99.0)])[2:]
+    assert with_sums_placing_cut_ranks(records, found, {7: 17}, beside) == (records, [])
+
+
 def test_counted_outliers_beside_records_that_tie_name_the_ranks_no_record_compares_too():
     # Watchdog logs of ranks 2 and 3 only, whose last collectives (seq 7, where their records begin) differ: a tie.
     # PyTorch's counts: rank 0 launched one fewer than ranks 1..3. Rank 0 departed before the records begin; rank 1,
