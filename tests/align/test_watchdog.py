@@ -498,31 +498,40 @@ def test_a_laggard_between_two_placed_ranks_counts_where_the_places_past_every_l
     assert root is not None and root.outlier_ranks == [2] and root.seq_range[0] <= 17 <= root.seq_range[1]
 
 
-def _lone_report_logs(tmp_path, lagging: str, snapshot: tuple[str, ...]) -> list[str]:
-    """Watchdog logs of ranks 6 and 7 of a job of eight, as seed 1230428's: rank 6 times out at SeqNum 20 of its
-    group of eight (`[PG ID 1 PG GUID 1(tp) Rank 6]`, 21 enqueued) with a desync report naming `lagging` and
-    `snapshot`; rank 7's log names no line of the group, only the dump signal of the default one."""
-    prefix = "[rank6]:[E1129 09:55:01.802321066 ProcessGroupNCCL.cpp"
-    six = [
-        f"{prefix}:689] [Rank 6] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=20, OpType=ALLREDUCE, "
-        "NumelIn=512, NumelOut=512, Timeout(ms)=20000) ran for 20022 milliseconds before timing out.",
-        f"{prefix}:2495] Rank 6",
-        "\t - [6] Timeout at collective: _ALLGATHER_BASE, #21",
+def _report_logs(tmp_path, reporter: int, seq: int, enqueued: int, lagging: str, snapshot: tuple[str, ...],
+                 dumped: tuple[int, ...]) -> list[str]:
+    """Watchdog logs of a rank `reporter` that times out at SeqNum `seq` of its group (`[PG ID 1 PG GUID 1(tp) Rank
+    R]`, `enqueued` enqueued) with a desync report naming `lagging` and `snapshot`, and of the ranks `dumped`, whose
+    logs end with the dump signal of the default group only (the reporter's too, where it is among them)."""
+    prefix = f"[rank{reporter}]:[E1129 09:55:01.802321066 ProcessGroupNCCL.cpp"
+    report = [
+        f"{prefix}:689] [Rank {reporter}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, "
+        "OpType=ALLREDUCE, NumelIn=512, NumelOut=512, Timeout(ms)=20000) ran for 20022 milliseconds before timing out.",
+        f"{prefix}:2495] Rank {reporter}",
+        f"\t - [{reporter}] Timeout at collective: _ALLGATHER_BASE, #{enqueued}",
         "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
         f"\t     {lagging}",
         "\t - Snapshot of ranks' latest states:",
         *(f"\t   {line}" for line in snapshot),
-        f"{prefix}:2303] [PG ID 1 PG GUID 1(tp) Rank 6]  failure detected by watchdog at work sequence id: 20 PG "
-        "status: last enqueued work: 21, last completed work: 19",
+        f"{prefix}:2303] [PG ID 1 PG GUID 1(tp) Rank {reporter}]  failure detected by watchdog at work sequence id: "
+        f"{seq} PG status: last enqueued work: {enqueued}, last completed work: {seq - 1}",
     ]
-    seven = ["[rank7]:[E1129 09:55:07.791121066 ProcessGroupNCCL.cpp:1849] [PG ID 0 PG GUID 0 Rank 7] Observed "
-             "flight recorder dump signal from another rank via TCPStore."]
     paths = []
-    for rank, lines in ((6, six), (7, seven)):
+    for rank in sorted({reporter, *dumped}):
+        lines = report if rank == reporter else []
+        if rank in dumped:
+            lines = [*lines, f"[rank{rank}]:[E1129 09:55:07.791121066 ProcessGroupNCCL.cpp:1849] [PG ID 0 PG GUID 0 "
+                             f"Rank {rank}] Observed flight recorder dump signal from another rank via TCPStore."]
         path = tmp_path / f"torch_rank{rank}.log"
         path.write_text("\n".join(lines) + "\n")
         paths.append(str(path))
     return paths
+
+
+def _lone_report_logs(tmp_path, lagging: str, snapshot: tuple[str, ...]) -> list[str]:
+    """As seed 1230428's: rank 6 of a job of eight times out at SeqNum 20 (21 enqueued); rank 7's log names no line
+    of the group, only the dump signal of the default one."""
+    return _report_logs(tmp_path, 6, 20, 21, lagging, snapshot, dumped=(7,))
 
 
 def test_a_lone_report_s_laggards_count_where_the_places_past_every_line_side_with_most(tmp_path):
@@ -549,27 +558,9 @@ def test_a_lone_report_s_laggards_count_where_the_places_past_every_line_side_wi
 
 
 def _report_of_rank_1(tmp_path, lagging: str, snapshot: tuple[str, ...]) -> list[str]:
-    """Watchdog logs of ranks 0, 1 and 3 of a job of four, as seed 1237817's: rank 1 (place 1 of group 1, 13
-    enqueued) times out with a desync report naming `lagging` and `snapshot`; ranks 0 and 3 log only the dump
-    signal of the default group."""
-    prefix = "[rank1]:[E1129 09:55:01.735696066 ProcessGroupNCCL.cpp"
-    one = [
-        f"{prefix}:689] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=10, OpType=ALLREDUCE, "
-        "NumelIn=1024, NumelOut=1024, Timeout(ms)=20000) ran for 20017 milliseconds before timing out.",
-        f"{prefix}:2495] Rank 1", "\t - [1] Timeout at collective: _ALLGATHER_BASE, #13",
-        "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:", f"\t     {lagging}",
-        "\t - Snapshot of ranks' latest states:", *(f"\t   {line}" for line in snapshot),
-        f"{prefix}:2303] [PG ID 1 PG GUID 1(tp) Rank 1]  failure detected by watchdog at work sequence id: 10 PG "
-        "status: last enqueued work: 13, last completed work: 9",
-    ]
-    paths = []
-    for rank, lines in ((0, ()), (1, one), (3, ())):
-        path = tmp_path / f"torch_rank{rank}.log"
-        path.write_text("\n".join([*lines, f"[rank{rank}]:[E1129 09:55:07.732696066 ProcessGroupNCCL.cpp:1849] [PG ID 0 "
-                                   f"PG GUID 0 Rank {rank}] Observed flight recorder dump signal from another rank "
-                                   "via TCPStore."]) + "\n")
-        paths.append(str(path))
-    return paths
+    """As seed 1237817's: ranks 0, 1 and 3 of a job of four; rank 1 (place 1 of group 1) times out at SeqNum 10 (13
+    enqueued); every log ends with the dump signal of the default group."""
+    return _report_logs(tmp_path, 1, 10, 13, lagging, snapshot, dumped=(0, 1, 3))
 
 
 def test_members_a_report_gives_by_place_alone_count_toward_the_majority_unnamed(tmp_path):
