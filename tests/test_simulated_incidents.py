@@ -10,6 +10,7 @@ processes. A failure prints the seed, the evidence, the truth and the answer; re
 
 from __future__ import annotations
 
+import filecmp
 import json
 import random
 
@@ -1008,6 +1009,17 @@ def _written_as_drawn(seed: int, folder):
     return incident, incident.write(folder, kinds, rng)
 
 
+def _written_alike(twin, seed: int, written, folder):
+    """The evidence `twin` writes into `folder` with the subset the run of `seed` draws, asserted byte-identical to
+    `written` (that run's, in the sibling folder "a"): two truths the files cannot tell apart."""
+    rng = evidence_rng(seed)
+    _, kinds = draw_subset(rng, twin.program.world)
+    twin_written = twin.write(folder, kinds, rng)
+    assert twin_written.files == written.files
+    assert all(filecmp.cmp(folder.parent / "a" / name, folder / name, shallow=False) for name in written.files)
+    return twin_written
+
+
 def test_outliers_whose_every_view_is_a_reference_ranks_may_be_named_with_those_ranks(tmp_path):
     """Seed 104329: rank 5 swapped two all-reduces inside step 0 and rank 4 (no trace) skipped one in step 1;
     per-step sums with expected values of ranks 0, 2, 3, 5 and 6. The swap sums alike, and every traced rank read
@@ -1240,7 +1252,6 @@ def test_a_rank_a_dump_places_in_a_peer_s_desync_report_sides_with_either_where_
     what it issued there. A twin incident in which rank 0 issued the all-reduce too writes the very same files, two
     against two: naming all four, no majority, is right in both, as is rank 3 alone; in the twin, naming ranks 1
     and 2 is right too."""
-    import filecmp
     from dataclasses import replace
 
     from incidents.faults import Fault, RankFault, draw_fault
@@ -1258,11 +1269,7 @@ def test_a_rank_a_dump_places_in_a_peer_s_desync_report_sides_with_either_where_
     twin = incident_of(program, Fault("multi", [*fault.ranks, RankFault(0, "different", "1", 0, "as rank 3")]),
                        1168372, rng)
     assert twin.truth.roots["1"].outliers == (0, 3) and incident.truth.roots["1"].outliers == (3,)
-    erng = evidence_rng(1168372)
-    _, kinds = draw_subset(erng, twin.program.world)
-    twin_written = twin.write(tmp_path / "b", kinds, erng)
-    assert twin_written.files == written.files
-    assert all(filecmp.cmp(tmp_path / "a" / name, tmp_path / "b" / name, shallow=False) for name in written.files)
+    twin_written = _written_alike(twin, 1168372, written, tmp_path / "b")
 
     def verdict(case, outliers, majority):
         root = {"comm": incident.program.comms["1"].comm_id, "seq_range": [13, 13], "outlier_ranks": outliers,
@@ -1318,11 +1325,7 @@ def test_a_rank_a_member_s_dump_places_in_a_peer_s_desync_report_is_on_record_th
     twin = incident_of(program, Fault("multi", [*fault.ranks, RankFault(4, "different", "2", 0, "as rank 6")]),
                        1143356, rng)
     assert twin.truth.roots["2"].outliers == (4, 6) and incident.truth.roots["2"].outliers == (6,)
-    erng = evidence_rng(1143356)
-    _, kinds = draw_subset(erng, twin.program.world)
-    twin_written = twin.write(tmp_path / "b", kinds, erng)
-    assert twin_written.files == written.files
-    assert all((tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes() for name in written.files)
+    twin_written = _written_alike(twin, 1143356, written, tmp_path / "b")
 
     def verdict(case, outliers, majority):
         root = {"comm": incident.program.comms["2"].comm_id, "seq_range": [5, 5], "outlier_ranks": outliers,
@@ -1362,11 +1365,7 @@ def test_members_between_ranks_whose_logs_name_their_places_are_placed_in_a_peer
     twin = incident_of(program, Fault("multi", [*fault.ranks, *(RankFault(r, "different", "1", 3, "as rank 1")
                                                                  for r in (0, 2, 4))]), 1203333, rng)
     assert twin.truth.roots["1"].outliers == (0, 1, 2, 4) and incident.truth.roots["1"].outliers == (1,)
-    erng = evidence_rng(1203333)
-    _, kinds = draw_subset(erng, twin.program.world)
-    twin_written = twin.write(tmp_path / "b", kinds, erng)
-    assert twin_written.files == written.files
-    assert all((tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes() for name in written.files)
+    twin_written = _written_alike(twin, 1203333, written, tmp_path / "b")
 
     def verdict(case, outliers, majority):
         root = {"comm": "1", "seq_range": [1, 28], "outlier_ranks": outliers, "pinned_by": "signatures",
