@@ -367,7 +367,9 @@ def _past_cut_by_ops(streams: Streams, one: str, rank: int, rest: list[Fingerpri
     launched: dict[str, set[tuple]] = {}  # comm -> the (op, count)s its other members launched
     for c in comms:
         others = [part for (comm, r), part in streams.parts.items() if comm == c and r != rank]
-        launched[c] = {pair for part in others for pair in part.select("op", "count").iter_rows()}
+        # (the distinct pairs, column-wise: a comm's streams may hold millions of rows)
+        pairs = [p.select("op", "count") for p in others]
+        launched[c] = set(pl.concat(pairs, how="vertical_relaxed").unique().iter_rows()) if pairs else set()
     kept: list[FingerprintRow] = []
     placed: dict[str, list[FingerprintRow]] = {}
     for row in rest:
